@@ -1,0 +1,233 @@
+//! arm64 contiguous-PTE ("contpte") management (arch/arm64/mm/contpte.c,
+//! arch/arm64/include/asm/pgtable.h: set_ptes(), contpte_try_fold(),
+//! contpte_try_unfold(), pte_batch_hint()), Linux 6.18.
+//!
+//! A naturally aligned block of [`CONT_PTES`] entries mapping a naturally
+//! aligned, physically contiguous range of one folio with equal permissions
+//! may carry `PTE_CONT`, so the TLB caches it as one entry. The model keeps
+//! the kernel's rules: `set_ptes()` of several entries paints whole blocks
+//! contiguous; a single-entry change inside a contiguous block first unfolds
+//! it (`contpte_convert()`: clear all 16, gather access/dirty, flush, repaint);
+//! a single `set_ptes()` that completes a block tries to fold it. `ptep_get()`
+//! of a contiguous entry gathers access/dirty over the block.
+//!
+//! Not modelled: BBML2 (the intermediate TLB flush is always counted), the
+//! lockless getter, `ptep_set_access_flags`, batched young clearing (issue
+//! for reclaim).
+
+use super::super::{Arm64, CONT_PTES, PTE_CONT};
+use crate::arch::{Arch, FolioSpan};
+use crate::mm::vmstat::SimStat;
+
+const CONT_MASK: usize = CONT_PTES - 1;
+
+#[inline]
+fn pte_valid_cont(pte: u64) -> bool {
+    Arm64::pte_present(pte) && pte & PTE_CONT != 0
+}
+
+/// `contpte_convert()`: clear the whole block (gathering access/dirty),
+/// flush it, and repaint it with or without `PTE_CONT`.
+fn contpte_convert(ptes: &mut [u64], idx: usize, cont: bool, st: &mut SimStat) {
+    let start = idx & !CONT_MASK;
+    let first = ptes[start];
+    let base_pfn = Arm64::pte_pfn(first).0 as u64 & !(CONT_MASK as u64);
+    let mut pte = (first & !crate::arch::arm64::PTE_ADDR_MASK) | (base_pfn << 12);
+    for i in 0..CONT_PTES {
+        let old = std::mem::take(&mut ptes[start + i]);
+        st.pte_clear += 1;
+        if Arm64::pte_dirty(old) {
+            pte = Arm64::pte_mkdirty(pte);
+        }
+        if Arm64::pte_young(old) {
+            pte = Arm64::pte_mkyoung(pte);
+        }
+    }
+    st.tlb_flush_range += 1;
+    pte = if cont { pte | PTE_CONT } else { pte & !PTE_CONT };
+    for i in 0..CONT_PTES {
+        ptes[start + i] = Arm64::pte_advance_pfn(pte, i as u64);
+    }
+    st.pte_write += CONT_PTES as u64;
+}
+
+/// `contpte_try_unfold()`
+#[inline]
+pub fn contpte_try_unfold(ptes: &mut [u64], idx: usize, st: &mut SimStat) {
+    if pte_valid_cont(ptes[idx]) {
+        st.contpte_unfold += 1;
+        contpte_convert(ptes, idx, false, st);
+    }
+}
+
+/// `__contpte_try_fold()`: fold the block ending at `idx` if all 16 entries
+/// map consecutive pages of one folio with the same permissions.
+fn contpte_try_fold(ptes: &mut [u64], idx: usize, folio: FolioSpan, st: &mut SimStat) {
+    let pte = ptes[idx];
+    if idx & CONT_MASK != CONT_MASK
+        || Arm64::pte_pfn(pte).0 as usize & CONT_MASK != CONT_MASK
+        || !Arm64::pte_present(pte)
+        || pte & PTE_CONT != 0
+        || Arm64::pte_special(pte)
+        || folio.nr < CONT_PTES as u64
+    {
+        return;
+    }
+    let start = idx & !CONT_MASK;
+    let first_pfn = Arm64::pte_pfn(ptes[start]).0 as u64;
+    if first_pfn < folio.pfn.0 as u64 || first_pfn + CONT_PTES as u64 > folio.pfn.0 as u64 + folio.nr {
+        return;
+    }
+    // Permissions must match once access/dirty are ignored.
+    let ignore = crate::arch::arm64::PTE_AF | crate::arch::arm64::PTE_DIRTY | crate::arch::arm64::PTE_RDONLY;
+    let want = ptes[start] & !ignore;
+    for i in 0..CONT_PTES {
+        let e = ptes[start + i];
+        if !Arm64::pte_present(e) || e & !ignore != Arm64::pte_advance_pfn(want, i as u64) {
+            return;
+        }
+    }
+    st.contpte_fold += 1;
+    contpte_convert(ptes, idx, true, st);
+}
+
+/// Unfold the blocks at either end of `[idx, idx + nr)` that the range only
+/// partly covers (`contpte_try_unfold_partial()`).
+fn contpte_try_unfold_partial(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
+    if idx & CONT_MASK != 0 || nr < CONT_PTES {
+        contpte_try_unfold(ptes, idx, st);
+    }
+    let last = idx + nr - 1;
+    if (last + 1) & CONT_MASK != 0 || nr < CONT_PTES {
+        contpte_try_unfold(ptes, last, st);
+    }
+}
+
+/// arm64 `set_ptes()` / `contpte_set_ptes()`.
+pub fn set_ptes(ptes: &mut [u64], idx: usize, pte: u64, nr: usize, folio: FolioSpan, st: &mut SimStat) {
+    st.set_ptes_calls += 1;
+    st.set_ptes_entries += nr as u64;
+    let pte = pte & !PTE_CONT;
+    if nr == 1 {
+        contpte_try_unfold(ptes, idx, st);
+        ptes[idx] = pte;
+        st.pte_write += 1;
+        contpte_try_fold(ptes, idx, folio, st);
+        return;
+    }
+    contpte_try_unfold_partial(ptes, idx, nr, st);
+    let end = idx + nr;
+    let mut i = idx;
+    let mut pte = pte;
+    while i < end {
+        let next = ((i + CONT_PTES) & !CONT_MASK).min(end);
+        let n = next - i;
+        let pfn = Arm64::pte_pfn(pte).0 as usize;
+        let cont = i & CONT_MASK == 0 && next & CONT_MASK == 0 && pfn & CONT_MASK == 0;
+        let p = if cont { pte | PTE_CONT } else { pte };
+        if cont {
+            st.contpte_blocks_set += 1;
+        }
+        for k in 0..n {
+            ptes[i + k] = Arm64::pte_advance_pfn(p, k as u64);
+        }
+        st.pte_write += n as u64;
+        pte = Arm64::pte_advance_pfn(pte, n as u64);
+        i = next;
+    }
+}
+
+/// arm64 `ptep_get()` / `contpte_ptep_get()`: a contiguous entry reports the
+/// access/dirty state of its whole block.
+pub fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
+    st.ptep_get += 1;
+    let mut pte = ptes[idx];
+    if !pte_valid_cont(pte) {
+        return pte;
+    }
+    let start = idx & !CONT_MASK;
+    st.contpte_gather_reads += CONT_PTES as u64;
+    for &e in &ptes[start..start + CONT_PTES] {
+        if Arm64::pte_dirty(e) {
+            pte = Arm64::pte_mkdirty(pte);
+        }
+        if Arm64::pte_young(e) {
+            pte = Arm64::pte_mkyoung(pte);
+        }
+    }
+    pte
+}
+
+/// arm64 `ptep_get_and_clear()`: unfold first, then clear one entry.
+pub fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64 {
+    contpte_try_unfold(ptes, idx, st);
+    st.pte_clear += 1;
+    std::mem::take(&mut ptes[idx])
+}
+
+/// arm64 `get_and_clear_full_ptes()` / `contpte_get_and_clear_full_ptes()`:
+/// whole contiguous blocks are cleared without unfolding.
+pub fn get_and_clear_full_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) -> u64 {
+    if nr == 1 {
+        return ptep_get_and_clear(ptes, idx, st);
+    }
+    contpte_try_unfold_partial(ptes, idx, nr, st);
+    let mut first = 0;
+    for i in 0..nr {
+        let pte = std::mem::take(&mut ptes[idx + i]);
+        st.pte_clear += 1;
+        if i == 0 {
+            first = pte & !PTE_CONT;
+        }
+        if Arm64::pte_dirty(pte) {
+            first = Arm64::pte_mkdirty(first);
+        }
+        if Arm64::pte_young(pte) {
+            first = Arm64::pte_mkyoung(first);
+        }
+    }
+    first
+}
+
+/// arm64 `wrprotect_ptes()` / `contpte_wrprotect_ptes()`.
+pub fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
+    if nr == 1 {
+        contpte_try_unfold(ptes, idx, st);
+    } else {
+        contpte_try_unfold_partial(ptes, idx, nr, st);
+    }
+    for i in 0..nr {
+        st.pte_modify += 1;
+        ptes[idx + i] = Arm64::pte_wrprotect(ptes[idx + i]);
+    }
+}
+
+/// arm64 `ptep_set_access_flags()` / `contpte_ptep_set_access_flags()`:
+/// access/dirty changes apply to the whole contiguous block; a change of the
+/// write permission unfolds it first.
+pub fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
+    let orig = ptes[idx];
+    if !pte_valid_cont(orig) {
+        st.pte_modify += 1;
+        ptes[idx] = pte & !PTE_CONT;
+        return;
+    }
+    if Arm64::pte_write(orig) == Arm64::pte_write(pte) {
+        let start = idx & !CONT_MASK;
+        let young = Arm64::pte_young(pte);
+        let dirty = Arm64::pte_dirty(pte);
+        for e in &mut ptes[start..start + CONT_PTES] {
+            st.pte_modify += 1;
+            if young {
+                *e = Arm64::pte_mkyoung(*e);
+            }
+            if dirty {
+                *e = Arm64::pte_mkdirty(*e);
+            }
+        }
+        return;
+    }
+    contpte_try_unfold(ptes, idx, st);
+    st.pte_modify += 1;
+    ptes[idx] = pte & !PTE_CONT;
+}

@@ -1,0 +1,156 @@
+//! The simulated architecture: how page-table entries are encoded and which
+//! generic `include/linux/pgtable.h` defaults an architecture overrides.
+//!
+//! The architecture is a run-time choice of the scenario (`arch`), never the
+//! host's. The kernel model is generic over [`Arch`], so each architecture's
+//! encoding is compiled into its own copy of the hot paths.
+
+pub mod arm64;
+pub mod x86;
+
+use crate::include::linux::pgtable::Pfn;
+use crate::mm::vmstat::SimStat;
+
+/// Protection bits of a new leaf entry, in the generic kernel vocabulary
+/// (`vm_page_prot` plus `pte_mkyoung`/`pte_mkdirty`/`maybe_mkwrite`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PteProt {
+    pub write: bool,
+    pub young: bool,
+    pub dirty: bool,
+    pub exec: bool,
+    /// `pte_mkspecial()`: no struct page behind it (zero page).
+    pub special: bool,
+}
+
+/// The physical extent of the folio an entry maps (`folio_pfn()`,
+/// `folio_nr_pages()`); `nr == 0` for special mappings without a folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FolioSpan {
+    pub pfn: Pfn,
+    pub nr: u64,
+}
+
+impl FolioSpan {
+    pub const NONE: FolioSpan = FolioSpan { pfn: Pfn(0), nr: 0 };
+}
+
+/// One architecture's page-table encoding (`arch/*/include/asm/pgtable.h`).
+///
+/// Entries are raw `u64` words exactly as the hardware would see them. The
+/// batched helpers take the table and the first index; the generic versions
+/// loop over single entries, arm64 overrides them for contpte.
+pub trait Arch: Copy + Default + Send + Sync + 'static {
+    /// `uname -m` spelling.
+    const NAME: &'static str;
+
+    /// `pfn_pte()` with the generic protection bits.
+    fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64;
+    /// `pte_present()`
+    fn pte_present(pte: u64) -> bool;
+    /// `pte_pfn()`
+    fn pte_pfn(pte: u64) -> Pfn;
+    /// `pte_write()`
+    fn pte_write(pte: u64) -> bool;
+    /// `pte_dirty()`
+    fn pte_dirty(pte: u64) -> bool;
+    /// `pte_young()`
+    fn pte_young(pte: u64) -> bool;
+    /// `pte_special()`
+    fn pte_special(pte: u64) -> bool;
+    /// `pte_mkwrite()`
+    fn pte_mkwrite(pte: u64) -> u64;
+    /// `pte_wrprotect()`
+    fn pte_wrprotect(pte: u64) -> u64;
+    /// `pte_mkdirty()`
+    fn pte_mkdirty(pte: u64) -> u64;
+    /// `pte_mkclean()`
+    fn pte_mkclean(pte: u64) -> u64;
+    /// `pte_mkyoung()`
+    fn pte_mkyoung(pte: u64) -> u64;
+    /// `pte_mkold()`
+    fn pte_mkold(pte: u64) -> u64;
+    /// `pte_advance_pfn()`
+    fn pte_advance_pfn(pte: u64, nr: u64) -> u64;
+
+    /// An upper-level entry (pgd/p4d/pud/pmd) pointing at a table page.
+    fn mk_table(pfn: Pfn) -> u64;
+    /// Is this upper-level entry a pointer to a table (not none, not a leaf)?
+    fn entry_is_table(entry: u64) -> bool;
+    /// The table page an upper-level table entry points at.
+    fn table_pfn(entry: u64) -> Pfn;
+    /// `pmd_mkhuge()` of a leaf made with [`Arch::pfn_pte`].
+    fn pmd_mkhuge(pte: u64) -> u64;
+    /// `pmd_trans_huge()`
+    fn pmd_trans_huge(pmd: u64) -> bool;
+
+    /// `arch_wants_old_prefaulted_pte()`: fault-around entries start old.
+    fn arch_wants_old_prefaulted_pte() -> bool;
+
+    /// The simulated MMU's access: returns the entry with the accessed (and
+    /// for a write, dirty) state the hardware would record, or `None` when
+    /// the access must fault (not present, or a write to a read-only entry).
+    fn hw_access(pte: u64, write: bool) -> Option<u64>;
+
+    /// `set_ptes()`: write `nr` entries from `pte`, advancing the PFN. All of
+    /// them map pages of the folio `folio` (first PFN, number of pages),
+    /// which arm64 needs to decide on contpte folding.
+    fn set_ptes(ptes: &mut [u64], idx: usize, pte: u64, nr: usize, folio: FolioSpan, st: &mut SimStat) {
+        let _ = folio;
+        st.set_ptes_calls += 1;
+        st.set_ptes_entries += nr as u64;
+        for i in 0..nr {
+            ptes[idx + i] = Self::pte_advance_pfn(pte, i as u64);
+        }
+    }
+
+    /// `ptep_get()`
+    #[inline]
+    fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
+        st.ptep_get += 1;
+        ptes[idx]
+    }
+
+    /// `ptep_get_and_clear()` of one entry (the caller flushes).
+    fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64 {
+        st.pte_clear += 1;
+        std::mem::take(&mut ptes[idx])
+    }
+
+    /// `get_and_clear_full_ptes()`: clear `nr` entries of one folio, returning
+    /// the first with the dirty/young bits of all of them gathered.
+    fn get_and_clear_full_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) -> u64 {
+        let mut first = Self::ptep_get_and_clear(ptes, idx, st);
+        for i in 1..nr {
+            let pte = Self::ptep_get_and_clear(ptes, idx + i, st);
+            if Self::pte_dirty(pte) {
+                first = Self::pte_mkdirty(first);
+            }
+            if Self::pte_young(pte) {
+                first = Self::pte_mkyoung(first);
+            }
+        }
+        first
+    }
+
+    /// `wrprotect_ptes()`
+    fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
+        for i in 0..nr {
+            st.pte_modify += 1;
+            ptes[idx + i] = Self::pte_wrprotect(ptes[idx + i]);
+        }
+    }
+
+    /// `ptep_set_access_flags()`: upgrade one present entry in place
+    /// (young, dirty, write) as `wp_page_reuse()` does.
+    fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
+        st.pte_modify += 1;
+        ptes[idx] = pte;
+    }
+
+    /// `set_pte_at()` of one entry replacing whatever was there
+    /// (`ptep_set_access_flags`, `wp_page_reuse`, COW replacement).
+    fn set_pte_at(ptes: &mut [u64], idx: usize, pte: u64, folio: FolioSpan, st: &mut SimStat) {
+        Self::set_ptes(ptes, idx, pte, 1, folio, st)
+    }
+}

@@ -1,0 +1,62 @@
+//! What `/proc/PID/pagemap` + `/proc/kpageflags` tell about a range
+//! (fs/proc/task_mmu.c: pagemap_pmd_range(), pte_to_pagemap_entry()),
+//! reduced to the folio-size histogram the outputs report.
+//!
+//! Buckets: `4kB`, `8kB` ... `2048kB` count the distinct folios with at least
+//! one page mapped in the range (a PMD mapping counts its folio once);
+//! `zero` counts zero-page entries and `huge_zero` huge-zero PMDs. Raw
+//! pagemap entries and PAGEMAP_SCAN are a later issue.
+
+use std::collections::BTreeMap;
+
+use crate::arch::Arch;
+use crate::include::linux::pgtable::{pmd_addr_end, pte_index, size_label, Pfn, PAGE_SIZE};
+use crate::{Kernel, MmId};
+
+impl<A: Arch> Kernel<A> {
+    /// The folio-size histogram of the mapped pages of `[start, end)`.
+    pub fn folio_histogram(&self, mm: MmId, start: u64, end: u64) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let mut last: Option<Pfn> = None;
+        let mut count = |key: String, folio: Option<Pfn>, last: &mut Option<Pfn>| {
+            if folio.is_some() && folio == *last {
+                return;
+            }
+            *last = folio;
+            *out.entry(key).or_insert(0) += 1;
+        };
+        let mut addr = start;
+        while addr < end {
+            let next = pmd_addr_end(addr, end);
+            let Some(pmd) = self.walk_to_pmd(mm, addr) else {
+                addr = next;
+                continue;
+            };
+            let pmdval = self.pmdp_get(pmd);
+            if A::pmd_trans_huge(pmdval) {
+                if A::pte_special(pmdval) {
+                    count("huge_zero".into(), None, &mut last);
+                } else {
+                    let folio = self.mem.page_folio(A::pte_pfn(pmdval));
+                    count(size_label(self.mem.order(folio)), Some(folio), &mut last);
+                }
+            } else if let Some(tid) = self.entry_table(pmdval) {
+                let t = self.pt.table(tid);
+                for i in pte_index(addr)..pte_index(addr) + ((next - addr) / PAGE_SIZE) as usize {
+                    let e = t[i];
+                    if !A::pte_present(e) {
+                        continue;
+                    }
+                    if A::pte_special(e) {
+                        count("zero".into(), None, &mut last);
+                    } else {
+                        let folio = self.mem.page_folio(A::pte_pfn(e));
+                        count(size_label(self.mem.order(folio)), Some(folio), &mut last);
+                    }
+                }
+            }
+            addr = next;
+        }
+        out
+    }
+}

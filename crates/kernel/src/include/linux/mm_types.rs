@@ -1,0 +1,307 @@
+//! `struct page` / `struct folio` as dense arrays indexed by PFN
+//! (include/linux/mm_types.h, include/linux/page-flags.h), plus the large
+//! folio fields that the kernel keeps in the first tail pages.
+//!
+//! Layout per PFN (10 bytes, so a 16 GiB scenario stays small):
+//! * `flags: u32` — bits 0..16 page and folio flags (`PG_*` below, folio flags
+//!   meaningful on the head page only), bits 16..20 the folio order (on head
+//!   and tail pages, so `page_folio()` is a mask), bits 20..32 the per-page
+//!   mapcount (`page->_mapcount + 1`, CONFIG_PAGE_MAPCOUNT).
+//! * `index: u32` — head: `folio->index` (low 32 bits; see [`MemMap`]);
+//!   first tail of a large folio: the slot of its [`LargeFolio`] record;
+//!   page-table page: its table id (like `struct ptdesc`).
+//! * `mapping: u16` — head: the mapping id (a file, or an anon owner).
+//!
+//! The per-page mapcount field is 12 bits wide: more than 4094 mappings of
+//! one page is an "unsupported" condition and asserts.
+
+use crate::include::linux::pgtable::Pfn;
+
+pub const PG_REFERENCED: u32 = 1 << 0;
+pub const PG_UPTODATE: u32 = 1 << 1;
+pub const PG_DIRTY: u32 = 1 << 2;
+pub const PG_LRU: u32 = 1 << 3;
+pub const PG_HEAD: u32 = 1 << 4;
+/// Not a kernel flag bit: the kernel marks tails via `compound_head`.
+pub const PG_TAIL: u32 = 1 << 5;
+pub const PG_ACTIVE: u32 = 1 << 6;
+pub const PG_WORKINGSET: u32 = 1 << 7;
+/// `PG_readahead` (aliases `PG_reclaim` in the kernel).
+pub const PG_READAHEAD: u32 = 1 << 8;
+pub const PG_SWAPBACKED: u32 = 1 << 9;
+pub const PG_SWAPCACHE: u32 = 1 << 10;
+/// `PG_anon_exclusive`: per page, on head and tail pages.
+pub const PG_ANON_EXCLUSIVE: u32 = 1 << 11;
+/// `PAGE_MAPPING_ANON`: `folio->mapping` points at an anon owner.
+pub const PG_ANON: u32 = 1 << 12;
+/// `PG_partially_mapped` (large anon folios on the deferred split queue).
+pub const PG_PARTIALLY_MAPPED: u32 = 1 << 13;
+/// `PG_buddy`: the head of a free block in the buddy allocator.
+pub const PG_BUDDY: u32 = 1 << 14;
+/// A page-table page (`PageTable()`).
+pub const PG_TABLE: u32 = 1 << 15;
+
+const FLAG_MASK: u32 = 0xffff;
+const ORDER_SHIFT: u32 = 16;
+const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
+const MAPCOUNT_SHIFT: u32 = 20;
+/// Largest per-page mapcount the packed field holds.
+pub const MAX_PAGE_MAPCOUNT: u32 = (1 << (32 - MAPCOUNT_SHIFT)) - 2;
+
+/// Folio-wide fields of a large folio (`_large_mapcount`, `_entire_mapcount`,
+/// `_nr_pages_mapped`, `_mm_id[2]`, `_mm_id_mapcount[2]`,
+/// `FOLIO_MM_IDS_SHARED_BIT`). Counts are stored without the kernel's −1
+/// bias: 0 means unmapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LargeFolio {
+    pub large_mapcount: i32,
+    pub entire_mapcount: i32,
+    /// Pages mapped by PTE (`_nr_pages_mapped` without ENTIRELY_MAPPED).
+    pub nr_pages_mapped: i32,
+    /// `_mm_id[]`, 0 = `MM_ID_DUMMY` (free slot).
+    pub mm_id: [u32; 2],
+    /// `_mm_id_mapcount[]` without the −1 bias.
+    pub mm_id_mapcount: [i32; 2],
+    /// `FOLIO_MM_IDS_SHARED_BIT`
+    pub maybe_shared: bool,
+}
+
+/// The memory map: one entry per simulated physical page.
+#[derive(Debug)]
+pub struct MemMap {
+    flags: Vec<u32>,
+    index: Vec<u32>,
+    mapping: Vec<u16>,
+    large: Vec<LargeFolio>,
+    large_free: Vec<u32>,
+}
+
+impl MemMap {
+    /// A map for `nr_pages` frames. The arrays are zero-initialised, so the
+    /// host only backs the parts the simulation touches.
+    pub fn new(nr_pages: u64) -> MemMap {
+        let n = nr_pages as usize;
+        MemMap {
+            flags: vec![0; n],
+            index: vec![0; n],
+            mapping: vec![0; n],
+            large: Vec::new(),
+            large_free: Vec::new(),
+        }
+    }
+
+    pub fn nr_pages(&self) -> u64 {
+        self.flags.len() as u64
+    }
+
+    #[inline]
+    pub fn flags(&self, pfn: Pfn) -> u32 {
+        self.flags[pfn.idx()] & FLAG_MASK
+    }
+    #[inline]
+    pub fn test(&self, pfn: Pfn, flag: u32) -> bool {
+        self.flags[pfn.idx()] & flag != 0
+    }
+    #[inline]
+    pub fn set(&mut self, pfn: Pfn, flag: u32) {
+        self.flags[pfn.idx()] |= flag;
+    }
+    #[inline]
+    pub fn clear(&mut self, pfn: Pfn, flag: u32) {
+        self.flags[pfn.idx()] &= !flag;
+    }
+
+    /// The order recorded on a head, tail or free-block head page.
+    #[inline]
+    pub fn order(&self, pfn: Pfn) -> u32 {
+        (self.flags[pfn.idx()] & ORDER_MASK) >> ORDER_SHIFT
+    }
+    #[inline]
+    fn set_order(&mut self, pfn: Pfn, order: u32) {
+        let f = &mut self.flags[pfn.idx()];
+        *f = (*f & !ORDER_MASK) | (order << ORDER_SHIFT);
+    }
+
+    /// `page_folio()`: the head PFN of the folio holding `pfn`.
+    #[inline]
+    pub fn page_folio(&self, pfn: Pfn) -> Pfn {
+        let order = self.order(pfn);
+        Pfn(pfn.0 & !((1u32 << order) - 1))
+    }
+
+    /// `folio_nr_pages()`
+    #[inline]
+    pub fn folio_nr_pages(&self, folio: Pfn) -> u64 {
+        1 << self.order(folio)
+    }
+
+    /// `folio_test_large()`
+    #[inline]
+    pub fn folio_test_large(&self, folio: Pfn) -> bool {
+        self.order(folio) > 0
+    }
+
+    /// `folio_test_anon()`
+    #[inline]
+    pub fn folio_test_anon(&self, folio: Pfn) -> bool {
+        self.test(folio, PG_ANON)
+    }
+
+    /// Per-page mapcount (`page_mapcount()` without the PMD part).
+    #[inline]
+    pub fn page_mapcount(&self, pfn: Pfn) -> u32 {
+        self.flags[pfn.idx()] >> MAPCOUNT_SHIFT
+    }
+
+    /// Add `delta` to the per-page mapcount; returns the new value.
+    #[inline]
+    pub fn page_mapcount_add(&mut self, pfn: Pfn, delta: i32) -> u32 {
+        let cur = self.page_mapcount(pfn) as i32 + delta;
+        assert!(
+            (0..=MAX_PAGE_MAPCOUNT as i32).contains(&cur),
+            "unsupported: mapcount of pfn {} would be {cur} (model limit {MAX_PAGE_MAPCOUNT})",
+            pfn.0
+        );
+        let f = &mut self.flags[pfn.idx()];
+        *f = (*f & !(u32::MAX << MAPCOUNT_SHIFT)) | ((cur as u32) << MAPCOUNT_SHIFT);
+        cur as u32
+    }
+
+    /// `folio->index` (low 32 bits).
+    #[inline]
+    pub fn folio_index(&self, folio: Pfn) -> u32 {
+        self.index[folio.idx()]
+    }
+    #[inline]
+    pub fn set_folio_index(&mut self, folio: Pfn, index: u64) {
+        self.index[folio.idx()] = index as u32;
+    }
+    #[inline]
+    pub fn folio_mapping(&self, folio: Pfn) -> u16 {
+        self.mapping[folio.idx()]
+    }
+    #[inline]
+    pub fn set_folio_mapping(&mut self, folio: Pfn, mapping: u16) {
+        self.mapping[folio.idx()] = mapping;
+    }
+
+    /// The large-folio record of a large folio.
+    #[inline]
+    pub fn large(&self, folio: Pfn) -> &LargeFolio {
+        &self.large[self.index[folio.idx() + 1] as usize]
+    }
+    #[inline]
+    pub fn large_mut(&mut self, folio: Pfn) -> &mut LargeFolio {
+        let slot = self.index[folio.idx() + 1] as usize;
+        &mut self.large[slot]
+    }
+
+    /// `folio_mapcount()`: PTE plus PMD mappings of the folio.
+    pub fn folio_mapcount(&self, folio: Pfn) -> u32 {
+        if self.folio_test_large(folio) {
+            self.large(folio).large_mapcount as u32
+        } else {
+            self.page_mapcount(folio)
+        }
+    }
+
+    /// `folio_mapped()`
+    pub fn folio_mapped(&self, folio: Pfn) -> bool {
+        self.folio_mapcount(folio) > 0
+    }
+
+    /// `folio_precise_page_mapcount()`: PTE mappings of the page plus the
+    /// folio's PMD mappings.
+    pub fn precise_page_mapcount(&self, pfn: Pfn) -> u32 {
+        let folio = self.page_folio(pfn);
+        let mut n = self.page_mapcount(pfn);
+        if self.folio_test_large(folio) {
+            n += self.large(folio).entire_mapcount as u32;
+        }
+        n
+    }
+
+    /// `prep_compound_page()` + `page_rmappable_folio()`: turn a just
+    /// allocated block into a folio of `order` with clean metadata.
+    pub fn prep_new_folio(&mut self, head: Pfn, order: u32) {
+        let nr = 1usize << order;
+        for i in 0..nr {
+            let pfn = head.idx() + i;
+            self.flags[pfn] = order << ORDER_SHIFT;
+            self.index[pfn] = 0;
+            self.mapping[pfn] = 0;
+        }
+        if order > 0 {
+            self.flags[head.idx()] |= PG_HEAD;
+            for i in 1..nr {
+                self.flags[head.idx() + i] |= PG_TAIL;
+            }
+            let slot = match self.large_free.pop() {
+                Some(s) => {
+                    self.large[s as usize] = LargeFolio::default();
+                    s
+                }
+                None => {
+                    self.large.push(LargeFolio::default());
+                    (self.large.len() - 1) as u32
+                }
+            };
+            self.index[head.idx() + 1] = slot;
+        }
+    }
+
+    /// Tear down a folio's metadata before its pages go back to the buddy
+    /// allocator.
+    pub fn destroy_folio(&mut self, head: Pfn) {
+        let order = self.order(head);
+        if order > 0 {
+            let slot = self.index[head.idx() + 1];
+            self.large_free.push(slot);
+        }
+        for i in 0..(1usize << order) {
+            let pfn = head.idx() + i;
+            debug_assert_eq!(self.flags[pfn] >> MAPCOUNT_SHIFT, 0, "freeing a mapped page");
+            self.flags[pfn] = 0;
+            self.index[pfn] = 0;
+            self.mapping[pfn] = 0;
+        }
+    }
+
+    /// Mark `pfn` as the head of a free buddy block of `order`.
+    pub fn set_buddy(&mut self, pfn: Pfn, order: u32) {
+        self.flags[pfn.idx()] = PG_BUDDY;
+        self.set_order(pfn, order);
+    }
+
+    /// Is `pfn` the head of a free block of exactly `order`?
+    #[inline]
+    pub fn is_buddy(&self, pfn: Pfn, order: u32) -> bool {
+        self.test(pfn, PG_BUDDY) && self.order(pfn) == order
+    }
+
+    pub fn clear_buddy(&mut self, pfn: Pfn) {
+        self.flags[pfn.idx()] = 0;
+    }
+
+    /// Store a page-table id on a page-table page.
+    pub fn set_table(&mut self, pfn: Pfn, table_id: u32) {
+        self.flags[pfn.idx()] = PG_TABLE;
+        self.index[pfn.idx()] = table_id;
+    }
+
+    /// The table id of a page-table page.
+    #[inline]
+    pub fn table_id(&self, pfn: Pfn) -> u32 {
+        self.index[pfn.idx()]
+    }
+
+    pub fn clear_table(&mut self, pfn: Pfn) {
+        self.flags[pfn.idx()] = 0;
+        self.index[pfn.idx()] = 0;
+    }
+
+    /// Raw access for the invariant checker.
+    pub fn large_records_in_use(&self) -> usize {
+        self.large.len() - self.large_free.len()
+    }
+}

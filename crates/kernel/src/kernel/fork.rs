@@ -1,0 +1,22 @@
+//! fork() of an address space (kernel/fork.c: dup_mm(), dup_mmap()), Linux
+//! 6.18. The child gets copies of every VMA (sharing open files and the
+//! anon lineage) and the page tables `copy_page_range()` decides to copy.
+//! Not modelled: VM_DONTCOPY/VM_WIPEONFORK, MADV_DONTFORK, khugepaged and
+//! KSM registration.
+
+use crate::arch::Arch;
+use crate::{Kernel, KernelError, MmId};
+
+impl<A: Arch> Kernel<A> {
+    /// `dup_mm()`: returns the child's mm.
+    pub fn dup_mm(&mut self, parent: MmId) -> Result<MmId, KernelError> {
+        let child = self.mm_alloc();
+        let vmas: Vec<_> = self.mm(parent).vmas.values().copied().collect();
+        for v in &vmas {
+            self.mm_mut(child).vmas.insert(v.vm_start, *v);
+            self.copy_page_range(child, parent, v)?;
+        }
+        self.mm_mut(parent).children.push(child);
+        Ok(child)
+    }
+}

@@ -1,0 +1,193 @@
+//! The kernel model: Linux 6.18 folio-based memory management at the level
+//! of single page-table-entry operations.
+//!
+//! The source tree mirrors linux.git: behaviour lives in kernel-named files
+//! (`mm/memory.rs`, `mm/filemap.rs`, ...) as `impl` blocks on the one kernel
+//! state, [`Kernel`], and functions carry the names of the kernel functions
+//! they model. The simulated architecture is a type parameter ([`Arch`]),
+//! chosen at run time by the engine.
+//!
+//! What is modelled, approximated and unsupported is listed in
+//! `docs/fidelity.md`; each file's header says the same for its functions.
+
+#![forbid(unsafe_code)]
+
+pub mod arch;
+pub mod include {
+    pub mod linux {
+        pub mod mm_types;
+        pub mod pgtable;
+    }
+}
+pub mod fs {
+    pub mod proc {
+        pub mod task_mmu;
+    }
+}
+pub mod kernel {
+    pub mod fork;
+}
+pub mod mm;
+
+use std::marker::PhantomData;
+
+pub use arch::arm64::Arm64;
+pub use arch::x86::X86_64;
+pub use arch::Arch;
+use include::linux::mm_types::MemMap;
+use include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER, PAGE_SIZE};
+use mm::filemap::AddressSpace;
+use mm::mmap::Mm;
+use mm::page_alloc::FreeArea;
+use mm::pgtable_generic::PageTables;
+use mm::vmstat::VmStat;
+
+/// `transparent_hugepage/enabled` (TRANSPARENT_HUGEPAGE_FLAG and
+/// TRANSPARENT_HUGEPAGE_REQ_MADV_FLAG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpMode {
+    Always,
+    Madvise,
+    Never,
+}
+
+/// Per-size anon setting `hugepages-<size>kB/enabled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnonOrderMode {
+    Always,
+    Inherit,
+    Madvise,
+    Never,
+}
+
+/// Boot-time and sysfs configuration of the simulated kernel.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Simulated RAM in bytes (multiple of 4 MiB).
+    pub memory: u64,
+    /// `transparent_hugepage/enabled`
+    pub thp_enabled: ThpMode,
+    /// `transparent_hugepage/use_zero_page`
+    pub use_zero_page: bool,
+    /// `hugepages-<size>kB/enabled` for orders 2..=9 (index = order).
+    pub anon_orders: [AnonOrderMode; HPAGE_PMD_ORDER as usize + 1],
+    /// `fault_around_bytes` as written to debugfs.
+    pub fault_around_bytes: u64,
+    /// `read_ahead_kb` of the backing device.
+    pub read_ahead_kb: u64,
+    /// Run the full invariant checker after every operation the engine
+    /// performs (tests turn this on).
+    pub check_invariants: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut anon_orders = [AnonOrderMode::Never; HPAGE_PMD_ORDER as usize + 1];
+        anon_orders[HPAGE_PMD_ORDER as usize] = AnonOrderMode::Inherit;
+        Config {
+            memory: 24 << 30,
+            thp_enabled: ThpMode::Madvise,
+            use_zero_page: true,
+            anon_orders,
+            fault_around_bytes: 65536,
+            read_ahead_kb: 128,
+            check_invariants: false,
+        }
+    }
+}
+
+/// An mm (`struct mm_struct`) handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MmId(pub u32);
+
+/// A file handle: an inode with its page cache (`struct address_space`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileId(pub u32);
+
+/// Errors that are not modelled outcomes: the model cannot do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelError {
+    /// The scenario asks for behaviour the model does not implement.
+    Unsupported(String),
+    /// A system call failed the way the kernel would fail it (errno name).
+    Errno(&'static str, String),
+}
+
+impl std::fmt::Display for KernelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelError::Unsupported(s) => write!(f, "unsupported by the model: {s}"),
+            KernelError::Errno(e, s) => write!(f, "{e}: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// The one kernel state.
+#[derive(Debug)]
+pub struct Kernel<A: Arch> {
+    pub cfg: Config,
+    /// `fault_around_pages` after fault_around_bytes_set()'s rounding.
+    pub fault_around_pages: u64,
+    /// `ra_pages` of the backing device.
+    pub ra_pages: u64,
+    pub mem: MemMap,
+    pub buddy: FreeArea,
+    pub pt: PageTables,
+    pub mms: Vec<Option<Mm>>,
+    pub files: Vec<AddressSpace>,
+    pub open_files: Vec<mm::filemap::File>,
+    pub vmstat: VmStat,
+    /// `zero_pfn`
+    pub zero_pfn: Pfn,
+    /// The huge zero folio, allocated on first use.
+    pub huge_zero_folio: Option<Pfn>,
+    _arch: PhantomData<A>,
+}
+
+impl<A: Arch> Kernel<A> {
+    /// Boot a kernel with `cfg`.
+    pub fn new(cfg: Config) -> Result<Kernel<A>, KernelError> {
+        if cfg.memory % (4 << 20) != 0 || cfg.memory < (64 << 20) {
+            return Err(KernelError::Unsupported(format!(
+                "memory = {} must be a multiple of 4 MiB and at least 64 MiB",
+                cfg.memory
+            )));
+        }
+        if cfg.memory / PAGE_SIZE >= u32::MAX as u64 {
+            return Err(KernelError::Unsupported("memory above 16 TiB".into()));
+        }
+        let mut mem = MemMap::new(cfg.memory / PAGE_SIZE);
+        let mut buddy = FreeArea::new(&mut mem);
+        let zero_pfn = buddy.alloc_pages(&mut mem, 0).expect("memory for the zero page");
+        mem.prep_new_folio(zero_pfn, 0);
+        mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);
+        let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);
+        let ra_pages = cfg.read_ahead_kb * 1024 / PAGE_SIZE;
+        Ok(Kernel {
+            cfg,
+            fault_around_pages,
+            ra_pages,
+            mem,
+            buddy,
+            pt: PageTables::default(),
+            mms: Vec::new(),
+            files: Vec::new(),
+            open_files: Vec::new(),
+            vmstat: VmStat::default(),
+            zero_pfn,
+            huge_zero_folio: None,
+            _arch: PhantomData,
+        })
+    }
+
+    /// The mm behind a handle.
+    pub fn mm(&self, id: MmId) -> &Mm {
+        self.mms[id.0 as usize].as_ref().expect("live mm")
+    }
+
+    pub fn mm_mut(&mut self, id: MmId) -> &mut Mm {
+        self.mms[id.0 as usize].as_mut().expect("live mm")
+    }
+}

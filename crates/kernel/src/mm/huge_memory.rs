@@ -1,0 +1,358 @@
+//! Transparent huge pages (mm/huge_memory.c: __thp_vma_allowable_orders(),
+//! do_huge_pmd_anonymous_page(), map_anon_folio_pmd(), set_huge_zero_folio(),
+//! do_huge_pmd_wp_page(), do_huge_zero_wp_pmd(), __split_huge_pmd_locked(),
+//! zap_huge_pmd(), copy_huge_pmd(); include/linux/huge_mm.h:
+//! thp_vma_allowable_orders(), thp_vma_suitable_order(s);
+//! mm/memory.c: create_huge_pmd(), wp_huge_pmd(), do_set_pmd()), Linux 6.18.
+//!
+//! Modelled: the per-size anon policy (top-level and per-size `enabled`,
+//! `inherit`, `madvise` with VM_HUGEPAGE, VM_NOHUGEPAGE), PMD THP on first
+//! write, the huge zero folio on read (allocated on first use), replacing a
+//! huge-zero PMD with a THP on write, PMD reuse and split-then-COW after
+//! fork, file PMD mappings of PMD-size page-cache folios (do_set_pmd), PMD
+//! splits (anon to PTEs, file zapped). Page tables are deposited with anon
+//! PMDs as in the kernel.
+//! Not modelled: prctl(PR_SET_THP_DISABLE), khugepaged, the deferred-split
+//! and huge-zero shrinkers, `defrag` (allocation succeeds while memory is
+//! free), PUD THP, shmem huge pages.
+
+use crate::arch::{Arch, FolioSpan, PteProt};
+use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
+use crate::include::linux::pgtable::{align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
+use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
+use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
+use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::{AnonOrderMode, Kernel, MmId, ThpMode};
+
+/// `THP_ORDERS_ALL_ANON`: orders 2..=PMD_ORDER.
+pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
+
+/// `thp_vma_suitable_order()`: the aligned block of `order` around `addr`
+/// lies inside the VMA (and, for non-anonymous VMAs, the file offset is
+/// congruent).
+pub fn thp_vma_suitable_order(vma: &Vma, addr: u64, order: u32) -> bool {
+    let nr = 1u64 << order;
+    if !vma.is_anonymous() && ((vma.vm_start >> PAGE_SHIFT).wrapping_sub(vma.vm_pgoff)) & (nr - 1) != 0 {
+        return false;
+    }
+    let haddr = align_down(addr, nr * PAGE_SIZE);
+    haddr >= vma.vm_start && haddr + nr * PAGE_SIZE <= vma.vm_end
+}
+
+/// `thp_vma_suitable_orders()`: keep the highest suitable order and all
+/// lower ones.
+pub fn thp_vma_suitable_orders(vma: &Vma, addr: u64, mut orders: u32) -> u32 {
+    while orders != 0 {
+        let o = 31 - orders.leading_zeros();
+        if thp_vma_suitable_order(vma, addr, o) {
+            break;
+        }
+        orders &= !(1 << o);
+    }
+    orders
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `thp_vma_allowable_orders(vma, vm_flags, TVA_PAGEFAULT, ALL)` for the
+    /// page-fault path: a bitmap of orders.
+    pub fn thp_vma_allowable_orders(&self, vma: &Vma) -> u32 {
+        // File and shmem VMAs without ->huge_fault get nothing on this path.
+        if !vma.is_anonymous() || vma.vm_flags & VM_NOHUGEPAGE != 0 {
+            return 0;
+        }
+        let huge = vma.vm_flags & VM_HUGEPAGE != 0;
+        let top = self.cfg.thp_enabled;
+        let mut mask = 0;
+        for order in 2..=HPAGE_PMD_ORDER {
+            let on = match self.cfg.anon_orders[order as usize] {
+                AnonOrderMode::Always => true,
+                AnonOrderMode::Madvise => huge,
+                AnonOrderMode::Inherit => top == ThpMode::Always || (huge && top == ThpMode::Madvise),
+                AnonOrderMode::Never => false,
+            };
+            if on {
+                mask |= 1 << order;
+            }
+        }
+        mask & THP_ORDERS_ALL_ANON
+    }
+
+    /// Is one order allowed (`thp_vma_allowable_order()`)?
+    pub fn thp_vma_allowable_order(&self, vma: &Vma, order: u32) -> bool {
+        self.thp_vma_allowable_orders(vma) & (1 << order) != 0
+    }
+
+    /// `create_huge_pmd()`: anonymous VMAs only (no `->huge_fault` files).
+    pub fn create_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
+        if vmf.vma.is_anonymous() {
+            self.do_huge_pmd_anonymous_page(vmf)
+        } else {
+            VM_FAULT_FALLBACK
+        }
+    }
+
+    /// `mm_get_huge_zero_folio()`: allocated on first use.
+    fn get_huge_zero_folio(&mut self) -> Option<Pfn> {
+        if let Some(p) = self.huge_zero_folio {
+            return Some(p);
+        }
+        match self.folio_alloc(HPAGE_PMD_ORDER) {
+            Some(p) => {
+                self.mem.set(p, crate::include::linux::mm_types::PG_UPTODATE);
+                self.vmstat.sim.page_zero += HPAGE_PMD_NR;
+                self.vmstat.count_vm_event(VmEvent::ThpZeroPageAlloc);
+                self.huge_zero_folio = Some(p);
+                Some(p)
+            }
+            None => {
+                self.vmstat.count_vm_event(VmEvent::ThpZeroPageAllocFailed);
+                None
+            }
+        }
+    }
+
+    /// `pgtable_trans_huge_deposit()`: keep a PTE table with an anon PMD.
+    fn deposit_pgtable(&mut self, mm: MmId, haddr: u64) {
+        let (pfn, _) = self.pgtable_alloc();
+        let old = self.mm_mut(mm).deposited.insert(haddr, pfn);
+        debug_assert!(old.is_none(), "double deposit");
+    }
+
+    /// `pgtable_trans_huge_withdraw()`
+    fn withdraw_pgtable(&mut self, mm: MmId, haddr: u64) -> Option<(Pfn, u32)> {
+        let pfn = self.mm_mut(mm).deposited.remove(&haddr)?;
+        Some((pfn, self.mem.table_id(pfn)))
+    }
+
+    /// `do_huge_pmd_anonymous_page()`
+    fn do_huge_pmd_anonymous_page(&mut self, vmf: &mut Vmf) -> u32 {
+        let haddr = align_down(vmf.address, PMD_SIZE);
+        if !thp_vma_suitable_order(&vmf.vma, haddr, HPAGE_PMD_ORDER) {
+            return VM_FAULT_FALLBACK;
+        }
+        self.anon_vma_prepare(vmf);
+        if !vmf.is_write() && self.cfg.use_zero_page {
+            let Some(zero) = self.get_huge_zero_folio() else {
+                self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
+                return VM_FAULT_FALLBACK;
+            };
+            self.deposit_pgtable(vmf.mm, haddr);
+            let prot = PteProt { special: true, ..Self::vma_page_prot(&vmf.vma) };
+            self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(zero, prot)));
+            return 0;
+        }
+        let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
+            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
+            self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+            return VM_FAULT_FALLBACK;
+        };
+        self.vmstat.sim.page_zero += HPAGE_PMD_NR;
+        self.deposit_pgtable(vmf.mm, haddr);
+        self.map_anon_folio_pmd(vmf, folio, haddr);
+        0
+    }
+
+    /// `map_anon_folio_pmd()`: install a fresh anon THP with one PMD.
+    fn map_anon_folio_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, haddr: u64) {
+        let w = vmf.vma.vm_flags & VM_WRITE != 0;
+        let prot = PteProt { write: w, dirty: true, ..Self::vma_page_prot(&vmf.vma) };
+        self.folio_add_new_anon_rmap(folio, &vmf.vma, haddr, true, vmf.mm);
+        self.add_mm_counter(vmf.mm, MM_ANONPAGES, HPAGE_PMD_NR as i64);
+        self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(folio, prot)));
+        self.vmstat.count_vm_event(VmEvent::ThpFaultAlloc);
+        self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultAlloc);
+        // deferred_split_folio(folio, false): queued, not counted.
+    }
+
+    fn set_pmd(&mut self, vmf: &Vmf, pmd: u64) {
+        self.pt.set(vmf.pmd.table, vmf.pmd.idx, pmd);
+        self.vmstat.sim.pmd_set += 1;
+    }
+
+    /// `wp_huge_pmd()`: a write to a read-only PMD leaf.
+    pub fn wp_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
+        if vmf.vma.is_anonymous() {
+            return self.do_huge_pmd_wp_page(vmf);
+        }
+        // File THP: no ->huge_fault; the PMD is zapped, the PTE level takes
+        // over (do_cow_fault / do_shared_fault).
+        self.split_huge_pmd(vmf.mm, &vmf.vma, align_down(vmf.address, PMD_SIZE), vmf.pmd);
+        VM_FAULT_FALLBACK
+    }
+
+    /// `do_huge_pmd_wp_page()`
+    fn do_huge_pmd_wp_page(&mut self, vmf: &mut Vmf) -> u32 {
+        let pmdval = self.pmdp_get(vmf.pmd);
+        let haddr = align_down(vmf.address, PMD_SIZE);
+        if A::pte_special(pmdval) {
+            return self.do_huge_zero_wp_pmd(vmf, haddr);
+        }
+        let folio = A::pte_pfn(pmdval);
+        let reuse = self.mem.test(folio, PG_ANON_EXCLUSIVE) || self.mem.folio_mapcount(folio) == 1;
+        if reuse {
+            self.mem.set(folio, PG_ANON_EXCLUSIVE);
+            let mut e = A::pte_mkdirty(A::pte_mkyoung(pmdval));
+            if vmf.vma.vm_flags & VM_WRITE != 0 {
+                e = A::pte_mkwrite(e);
+            }
+            self.pt.set(vmf.pmd.table, vmf.pmd.idx, e);
+            self.vmstat.sim.pte_modify += 1;
+            return 0;
+        }
+        self.split_huge_pmd(vmf.mm, &vmf.vma, haddr, vmf.pmd);
+        VM_FAULT_FALLBACK
+    }
+
+    /// `do_huge_zero_wp_pmd()`: replace the huge-zero PMD with a new THP, or
+    /// split it into zero-page PTEs if that fails.
+    fn do_huge_zero_wp_pmd(&mut self, vmf: &mut Vmf, haddr: u64) -> u32 {
+        let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
+            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
+            self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+            self.split_huge_pmd(vmf.mm, &vmf.vma, haddr, vmf.pmd);
+            return VM_FAULT_FALLBACK;
+        };
+        self.vmstat.sim.page_zero += HPAGE_PMD_NR;
+        self.pt.set(vmf.pmd.table, vmf.pmd.idx, 0);
+        self.vmstat.sim.pmd_clear += 1;
+        self.map_anon_folio_pmd(vmf, folio, haddr);
+        0
+    }
+
+    /// `do_set_pmd()`: map a PMD-size page-cache folio with one PMD.
+    /// Returns 0 on success or VM_FAULT_FALLBACK.
+    pub fn do_set_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, page: Pfn) -> u32 {
+        let haddr = align_down(vmf.address, PMD_SIZE);
+        let vma = vmf.vma;
+        if vma.vm_flags & VM_NOHUGEPAGE != 0
+            || !thp_vma_suitable_order(&vma, haddr, HPAGE_PMD_ORDER)
+            || self.mem.order(folio) != HPAGE_PMD_ORDER
+            || page.0 - folio.0 != ((vmf.address - haddr) >> PAGE_SHIFT) as u32
+        {
+            return VM_FAULT_FALLBACK;
+        }
+        let mut prot = Self::vma_page_prot(&vma);
+        if vmf.is_write() {
+            prot.dirty = true;
+            prot.write = vma.vm_flags & VM_WRITE != 0;
+        }
+        self.folio_add_rmap_pmd(folio, vmf.mm);
+        let c = self.mm_counter_file(folio);
+        self.add_mm_counter(vmf.mm, c, HPAGE_PMD_NR as i64);
+        self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(folio, prot)));
+        self.vmstat.count_vm_event(VmEvent::ThpFileMapped);
+        0
+    }
+
+    /// `__split_huge_pmd()`: anon PMDs become 512 PTEs of the same folio (or
+    /// of the zero page); file PMDs are simply zapped.
+    pub fn split_huge_pmd(&mut self, mm: MmId, vma: &Vma, haddr: u64, pmd: crate::mm::pgtable_generic::PmdSlot) {
+        let pmdval = self.pmdp_get(pmd);
+        if !A::pmd_trans_huge(pmdval) {
+            return;
+        }
+        self.vmstat.count_vm_event(VmEvent::ThpSplitPmd);
+        self.pt.set(pmd.table, pmd.idx, 0);
+        self.vmstat.sim.pmd_clear += 1;
+        let pfn = A::pte_pfn(pmdval);
+        if vma.kind != VmaKind::Anon {
+            self.folio_remove_rmap_pmd(pfn, mm);
+            let c = self.mm_counter_file(pfn);
+            self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
+            return;
+        }
+        let (tpfn, tid) = self.withdraw_pgtable(mm, haddr).expect("deposited table");
+        // The leaf bits become a PTE: drop the PMD leaf marker.
+        let pte = Self::pmd_to_pte(pmdval);
+        if !A::pte_special(pmdval) {
+            let folio = pfn;
+            let exclusive = self.mem.test(folio, PG_ANON_EXCLUSIVE);
+            for i in 0..HPAGE_PMD_NR {
+                if exclusive {
+                    self.mem.set(folio.add(i), PG_ANON_EXCLUSIVE);
+                }
+            }
+            // PMD mapping → 512 PTE mappings (rmap level change).
+            for i in 0..HPAGE_PMD_NR {
+                self.mem.page_mapcount_add(folio.add(i), 1);
+            }
+            let mm_id = self.mm(mm).mm_id;
+            let l = self.mem.large_mut(folio);
+            l.entire_mapcount -= 1;
+            l.nr_pages_mapped = HPAGE_PMD_NR as i32;
+            l.large_mapcount += HPAGE_PMD_NR as i32 - 1;
+            for s in 0..2 {
+                if l.mm_id[s] == mm_id {
+                    l.mm_id_mapcount[s] += HPAGE_PMD_NR as i32 - 1;
+                }
+            }
+            let span = FolioSpan { pfn: folio, nr: HPAGE_PMD_NR };
+            A::set_ptes(self.pt.table_mut(tid), 0, pte, HPAGE_PMD_NR as usize, span, &mut self.vmstat.sim);
+        } else {
+            for i in 0..HPAGE_PMD_NR as usize {
+                A::set_ptes(self.pt.table_mut(tid), i, pte, 1, FolioSpan::NONE, &mut self.vmstat.sim);
+            }
+        }
+        self.pt.set(pmd.table, pmd.idx, A::mk_table(tpfn));
+    }
+
+    /// A PMD leaf's bits as a PTE of its first page.
+    fn pmd_to_pte(pmdval: u64) -> u64 {
+        let prot = PteProt {
+            write: A::pte_write(pmdval),
+            young: A::pte_young(pmdval),
+            dirty: A::pte_dirty(pmdval),
+            exec: false,
+            special: A::pte_special(pmdval),
+        };
+        A::pfn_pte(A::pte_pfn(pmdval), prot)
+    }
+
+    /// `zap_huge_pmd()`: unmap a whole PMD leaf.
+    pub fn zap_huge_pmd(&mut self, mm: MmId, vma: &Vma, haddr: u64, pmd: crate::mm::pgtable_generic::PmdSlot) {
+        let pmdval = self.pmdp_get(pmd);
+        self.pt.set(pmd.table, pmd.idx, 0);
+        self.vmstat.sim.pmd_clear += 1;
+        if let Some((tpfn, _)) = self.withdraw_pgtable(mm, haddr) {
+            self.pgtable_free(tpfn);
+        }
+        if A::pte_special(pmdval) {
+            return;
+        }
+        let folio = A::pte_pfn(pmdval);
+        if vma.kind == VmaKind::Anon {
+            self.add_mm_counter(mm, MM_ANONPAGES, -(HPAGE_PMD_NR as i64));
+        } else {
+            if A::pte_dirty(pmdval) {
+                self.mem.set(folio, PG_DIRTY);
+            }
+            let c = self.mm_counter_file(folio);
+            self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
+        }
+        self.folio_remove_rmap_pmd(folio, mm);
+        self.folio_put_if_unused(folio);
+    }
+
+    /// `copy_huge_pmd()` (fork): share the PMD write-protected; the child
+    /// gets its own deposited table.
+    pub fn copy_huge_pmd(&mut self, src: MmId, dst: MmId, vma: &Vma, haddr: u64) -> Result<(), crate::KernelError> {
+        let spmd = self.walk_to_pmd(src, haddr).expect("source pmd");
+        let mut pmdval = self.pmdp_get(spmd);
+        let dpmd = self.pmd_alloc(dst, haddr);
+        self.deposit_pgtable(dst, haddr);
+        if !A::pte_special(pmdval) {
+            let folio = A::pte_pfn(pmdval);
+            self.folio_add_rmap_pmd(folio, dst);
+            self.add_mm_counter(dst, MM_ANONPAGES, HPAGE_PMD_NR as i64);
+        }
+        if vma.is_cow_mapping() && A::pte_write(pmdval) {
+            pmdval = A::pte_wrprotect(pmdval);
+            self.pt.set(spmd.table, spmd.idx, pmdval);
+            self.vmstat.sim.pte_modify += 1;
+        }
+        self.pt.set(dpmd.table, dpmd.idx, A::pte_mkold(pmdval));
+        self.vmstat.sim.pmd_set += 1;
+        Ok(())
+    }
+
+}

@@ -1,0 +1,94 @@
+//! Page-table copy at fork (mm/memory.c: copy_page_range(),
+//! vma_needs_copy(), copy_pte_range(), copy_present_ptes(),
+//! __copy_present_ptes()), Linux 6.18.
+//!
+//! Tables are copied only for VMAs with an anon_vma. Present entries of a
+//! large folio are copied as a batch with one rmap call; in COW mappings
+//! writable entries are write-protected in parent and child (with
+//! `wrprotect_ptes()`), and the child's entries are old. Not modelled:
+//! pinned pages (copied eagerly by the kernel), uffd-wp, swap entries.
+
+use crate::arch::{Arch, FolioSpan};
+use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE};
+use crate::mm::mmap::{Vma, MM_ANONPAGES};
+use crate::{Kernel, KernelError, MmId};
+
+impl<A: Arch> Kernel<A> {
+    /// `copy_page_range()` for one VMA.
+    pub fn copy_page_range(&mut self, dst: MmId, src: MmId, vma: &Vma) -> Result<(), KernelError> {
+        if vma.anon_vma == 0 {
+            return Ok(()); // vma_needs_copy(): the child faults it in again.
+        }
+        let mut addr = vma.vm_start;
+        while addr < vma.vm_end {
+            let next = pmd_addr_end(addr, vma.vm_end);
+            if let Some(spmd) = self.walk_to_pmd(src, addr) {
+                let pmdval = self.pmdp_get(spmd);
+                if A::pmd_trans_huge(pmdval) {
+                    self.copy_huge_pmd(src, dst, vma, addr)?;
+                } else if let Some(stid) = self.entry_table(pmdval) {
+                    self.copy_pte_range(dst, src, vma, stid, addr, next);
+                }
+            }
+            addr = next;
+        }
+        Ok(())
+    }
+
+    /// `copy_pte_range()`
+    fn copy_pte_range(&mut self, dst: MmId, src: MmId, vma: &Vma, stid: u32, start: u64, end: u64) {
+        let mut idx = pte_index(start);
+        let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
+        let mut dtid = None;
+        while idx < end_idx {
+            let pte = A::ptep_get(self.pt.table(stid), idx, &mut self.vmstat.sim);
+            if pte == 0 {
+                idx += 1;
+                continue;
+            }
+            let addr = start + ((idx - pte_index(start)) as u64) * PAGE_SIZE;
+            let dt = match dtid {
+                Some(t) => t,
+                None => {
+                    let pmd = self.pmd_alloc(dst, addr);
+                    let t = self.pte_alloc(pmd).expect("child table");
+                    dtid = Some(t);
+                    t
+                }
+            };
+            idx += self.copy_present_ptes(dst, src, vma, (stid, dt), idx, end_idx, pte);
+        }
+    }
+
+    /// `copy_present_ptes()`: returns the number of entries copied.
+    fn copy_present_ptes(&mut self, dst: MmId, _src: MmId, vma: &Vma, t: (u32, u32), idx: usize, end_idx: usize, pte: u64) -> usize {
+        let (stid, dtid) = t;
+        let mut pte = pte;
+        let (nr, span) = match self.vm_normal_page(pte) {
+            None => (1, FolioSpan::NONE),
+            Some(page) => {
+                let folio = self.mem.page_folio(page);
+                let nr = if self.mem.folio_test_large(folio) { self.folio_pte_batch(stid, idx, folio, end_idx - idx) } else { 1 };
+                if self.mem.folio_test_anon(folio) {
+                    self.folio_dup_anon_rmap_ptes(folio, page, nr as u64, dst);
+                    self.add_mm_counter(dst, MM_ANONPAGES, nr as i64);
+                } else {
+                    self.folio_add_file_rmap_ptes(folio, page, nr as u64, dst);
+                    let c = self.mm_counter_file(folio);
+                    self.add_mm_counter(dst, c, nr as i64);
+                }
+                (nr, FolioSpan { pfn: folio, nr: self.mem.folio_nr_pages(folio) })
+            }
+        };
+        if vma.is_cow_mapping() && A::pte_write(pte) {
+            A::wrprotect_ptes(self.pt.table_mut(stid), idx, nr, &mut self.vmstat.sim);
+            pte = A::pte_wrprotect(pte);
+        }
+        if vma.is_shared() {
+            pte = A::pte_mkclean(pte);
+        }
+        pte = A::pte_mkold(pte);
+        A::set_ptes(self.pt.table_mut(dtid), idx, pte, nr, span, &mut self.vmstat.sim);
+        nr
+    }
+}

@@ -1,0 +1,118 @@
+//! Unmapping (mm/memory.c: unmap_page_range(), zap_pmd_range(),
+//! zap_pte_range(), do_zap_pte_range(), zap_present_ptes(),
+//! zap_present_folio_ptes(); mm/pt_reclaim.c), Linux 6.18.
+//!
+//! Present entries of a large folio are cleared in batches
+//! (`folio_pte_batch()`: consecutive PFNs of the same folio inside the range
+//! and the table) with one rmap call per batch. A PMD leaf is zapped whole or
+//! split first. MADV_DONTNEED frees a PTE table its range covered entirely
+//! (CONFIG_PT_RECLAIM). TLB flushing is not modelled yet.
+
+use crate::arch::Arch;
+use crate::include::linux::mm_types::{PG_DIRTY, PG_REFERENCED};
+use crate::include::linux::pgtable::{align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE};
+use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES};
+use crate::{Kernel, MmId};
+
+impl<A: Arch> Kernel<A> {
+    /// `unmap_page_range()` over `[start, end)` of one VMA. `reclaim_pt`
+    /// frees PTE tables the range covered entirely (MADV_DONTNEED).
+    pub fn unmap_vma_range(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64, reclaim_pt: bool) {
+        let mut addr = start;
+        while addr < end {
+            let next = pmd_addr_end(addr, end);
+            if let Some(pmd) = self.walk_to_pmd(mm, addr) {
+                self.zap_pmd(mm, vma, addr, next, pmd, reclaim_pt);
+            }
+            addr = next;
+        }
+    }
+
+    /// One step of `zap_pmd_range()`.
+    fn zap_pmd(&mut self, mm: MmId, vma: &Vma, addr: u64, next: u64, pmd: crate::mm::pgtable_generic::PmdSlot, reclaim_pt: bool) {
+        let pmdval = self.pmdp_get(pmd);
+        if pmdval == 0 {
+            return;
+        }
+        let haddr = align_down(addr, PMD_SIZE);
+        if A::pmd_trans_huge(pmdval) {
+            if next - addr == PMD_SIZE {
+                self.zap_huge_pmd(mm, vma, haddr, pmd);
+                return;
+            }
+            self.split_huge_pmd(mm, vma, haddr, pmd);
+            if self.pmdp_get(pmd) == 0 {
+                return;
+            }
+        }
+        let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else { return };
+        self.zap_pte_range(mm, vma, tid, addr, next);
+        if reclaim_pt && next - addr == PMD_SIZE && self.pt.table(tid).iter().all(|&e| e == 0) {
+            self.free_pte_table(pmd);
+        }
+    }
+
+    /// `folio_pte_batch()`: how many entries from `idx` map consecutive
+    /// pages of `folio` (at most `max`).
+    pub fn folio_pte_batch(&mut self, tid: u32, idx: usize, folio: Pfn, max: usize) -> usize {
+        let first = self.pt.get(tid, idx);
+        let pfn = A::pte_pfn(first);
+        let folio_end = folio.0 as u64 + self.mem.folio_nr_pages(folio);
+        let max = max.min((folio_end - pfn.0 as u64) as usize);
+        let mut nr = 1;
+        while nr < max {
+            let e = A::ptep_get(self.pt.table(tid), idx + nr, &mut self.vmstat.sim);
+            if !A::pte_present(e) || A::pte_special(e) || A::pte_pfn(e).0 != pfn.0 + nr as u32 {
+                break;
+            }
+            nr += 1;
+        }
+        nr
+    }
+
+    /// `zap_pte_range()`
+    fn zap_pte_range(&mut self, mm: MmId, vma: &Vma, tid: u32, start: u64, end: u64) {
+        let mut idx = pte_index(start);
+        let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
+        while idx < end_idx {
+            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            if pte == 0 {
+                idx += 1;
+                continue;
+            }
+            assert!(A::pte_present(pte), "unsupported: zapping a swap entry");
+            let Some(page) = self.vm_normal_page(pte) else {
+                A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
+                idx += 1;
+                continue;
+            };
+            let folio = self.mem.page_folio(page);
+            let nr = if self.mem.folio_test_large(folio) {
+                self.folio_pte_batch(tid, idx, folio, end_idx - idx)
+            } else {
+                1
+            };
+            let cleared = A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);
+            self.zap_present_folio(mm, vma, folio, page, nr as u64, cleared);
+            idx += nr;
+        }
+    }
+
+    /// `zap_present_folio_ptes()`: account and unmap a cleared batch.
+    fn zap_present_folio(&mut self, mm: MmId, vma: &Vma, folio: Pfn, page: Pfn, nr: u64, cleared: u64) {
+        if self.mem.folio_test_anon(folio) {
+            self.add_mm_counter(mm, MM_ANONPAGES, -(nr as i64));
+        } else {
+            if A::pte_dirty(cleared) {
+                self.mem.set(folio, PG_DIRTY);
+            }
+            if A::pte_young(cleared) && vma.kind != VmaKind::Anon {
+                self.mem.set(folio, PG_REFERENCED);
+            }
+            let c = self.mm_counter_file(folio);
+            self.add_mm_counter(mm, c, -(nr as i64));
+        }
+        self.folio_remove_rmap_ptes(folio, page, nr, mm);
+        self.folio_put_if_unused(folio);
+    }
+}

@@ -1,0 +1,397 @@
+//! Address spaces and VMAs (mm/mmap.c: do_mmap(), __get_unmapped_area(),
+//! mm/vma.c: vma_merge_new_range(), __split_vma(), do_vmi_munmap(),
+//! mm/huge_memory.c: __thp_get_unmapped_area()), Linux 6.18.
+//!
+//! Modelled: top-down placement below a fixed `mmap_base`, PMD alignment of
+//! private anonymous mappings whose length is a multiple of 2 MiB and of file
+//! mappings that cover an aligned 2 MiB of the file (the padded search, the
+//! "already aligned moves up one PMD" rule), merging of compatible neighbours,
+//! splitting on partial munmap/madvise, and freeing of PTE tables whose 2 MiB
+//! no longer intersects a VMA.
+//! Not modelled: address hints and MAP_FIXED, stack and brk, ASLR (the base
+//! is fixed), mremap/mprotect, freeing of upper-level tables, shmem's
+//! huge-aware placement (shmem huge pages are not modelled).
+
+use std::collections::BTreeMap;
+
+use crate::arch::Arch;
+use crate::include::linux::pgtable::{align_down, is_aligned, pmd_addr_end, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
+use crate::{FileId, Kernel, KernelError, MmId};
+
+pub const VM_READ: u64 = 0x1;
+pub const VM_WRITE: u64 = 0x2;
+pub const VM_EXEC: u64 = 0x4;
+pub const VM_SHARED: u64 = 0x8;
+pub const VM_MAYREAD: u64 = 0x10;
+pub const VM_MAYWRITE: u64 = 0x20;
+pub const VM_MAYEXEC: u64 = 0x40;
+pub const VM_MAYSHARE: u64 = 0x80;
+pub const VM_SEQ_READ: u64 = 0x8000;
+pub const VM_RAND_READ: u64 = 0x10000;
+pub const VM_HUGEPAGE: u64 = 0x2000_0000;
+pub const VM_NOHUGEPAGE: u64 = 0x4000_0000;
+
+/// `enum` of `mm->rss_stat` counters.
+pub const MM_FILEPAGES: usize = 0;
+pub const MM_ANONPAGES: usize = 1;
+pub const MM_SWAPENTS: usize = 2;
+pub const MM_SHMEMPAGES: usize = 3;
+pub const NR_MM_COUNTERS: usize = 4;
+
+/// Fixed top of the mmap area (x86_64 without ASLR places it just below the
+/// stack gap; the exact value only shifts addresses).
+pub const MMAP_BASE: u64 = 0x7f00_0000_0000;
+/// `mmap_min_addr`
+pub const MMAP_MIN_ADDR: u64 = 0x1_0000;
+
+/// What backs a VMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmaKind {
+    /// Private anonymous memory (`vma_is_anonymous()`).
+    Anon,
+    /// A regular file on a block filesystem (ext4-like ops: `filemap_fault`,
+    /// `filemap_map_pages`, `page_mkwrite`).
+    File,
+    /// Shared anonymous memory (`vma_is_anon_shmem()`: shmem ops).
+    Shmem,
+}
+
+/// `struct vm_area_struct`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "vm_area_struct")]
+pub struct Vma {
+    pub vm_start: u64,
+    pub vm_end: u64,
+    pub vm_pgoff: u64,
+    pub vm_flags: u64,
+    pub kind: VmaKind,
+    /// `vm_file`: an open file (index into `Kernel::open_files`).
+    pub file: Option<u32>,
+    /// `anon_vma` is set once the VMA has anonymous pages (0 = none).
+    pub anon_vma: u32,
+}
+
+impl Vma {
+    /// `vma_pages()`
+    #[inline]
+    pub fn vma_pages(&self) -> u64 {
+        (self.vm_end - self.vm_start) >> PAGE_SHIFT
+    }
+    /// `linear_page_index()`
+    #[inline]
+    pub fn linear_page_index(&self, addr: u64) -> u64 {
+        ((addr - self.vm_start) >> PAGE_SHIFT) + self.vm_pgoff
+    }
+    /// `vma_is_anonymous()`
+    #[inline]
+    pub fn is_anonymous(&self) -> bool {
+        self.kind == VmaKind::Anon
+    }
+    #[inline]
+    pub fn is_shared(&self) -> bool {
+        self.vm_flags & VM_SHARED != 0
+    }
+    /// `is_cow_mapping()`
+    #[inline]
+    pub fn is_cow_mapping(&self) -> bool {
+        self.vm_flags & (VM_SHARED | VM_MAYWRITE) == VM_MAYWRITE
+    }
+    #[inline]
+    pub fn contains(&self, addr: u64) -> bool {
+        self.vm_start <= addr && addr < self.vm_end
+    }
+}
+
+/// `struct mm_struct`
+#[derive(Debug)]
+#[doc(alias = "mm_struct")]
+pub struct Mm {
+    pub id: MmId,
+    /// `mm->mm_id` for the large-folio MM ownership slots (never 0).
+    pub mm_id: u32,
+    /// Table id of the PGD page.
+    pub pgd: u32,
+    pub pgd_pfn: crate::include::linux::pgtable::Pfn,
+    /// VMAs keyed by `vm_start`.
+    pub vmas: BTreeMap<u64, Vma>,
+    /// `rss_stat`
+    pub rss: [i64; NR_MM_COUNTERS],
+    /// Page tables deposited with PMD-mapped anon THPs, keyed by the PMD
+    /// address (`pgtable_trans_huge_deposit()`).
+    pub deposited: BTreeMap<u64, crate::include::linux::pgtable::Pfn>,
+    /// Live child processes (for `wait`).
+    pub children: Vec<MmId>,
+}
+
+/// Arguments of an mmap call.
+#[derive(Clone, Copy, Debug)]
+pub struct MmapArgs {
+    pub len: u64,
+    pub prot_read: bool,
+    pub prot_write: bool,
+    pub prot_exec: bool,
+    pub shared: bool,
+    pub kind: VmaKind,
+    /// The file for `VmaKind::File`.
+    pub file: Option<FileId>,
+    /// File offset in bytes.
+    pub offset: u64,
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `mm_alloc()`: a new empty address space.
+    pub fn mm_alloc(&mut self) -> MmId {
+        let (pgd_pfn, pgd) = self.pgtable_alloc();
+        let id = MmId(self.mms.len() as u32);
+        self.mms.push(Some(Mm {
+            id,
+            mm_id: id.0 + 1,
+            pgd,
+            pgd_pfn,
+            vmas: BTreeMap::new(),
+            rss: [0; NR_MM_COUNTERS],
+            deposited: BTreeMap::new(),
+            children: Vec::new(),
+        }));
+        id
+    }
+
+    /// `find_vma()` restricted to VMAs containing `addr`.
+    #[inline]
+    pub fn find_vma(&self, mm: MmId, addr: u64) -> Option<Vma> {
+        let (_, v) = self.mm(mm).vmas.range(..=addr).next_back()?;
+        v.contains(addr).then_some(*v)
+    }
+
+    /// Write back a VMA changed by a fault path (e.g. a new anon_vma).
+    pub fn vma_update(&mut self, mm: MmId, vma: &Vma) {
+        self.mm_mut(mm).vmas.insert(vma.vm_start, *vma);
+    }
+
+    /// Top-down search for a free range of `len` bytes
+    /// (`unmapped_area_topdown()`).
+    fn unmapped_area_topdown(&self, mm: MmId, len: u64) -> Option<u64> {
+        let mut high = MMAP_BASE;
+        for v in self.mm(mm).vmas.values().rev() {
+            if v.vm_start >= high {
+                continue;
+            }
+            if v.vm_end <= high && high - v.vm_end >= len {
+                return Some(high - len);
+            }
+            high = high.min(v.vm_start);
+        }
+        (high >= MMAP_MIN_ADDR + len).then(|| high - len)
+    }
+
+    /// `__thp_get_unmapped_area()` with `size = PMD_SIZE`: Some(aligned
+    /// address), or None to fall back to the plain search.
+    fn thp_get_unmapped_area(&self, mm: MmId, len: u64, off: u64) -> Option<u64> {
+        let off_end = off + len;
+        let off_align = off.next_multiple_of(PMD_SIZE);
+        if off_end <= off_align || off_end - off_align < PMD_SIZE {
+            return None;
+        }
+        let ret = self.unmapped_area_topdown(mm, len + PMD_SIZE)?;
+        let off_sub = off.wrapping_sub(ret) & (PMD_SIZE - 1);
+        // Top-down layout: an already aligned result moves up by one PMD.
+        Some(if off_sub == 0 { ret + PMD_SIZE } else { ret + off_sub })
+    }
+
+    /// `__get_unmapped_area()` for the mapping kinds the model knows.
+    fn get_unmapped_area(&self, mm: MmId, a: &MmapArgs) -> Option<u64> {
+        let thp = match a.kind {
+            VmaKind::Anon => is_aligned(a.len, PMD_SIZE),
+            VmaKind::File => true, // ext4/xfs use thp_get_unmapped_area()
+            VmaKind::Shmem => false,
+        };
+        let off = if a.kind == VmaKind::File { a.offset } else { 0 };
+        thp.then(|| self.thp_get_unmapped_area(mm, a.len, off))
+            .flatten()
+            .or_else(|| self.unmapped_area_topdown(mm, a.len))
+    }
+
+    /// `do_mmap()` without a hint. Returns the address.
+    pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> Result<u64, KernelError> {
+        if a.len == 0 || a.len % PAGE_SIZE != 0 || a.offset % PAGE_SIZE != 0 {
+            return Err(KernelError::Errno("EINVAL", "length and offset must be page multiples".into()));
+        }
+        if a.kind == VmaKind::Shmem && !a.shared {
+            return Err(KernelError::Unsupported("private shmem mappings".into()));
+        }
+        let addr = self
+            .get_unmapped_area(mm, &a)
+            .ok_or_else(|| KernelError::Errno("ENOMEM", "no room in the address space".into()))?;
+        let mut vm_flags = VM_MAYREAD | VM_MAYWRITE | VM_MAYEXEC;
+        if a.prot_read {
+            vm_flags |= VM_READ;
+        }
+        if a.prot_write {
+            vm_flags |= VM_WRITE;
+        }
+        if a.prot_exec {
+            vm_flags |= VM_EXEC;
+        }
+        if a.shared {
+            vm_flags |= VM_SHARED | VM_MAYSHARE;
+        }
+        let (file, vm_pgoff) = match a.kind {
+            VmaKind::Anon => (None, addr >> PAGE_SHIFT),
+            VmaKind::File => {
+                let f = a.file.ok_or_else(|| KernelError::Unsupported("file mapping without a file".into()))?;
+                (Some(self.open_file(f)), a.offset >> PAGE_SHIFT)
+            }
+            VmaKind::Shmem => {
+                let f = self.shmem_file_setup(a.len);
+                (Some(self.open_file(f)), 0)
+            }
+        };
+        let vma = Vma {
+            vm_start: addr,
+            vm_end: addr + a.len,
+            vm_pgoff,
+            vm_flags,
+            kind: a.kind,
+            file,
+            anon_vma: 0,
+        };
+        self.mm_mut(mm).vmas.insert(addr, vma);
+        self.vma_merge_range(mm, addr, addr + a.len);
+        Ok(addr)
+    }
+
+    /// Can `a` (below) and `b` (above, adjacent) be one VMA?
+    /// (`is_mergeable_vma()`, `is_mergeable_anon_vma()`, pgoff continuity).
+    fn vmas_mergeable(a: &Vma, b: &Vma) -> bool {
+        let files_ok = match (a.file, b.file) {
+            (None, None) => true,
+            (Some(_), Some(_)) => a.kind == VmaKind::File && a.file == b.file,
+            _ => false,
+        };
+        a.vm_end == b.vm_start
+            && a.vm_flags == b.vm_flags
+            && a.kind == b.kind
+            && files_ok
+            && (a.anon_vma == 0 || b.anon_vma == 0 || a.anon_vma == b.anon_vma)
+            && a.vm_pgoff + a.vma_pages() == b.vm_pgoff
+    }
+
+    /// Merge mergeable neighbours in and around `[start, end)`.
+    pub fn vma_merge_range(&mut self, mm: MmId, start: u64, end: u64) {
+        let keys: Vec<u64> = {
+            let vmas = &self.mm(mm).vmas;
+            let first = vmas.range(..start).next_back().map(|(k, _)| *k).unwrap_or(start);
+            vmas.range(first..=end).map(|(k, _)| *k).collect()
+        };
+        let vmas = &mut self.mm_mut(mm).vmas;
+        let mut prev: Option<u64> = None;
+        for k in keys {
+            let Some(cur) = vmas.get(&k).copied() else { continue };
+            if let Some(p) = prev {
+                let pv = vmas[&p];
+                if Self::vmas_mergeable(&pv, &cur) {
+                    let merged = Vma {
+                        vm_end: cur.vm_end,
+                        anon_vma: pv.anon_vma.max(cur.anon_vma),
+                        ..pv
+                    };
+                    vmas.remove(&k);
+                    vmas.insert(p, merged);
+                    continue;
+                }
+            }
+            prev = Some(k);
+        }
+    }
+
+    /// `__split_vma()`: make `addr` a VMA boundary.
+    pub fn split_vma(&mut self, mm: MmId, addr: u64) {
+        let Some(v) = self.find_vma(mm, addr) else { return };
+        if v.vm_start == addr {
+            return;
+        }
+        let low = Vma { vm_end: addr, ..v };
+        let high = Vma {
+            vm_start: addr,
+            vm_pgoff: v.vm_pgoff + ((addr - v.vm_start) >> PAGE_SHIFT),
+            ..v
+        };
+        let vmas = &mut self.mm_mut(mm).vmas;
+        vmas.insert(low.vm_start, low);
+        vmas.insert(high.vm_start, high);
+    }
+
+    /// The VMAs overlapping `[start, end)`, after splitting at both ends.
+    pub fn vmas_in_range_split(&mut self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
+        self.split_vma(mm, start);
+        self.split_vma(mm, end);
+        self.mm(mm).vmas.range(start..end).map(|(_, v)| *v).collect()
+    }
+
+    /// `do_vmi_munmap()`: unmap `[start, start + len)`.
+    pub fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
+        if start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
+            return Err(KernelError::Errno("EINVAL", "munmap range must be page aligned".into()));
+        }
+        let end = start + len;
+        for v in self.vmas_in_range_split(mm, start, end) {
+            self.unmap_vma_range(mm, &v, v.vm_start, v.vm_end, false);
+            self.mm_mut(mm).vmas.remove(&v.vm_start);
+        }
+        self.free_pgtables(mm, start, end);
+        Ok(())
+    }
+
+    /// `free_pgtables()` (PTE level only): free the PTE tables of 2 MiB
+    /// blocks in `[start, end)` that no VMA overlaps any more.
+    pub fn free_pgtables(&mut self, mm: MmId, start: u64, end: u64) {
+        let mut addr = align_down(start, PMD_SIZE);
+        while addr < end {
+            let next = pmd_addr_end(addr, u64::MAX);
+            let busy = {
+                let vmas = &self.mm(mm).vmas;
+                vmas.range(..next).next_back().is_some_and(|(_, v)| v.vm_end > addr)
+            };
+            if !busy {
+                if let Some(pmd) = self.walk_to_pmd(mm, addr) {
+                    self.free_pte_table(pmd);
+                }
+            }
+            addr = next;
+        }
+    }
+
+    /// `exit_mmap()`: tear the whole address space down.
+    pub fn exit_mmap(&mut self, mm: MmId) {
+        let vmas: Vec<Vma> = self.mm(mm).vmas.values().copied().collect();
+        for v in &vmas {
+            self.unmap_vma_range(mm, v, v.vm_start, v.vm_end, false);
+        }
+        self.mm_mut(mm).vmas.clear();
+        for v in &vmas {
+            self.free_pgtables(mm, v.vm_start, v.vm_end);
+        }
+        self.free_upper_tables(mm);
+        self.mms[mm.0 as usize] = None;
+    }
+
+    /// Free the PGD/PUD/PMD pages of an exiting mm.
+    fn free_upper_tables(&mut self, mm: MmId) {
+        let pgd = self.mm(mm).pgd;
+        let pgd_pfn = self.mm(mm).pgd_pfn;
+        for i in 0..crate::include::linux::pgtable::PTRS_PER_PTE {
+            let e = self.pt.get(pgd, i);
+            let Some(pud) = self.entry_table(e) else { continue };
+            for j in 0..crate::include::linux::pgtable::PTRS_PER_PTE {
+                let pe = self.pt.get(pud, j);
+                if A::entry_is_table(pe) {
+                    self.pt.set(pud, j, 0);
+                    self.pgtable_free(A::table_pfn(pe));
+                }
+            }
+            self.pt.set(pgd, i, 0);
+            self.pgtable_free(A::table_pfn(e));
+        }
+        self.pgtable_free(pgd_pfn);
+    }
+}

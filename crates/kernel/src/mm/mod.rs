@@ -1,0 +1,14 @@
+//! mm/: the memory-management model.
+
+pub mod debug;
+pub mod filemap;
+pub mod huge_memory;
+pub mod madvise;
+pub mod memory;
+pub mod mmap;
+pub mod page_alloc;
+pub mod pgtable_generic;
+pub mod readahead;
+pub mod rmap;
+pub mod shmem;
+pub mod vmstat;

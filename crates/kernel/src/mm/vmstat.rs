@@ -1,0 +1,210 @@
+//! Event counters under the kernel's names: `/proc/vmstat` events
+//! (include/linux/vm_event_item.h, mm/vmstat.c: vmstat_text[]), the per-size
+//! mTHP statistics (mm/huge_memory.c: enum mthp_stat_item, shown as
+//! `hugepages-<size>kB/<stat>`), tracepoint hit counts (`system:event`), and
+//! the `sim/` counts of primitive operations only the model can see.
+//!
+//! Counters only ever increase; a phase's figures are the difference of two
+//! [`VmStat::snapshot`]s.
+
+use std::collections::BTreeMap;
+
+use crate::include::linux::pgtable::{size_label, HPAGE_PMD_ORDER};
+
+macro_rules! counter_enum {
+    ($(#[$m:meta])* $name:ident, $count:ident { $($variant:ident => $label:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum $name { $($variant,)* }
+        pub const $count: usize = [$($label,)*].len();
+        impl $name {
+            pub const ALL: [$name; $count] = [$($name::$variant,)*];
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $label,)* }
+            }
+        }
+    };
+}
+
+counter_enum!(
+    /// `enum vm_event_item` entries the model counts.
+    VmEvent, NR_VM_EVENTS {
+        PgFault => "pgfault",
+        PgMajFault => "pgmajfault",
+        PgReuse => "pgreuse",
+        ThpFaultAlloc => "thp_fault_alloc",
+        ThpFaultFallback => "thp_fault_fallback",
+        ThpFaultFallbackCharge => "thp_fault_fallback_charge",
+        ThpFileMapped => "thp_file_mapped",
+        ThpSplitPmd => "thp_split_pmd",
+        ThpDeferredSplitPage => "thp_deferred_split_page",
+        ThpZeroPageAlloc => "thp_zero_page_alloc",
+        ThpZeroPageAllocFailed => "thp_zero_page_alloc_failed",
+        PgAlloc => "pgalloc_normal",
+        PgFree => "pgfree",
+    }
+);
+
+counter_enum!(
+    /// `enum mthp_stat_item` (per folio order).
+    MthpStat, NR_MTHP_STATS {
+        AnonFaultAlloc => "anon_fault_alloc",
+        AnonFaultFallback => "anon_fault_fallback",
+        AnonFaultFallbackCharge => "anon_fault_fallback_charge",
+        SplitDeferred => "split_deferred",
+    }
+);
+
+counter_enum!(
+    /// Tracepoints, counted per hit like `perf stat -e system:event`.
+    Trace, NR_TRACES {
+        PageFaultUser => "exceptions:page_fault_user",
+        FilemapMapPages => "filemap:mm_filemap_map_pages",
+        FilemapFault => "filemap:mm_filemap_fault",
+        FilemapAddToPageCache => "filemap:mm_filemap_add_to_page_cache",
+    }
+);
+
+macro_rules! sim_stat {
+    ($($(#[$m:meta])* $field:ident => $label:literal,)*) => {
+        /// Primitive operations counted by the model (`sim/...`).
+        #[derive(Clone, Debug, Default)]
+        pub struct SimStat { $($(#[$m])* pub $field: u64,)* }
+        impl SimStat {
+            fn each(&self, mut f: impl FnMut(&'static str, u64)) {
+                $(f($label, self.$field);)*
+            }
+        }
+    };
+}
+
+sim_stat! {
+    /// `ptep_get()` calls (reads of one entry through the API).
+    ptep_get => "sim/ptep_get",
+    /// Extra entry reads when arm64 gathers a contiguous block.
+    contpte_gather_reads => "sim/contpte_gather_reads",
+    /// `set_ptes()` calls.
+    set_ptes_calls => "sim/set_ptes",
+    /// Entries written by `set_ptes()`.
+    set_ptes_entries => "sim/set_ptes_entries",
+    /// Raw entry stores (including arm64 repaints).
+    pte_write => "sim/pte_write",
+    /// Entries cleared (`ptep_get_and_clear()` and batched clears).
+    pte_clear => "sim/pte_clear",
+    /// Entries modified in place (write-protect, mkwrite, young/dirty).
+    pte_modify => "sim/pte_modify",
+    /// PMD leaf entries installed.
+    pmd_set => "sim/set_pmd",
+    /// PMD leaf entries cleared.
+    pmd_clear => "sim/pmd_clear",
+    /// Range TLB flushes requested by the arm64 contpte repaint.
+    tlb_flush_range => "sim/contpte_flush_range",
+    /// Blocks folded by `__contpte_try_fold()`.
+    contpte_fold => "sim/contpte_fold",
+    /// Blocks unfolded by `__contpte_try_unfold()`.
+    contpte_unfold => "sim/contpte_unfold",
+    /// Contiguous blocks painted directly by `contpte_set_ptes()`.
+    contpte_blocks_set => "sim/contpte_set_blocks",
+    /// Page-table pages allocated (`pte_alloc_one()` and upper levels).
+    pt_alloc => "sim/pgtable_alloc",
+    /// Page-table pages freed.
+    pt_free => "sim/pgtable_free",
+    /// Folios allocated, any order.
+    folio_alloc => "sim/folio_alloc",
+    /// Folios freed.
+    folio_free => "sim/folio_free",
+    /// Pages zeroed (`folio_zero_user()`, `clear_highpage()`).
+    page_zero => "sim/page_zero",
+    /// Pages copied (`copy_mc_user_highpage()` in COW).
+    page_copy => "sim/page_copy",
+    /// Page-cache lookups (`filemap_get_entry()`, `xas_next_entry()` steps).
+    pagecache_lookup => "sim/pagecache_lookup",
+    /// Folios inserted into a page cache.
+    pagecache_add => "sim/pagecache_add",
+    /// Pages read from a backing device (readahead and `read_folio`).
+    pages_read_io => "sim/pages_read_io",
+    /// rmap additions (`folio_add_*_rmap_*()` calls).
+    rmap_add => "sim/rmap_add",
+    /// rmap removals (`folio_remove_rmap_*()` calls).
+    rmap_remove => "sim/rmap_remove",
+    /// `add_mm_counter()` / `inc_mm_counter()` updates of rss_stat.
+    rss_stat_update => "sim/rss_stat_update",
+    /// Fault-around windows handed to `->map_pages()`.
+    fault_around => "sim/fault_around",
+    /// Faults that retried (`VM_FAULT_RETRY`, not accounted).
+    fault_retry => "sim/fault_retry",
+    /// User accesses performed by the simulated CPU.
+    user_access => "sim/user_access",
+}
+
+/// All counters of the simulated machine.
+#[derive(Clone, Debug)]
+pub struct VmStat {
+    pub events: [u64; NR_VM_EVENTS],
+    pub mthp: [[u64; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
+    pub trace: [u64; NR_TRACES],
+    pub sim: SimStat,
+}
+
+impl Default for VmStat {
+    fn default() -> Self {
+        VmStat {
+            events: [0; NR_VM_EVENTS],
+            mthp: [[0; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
+            trace: [0; NR_TRACES],
+            sim: SimStat::default(),
+        }
+    }
+}
+
+impl VmStat {
+    /// `count_vm_event()`
+    #[inline]
+    pub fn count_vm_event(&mut self, ev: VmEvent) {
+        self.events[ev as usize] += 1;
+    }
+
+    /// `count_vm_events()`
+    #[inline]
+    pub fn count_vm_events(&mut self, ev: VmEvent, n: u64) {
+        self.events[ev as usize] += n;
+    }
+
+    /// `count_mthp_stat()`: ignored for order 0 and above PMD order, like
+    /// mod_mthp_stat().
+    #[inline]
+    pub fn count_mthp_stat(&mut self, order: u32, stat: MthpStat) {
+        if order == 0 || order > HPAGE_PMD_ORDER {
+            return;
+        }
+        self.mthp[order as usize][stat as usize] += 1;
+    }
+
+    /// A tracepoint fired.
+    #[inline]
+    pub fn trace(&mut self, tp: Trace) {
+        self.trace[tp as usize] += 1;
+    }
+
+    /// Every counter under its output name, in a stable order.
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for ev in VmEvent::ALL {
+            out.insert(ev.name().to_string(), self.events[ev as usize]);
+        }
+        for order in 2..=HPAGE_PMD_ORDER {
+            for st in MthpStat::ALL {
+                let key = format!("hugepages-{}/{}", size_label(order), st.name());
+                out.insert(key, self.mthp[order as usize][st as usize]);
+            }
+        }
+        for tp in Trace::ALL {
+            out.insert(tp.name().to_string(), self.trace[tp as usize]);
+        }
+        self.sim.each(|k, v| {
+            out.insert(k.to_string(), v);
+        });
+        out
+    }
+}

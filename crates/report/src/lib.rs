@@ -1,0 +1,235 @@
+//! Results of a run, as every engine reports them, and their three renderings
+//! (JSON, long-format CSV, a plain-text table for mails to linux-mm).
+//!
+//! The JSON shape is part of the user-facing contract:
+//! `{"scenario", "arch", "engine", "system": {...}, "phases": [{"name",
+//! "counters": {NAME: NUMBER}, "folios": {REGION: {BUCKET: NUMBER}}}],
+//! "expectations": [...]}`. Maps are sorted, so the same inputs give
+//! byte-identical output.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+/// One measured phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    /// Counter deltas over the phase, by kernel name.
+    pub counters: BTreeMap<String, i64>,
+    /// Folio-size histogram per named region at the end of the phase.
+    pub folios: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// The outcome of one declared expectation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectOutcome {
+    /// `file:line:col` of the `[[expect]]`.
+    pub at: String,
+    pub phase: String,
+    pub counter: String,
+    pub expected: f64,
+    /// None when the phase or counter does not exist in the result.
+    pub actual: Option<f64>,
+    /// The tolerance as written ("0", "5%").
+    pub tolerance: String,
+    pub ok: bool,
+}
+
+/// A whole result.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    pub scenario: String,
+    pub arch: String,
+    /// "sim" or "native".
+    pub engine: String,
+    pub system: BTreeMap<String, String>,
+    pub phases: Vec<Phase>,
+    pub expectations: Vec<ExpectOutcome>,
+}
+
+impl Report {
+    /// Look a value up by counter name or `folios/<region>/<bucket>`.
+    pub fn value(&self, phase: &str, counter: &str) -> Option<f64> {
+        let p = self.phases.iter().find(|p| p.name == phase)?;
+        if let Some(rest) = counter.strip_prefix("folios/") {
+            let (region, bucket) = rest.split_once('/')?;
+            let r = p.folios.get(region)?;
+            return Some(r.get(bucket).copied().unwrap_or(0) as f64);
+        }
+        p.counters.get(counter).map(|&v| v as f64)
+    }
+
+    /// Did every expectation hold?
+    pub fn expectations_ok(&self) -> bool {
+        self.expectations.iter().all(|e| e.ok)
+    }
+
+    pub fn to_json_value(&self) -> Value {
+        let phases: Vec<Value> = self
+            .phases
+            .iter()
+            .map(|p| {
+                let counters: Map<String, Value> = p.counters.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                let folios: Map<String, Value> = p
+                    .folios
+                    .iter()
+                    .map(|(r, h)| (r.clone(), Value::Object(h.iter().map(|(b, n)| (b.clone(), json!(n))).collect())))
+                    .collect();
+                json!({"name": p.name, "counters": counters, "folios": folios})
+            })
+            .collect();
+        let expectations: Vec<Value> = self
+            .expectations
+            .iter()
+            .map(|e| {
+                json!({"at": e.at, "phase": e.phase, "counter": e.counter, "expected": e.expected,
+                       "actual": e.actual, "tolerance": e.tolerance, "ok": e.ok})
+            })
+            .collect();
+        let system: Map<String, Value> = self.system.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        json!({
+            "scenario": self.scenario,
+            "arch": self.arch,
+            "engine": self.engine,
+            "system": system,
+            "phases": phases,
+            "expectations": expectations,
+        })
+    }
+
+    /// Long-format CSV rows (no header): scenario,arch,engine,phase,kind,name,value.
+    fn csv_rows(&self, out: &mut String) {
+        for p in &self.phases {
+            for (k, v) in &p.counters {
+                let _ = writeln!(out, "{},{},{},{},counter,{},{}", self.scenario, self.arch, self.engine, p.name, k, v);
+            }
+            for (r, h) in &p.folios {
+                for (b, n) in h {
+                    let _ = writeln!(out, "{},{},{},{},folios,{}/{},{}", self.scenario, self.arch, self.engine, p.name, r, b, n);
+                }
+            }
+        }
+    }
+
+    /// The plain-text table: non-zero counters, histograms, expectations.
+    fn table(&self, out: &mut String) {
+        let _ = writeln!(out, "scenario {}  arch {}  engine {}", self.scenario, self.arch, self.engine);
+        let knobs: Vec<String> = self.system.iter().filter(|(k, _)| !k.contains("hugepages-")).map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  {}", knobs.join(" "));
+        let sizes: Vec<String> = self
+            .system
+            .iter()
+            .filter(|(k, v)| k.contains("hugepages-") && v.as_str() != "never")
+            .map(|(k, v)| format!("{}={v}", k.trim_start_matches("transparent_hugepage.")))
+            .collect();
+        if !sizes.is_empty() {
+            let _ = writeln!(out, "  {}", sizes.join(" "));
+        }
+        for p in &self.phases {
+            let _ = writeln!(out, "\nphase {}", p.name);
+            let w = p.counters.keys().map(|k| k.len()).max().unwrap_or(0);
+            for (k, v) in p.counters.iter().filter(|(_, v)| **v != 0) {
+                let _ = writeln!(out, "  {k:<w$}  {v:>14}");
+            }
+            for (r, h) in &p.folios {
+                let cells: Vec<String> = h.iter().map(|(b, n)| format!("{b}:{n}")).collect();
+                let _ = writeln!(out, "  folios {r}: {}", if cells.is_empty() { "(none mapped)".into() } else { cells.join(" ") });
+            }
+        }
+        if !self.expectations.is_empty() {
+            let _ = writeln!(out, "\nexpectations");
+            for e in &self.expectations {
+                let actual = e.actual.map_or("missing".to_string(), |a| format!("{a}"));
+                let verdict = if e.ok { "ok" } else { "FAIL" };
+                let _ = writeln!(out, "  {verdict:<4} {}:{} = {actual} (expected {} ± {}) at {}", e.phase, e.counter, e.expected, e.tolerance, e.at);
+            }
+        }
+    }
+}
+
+/// Output formats of `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+/// Render several reports in one document.
+pub fn render(reports: &[Report], format: Format) -> String {
+    let mut out = String::new();
+    match format {
+        Format::Json => {
+            let v = if reports.len() == 1 {
+                reports[0].to_json_value()
+            } else {
+                Value::Array(reports.iter().map(Report::to_json_value).collect())
+            };
+            out = serde_json::to_string_pretty(&v).expect("serialisable");
+            out.push('\n');
+        }
+        Format::Csv => {
+            out.push_str("scenario,arch,engine,phase,kind,name,value\n");
+            for r in reports {
+                r.csv_rows(&mut out);
+            }
+        }
+        Format::Table => {
+            for (i, r) in reports.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                r.table(&mut out);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        let mut p = Phase { name: "measured".into(), ..Default::default() };
+        p.counters.insert("pgfault".into(), 16);
+        p.counters.insert("pgmajfault".into(), 0);
+        p.folios.insert("data".into(), BTreeMap::from([("64kB".to_string(), 4u64)]));
+        Report { scenario: "s".into(), arch: "x86_64".into(), engine: "sim".into(), phases: vec![p], ..Default::default() }
+    }
+
+    #[test]
+    fn json_has_contract_shape() {
+        let v = sample().to_json_value();
+        assert_eq!(v["phases"][0]["counters"]["pgfault"], 16);
+        assert_eq!(v["phases"][0]["folios"]["data"]["64kB"], 4);
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["scenario", "arch", "engine", "system", "phases", "expectations"]);
+    }
+
+    #[test]
+    fn csv_is_long_format() {
+        let s = render(&[sample()], Format::Csv);
+        assert!(s.contains("s,x86_64,sim,measured,counter,pgfault,16\n"));
+        assert!(s.contains("s,x86_64,sim,measured,folios,data/64kB,4\n"));
+    }
+
+    #[test]
+    fn table_hides_zero_counters() {
+        let s = render(&[sample()], Format::Table);
+        assert!(s.contains("pgfault"));
+        assert!(!s.contains("pgmajfault"));
+    }
+
+    #[test]
+    fn value_finds_folio_cells() {
+        let r = sample();
+        assert_eq!(r.value("measured", "folios/data/64kB"), Some(4.0));
+        assert_eq!(r.value("measured", "folios/data/16kB"), Some(0.0));
+        assert_eq!(r.value("nope", "pgfault"), None);
+    }
+}

@@ -1,0 +1,282 @@
+//! The typed scenario: what a parsed and validated scenario file says.
+//!
+//! This layer knows nothing of the kernel model. Sizes are bytes, knob values
+//! keep the kernel's spelling, and every step remembers where it was written
+//! so that later layers can point back into the file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A place in a scenario file (1-based line and column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// A whole scenario after `--set` overrides were applied and everything was
+/// validated.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// `name` key, or the file stem.
+    pub name: String,
+    pub description: String,
+    /// Top-level `seed` (default 1); `--seed` overrides it. Random touches
+    /// without their own `seed` use it.
+    pub seed: u64,
+    pub system: System,
+    /// `[[file]]` tables: files that exist before the first step.
+    pub files: Vec<FileSpec>,
+    /// `[[step]]` tables, in order.
+    pub steps: Vec<Step>,
+    /// `[[expect]]` tables.
+    pub expects: Vec<Expect>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Arm64,
+}
+
+impl Arch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Arm64 => "arm64",
+        }
+    }
+}
+
+/// `transparent_hugepage.enabled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpEnabled {
+    Always,
+    Madvise,
+    Never,
+}
+
+/// `transparent_hugepage.hugepages-<size>kB.enabled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MthpEnabled {
+    Always,
+    Inherit,
+    Madvise,
+    Never,
+}
+
+/// The `[system]` table: machine and kernel knobs under the kernel's names.
+#[derive(Clone, Debug)]
+pub struct System {
+    /// `arch`: "x86_64" (default) or "arm64" (4 KiB granule).
+    pub arch: Arch,
+    /// `memory`: simulated RAM in bytes (default 24 GiB).
+    pub memory: u64,
+    /// `transparent_hugepage.enabled` (default madvise, the test kernel's
+    /// Kconfig default).
+    pub thp_enabled: ThpEnabled,
+    /// `transparent_hugepage.use_zero_page` (default true).
+    pub thp_use_zero_page: bool,
+    /// `transparent_hugepage.hugepages-<size>kB.enabled`, keyed by the size in
+    /// bytes (16 KiB .. 2 MiB, powers of two). Every size is present: the
+    /// default is `inherit` for 2 MiB and `never` for the others.
+    pub mthp_enabled: BTreeMap<u64, MthpEnabled>,
+    /// `fault_around_bytes` as written (default 65536); the kernel model
+    /// applies the kernel's rounding.
+    pub fault_around_bytes: u64,
+    /// `read_ahead_kb` of the device holding the files (default 128).
+    pub read_ahead_kb: u64,
+    /// Every knob with its effective value in the kernel's spelling, for the
+    /// `system` object of the output (sorted by key).
+    pub knobs: BTreeMap<String, String>,
+}
+
+/// How a file's page cache is populated before the first step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheFill {
+    /// `fill = "cold"`: the file is on disk, nothing is cached.
+    Cold,
+    /// `fill = "write"`: created with buffered write(2) calls of
+    /// `write_size` bytes each (default 4 KiB), left in the page cache.
+    Write { write_size: u64 },
+    /// `fill = "read"`: on disk and cold, then read(2) from start to end in
+    /// calls of `read_size` bytes each (default 128 KiB).
+    Read { read_size: u64 },
+}
+
+/// A `[[file]]` table.
+#[derive(Clone, Debug)]
+pub struct FileSpec {
+    pub loc: Loc,
+    /// `name`: the file's identity; mmap steps refer to it.
+    pub name: String,
+    /// `size` in bytes.
+    pub size: u64,
+    /// `fill` (with `write_size` / `read_size`).
+    pub fill: CacheFill,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// `kind = "anon"`
+    Anon,
+    /// `kind = "file"`, `file = "<name>"`
+    File { file: String },
+    /// `kind = "shmem"`: MAP_SHARED|MAP_ANONYMOUS memory (must be shared).
+    Shmem,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Prot {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+}
+
+/// madvise(2) advice values the language knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    Hugepage,
+    Nohugepage,
+    Dontneed,
+    Random,
+    Sequential,
+    Normal,
+    Willneed,
+    Cold,
+    Pageout,
+    Free,
+}
+
+impl Advice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Advice::Hugepage => "hugepage",
+            Advice::Nohugepage => "nohugepage",
+            Advice::Dontneed => "dontneed",
+            Advice::Random => "random",
+            Advice::Sequential => "sequential",
+            Advice::Normal => "normal",
+            Advice::Willneed => "willneed",
+            Advice::Cold => "cold",
+            Advice::Pageout => "pageout",
+            Advice::Free => "free",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Which pages of the touched range are accessed, in which order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Every page, ascending.
+    Sequential,
+    /// Every page once, in the order of a Fisher-Yates shuffle driven by
+    /// SplitMix64 seeded with `seed` (see docs/scenarios.md for the exact
+    /// algorithm, which the native engine reproduces).
+    Random { seed: u64 },
+    /// One access every `stride` bytes, ascending (stride is a multiple of
+    /// the page size).
+    Stride { stride: u64 },
+    /// The first page of every 2 MiB-aligned virtual block that the range
+    /// covers (one page per page table), ascending.
+    OnePerPageTable,
+}
+
+/// A range inside a named region: `offset` and `len` in bytes (len None =
+/// to the end of the region).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub offset: u64,
+    pub len: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub loc: Loc,
+    pub kind: StepKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum StepKind {
+    /// `op = "mmap"`
+    Mmap {
+        /// `region`: the name later steps use.
+        region: String,
+        backing: Backing,
+        /// `shared` (default false; must be true for shmem).
+        shared: bool,
+        /// `size` in bytes (a multiple of the page size).
+        size: u64,
+        /// `offset` into the file (file mappings only; default 0).
+        file_offset: u64,
+        /// `prot` (default "rw").
+        prot: Prot,
+        /// `madvise = [...]`: advice applied to the whole region right after
+        /// the mmap (default none).
+        advise: Vec<Advice>,
+    },
+    /// `op = "touch"`
+    Touch {
+        region: String,
+        access: Access,
+        pattern: Pattern,
+        range: Range,
+    },
+    /// `op = "madvise"`
+    Madvise {
+        region: String,
+        advice: Advice,
+        range: Range,
+    },
+    /// `op = "munmap"`
+    Munmap { region: String, range: Range },
+    /// `op = "fork"`: the child runs `child` steps at once (the parent waits
+    /// for them), then stays alive, holding its mm, until the parent's
+    /// `wait` step or the end of the scenario.
+    Fork { child: Vec<Step> },
+    /// `op = "wait"`: every live child of this process exits.
+    Wait,
+    /// `op = "phase"`, `name`: the measured phase `name` starts here (ending
+    /// the current one). Steps before the first phase marker are set-up and
+    /// are not reported.
+    Phase { name: String },
+    /// `op = "phase_end"`: the current phase ends; later steps are not
+    /// measured until the next phase marker.
+    PhaseEnd,
+}
+
+/// How far a measured value may be from the expected one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tolerance {
+    /// `tolerance = 12` (absolute; default 0).
+    Abs(f64),
+    /// `tolerance = "5%"` (relative to the expected value).
+    Rel(f64),
+}
+
+/// An `[[expect]]` table: `phase`, `counter`, `value`, `tolerance`.
+/// `counter` is a counter name (`pgfault`,
+/// `hugepages-64kB/anon_fault_alloc`, `sim/set_ptes`) or a folio-histogram
+/// cell `folios/<region>/<bucket>`.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    pub loc: Loc,
+    pub phase: String,
+    pub counter: String,
+    pub value: f64,
+    pub tolerance: Tolerance,
+}

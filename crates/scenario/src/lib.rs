@@ -1,0 +1,104 @@
+//! The scenario language of foliosim: a TOML file that describes a machine
+//! (`[system]`), files (`[[file]]`), a workload (`[[step]]`) and expected
+//! counter values (`[[expect]]`). See `docs/scenarios.md` for the language.
+//!
+//! [`load`] and [`parse_str`] turn a scenario file plus `--set KEY=VALUE`
+//! overrides into a validated [`Scenario`]; every error names the file,
+//! line, column and field. [`parse_size`], [`SplitMix64`] and
+//! [`random_order`] are the size syntax and the random touch order that the
+//! rest of the project shares.
+
+#![forbid(unsafe_code)]
+
+pub mod ast;
+mod check;
+mod error;
+mod expect;
+mod files;
+mod overrides;
+mod rng;
+mod size;
+mod steps;
+mod system;
+mod tree;
+
+use std::path::Path;
+
+pub use ast::*;
+pub use error::{ScenarioError, SET_FILE};
+pub use rng::{random_order, SplitMix64};
+pub use size::parse_size;
+
+use check::Fields;
+use error::{Ctx, Result};
+use tree::Node;
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "seed",
+    "system",
+    "file",
+    "step",
+    "expect",
+];
+
+/// Read and parse the scenario file at `path` (an I/O error is a
+/// [`ScenarioError`] with line 0), then apply `overrides` (`--set KEY=VALUE`
+/// pairs, in order) and validate.
+pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: label.clone(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("cannot read the scenario: {e}"),
+    })?;
+    parse_str(&label, &text, overrides)
+}
+
+/// Parse scenario `text`, naming it `file_label` in errors (its file stem is
+/// the default scenario name), apply `overrides` and validate.
+pub fn parse_str(file_label: &str, text: &str, overrides: &[(String, String)]) -> Result<Scenario> {
+    let ctx = Ctx::new(file_label);
+    let mut root = tree::parse_document(&ctx, text)?;
+    overrides::apply(&ctx, &mut root, overrides)?;
+    scenario(&ctx, &root, file_label)
+}
+
+fn scenario(ctx: &Ctx, root: &Node, file_label: &str) -> Result<Scenario> {
+    let top = Fields::new(ctx, root, "", "at the top level".to_owned())?;
+    top.check_allowed(TOP_KEYS)?;
+    let name = match top.opt("name", Ctx::name)? {
+        Some(name) => name,
+        None => default_name(file_label),
+    };
+    let description = top
+        .opt("description", Ctx::string)?
+        .unwrap_or_default()
+        .to_owned();
+    let seed = top.opt("seed", Ctx::seed)?.unwrap_or(1);
+    let system = system::system(ctx, top.get("system"))?;
+    let files = files::files(ctx, top.get("file"))?;
+    let file_names = files.iter().map(|f| f.name.clone()).collect();
+    let checked = steps::steps(ctx, top.get("step"), file_names, seed)?;
+    let expects = expect::expects(ctx, top.get("expect"), &checked.phases)?;
+    Ok(Scenario {
+        name,
+        description,
+        seed,
+        system,
+        files,
+        steps: checked.steps,
+        expects,
+    })
+}
+
+/// The file stem of `file_label` (the label itself if it has none).
+fn default_name(file_label: &str) -> String {
+    Path::new(file_label).file_stem().map_or_else(
+        || file_label.to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    )
+}

@@ -1,0 +1,140 @@
+//! `--set KEY=VALUE` overrides, applied to the tree before validation.
+
+use toml_edit::Value;
+
+use crate::error::{Ctx, Result};
+use crate::tree::{from_override_value, Data, Entry, Node, Origin};
+
+/// More dots than any key of the language has (bounds the tree's depth).
+const MAX_SEGMENTS: usize = 16;
+
+/// Apply every override in order (a later one wins).
+pub(crate) fn apply(ctx: &Ctx, root: &mut Node, overrides: &[(String, String)]) -> Result<()> {
+    for (key, value) in overrides {
+        apply_one(ctx, root, key, value)?;
+    }
+    Ok(())
+}
+
+fn apply_one(ctx: &Ctx, root: &mut Node, key: &str, value: &str) -> Result<()> {
+    let origin = Origin::Set {
+        key: key.to_owned(),
+        value: value.to_owned(),
+    };
+    let node = override_value(ctx, value, &origin);
+    let segments: Vec<&str> = key.split('.').collect();
+    if segments.len() > MAX_SEGMENTS || segments.iter().any(|s| s.is_empty()) {
+        let msg = "expected KEY like `seed`, `system.memory`, `fault_around_bytes`, \
+                   `file.<name>.<field>` or `step.<N>.<field>`";
+        return Err(ctx.err(&origin, "", msg));
+    }
+    match segments.as_slice() {
+        ["name" | "description" | "seed"] => set_in(root, &segments, node, &origin),
+        ["system"] | ["file"] | ["file", _] | ["step"] | ["step", _] => {
+            let msg = "expected `system.<key>`, `file.<name>.<field>` or `step.<N>.<field>`";
+            return Err(ctx.err(&origin, "", msg));
+        }
+        ["system", ..] => set_in(root, &segments, node, &origin),
+        ["file", ..] => {
+            let (name, field) = key
+                .strip_prefix("file.")
+                .and_then(|k| k.rsplit_once('.'))
+                .unwrap_or_default();
+            let file = file_mut(ctx, root, name, &origin)?;
+            set_in(file, &[field], node, &origin);
+        }
+        ["step", n, rest @ ..] => {
+            let step = top_level_step(ctx, root, n, &origin)?;
+            set_in(step, rest, node, &origin);
+        }
+        _ => {
+            let path: Vec<&str> = std::iter::once("system").chain(segments).collect();
+            set_in(root, &path, node, &origin);
+        }
+    }
+    Ok(())
+}
+
+/// The value of an override: TOML if it parses as a TOML value (and holds
+/// no date-time), the text itself as a string otherwise.
+fn override_value(ctx: &Ctx, value: &str, origin: &Origin) -> Node {
+    value
+        .parse::<Value>()
+        .ok()
+        .and_then(|v| from_override_value(ctx, &v, origin))
+        .unwrap_or_else(|| Node::new(Data::Str(value.to_owned()), origin.clone()))
+}
+
+/// Set `path` under `node` to `value`, creating (or replacing non-table
+/// values by) tables on the way.
+fn set_in(node: &mut Node, path: &[&str], value: Node, origin: &Origin) {
+    let Some((first, rest)) = path.split_first() else {
+        *node = value;
+        return;
+    };
+    if let Data::Table(entries) = &mut node.data {
+        if let Some(entry) = entries.iter_mut().find(|e| e.key == *first) {
+            set_in(&mut entry.node, rest, value, origin);
+        } else {
+            entries.push(nested(first, rest, value, origin));
+        }
+    } else {
+        let entries = vec![nested(first, rest, value, origin)];
+        *node = Node::new(Data::Table(entries), origin.clone());
+    }
+}
+
+/// `key = { rest... = value }` as a new entry.
+fn nested(key: &str, rest: &[&str], value: Node, origin: &Origin) -> Entry {
+    let node = rest.iter().rev().fold(value, |inner, k| {
+        Node::new(Data::Table(vec![leaf(k, inner, origin)]), origin.clone())
+    });
+    leaf(key, node, origin)
+}
+
+fn leaf(key: &str, node: Node, origin: &Origin) -> Entry {
+    Entry {
+        key: key.to_owned(),
+        key_origin: origin.clone(),
+        node,
+    }
+}
+
+/// The `n`-th (1-based) top-level step.
+fn top_level_step<'a>(
+    ctx: &Ctx,
+    root: &'a mut Node,
+    n: &str,
+    origin: &Origin,
+) -> Result<&'a mut Node> {
+    let count = array_mut(root, "step").map_or(0, |steps| steps.len());
+    let index = n.parse::<usize>().ok().filter(|i| (1..=count).contains(i));
+    let step = index.and_then(|i| array_mut(root, "step")?.get_mut(i - 1));
+    step.ok_or_else(|| {
+        let msg = format!("no step {n}: the scenario has {count} top-level steps, numbered from 1");
+        ctx.err(origin, "", msg)
+    })
+}
+
+/// The `[[file]]` table whose `name` is `name`.
+fn file_mut<'a>(
+    ctx: &Ctx,
+    root: &'a mut Node,
+    name: &str,
+    origin: &Origin,
+) -> Result<&'a mut Node> {
+    let named = |file: &&mut Node| file.get_str("name") == Some(name);
+    let file = array_mut(root, "file").and_then(|files| files.iter_mut().find(named));
+    file.ok_or_else(|| ctx.err(origin, "", format!("no [[file]] has name = {name:?}")))
+}
+
+/// The elements of the top-level array `key`.
+fn array_mut<'a>(root: &'a mut Node, key: &str) -> Option<&'a mut Vec<Node>> {
+    let Data::Table(entries) = &mut root.data else {
+        return None;
+    };
+    match &mut entries.iter_mut().find(|e| e.key == key)?.node.data {
+        Data::Array(nodes) => Some(nodes),
+        _ => None,
+    }
+}

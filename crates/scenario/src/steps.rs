@@ -1,0 +1,429 @@
+//! `[[step]]` tables, including the steps of forked children.
+
+use std::collections::HashMap;
+
+use crate::ast::{Access, Advice, Backing, Pattern, Prot, Range, Step, StepKind};
+use crate::check::Fields;
+use crate::error::{Ctx, Result};
+use crate::tree::{Data, Node};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Mmap,
+    Touch,
+    Madvise,
+    Munmap,
+    Fork,
+    Wait,
+    Phase,
+    PhaseEnd,
+}
+
+const OPS: &[(&str, Op)] = &[
+    ("mmap", Op::Mmap),
+    ("touch", Op::Touch),
+    ("madvise", Op::Madvise),
+    ("munmap", Op::Munmap),
+    ("fork", Op::Fork),
+    ("wait", Op::Wait),
+    ("phase", Op::Phase),
+    ("phase_end", Op::PhaseEnd),
+];
+
+impl Op {
+    /// The keys a step with this op may have.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Op::Mmap => &[
+                "op", "region", "kind", "file", "shared", "size", "offset", "prot", "madvise",
+            ],
+            Op::Touch => &[
+                "op", "region", "access", "pattern", "seed", "stride", "offset", "len",
+            ],
+            Op::Madvise => &["op", "region", "advice", "offset", "len"],
+            Op::Munmap => &["op", "region", "offset", "len"],
+            Op::Fork => &["op", "child"],
+            Op::Wait | Op::PhaseEnd => &["op"],
+            Op::Phase => &["op", "name"],
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Anon,
+    File,
+    Shmem,
+}
+
+const KINDS: &[(&str, Kind)] = &[
+    ("anon", Kind::Anon),
+    ("file", Kind::File),
+    ("shmem", Kind::Shmem),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PatternName {
+    Sequential,
+    Random,
+    Stride,
+    OnePerPt,
+}
+
+const PATTERNS: &[(&str, PatternName)] = &[
+    ("sequential", PatternName::Sequential),
+    ("random", PatternName::Random),
+    ("stride", PatternName::Stride),
+    ("one-per-pt", PatternName::OnePerPt),
+];
+
+const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
+
+pub(crate) const ADVICE: &[(&str, Advice)] = &[
+    ("hugepage", Advice::Hugepage),
+    ("nohugepage", Advice::Nohugepage),
+    ("dontneed", Advice::Dontneed),
+    ("random", Advice::Random),
+    ("sequential", Advice::Sequential),
+    ("normal", Advice::Normal),
+    ("willneed", Advice::Willneed),
+    ("cold", Advice::Cold),
+    ("pageout", Advice::Pageout),
+    ("free", Advice::Free),
+];
+
+/// The regions one process can use: name to size in bytes.
+type Scope = HashMap<String, u64>;
+
+/// Validation state shared by all steps of the scenario.
+pub(crate) struct StepChecker<'a> {
+    ctx: &'a Ctx,
+    file_names: Vec<String>,
+    /// Default seed of random touches.
+    seed: u64,
+    /// Every region some mmap step names, with the first such step (from a
+    /// pass over the raw steps, for messages about regions used too early).
+    declared: HashMap<String, String>,
+    /// Regions mmapped so far, with their step.
+    mapped: HashMap<String, String>,
+    /// Phase names in declaration order.
+    phases: Vec<String>,
+}
+
+/// The validated steps and the phases they declare.
+pub(crate) struct Checked {
+    pub steps: Vec<Step>,
+    pub phases: Vec<String>,
+}
+
+/// Validate the top-level `[[step]]` array (absent: no steps).
+pub(crate) fn steps(
+    ctx: &Ctx,
+    node: Option<&Node>,
+    file_names: Vec<String>,
+    seed: u64,
+) -> Result<Checked> {
+    let mut declared = HashMap::new();
+    if let Some(node) = node {
+        declare_regions(node, "step", &mut declared);
+    }
+    let mut checker = StepChecker {
+        ctx,
+        file_names,
+        seed,
+        declared,
+        mapped: HashMap::new(),
+        phases: Vec::new(),
+    };
+    let steps = checker.list(node, "step", &mut Scope::new(), true)?;
+    Ok(Checked {
+        steps,
+        phases: checker.phases,
+    })
+}
+
+/// Record the region of every mmap step under `node`, children included.
+fn declare_regions(node: &Node, path: &str, out: &mut HashMap<String, String>) {
+    let Data::Array(steps) = &node.data else {
+        return;
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let step_path = format!("{path}[{}]", i + 1);
+        if let (Some("mmap"), Some(region)) = (step.get_str("op"), step.get_str("region")) {
+            out.entry(region.to_owned())
+                .or_insert_with(|| step_path.clone());
+        }
+        if let Some(child) = step.get("child") {
+            declare_regions(child, &format!("{step_path}.child"), out);
+        }
+    }
+}
+
+impl StepChecker<'_> {
+    /// The steps of one process; `top` is false for a child's steps.
+    fn list(
+        &mut self,
+        node: Option<&Node>,
+        path: &str,
+        scope: &mut Scope,
+        top: bool,
+    ) -> Result<Vec<Step>> {
+        let Some(node) = node else {
+            return Ok(Vec::new());
+        };
+        let tables = self.ctx.array(node, path, "an array of step tables")?;
+        let mut steps = Vec::with_capacity(tables.len());
+        for (i, table) in tables.iter().enumerate() {
+            let step_path = format!("{path}[{}]", i + 1);
+            steps.push(self.step(table, &step_path, scope, top)?);
+        }
+        Ok(steps)
+    }
+
+    fn step(&mut self, table: &Node, path: &str, scope: &mut Scope, top: bool) -> Result<Step> {
+        let mut f = Fields::new(self.ctx, table, path, format!("in {path}"))?;
+        let op = f
+            .req("op", |c, n, p| c.choice(n, p, OPS))
+            .map_err(|mut e| {
+                if f.get("op").is_none() {
+                    let words: Vec<&str> = OPS.iter().map(|(w, _)| *w).collect();
+                    e.message = format!("{}; expected one of: {}", e.message, words.join(", "));
+                }
+                e
+            })?;
+        let op_word = OPS.iter().find(|(_, o)| *o == op).map_or("", |(w, _)| *w);
+        f.set_place(format!("in {path} (op = {op_word:?})"));
+        f.check_allowed(op.keys())?;
+        let kind = match op {
+            Op::Mmap => self.mmap(&f, scope)?,
+            Op::Touch => self.touch(&f, scope)?,
+            Op::Madvise => {
+                let (region, size) = self.region(&f, scope)?;
+                let advice = f.req("advice", |c, n, p| c.choice(n, p, ADVICE))?;
+                let range = range(&f, &region, size)?;
+                StepKind::Madvise {
+                    region,
+                    advice,
+                    range,
+                }
+            }
+            Op::Munmap => {
+                let (region, size) = self.region(&f, scope)?;
+                let range = range(&f, &region, size)?;
+                StepKind::Munmap { region, range }
+            }
+            Op::Fork => {
+                let mut child_scope = scope.clone();
+                let child =
+                    self.list(f.get("child"), &f.field("child"), &mut child_scope, false)?;
+                StepKind::Fork { child }
+            }
+            Op::Wait => StepKind::Wait,
+            Op::Phase | Op::PhaseEnd => self.phase(&f, op, top)?,
+        };
+        Ok(Step {
+            loc: self.ctx.loc(&table.origin),
+            kind,
+        })
+    }
+
+    fn phase(&mut self, f: &Fields<'_>, op: Op, top: bool) -> Result<StepKind> {
+        if !top {
+            let msg = "phase markers are only allowed in top-level steps, not in a child";
+            return Err(f.err_at("op", msg));
+        }
+        if op == Op::PhaseEnd {
+            return Ok(StepKind::PhaseEnd);
+        }
+        let name = f.req("name", Ctx::name)?;
+        if self.phases.contains(&name) {
+            return Err(f.err_at("name", format!("duplicate phase name {name:?}")));
+        }
+        self.phases.push(name.clone());
+        Ok(StepKind::Phase { name })
+    }
+
+    fn mmap(&mut self, f: &Fields<'_>, scope: &mut Scope) -> Result<StepKind> {
+        let region = f.req("region", Ctx::name)?;
+        if let Some(other) = self.mapped.get(&region) {
+            let msg = format!("region {region:?} is already mmapped by {other}");
+            return Err(f.err_at("region", msg));
+        }
+        let kind = f.req("kind", |c, n, p| c.choice(n, p, KINDS))?;
+        let shared = f.opt("shared", Ctx::boolean)?.unwrap_or(false);
+        let size = f.req("size", Ctx::page_size)?;
+        let prot = f.opt("prot", prot)?.unwrap_or(Prot {
+            read: true,
+            write: true,
+            exec: false,
+        });
+        let advise = f.opt("madvise", advice_list)?.unwrap_or_default();
+        let mut file_offset = 0;
+        let backing = match kind {
+            Kind::File => {
+                file_offset = f.opt("offset", Ctx::page_offset)?.unwrap_or(0);
+                Backing::File {
+                    file: self.file_ref(f)?,
+                }
+            }
+            Kind::Anon | Kind::Shmem => {
+                f.forbid("file", "with kind = \"file\"")?;
+                f.forbid("offset", "with kind = \"file\" (it is the file offset)")?;
+                if kind == Kind::Anon {
+                    Backing::Anon
+                } else {
+                    Backing::Shmem
+                }
+            }
+        };
+        if kind == Kind::Shmem && !shared {
+            let key = if f.get("shared").is_some() {
+                "shared"
+            } else {
+                "kind"
+            };
+            return Err(f.err_at(key, "kind = \"shmem\" requires shared = true"));
+        }
+        self.mapped.insert(region.clone(), f.path().to_owned());
+        scope.insert(region.clone(), size);
+        Ok(StepKind::Mmap {
+            region,
+            backing,
+            shared,
+            size,
+            file_offset,
+            prot,
+            advise,
+        })
+    }
+
+    /// The `file` of a file mapping, which must name a `[[file]]`.
+    fn file_ref(&self, f: &Fields<'_>) -> Result<String> {
+        let name = f.req("file", Ctx::name)?;
+        if self.file_names.contains(&name) {
+            return Ok(name);
+        }
+        let known = if self.file_names.is_empty() {
+            "the scenario has no [[file]] tables".to_owned()
+        } else {
+            format!("files: {}", self.file_names.join(", "))
+        };
+        Err(f.err_at("file", format!("unknown file {name:?}; {known}")))
+    }
+
+    fn touch(&self, f: &Fields<'_>, scope: &Scope) -> Result<StepKind> {
+        let (region, size) = self.region(f, scope)?;
+        let access = f.req("access", |c, n, p| c.choice(n, p, ACCESSES))?;
+        let name = f.opt("pattern", |c, n, p| c.choice(n, p, PATTERNS))?;
+        let name = name.unwrap_or(PatternName::Sequential);
+        if name != PatternName::Random {
+            f.forbid("seed", "with pattern = \"random\"")?;
+        }
+        if name != PatternName::Stride {
+            f.forbid("stride", "with pattern = \"stride\"")?;
+        }
+        let pattern = match name {
+            PatternName::Sequential => Pattern::Sequential,
+            PatternName::Random => Pattern::Random {
+                seed: f.opt("seed", Ctx::seed)?.unwrap_or(self.seed),
+            },
+            PatternName::Stride => Pattern::Stride {
+                stride: f.req("stride", Ctx::page_size)?,
+            },
+            PatternName::OnePerPt => Pattern::OnePerPageTable,
+        };
+        let range = range(f, &region, size)?;
+        Ok(StepKind::Touch {
+            region,
+            access,
+            pattern,
+            range,
+        })
+    }
+
+    /// The step's `region`, which an earlier step of this process mmapped.
+    fn region(&self, f: &Fields<'_>, scope: &Scope) -> Result<(String, u64)> {
+        let region = f.req("region", Ctx::name)?;
+        if let Some(&size) = scope.get(&region) {
+            return Ok((region, size));
+        }
+        let msg = match self.declared.get(&region) {
+            Some(step) => format!(
+                "region {region:?} is not mapped by an earlier step of this process \
+                 (it is mmapped by {step})"
+            ),
+            None if scope.is_empty() => {
+                format!("unknown region {region:?}; no region is mapped at this point")
+            }
+            None => {
+                let mut known: Vec<&str> = scope.keys().map(String::as_str).collect();
+                known.sort_unstable();
+                format!(
+                    "unknown region {region:?}; mapped regions: {}",
+                    known.join(", ")
+                )
+            }
+        };
+        Err(f.err_at("region", msg))
+    }
+}
+
+/// `offset` and `len` of a step, inside a region of `size` bytes.
+fn range(f: &Fields<'_>, region: &str, size: u64) -> Result<Range> {
+    let offset = f.opt("offset", Ctx::page_offset)?.unwrap_or(0);
+    let len = f.opt("len", Ctx::page_size)?;
+    match len {
+        Some(len) => {
+            let end = offset.checked_add(len).filter(|&end| end <= size);
+            if end.is_none() {
+                let msg = format!(
+                    "offset {offset} + len {len} exceeds the size of region {region:?} ({size} bytes)"
+                );
+                return Err(f.err_at("len", msg));
+            }
+        }
+        None if offset >= size => {
+            let msg = format!("offset {offset} is not inside region {region:?} ({size} bytes)");
+            return Err(f.err_at("offset", msg));
+        }
+        None => {}
+    }
+    Ok(Range { offset, len })
+}
+
+/// `prot`: letters r, w, x (each at most once) or "none".
+fn prot(ctx: &Ctx, node: &Node, field: &str) -> Result<Prot> {
+    let text = ctx.string(node, field)?;
+    let mut prot = Prot::default();
+    let mut valid = !text.is_empty();
+    if text != "none" {
+        for c in text.chars() {
+            let flag = match c {
+                'r' => &mut prot.read,
+                'w' => &mut prot.write,
+                'x' => &mut prot.exec,
+                _ => {
+                    valid = false;
+                    break;
+                }
+            };
+            valid &= !*flag;
+            *flag = true;
+        }
+    }
+    if !valid {
+        let msg = format!("expected letters r, w, x (like \"rw\") or \"none\", found {text:?}");
+        return Err(ctx.err(&node.origin, field, msg));
+    }
+    Ok(prot)
+}
+
+/// `madvise = [...]`: advice words applied right after the mmap.
+fn advice_list(ctx: &Ctx, node: &Node, field: &str) -> Result<Vec<Advice>> {
+    let items = ctx.array(node, field, "an array of advice strings")?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| ctx.choice(item, &format!("{field}[{}]", i + 1), ADVICE))
+        .collect()
+}

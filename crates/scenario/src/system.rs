@@ -1,0 +1,244 @@
+//! The `[system]` table.
+
+use std::collections::BTreeMap;
+
+use crate::ast::{Arch, MthpEnabled, System, ThpEnabled};
+use crate::error::{Ctx, Result};
+use crate::tree::{join, Data, Node, Origin};
+
+/// The mTHP sizes in KiB that `hugepages-<N>kB` may name.
+pub(crate) const MTHP_SIZES_KB: [u64; 8] = [16, 32, 64, 128, 256, 512, 1024, 2048];
+
+const KEYS: &[&str] = &[
+    "arch",
+    "memory",
+    "transparent_hugepage.enabled",
+    "transparent_hugepage.use_zero_page",
+    "transparent_hugepage.hugepages-<N>kB.enabled",
+    "fault_around_bytes",
+    "read_ahead_kb",
+];
+
+const ARCHES: &[(&str, Arch)] = &[("x86_64", Arch::X86_64), ("arm64", Arch::Arm64)];
+
+const THP: &[(&str, ThpEnabled)] = &[
+    ("always", ThpEnabled::Always),
+    ("madvise", ThpEnabled::Madvise),
+    ("never", ThpEnabled::Never),
+];
+
+const MTHP: &[(&str, MthpEnabled)] = &[
+    ("always", MthpEnabled::Always),
+    ("inherit", MthpEnabled::Inherit),
+    ("madvise", MthpEnabled::Madvise),
+    ("never", MthpEnabled::Never),
+];
+
+const MIB: u64 = 1 << 20;
+const THP_PREFIX: &str = "transparent_hugepage.hugepages-";
+
+impl Default for System {
+    /// The defaults of every knob, with `knobs` filled in.
+    fn default() -> Self {
+        let mthp_enabled = MTHP_SIZES_KB
+            .iter()
+            .map(|&kb| {
+                let mode = if kb == 2048 {
+                    MthpEnabled::Inherit
+                } else {
+                    MthpEnabled::Never
+                };
+                (kb * 1024, mode)
+            })
+            .collect();
+        let mut system = System {
+            arch: Arch::X86_64,
+            memory: 24 << 30,
+            thp_enabled: ThpEnabled::Madvise,
+            thp_use_zero_page: true,
+            mthp_enabled,
+            fault_around_bytes: 65536,
+            read_ahead_kb: 128,
+            knobs: BTreeMap::new(),
+        };
+        system.knobs = knobs(&system);
+        system
+    }
+}
+
+/// Every knob in the kernel's spelling.
+fn knobs(system: &System) -> BTreeMap<String, String> {
+    let mut knobs = BTreeMap::new();
+    let mut put = |key: &str, value: String| knobs.insert(key.to_owned(), value);
+    put("arch", system.arch.as_str().to_owned());
+    put("memory", system.memory.to_string());
+    put(
+        "transparent_hugepage.enabled",
+        word(THP, system.thp_enabled),
+    );
+    let zero_page = if system.thp_use_zero_page { "1" } else { "0" };
+    put("transparent_hugepage.use_zero_page", zero_page.to_owned());
+    for (&bytes, &mode) in &system.mthp_enabled {
+        let key = format!("{THP_PREFIX}{}kB.enabled", bytes / 1024);
+        put(&key, word(MTHP, mode));
+    }
+    put("fault_around_bytes", system.fault_around_bytes.to_string());
+    put("read_ahead_kb", system.read_ahead_kb.to_string());
+    knobs
+}
+
+fn word<T: Copy + PartialEq>(choices: &[(&str, T)], value: T) -> String {
+    choices
+        .iter()
+        .find(|(_, v)| *v == value)
+        .map_or_else(String::new, |(w, _)| (*w).to_owned())
+}
+
+/// A value of `[system]` under its dotted path.
+struct Leaf<'a> {
+    path: String,
+    /// Where each key of the path was written.
+    key_origins: Vec<&'a Origin>,
+    node: &'a Node,
+}
+
+impl Leaf<'_> {
+    /// The origin of the last key of the path.
+    fn last_key_origin(&self) -> &Origin {
+        self.key_origins
+            .last()
+            .copied()
+            .unwrap_or(&self.node.origin)
+    }
+
+    /// The origin of the `i`-th key of the path (else the last one).
+    fn key_origin(&self, i: usize) -> &Origin {
+        self.key_origins
+            .get(i)
+            .copied()
+            .unwrap_or(self.last_key_origin())
+    }
+}
+
+/// Validate `[system]` (absent: every default).
+pub(crate) fn system(ctx: &Ctx, node: Option<&Node>) -> Result<System> {
+    let mut system = System::default();
+    if let Some(node) = node {
+        if !matches!(node.data, Data::Table(_)) {
+            let msg = format!("expected a table, found {}", node.describe());
+            return Err(ctx.err(&node.origin, "system", msg));
+        }
+        let mut leaves = Vec::new();
+        flatten(node, "", &mut Vec::new(), &mut leaves);
+        for leaf in &leaves {
+            set_knob(ctx, &mut system, leaf)?;
+        }
+    }
+    system.knobs = knobs(&system);
+    Ok(system)
+}
+
+/// Collect the non-table values under `node` with their dotted paths.
+fn flatten<'a>(
+    node: &'a Node,
+    path: &str,
+    key_origins: &mut Vec<&'a Origin>,
+    out: &mut Vec<Leaf<'a>>,
+) {
+    match &node.data {
+        Data::Table(entries) => {
+            for entry in entries {
+                key_origins.push(&entry.key_origin);
+                flatten(&entry.node, &join(path, &entry.key), key_origins, out);
+                key_origins.pop();
+            }
+        }
+        _ => out.push(Leaf {
+            path: path.to_owned(),
+            key_origins: key_origins.clone(),
+            node,
+        }),
+    }
+}
+
+fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<()> {
+    let field = format!("system.{}", leaf.path);
+    let node = leaf.node;
+    match leaf.path.as_str() {
+        "arch" => system.arch = ctx.choice(node, &field, ARCHES)?,
+        "memory" => system.memory = memory(ctx, node, &field)?,
+        "transparent_hugepage.enabled" => system.thp_enabled = ctx.choice(node, &field, THP)?,
+        "transparent_hugepage.use_zero_page" => {
+            system.thp_use_zero_page = zero_page(ctx, node, &field)?;
+        }
+        "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
+        "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,
+        path => match path.strip_prefix(THP_PREFIX) {
+            Some(rest) => {
+                let bytes = mthp_size(ctx, leaf, rest, &field)?;
+                let mode = ctx.choice(node, &field, MTHP)?;
+                system.mthp_enabled.insert(bytes, mode);
+            }
+            None => {
+                let msg = format!(
+                    "unknown key `{path}` in [system]; expected one of: {}",
+                    KEYS.join(", ")
+                );
+                return Err(ctx.err(leaf.last_key_origin(), &field, msg));
+            }
+        },
+    }
+    Ok(())
+}
+
+/// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`.
+fn mthp_size(ctx: &Ctx, leaf: &Leaf<'_>, rest: &str, field: &str) -> Result<u64> {
+    let (size, key) = rest.split_once('.').unwrap_or((rest, ""));
+    let kb = size
+        .strip_suffix("kB")
+        .and_then(|n| n.parse::<u64>().ok())
+        .filter(|kb| MTHP_SIZES_KB.contains(kb));
+    let Some(kb) = kb else {
+        let valid: Vec<String> = MTHP_SIZES_KB
+            .iter()
+            .map(|kb| format!("hugepages-{kb}kB"))
+            .collect();
+        let msg = format!(
+            "unknown hugepage size `hugepages-{size}`; expected one of: {}",
+            valid.join(", ")
+        );
+        return Err(ctx.err(leaf.key_origin(1), field, msg));
+    };
+    if key != "enabled" {
+        let msg = format!(
+            "unknown key `{}` in [system]; expected `{THP_PREFIX}{kb}kB.enabled`",
+            leaf.path
+        );
+        return Err(ctx.err(leaf.key_origin(2), field, msg));
+    }
+    Ok(kb * 1024)
+}
+
+fn memory(ctx: &Ctx, node: &Node, field: &str) -> Result<u64> {
+    let bytes = ctx.size(node, field)?;
+    if bytes % (4 * MIB) != 0 || bytes < 64 * MIB {
+        let msg = format!("expected a multiple of 4 MiB of at least 64 MiB, found {bytes} bytes");
+        return Err(ctx.err(&node.origin, field, msg));
+    }
+    Ok(bytes)
+}
+
+/// `0`/`1`, `"0"`/`"1"` or a boolean.
+fn zero_page(ctx: &Ctx, node: &Node, field: &str) -> Result<bool> {
+    match &node.data {
+        Data::Bool(b) => Ok(*b),
+        Data::Int(0) => Ok(false),
+        Data::Int(1) => Ok(true),
+        Data::Str(s) if s == "0" => Ok(false),
+        Data::Str(s) if s == "1" => Ok(true),
+        _ => {
+            let msg = format!("expected 0, 1, true or false, found {}", node.describe());
+            Err(ctx.err(&node.origin, field, msg))
+        }
+    }
+}
