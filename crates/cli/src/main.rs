@@ -1,1 +1,165 @@
-fn main() {}
+//! `foliosim`: an executable model of Linux folio-based memory management.
+
+#![forbid(unsafe_code)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use foliosim_report::{render, Format, Report};
+
+#[derive(Parser)]
+#[command(
+    name = "foliosim",
+    version,
+    about = "An executable model of Linux folio-based memory management (Linux 6.18)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ArchArg {
+    #[value(name = "x86_64")]
+    X86_64,
+    #[value(name = "arm64")]
+    Arm64,
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Scenario files (TOML).
+    #[arg(required = true)]
+    scenarios: Vec<PathBuf>,
+    /// Simulated architecture (overrides the scenario's `arch`).
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// Override any scenario key: `fault_around_bytes=4096`,
+    /// `transparent_hugepage.hugepages-64kB.enabled=always`, `step.3.len=1M`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutFormat,
+    /// Write the output to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Seed for random choices without their own seed (the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run the model's invariant checker after every step (slow on large
+    /// memories).
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate scenarios on the kernel model.
+    ///
+    /// Examples:
+    ///   foliosim run scenarios/seed001/seq-16g.toml
+    ///   foliosim run scenarios/seed001/seq-16g.toml --set fault_around_bytes=4096 --format json
+    ///   foliosim run scenarios/seed003/anon-scan.toml --set transparent_hugepage.hugepages-64kB.enabled=always
+    #[command(verbatim_doc_comment)]
+    Run(Common),
+    /// Run scenarios natively on the host kernel (not implemented yet).
+    Native(Common),
+    /// Run both engines and compare (not implemented yet).
+    Compare(Common),
+    /// Describe the host as a `[system]` fragment (not implemented yet).
+    Probe,
+}
+
+fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for s in &c.set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--set {s}: expected KEY=VALUE"))?;
+        out.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    if let Some(a) = c.arch {
+        let v = match a {
+            ArchArg::X86_64 => "x86_64",
+            ArchArg::Arm64 => "arm64",
+        };
+        out.push(("arch".into(), v.into()));
+    }
+    if let Some(seed) = c.seed {
+        out.push(("seed".into(), seed.to_string()));
+    }
+    Ok(out)
+}
+
+/// Write `text` to `path` through a temporary file and a rename, so a
+/// failed run never leaves a partial file.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.foliosim-tmp-{}", std::process::id()));
+    let res = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()));
+    if let Err(e) = res.and_then(|_| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn cmd_run(c: &Common) -> Result<bool, String> {
+    let ov = overrides(c)?;
+    let mut reports: Vec<Report> = Vec::new();
+    for path in &c.scenarios {
+        let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
+        let opts = foliosim_sim::RunOptions { check: c.check };
+        reports.push(foliosim_sim::run(&sc, opts).map_err(|e| e.to_string())?);
+    }
+    let format = match c.format {
+        OutFormat::Table => Format::Table,
+        OutFormat::Json => Format::Json,
+        OutFormat::Csv => Format::Csv,
+    };
+    let text = render(&reports, format);
+    match &c.output {
+        Some(p) => write_atomically(p, &text).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(reports.iter().all(Report::expectations_ok))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.cmd {
+        Cmd::Run(c) => cmd_run(c),
+        Cmd::Native(_) | Cmd::Compare(_) | Cmd::Probe => {
+            Err("this command is not implemented yet: the native engine, compare and probe are the next milestone (see docs/fidelity.md)".into())
+        }
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("foliosim: some expectations were not met");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("foliosim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -159,8 +159,10 @@ impl<A: Arch> Kernel<A> {
             return Err(KernelError::Unsupported("memory above 16 TiB".into()));
         }
         let mut mem = MemMap::new(cfg.memory / PAGE_SIZE);
-        let mut buddy = FreeArea::new(&mut mem);
-        let zero_pfn = buddy.alloc_pages(&mut mem, 0).expect("memory for the zero page");
+        let mut buddy = FreeArea::new(&mem);
+        let zero_pfn = buddy
+            .alloc_pages(&mut mem, 0)
+            .expect("memory for the zero page");
         mem.prep_new_folio(zero_pfn, 0);
         mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);
         let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);

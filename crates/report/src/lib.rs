@@ -73,11 +73,20 @@ impl Report {
             .phases
             .iter()
             .map(|p| {
-                let counters: Map<String, Value> = p.counters.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                let counters: Map<String, Value> = p
+                    .counters
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
                 let folios: Map<String, Value> = p
                     .folios
                     .iter()
-                    .map(|(r, h)| (r.clone(), Value::Object(h.iter().map(|(b, n)| (b.clone(), json!(n))).collect())))
+                    .map(|(r, h)| {
+                        (
+                            r.clone(),
+                            Value::Object(h.iter().map(|(b, n)| (b.clone(), json!(n))).collect()),
+                        )
+                    })
                     .collect();
                 json!({"name": p.name, "counters": counters, "folios": folios})
             })
@@ -90,7 +99,11 @@ impl Report {
                        "actual": e.actual, "tolerance": e.tolerance, "ok": e.ok})
             })
             .collect();
-        let system: Map<String, Value> = self.system.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let system: Map<String, Value> = self
+            .system
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
         json!({
             "scenario": self.scenario,
             "arch": self.arch,
@@ -105,11 +118,19 @@ impl Report {
     fn csv_rows(&self, out: &mut String) {
         for p in &self.phases {
             for (k, v) in &p.counters {
-                let _ = writeln!(out, "{},{},{},{},counter,{},{}", self.scenario, self.arch, self.engine, p.name, k, v);
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},counter,{},{}",
+                    self.scenario, self.arch, self.engine, p.name, k, v
+                );
             }
             for (r, h) in &p.folios {
                 for (b, n) in h {
-                    let _ = writeln!(out, "{},{},{},{},folios,{}/{},{}", self.scenario, self.arch, self.engine, p.name, r, b, n);
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},folios,{}/{},{}",
+                        self.scenario, self.arch, self.engine, p.name, r, b, n
+                    );
                 }
             }
         }
@@ -117,8 +138,17 @@ impl Report {
 
     /// The plain-text table: non-zero counters, histograms, expectations.
     fn table(&self, out: &mut String) {
-        let _ = writeln!(out, "scenario {}  arch {}  engine {}", self.scenario, self.arch, self.engine);
-        let knobs: Vec<String> = self.system.iter().filter(|(k, _)| !k.contains("hugepages-")).map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "scenario {}  arch {}  engine {}",
+            self.scenario, self.arch, self.engine
+        );
+        let knobs: Vec<String> = self
+            .system
+            .iter()
+            .filter(|(k, _)| !k.contains("hugepages-"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         let _ = writeln!(out, "  {}", knobs.join(" "));
         let sizes: Vec<String> = self
             .system
@@ -137,7 +167,15 @@ impl Report {
             }
             for (r, h) in &p.folios {
                 let cells: Vec<String> = h.iter().map(|(b, n)| format!("{b}:{n}")).collect();
-                let _ = writeln!(out, "  folios {r}: {}", if cells.is_empty() { "(none mapped)".into() } else { cells.join(" ") });
+                let _ = writeln!(
+                    out,
+                    "  folios {r}: {}",
+                    if cells.is_empty() {
+                        "(none mapped)".into()
+                    } else {
+                        cells.join(" ")
+                    }
+                );
             }
         }
         if !self.expectations.is_empty() {
@@ -145,7 +183,11 @@ impl Report {
             for e in &self.expectations {
                 let actual = e.actual.map_or("missing".to_string(), |a| format!("{a}"));
                 let verdict = if e.ok { "ok" } else { "FAIL" };
-                let _ = writeln!(out, "  {verdict:<4} {}:{} = {actual} (expected {} ± {}) at {}", e.phase, e.counter, e.expected, e.tolerance, e.at);
+                let _ = writeln!(
+                    out,
+                    "  {verdict:<4} {}:{} = {actual} (expected {} ± {}) at {}",
+                    e.phase, e.counter, e.expected, e.tolerance, e.at
+                );
             }
         }
     }
@@ -195,11 +237,21 @@ mod tests {
     use super::*;
 
     fn sample() -> Report {
-        let mut p = Phase { name: "measured".into(), ..Default::default() };
+        let mut p = Phase {
+            name: "measured".into(),
+            ..Default::default()
+        };
         p.counters.insert("pgfault".into(), 16);
         p.counters.insert("pgmajfault".into(), 0);
-        p.folios.insert("data".into(), BTreeMap::from([("64kB".to_string(), 4u64)]));
-        Report { scenario: "s".into(), arch: "x86_64".into(), engine: "sim".into(), phases: vec![p], ..Default::default() }
+        p.folios
+            .insert("data".into(), BTreeMap::from([("64kB".to_string(), 4u64)]));
+        Report {
+            scenario: "s".into(),
+            arch: "x86_64".into(),
+            engine: "sim".into(),
+            phases: vec![p],
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -208,7 +260,17 @@ mod tests {
         assert_eq!(v["phases"][0]["counters"]["pgfault"], 16);
         assert_eq!(v["phases"][0]["folios"]["data"]["64kB"], 4);
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["scenario", "arch", "engine", "system", "phases", "expectations"]);
+        assert_eq!(
+            keys,
+            [
+                "scenario",
+                "arch",
+                "engine",
+                "system",
+                "phases",
+                "expectations"
+            ]
+        );
     }
 
     #[test]

@@ -43,6 +43,9 @@ impl FolioSpan {
 pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// `uname -m` spelling.
     const NAME: &'static str;
+    /// Does a user page fault fire `exceptions:page_fault_user`? (x86 only;
+    /// arm64 has no such tracepoint.)
+    const TRACE_PAGE_FAULT_USER: bool;
 
     /// `pfn_pte()` with the generic protection bits.
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64;
@@ -95,7 +98,14 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// `set_ptes()`: write `nr` entries from `pte`, advancing the PFN. All of
     /// them map pages of the folio `folio` (first PFN, number of pages),
     /// which arm64 needs to decide on contpte folding.
-    fn set_ptes(ptes: &mut [u64], idx: usize, pte: u64, nr: usize, folio: FolioSpan, st: &mut SimStat) {
+    fn set_ptes(
+        ptes: &mut [u64],
+        idx: usize,
+        pte: u64,
+        nr: usize,
+        folio: FolioSpan,
+        st: &mut SimStat,
+    ) {
         let _ = folio;
         st.set_ptes_calls += 1;
         st.set_ptes_entries += nr as u64;

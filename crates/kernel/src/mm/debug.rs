@@ -17,7 +17,9 @@ use std::collections::HashMap;
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_BUDDY, PG_HEAD, PG_TABLE, PG_TAIL};
-use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_NR, PAGE_SHIFT, PMD_SHIFT, PTRS_PER_PTE, PUD_SHIFT, PGDIR_SHIFT};
+use crate::include::linux::pgtable::{
+    Pfn, HPAGE_PMD_NR, PAGE_SHIFT, PGDIR_SHIFT, PMD_SHIFT, PTRS_PER_PTE, PUD_SHIFT,
+};
 use crate::mm::mmap::{MM_ANONPAGES, NR_MM_COUNTERS};
 use crate::{Kernel, MmId};
 
@@ -38,7 +40,10 @@ impl<A: Arch> Kernel<A> {
         for mm in self.mms.iter().flatten() {
             let rss = self.walk_mm(mm.id, &mut seen)?;
             if rss != mm.rss {
-                return Err(format!("mm {}: rss_stat {:?} but page tables map {:?}", mm.id.0, mm.rss, rss));
+                return Err(format!(
+                    "mm {}: rss_stat {:?} but page tables map {:?}",
+                    mm.id.0, mm.rss, rss
+                ));
             }
         }
         self.check_folios(&seen)?;
@@ -50,11 +55,17 @@ impl<A: Arch> Kernel<A> {
         let mut rss = [0i64; NR_MM_COUNTERS];
         let m = self.mm(mm);
         for g in 0..PTRS_PER_PTE {
-            let Some(pud) = self.entry_table(self.pt.get(m.pgd, g)) else { continue };
+            let Some(pud) = self.entry_table(self.pt.get(m.pgd, g)) else {
+                continue;
+            };
             for u in 0..PTRS_PER_PTE {
-                let Some(pmd) = self.entry_table(self.pt.get(pud, u)) else { continue };
+                let Some(pmd) = self.entry_table(self.pt.get(pud, u)) else {
+                    continue;
+                };
                 for d in 0..PTRS_PER_PTE {
-                    let addr = ((g as u64) << PGDIR_SHIFT) | ((u as u64) << PUD_SHIFT) | ((d as u64) << PMD_SHIFT);
+                    let addr = ((g as u64) << PGDIR_SHIFT)
+                        | ((u as u64) << PUD_SHIFT)
+                        | ((d as u64) << PMD_SHIFT);
                     let e = self.pt.get(pmd, d);
                     if e == 0 {
                         continue;
@@ -62,11 +73,19 @@ impl<A: Arch> Kernel<A> {
                     if A::pmd_trans_huge(e) {
                         self.account_pmd(mm, addr, e, seen, &mut rss)?;
                     } else {
-                        let tid = self.entry_table(e).ok_or_else(|| format!("mm {}: bad pmd {e:#x} at {addr:#x}", mm.0))?;
+                        let tid = self
+                            .entry_table(e)
+                            .ok_or_else(|| format!("mm {}: bad pmd {e:#x} at {addr:#x}", mm.0))?;
                         for i in 0..PTRS_PER_PTE {
                             let pte = self.pt.get(tid, i);
                             if pte != 0 {
-                                self.account_pte(mm, addr + ((i as u64) << PAGE_SHIFT), pte, seen, &mut rss)?;
+                                self.account_pte(
+                                    mm,
+                                    addr + ((i as u64) << PAGE_SHIFT),
+                                    pte,
+                                    seen,
+                                    &mut rss,
+                                )?;
                             }
                         }
                     }
@@ -77,42 +96,82 @@ impl<A: Arch> Kernel<A> {
     }
 
     fn vma_at(&self, mm: MmId, addr: u64) -> Result<crate::mm::mmap::Vma, String> {
-        self.find_vma(mm, addr).ok_or_else(|| format!("mm {}: entry at {addr:#x} outside every VMA", mm.0))
+        self.find_vma(mm, addr)
+            .ok_or_else(|| format!("mm {}: entry at {addr:#x} outside every VMA", mm.0))
     }
 
-    fn account_pmd(&self, mm: MmId, addr: u64, e: u64, seen: &mut Seen, rss: &mut [i64; NR_MM_COUNTERS]) -> Result<(), String> {
+    fn account_pmd(
+        &self,
+        mm: MmId,
+        addr: u64,
+        e: u64,
+        seen: &mut Seen,
+        rss: &mut [i64; NR_MM_COUNTERS],
+    ) -> Result<(), String> {
         self.vma_at(mm, addr)?;
         if A::pte_special(e) {
-            return if Some(A::pte_pfn(e)) == self.huge_zero_folio { Ok(()) } else { Err(format!("special pmd {e:#x}")) };
+            return if Some(A::pte_pfn(e)) == self.huge_zero_folio {
+                Ok(())
+            } else {
+                Err(format!("special pmd {e:#x}"))
+            };
         }
         let folio = A::pte_pfn(e);
-        if !self.mem.test(folio, PG_HEAD) || self.mem.order(folio) != crate::include::linux::pgtable::HPAGE_PMD_ORDER {
-            return Err(format!("mm {}: pmd at {addr:#x} maps pfn {} which is not a PMD folio", mm.0, folio.0));
+        if !self.mem.test(folio, PG_HEAD)
+            || self.mem.order(folio) != crate::include::linux::pgtable::HPAGE_PMD_ORDER
+        {
+            return Err(format!(
+                "mm {}: pmd at {addr:#x} maps pfn {} which is not a PMD folio",
+                mm.0, folio.0
+            ));
         }
         *seen.pmd.entry(folio.0).or_default() += 1;
         *seen.per_mm.entry((folio.0, self.mm(mm).mm_id)).or_default() += 1;
-        let c = if self.mem.folio_test_anon(folio) { MM_ANONPAGES } else { self.mm_counter_file(folio) };
+        let c = if self.mem.folio_test_anon(folio) {
+            MM_ANONPAGES
+        } else {
+            self.mm_counter_file(folio)
+        };
         rss[c] += HPAGE_PMD_NR as i64;
         if !self.mm(mm).deposited.contains_key(&addr) && self.mem.folio_test_anon(folio) {
-            return Err(format!("mm {}: anon pmd at {addr:#x} without a deposited table", mm.0));
+            return Err(format!(
+                "mm {}: anon pmd at {addr:#x} without a deposited table",
+                mm.0
+            ));
         }
         Ok(())
     }
 
-    fn account_pte(&self, mm: MmId, addr: u64, pte: u64, seen: &mut Seen, rss: &mut [i64; NR_MM_COUNTERS]) -> Result<(), String> {
+    fn account_pte(
+        &self,
+        mm: MmId,
+        addr: u64,
+        pte: u64,
+        seen: &mut Seen,
+        rss: &mut [i64; NR_MM_COUNTERS],
+    ) -> Result<(), String> {
         let vma = self.vma_at(mm, addr)?;
         if !A::pte_present(pte) {
-            return Err(format!("mm {}: non-present pte {pte:#x} at {addr:#x}", mm.0));
+            return Err(format!(
+                "mm {}: non-present pte {pte:#x} at {addr:#x}",
+                mm.0
+            ));
         }
         let pfn = A::pte_pfn(pte);
         if A::pte_special(pte) {
             if pfn != self.zero_pfn || A::pte_write(pte) {
-                return Err(format!("mm {}: bad special pte {pte:#x} at {addr:#x}", mm.0));
+                return Err(format!(
+                    "mm {}: bad special pte {pte:#x} at {addr:#x}",
+                    mm.0
+                ));
             }
             return Ok(());
         }
         if pfn.0 as u64 >= self.mem.nr_pages() || self.mem.test(pfn, PG_BUDDY | PG_TABLE) {
-            return Err(format!("mm {}: pte {pte:#x} at {addr:#x} maps a free or table page", mm.0));
+            return Err(format!(
+                "mm {}: pte {pte:#x} at {addr:#x} maps a free or table page",
+                mm.0
+            ));
         }
         let folio = self.mem.page_folio(pfn);
         *seen.pte.entry(pfn.0).or_default() += 1;
@@ -120,19 +179,25 @@ impl<A: Arch> Kernel<A> {
         if self.mem.folio_test_anon(folio) {
             rss[MM_ANONPAGES] += 1;
             if A::pte_write(pte) && !self.mem.test(pfn, PG_ANON_EXCLUSIVE) {
-                return Err(format!("mm {}: writable pte at {addr:#x} maps a non-exclusive anon page", mm.0));
+                return Err(format!(
+                    "mm {}: writable pte at {addr:#x} maps a non-exclusive anon page",
+                    mm.0
+                ));
             }
         } else {
             rss[self.mm_counter_file(folio)] += 1;
             if vma.is_anonymous() {
-                return Err(format!("mm {}: anonymous VMA maps page-cache page at {addr:#x}", mm.0));
+                return Err(format!(
+                    "mm {}: anonymous VMA maps page-cache page at {addr:#x}",
+                    mm.0
+                ));
             }
         }
         Ok(())
     }
 
     fn check_folios(&self, seen: &Seen) -> Result<(), String> {
-        let n = self.mem.nr_pages() as u32;
+        let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
         let mut pfn = 0u32;
         while pfn < n {
             let p = Pfn(pfn);
@@ -162,10 +227,17 @@ impl<A: Arch> Kernel<A> {
             let want = seen.pte.get(&p.0).copied().unwrap_or(0);
             let have = self.mem.page_mapcount(p);
             if have != want {
-                return Err(format!("pfn {}: page mapcount {have}, page tables map it {want} times", p.0));
+                return Err(format!(
+                    "pfn {}: page mapcount {have}, page tables map it {want} times",
+                    p.0
+                ));
             }
             if self.mem.test(p, PG_ANON_EXCLUSIVE) && want + pmd > 1 {
-                return Err(format!("pfn {}: PageAnonExclusive but mapped {} times", p.0, want + pmd));
+                return Err(format!(
+                    "pfn {}: PageAnonExclusive but mapped {} times",
+                    p.0,
+                    want + pmd
+                ));
             }
             total += want;
             mapped += (want > 0) as i32;
@@ -174,7 +246,10 @@ impl<A: Arch> Kernel<A> {
             return Ok(());
         }
         let l = self.mem.large(folio);
-        if l.large_mapcount != total as i32 || l.entire_mapcount != pmd as i32 || l.nr_pages_mapped != mapped {
+        if l.large_mapcount != total as i32
+            || l.entire_mapcount != pmd as i32
+            || l.nr_pages_mapped != mapped
+        {
             return Err(format!(
                 "folio {}: large {} entire {} nr_mapped {}, but tables give {total} / {pmd} / {mapped}",
                 folio.0, l.large_mapcount, l.entire_mapcount, l.nr_pages_mapped
@@ -182,9 +257,16 @@ impl<A: Arch> Kernel<A> {
         }
         for s in 0..2 {
             if l.mm_id[s] != 0 {
-                let want = seen.per_mm.get(&(folio.0, l.mm_id[s])).copied().unwrap_or(0);
+                let want = seen
+                    .per_mm
+                    .get(&(folio.0, l.mm_id[s]))
+                    .copied()
+                    .unwrap_or(0);
                 if want != l.mm_id_mapcount[s] {
-                    return Err(format!("folio {}: mm slot {s} count {} but the mm maps it {want} times", folio.0, l.mm_id_mapcount[s]));
+                    return Err(format!(
+                        "folio {}: mm slot {s} count {} but the mm maps it {want} times",
+                        folio.0, l.mm_id_mapcount[s]
+                    ));
                 }
             }
         }
@@ -200,8 +282,13 @@ impl<A: Arch> Kernel<A> {
                 let folio = self.mem.page_folio(Pfn(p));
                 let fidx = self.mem.folio_index(folio) as u64;
                 let off = (p - folio.0) as u64;
-                if self.mem.folio_mapping(folio) != Self::file_mapping_id(a.id) || fidx + off != idx as u64 {
-                    return Err(format!("file {}: slot {idx} holds pfn {p} of another index or mapping", a.name));
+                if self.mem.folio_mapping(folio) != Self::file_mapping_id(a.id)
+                    || fidx + off != idx as u64
+                {
+                    return Err(format!(
+                        "file {}: slot {idx} holds pfn {p} of another index or mapping",
+                        a.name
+                    ));
                 }
             }
         }
@@ -209,8 +296,8 @@ impl<A: Arch> Kernel<A> {
     }
 
     fn check_allocator(&self) -> Result<(), String> {
-        let n = self.mem.nr_pages();
-        let mut free = 0;
+        let n = self.mem.nr_pages() - self.buddy.nr_fresh_pages();
+        let mut free = self.buddy.nr_fresh_pages();
         let mut tables = 0;
         let mut pfn = 0u64;
         while pfn < n {
@@ -226,10 +313,16 @@ impl<A: Arch> Kernel<A> {
             pfn += 1;
         }
         if free != self.buddy.nr_free_pages() {
-            return Err(format!("allocator: {free} pages on free lists, counter says {}", self.buddy.nr_free_pages()));
+            return Err(format!(
+                "allocator: {free} pages on free lists, counter says {}",
+                self.buddy.nr_free_pages()
+            ));
         }
         if tables != self.pt.nr_tables {
-            return Err(format!("{tables} table pages, arena says {}", self.pt.nr_tables));
+            return Err(format!(
+                "{tables} table pages, arena says {}",
+                self.pt.nr_tables
+            ));
         }
         Ok(())
     }

@@ -18,9 +18,15 @@
 //! large folios off in ext4).
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::{PG_DIRTY, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET};
-use crate::include::linux::pgtable::{div_round_up, Pfn, HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER, PAGE_SHIFT, PAGE_SIZE};
-use crate::mm::memory::{Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_NOPAGE, VM_FAULT_RETRY, VM_FAULT_SIGBUS};
+use crate::include::linux::mm_types::{
+    PG_DIRTY, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET,
+};
+use crate::include::linux::pgtable::{
+    div_round_up, Pfn, HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER, PAGE_SHIFT, PAGE_SIZE,
+};
+use crate::mm::memory::{
+    Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_NOPAGE, VM_FAULT_RETRY, VM_FAULT_SIGBUS,
+};
 use crate::mm::readahead::FileRaState;
 use crate::mm::vmstat::{Trace, VmEvent};
 use crate::{FileId, Kernel, KernelError};
@@ -65,7 +71,10 @@ impl<A: Arch> Kernel<A> {
     /// Create a regular file of `size` bytes with nothing cached.
     pub fn create_file(&mut self, name: &str, size: u64) -> FileId {
         let id = FileId(self.files.len() as u32);
-        assert!(self.files.len() < 0x7fff, "unsupported: more than 32766 files");
+        assert!(
+            self.files.len() < 0x7fff,
+            "unsupported: more than 32766 files"
+        );
         let nr = div_round_up(size, PAGE_SIZE) as usize;
         self.files.push(AddressSpace {
             id,
@@ -140,7 +149,12 @@ impl<A: Arch> Kernel<A> {
     /// `__filemap_get_folio()` with `FGP_CREAT`: the folio at `index`, or a
     /// new one of at most `order` (reduced to the index alignment and, for
     /// readahead-less creation, the mapping's range). Not uptodate if new.
-    pub fn filemap_get_or_create(&mut self, f: FileId, index: u64, order: u32) -> Result<Pfn, KernelError> {
+    pub fn filemap_get_or_create(
+        &mut self,
+        f: FileId,
+        index: u64,
+        order: u32,
+    ) -> Result<Pfn, KernelError> {
         self.vmstat.sim.pagecache_lookup += 1;
         if let Some(p) = self.files[f.0 as usize].lookup(index) {
             return Ok(self.mem.page_folio(p));
@@ -159,7 +173,9 @@ impl<A: Arch> Kernel<A> {
                 self.folio_free(folio);
             }
             if order == 0 {
-                return Err(KernelError::Unsupported("out of memory in the page cache".into()));
+                return Err(KernelError::Unsupported(
+                    "out of memory in the page cache".into(),
+                ));
             }
             order -= 1;
         }
@@ -185,11 +201,17 @@ impl<A: Arch> Kernel<A> {
                 let offset = pos & (chunk - 1);
                 let bytes = (chunk - offset).min(call_end - pos);
                 let index = pos >> PAGE_SHIFT;
-                let hint = if bytes > PAGE_SIZE { 63 - bytes.leading_zeros() - PAGE_SHIFT } else { 0 };
+                let hint = if bytes > PAGE_SIZE {
+                    63 - bytes.leading_zeros() - PAGE_SHIFT
+                } else {
+                    0
+                };
                 let folio = self.filemap_get_or_create(f, index, hint)?;
                 self.mem.set(folio, PG_UPTODATE);
                 self.mem.clear(folio, PG_DIRTY);
-                let folio_end = (self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio)) << PAGE_SHIFT;
+                let folio_end = (self.mem.folio_index(folio) as u64
+                    + self.mem.folio_nr_pages(folio))
+                    << PAGE_SHIFT;
                 pos = folio_end.min(pos + bytes);
             }
         }
@@ -390,12 +412,16 @@ impl<A: Arch> Kernel<A> {
         let mut ret = 0;
         let mut mmap_miss = 0u64;
         let mut rss = 0u64;
-        let Some((mut folio, mut idx)) = self.next_uptodate_folio(f, &mut xa_index, end_pgoff) else {
+        let Some((mut folio, mut idx)) = self.next_uptodate_folio(f, &mut xa_index, end_pgoff)
+        else {
             self.filemap_map_pages_out(file, 0);
             return 0;
         };
-        let next_index = |k: &Self, folio: Pfn| k.mem.folio_index(folio) as u64 + k.mem.folio_nr_pages(folio);
-        if (file_end >= next_index(self, folio) || shmem) && self.filemap_map_pmd(vmf, folio, start_pgoff) {
+        let next_index =
+            |k: &Self, folio: Pfn| k.mem.folio_index(folio) as u64 + k.mem.folio_nr_pages(folio);
+        if (file_end >= next_index(self, folio) || shmem)
+            && self.filemap_map_pmd(vmf, folio, start_pgoff)
+        {
             self.filemap_map_pages_out(file, 0);
             return VM_FAULT_NOPAGE;
         }
@@ -413,7 +439,13 @@ impl<A: Arch> Kernel<A> {
             ret |= if !self.mem.folio_test_large(folio) {
                 self.filemap_map_order0_folio(vmf, folio, addr, &mut rss, &mut mmap_miss)
             } else {
-                let ctx = MapRange { start: idx - fidx, addr, nr_pages, file_end, shmem };
+                let ctx = MapRange {
+                    start: idx - fidx,
+                    addr,
+                    nr_pages,
+                    file_end,
+                    shmem,
+                };
                 self.filemap_map_folio_range(vmf, folio, ctx, &mut rss, &mut mmap_miss)
             };
             match self.next_uptodate_folio(f, &mut xa_index, end_pgoff) {
@@ -421,7 +453,11 @@ impl<A: Arch> Kernel<A> {
                 None => break,
             }
         }
-        let counter = if shmem { crate::mm::mmap::MM_SHMEMPAGES } else { crate::mm::mmap::MM_FILEPAGES };
+        let counter = if shmem {
+            crate::mm::mmap::MM_SHMEMPAGES
+        } else {
+            crate::mm::mmap::MM_FILEPAGES
+        };
         self.add_mm_counter(vmf.mm, counter, rss as i64);
         self.vmstat.trace(Trace::FilemapMapPages);
         self.filemap_map_pages_out(file, mmap_miss);
@@ -430,7 +466,9 @@ impl<A: Arch> Kernel<A> {
 
     fn filemap_map_pages_out(&mut self, file: u32, mmap_miss: u64) {
         let ra = &mut self.open_files[file as usize].ra;
-        ra.mmap_miss = ra.mmap_miss.saturating_sub(mmap_miss.min(u16::MAX as u64) as u16);
+        ra.mmap_miss = ra
+            .mmap_miss
+            .saturating_sub(mmap_miss.min(u16::MAX as u64) as u16);
     }
 
     /// `filemap_map_pmd()`: true if the fault is finished at PMD level.
@@ -452,7 +490,14 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `filemap_map_order0_folio()`
-    fn filemap_map_order0_folio(&mut self, vmf: &mut Vmf, folio: Pfn, addr: u64, rss: &mut u64, miss: &mut u64) -> u32 {
+    fn filemap_map_order0_folio(
+        &mut self,
+        vmf: &mut Vmf,
+        folio: Pfn,
+        addr: u64,
+        rss: &mut u64,
+        miss: &mut u64,
+    ) -> u32 {
         if !self.mem.test(folio, PG_WORKINGSET) {
             *miss += 1;
         }
@@ -473,13 +518,21 @@ impl<A: Arch> Kernel<A> {
     /// `filemap_map_folio_range()`: map the window's part of a large folio,
     /// widened to the whole folio when it lies inside EOF (or is shmem), the
     /// VMA and one page table. Runs of none entries go in one set_ptes().
-    fn filemap_map_folio_range(&mut self, vmf: &mut Vmf, folio: Pfn, c: MapRange, rss: &mut u64, miss: &mut u64) -> u32 {
+    fn filemap_map_folio_range(
+        &mut self,
+        vmf: &mut Vmf,
+        folio: Pfn,
+        c: MapRange,
+        rss: &mut u64,
+        miss: &mut u64,
+    ) -> u32 {
         use crate::include::linux::pgtable::{pte_index, PMD_SIZE};
         let nr_folio = self.mem.folio_nr_pages(folio);
         let next_index = self.mem.folio_index(folio) as u64 + nr_folio;
         let (mut start, mut addr, mut nr_pages) = (c.start, c.addr, c.nr_pages);
         let addr0 = addr - start * PAGE_SIZE;
-        let within_vma = addr0 >= vmf.vma.vm_start && addr0 + nr_folio * PAGE_SIZE <= vmf.vma.vm_end;
+        let within_vma =
+            addr0 >= vmf.vma.vm_start && addr0 + nr_folio * PAGE_SIZE <= vmf.vma.vm_end;
         if (c.file_end >= next_index || c.shmem)
             && within_vma
             && addr0 / PMD_SIZE == (addr0 + nr_folio * PAGE_SIZE - 1) / PMD_SIZE
@@ -502,13 +555,35 @@ impl<A: Arch> Kernel<A> {
                 run += 1;
                 continue;
             }
-            ret |= self.map_run(vmf, folio, start + k - run, run, addr + (k - run) * PAGE_SIZE, rss);
+            ret |= self.map_run(
+                vmf,
+                folio,
+                start + k - run,
+                run,
+                addr + (k - run) * PAGE_SIZE,
+                rss,
+            );
             run = 0;
         }
-        ret | self.map_run(vmf, folio, start + nr_pages - run, run, addr + (nr_pages - run) * PAGE_SIZE, rss)
+        ret | self.map_run(
+            vmf,
+            folio,
+            start + nr_pages - run,
+            run,
+            addr + (nr_pages - run) * PAGE_SIZE,
+            rss,
+        )
     }
 
-    fn map_run(&mut self, vmf: &mut Vmf, folio: Pfn, page: u64, run: u64, addr: u64, rss: &mut u64) -> u32 {
+    fn map_run(
+        &mut self,
+        vmf: &mut Vmf,
+        folio: Pfn,
+        page: u64,
+        run: u64,
+        addr: u64,
+        rss: &mut u64,
+    ) -> u32 {
         if run == 0 {
             return 0;
         }

@@ -18,7 +18,9 @@
 
 use crate::arch::{Arch, FolioSpan, PteProt};
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
-use crate::include::linux::pgtable::{align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
+use crate::include::linux::pgtable::{
+    align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
+};
 use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
 use crate::mm::vmstat::{MthpStat, VmEvent};
@@ -32,7 +34,9 @@ pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
 /// congruent).
 pub fn thp_vma_suitable_order(vma: &Vma, addr: u64, order: u32) -> bool {
     let nr = 1u64 << order;
-    if !vma.is_anonymous() && ((vma.vm_start >> PAGE_SHIFT).wrapping_sub(vma.vm_pgoff)) & (nr - 1) != 0 {
+    if !vma.is_anonymous()
+        && ((vma.vm_start >> PAGE_SHIFT).wrapping_sub(vma.vm_pgoff)) & (nr - 1) != 0
+    {
         return false;
     }
     let haddr = align_down(addr, nr * PAGE_SIZE);
@@ -67,7 +71,9 @@ impl<A: Arch> Kernel<A> {
             let on = match self.cfg.anon_orders[order as usize] {
                 AnonOrderMode::Always => true,
                 AnonOrderMode::Madvise => huge,
-                AnonOrderMode::Inherit => top == ThpMode::Always || (huge && top == ThpMode::Madvise),
+                AnonOrderMode::Inherit => {
+                    top == ThpMode::Always || (huge && top == ThpMode::Madvise)
+                }
                 AnonOrderMode::Never => false,
             };
             if on {
@@ -98,7 +104,8 @@ impl<A: Arch> Kernel<A> {
         }
         match self.folio_alloc(HPAGE_PMD_ORDER) {
             Some(p) => {
-                self.mem.set(p, crate::include::linux::mm_types::PG_UPTODATE);
+                self.mem
+                    .set(p, crate::include::linux::mm_types::PG_UPTODATE);
                 self.vmstat.sim.page_zero += HPAGE_PMD_NR;
                 self.vmstat.count_vm_event(VmEvent::ThpZeroPageAlloc);
                 self.huge_zero_folio = Some(p);
@@ -137,13 +144,17 @@ impl<A: Arch> Kernel<A> {
                 return VM_FAULT_FALLBACK;
             };
             self.deposit_pgtable(vmf.mm, haddr);
-            let prot = PteProt { special: true, ..Self::vma_page_prot(&vmf.vma) };
+            let prot = PteProt {
+                special: true,
+                ..Self::vma_page_prot(&vmf.vma)
+            };
             self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(zero, prot)));
             return 0;
         }
         let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
             self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
-            self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+            self.vmstat
+                .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
             return VM_FAULT_FALLBACK;
         };
         self.vmstat.sim.page_zero += HPAGE_PMD_NR;
@@ -155,12 +166,17 @@ impl<A: Arch> Kernel<A> {
     /// `map_anon_folio_pmd()`: install a fresh anon THP with one PMD.
     fn map_anon_folio_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, haddr: u64) {
         let w = vmf.vma.vm_flags & VM_WRITE != 0;
-        let prot = PteProt { write: w, dirty: true, ..Self::vma_page_prot(&vmf.vma) };
+        let prot = PteProt {
+            write: w,
+            dirty: true,
+            ..Self::vma_page_prot(&vmf.vma)
+        };
         self.folio_add_new_anon_rmap(folio, &vmf.vma, haddr, true, vmf.mm);
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, HPAGE_PMD_NR as i64);
         self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(folio, prot)));
         self.vmstat.count_vm_event(VmEvent::ThpFaultAlloc);
-        self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultAlloc);
+        self.vmstat
+            .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultAlloc);
         // deferred_split_folio(folio, false): queued, not counted.
     }
 
@@ -208,7 +224,8 @@ impl<A: Arch> Kernel<A> {
     fn do_huge_zero_wp_pmd(&mut self, vmf: &mut Vmf, haddr: u64) -> u32 {
         let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
             self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
-            self.vmstat.count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+            self.vmstat
+                .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
             self.split_huge_pmd(vmf.mm, &vmf.vma, haddr, vmf.pmd);
             return VM_FAULT_FALLBACK;
         };
@@ -246,7 +263,13 @@ impl<A: Arch> Kernel<A> {
 
     /// `__split_huge_pmd()`: anon PMDs become 512 PTEs of the same folio (or
     /// of the zero page); file PMDs are simply zapped.
-    pub fn split_huge_pmd(&mut self, mm: MmId, vma: &Vma, haddr: u64, pmd: crate::mm::pgtable_generic::PmdSlot) {
+    pub fn split_huge_pmd(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        haddr: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+    ) {
         let pmdval = self.pmdp_get(pmd);
         if !A::pmd_trans_huge(pmdval) {
             return;
@@ -286,11 +309,28 @@ impl<A: Arch> Kernel<A> {
                     l.mm_id_mapcount[s] += HPAGE_PMD_NR as i32 - 1;
                 }
             }
-            let span = FolioSpan { pfn: folio, nr: HPAGE_PMD_NR };
-            A::set_ptes(self.pt.table_mut(tid), 0, pte, HPAGE_PMD_NR as usize, span, &mut self.vmstat.sim);
+            let span = FolioSpan {
+                pfn: folio,
+                nr: HPAGE_PMD_NR,
+            };
+            A::set_ptes(
+                self.pt.table_mut(tid),
+                0,
+                pte,
+                HPAGE_PMD_NR as usize,
+                span,
+                &mut self.vmstat.sim,
+            );
         } else {
             for i in 0..HPAGE_PMD_NR as usize {
-                A::set_ptes(self.pt.table_mut(tid), i, pte, 1, FolioSpan::NONE, &mut self.vmstat.sim);
+                A::set_ptes(
+                    self.pt.table_mut(tid),
+                    i,
+                    pte,
+                    1,
+                    FolioSpan::NONE,
+                    &mut self.vmstat.sim,
+                );
             }
         }
         self.pt.set(pmd.table, pmd.idx, A::mk_table(tpfn));
@@ -309,7 +349,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `zap_huge_pmd()`: unmap a whole PMD leaf.
-    pub fn zap_huge_pmd(&mut self, mm: MmId, vma: &Vma, haddr: u64, pmd: crate::mm::pgtable_generic::PmdSlot) {
+    pub fn zap_huge_pmd(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        haddr: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+    ) {
         let pmdval = self.pmdp_get(pmd);
         self.pt.set(pmd.table, pmd.idx, 0);
         self.vmstat.sim.pmd_clear += 1;
@@ -335,7 +381,13 @@ impl<A: Arch> Kernel<A> {
 
     /// `copy_huge_pmd()` (fork): share the PMD write-protected; the child
     /// gets its own deposited table.
-    pub fn copy_huge_pmd(&mut self, src: MmId, dst: MmId, vma: &Vma, haddr: u64) -> Result<(), crate::KernelError> {
+    pub fn copy_huge_pmd(
+        &mut self,
+        src: MmId,
+        dst: MmId,
+        vma: &Vma,
+        haddr: u64,
+    ) -> Result<(), crate::KernelError> {
         let spmd = self.walk_to_pmd(src, haddr).expect("source pmd");
         let mut pmdval = self.pmdp_get(spmd);
         let dpmd = self.pmd_alloc(dst, haddr);
@@ -354,5 +406,4 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.pmd_set += 1;
         Ok(())
     }
-
 }

@@ -26,13 +26,28 @@ pub enum Madv {
 
 impl<A: Arch> Kernel<A> {
     /// `do_madvise()` on `[start, start + len)`.
-    pub fn do_madvise(&mut self, mm: MmId, start: u64, len: u64, advice: Madv) -> Result<(), KernelError> {
+    pub fn do_madvise(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        len: u64,
+        advice: Madv,
+    ) -> Result<(), KernelError> {
         if start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
-            return Err(KernelError::Errno("EINVAL", "madvise range must be page aligned".into()));
+            return Err(KernelError::Errno(
+                "EINVAL",
+                "madvise range must be page aligned".into(),
+            ));
         }
         let end = start + len;
         if advice == Madv::Dontneed {
-            let vmas: Vec<_> = self.mm(mm).vmas.values().filter(|v| v.vm_start < end && v.vm_end > start).copied().collect();
+            let vmas: Vec<_> = self
+                .mm(mm)
+                .vmas
+                .values()
+                .filter(|v| v.vm_start < end && v.vm_end > start)
+                .copied()
+                .collect();
             for v in vmas {
                 self.unmap_vma_range(mm, &v, v.vm_start.max(start), v.vm_end.min(end), true);
             }

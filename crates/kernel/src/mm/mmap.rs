@@ -15,7 +15,9 @@
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
-use crate::include::linux::pgtable::{align_down, is_aligned, pmd_addr_end, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
+use crate::include::linux::pgtable::{
+    align_down, is_aligned, pmd_addr_end, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
+};
 use crate::{FileId, Kernel, KernelError, MmId};
 
 pub const VM_READ: u64 = 0x1;
@@ -195,7 +197,11 @@ impl<A: Arch> Kernel<A> {
         let ret = self.unmapped_area_topdown(mm, len + PMD_SIZE)?;
         let off_sub = off.wrapping_sub(ret) & (PMD_SIZE - 1);
         // Top-down layout: an already aligned result moves up by one PMD.
-        Some(if off_sub == 0 { ret + PMD_SIZE } else { ret + off_sub })
+        Some(if off_sub == 0 {
+            ret + PMD_SIZE
+        } else {
+            ret + off_sub
+        })
     }
 
     /// `__get_unmapped_area()` for the mapping kinds the model knows.
@@ -214,7 +220,10 @@ impl<A: Arch> Kernel<A> {
     /// `do_mmap()` without a hint. Returns the address.
     pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> Result<u64, KernelError> {
         if a.len == 0 || a.len % PAGE_SIZE != 0 || a.offset % PAGE_SIZE != 0 {
-            return Err(KernelError::Errno("EINVAL", "length and offset must be page multiples".into()));
+            return Err(KernelError::Errno(
+                "EINVAL",
+                "length and offset must be page multiples".into(),
+            ));
         }
         if a.kind == VmaKind::Shmem && !a.shared {
             return Err(KernelError::Unsupported("private shmem mappings".into()));
@@ -238,7 +247,9 @@ impl<A: Arch> Kernel<A> {
         let (file, vm_pgoff) = match a.kind {
             VmaKind::Anon => (None, addr >> PAGE_SHIFT),
             VmaKind::File => {
-                let f = a.file.ok_or_else(|| KernelError::Unsupported("file mapping without a file".into()))?;
+                let f = a.file.ok_or_else(|| {
+                    KernelError::Unsupported("file mapping without a file".into())
+                })?;
                 (Some(self.open_file(f)), a.offset >> PAGE_SHIFT)
             }
             VmaKind::Shmem => {
@@ -280,13 +291,19 @@ impl<A: Arch> Kernel<A> {
     pub fn vma_merge_range(&mut self, mm: MmId, start: u64, end: u64) {
         let keys: Vec<u64> = {
             let vmas = &self.mm(mm).vmas;
-            let first = vmas.range(..start).next_back().map(|(k, _)| *k).unwrap_or(start);
+            let first = vmas
+                .range(..start)
+                .next_back()
+                .map(|(k, _)| *k)
+                .unwrap_or(start);
             vmas.range(first..=end).map(|(k, _)| *k).collect()
         };
         let vmas = &mut self.mm_mut(mm).vmas;
         let mut prev: Option<u64> = None;
         for k in keys {
-            let Some(cur) = vmas.get(&k).copied() else { continue };
+            let Some(cur) = vmas.get(&k).copied() else {
+                continue;
+            };
             if let Some(p) = prev {
                 let pv = vmas[&p];
                 if Self::vmas_mergeable(&pv, &cur) {
@@ -306,7 +323,9 @@ impl<A: Arch> Kernel<A> {
 
     /// `__split_vma()`: make `addr` a VMA boundary.
     pub fn split_vma(&mut self, mm: MmId, addr: u64) {
-        let Some(v) = self.find_vma(mm, addr) else { return };
+        let Some(v) = self.find_vma(mm, addr) else {
+            return;
+        };
         if v.vm_start == addr {
             return;
         }
@@ -325,13 +344,20 @@ impl<A: Arch> Kernel<A> {
     pub fn vmas_in_range_split(&mut self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
         self.split_vma(mm, start);
         self.split_vma(mm, end);
-        self.mm(mm).vmas.range(start..end).map(|(_, v)| *v).collect()
+        self.mm(mm)
+            .vmas
+            .range(start..end)
+            .map(|(_, v)| *v)
+            .collect()
     }
 
     /// `do_vmi_munmap()`: unmap `[start, start + len)`.
     pub fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
         if start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
-            return Err(KernelError::Errno("EINVAL", "munmap range must be page aligned".into()));
+            return Err(KernelError::Errno(
+                "EINVAL",
+                "munmap range must be page aligned".into(),
+            ));
         }
         let end = start + len;
         for v in self.vmas_in_range_split(mm, start, end) {
@@ -350,7 +376,9 @@ impl<A: Arch> Kernel<A> {
             let next = pmd_addr_end(addr, u64::MAX);
             let busy = {
                 let vmas = &self.mm(mm).vmas;
-                vmas.range(..next).next_back().is_some_and(|(_, v)| v.vm_end > addr)
+                vmas.range(..next)
+                    .next_back()
+                    .is_some_and(|(_, v)| v.vm_end > addr)
             };
             if !busy {
                 if let Some(pmd) = self.walk_to_pmd(mm, addr) {
@@ -381,7 +409,9 @@ impl<A: Arch> Kernel<A> {
         let pgd_pfn = self.mm(mm).pgd_pfn;
         for i in 0..crate::include::linux::pgtable::PTRS_PER_PTE {
             let e = self.pt.get(pgd, i);
-            let Some(pud) = self.entry_table(e) else { continue };
+            let Some(pud) = self.entry_table(e) else {
+                continue;
+            };
             for j in 0..crate::include::linux::pgtable::PTRS_PER_PTE {
                 let pe = self.pt.get(pud, j);
                 if A::entry_is_table(pe) {

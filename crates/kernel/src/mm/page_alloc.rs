@@ -6,7 +6,9 @@
 //! buddy leaves a stale stack entry behind, which is skipped when popped
 //! (the head's `PG_buddy`/order no longer match). Splitting hands out the
 //! lower half and keeps the upper halves free, so a run of allocations walks
-//! memory upwards, as a fresh zone does in the kernel.
+//! memory upwards, as a fresh zone does in the kernel. Blocks never handed
+//! out yet are not marked in the memory map (a "fresh" high-water mark), so
+//! the host only backs the memory map of memory the simulation used.
 
 use crate::include::linux::mm_types::MemMap;
 use crate::include::linux::pgtable::{Pfn, MAX_PAGE_ORDER};
@@ -17,21 +19,31 @@ pub struct FreeArea {
     stacks: Vec<Vec<u32>>,
     nr_free: u64,
     nr_pages: u64,
+    /// First PFN of the never-allocated tail of memory (all free, in
+    /// `MAX_PAGE_ORDER` blocks, unmarked).
+    fresh: u64,
 }
 
 impl FreeArea {
     /// All of `mem` free, in `MAX_PAGE_ORDER` blocks, lowest PFN first out.
-    pub fn new(mem: &mut MemMap) -> FreeArea {
+    pub fn new(mem: &MemMap) -> FreeArea {
         let nr_pages = mem.nr_pages();
-        let block = 1u64 << MAX_PAGE_ORDER;
-        assert!(nr_pages % block == 0, "memory must be a multiple of 4 MiB");
-        let mut stacks = vec![Vec::new(); MAX_PAGE_ORDER as usize + 1];
-        for b in (0..nr_pages / block).rev() {
-            let pfn = Pfn((b * block) as u32);
-            mem.set_buddy(pfn, MAX_PAGE_ORDER);
-            stacks[MAX_PAGE_ORDER as usize].push(pfn.0);
+        assert!(
+            nr_pages % (1u64 << MAX_PAGE_ORDER) == 0,
+            "memory must be a multiple of 4 MiB"
+        );
+        let stacks = vec![Vec::new(); MAX_PAGE_ORDER as usize + 1];
+        FreeArea {
+            stacks,
+            nr_free: nr_pages,
+            nr_pages,
+            fresh: 0,
         }
-        FreeArea { stacks, nr_free: nr_pages, nr_pages }
+    }
+
+    /// Free pages in the never-used tail (not marked in the memory map).
+    pub fn nr_fresh_pages(&self) -> u64 {
+        self.nr_pages - self.fresh
     }
 
     /// `nr_free_pages()`
@@ -55,7 +67,16 @@ impl FreeArea {
 
     /// `__rmqueue_smallest()` + `expand()`: a free block of `order`, or None.
     pub fn alloc_pages(&mut self, mem: &mut MemMap, order: u32) -> Option<Pfn> {
-        let (pfn, mut cur) = (order..=MAX_PAGE_ORDER).find_map(|o| self.pop(mem, o).map(|p| (p, o)))?;
+        let found = (order..=MAX_PAGE_ORDER).find_map(|o| self.pop(mem, o).map(|p| (p, o)));
+        let (pfn, mut cur) = match found {
+            Some(f) => f,
+            None if self.fresh < self.nr_pages => {
+                let p = Pfn(self.fresh as u32);
+                self.fresh += 1 << MAX_PAGE_ORDER;
+                (p, MAX_PAGE_ORDER)
+            }
+            None => return None,
+        };
         mem.clear_buddy(pfn);
         while cur > order {
             cur -= 1;

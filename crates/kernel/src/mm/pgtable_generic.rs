@@ -55,10 +55,9 @@ impl PageTables {
 impl<A: Arch> Kernel<A> {
     /// `pte_alloc_one()` and friends: a zeroed table page. Returns (pfn, id).
     pub fn pgtable_alloc(&mut self) -> (Pfn, u32) {
-        let pfn = self
-            .buddy
-            .alloc_pages(&mut self.mem, 0)
-            .unwrap_or_else(|| panic!("unsupported: out of memory for a page table (reclaim is not modelled yet)"));
+        let pfn = self.buddy.alloc_pages(&mut self.mem, 0).unwrap_or_else(|| {
+            panic!("unsupported: out of memory for a page table (reclaim is not modelled yet)")
+        });
         let id = match self.pt.free.pop() {
             Some(id) => {
                 *self.pt.tables[id as usize] = [0; PTRS_PER_PTE];
@@ -79,7 +78,10 @@ impl<A: Arch> Kernel<A> {
     /// already be none.
     pub fn pgtable_free(&mut self, pfn: Pfn) {
         let id = self.mem.table_id(pfn);
-        debug_assert!(self.pt.tables[id as usize].iter().all(|&e| e == 0), "freeing a non-empty table");
+        debug_assert!(
+            self.pt.tables[id as usize].iter().all(|&e| e == 0),
+            "freeing a non-empty table"
+        );
         self.mem.clear_table(pfn);
         self.buddy.free_pages(&mut self.mem, pfn, 0);
         self.pt.free.push(id);
@@ -105,7 +107,10 @@ impl<A: Arch> Kernel<A> {
         let pgd = self.mm(mm).pgd;
         let pud = self.entry_table(self.pt.get(pgd, pgd_index(addr)))?;
         let pmd = self.entry_table(self.pt.get(pud, pud_index(addr)))?;
-        Some(PmdSlot { table: pmd, idx: pmd_index(addr) })
+        Some(PmdSlot {
+            table: pmd,
+            idx: pmd_index(addr),
+        })
     }
 
     /// Walk to the PMD entry of `addr`, allocating the PUD and PMD tables
@@ -114,7 +119,10 @@ impl<A: Arch> Kernel<A> {
         let pgd = self.mm(mm).pgd;
         let pud = self.next_level_alloc(pgd, pgd_index(addr));
         let pmd = self.next_level_alloc(pud, pud_index(addr));
-        PmdSlot { table: pmd, idx: pmd_index(addr) }
+        PmdSlot {
+            table: pmd,
+            idx: pmd_index(addr),
+        }
     }
 
     fn next_level_alloc(&mut self, tid: u32, idx: usize) -> u32 {

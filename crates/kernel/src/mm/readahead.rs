@@ -32,7 +32,11 @@ pub struct FileRaState {
 impl FileRaState {
     /// `file_ra_state_init()`: prev_pos = -1.
     pub fn new(ra_pages: u64) -> FileRaState {
-        FileRaState { ra_pages, prev_pos: u64::MAX, ..Default::default() }
+        FileRaState {
+            ra_pages,
+            prev_pos: u64::MAX,
+            ..Default::default()
+        }
     }
 }
 
@@ -63,7 +67,9 @@ impl<A: Arch> Kernel<A> {
     /// `ra_alloc_folio()`: allocate, mark, insert and read one folio.
     fn ra_alloc_folio(&mut self, file: u32, index: u64, mark: u64, order: u32) -> bool {
         let f = self.open_files[file as usize].mapping;
-        let Some(folio) = self.folio_alloc(order) else { return false };
+        let Some(folio) = self.folio_alloc(order) else {
+            return false;
+        };
         if mark.wrapping_sub(index) < (1 << order) {
             self.mem.set(folio, PG_READAHEAD);
         }
@@ -89,7 +95,10 @@ impl<A: Arch> Kernel<A> {
         let ra = self.open_files[file as usize].ra;
         let mark = start + ra.size - ra.async_size;
         let limit = ((i_size - 1) >> PAGE_SHIFT).min(start + ra.size - 1);
-        let new_order = ra.order.min(max_order).min(63 - ra.size.max(1).leading_zeros());
+        let new_order = ra
+            .order
+            .min(max_order)
+            .min(63 - ra.size.max(1).leading_zeros());
         self.open_files[file as usize].ra.order = new_order;
         let mut index = start;
         let mut failed = false;
@@ -130,7 +139,11 @@ impl<A: Arch> Kernel<A> {
             if self.files[f.0 as usize].lookup(index + i).is_some() {
                 continue;
             }
-            let mark = if lookahead > 0 && lookahead <= nr { index + nr - lookahead } else { u64::MAX };
+            let mark = if lookahead > 0 && lookahead <= nr {
+                index + nr - lookahead
+            } else {
+                u64::MAX
+            };
             if !self.ra_alloc_folio(file, index + i, mark, 0) {
                 return;
             }
@@ -146,12 +159,20 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         let max_pages = ra.ra_pages;
-        let prev_index = if ra.prev_pos == u64::MAX { u64::MAX } else { ra.prev_pos >> PAGE_SHIFT };
+        let prev_index = if ra.prev_pos == u64::MAX {
+            u64::MAX
+        } else {
+            ra.prev_pos >> PAGE_SHIFT
+        };
         let (start, size, async_size);
         if index == 0 || req_count > max_pages || index.wrapping_sub(prev_index) <= 1 {
             start = index;
             size = get_init_ra_size(req_count, max_pages);
-            async_size = if size > req_count { size - req_count } else { size >> 1 };
+            async_size = if size > req_count {
+                size - req_count
+            } else {
+                size >> 1
+            };
         } else {
             let miss = self.page_cache_prev_miss(file, index - 1, max_pages);
             let mut contig = index - miss.map_or(0, |m| m + 1);

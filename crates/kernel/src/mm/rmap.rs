@@ -13,7 +13,9 @@
 //! Not modelled yet: rmap walks (reclaim), NR_ANON_MAPPED/NR_FILE_MAPPED.
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::{PG_ANON, PG_ANON_EXCLUSIVE, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_UPTODATE};
+use crate::include::linux::mm_types::{
+    PG_ANON, PG_ANON_EXCLUSIVE, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_UPTODATE,
+};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::mmap::Vma;
 use crate::mm::vmstat::{MthpStat, VmEvent};
@@ -72,11 +74,19 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_add_new_anon_rmap()`: a fresh anon folio mapped exclusively by
     /// PTEs (or by one PMD when `pmd`).
-    pub fn folio_add_new_anon_rmap(&mut self, folio: Pfn, vma: &Vma, addr: u64, pmd: bool, mm: MmId) {
+    pub fn folio_add_new_anon_rmap(
+        &mut self,
+        folio: Pfn,
+        vma: &Vma,
+        addr: u64,
+        pmd: bool,
+        mm: MmId,
+    ) {
         let nr = self.mem.folio_nr_pages(folio);
         let mm_id = self.mm(mm).mm_id;
         self.mem.set(folio, PG_ANON | PG_SWAPBACKED | PG_UPTODATE);
-        self.mem.set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
+        self.mem
+            .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
         self.mem.set_folio_index(folio, vma.linear_page_index(addr));
         self.vmstat.sim.rmap_add += 1;
         if nr == 1 {
@@ -183,7 +193,10 @@ impl<A: Arch> Kernel<A> {
     /// above order 1: flag and count once.
     fn deferred_split_folio(&mut self, folio: Pfn) {
         let order = self.mem.order(folio);
-        if !self.mem.folio_test_anon(folio) || order <= 1 || self.mem.test(folio, PG_PARTIALLY_MAPPED) {
+        if !self.mem.folio_test_anon(folio)
+            || order <= 1
+            || self.mem.test(folio, PG_PARTIALLY_MAPPED)
+        {
             return;
         }
         self.mem.set(folio, PG_PARTIALLY_MAPPED);

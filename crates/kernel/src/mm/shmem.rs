@@ -34,7 +34,9 @@ impl<A: Arch> Kernel<A> {
         if let Some(p) = self.files[f.0 as usize].lookup(vmf.pgoff) {
             return (VM_FAULT_LOCKED, Some(p));
         }
-        let Some(folio) = self.folio_alloc(0) else { return (VM_FAULT_OOM, None) };
+        let Some(folio) = self.folio_alloc(0) else {
+            return (VM_FAULT_OOM, None);
+        };
         self.vmstat.sim.page_zero += 1;
         let added = self.filemap_add_folio(f, folio, vmf.pgoff);
         debug_assert!(added);

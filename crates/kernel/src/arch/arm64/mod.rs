@@ -43,6 +43,7 @@ pub const CONT_PTES: usize = 16;
 pub struct Arm64;
 
 impl Arch for Arm64 {
+    const TRACE_PAGE_FAULT_USER: bool = false;
     const NAME: &'static str = "arm64";
 
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64 {
@@ -171,7 +172,14 @@ impl Arch for Arm64 {
         Some(pte | PTE_AF)
     }
 
-    fn set_ptes(ptes: &mut [u64], idx: usize, pte: u64, nr: usize, folio: FolioSpan, st: &mut SimStat) {
+    fn set_ptes(
+        ptes: &mut [u64],
+        idx: usize,
+        pte: u64,
+        nr: usize,
+        folio: FolioSpan,
+        st: &mut SimStat,
+    ) {
         mm::contpte::set_ptes(ptes, idx, pte, nr, folio, st)
     }
     fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {

@@ -28,6 +28,7 @@ pub const _PAGE_TABLE: u64 = _PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCES
 pub struct X86_64;
 
 impl Arch for X86_64 {
+    const TRACE_PAGE_FAULT_USER: bool = true;
     const NAME: &'static str = "x86_64";
 
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64 {

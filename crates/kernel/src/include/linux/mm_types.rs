@@ -260,7 +260,11 @@ impl MemMap {
         }
         for i in 0..(1usize << order) {
             let pfn = head.idx() + i;
-            debug_assert_eq!(self.flags[pfn] >> MAPCOUNT_SHIFT, 0, "freeing a mapped page");
+            debug_assert_eq!(
+                self.flags[pfn] >> MAPCOUNT_SHIFT,
+                0,
+                "freeing a mapped page"
+            );
             self.flags[pfn] = 0;
             self.index[pfn] = 0;
             self.mapping[pfn] = 0;

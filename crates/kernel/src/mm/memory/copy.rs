@@ -61,14 +61,27 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `copy_present_ptes()`: returns the number of entries copied.
-    fn copy_present_ptes(&mut self, dst: MmId, _src: MmId, vma: &Vma, t: (u32, u32), idx: usize, end_idx: usize, pte: u64) -> usize {
+    fn copy_present_ptes(
+        &mut self,
+        dst: MmId,
+        _src: MmId,
+        vma: &Vma,
+        t: (u32, u32),
+        idx: usize,
+        end_idx: usize,
+        pte: u64,
+    ) -> usize {
         let (stid, dtid) = t;
         let mut pte = pte;
         let (nr, span) = match self.vm_normal_page(pte) {
             None => (1, FolioSpan::NONE),
             Some(page) => {
                 let folio = self.mem.page_folio(page);
-                let nr = if self.mem.folio_test_large(folio) { self.folio_pte_batch(stid, idx, folio, end_idx - idx) } else { 1 };
+                let nr = if self.mem.folio_test_large(folio) {
+                    self.folio_pte_batch(stid, idx, folio, end_idx - idx)
+                } else {
+                    1
+                };
                 if self.mem.folio_test_anon(folio) {
                     self.folio_dup_anon_rmap_ptes(folio, page, nr as u64, dst);
                     self.add_mm_counter(dst, MM_ANONPAGES, nr as i64);
@@ -77,7 +90,13 @@ impl<A: Arch> Kernel<A> {
                     let c = self.mm_counter_file(folio);
                     self.add_mm_counter(dst, c, nr as i64);
                 }
-                (nr, FolioSpan { pfn: folio, nr: self.mem.folio_nr_pages(folio) })
+                (
+                    nr,
+                    FolioSpan {
+                        pfn: folio,
+                        nr: self.mem.folio_nr_pages(folio),
+                    },
+                )
             }
         };
         if vma.is_cow_mapping() && A::pte_write(pte) {
@@ -88,7 +107,14 @@ impl<A: Arch> Kernel<A> {
             pte = A::pte_mkclean(pte);
         }
         pte = A::pte_mkold(pte);
-        A::set_ptes(self.pt.table_mut(dtid), idx, pte, nr, span, &mut self.vmstat.sim);
+        A::set_ptes(
+            self.pt.table_mut(dtid),
+            idx,
+            pte,
+            nr,
+            span,
+            &mut self.vmstat.sim,
+        );
         nr
     }
 }

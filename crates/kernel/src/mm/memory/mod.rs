@@ -15,8 +15,12 @@
 
 use crate::arch::{Arch, FolioSpan, PteProt};
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
-use crate::include::linux::pgtable::{align_down, pte_index, Pfn, HPAGE_PMD_ORDER, PAGE_SIZE, PTRS_PER_PTE};
-use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, VM_READ, VM_SHARED, VM_WRITE};
+use crate::include::linux::pgtable::{
+    align_down, pte_index, Pfn, HPAGE_PMD_ORDER, PAGE_SIZE, PTRS_PER_PTE,
+};
+use crate::mm::mmap::{
+    Vma, VmaKind, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, VM_READ, VM_SHARED, VM_WRITE,
+};
 use crate::mm::pgtable_generic::PmdSlot;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId};
@@ -90,7 +94,10 @@ impl<A: Arch> Kernel<A> {
     /// `mm_counter_file()`
     #[inline]
     pub fn mm_counter_file(&self, folio: Pfn) -> usize {
-        if self.mem.test(folio, crate::include::linux::mm_types::PG_SWAPBACKED) {
+        if self
+            .mem
+            .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED)
+        {
             MM_SHMEMPAGES
         } else {
             MM_FILEPAGES
@@ -129,7 +136,11 @@ impl<A: Arch> Kernel<A> {
         let Some(vma) = self.find_vma(mm, address) else {
             return VM_FAULT_SIGSEGV;
         };
-        let need = if flags & FAULT_FLAG_WRITE != 0 { VM_WRITE } else { VM_READ };
+        let need = if flags & FAULT_FLAG_WRITE != 0 {
+            VM_WRITE
+        } else {
+            VM_READ
+        };
         if vma.vm_flags & need == 0 {
             return VM_FAULT_SIGSEGV;
         }
@@ -181,14 +192,25 @@ impl<A: Arch> Kernel<A> {
         let pmdval = self.pmdp_get(vmf.pmd);
         vmf.pte_table = self.entry_table(pmdval);
         vmf.orig_pte = match vmf.pte_table {
-            Some(tid) => A::ptep_get(self.pt.table(tid), pte_index(vmf.address), &mut self.vmstat.sim),
+            Some(tid) => A::ptep_get(
+                self.pt.table(tid),
+                pte_index(vmf.address),
+                &mut self.vmstat.sim,
+            ),
             None => 0,
         };
         if vmf.orig_pte == 0 {
-            return if vmf.vma.is_anonymous() { self.do_anonymous_page(vmf) } else { self.do_fault(vmf) };
+            return if vmf.vma.is_anonymous() {
+                self.do_anonymous_page(vmf)
+            } else {
+                self.do_fault(vmf)
+            };
         }
         if !A::pte_present(vmf.orig_pte) {
-            panic!("unsupported: non-present PTE {:#x} (swap is not modelled yet)", vmf.orig_pte);
+            panic!(
+                "unsupported: non-present PTE {:#x} (swap is not modelled yet)",
+                vmf.orig_pte
+            );
         }
         if vmf.is_write() && !A::pte_write(vmf.orig_pte) {
             return self.do_wp_page(vmf);
@@ -209,7 +231,8 @@ impl<A: Arch> Kernel<A> {
     /// only for shared writable mappings without write-notify (shmem).
     pub fn vma_page_prot(vma: &Vma) -> PteProt {
         PteProt {
-            write: vma.vm_flags & (VM_SHARED | VM_WRITE) == (VM_SHARED | VM_WRITE) && vma.kind == VmaKind::Shmem,
+            write: vma.vm_flags & (VM_SHARED | VM_WRITE) == (VM_SHARED | VM_WRITE)
+                && vma.kind == VmaKind::Shmem,
             young: true,
             dirty: false,
             exec: vma.vm_flags & crate::mm::mmap::VM_EXEC != 0,
@@ -245,28 +268,53 @@ impl<A: Arch> Kernel<A> {
         if vmf.vma.is_shared() {
             return VM_FAULT_SIGBUS;
         }
-        let Some(tid) = self.pte_alloc(vmf.pmd) else { return 0 };
+        let Some(tid) = self.pte_alloc(vmf.pmd) else {
+            return 0;
+        };
         vmf.pte_table = Some(tid);
         if !vmf.is_write() {
             // The shared zero page, read-only.
-            let prot = PteProt { special: true, ..Self::vma_page_prot(&vmf.vma) };
+            let prot = PteProt {
+                special: true,
+                ..Self::vma_page_prot(&vmf.vma)
+            };
             let pte = A::pfn_pte(self.zero_pfn, prot);
-            A::set_ptes(self.pt.table_mut(tid), pte_index(vmf.address), pte, 1, FolioSpan::NONE, &mut self.vmstat.sim);
+            A::set_ptes(
+                self.pt.table_mut(tid),
+                pte_index(vmf.address),
+                pte,
+                1,
+                FolioSpan::NONE,
+                &mut self.vmstat.sim,
+            );
             return 0;
         }
         self.anon_vma_prepare(vmf);
-        let Some(folio) = self.alloc_anon_folio(vmf) else { return VM_FAULT_OOM };
+        let Some(folio) = self.alloc_anon_folio(vmf) else {
+            return VM_FAULT_OOM;
+        };
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
         let addr = align_down(vmf.address, nr * PAGE_SIZE);
         self.vmstat.sim.page_zero += nr;
-        let prot = PteProt { write: vmf.vma.vm_flags & VM_WRITE != 0, dirty: vmf.vma.vm_flags & VM_WRITE != 0, ..Self::vma_page_prot(&vmf.vma) };
+        let prot = PteProt {
+            write: vmf.vma.vm_flags & VM_WRITE != 0,
+            dirty: vmf.vma.vm_flags & VM_WRITE != 0,
+            ..Self::vma_page_prot(&vmf.vma)
+        };
         let pte = A::pfn_pte(folio, prot);
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, nr as i64);
         self.vmstat.count_mthp_stat(order, MthpStat::AnonFaultAlloc);
         self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
         let span = FolioSpan { pfn: folio, nr };
-        A::set_ptes(self.pt.table_mut(tid), pte_index(addr), pte, nr as usize, span, &mut self.vmstat.sim);
+        A::set_ptes(
+            self.pt.table_mut(tid),
+            pte_index(addr),
+            pte,
+            nr as usize,
+            span,
+            &mut self.vmstat.sim,
+        );
         0
     }
 
@@ -274,7 +322,8 @@ impl<A: Arch> Kernel<A> {
     /// whose allocation succeeds, else order 0.
     fn alloc_anon_folio(&mut self, vmf: &Vmf) -> Option<Pfn> {
         let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
-        let mut orders = crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);
+        let mut orders =
+            crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);
         let tid = vmf.pte_table.expect("pte table");
         // Emptiness: drop orders from the top until an aligned block is all
         // none (pte_range_none()).
@@ -282,7 +331,10 @@ impl<A: Arch> Kernel<A> {
             let o = 31 - orders.leading_zeros();
             let nr = 1usize << o;
             let start = pte_index(align_down(vmf.address, (nr as u64) * PAGE_SIZE));
-            if self.pt.table(tid)[start..start + nr].iter().all(|&e| e == 0) {
+            if self.pt.table(tid)[start..start + nr]
+                .iter()
+                .all(|&e| e == 0)
+            {
                 break;
             }
             orders &= !(1 << o);
@@ -344,19 +396,28 @@ impl<A: Arch> Kernel<A> {
         let pte_off = pte_index(vmf.address) as u64;
         let vma_off = vmf.pgoff - vmf.vma.vm_pgoff;
         let from_pte = align_down(pte_off, nr_pages).max(pte_off - pte_off.min(vma_off));
-        let to_pte = (from_pte + nr_pages).min(PTRS_PER_PTE as u64).min(pte_off + vmf.vma.vma_pages() - vma_off) - 1;
+        let to_pte = (from_pte + nr_pages)
+            .min(PTRS_PER_PTE as u64)
+            .min(pte_off + vmf.vma.vma_pages() - vma_off)
+            - 1;
         if self.pmdp_get(vmf.pmd) == 0 && vmf.prealloc_pte.is_none() {
             vmf.prealloc_pte = Some(self.pgtable_alloc());
         }
         self.vmstat.sim.fault_around += 1;
-        self.filemap_map_pages(vmf, vmf.pgoff + from_pte - pte_off, vmf.pgoff + to_pte - pte_off)
+        self.filemap_map_pages(
+            vmf,
+            vmf.pgoff + from_pte - pte_off,
+            vmf.pgoff + to_pte - pte_off,
+        )
     }
 
     /// `do_cow_fault()`: a write to an unmapped page of a private file
     /// mapping copies one page into a new anon folio.
     fn do_cow_fault(&mut self, vmf: &mut Vmf) -> u32 {
         self.anon_vma_prepare(vmf);
-        let Some(cow) = self.folio_alloc(0) else { return VM_FAULT_OOM };
+        let Some(cow) = self.folio_alloc(0) else {
+            return VM_FAULT_OOM;
+        };
         let (ret, page) = self.vma_fault(vmf);
         if ret & (VM_FAULT_ERROR | VM_FAULT_NOPAGE | VM_FAULT_RETRY) != 0 {
             self.folio_free(cow);
@@ -389,7 +450,8 @@ impl<A: Arch> Kernel<A> {
         if cow.is_none() && vmf.vma.kind == VmaKind::File {
             let f = self.open_files[vmf.vma.file.expect("file") as usize].mapping;
             let file_end = self.files[f.0 as usize].i_size.div_ceil(PAGE_SIZE);
-            needs_fallback = file_end < self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio);
+            needs_fallback =
+                file_end < self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio);
         }
         if self.pmdp_get(vmf.pmd) == 0 {
             if !needs_fallback && self.mem.order(folio) == HPAGE_PMD_ORDER && cow.is_none() {
@@ -400,7 +462,9 @@ impl<A: Arch> Kernel<A> {
             }
             self.pmd_install_prealloc(vmf);
         }
-        let Some(tid) = self.entry_table(self.pmdp_get(vmf.pmd)) else { return VM_FAULT_NOPAGE };
+        let Some(tid) = self.entry_table(self.pmdp_get(vmf.pmd)) else {
+            return VM_FAULT_NOPAGE;
+        };
         vmf.pte_table = Some(tid);
         let mut nr = self.mem.folio_nr_pages(folio);
         let mut addr = vmf.address;
@@ -411,7 +475,11 @@ impl<A: Arch> Kernel<A> {
             let idx = (page.0 - folio.0) as u64;
             let vma_off = vmf.pgoff - vmf.vma.vm_pgoff;
             let pte_off = pte_index(vmf.address) as u64;
-            if vma_off < idx || vma_off + (nr - idx) > vmf.vma.vma_pages() || pte_off < idx || pte_off + (nr - idx) > PTRS_PER_PTE as u64 {
+            if vma_off < idx
+                || vma_off + (nr - idx) > vmf.vma.vma_pages()
+                || pte_off < idx
+                || pte_off + (nr - idx) > PTRS_PER_PTE as u64
+            {
                 nr = 1;
             } else {
                 addr = vmf.address - idx * PAGE_SIZE;
@@ -433,7 +501,11 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.set_pte_range(vmf, folio, first, nr, addr);
-        let counter = if cow.is_some() { MM_ANONPAGES } else { self.mm_counter_file(folio) };
+        let counter = if cow.is_some() {
+            MM_ANONPAGES
+        } else {
+            self.mm_counter_file(folio)
+        };
         self.add_mm_counter(vmf.mm, counter, nr as i64);
         0
     }
@@ -459,9 +531,19 @@ impl<A: Arch> Kernel<A> {
         } else {
             self.folio_add_file_rmap_ptes(folio, page, nr, vmf.mm);
         }
-        let span = FolioSpan { pfn: folio, nr: self.mem.folio_nr_pages(folio) };
+        let span = FolioSpan {
+            pfn: folio,
+            nr: self.mem.folio_nr_pages(folio),
+        };
         let tid = vmf.pte_table.expect("pte table");
-        A::set_ptes(self.pt.table_mut(tid), pte_index(addr), pte, nr as usize, span, &mut self.vmstat.sim);
+        A::set_ptes(
+            self.pt.table_mut(tid),
+            pte_index(addr),
+            pte,
+            nr as usize,
+            span,
+            &mut self.vmstat.sim,
+        );
     }
 
     /// `vm_normal_page()`: the page behind a present entry, None for the
@@ -480,7 +562,8 @@ impl<A: Arch> Kernel<A> {
         if let Some(page) = page {
             let folio = self.mem.page_folio(page);
             if self.mem.folio_test_anon(folio)
-                && (self.mem.test(page, PG_ANON_EXCLUSIVE) || self.wp_can_reuse_anon_folio(folio, vmf.mm))
+                && (self.mem.test(page, PG_ANON_EXCLUSIVE)
+                    || self.wp_can_reuse_anon_folio(folio, vmf.mm))
             {
                 self.mem.set(page, PG_ANON_EXCLUSIVE);
                 self.wp_page_reuse(vmf);
@@ -532,7 +615,9 @@ impl<A: Arch> Kernel<A> {
     /// new order-0 anon folio and replace the entry.
     fn wp_page_copy(&mut self, vmf: &mut Vmf, old_page: Option<Pfn>) -> u32 {
         self.anon_vma_prepare(vmf);
-        let Some(new) = self.folio_alloc(0) else { return VM_FAULT_OOM };
+        let Some(new) = self.folio_alloc(0) else {
+            return VM_FAULT_OOM;
+        };
         match old_page {
             Some(p) => {
                 self.vmstat.sim.page_copy += 1;
@@ -550,9 +635,19 @@ impl<A: Arch> Kernel<A> {
         // ptep_clear_flush()
         A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
         self.folio_add_new_anon_rmap(new, &vmf.vma, vmf.address, false, vmf.mm);
-        let prot = PteProt { write: vmf.vma.vm_flags & VM_WRITE != 0, dirty: true, ..Self::vma_page_prot(&vmf.vma) };
+        let prot = PteProt {
+            write: vmf.vma.vm_flags & VM_WRITE != 0,
+            dirty: true,
+            ..Self::vma_page_prot(&vmf.vma)
+        };
         let pte = A::pfn_pte(new, prot);
-        A::set_pte_at(self.pt.table_mut(tid), idx, pte, FolioSpan { pfn: new, nr: 1 }, &mut self.vmstat.sim);
+        A::set_pte_at(
+            self.pt.table_mut(tid),
+            idx,
+            pte,
+            FolioSpan { pfn: new, nr: 1 },
+            &mut self.vmstat.sim,
+        );
         if let Some(p) = old_page {
             let old = self.mem.page_folio(p);
             self.folio_remove_rmap_ptes(old, p, 1, vmf.mm);

@@ -10,7 +10,9 @@
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_REFERENCED};
-use crate::include::linux::pgtable::{align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE};
+use crate::include::linux::pgtable::{
+    align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE,
+};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES};
 use crate::{Kernel, MmId};
 
@@ -29,7 +31,15 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// One step of `zap_pmd_range()`.
-    fn zap_pmd(&mut self, mm: MmId, vma: &Vma, addr: u64, next: u64, pmd: crate::mm::pgtable_generic::PmdSlot, reclaim_pt: bool) {
+    fn zap_pmd(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        addr: u64,
+        next: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+        reclaim_pt: bool,
+    ) {
         let pmdval = self.pmdp_get(pmd);
         if pmdval == 0 {
             return;
@@ -45,7 +55,9 @@ impl<A: Arch> Kernel<A> {
                 return;
             }
         }
-        let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else { return };
+        let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else {
+            return;
+        };
         self.zap_pte_range(mm, vma, tid, addr, next);
         if reclaim_pt && next - addr == PMD_SIZE && self.pt.table(tid).iter().all(|&e| e == 0) {
             self.free_pte_table(pmd);
@@ -92,14 +104,23 @@ impl<A: Arch> Kernel<A> {
             } else {
                 1
             };
-            let cleared = A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);
+            let cleared =
+                A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);
             self.zap_present_folio(mm, vma, folio, page, nr as u64, cleared);
             idx += nr;
         }
     }
 
     /// `zap_present_folio_ptes()`: account and unmap a cleared batch.
-    fn zap_present_folio(&mut self, mm: MmId, vma: &Vma, folio: Pfn, page: Pfn, nr: u64, cleared: u64) {
+    fn zap_present_folio(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        folio: Pfn,
+        page: Pfn,
+        nr: u64,
+        cleared: u64,
+    ) {
         if self.mem.folio_test_anon(folio) {
             self.add_mm_counter(mm, MM_ANONPAGES, -(nr as i64));
         } else {

@@ -44,7 +44,11 @@ fn contpte_convert(ptes: &mut [u64], idx: usize, cont: bool, st: &mut SimStat) {
         }
     }
     st.tlb_flush_range += 1;
-    pte = if cont { pte | PTE_CONT } else { pte & !PTE_CONT };
+    pte = if cont {
+        pte | PTE_CONT
+    } else {
+        pte & !PTE_CONT
+    };
     for i in 0..CONT_PTES {
         ptes[start + i] = Arm64::pte_advance_pfn(pte, i as u64);
     }
@@ -75,11 +79,14 @@ fn contpte_try_fold(ptes: &mut [u64], idx: usize, folio: FolioSpan, st: &mut Sim
     }
     let start = idx & !CONT_MASK;
     let first_pfn = Arm64::pte_pfn(ptes[start]).0 as u64;
-    if first_pfn < folio.pfn.0 as u64 || first_pfn + CONT_PTES as u64 > folio.pfn.0 as u64 + folio.nr {
+    if first_pfn < folio.pfn.0 as u64
+        || first_pfn + CONT_PTES as u64 > folio.pfn.0 as u64 + folio.nr
+    {
         return;
     }
     // Permissions must match once access/dirty are ignored.
-    let ignore = crate::arch::arm64::PTE_AF | crate::arch::arm64::PTE_DIRTY | crate::arch::arm64::PTE_RDONLY;
+    let ignore =
+        crate::arch::arm64::PTE_AF | crate::arch::arm64::PTE_DIRTY | crate::arch::arm64::PTE_RDONLY;
     let want = ptes[start] & !ignore;
     for i in 0..CONT_PTES {
         let e = ptes[start + i];
@@ -104,7 +111,14 @@ fn contpte_try_unfold_partial(ptes: &mut [u64], idx: usize, nr: usize, st: &mut 
 }
 
 /// arm64 `set_ptes()` / `contpte_set_ptes()`.
-pub fn set_ptes(ptes: &mut [u64], idx: usize, pte: u64, nr: usize, folio: FolioSpan, st: &mut SimStat) {
+pub fn set_ptes(
+    ptes: &mut [u64],
+    idx: usize,
+    pte: u64,
+    nr: usize,
+    folio: FolioSpan,
+    st: &mut SimStat,
+) {
     st.set_ptes_calls += 1;
     st.set_ptes_entries += nr as u64;
     let pte = pte & !PTE_CONT;

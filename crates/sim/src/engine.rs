@@ -1,0 +1,324 @@
+//! The step interpreter, generic over the simulated architecture.
+
+use std::collections::{BTreeMap, HashMap};
+
+use foliosim_hw::{Cpu, TaskFaults};
+use foliosim_kernel::include::linux::pgtable::{align_down, PAGE_SIZE, PMD_SIZE};
+use foliosim_kernel::mm::madvise::Madv;
+use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
+use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
+use foliosim_report::{Phase, Report};
+use foliosim_scenario::{
+    Access, Advice, Backing, CacheFill, Pattern, Range, Scenario, Step, StepKind,
+};
+
+use crate::{at, SimError};
+
+/// A phase being measured.
+struct OpenPhase {
+    name: String,
+    start: BTreeMap<String, u64>,
+}
+
+pub(crate) struct Engine<A: Arch> {
+    k: Kernel<A>,
+    cpu: Cpu,
+    files: HashMap<String, FileId>,
+    /// Named regions: (address, length), the same in every process.
+    regions: BTreeMap<String, (u64, u64)>,
+    root: MmId,
+    faults: TaskFaults,
+    phase: Option<OpenPhase>,
+    phases: Vec<Phase>,
+    check: bool,
+}
+
+fn kerr(loc: &foliosim_scenario::Loc, e: KernelError) -> SimError {
+    match e {
+        KernelError::Unsupported(what) => SimError::Unsupported { at: at(loc), what },
+        KernelError::Errno(errno, what) => SimError::Syscall {
+            at: at(loc),
+            what: format!("{errno}: {what}"),
+        },
+    }
+}
+
+impl<A: Arch> Engine<A> {
+    pub(crate) fn run(sc: &Scenario, cfg: Config) -> Result<Report, SimError> {
+        let check = cfg.check_invariants;
+        let file_loc = |i: usize| sc.files.get(i).map(|f| at(&f.loc)).unwrap_or_default();
+        let mut k = Kernel::<A>::new(cfg).map_err(|e| SimError::Unsupported {
+            at: "[system]".into(),
+            what: e.to_string(),
+        })?;
+        let root = k.mm_alloc();
+        let mut e = Engine {
+            k,
+            cpu: Cpu::default(),
+            files: HashMap::new(),
+            regions: BTreeMap::new(),
+            root,
+            faults: TaskFaults::default(),
+            phase: None,
+            phases: Vec::new(),
+            check,
+        };
+        for (i, f) in sc.files.iter().enumerate() {
+            e.create_file(f).map_err(|err| match err {
+                KernelError::Unsupported(what) => SimError::Unsupported {
+                    at: file_loc(i),
+                    what,
+                },
+                KernelError::Errno(n, what) => SimError::Syscall {
+                    at: file_loc(i),
+                    what: format!("{n}: {what}"),
+                },
+            })?;
+            e.check_now(&file_loc(i))?;
+        }
+        for step in &sc.steps {
+            e.exec(root, step)?;
+        }
+        e.end_phase();
+        Ok(Report {
+            scenario: sc.name.clone(),
+            arch: A::NAME.to_string(),
+            engine: "sim".into(),
+            system: sc.system.knobs.clone(),
+            phases: e.phases,
+            expectations: Vec::new(),
+        })
+    }
+
+    fn create_file(&mut self, f: &foliosim_scenario::FileSpec) -> Result<(), KernelError> {
+        let id = self.k.create_file(&f.name, f.size);
+        match f.fill {
+            CacheFill::Cold => {}
+            CacheFill::Write { write_size } => self.k.fill_by_write(id, write_size)?,
+            CacheFill::Read { read_size } => self.k.fill_by_read(id, read_size)?,
+        }
+        self.files.insert(f.name.clone(), id);
+        Ok(())
+    }
+
+    fn check_now(&self, where_: &str) -> Result<(), SimError> {
+        if self.check {
+            self.k
+                .check_invariants()
+                .map_err(|what| SimError::Invariant {
+                    at: where_.to_string(),
+                    what,
+                })?;
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut c = self.k.vmstat.snapshot();
+        c.insert("minor-faults".into(), self.faults.min_flt);
+        c.insert("major-faults".into(), self.faults.maj_flt);
+        c
+    }
+
+    fn start_phase(&mut self, name: &str) {
+        self.end_phase();
+        self.phase = Some(OpenPhase {
+            name: name.to_string(),
+            start: self.counters(),
+        });
+    }
+
+    fn end_phase(&mut self) {
+        let Some(open) = self.phase.take() else {
+            return;
+        };
+        let end = self.counters();
+        let counters = end
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    *v as i64 - *open.start.get(k).unwrap_or(&0) as i64,
+                )
+            })
+            .collect();
+        let mut folios = BTreeMap::new();
+        if self.k.mms[self.root.0 as usize].is_some() {
+            for (name, &(addr, len)) in &self.regions {
+                folios.insert(
+                    name.clone(),
+                    self.k.folio_histogram(self.root, addr, addr + len),
+                );
+            }
+        }
+        self.phases.push(Phase {
+            name: open.name,
+            counters,
+            folios,
+        });
+    }
+
+    fn region(&self, name: &str, r: &Range) -> (u64, u64) {
+        let (addr, len) = self.regions[name];
+        let start = addr + r.offset;
+        let l = r.len.unwrap_or(len.saturating_sub(r.offset));
+        (start, l)
+    }
+
+    fn exec(&mut self, mm: MmId, step: &Step) -> Result<(), SimError> {
+        let loc = &step.loc;
+        match &step.kind {
+            StepKind::Mmap {
+                region,
+                backing,
+                shared,
+                size,
+                file_offset,
+                prot,
+                advise,
+            } => {
+                let (kind, file) = match backing {
+                    Backing::Anon => (VmaKind::Anon, None),
+                    Backing::File { file } => (VmaKind::File, Some(self.files[file])),
+                    Backing::Shmem => (VmaKind::Shmem, None),
+                };
+                let args = MmapArgs {
+                    len: *size,
+                    prot_read: prot.read,
+                    prot_write: prot.write,
+                    prot_exec: prot.exec,
+                    shared: *shared,
+                    kind,
+                    file,
+                    offset: *file_offset,
+                };
+                let addr = self.k.do_mmap(mm, args).map_err(|e| kerr(loc, e))?;
+                self.regions.insert(region.clone(), (addr, *size));
+                for &a in advise {
+                    self.k
+                        .do_madvise(mm, addr, *size, madv(a, loc)?)
+                        .map_err(|e| kerr(loc, e))?;
+                }
+            }
+            StepKind::Touch {
+                region,
+                access,
+                pattern,
+                range,
+            } => {
+                let (start, len) = self.region(region, range);
+                self.touch(mm, start, len, *access == Access::Write, *pattern, loc)?;
+            }
+            StepKind::Madvise {
+                region,
+                advice,
+                range,
+            } => {
+                let (start, len) = self.region(region, range);
+                self.k
+                    .do_madvise(mm, start, len, madv(*advice, loc)?)
+                    .map_err(|e| kerr(loc, e))?;
+            }
+            StepKind::Munmap { region, range } => {
+                let (start, len) = self.region(region, range);
+                self.k.do_munmap(mm, start, len).map_err(|e| kerr(loc, e))?;
+            }
+            StepKind::Fork { child } => {
+                let c = self.k.dup_mm(mm).map_err(|e| kerr(loc, e))?;
+                self.check_now(&at(loc))?;
+                for s in child {
+                    self.exec(c, s)?;
+                }
+            }
+            StepKind::Wait => self.wait(mm),
+            StepKind::Phase { name } => self.start_phase(name),
+            StepKind::PhaseEnd => self.end_phase(),
+        }
+        self.check_now(&at(loc))
+    }
+
+    /// Every live child of `mm` (and their children) exits.
+    fn wait(&mut self, mm: MmId) {
+        let children = std::mem::take(&mut self.k.mm_mut(mm).children);
+        for c in children {
+            self.wait(c);
+            self.k.exit_mmap(c);
+        }
+        self.cpu.flush();
+    }
+
+    fn touch(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        len: u64,
+        write: bool,
+        pattern: Pattern,
+        loc: &foliosim_scenario::Loc,
+    ) -> Result<(), SimError> {
+        let end = start + len;
+        let one = |e: &mut Self, addr: u64| {
+            e.cpu
+                .access(&mut e.k, mm, addr, write, &mut e.faults)
+                .map_err(|err| SimError::Killed {
+                    at: at(loc),
+                    signal: err.signal,
+                    addr: err.addr,
+                })
+        };
+        match pattern {
+            Pattern::Sequential => {
+                let mut a = start;
+                while a < end {
+                    one(self, a)?;
+                    a += PAGE_SIZE;
+                }
+            }
+            Pattern::Stride { stride } => {
+                let mut a = start;
+                while a < end {
+                    one(self, a)?;
+                    a += stride;
+                }
+            }
+            Pattern::OnePerPageTable => {
+                let mut a = start;
+                while a < end {
+                    one(self, a)?;
+                    a = align_down(a, PMD_SIZE) + PMD_SIZE;
+                }
+            }
+            Pattern::Random { seed } => {
+                let n = len / PAGE_SIZE;
+                let n32 = u32::try_from(n).map_err(|_| SimError::Unsupported {
+                    at: at(loc),
+                    what: "random touch of more than 2^32 pages".into(),
+                })?;
+                for i in foliosim_scenario::random_order(n32, seed) {
+                    one(self, start + i as u64 * PAGE_SIZE)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn madv(a: Advice, loc: &foliosim_scenario::Loc) -> Result<Madv, SimError> {
+    Ok(match a {
+        Advice::Hugepage => Madv::Hugepage,
+        Advice::Nohugepage => Madv::Nohugepage,
+        Advice::Dontneed => Madv::Dontneed,
+        Advice::Random => Madv::Random,
+        Advice::Sequential => Madv::Sequential,
+        Advice::Normal => Madv::Normal,
+        Advice::Willneed | Advice::Cold | Advice::Pageout | Advice::Free => {
+            return Err(SimError::Unsupported {
+                at: at(loc),
+                what: format!(
+                    "madvise({}) (reclaim and swap are not modelled yet)",
+                    a.as_str()
+                ),
+            })
+        }
+    })
+}
