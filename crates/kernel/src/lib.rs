@@ -149,7 +149,7 @@ pub struct Kernel<A: Arch> {
 impl<A: Arch> Kernel<A> {
     /// Boot a kernel with `cfg`.
     pub fn new(cfg: Config) -> Result<Kernel<A>, KernelError> {
-        if cfg.memory % (4 << 20) != 0 || cfg.memory < (64 << 20) {
+        if !cfg.memory.is_multiple_of(4 << 20) || cfg.memory < (64 << 20) {
             return Err(KernelError::Unsupported(format!(
                 "memory = {} must be a multiple of 4 MiB and at least 64 MiB",
                 cfg.memory

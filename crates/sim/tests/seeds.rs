@@ -8,24 +8,32 @@ use foliosim_report::Report;
 use foliosim_sim::{run, RunOptions};
 
 fn scenario_path(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(rel)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel)
 }
 
 fn run_with(rel: &str, sets: &[(&str, String)]) -> Report {
-    let ov: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let ov: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
     let sc = foliosim_scenario::load(&scenario_path(rel), &ov).expect("scenario parses");
     run(&sc, RunOptions::default()).expect("scenario runs")
 }
 
 fn measured(r: &Report, counter: &str) -> i64 {
-    r.value("measured", counter).unwrap_or_else(|| panic!("no {counter}")) as i64
+    r.value("measured", counter)
+        .unwrap_or_else(|| panic!("no {counter}")) as i64
 }
 
 /// The seed's FAULT_AROUND_ORDER values.
 const ORDERS: [u32; 7] = [0, 1, 3, 4, 5, 7, 9];
 
 /// Seed 001, "Sequential access 16GiB file, 1 thread".
-const SEED_SEQ: [i64; 7] = [4_195_437, 2_098_275, 525_068, 262_251, 131_170, 32_856, 8_282];
+const SEED_SEQ: [i64; 7] = [
+    4_195_437, 2_098_275, 525_068, 262_251, 131_170, 32_856, 8_282,
+];
 /// Seed 001, "Random access 1GiB file, 1 thread".
 const SEED_RANDOM: [i64; 7] = [262_636, 132_743, 34_369, 17_299, 8_527, 3_451, 1_222];
 /// Seed 001, "Touch only one page in page table in 16GiB file, 1 thread".
@@ -39,18 +47,28 @@ const SEED_ONE_PER_PT: [i64; 7] = [8_372, 8_324, 8_270, 8_260, 8_249, 8_239, 8_2
 #[test]
 fn seed001_sequential_16g() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with("seed001/seq-16g.toml", &[("fault_around_bytes", format!("4096<<{n}"))]);
+        let r = run_with(
+            "seed001/seq-16g.toml",
+            &[("fault_around_bytes", format!("4096<<{n}"))],
+        );
         let want = (1i64 << 22) >> n;
         assert_eq!(measured(&r, "pgfault"), want, "order {n}");
         assert_eq!(measured(&r, "minor-faults"), want, "order {n}");
         assert_eq!(measured(&r, "major-faults"), 0);
         let slack = SEED_SEQ[i] - want;
-        assert!((0..=1200).contains(&slack), "order {n}: seed {} vs model {want}", SEED_SEQ[i]);
+        assert!(
+            (0..=1200).contains(&slack),
+            "order {n}: seed {} vs model {want}",
+            SEED_SEQ[i]
+        );
         // Fault-around calls ->map_pages once per fault; without it,
         // every fault goes through filemap_fault().
         let map_pages = if *n == 0 { 0 } else { want };
         assert_eq!(measured(&r, "filemap:mm_filemap_map_pages"), map_pages);
-        assert_eq!(measured(&r, "filemap:mm_filemap_fault"), if *n == 0 { want } else { 0 });
+        assert_eq!(
+            measured(&r, "filemap:mm_filemap_fault"),
+            if *n == 0 { want } else { 0 }
+        );
     }
 }
 
@@ -59,11 +77,18 @@ fn seed001_sequential_16g() {
 #[test]
 fn seed001_random_1g() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with("seed001/random-1g.toml", &[("fault_around_bytes", format!("4096<<{n}"))]);
+        let r = run_with(
+            "seed001/random-1g.toml",
+            &[("fault_around_bytes", format!("4096<<{n}"))],
+        );
         let want = (1i64 << 18) >> n;
         assert_eq!(measured(&r, "pgfault"), want, "order {n}");
         let slack = SEED_RANDOM[i] - want;
-        assert!((0..=1700).contains(&slack), "order {n}: seed {} vs model {want}", SEED_RANDOM[i]);
+        assert!(
+            (0..=1700).contains(&slack),
+            "order {n}: seed {} vs model {want}",
+            SEED_RANDOM[i]
+        );
     }
 }
 
@@ -72,10 +97,17 @@ fn seed001_random_1g() {
 #[test]
 fn seed001_one_page_per_page_table() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with("seed001/one-per-pt-16g.toml", &[("fault_around_bytes", format!("4096<<{n}"))]);
+        let r = run_with(
+            "seed001/one-per-pt-16g.toml",
+            &[("fault_around_bytes", format!("4096<<{n}"))],
+        );
         assert_eq!(measured(&r, "pgfault"), 8192, "order {n}");
         let slack = SEED_ONE_PER_PT[i] - 8192;
-        assert!((0..=200).contains(&slack), "order {n}: seed {}", SEED_ONE_PER_PT[i]);
+        assert!(
+            (0..=200).contains(&slack),
+            "order {n}: seed {}",
+            SEED_ONE_PER_PT[i]
+        );
         // The window maps min(2^n, 512) pages per fault.
         let pages = 8192 * (1i64 << n).min(512);
         assert_eq!(r.phases[0].folios["file"]["4kB"] as i64, pages);
@@ -87,7 +119,13 @@ fn seed001_one_page_per_page_table() {
 /// 256 MiB / 64 KiB = 4096 faults and 4096 allocations.
 #[test]
 fn seed003_64k_always() {
-    let r = run_with("seed003/anon-scan.toml", &[("transparent_hugepage.hugepages-64kB.enabled", "always".into())]);
+    let r = run_with(
+        "seed003/anon-scan.toml",
+        &[(
+            "transparent_hugepage.hugepages-64kB.enabled",
+            "always".into(),
+        )],
+    );
     assert_eq!(measured(&r, "pgfault"), 4096);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 4096);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_fallback"), 0);
@@ -99,7 +137,13 @@ fn seed003_64k_always() {
 /// 4 KiB fault per page, 65536, and no mTHP allocation.
 #[test]
 fn seed003_64k_madvise_without_hint() {
-    let r = run_with("seed003/anon-scan.toml", &[("transparent_hugepage.hugepages-64kB.enabled", "madvise".into())]);
+    let r = run_with(
+        "seed003/anon-scan.toml",
+        &[(
+            "transparent_hugepage.hugepages-64kB.enabled",
+            "madvise".into(),
+        )],
+    );
     assert_eq!(measured(&r, "pgfault"), 65536);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 0);
     assert_eq!(measured(&r, "thp_fault_alloc"), 0);
@@ -111,7 +155,13 @@ fn seed003_64k_madvise_without_hint() {
 /// observed on 6.18.44): 65536 + 65536 faults, no mTHP allocation.
 #[test]
 fn seed003_read_then_write() {
-    let r = run_with("seed003/anon-read-then-write.toml", &[("transparent_hugepage.hugepages-64kB.enabled", "always".into())]);
+    let r = run_with(
+        "seed003/anon-read-then-write.toml",
+        &[(
+            "transparent_hugepage.hugepages-64kB.enabled",
+            "always".into(),
+        )],
+    );
     let read = &r.phases[0];
     let write = &r.phases[1];
     assert_eq!(read.counters["pgfault"], 65536);
@@ -124,8 +174,14 @@ fn seed003_read_then_write() {
 /// Byte-identical output for the same inputs.
 #[test]
 fn output_is_deterministic() {
-    let a = run_with("seed001/random-1g.toml", &[("fault_around_bytes", "65536".into())]);
-    let b = run_with("seed001/random-1g.toml", &[("fault_around_bytes", "65536".into())]);
+    let a = run_with(
+        "seed001/random-1g.toml",
+        &[("fault_around_bytes", "65536".into())],
+    );
+    let b = run_with(
+        "seed001/random-1g.toml",
+        &[("fault_around_bytes", "65536".into())],
+    );
     let fa = foliosim_report::render(&[a], foliosim_report::Format::Json);
     let fb = foliosim_report::render(&[b], foliosim_report::Format::Json);
     assert_eq!(fa, fb);

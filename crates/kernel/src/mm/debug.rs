@@ -223,7 +223,7 @@ impl<A: Arch> Kernel<A> {
         let mut total = pmd;
         let mut mapped = 0;
         for i in 0..nr {
-            let p = folio.add(i as u64);
+            let p = folio.plus(i as u64);
             let want = seen.pte.get(&p.0).copied().unwrap_or(0);
             let have = self.mem.page_mapcount(p);
             if have != want {

@@ -295,7 +295,7 @@ impl<A: Arch> Kernel<A> {
         if dropped {
             return (ret | VM_FAULT_RETRY, None);
         }
-        let page = folio.add(index - self.mem.folio_index(folio) as u64);
+        let page = folio.plus(index - self.mem.folio_index(folio) as u64);
         (ret | VM_FAULT_LOCKED, Some(page))
     }
 
@@ -478,7 +478,7 @@ impl<A: Arch> Kernel<A> {
             return true;
         }
         if pmdval == 0 && self.mem.order(folio) == HPAGE_PMD_ORDER {
-            let page = folio.add(start - self.mem.folio_index(folio) as u64);
+            let page = folio.plus(start - self.mem.folio_index(folio) as u64);
             if self.do_set_pmd(vmf, folio, page) == 0 {
                 return true;
             }
@@ -587,7 +587,7 @@ impl<A: Arch> Kernel<A> {
         if run == 0 {
             return 0;
         }
-        self.set_pte_range(vmf, folio, folio.add(page), run, addr);
+        self.set_pte_range(vmf, folio, folio.plus(page), run, addr);
         *rss += run;
         if vmf.address >= addr && vmf.address < addr + run * PAGE_SIZE {
             VM_FAULT_NOPAGE

@@ -292,12 +292,12 @@ impl<A: Arch> Kernel<A> {
             let exclusive = self.mem.test(folio, PG_ANON_EXCLUSIVE);
             for i in 0..HPAGE_PMD_NR {
                 if exclusive {
-                    self.mem.set(folio.add(i), PG_ANON_EXCLUSIVE);
+                    self.mem.set(folio.plus(i), PG_ANON_EXCLUSIVE);
                 }
             }
             // PMD mapping → 512 PTE mappings (rmap level change).
             for i in 0..HPAGE_PMD_NR {
-                self.mem.page_mapcount_add(folio.add(i), 1);
+                self.mem.page_mapcount_add(folio.plus(i), 1);
             }
             let mm_id = self.mm(mm).mm_id;
             let l = self.mem.large_mut(folio);

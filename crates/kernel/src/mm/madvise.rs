@@ -33,7 +33,7 @@ impl<A: Arch> Kernel<A> {
         len: u64,
         advice: Madv,
     ) -> Result<(), KernelError> {
-        if start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
+        if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
             return Err(KernelError::Errno(
                 "EINVAL",
                 "madvise range must be page aligned".into(),

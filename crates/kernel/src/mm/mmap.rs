@@ -219,7 +219,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `do_mmap()` without a hint. Returns the address.
     pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> Result<u64, KernelError> {
-        if a.len == 0 || a.len % PAGE_SIZE != 0 || a.offset % PAGE_SIZE != 0 {
+        if a.len == 0 || !a.len.is_multiple_of(PAGE_SIZE) || !a.offset.is_multiple_of(PAGE_SIZE) {
             return Err(KernelError::Errno(
                 "EINVAL",
                 "length and offset must be page multiples".into(),
@@ -353,7 +353,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `do_vmi_munmap()`: unmap `[start, start + len)`.
     pub fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
-        if start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
+        if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || len == 0 {
             return Err(KernelError::Errno(
                 "EINVAL",
                 "munmap range must be page aligned".into(),

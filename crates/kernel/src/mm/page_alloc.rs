@@ -29,7 +29,7 @@ impl FreeArea {
     pub fn new(mem: &MemMap) -> FreeArea {
         let nr_pages = mem.nr_pages();
         assert!(
-            nr_pages % (1u64 << MAX_PAGE_ORDER) == 0,
+            nr_pages.is_multiple_of(1u64 << MAX_PAGE_ORDER),
             "memory must be a multiple of 4 MiB"
         );
         let stacks = vec![Vec::new(); MAX_PAGE_ORDER as usize + 1];
@@ -80,7 +80,7 @@ impl FreeArea {
         mem.clear_buddy(pfn);
         while cur > order {
             cur -= 1;
-            let upper = pfn.add(1 << cur);
+            let upper = pfn.plus(1 << cur);
             mem.set_buddy(upper, cur);
             self.stacks[cur as usize].push(upper.0);
         }

@@ -100,8 +100,8 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_ANON_EXCLUSIVE);
         } else {
             for i in 0..nr {
-                self.mem.page_mapcount_add(folio.add(i), 1);
-                self.mem.set(folio.add(i), PG_ANON_EXCLUSIVE);
+                self.mem.page_mapcount_add(folio.plus(i), 1);
+                self.mem.set(folio.plus(i), PG_ANON_EXCLUSIVE);
             }
             self.mem.large_mut(folio).nr_pages_mapped = nr as i32;
             self.large_mapcount_add(folio, nr as i32, mm_id);
@@ -113,7 +113,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.rmap_add += 1;
         let mut first = 0;
         for i in 0..nr {
-            if self.mem.page_mapcount_add(page.add(i), 1) == 1 {
+            if self.mem.page_mapcount_add(page.plus(i), 1) == 1 {
                 first += 1;
             }
         }
@@ -133,7 +133,7 @@ impl<A: Arch> Kernel<A> {
     /// pages; they stop being exclusive.
     pub fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
         for i in 0..nr {
-            self.mem.clear(page.add(i), PG_ANON_EXCLUSIVE);
+            self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
         }
         self.folio_add_rmap_ptes(folio, page, nr, child);
     }
@@ -156,7 +156,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.rmap_remove += 1;
         let mut last = 0;
         for i in 0..nr {
-            if self.mem.page_mapcount_add(page.add(i), -1) == 0 {
+            if self.mem.page_mapcount_add(page.plus(i), -1) == 0 {
                 last += 1;
             }
         }

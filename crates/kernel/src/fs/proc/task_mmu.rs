@@ -41,9 +41,9 @@ impl<A: Arch> Kernel<A> {
                     count(size_label(self.mem.order(folio)), Some(folio), &mut last);
                 }
             } else if let Some(tid) = self.entry_table(pmdval) {
-                let t = self.pt.table(tid);
-                for i in pte_index(addr)..pte_index(addr) + ((next - addr) / PAGE_SIZE) as usize {
-                    let e = t[i];
+                let first = pte_index(addr);
+                let t = &self.pt.table(tid)[first..first + ((next - addr) / PAGE_SIZE) as usize];
+                for &e in t {
                     if !A::pte_present(e) {
                         continue;
                     }

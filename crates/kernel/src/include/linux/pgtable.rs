@@ -101,7 +101,7 @@ impl Pfn {
         self.0 as usize
     }
     #[inline]
-    pub fn add(self, n: u64) -> Pfn {
+    pub fn plus(self, n: u64) -> Pfn {
         Pfn(self.0 + n as u32)
     }
 }

@@ -27,7 +27,7 @@ impl<A: Arch> Kernel<A> {
                 if A::pmd_trans_huge(pmdval) {
                     self.copy_huge_pmd(src, dst, vma, addr)?;
                 } else if let Some(stid) = self.entry_table(pmdval) {
-                    self.copy_pte_range(dst, src, vma, stid, addr, next);
+                    self.copy_pte_range(dst, vma, stid, addr, next);
                 }
             }
             addr = next;
@@ -36,7 +36,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `copy_pte_range()`
-    fn copy_pte_range(&mut self, dst: MmId, src: MmId, vma: &Vma, stid: u32, start: u64, end: u64) {
+    fn copy_pte_range(&mut self, dst: MmId, vma: &Vma, stid: u32, start: u64, end: u64) {
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
         let mut dtid = None;
@@ -56,7 +56,7 @@ impl<A: Arch> Kernel<A> {
                     t
                 }
             };
-            idx += self.copy_present_ptes(dst, src, vma, (stid, dt), idx, end_idx, pte);
+            idx += self.copy_present_ptes(dst, vma, (stid, dt), idx, end_idx, pte);
         }
     }
 
@@ -64,7 +64,6 @@ impl<A: Arch> Kernel<A> {
     fn copy_present_ptes(
         &mut self,
         dst: MmId,
-        _src: MmId,
         vma: &Vma,
         t: (u32, u32),
         idx: usize,
