@@ -1,0 +1,110 @@
+//! Helpers shared by the foliosim-sim integration tests: run an inline TOML
+//! scenario with the invariant checker on, and read counters and folio
+//! histograms out of the report.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use foliosim_report::Report;
+use foliosim_sim::{RunOptions, SimError};
+
+/// Parse `text` with `overrides` (`--set KEY=VALUE` pairs) and simulate it
+/// with the invariant checker after every step.
+pub fn try_run_with(text: &str, overrides: &[(&str, &str)]) -> Result<Report, SimError> {
+    let sets: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let sc = match foliosim_scenario::parse_str("test.toml", text, &sets) {
+        Ok(sc) => sc,
+        Err(e) => panic!("scenario does not parse: {e}\n--- scenario ---\n{text}"),
+    };
+    foliosim_sim::run(&sc, RunOptions { check: true })
+}
+
+/// [`try_run_with`] that must succeed.
+pub fn run_with(text: &str, overrides: &[(&str, &str)]) -> Report {
+    match try_run_with(text, overrides) {
+        Ok(r) => r,
+        Err(e) => panic!("simulation failed: {e}\n--- scenario ---\n{text}"),
+    }
+}
+
+/// Run on the architecture the scenario names (x86_64 by default).
+pub fn run(text: &str) -> Report {
+    run_with(text, &[])
+}
+
+/// Run on `arch` ("x86_64" or "arm64").
+pub fn run_arch(text: &str, arch: &str) -> Report {
+    run_with(text, &[("system.arch", arch)])
+}
+
+/// A counter's delta over `phase`; panics if the phase or counter is absent.
+pub fn c(r: &Report, phase: &str, counter: &str) -> i64 {
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.name == phase)
+        .unwrap_or_else(|| panic!("no phase {phase:?} in the report"));
+    *p.counters
+        .get(counter)
+        .unwrap_or_else(|| panic!("no counter {counter:?} in phase {phase:?}"))
+}
+
+/// The folio histogram of `region` at the end of `phase`, with zero cells
+/// dropped.
+pub fn folios(r: &Report, phase: &str, region: &str) -> BTreeMap<String, u64> {
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.name == phase)
+        .unwrap_or_else(|| panic!("no phase {phase:?} in the report"));
+    p.folios
+        .get(region)
+        .unwrap_or_else(|| panic!("no folio histogram for region {region:?} in {phase:?}"))
+        .iter()
+        .filter(|(_, &n)| n != 0)
+        .map(|(k, &n)| (k.clone(), n))
+        .collect()
+}
+
+/// A histogram literal: `hist(&[("64kB", 32)])`.
+pub fn hist(cells: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    cells
+        .iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(k, n)| ((*k).to_owned(), *n))
+        .collect()
+}
+
+/// Pages covered by a histogram's folio buckets ("4kB", "64kB", "2048kB"),
+/// counting each folio as whole; "zero" and "huge_zero" count 1 and 512.
+pub fn hist_pages(h: &BTreeMap<String, u64>) -> u64 {
+    h.iter()
+        .map(|(k, n)| {
+            let pages = match k.as_str() {
+                "zero" => 1,
+                "huge_zero" => 512,
+                kb => {
+                    kb.strip_suffix("kB")
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .unwrap_or_else(|| panic!("unknown bucket {kb:?}"))
+                        / 4
+                }
+            };
+            pages * n
+        })
+        .sum()
+}
+
+/// The `[system]` table every test starts from: a small machine so the
+/// invariant checker is cheap, plus `extra` lines.
+pub fn system(extra: &str) -> String {
+    format!("[system]\nmemory = \"512M\"\n{extra}\n")
+}
+
+/// The mTHP knob line for one size (in kB).
+pub fn mthp(kb: u64, mode: &str) -> String {
+    format!("transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\"\n")
+}
