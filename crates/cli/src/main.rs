@@ -122,13 +122,38 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Run one simulation; a panic inside the model (a model limit or a bug)
+/// becomes an error message instead of a crash.
+fn run_guarded(
+    sc: &foliosim_scenario::Scenario,
+    opts: foliosim_sim::RunOptions,
+) -> Result<Report, String> {
+    std::panic::set_hook(Box::new(|_| {}));
+    let res =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| foliosim_sim::run(sc, opts)));
+    let _ = std::panic::take_hook();
+    match res {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(format!(
+                "internal error in the model (a foliosim bug or limit): {msg}"
+            ))
+        }
+    }
+}
+
 fn cmd_run(c: &Common) -> Result<bool, String> {
     let ov = overrides(c)?;
     let mut reports: Vec<Report> = Vec::new();
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
         let opts = foliosim_sim::RunOptions { check: c.check };
-        reports.push(foliosim_sim::run(&sc, opts).map_err(|e| e.to_string())?);
+        reports.push(run_guarded(&sc, opts).map_err(|e| format!("{}: {e}", path.display()))?);
     }
     let format = match c.format {
         OutFormat::Table => Format::Table,
