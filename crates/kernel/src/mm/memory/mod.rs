@@ -622,14 +622,18 @@ impl<A: Arch> Kernel<A> {
             Some(p) => {
                 self.vmstat.sim.page_copy += 1;
                 let old = self.mem.page_folio(p);
+                // An anon source swaps one anon page for another: no change.
                 if !self.mem.folio_test_anon(old) {
                     let c = self.mm_counter_file(old);
                     self.add_mm_counter(vmf.mm, c, -1);
+                    self.add_mm_counter(vmf.mm, MM_ANONPAGES, 1);
                 }
             }
-            None => self.vmstat.sim.page_zero += 1,
+            None => {
+                self.vmstat.sim.page_zero += 1;
+                self.add_mm_counter(vmf.mm, MM_ANONPAGES, 1);
+            }
         }
-        self.add_mm_counter(vmf.mm, MM_ANONPAGES, 1);
         let tid = vmf.pte_table.expect("pte table");
         let idx = pte_index(vmf.address);
         // ptep_clear_flush()
