@@ -72,7 +72,15 @@ enum Cmd {
     ///   foliosim run scenarios/seed003/anon-scan.toml --set transparent_hugepage.hugepages-64kB.enabled=always
     #[command(verbatim_doc_comment)]
     Run(Common),
-    /// Run scenarios natively on the host kernel (not implemented yet).
+    /// Run scenarios natively on the host kernel (root; x86_64 hosts).
+    ///
+    /// Every THP setting the scenario changes is restored afterwards, also on
+    /// errors and on SIGINT/SIGTERM. Counters the host cannot provide are
+    /// left out (listed on stderr), never reported as zero.
+    ///
+    /// Example:
+    ///   sudo foliosim native scenarios/seed003/anon-scan.toml --set transparent_hugepage.hugepages-64kB.enabled=always
+    #[command(verbatim_doc_comment)]
     Native(Common),
     /// Run both engines and compare (not implemented yet).
     Compare(Common),
@@ -147,13 +155,26 @@ fn run_guarded(
     }
 }
 
-fn cmd_run(c: &Common) -> Result<bool, String> {
+/// Which engine a command runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Sim,
+    Native,
+}
+
+fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     let ov = overrides(c)?;
     let mut reports: Vec<Report> = Vec::new();
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
-        let opts = foliosim_sim::RunOptions { check: c.check };
-        reports.push(run_guarded(&sc, opts).map_err(|e| format!("{}: {e}", path.display()))?);
+        let report = match engine {
+            Engine::Sim => run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }),
+            // No panic hook here: the host guard restores settings while
+            // unwinding.
+            Engine::Native => foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
+                .map_err(|e| e.to_string()),
+        };
+        reports.push(report.map_err(|e| format!("{}: {e}", path.display()))?);
     }
     let format = match c.format {
         OutFormat::Table => Format::Table,
@@ -171,9 +192,10 @@ fn cmd_run(c: &Common) -> Result<bool, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.cmd {
-        Cmd::Run(c) => cmd_run(c),
-        Cmd::Native(_) | Cmd::Compare(_) | Cmd::Probe => {
-            Err("this command is not implemented yet: the native engine, compare and probe are the next milestone (see docs/fidelity.md)".into())
+        Cmd::Run(c) => cmd_run(c, Engine::Sim),
+        Cmd::Native(c) => cmd_run(c, Engine::Native),
+        Cmd::Compare(_) | Cmd::Probe => {
+            Err("this command is not implemented yet: compare and probe are the next milestone (see docs/fidelity.md)".into())
         }
     };
     match result {

@@ -1,1 +1,484 @@
+//! The native engine: runs a scenario on the host kernel with real system
+//! calls and reports the same phases, counters and folio histograms as the
+//! simulator, from /proc/vmstat, the per-size mTHP stats, getrusage-style
+//! per-process fault counts, perf tracepoint counters and
+//! /proc/PID/pagemap + /proc/kpageflags.
+//!
+//! How a run goes (see `docs/host-notes.md` of the project for why):
+//! 1. everything that can be checked without touching the host is checked
+//!    (architecture, knobs the host cannot set, unsupported steps);
+//! 2. a guard records every THP knob before setting the scenario's values
+//!    and restores them on every way out (return, error, panic, SIGINT /
+//!    SIGTERM / SIGHUP / SIGQUIT, and after SIGKILL on the next run);
+//! 3. the files are created in a fresh work directory and their page cache
+//!    filled as the scenario says;
+//! 4. the workload is forked pinned to one CPU and runs the steps in the
+//!    simulator's order; at each phase marker it stops while the engine
+//!    reads the counters and the folio histograms;
+//! 5. a run whose warm page cache was evicted during a measured phase is
+//!    rebuilt and run again (up to three times), and says so.
+//!
+//! All `unsafe` of the project lives in this crate; every block says why it
+//! is sound.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod engine;
+mod files;
+mod guard;
+mod histogram;
+mod host;
+mod perf;
+mod plan;
+mod sys;
+mod workload;
+
+use std::ffi::CString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use foliosim_report::{ExpectOutcome, Report};
+use foliosim_scenario::{Arch, MthpEnabled, Scenario, ThpEnabled, Tolerance};
+
+/// How to run natively.
+#[derive(Clone, Debug)]
+pub struct NativeOptions {
+    /// Where the scenario's files are created: a fresh directory is made
+    /// inside it for each run and removed at the end. Default: /var/tmp
+    /// (on the disk, unlike /tmp on some systems, so that `read_ahead_kb`
+    /// and page-cache behaviour are those of a real block device).
+    pub workdir: PathBuf,
+}
+
+impl Default for NativeOptions {
+    fn default() -> Self {
+        NativeOptions {
+            workdir: PathBuf::from("/var/tmp"),
+        }
+    }
+}
+
+/// Why a native run did not produce a report.
+#[derive(Debug)]
+pub enum NativeError {
+    /// The host cannot run this scenario as written (no root, a missing
+    /// kernel feature, a knob that cannot be set, another architecture),
+    /// or the run was interrupted. Says what.
+    Refused(String),
+    /// A step the native engine does not support.
+    Unsupported { at: String, what: String },
+    /// A system call or file operation failed.
+    Io { at: String, what: String },
+    /// Host settings changed during the run (someone else changed THP
+    /// settings or swap), so its system-wide counters mean nothing.
+    Changed(String),
+}
+
+impl fmt::Display for NativeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NativeError::Refused(why) => write!(f, "native run refused: {why}"),
+            NativeError::Unsupported { at, what } => {
+                write!(f, "{at}: not supported by the native engine: {what}")
+            }
+            NativeError::Io { at, what } => write!(f, "{at}: {what}"),
+            NativeError::Changed(what) => write!(
+                f,
+                "host settings changed during the native run, the run is discarded: {what}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NativeError {}
+
+/// Counters the simulator reports under kernel names that the host should
+/// provide too (mirrors crates/kernel/src/mm/vmstat.rs); any the host
+/// lacks is listed as missing, never reported as zero.
+const EXPECTED_VMSTAT: [&str; 13] = [
+    "pgfault",
+    "pgmajfault",
+    "pgreuse",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "thp_fault_fallback_charge",
+    "thp_file_mapped",
+    "thp_split_pmd",
+    "thp_deferred_split_page",
+    "thp_zero_page_alloc",
+    "thp_zero_page_alloc_failed",
+    "pgalloc_normal",
+    "pgfree",
+];
+const EXPECTED_MTHP: [&str; 4] = [
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "anon_fault_fallback_charge",
+    "split_deferred",
+];
+
+const THP_DIR: &str = host::THP_DIR;
+
+fn thp_word(e: ThpEnabled) -> &'static str {
+    match e {
+        ThpEnabled::Always => "always",
+        ThpEnabled::Madvise => "madvise",
+        ThpEnabled::Never => "never",
+    }
+}
+
+fn mthp_word(e: MthpEnabled) -> &'static str {
+    match e {
+        MthpEnabled::Always => "always",
+        MthpEnabled::Inherit => "inherit",
+        MthpEnabled::Madvise => "madvise",
+        MthpEnabled::Never => "never",
+    }
+}
+
+/// The sysfs writes the scenario's THP knobs need, in order.
+fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
+    let s = &sc.system;
+    let dir = Path::new(THP_DIR);
+    let mut out = vec![
+        (dir.join("enabled"), thp_word(s.thp_enabled).to_string()),
+        (
+            dir.join("use_zero_page"),
+            if s.thp_use_zero_page { "1" } else { "0" }.to_string(),
+        ),
+    ];
+    for (p, _) in &out {
+        if !p.exists() {
+            return Err(NativeError::Refused(format!(
+                "{} does not exist: the host kernel has no transparent hugepage support",
+                p.display()
+            )));
+        }
+    }
+    for (&size, &mode) in &s.mthp_enabled {
+        let kb = size / 1024;
+        let p = dir.join(format!("hugepages-{kb}kB/enabled"));
+        let default = if size == 2 << 20 {
+            MthpEnabled::Inherit
+        } else {
+            MthpEnabled::Never
+        };
+        if !p.exists() {
+            if mode == default {
+                continue;
+            }
+            return Err(NativeError::Refused(format!(
+                "transparent_hugepage.hugepages-{kb}kB.enabled = {}: {} does not exist on this \
+                 host (no multi-size THP of that size)",
+                mthp_word(mode),
+                p.display()
+            )));
+        }
+        out.push((p, mthp_word(mode).to_string()));
+    }
+    Ok(out)
+}
+
+/// The checks that need nothing from the host but reading it.
+fn preflight(
+    sc: &Scenario,
+    opts: &NativeOptions,
+) -> Result<(plan::Plan, Vec<String>), NativeError> {
+    let mut notes = Vec::new();
+    let host_arch = match sys::machine().as_str() {
+        "x86_64" => Some(Arch::X86_64),
+        "aarch64" | "arm64" => Some(Arch::Arm64),
+        _ => None,
+    };
+    if host_arch != Some(sc.system.arch) {
+        return Err(NativeError::Refused(format!(
+            "the scenario is for arch = {} but this host is {}; a native run measures the host's \
+             own architecture (use `foliosim run --arch {}` to simulate it)",
+            sc.system.arch.as_str(),
+            sys::machine(),
+            sc.system.arch.as_str()
+        )));
+    }
+    if sc.system.fault_around_bytes != 65536 {
+        return Err(NativeError::Refused(format!(
+            "fault_around_bytes = {}: the host's fault_around_bytes (debugfs) cannot be read or \
+             written here (EPERM), so natively only the kernel default 65536 can run; use \
+             `foliosim run` to simulate other values",
+            sc.system.fault_around_bytes
+        )));
+    }
+    let p = plan::compile(sc)?;
+    if !sc.files.is_empty() || p.maps_files {
+        let dir = if opts.workdir.exists() {
+            opts.workdir.clone()
+        } else {
+            opts.workdir
+                .ancestors()
+                .find(|a| a.exists())
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+        };
+        match host::device_read_ahead_kb(&dir) {
+            Some((dev, kb)) if kb != sc.system.read_ahead_kb => {
+                return Err(NativeError::Refused(format!(
+                    "read_ahead_kb = {} but the device holding {} ({dev}) has read_ahead_kb = \
+                     {kb}; the native engine does not change the host's readahead: run with \
+                     --set read_ahead_kb={kb}",
+                    sc.system.read_ahead_kb,
+                    dir.display()
+                )))
+            }
+            Some(_) => {}
+            None => notes.push(format!(
+                "the read_ahead_kb of the device holding {} is unknown; read_ahead_kb = {} is \
+                 not checked",
+                dir.display(),
+                sc.system.read_ahead_kb
+            )),
+        }
+    }
+    let (total, avail) = host::meminfo();
+    notes.push(format!(
+        "memory = {} MiB is a simulator knob; natively the host's memory is used ({} MiB, {} MiB \
+         available)",
+        sc.system.memory >> 20,
+        total >> 20,
+        avail >> 20
+    ));
+    let needed = p.anon_bytes + sc.files.iter().map(|f| f.size).sum::<u64>();
+    if avail > 0 && needed > avail {
+        return Err(NativeError::Refused(format!(
+            "the scenario needs about {} MiB of memory (anonymous mappings and page cache) but \
+             the host has {} MiB available",
+            needed >> 20,
+            avail >> 20
+        )));
+    }
+    Ok((p, notes))
+}
+
+fn require_readable(path: &str, what: &str) -> Result<(), NativeError> {
+    std::fs::File::open(path)
+        .map(|_| ())
+        .map_err(|e| NativeError::Refused(format!("cannot read {path} ({e}): {what}")))
+}
+
+/// Evaluate the scenario's expectations (as the simulator does).
+fn expectations(sc: &Scenario, r: &Report) -> Vec<ExpectOutcome> {
+    sc.expects
+        .iter()
+        .map(|e| {
+            let actual = r.value(&e.phase, &e.counter);
+            let (ok, tolerance) = match e.tolerance {
+                Tolerance::Abs(t) => (
+                    actual.is_some_and(|a| (a - e.value).abs() <= t),
+                    format!("{t}"),
+                ),
+                Tolerance::Rel(p) => (
+                    actual.is_some_and(|a| (a - e.value).abs() <= e.value.abs() * p / 100.0),
+                    format!("{p}%"),
+                ),
+            };
+            ExpectOutcome {
+                at: e.loc.to_string(),
+                phase: e.phase.clone(),
+                counter: e.counter.clone(),
+                expected: e.value,
+                actual,
+                tolerance,
+                ok,
+            }
+        })
+        .collect()
+}
+
+/// The CPU the workload is pinned to: the last one this thread may use.
+fn workload_cpu() -> Result<usize, NativeError> {
+    let set =
+        sys::get_affinity().map_err(|e| NativeError::Refused(format!("sched_getaffinity: {e}")))?;
+    sys::cpus(&set)
+        .last()
+        .copied()
+        .ok_or_else(|| NativeError::Refused("no CPU to run on".into()))
+}
+
+/// Run `sc` on the host kernel and return its report (expectations
+/// evaluated).
+pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
+    let (plan, notes) = preflight(sc, opts)?;
+    if sys::geteuid() != 0 {
+        return Err(NativeError::Refused(
+            "the native engine needs root (to set THP knobs, read /proc/kpageflags and PFNs in \
+             /proc/PID/pagemap, and count tracepoints of the workload)"
+                .into(),
+        ));
+    }
+    require_readable("/proc/kpageflags", "folio histograms need it")?;
+    require_readable("/proc/self/pagemap", "folio histograms need it")?;
+    let writes = thp_writes(sc)?;
+    for n in &notes {
+        eprintln!("foliosim native: note: {n}");
+    }
+
+    let _lock = guard::RunLock::acquire()
+        .map_err(|e| NativeError::Refused(format!("cannot take the native-run lock: {e}")))?;
+    let stale = guard::recover_stale();
+    if !stale.is_empty() {
+        eprintln!(
+            "foliosim native: a previous native run was killed before restoring the host; \
+             restored: {}",
+            stale.join(", ")
+        );
+    }
+    let mut g = guard::HostGuard::install()
+        .map_err(|e| NativeError::Refused(format!("cannot install signal handling: {e}")))?;
+    let result = run_guarded(sc, opts, &plan, &writes, &g);
+    let errs = g.finish();
+    let mut report = result?;
+    if !errs.is_empty() {
+        return Err(NativeError::Io {
+            at: "restoring host settings".into(),
+            what: errs.join("; "),
+        });
+    }
+    report.expectations = expectations(sc, &report);
+    Ok(report)
+}
+
+fn run_guarded(
+    sc: &Scenario,
+    opts: &NativeOptions,
+    plan: &plan::Plan,
+    writes: &[(PathBuf, String)],
+    g: &guard::HostGuard,
+) -> Result<Report, NativeError> {
+    for (p, v) in writes {
+        g.set_knob(p, v).map_err(|e| NativeError::Io {
+            at: "[system]".into(),
+            what: format!("writing {v} to {}: {e}", p.display()),
+        })?;
+    }
+    let settings = host::settings_snapshot();
+    let events = perf::resolve(g);
+
+    let dir = g
+        .create_workdir(&opts.workdir)
+        .map_err(|e| NativeError::Io {
+            at: "native engine".into(),
+            what: format!(
+                "creating a work directory in {}: {e}",
+                opts.workdir.display()
+            ),
+        })?;
+    let files: Vec<files::HostFile> = sc
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| files::HostFile::new(f, i, &dir))
+        .collect();
+    for f in &files {
+        f.create().map_err(|e| NativeError::Io {
+            at: f.spec.loc.to_string(),
+            what: format!("creating {}: {e}", f.path.display()),
+        })?;
+    }
+    let paths: Vec<CString> = files
+        .iter()
+        .map(|f| sys::cstr(&f.path))
+        .collect::<Result<_, _>>()
+        .map_err(|e| NativeError::Io {
+            at: "native engine".into(),
+            what: e.to_string(),
+        })?;
+    let ctx = engine::Ctx {
+        plan,
+        files: &files,
+        paths: &paths,
+        events: &events,
+        guard: g,
+        cpu: workload_cpu()?,
+        warm_bytes: plan.anon_bytes.min(1 << 30),
+        settings: &settings,
+    };
+
+    const ATTEMPTS: u64 = 3;
+    let mut reruns = 0;
+    let attempt = loop {
+        engine::repopulate(&files)?;
+        let a = engine::attempt(&ctx, reruns)?;
+        match &a.not_warm {
+            Some(why) if reruns + 1 < ATTEMPTS => {
+                eprintln!(
+                    "foliosim native: the page cache was not warm ({why}); rebuilding it and \
+                     running again"
+                );
+                reruns += 1;
+            }
+            _ => break a,
+        }
+    };
+    let after = host::settings_snapshot();
+    let changed = host::settings_diff(&settings, &after);
+    if !changed.is_empty() {
+        return Err(NativeError::Changed(changed.join("; ")));
+    }
+
+    let mut missing = events.missing.clone();
+    missing.extend(attempt.missing.iter().cloned());
+    let mut phases = attempt.phases;
+    if let Some(p) = phases.first() {
+        for n in EXPECTED_VMSTAT {
+            if !p.counters.contains_key(n) {
+                missing.push((n.to_string(), "not in /proc/vmstat".into()));
+            }
+        }
+        for n in ["minor-faults", "major-faults"] {
+            if !p.counters.contains_key(n) {
+                missing.push((n.to_string(), "/proc/PID/stat was unreadable".into()));
+            }
+        }
+        for &size in sc.system.mthp_enabled.keys() {
+            if size < 16384 {
+                continue;
+            }
+            for st in EXPECTED_MTHP {
+                let n = format!("hugepages-{}kB/{st}", size / 1024);
+                if !p.counters.contains_key(&n) {
+                    missing.push((n, "no such mTHP stat file".into()));
+                }
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    if !missing.is_empty() {
+        let list: Vec<String> = missing
+            .iter()
+            .map(|(n, why)| format!("{n} ({why})"))
+            .collect();
+        eprintln!(
+            "foliosim native: counters the host cannot provide (left out): {}",
+            list.join(", ")
+        );
+    }
+    for p in &mut phases {
+        p.counters
+            .insert("native/missing_counters".into(), missing.len() as i64);
+        if attempt.not_warm.is_some() {
+            p.counters.insert("native/not_warm".into(), 1);
+        }
+    }
+    if let Some(why) = &attempt.not_warm {
+        eprintln!(
+            "foliosim native: warning: the page cache was still not warm after {ATTEMPTS} \
+             attempts ({why}); counters marked native/not_warm = 1"
+        );
+    }
+    Ok(Report {
+        scenario: sc.name.clone(),
+        arch: sc.system.arch.as_str().to_string(),
+        engine: "native".into(),
+        system: sc.system.knobs.clone(),
+        phases,
+        expectations: Vec::new(),
+    })
+}

@@ -142,7 +142,11 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_SWAPBACKED);
         }
         self.vmstat.sim.pagecache_add += 1;
-        self.vmstat.trace(Trace::FilemapAddToPageCache);
+        // shmem inserts with shmem_add_to_page_cache(), which has no
+        // tracepoint; __filemap_add_folio() fires it.
+        if !shmem {
+            self.vmstat.trace(Trace::FilemapAddToPageCache);
+        }
         true
     }
 

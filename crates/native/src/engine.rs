@@ -1,0 +1,448 @@
+//! The engine side of one attempt: fork the workload pinned to one CPU,
+//! follow its messages, measure at its phase markers.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use foliosim_report::Phase;
+
+use crate::files::HostFile;
+use crate::guard::HostGuard;
+use crate::histogram::{self, KpageFlags};
+use crate::perf::{Counters, Events};
+use crate::plan::Plan;
+use crate::sys;
+use crate::workload::{self, Msg, MSG_BYTES};
+use crate::{host, NativeError};
+
+/// Everything an attempt needs from the run.
+pub(crate) struct Ctx<'a> {
+    pub plan: &'a Plan,
+    pub files: &'a [HostFile],
+    pub paths: &'a [CString],
+    pub events: &'a Events,
+    pub guard: &'a HostGuard,
+    /// The CPU the workload runs on.
+    pub cpu: usize,
+    /// Bytes of anonymous memory to touch and free before each phase.
+    pub warm_bytes: u64,
+    /// Host settings after they were applied (for the Changed check).
+    pub settings: &'a BTreeMap<String, String>,
+}
+
+/// What an attempt produced.
+pub(crate) struct Attempt {
+    pub phases: Vec<Phase>,
+    /// Why the warm page cache was not warm, if it was not.
+    pub not_warm: Option<String>,
+    /// Counter names the host could not provide.
+    pub missing: Vec<(String, String)>,
+}
+
+/// The forked workload; killed and reaped on drop, which also gives the
+/// engine thread its CPUs back.
+struct Workload<'a> {
+    pid: i32,
+    msg_r: OwnedFd,
+    go_w: OwnedFd,
+    guard: &'a HostGuard,
+    affinity: libc::cpu_set_t,
+}
+
+impl Drop for Workload<'_> {
+    fn drop(&mut self) {
+        sys::kill(self.pid, libc::SIGKILL);
+        // Forget the pid before reaping it, so that the guard never signals
+        // a recycled pid.
+        self.guard.set_workload(0);
+        let _ = sys::waitpid(self.pid, false);
+        let _ = sys::set_affinity(&self.affinity);
+    }
+}
+
+/// Counter values at one instant.
+struct Snap {
+    global: BTreeMap<String, i64>,
+    /// Minor and major faults of the workload tree (None: unreadable).
+    faults: Option<(u64, u64)>,
+    overhead: Overhead,
+    traces: Vec<(String, u64)>,
+}
+
+/// The workload's own activity around forks (see workload.rs), summed.
+#[derive(Clone, Default)]
+struct Overhead {
+    faults: (u64, u64),
+    /// Tracepoint hits by counter name.
+    events: BTreeMap<String, u64>,
+}
+
+struct OpenPhase {
+    name: String,
+    start: Snap,
+    repopulated: u64,
+}
+
+fn io_err(at: &str, what: impl std::fmt::Display) -> NativeError {
+    NativeError::Io {
+        at: at.to_string(),
+        what: what.to_string(),
+    }
+}
+
+fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
+    let e = |w: std::io::Error| io_err("native engine", format!("starting the workload: {w}"));
+    let (msg_r, msg_w) = sys::pipe().map_err(e)?;
+    let (go_r, go_w) = sys::pipe().map_err(e)?;
+    // Start the workload pinned (host-notes 3): this thread moves to the
+    // workload's CPU, forks (the child inherits the affinity before it
+    // runs anything), then leaves that CPU to the workload.
+    let old = sys::get_affinity().map_err(e)?;
+    sys::set_affinity(&sys::cpu_set(&[ctx.cpu])).map_err(e)?;
+    let engine_pid = sys::getpid();
+    let marker = 0u8;
+    let stack_top = (std::ptr::addr_of!(marker) as usize + 4095) & !4095;
+    // SAFETY: after fork the child only runs `root_main`, which never
+    // returns (it ends with _exit) and uses memory it inherited read-only
+    // or wrote itself; glibc makes malloc usable in the child of a
+    // multi-threaded parent.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        workload::root_main(workload::Setup {
+            plan: ctx.plan,
+            paths: ctx.paths,
+            events: &ctx.events.events,
+            msg_w: msg_w.as_raw_fd(),
+            go_r: go_r.as_raw_fd(),
+            engine_pid,
+            stack_top,
+        });
+    }
+    std::hint::black_box(&marker);
+    let others: Vec<usize> = sys::cpus(&old)
+        .into_iter()
+        .filter(|&c| c != ctx.cpu)
+        .collect();
+    let _ = if others.is_empty() {
+        sys::set_affinity(&old)
+    } else {
+        sys::set_affinity(&sys::cpu_set(&others))
+    };
+    if pid < 0 {
+        let _ = sys::set_affinity(&old);
+        return Err(e(std::io::Error::last_os_error()));
+    }
+    ctx.guard.set_workload(pid);
+    drop(msg_w);
+    drop(go_r);
+    Ok(Workload {
+        pid,
+        msg_r,
+        go_w,
+        guard: ctx.guard,
+        affinity: old,
+    })
+}
+
+impl Workload<'_> {
+    /// The next message; an error if the workload died without one.
+    fn recv(&self) -> Result<Msg, NativeError> {
+        let mut buf = [0u8; MSG_BYTES];
+        loop {
+            let ready = sys::poll_in(self.msg_r.as_raw_fd(), 1000)
+                .map_err(|e| io_err("native engine", e))?;
+            if !ready {
+                if let Some(how) = sys::waitpid(self.pid, true).ok().flatten() {
+                    return Err(self.died(how));
+                }
+                continue;
+            }
+            let n = sys::read(self.msg_r.as_raw_fd(), &mut buf)
+                .map_err(|e| io_err("native engine", e))?;
+            if n == 0 {
+                let how = sys::waitpid(self.pid, false).ok().flatten();
+                return Err(self.died(how.unwrap_or(sys::Exit::Code(-1))));
+            }
+            if n != MSG_BYTES {
+                return Err(io_err(
+                    "native engine",
+                    format!("short message from the workload ({n} bytes)"),
+                ));
+            }
+            let mut m = [0u64; 6];
+            for (w, c) in m.iter_mut().zip(buf.chunks_exact(8)) {
+                *w = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
+            }
+            return Ok(m);
+        }
+    }
+
+    fn died(&self, how: sys::Exit) -> NativeError {
+        let sig = crate::guard::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+        if sig != 0 {
+            return NativeError::Refused(format!(
+                "interrupted by {}; host settings were restored",
+                sys::signal_name(sig)
+            ));
+        }
+        let what = match how {
+            sys::Exit::Signal(s) => format!("killed by {}", sys::signal_name(s)),
+            sys::Exit::Code(c) => format!("exited with status {c}"),
+        };
+        io_err("native engine", format!("the workload process {what}"))
+    }
+
+    fn go(&self) -> Result<(), NativeError> {
+        sys::write_all(self.go_w.as_raw_fd(), &[1]).map_err(|e| io_err("native engine", e))
+    }
+}
+
+fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
+    let at = ctx
+        .plan
+        .locs
+        .get(m[1] as usize)
+        .cloned()
+        .unwrap_or_else(|| "workload set-up".into());
+    let errno = std::io::Error::from_raw_os_error(m[3] as i32);
+    let what = match m[2] {
+        workload::E_OPEN => format!("open(2) of the scenario file failed: {errno}"),
+        workload::E_MMAP => format!("mmap(2) failed: {errno}"),
+        workload::E_MADVISE => format!("madvise(2) failed: {errno}"),
+        workload::E_MUNMAP => format!("munmap(2) failed: {errno}"),
+        workload::E_FORK => format!("fork(2) failed: {errno}"),
+        workload::E_PIPE => format!("pipe(2) failed: {errno}"),
+        workload::E_CHILD_DIED => format!("the forked child (pid {}) died", m[3]),
+        workload::E_SIGNAL => format!(
+            "the workload process {} received {} at address {:#x}",
+            m[5],
+            sys::signal_name(m[3] as i32),
+            m[4]
+        ),
+        c => format!("workload error {c}"),
+    };
+    NativeError::Io { at, what }
+}
+
+/// Counters at the start of a phase: the system-wide ones last, so that
+/// nothing the engine does lands inside the phase.
+fn snap_start(pid: i32, overhead: &Overhead, perf: Option<&Counters>) -> Snap {
+    let traces = perf.map(Counters::read).unwrap_or_default();
+    let faults = host::tree_faults(pid).ok();
+    let mut global = host::vmstat().unwrap_or_default();
+    global.extend(host::mthp_stats().unwrap_or_default());
+    Snap {
+        global,
+        faults,
+        overhead: overhead.clone(),
+        traces,
+    }
+}
+
+/// Counters at the end of a phase: the system-wide ones first.
+fn snap_end(pid: i32, overhead: &Overhead, perf: Option<&Counters>) -> Snap {
+    let mut global = host::vmstat().unwrap_or_default();
+    global.extend(host::mthp_stats().unwrap_or_default());
+    let traces = perf.map(Counters::read).unwrap_or_default();
+    let faults = host::tree_faults(pid).ok();
+    Snap {
+        global,
+        faults,
+        overhead: overhead.clone(),
+        traces,
+    }
+}
+
+/// Are all warm files fully resident? Returns a description if not.
+fn warm_check(files: &[HostFile]) -> Option<String> {
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| f.warm()) {
+        match f.resident() {
+            Ok((n, t, _)) if n == t => {}
+            Ok((n, t, _)) => bad.push(format!("{}: {n} of {t} pages resident", f.spec.name)),
+            Err(e) => bad.push(format!("{}: {e}", f.spec.name)),
+        }
+    }
+    (!bad.is_empty()).then(|| bad.join(", "))
+}
+
+/// Rebuild evicted page cache of warm files; returns how many files needed it.
+pub(crate) fn repopulate(files: &[HostFile]) -> Result<u64, NativeError> {
+    let mut n = 0;
+    for f in files.iter().filter(|f| f.warm()) {
+        if f.repopulate()
+            .map_err(|e| io_err(&f.spec.loc.to_string(), format!("re-populating: {e}")))?
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Touch and free anonymous memory so that the phase does not pay the
+/// hypervisor's first-touch cost (host-notes 2).
+fn warm_host_memory(bytes: u64) {
+    if bytes == 0 {
+        return;
+    }
+    if let Ok(m) = sys::Mapping::anon(bytes as usize) {
+        sys::touch_anon(&m);
+    }
+}
+
+fn end_phase(
+    ctx: &Ctx<'_>,
+    pid: i32,
+    open: OpenPhase,
+    end: Snap,
+    (wall, cpu): (u64, u64),
+    regions: &BTreeMap<String, (u64, u64)>,
+    flags: &mut KpageFlags,
+) -> Result<Phase, NativeError> {
+    let mut counters = BTreeMap::new();
+    for (k, v) in &end.global {
+        if let Some(s) = open.start.global.get(k) {
+            counters.insert(k.clone(), v - s);
+        }
+    }
+    let ovh_min = end.overhead.faults.0 - open.start.overhead.faults.0;
+    let ovh_maj = end.overhead.faults.1 - open.start.overhead.faults.1;
+    if let (Some(e), Some(s)) = (end.faults, open.start.faults) {
+        let d = |a: u64, b: u64, o: u64| a as i64 - b as i64 - o as i64;
+        counters.insert("minor-faults".into(), d(e.0, s.0, ovh_min));
+        counters.insert("major-faults".into(), d(e.1, s.1, ovh_maj));
+    }
+    for (name, v) in &end.traces {
+        if let Some((_, s)) = open.start.traces.iter().find(|(n, _)| n == name) {
+            let mut d = *v as i64 - *s as i64;
+            let ovh = |o: &Overhead| o.events.get(name).copied().unwrap_or(0) as i64;
+            d -= ovh(&end.overhead) - ovh(&open.start.overhead);
+            counters.insert(name.clone(), d);
+        }
+    }
+    counters.insert("native/overhead_faults".into(), (ovh_min + ovh_maj) as i64);
+    counters.insert("native/wall_ns".into(), wall as i64);
+    counters.insert("native/thread_cpu_ns".into(), cpu as i64);
+    if ctx.files.iter().any(HostFile::warm) {
+        counters.insert("native/repopulated".into(), open.repopulated as i64);
+    }
+    let mut folios = BTreeMap::new();
+    for (name, &(addr, len)) in regions {
+        let h = histogram::histogram(pid, addr, len, flags).map_err(|e| {
+            io_err(
+                "native engine",
+                format!("reading the pagemap of {name}: {e}"),
+            )
+        })?;
+        folios.insert(name.clone(), h);
+    }
+    Ok(Phase {
+        name: open.name,
+        counters,
+        folios,
+    })
+}
+
+/// Run the workload once.
+pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError> {
+    let mut flags = KpageFlags::open()
+        .map_err(|e| NativeError::Refused(format!("cannot read /proc/kpageflags: {e}")))?;
+    let wl = spawn(ctx)?;
+    let mut missing = Vec::new();
+    let mut perf: Option<Counters> = None;
+    let mut regions: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut overhead = Overhead::default();
+    let mut open: Option<OpenPhase> = None;
+    let mut phases = Vec::new();
+    let mut not_warm = None;
+    let mut last_warm: Option<std::time::Instant> = None;
+    let all_files_warm = !ctx.files.is_empty() && ctx.files.iter().all(HostFile::warm);
+    loop {
+        let m = wl.recv()?;
+        match m[0] {
+            workload::MSG_READY => {
+                perf = Some(Counters::open(wl.pid, ctx.events, &mut missing));
+                wl.go()?;
+            }
+            workload::MSG_MAPPED => {
+                let name = ctx.plan.regions[m[1] as usize].name.clone();
+                regions.insert(name, (m[2], m[3]));
+            }
+            workload::MSG_OVERHEAD => {
+                overhead.faults.0 += m[1];
+                overhead.faults.1 += m[2];
+            }
+            workload::MSG_OVERHEAD_EV => {
+                if let Some(e) = ctx.events.events.get(m[1] as usize) {
+                    *overhead.events.entry(e.name.clone()).or_insert(0) += m[2];
+                }
+            }
+            workload::MSG_ERROR => return Err(error_message(ctx, &m)),
+            workload::MSG_MARK => {
+                if let Some(o) = open.take() {
+                    let end = snap_end(wl.pid, &overhead, perf.as_ref());
+                    let phase = end_phase(ctx, wl.pid, o, end, (m[3], m[4]), &regions, &mut flags)?;
+                    let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
+                    if !changed.is_empty() {
+                        return Err(NativeError::Changed(format!(
+                            "during phase {}: {}",
+                            phase.name,
+                            changed.join("; ")
+                        )));
+                    }
+                    if not_warm.is_none() {
+                        if let Some(why) = warm_check(ctx.files) {
+                            not_warm = Some(format!("after phase {}: {why}", phase.name));
+                        } else if let Some(&maj) = phase.counters.get("major-faults") {
+                            if all_files_warm && maj != 0 {
+                                not_warm =
+                                    Some(format!("phase {} had {maj} major faults", phase.name));
+                            }
+                        }
+                    }
+                    phases.push(phase);
+                }
+                match m[1] {
+                    workload::MARK_PHASE => {
+                        let name = ctx.plan.phases[m[2] as usize].clone();
+                        // Free page reporting hands memory back after ~2 s.
+                        if last_warm.is_none_or(|t| t.elapsed().as_millis() > 1000) {
+                            warm_host_memory(ctx.warm_bytes);
+                            last_warm = Some(std::time::Instant::now());
+                        }
+                        let mut repopulated = reruns;
+                        for _ in 0..3 {
+                            let n = repopulate(ctx.files)?;
+                            if n == 0 {
+                                break;
+                            }
+                            repopulated += n;
+                        }
+                        let start = snap_start(wl.pid, &overhead, perf.as_ref());
+                        open = Some(OpenPhase {
+                            name,
+                            start,
+                            repopulated,
+                        });
+                        wl.go()?;
+                    }
+                    workload::MARK_PHASE_END => wl.go()?,
+                    _ => break,
+                }
+            }
+            k => {
+                return Err(io_err(
+                    "native engine",
+                    format!("unknown message {k} from the workload"),
+                ))
+            }
+        }
+    }
+    drop(wl);
+    Ok(Attempt {
+        phases,
+        not_warm,
+        missing,
+    })
+}

@@ -1,0 +1,364 @@
+//! The host-state guard: every host setting the engine changes is recorded
+//! before the change and put back on success, on error, on panic (Drop), on
+//! SIGINT / SIGTERM / SIGHUP / SIGQUIT (a handler wakes a restorer thread
+//! through a self-pipe; the thread restores, kills the workload, removes the
+//! work directory and re-raises the signal), and even after SIGKILL (the
+//! saved values are also written to /run/foliosim-native.saved, which the
+//! next run restores from).
+//!
+//! One native run at a time: an in-process mutex and an flock on
+//! /run/foliosim-native.lock serialise runs across threads and processes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::sys;
+
+const STATE_FILE: &str = "/run/foliosim-native.saved";
+const LOCK_FILE: &str = "/run/foliosim-native.lock";
+
+/// The signals after which the host is restored before the process ends.
+const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// What must be undone, shared with the restorer thread.
+struct Shared {
+    /// Original values of the knobs changed, in the order they were changed.
+    saved: Vec<(PathBuf, String)>,
+    /// tracefs mounted by us.
+    tracefs: Option<PathBuf>,
+    /// The fresh work directory (removed whole).
+    workdir: Option<PathBuf>,
+    /// The workload process (killed).
+    workload: i32,
+}
+
+static SHARED: Mutex<Shared> = Mutex::new(Shared {
+    saved: Vec::new(),
+    tracefs: None,
+    workdir: None,
+    workload: 0,
+});
+
+/// Write end of the self-pipe the signal handler writes the signal to.
+static SIG_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// The signal that interrupted the run (0 if none).
+pub(crate) static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+
+static IN_PROCESS: Mutex<()> = Mutex::new(());
+
+fn shared() -> MutexGuard<'static, Shared> {
+    SHARED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Exclusive use of the host for one run.
+pub(crate) struct RunLock {
+    _file: File,
+    _inproc: MutexGuard<'static, ()>,
+}
+
+impl RunLock {
+    pub(crate) fn acquire() -> io::Result<RunLock> {
+        let inproc = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_FILE)?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            eprintln!("foliosim native: waiting for another native run to finish ({LOCK_FILE})");
+            // SAFETY: as above.
+            sys::cvt(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) })?;
+        }
+        Ok(RunLock {
+            _file: file,
+            _inproc: inproc,
+        })
+    }
+}
+
+/// Put back settings (and remove the work directory) a killed run left behind (call with the RunLock held:
+/// then no live run owns the state file). Returns what was restored.
+pub(crate) fn recover_stale() -> Vec<String> {
+    let Ok(text) = fs::read_to_string(STATE_FILE) else {
+        return Vec::new();
+    };
+    let mut done = Vec::new();
+    for line in text.lines().rev() {
+        match line.split('\t').collect::<Vec<_>>()[..] {
+            ["knob", path, value] if fs::write(path, value).is_ok() => {
+                done.push(format!("{path} = {value}"));
+            }
+            ["workdir", path] if fs::remove_dir_all(path).is_ok() => {
+                done.push(format!("removed {path}"));
+            }
+            _ => {}
+        }
+    }
+    let _ = fs::remove_file(STATE_FILE);
+    done
+}
+
+fn persist(sh: &Shared) {
+    let mut text = String::new();
+    for (p, v) in &sh.saved {
+        text.push_str(&format!("knob\t{}\t{v}\n", p.display()));
+    }
+    if let Some(w) = &sh.workdir {
+        text.push_str(&format!("workdir\t{}\n", w.display()));
+    }
+    let tmp = format!("{STATE_FILE}.tmp");
+    if let Ok(mut f) = File::create(&tmp) {
+        if f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .is_ok()
+        {
+            let _ = fs::rename(&tmp, STATE_FILE);
+        }
+    }
+}
+
+/// Undo everything recorded; returns the problems met.
+fn restore(sh: &mut Shared) -> Vec<String> {
+    let mut errs = Vec::new();
+    if sh.workload > 0 {
+        sys::kill(sh.workload, libc::SIGKILL);
+        sh.workload = 0;
+    }
+    for (p, v) in sh.saved.iter().rev() {
+        if let Err(e) = fs::write(p, v) {
+            errs.push(format!("restoring {} = {v}: {e}", p.display()));
+        }
+    }
+    if errs.is_empty() {
+        sh.saved.clear();
+    }
+    if let Some(t) = sh.tracefs.take() {
+        if let Err(e) = sys::umount(&t) {
+            errs.push(format!("unmounting tracefs at {}: {e}", t.display()));
+        }
+    }
+    if let Some(w) = sh.workdir.take() {
+        if let Err(e) = fs::remove_dir_all(&w) {
+            if e.kind() != io::ErrorKind::NotFound {
+                errs.push(format!("removing {}: {e}", w.display()));
+            }
+        }
+    }
+    if errs.is_empty() {
+        let _ = fs::remove_file(STATE_FILE);
+    }
+    errs
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = SIG_PIPE.load(Ordering::SeqCst);
+    let b = sig as u8;
+    // SAFETY: write(2) is async-signal-safe; `b` is a valid byte on our stack.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) };
+}
+
+fn restorer(rx: OwnedFd) {
+    loop {
+        let mut b = [0u8; 1];
+        match sys::read(rx.as_raw_fd(), &mut b) {
+            Ok(1) if b[0] != 0 => {}
+            _ => return,
+        }
+        let sig = b[0] as libc::c_int;
+        INTERRUPTED.store(sig, Ordering::SeqCst);
+        let errs = restore(&mut shared());
+        for e in errs {
+            eprintln!("foliosim native: {e}");
+        }
+        eprintln!(
+            "foliosim native: interrupted by {}; host settings restored",
+            sys::signal_name(sig)
+        );
+        // Re-raise with the disposition the process had before the run.
+        let old = OLD_ACTIONS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(s, _)| *s == sig)
+            .map(|(_, a)| a.0);
+        match old {
+            // SAFETY: `a` is a sigaction the kernel gave us earlier.
+            Some(a) => unsafe {
+                libc::sigaction(sig, &a, std::ptr::null_mut());
+            },
+            // SAFETY: resetting a disposition to the default is always valid.
+            None => unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+            },
+        }
+        let dfl = old.is_none_or(|a| a.sa_sigaction == libc::SIG_DFL);
+        // SAFETY: sending a signal to ourselves has no memory-safety
+        // preconditions.
+        unsafe { libc::kill(libc::getpid(), sig) };
+        if dfl {
+            // The default action of these signals ends the process; should
+            // it somehow not, do not return into a run without its settings.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: _exit ends the process.
+            unsafe { libc::_exit(128 + sig) };
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Action(libc::sigaction);
+// SAFETY: a sigaction is plain data (handler addresses and masks).
+unsafe impl Send for Action {}
+
+static OLD_ACTIONS: Mutex<Vec<(libc::c_int, Action)>> = Mutex::new(Vec::new());
+
+/// The guard of one run.
+pub(crate) struct HostGuard {
+    tx: Option<OwnedFd>,
+    thread: Option<JoinHandle<()>>,
+    done: bool,
+}
+
+impl HostGuard {
+    /// Install the signal handlers and the restorer thread.
+    pub(crate) fn install() -> io::Result<HostGuard> {
+        INTERRUPTED.store(0, Ordering::SeqCst);
+        let (rx, tx) = sys::pipe()?;
+        SIG_PIPE.store(tx.as_raw_fd(), Ordering::SeqCst);
+        let thread = std::thread::Builder::new()
+            .name("foliosim-restore".into())
+            .spawn(move || restorer(rx))?;
+        let mut olds = OLD_ACTIONS.lock().unwrap_or_else(|p| p.into_inner());
+        olds.clear();
+        for sig in SIGNALS {
+            // SAFETY: sigaction is plain data; all-zero is a valid value.
+            let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+            new.sa_sigaction = on_signal as *const () as usize;
+            new.sa_flags = libc::SA_RESTART;
+            // SAFETY: as above.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: `new` and `old` are valid sigaction structs; the handler
+            // only calls write(2), which is async-signal-safe.
+            unsafe {
+                libc::sigemptyset(&mut new.sa_mask);
+                libc::sigaction(sig, &new, &mut old);
+            }
+            if old.sa_sigaction == libc::SIG_IGN {
+                // The process ignores this signal: keep it ignored.
+                // SAFETY: `old` came from the kernel.
+                unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+                continue;
+            }
+            olds.push((sig, Action(old)));
+        }
+        Ok(HostGuard {
+            tx: Some(tx),
+            thread: Some(thread),
+            done: false,
+        })
+    }
+
+    /// Set a sysfs knob, recording its old value first (once).
+    pub(crate) fn set_knob(&self, path: &Path, value: &str) -> io::Result<()> {
+        let mut sh = shared();
+        let cur = crate::host::read_knob(path)?;
+        if cur == value {
+            return Ok(());
+        }
+        if !sh.saved.iter().any(|(p, _)| p == path) {
+            sh.saved.push((path.to_path_buf(), cur));
+            persist(&sh);
+        }
+        fs::write(path, value)
+    }
+
+    pub(crate) fn mount_tracefs(&self, at: &Path) -> io::Result<()> {
+        let mut sh = shared();
+        sys::mount_tracefs(at)?;
+        sh.tracefs = Some(at.to_path_buf());
+        Ok(())
+    }
+
+    pub(crate) fn unmount_tracefs(&self) -> io::Result<()> {
+        let mut sh = shared();
+        if let Some(t) = sh.tracefs.take() {
+            sys::umount(&t)?;
+        }
+        Ok(())
+    }
+
+    /// Create a fresh work directory inside `parent`, or `parent` itself
+    /// if it does not exist yet (its parent must); it is removed at the end.
+    pub(crate) fn create_workdir(&self, parent: &Path) -> io::Result<PathBuf> {
+        let mut sh = shared();
+        let fresh = |sh: &mut Shared, p: &Path| {
+            sh.workdir = Some(p.to_path_buf());
+            persist(sh);
+            p.to_path_buf()
+        };
+        if !parent.exists() {
+            fs::create_dir(parent)?;
+            return Ok(fresh(&mut sh, parent));
+        }
+        for i in 0..1000u64 {
+            let p = parent.join(format!(
+                "foliosim-native-{}-{}",
+                sys::getpid(),
+                sys::now_ns() % 1_000_000_007 + i
+            ));
+            match fs::create_dir(&p) {
+                Ok(()) => return Ok(fresh(&mut sh, &p)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("could not create a fresh work directory"))
+    }
+
+    pub(crate) fn set_workload(&self, pid: i32) {
+        shared().workload = pid;
+    }
+
+    /// Undo everything now; returns what went wrong.
+    pub(crate) fn finish(&mut self) -> Vec<String> {
+        let errs = restore(&mut shared());
+        self.uninstall();
+        errs
+    }
+
+    fn uninstall(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let olds = std::mem::take(&mut *OLD_ACTIONS.lock().unwrap_or_else(|p| p.into_inner()));
+        for (sig, a) in olds {
+            // SAFETY: `a` is the sigaction the kernel returned at install.
+            unsafe { libc::sigaction(sig, &a.0, std::ptr::null_mut()) };
+        }
+        SIG_PIPE.store(-1, Ordering::SeqCst);
+        if let Some(tx) = self.tx.take() {
+            let _ = sys::write_all(tx.as_raw_fd(), &[0]);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for HostGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            for e in restore(&mut shared()) {
+                eprintln!("foliosim native: {e}");
+            }
+            self.uninstall();
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Reading the host: sysfs knobs, /proc/vmstat, the per-size mTHP stats,
+//! per-process fault counts, the read-ahead of a file's device.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub(crate) const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// The current value of a sysfs knob: the bracketed word of a
+/// "always [madvise] never" file, else the trimmed contents.
+pub(crate) fn knob_value(text: &str) -> String {
+    let t = text.trim();
+    if let (Some(a), Some(b)) = (t.find('['), t.find(']')) {
+        if a < b {
+            return t[a + 1..b].to_string();
+        }
+    }
+    t.to_string()
+}
+
+pub(crate) fn read_knob(path: &Path) -> io::Result<String> {
+    Ok(knob_value(&fs::read_to_string(path)?))
+}
+
+/// `name value` lines (vmstat format).
+pub(crate) fn parse_name_values(text: &str) -> BTreeMap<String, i64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let k = it.next()?;
+            let v = it.next()?.parse().ok()?;
+            Some((k.to_string(), v))
+        })
+        .collect()
+}
+
+/// Every /proc/vmstat field.
+pub(crate) fn vmstat() -> io::Result<BTreeMap<String, i64>> {
+    Ok(parse_name_values(&fs::read_to_string("/proc/vmstat")?))
+}
+
+/// The `hugepages-<N>kB` directories of the THP sysfs directory.
+pub(crate) fn mthp_dirs() -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = fs::read_dir(THP_DIR) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("hugepages-") && name.ends_with("kB") {
+                out.push((name, e.path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every per-size mTHP stat file, as `hugepages-64kB/anon_fault_alloc`.
+pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
+    let mut out = BTreeMap::new();
+    for (name, dir) in mthp_dirs() {
+        let Ok(rd) = fs::read_dir(dir.join("stats")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let stat = e.file_name().to_string_lossy().into_owned();
+            if let Ok(v) = fs::read_to_string(e.path()) {
+                if let Ok(v) = v.trim().parse() {
+                    out.insert(format!("{name}/{stat}"), v);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Everything the run depends on that someone else could change while it
+/// runs (host-notes 4): every THP knob (not the statistics) and the swap
+/// list.
+pub(crate) fn settings_snapshot() -> BTreeMap<String, String> {
+    fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, String>) {
+        let Ok(rd) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let relname = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                if name != "stats" {
+                    walk(&e.path(), &relname, out);
+                }
+            } else if !matches!(name.as_str(), "full_scans" | "pages_collapsed") {
+                if let Ok(v) = read_knob(&e.path()) {
+                    out.insert(format!("transparent_hugepage/{relname}"), v);
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(Path::new(THP_DIR), "", &mut out);
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let swaps: Vec<&str> = swaps
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    out.insert("swap devices".into(), swaps.join(" "));
+    out
+}
+
+/// What changed between two settings snapshots.
+pub(crate) fn settings_diff(
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in a {
+        match b.get(k) {
+            Some(w) if w == v => {}
+            Some(w) => out.push(format!("{k}: {v} -> {w}")),
+            None => out.push(format!("{k}: {v} -> (gone)")),
+        }
+    }
+    for (k, w) in b {
+        if !a.contains_key(k) {
+            out.push(format!("{k}: (absent) -> {w}"));
+        }
+    }
+    out
+}
+
+/// (minflt, cminflt, majflt, cmajflt) from a /proc/PID/stat line.
+pub(crate) fn parse_stat_faults(stat: &str) -> Option<[u64; 4]> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); minflt is field 10.
+    let g = |i: usize| f.get(i - 3)?.parse::<u64>().ok();
+    Some([g(10)?, g(11)?, g(12)?, g(13)?])
+}
+
+/// Minor and major faults of a process tree: every live process's own
+/// faults plus those of its reaped children (every workload process reaps
+/// its children, so nothing is lost or counted twice).
+pub(crate) fn tree_faults(pid: i32) -> io::Result<(u64, u64)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let [min, cmin, maj, cmaj] = parse_stat_faults(&stat)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{pid}/stat")))?;
+    let (mut min, mut maj) = (min + cmin, maj + cmaj);
+    let children = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))?;
+    for c in children.split_whitespace() {
+        if let Ok(c) = c.parse::<i32>() {
+            if let Ok((a, b)) = tree_faults(c) {
+                min += a;
+                maj += b;
+            }
+        }
+    }
+    Ok((min, maj))
+}
+
+/// The block device holding `path` and its read_ahead_kb.
+pub(crate) fn device_read_ahead_kb(path: &Path) -> Option<(String, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(path).ok()?.dev();
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
+    let name = fs::canonicalize(&base)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| format!("{maj}:{min}"));
+    for p in [
+        base.join("queue/read_ahead_kb"),
+        base.join("../queue/read_ahead_kb"),
+        PathBuf::from(format!("/sys/class/bdi/{maj}:{min}/read_ahead_kb")),
+    ] {
+        if let Ok(v) = fs::read_to_string(&p) {
+            if let Ok(v) = v.trim().parse() {
+                return Some((name, v));
+            }
+        }
+    }
+    None
+}
+
+/// MemTotal and MemAvailable in bytes.
+pub(crate) fn meminfo() -> (u64, u64) {
+    let text = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let get = |k: &str| {
+        text.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (get("MemTotal:"), get("MemAvailable:"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_values() {
+        assert_eq!(knob_value("always [madvise] never\n"), "madvise");
+        assert_eq!(knob_value("1\n"), "1");
+    }
+
+    #[test]
+    fn stat_faults() {
+        let s = "123 (a b) c) S 1 2 3 4 5 6 70 71 72 73 0 0";
+        assert_eq!(parse_stat_faults(s), Some([70, 71, 72, 73]));
+    }
+
+    #[test]
+    fn own_faults_are_readable() {
+        let (min, _) = tree_faults(std::process::id() as i32).unwrap();
+        assert!(min > 0);
+    }
+}

@@ -1,0 +1,472 @@
+//! The scenario compiled into what the workload process executes: regions as
+//! numbers, ranges resolved to (offset, length) inside their region, random
+//! orders computed in advance, madvise advice as `MADV_*` values.
+//!
+//! Everything that can be decided before the host is touched is decided here,
+//! so that an unsupported step is refused before any host setting changes,
+//! and so that the workload allocates nothing while it is measured.
+
+use std::collections::HashMap;
+
+use foliosim_scenario::{Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind};
+
+use crate::NativeError;
+
+pub(crate) const PAGE_SIZE: u64 = 4096;
+pub(crate) const PMD_SIZE: u64 = 2 << 20;
+
+/// What a named region is.
+#[derive(Clone, Debug)]
+pub(crate) struct RegionDecl {
+    pub name: String,
+    pub size: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RegionKind {
+    Anon,
+    Shmem,
+    File { private_writable: bool },
+}
+
+/// Which pages a touch accesses.
+#[derive(Clone, Debug)]
+pub(crate) enum Pat {
+    Seq,
+    Stride(u64),
+    OnePerPt,
+    /// Page indexes relative to the start of the range, in touch order.
+    Random(Vec<u32>),
+}
+
+/// One operation of one process.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Mmap {
+        step: u32,
+        region: u32,
+        /// `MAP_*` flags (without the fd-related ones).
+        flags: i32,
+        prot: i32,
+        /// File index and open(2) flags, for file mappings.
+        file: Option<(u32, i32)>,
+        size: u64,
+        file_offset: u64,
+        advise: Vec<i32>,
+    },
+    Touch {
+        step: u32,
+        region: u32,
+        offset: u64,
+        len: u64,
+        write: bool,
+        pat: Pat,
+    },
+    Madvise {
+        step: u32,
+        region: u32,
+        offset: u64,
+        len: u64,
+        advice: i32,
+    },
+    Munmap {
+        step: u32,
+        region: u32,
+        offset: u64,
+        len: u64,
+    },
+    Fork {
+        step: u32,
+        child: Vec<Op>,
+    },
+    Wait {
+        step: u32,
+    },
+    Phase {
+        step: u32,
+        idx: u32,
+    },
+    PhaseEnd {
+        step: u32,
+    },
+}
+
+/// The whole compiled scenario.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    pub regions: Vec<RegionDecl>,
+    /// `file:line:col` of every step, indexed by the ops' `step`.
+    pub locs: Vec<String>,
+    pub phases: Vec<String>,
+    pub root: Vec<Op>,
+    /// The largest number of forks one process makes (its child table).
+    pub max_children: usize,
+    /// Bytes of anonymous or shmem memory the scenario maps (for warming
+    /// host memory before a phase, host-notes 2).
+    pub anon_bytes: u64,
+    /// Does the scenario map a file?
+    pub maps_files: bool,
+}
+
+/// The `MADV_*` value of an advice, or why it cannot run natively.
+pub(crate) fn madv(a: Advice) -> Result<i32, String> {
+    Ok(match a {
+        Advice::Hugepage => libc::MADV_HUGEPAGE,
+        Advice::Nohugepage => libc::MADV_NOHUGEPAGE,
+        Advice::Dontneed => libc::MADV_DONTNEED,
+        Advice::Random => libc::MADV_RANDOM,
+        Advice::Sequential => libc::MADV_SEQUENTIAL,
+        Advice::Normal => libc::MADV_NORMAL,
+        Advice::Willneed | Advice::Cold | Advice::Pageout | Advice::Free => {
+            return Err(format!(
+                "madvise({}) is not supported by the native engine (the simulator does not \
+                 model it yet either, so there is nothing to compare)",
+                a.as_str()
+            ))
+        }
+    })
+}
+
+struct Compiler<'a> {
+    sc: &'a Scenario,
+    regions: Vec<RegionDecl>,
+    by_name: HashMap<String, u32>,
+    locs: Vec<String>,
+    phases: Vec<String>,
+    max_children: usize,
+    anon_bytes: u64,
+    maps_files: bool,
+}
+
+/// Compile a validated scenario.
+pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
+    let mut c = Compiler {
+        sc,
+        regions: Vec::new(),
+        by_name: HashMap::new(),
+        locs: Vec::new(),
+        phases: Vec::new(),
+        max_children: 0,
+        anon_bytes: 0,
+        maps_files: false,
+    };
+    let root = c.steps(&sc.steps)?;
+    Ok(Plan {
+        regions: c.regions,
+        locs: c.locs,
+        phases: c.phases,
+        root,
+        max_children: c.max_children,
+        anon_bytes: c.anon_bytes,
+        maps_files: c.maps_files,
+    })
+}
+
+impl Compiler<'_> {
+    fn steps(&mut self, steps: &[Step]) -> Result<Vec<Op>, NativeError> {
+        let forks = steps
+            .iter()
+            .filter(|s| matches!(s.kind, StepKind::Fork { .. }))
+            .count();
+        self.max_children = self.max_children.max(forks);
+        steps.iter().map(|s| self.step(s)).collect()
+    }
+
+    fn region(&self, name: &str, at: &str) -> Result<(u32, u64), NativeError> {
+        let &id = self
+            .by_name
+            .get(name)
+            .ok_or_else(|| NativeError::Unsupported {
+                at: at.to_string(),
+                what: format!("region {name:?} is not mapped by an earlier step"),
+            })?;
+        Ok((id, self.regions[id as usize].size))
+    }
+
+    fn range(&self, size: u64, r: &Range, at: &str) -> Result<(u64, u64), NativeError> {
+        let len = r.len.unwrap_or(size.saturating_sub(r.offset));
+        if r.offset.checked_add(len).is_none_or(|e| e > size) {
+            return Err(NativeError::Unsupported {
+                at: at.to_string(),
+                what: format!("range {:#x}+{len:#x} is outside the region", r.offset),
+            });
+        }
+        Ok((r.offset, len))
+    }
+
+    fn step(&mut self, s: &Step) -> Result<Op, NativeError> {
+        let at = s.loc.to_string();
+        let step = self.locs.len() as u32;
+        self.locs.push(at.clone());
+        Ok(match &s.kind {
+            StepKind::Mmap {
+                region,
+                backing,
+                shared,
+                size,
+                file_offset,
+                prot,
+                advise,
+            } => {
+                let mut p = 0;
+                if prot.read {
+                    p |= libc::PROT_READ;
+                }
+                if prot.write {
+                    p |= libc::PROT_WRITE;
+                }
+                if prot.exec {
+                    p |= libc::PROT_EXEC;
+                }
+                let share = if *shared {
+                    libc::MAP_SHARED
+                } else {
+                    libc::MAP_PRIVATE
+                };
+                let (flags, file, kind) = match backing {
+                    Backing::Anon => (
+                        share | libc::MAP_ANONYMOUS,
+                        None,
+                        if *shared {
+                            RegionKind::Shmem
+                        } else {
+                            RegionKind::Anon
+                        },
+                    ),
+                    Backing::Shmem => (
+                        libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                        None,
+                        RegionKind::Shmem,
+                    ),
+                    Backing::File { file } => {
+                        let idx = self
+                            .sc
+                            .files
+                            .iter()
+                            .position(|f| &f.name == file)
+                            .ok_or_else(|| NativeError::Unsupported {
+                                at: at.clone(),
+                                what: format!("no [[file]] named {file:?}"),
+                            })?;
+                        let oflags = if prot.write && *shared {
+                            libc::O_RDWR
+                        } else {
+                            libc::O_RDONLY
+                        };
+                        self.maps_files = true;
+                        (
+                            share,
+                            Some((idx as u32, oflags)),
+                            RegionKind::File {
+                                private_writable: prot.write && !*shared,
+                            },
+                        )
+                    }
+                };
+                if kind
+                    != (RegionKind::File {
+                        private_writable: false,
+                    })
+                {
+                    self.anon_bytes = self.anon_bytes.saturating_add(*size);
+                }
+                let advise = advise
+                    .iter()
+                    .map(|&a| madv(a))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|what| NativeError::Unsupported {
+                        at: at.clone(),
+                        what,
+                    })?;
+                let id = self.regions.len() as u32;
+                self.regions.push(RegionDecl {
+                    name: region.clone(),
+                    size: *size,
+                });
+                self.by_name.insert(region.clone(), id);
+                Op::Mmap {
+                    step,
+                    region: id,
+                    flags,
+                    prot: p,
+                    file,
+                    size: *size,
+                    file_offset: *file_offset,
+                    advise,
+                }
+            }
+            StepKind::Touch {
+                region,
+                access,
+                pattern,
+                range,
+            } => {
+                let (id, size) = self.region(region, &at)?;
+                let (offset, len) = self.range(size, range, &at)?;
+                let pat = match *pattern {
+                    Pattern::Sequential => Pat::Seq,
+                    Pattern::Stride { stride } => Pat::Stride(stride.max(1)),
+                    Pattern::OnePerPageTable => Pat::OnePerPt,
+                    Pattern::Random { seed } => {
+                        let n = u32::try_from(len / PAGE_SIZE).map_err(|_| {
+                            NativeError::Unsupported {
+                                at: at.clone(),
+                                what: "random touch of more than 2^32 pages".into(),
+                            }
+                        })?;
+                        Pat::Random(foliosim_scenario::random_order(n, seed))
+                    }
+                };
+                Op::Touch {
+                    step,
+                    region: id,
+                    offset,
+                    len,
+                    write: *access == Access::Write,
+                    pat,
+                }
+            }
+            StepKind::Madvise {
+                region,
+                advice,
+                range,
+            } => {
+                let (id, size) = self.region(region, &at)?;
+                let (offset, len) = self.range(size, range, &at)?;
+                let advice = madv(*advice).map_err(|what| NativeError::Unsupported {
+                    at: at.clone(),
+                    what,
+                })?;
+                Op::Madvise {
+                    step,
+                    region: id,
+                    offset,
+                    len,
+                    advice,
+                }
+            }
+            StepKind::Munmap { region, range } => {
+                let (id, size) = self.region(region, &at)?;
+                let (offset, len) = self.range(size, range, &at)?;
+                Op::Munmap {
+                    step,
+                    region: id,
+                    offset,
+                    len,
+                }
+            }
+            StepKind::Fork { child } => {
+                let child = self.steps(child)?;
+                Op::Fork { step, child }
+            }
+            StepKind::Wait => Op::Wait { step },
+            StepKind::Phase { name } => {
+                let idx = self.phases.len() as u32;
+                self.phases.push(name.clone());
+                Op::Phase { step, idx }
+            }
+            StepKind::PhaseEnd => Op::PhaseEnd { step },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Result<Plan, NativeError> {
+        let sc = foliosim_scenario::parse_str("t.toml", text, &[]).expect("valid scenario");
+        compile(&sc)
+    }
+
+    #[test]
+    fn compiles_regions_ranges_and_orders() {
+        let p = plan(
+            r#"
+seed = 5
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+madvise = ["hugepage"]
+[[step]]
+op = "phase"
+name = "m"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+pattern = "random"
+offset = "64K"
+[[step]]
+op = "fork"
+[[step.child]]
+op = "touch"
+region = "heap"
+access = "read"
+len = "8K"
+[[step]]
+op = "wait"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.regions.len(), 1);
+        assert_eq!(p.phases, ["m"]);
+        assert_eq!(p.max_children, 1);
+        assert_eq!(p.anon_bytes, 1 << 20);
+        assert_eq!(p.locs.len(), 6);
+        match &p.root[0] {
+            Op::Mmap { advise, flags, .. } => {
+                assert_eq!(advise, &[libc::MADV_HUGEPAGE]);
+                assert_eq!(*flags, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS);
+            }
+            o => panic!("{o:?}"),
+        }
+        match &p.root[2] {
+            Op::Touch {
+                offset,
+                len,
+                pat: Pat::Random(order),
+                write: true,
+                ..
+            } => {
+                assert_eq!((*offset, *len), (65536, (1 << 20) - 65536));
+                assert_eq!(order, &foliosim_scenario::random_order(240, 5));
+            }
+            o => panic!("{o:?}"),
+        }
+        match &p.root[3] {
+            Op::Fork { child, .. } => match &child[0] {
+                Op::Touch { len, write, .. } => assert_eq!((*len, *write), (8192, false)),
+                o => panic!("{o:?}"),
+            },
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn unsupported_advice_is_refused_with_its_location() {
+        let e = plan(
+            r#"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+[[step]]
+op = "madvise"
+region = "heap"
+advice = "pageout"
+"#,
+        )
+        .unwrap_err();
+        match e {
+            NativeError::Unsupported { at, what } => {
+                assert!(at.starts_with("t.toml:"), "{at}");
+                assert!(what.contains("pageout"), "{what}");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+}

@@ -1,0 +1,914 @@
+//! The workload: the forked process (and its own forked children) that runs
+//! the scenario's steps with real system calls, pinned to one CPU, while
+//! the engine measures it from outside.
+//!
+//! The workload must fault exactly where the scenario faults and nowhere
+//! else, because its fault counts are reported:
+//! * its program text and read-only data are populated with
+//!   MADV_POPULATE_READ at set-up, and those file mappings are given an
+//!   anon_vma (one byte rewritten under a temporary PROT_WRITE), so that
+//!   fork(2) copies their page tables and a forked child never faults on
+//!   its own code;
+//! * every code path the steps use runs once at set-up (a scratch mapping,
+//!   a scratch fork), so libc's first-use writes happen then;
+//! * everything it writes while measured (its stack, its tables, errno, the
+//!   rseq area the kernel updates) is made writable ahead of time with
+//!   MADV_POPULATE_WRITE, at set-up and again after each fork step (after
+//!   fork every private page is copy-on-write shared);
+//! * what a fork step still costs in the workload's own memory is measured
+//!   in the processes themselves (getrusage, and tracepoint counters each
+//!   process opens on itself) and reported as overhead, which the engine
+//!   subtracts. Only the few events a new child causes before its own
+//!   counters exist are estimated (page faults from getrusage; TLB flushes
+//!   are not corrected).
+//!
+//! Messages to the engine are fixed-size (48 bytes, below PIPE_BUF, so
+//! writes from several processes never interleave). Only the root process
+//! waits for the engine (at phase markers); a forking process waits for its
+//! child's steps through a pipe, so exactly one workload process runs at a
+//! time.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::ptr;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+use crate::perf::{self, Event};
+use crate::plan::{Op, Pat, Plan, PAGE_SIZE, PMD_SIZE};
+
+pub(crate) const MSG_WORDS: usize = 6;
+pub(crate) const MSG_BYTES: usize = MSG_WORDS * 8;
+pub(crate) type Msg = [u64; MSG_WORDS];
+
+/// [READY, pid]
+pub(crate) const MSG_READY: u64 = 1;
+/// [MAPPED, region, addr, len]
+pub(crate) const MSG_MAPPED: u64 = 2;
+/// [OVERHEAD, minflt, majflt]
+pub(crate) const MSG_OVERHEAD: u64 = 3;
+/// [MARK, kind, phase index, wall ns, thread cpu ns]
+pub(crate) const MSG_MARK: u64 = 4;
+/// [ERROR, step, code, errno or signal, address, pid]
+pub(crate) const MSG_ERROR: u64 = 5;
+/// [OVERHEAD_EV, event index, count]: tracepoint hits of the overhead.
+pub(crate) const MSG_OVERHEAD_EV: u64 = 6;
+
+/// At most this many tracepoint counters (crate::perf opens 11).
+pub(crate) const MAX_EVENTS: usize = 16;
+/// Index of `exceptions:page_fault_user` in the event list, if any.
+fn page_fault_user(events: &[Event]) -> Option<usize> {
+    events
+        .iter()
+        .position(|e| e.name == "exceptions:page_fault_user")
+}
+
+pub(crate) const MARK_PHASE: u64 = 0;
+pub(crate) const MARK_PHASE_END: u64 = 1;
+pub(crate) const MARK_END: u64 = 2;
+
+pub(crate) const E_OPEN: u64 = 1;
+pub(crate) const E_MMAP: u64 = 2;
+pub(crate) const E_MADVISE: u64 = 3;
+pub(crate) const E_MUNMAP: u64 = 4;
+pub(crate) const E_FORK: u64 = 5;
+pub(crate) const E_PIPE: u64 = 6;
+pub(crate) const E_CHILD_DIED: u64 = 7;
+pub(crate) const E_SIGNAL: u64 = 8;
+
+/// No step yet (set-up).
+pub(crate) const NO_STEP: u64 = u64::MAX;
+
+/// The step being executed (for the fault reporter).
+static CUR_STEP: AtomicU64 = AtomicU64::new(NO_STEP);
+/// Where messages go (for the fault reporter).
+static MSG_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// Bytes of stack below the current frame written before measuring.
+const STACK_PREFAULT: usize = 32 << 10;
+
+/// What the engine hands the workload at fork time.
+pub(crate) struct Setup<'a> {
+    pub plan: &'a Plan,
+    pub paths: &'a [CString],
+    pub events: &'a [Event],
+    pub msg_w: RawFd,
+    pub go_r: RawFd,
+    pub engine_pid: i32,
+    /// An address in the engine's frame that forked: the workload never
+    /// returns above it, so its stack is below.
+    pub stack_top: usize,
+}
+
+struct Proc<'a> {
+    plan: &'a Plan,
+    paths: &'a [CString],
+    events: &'a [Event],
+    /// This process's own (not inherited) tracepoint counters, one per
+    /// event (negative: could not be opened), to measure its overhead.
+    own: Vec<i32>,
+    msg_w: RawFd,
+    go_r: RawFd,
+    /// Address of every region this process has mapped (0 = none).
+    regions: Vec<u64>,
+    /// Live children (capacity reserved: pushing never allocates).
+    children: Vec<libc::pid_t>,
+    stack_top: usize,
+    stack_low: usize,
+    /// Pages of thread-local storage the kernel or libc write behind our
+    /// back: the thread control block, errno, the rseq area (the kernel
+    /// updates it when the task is scheduled back in).
+    tls_pages: [usize; 4],
+    t_wall: u64,
+    t_cpu: u64,
+}
+
+fn exit(code: i32) -> ! {
+    // SAFETY: _exit ends the process without running anything else.
+    unsafe { libc::_exit(code) }
+}
+
+fn errno() -> u64 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as u64
+}
+
+fn send(fd: RawFd, m: &Msg) {
+    loop {
+        // SAFETY: `m` is 48 readable bytes.
+        let n = unsafe { libc::write(fd, m.as_ptr().cast(), MSG_BYTES) };
+        if n == MSG_BYTES as isize {
+            return;
+        }
+        if n < 0 && errno() == libc::EINTR as u64 {
+            continue;
+        }
+        // The engine is gone.
+        exit(4);
+    }
+}
+
+fn rusage() -> (u64, u64) {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    (r.ru_minflt as u64, r.ru_majflt as u64)
+}
+
+fn clock(id: libc::clockid_t) -> u64 {
+    crate::sys::clock(id)
+}
+
+/// fork(2) as the bare system call: unlike glibc's fork() it runs no
+/// at-fork handlers, so neither process writes libc's memory on the way
+/// out (fewer copy-on-write faults of our own around a scenario's fork).
+/// The workload processes are single-threaded and do not use the libc
+/// state those handlers maintain (malloc locks, the cached thread id).
+fn raw_fork() -> i32 {
+    // SAFETY: clone(SIGCHLD) without a new stack is fork(2); the caller is
+    // single-threaded.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        ) as i32
+    }
+}
+
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as u64;
+    let m: Msg = [
+        MSG_ERROR,
+        CUR_STEP.load(Ordering::Relaxed),
+        E_SIGNAL,
+        sig as u64,
+        addr,
+        // SAFETY: getpid is async-signal-safe.
+        unsafe { libc::getpid() } as u64,
+    ];
+    // SAFETY: write and _exit are async-signal-safe; `m` is 48 bytes.
+    unsafe {
+        libc::write(MSG_FD.load(Ordering::Relaxed), m.as_ptr().cast(), MSG_BYTES);
+        libc::_exit(3);
+    }
+}
+
+/// Die with the parent, and adopt orphaned grandchildren (so `wait` reaps
+/// a whole subtree and its rusage stays in the tree).
+fn tie_to_parent(parent: i32) {
+    // SAFETY: prctl with these options only changes this process's
+    // attributes.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// Signal dispositions of a workload process: the engine's interrupt
+/// handlers are dropped, nothing is blocked, SIGSEGV and SIGBUS are
+/// reported with the step that caused them.
+fn reset_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: resetting a disposition to the default is always valid.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+    // SAFETY: plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, ptr::null_mut());
+    }
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: plain data; all-zero is valid.
+        let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+        a.sa_sigaction = on_fault as *const () as usize;
+        a.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND;
+        // SAFETY: `a` is a valid sigaction whose handler only uses
+        // async-signal-safe calls.
+        unsafe {
+            libc::sigemptyset(&mut a.sa_mask);
+            libc::sigaction(sig, &a, ptr::null_mut());
+        }
+    }
+}
+
+/// Close every descriptor but stdio and `keep`.
+fn close_other_fds(keep: &mut [RawFd]) {
+    fn close_range(first: u32, last: u32) {
+        // SAFETY: closing descriptors has no memory-safety preconditions
+        // (none of them is used by Rust objects in this process any more).
+        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    }
+    keep.sort_unstable();
+    let mut from = 3u32;
+    for &k in keep.iter() {
+        let k = k as u32;
+        if k > from {
+            close_range(from, k - 1);
+        }
+        from = from.max(k + 1);
+    }
+    close_range(from, u32::MAX);
+}
+
+/// Populate every private file mapping of the process (program text, data,
+/// libraries) without fault accounting, and give each an anon_vma so that
+/// fork copies their page tables.
+fn populate_file_mappings() {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[4] == "0" {
+            continue; // anonymous, or no file
+        }
+        let perms = f[1].as_bytes();
+        if perms.len() < 4 || perms[3] != b'p' || &perms[..3] == b"---" {
+            continue;
+        }
+        let Some((a, b)) = f[0].split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+        else {
+            continue;
+        };
+        let len = end - start;
+        let mut prot = 0;
+        if perms[0] == b'r' {
+            prot |= libc::PROT_READ;
+        }
+        if perms[1] == b'w' {
+            prot |= libc::PROT_WRITE;
+        }
+        if perms[2] == b'x' {
+            prot |= libc::PROT_EXEC;
+        }
+        let p = start as *mut libc::c_void;
+        // SAFETY: the range is one of our own mappings; populating it only
+        // maps its pages.
+        unsafe { libc::madvise(p, len, libc::MADV_POPULATE_READ) };
+        let mut resident = 0u8;
+        // SAFETY: one byte of residency for the first page of a mapping.
+        if unsafe { libc::mincore(p, 4096, &mut resident) } != 0 || resident & 1 == 0 {
+            continue;
+        }
+        if prot & libc::PROT_READ == 0 {
+            continue;
+        }
+        let b = start as *mut u8;
+        if prot & libc::PROT_WRITE != 0 {
+            // SAFETY: the first byte of a private writable mapping of ours,
+            // rewritten with its own value (the process is single-threaded).
+            unsafe { ptr::write_volatile(b, ptr::read_volatile(b)) };
+            continue;
+        }
+        // SAFETY: making our own private mapping temporarily writable
+        // (copy-on-write; the file is not changed). Execute permission is
+        // kept, so code running from it keeps running.
+        if unsafe { libc::mprotect(p, len, prot | libc::PROT_WRITE) } == 0 {
+            // SAFETY: the first byte of the mapping, now writable, rewritten
+            // with its own value; then the protection is put back.
+            unsafe {
+                ptr::write_volatile(b, ptr::read_volatile(b));
+                libc::mprotect(p, len, prot);
+            }
+        }
+    }
+}
+
+/// The lowest address of the calling thread's stack we may write.
+fn stack_low() -> usize {
+    // SAFETY: plain data, initialised by pthread_getattr_np.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    let mut addr: *mut libc::c_void = ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: standard use of pthread_getattr_np on the calling thread.
+    let ok = unsafe {
+        libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 && {
+            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+            libc::pthread_attr_destroy(&mut attr);
+            r
+        }
+    };
+    if ok {
+        addr as usize + 4 * 4096
+    } else {
+        0
+    }
+}
+
+/// Break copy-on-write sharing of `[start, end)` ahead of time with
+/// MADV_POPULATE_WRITE: the kernel faults the pages writable through GUP,
+/// which is not counted as a fault of the task (no minflt, no
+/// exceptions:page_fault_user). Returns false if that failed.
+fn populate_write(start: usize, end: usize) -> bool {
+    let s = start & !4095;
+    let e = (end + 4095) & !4095;
+    if e <= s {
+        return true;
+    }
+    // SAFETY: populating pages of our own mappings changes no contents.
+    unsafe { libc::madvise(s as *mut libc::c_void, e - s, libc::MADV_POPULATE_WRITE) == 0 }
+}
+
+/// Make `[start, end)` writable without faulting later: populate it, or
+/// else rewrite one byte of every page with its own value (which also
+/// grows the stack mapping down if needed).
+fn warm_range(start: usize, end: usize) {
+    if populate_write(start, end) {
+        return;
+    }
+    let mut p = start & !4095;
+    while p < end {
+        let b = p.max(start) as *mut u8;
+        // SAFETY: `b` is inside memory of ours that the caller names (this
+        // thread's stack, our own tables); the byte is rewritten with its own
+        // value and nothing else runs in this process meanwhile.
+        unsafe { ptr::write_volatile(b, ptr::read_volatile(b)) };
+        p += 4096;
+    }
+}
+
+/// The stack from `STACK_PREFAULT` below the current frame up to the
+/// workload's top frame.
+#[inline(never)]
+fn prefault_stack(top: usize, low: usize) {
+    let here = 0u8;
+    let sp = ptr::addr_of!(here) as usize;
+    let lo = (sp.saturating_sub(STACK_PREFAULT).max(low)) & !4095;
+    warm_range(lo, top);
+    std::hint::black_box(&here);
+}
+
+/// The pages of thread-local data written behind our back (see
+/// `Proc::tls_pages`).
+fn tls_pages() -> [usize; 4] {
+    // SAFETY: pthread_self returns the thread pointer (the TCB address).
+    let tp = unsafe { libc::pthread_self() } as usize;
+    // SAFETY: __errno_location returns this thread's errno address.
+    let errno = unsafe { libc::__errno_location() } as usize;
+    // SAFETY: dlsym with a NUL-terminated name; the symbol, if glibc has
+    // it (2.35+), is a `ptrdiff_t` that never changes.
+    let rseq = unsafe {
+        let p = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr());
+        if p.is_null() {
+            0
+        } else {
+            tp.wrapping_add_signed(*(p as *const isize))
+        }
+    };
+    [tp, tp.wrapping_sub(4096), errno, rseq]
+}
+
+/// One byte read or written at `addr`.
+#[inline(always)]
+fn access(addr: u64, write: bool) {
+    let p = addr as *mut u8;
+    if write {
+        // SAFETY: `addr` is the first byte of a page of a region the
+        // scenario mapped here; a bad access is a modelled outcome that the
+        // SIGSEGV/SIGBUS reporter turns into an error.
+        unsafe { ptr::write_volatile(p, 1) };
+    } else {
+        // SAFETY: as above.
+        unsafe { ptr::read_volatile(p) };
+    }
+}
+
+/// The touch loops, in the simulator's order (crates/sim/src/engine.rs).
+#[inline(never)]
+fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
+    let end = start + len;
+    match pat {
+        Pat::Seq => {
+            let mut a = start;
+            while a < end {
+                access(a, write);
+                a += PAGE_SIZE;
+            }
+        }
+        Pat::Stride(s) => {
+            let mut a = start;
+            while a < end {
+                access(a, write);
+                a += *s;
+            }
+        }
+        Pat::OnePerPt => {
+            let mut a = start;
+            while a < end {
+                access(a, write);
+                a = (a & !(PMD_SIZE - 1)) + PMD_SIZE;
+            }
+        }
+        Pat::Random(order) => {
+            for &i in order {
+                access(start + i as u64 * PAGE_SIZE, write);
+            }
+        }
+    }
+}
+
+/// Run the root workload process. Never returns.
+pub(crate) fn root_main(s: Setup<'_>) -> ! {
+    tie_to_parent(s.engine_pid);
+    reset_signals();
+    close_other_fds(&mut [s.msg_w, s.go_r]);
+    MSG_FD.store(s.msg_w, Ordering::Relaxed);
+    populate_file_mappings();
+    let mut p = Proc {
+        plan: s.plan,
+        paths: s.paths,
+        events: &s.events[..s.events.len().min(MAX_EVENTS)],
+        own: Vec::new(),
+        msg_w: s.msg_w,
+        go_r: s.go_r,
+        regions: vec![0; s.plan.regions.len()],
+        children: Vec::with_capacity(s.plan.max_children.max(1)),
+        stack_top: s.stack_top,
+        stack_low: stack_low(),
+        tls_pages: tls_pages(),
+        t_wall: 0,
+        t_cpu: 0,
+    };
+    p.own = vec![-1; p.events.len()];
+    p.open_own();
+    p.warm_up();
+    p.prewarm();
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u64;
+    p.sync(&[MSG_READY, pid, 0, 0, 0, 0]);
+    let plan = p.plan;
+    p.exec(&plan.root);
+    p.mark(MARK_END, 0);
+    exit(0)
+}
+
+impl Proc<'_> {
+    fn fail(&self, code: u64, err: u64) -> ! {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        send(
+            self.msg_w,
+            &[
+                MSG_ERROR,
+                CUR_STEP.load(Ordering::Relaxed),
+                code,
+                err,
+                0,
+                pid,
+            ],
+        );
+        exit(2)
+    }
+
+    /// Open this process's own tracepoint counters (in place: no
+    /// allocation), closing inherited ones, which count the parent.
+    fn open_own(&mut self) {
+        for (i, e) in self.events.iter().enumerate() {
+            if self.own[i] >= 0 {
+                // SAFETY: a descriptor of ours (a copy of the parent's).
+                unsafe { libc::close(self.own[i]) };
+            }
+            self.own[i] = perf::open_raw(0, e, false);
+        }
+    }
+
+    fn read_own(&self) -> [u64; MAX_EVENTS] {
+        let mut v = [0u64; MAX_EVENTS];
+        for (i, &fd) in self.own.iter().enumerate() {
+            if fd >= 0 {
+                v[i] = perf::read_raw(fd);
+            }
+        }
+        v
+    }
+
+    /// Report overhead: faults, and tracepoint hits `after - before` plus
+    /// `extra_pfu` page faults that happened before the counters counted.
+    fn send_overhead(
+        &self,
+        faults: (u64, u64),
+        before: &[u64; MAX_EVENTS],
+        after: &[u64; MAX_EVENTS],
+        extra_pfu: u64,
+    ) {
+        send(self.msg_w, &[MSG_OVERHEAD, faults.0, faults.1, 0, 0, 0]);
+        let pfu = page_fault_user(self.events);
+        for i in 0..self.own.len() {
+            if self.own[i] < 0 {
+                continue;
+            }
+            let mut d = after[i].saturating_sub(before[i]);
+            if Some(i) == pfu {
+                d += extra_pfu;
+            }
+            if d != 0 {
+                send(self.msg_w, &[MSG_OVERHEAD_EV, i as u64, d, 0, 0, 0]);
+            }
+        }
+    }
+
+    /// Send a message and wait until the engine says go (root only).
+    fn sync(&mut self, m: &Msg) {
+        send(self.msg_w, m);
+        let mut b = 0u8;
+        loop {
+            // SAFETY: one writable byte.
+            let n = unsafe { libc::read(self.go_r, ptr::addr_of_mut!(b).cast(), 1) };
+            if n == 1 {
+                break;
+            }
+            if n < 0 && errno() == libc::EINTR as u64 {
+                continue;
+            }
+            exit(0); // the engine closed the pipe: stop
+        }
+        self.t_wall = clock(libc::CLOCK_MONOTONIC);
+        self.t_cpu = clock(libc::CLOCK_THREAD_CPUTIME_ID);
+    }
+
+    fn mark(&mut self, kind: u64, idx: u64) {
+        let wall = clock(libc::CLOCK_MONOTONIC).saturating_sub(self.t_wall);
+        let cpu = clock(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(self.t_cpu);
+        self.sync(&[MSG_MARK, kind, idx, wall, cpu, 0]);
+    }
+
+    /// Run every code path the steps use once, on a scratch mapping, so
+    /// that libc's and our first-use writes happen now (set-up, not
+    /// measured). The fork comes first: after it every private page is
+    /// write-protected, and `prewarm` afterwards makes them writable again.
+    fn warm_up(&mut self) {
+        let pid = raw_fork();
+        if pid == 0 {
+            exit(0);
+        }
+        if pid > 0 {
+            let mut st = 0;
+            // SAFETY: `st` is a valid int.
+            unsafe { libc::waitpid(pid, &mut st, 0) };
+        }
+        let len = 4 * PAGE_SIZE as usize;
+        // SAFETY: a fresh private anonymous scratch mapping.
+        let m = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if m != libc::MAP_FAILED {
+            let a = m as u64;
+            for write in [false, true] {
+                touch(a, len as u64, write, &Pat::Seq);
+                touch(a, len as u64, write, &Pat::Stride(2 * PAGE_SIZE));
+                touch(a, len as u64, write, &Pat::OnePerPt);
+                touch(a, len as u64, write, &Pat::Random(vec![3, 1, 0, 2]));
+            }
+            // SAFETY: the scratch mapping is ours.
+            unsafe {
+                libc::madvise(m, len, libc::MADV_NORMAL);
+                libc::munmap(m, len);
+            }
+        }
+        // SAFETY: opening and closing /dev/null, a pipe, zero-length reads
+        // and writes, and status queries have no memory-safety
+        // preconditions; the buffers are valid.
+        unsafe {
+            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            let mut fds = [0; 2];
+            if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) == 0 {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+            let b = 0u8;
+            libc::write(self.msg_w, ptr::addr_of!(b).cast(), 0);
+            let mut c = 0u8;
+            libc::read(self.go_r, ptr::addr_of_mut!(c).cast(), 0);
+            libc::kill(libc::getpid(), 0);
+            let mut st = 0;
+            libc::waitpid(-1, &mut st, libc::WNOHANG);
+            libc::getppid();
+        }
+        rusage();
+        let z = [0u64; MAX_EVENTS];
+        std::hint::black_box(self.read_own());
+        std::hint::black_box(&z);
+        clock(libc::CLOCK_MONOTONIC);
+        clock(libc::CLOCK_THREAD_CPUTIME_ID);
+    }
+
+    /// Make everything this process writes while measured writable now
+    /// (after a fork, all of it is copy-on-write shared).
+    #[inline(never)]
+    fn prewarm(&mut self) {
+        prefault_stack(self.stack_top, self.stack_low);
+        fn vec_range<T>(v: &Vec<T>) -> (usize, usize) {
+            let s = v.as_ptr() as usize;
+            (s, s + v.capacity() * std::mem::size_of::<T>())
+        }
+        for (s, e) in [
+            vec_range(&self.regions),
+            vec_range(&self.own),
+            vec_range(&self.children),
+        ] {
+            if e > s {
+                warm_range(s, e);
+            }
+        }
+        for a in [
+            ptr::addr_of!(CUR_STEP) as usize,
+            ptr::addr_of!(MSG_FD) as usize,
+        ] {
+            warm_range(a, a + 8);
+        }
+        // Populate only: these pages are also written by the kernel (rseq)
+        // and libc, so they are never rewritten from here.
+        for p in self.tls_pages {
+            if p != 0 {
+                populate_write(p, p + 1);
+            }
+        }
+        std::hint::black_box(&mut *self);
+    }
+
+    fn exec(&mut self, ops: &[Op]) {
+        for op in ops {
+            self.op(op);
+        }
+    }
+
+    fn region(&self, r: u32, offset: u64) -> u64 {
+        self.regions[r as usize] + offset
+    }
+
+    fn op(&mut self, op: &Op) {
+        match op {
+            Op::Mmap {
+                step,
+                region,
+                flags,
+                prot,
+                file,
+                size,
+                file_offset,
+                advise,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let mut fd = -1;
+                if let Some((fi, oflags)) = file {
+                    // SAFETY: the path is a NUL-terminated string.
+                    fd = unsafe {
+                        libc::open(self.paths[*fi as usize].as_ptr(), oflags | libc::O_CLOEXEC)
+                    };
+                    if fd < 0 {
+                        self.fail(E_OPEN, errno());
+                    }
+                }
+                // SAFETY: a new mapping at an address the kernel chooses
+                // aliases nothing of ours.
+                let addr = unsafe {
+                    libc::mmap(
+                        ptr::null_mut(),
+                        *size as usize,
+                        *prot,
+                        *flags,
+                        fd,
+                        *file_offset as libc::off_t,
+                    )
+                };
+                let err = errno();
+                if fd >= 0 {
+                    // SAFETY: `fd` is ours.
+                    unsafe { libc::close(fd) };
+                }
+                if addr == libc::MAP_FAILED {
+                    self.fail(E_MMAP, err);
+                }
+                self.regions[*region as usize] = addr as u64;
+                for &a in advise {
+                    // SAFETY: advice on the mapping just created.
+                    if unsafe { libc::madvise(addr, *size as usize, a) } != 0 {
+                        self.fail(E_MADVISE, errno());
+                    }
+                }
+                send(
+                    self.msg_w,
+                    &[MSG_MAPPED, *region as u64, addr as u64, *size, 0, 0],
+                );
+            }
+            Op::Touch {
+                step,
+                region,
+                offset,
+                len,
+                write,
+                pat,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                touch(self.region(*region, *offset), *len, *write, pat);
+            }
+            Op::Madvise {
+                step,
+                region,
+                offset,
+                len,
+                advice,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let a = self.region(*region, *offset);
+                // SAFETY: advice on a range of a region the scenario maps;
+                // it changes no memory Rust refers to.
+                if unsafe { libc::madvise(a as *mut libc::c_void, *len as usize, *advice) } != 0 {
+                    self.fail(E_MADVISE, errno());
+                }
+            }
+            Op::Munmap {
+                step,
+                region,
+                offset,
+                len,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let a = self.region(*region, *offset);
+                // SAFETY: unmapping part of a scenario region, which Rust
+                // never refers to.
+                if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
+                    self.fail(E_MUNMAP, errno());
+                }
+            }
+            Op::Fork { step, child } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                self.fork(child);
+            }
+            Op::Wait { step } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                self.wait();
+            }
+            Op::Phase { step, idx } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                self.mark(MARK_PHASE, *idx as u64);
+            }
+            Op::PhaseEnd { step } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                self.mark(MARK_PHASE_END, 0);
+            }
+        }
+    }
+
+    /// fork(2): the child runs `child` and then waits to be killed; this
+    /// process waits until the child's steps are done.
+    fn fork(&mut self, child: &[Op]) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            self.fail(E_PIPE, errno());
+        }
+        let [done_r, done_w] = fds;
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        let r0 = rusage();
+        let pid = raw_fork();
+        if pid == 0 {
+            self.child_main(child, done_r, done_w, me);
+        }
+        // What fork(2) itself does (copying and write-protecting page
+        // tables, flushing the TLB) is the scenario's; what follows is
+        // ours: copy-on-write of our own stack and tables.
+        let o_mid = self.read_own();
+        let r_mid = rusage();
+        if pid < 0 {
+            self.fail(E_FORK, errno());
+        }
+        // SAFETY: our copy of the write end.
+        unsafe { libc::close(done_w) };
+        self.children.push(pid);
+        self.prewarm();
+        let o1 = self.read_own();
+        let r1 = rusage();
+        let early = (r_mid.0 - r0.0) + (r_mid.1 - r0.1);
+        self.send_overhead((r1.0 - r0.0, r1.1 - r0.1), &o_mid, &o1, early);
+        let mut b = 0u8;
+        let n = loop {
+            // SAFETY: one writable byte.
+            let n = unsafe { libc::read(done_r, ptr::addr_of_mut!(b).cast(), 1) };
+            if n < 0 && errno() == libc::EINTR as u64 {
+                continue;
+            }
+            break n;
+        };
+        // SAFETY: our descriptor.
+        unsafe { libc::close(done_r) };
+        if n != 1 {
+            self.fail(E_CHILD_DIED, pid as u64);
+        }
+    }
+
+    fn child_main(&mut self, ops: &[Op], done_r: RawFd, done_w: RawFd, parent: i32) -> ! {
+        // Everything until the steps is overhead. The tracepoint counters
+        // are opened first; the faults before that are counted by rusage.
+        let r_open = rusage();
+        warm_range(
+            self.own.as_ptr() as usize,
+            self.own.as_ptr() as usize + self.own.len() * 4,
+        );
+        self.open_own();
+        // SAFETY: our copy of the read end.
+        unsafe { libc::close(done_r) };
+        tie_to_parent(parent);
+        self.children.clear();
+        self.prewarm();
+        let o = self.read_own();
+        let r = rusage();
+        self.send_overhead(r, &[0; MAX_EVENTS], &o, r_open.0 + r_open.1);
+        self.exec(ops);
+        let b = 1u8;
+        // SAFETY: one readable byte.
+        unsafe { libc::write(done_w, ptr::addr_of!(b).cast(), 1) };
+        loop {
+            // SAFETY: pause only waits for a signal (SIGKILL from the parent's
+            // `wait`, or the parent-death signal).
+            unsafe { libc::pause() };
+        }
+    }
+
+    /// Every live child (and, through the subreaper, its descendants) exits.
+    fn wait(&mut self) {
+        for &c in self.children.iter().filter(|&&c| c > 0) {
+            // SAFETY: kill has no memory-safety preconditions (and `c` is a
+            // child's pid, never 0 or -1, which would mean a group).
+            unsafe { libc::kill(c, libc::SIGKILL) };
+        }
+        self.children.clear();
+        loop {
+            let mut st = 0;
+            // SAFETY: `st` is a valid int.
+            let r = unsafe { libc::waitpid(-1, &mut st, 0) };
+            if r < 0 && errno() != libc::EINTR as u64 {
+                break;
+            }
+        }
+    }
+}

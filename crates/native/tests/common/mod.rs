@@ -1,0 +1,105 @@
+//! Helpers shared by the native engine's tests.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+pub const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// Tests of one binary change global host state: run them one at a time.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Skip (return true) with a message when the test cannot run here.
+pub fn skip_unless_root(test: &str) -> bool {
+    if !is_root() {
+        eprintln!("SKIPPED {test}: needs root (run the tests as root to exercise the host)");
+        return true;
+    }
+    if !Path::new(THP).join("enabled").exists() {
+        eprintln!("SKIPPED {test}: no {THP} (kernel without transparent hugepages)");
+        return true;
+    }
+    false
+}
+
+/// Every `enabled` / `use_zero_page` knob under the THP directory, with
+/// its raw contents.
+pub fn thp_knobs() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut add = |p: PathBuf| {
+        if let Ok(v) = fs::read_to_string(&p) {
+            out.insert(p.display().to_string(), v);
+        }
+    };
+    add(Path::new(THP).join("enabled"));
+    add(Path::new(THP).join("use_zero_page"));
+    for e in fs::read_dir(THP).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("hugepages-") {
+            add(e.path().join("enabled"));
+        }
+    }
+    out
+}
+
+/// The bracketed word of a knob's contents.
+pub fn word(contents: &str) -> &str {
+    let t = contents.trim();
+    match (t.find('['), t.find(']')) {
+        (Some(a), Some(b)) if a < b => &t[a + 1..b],
+        _ => t,
+    }
+}
+
+/// read_ahead_kb of the device holding `dir`.
+pub fn read_ahead_kb(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(dir).ok()?.dev();
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
+    [
+        base.join("queue/read_ahead_kb"),
+        base.join("../queue/read_ahead_kb"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
+}
+
+/// A fresh, empty directory under /var/tmp, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = PathBuf::from(format!(
+            "/var/tmp/foliosim-native-test-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        fs::read_dir(&self.0).unwrap().next().is_none()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn scenario(text: &str) -> foliosim_scenario::Scenario {
+    foliosim_scenario::parse_str("test.toml", text, &[]).expect("a valid scenario")
+}

@@ -1,0 +1,106 @@
+//! The host-state guard: a native run interrupted by SIGINT or SIGTERM in
+//! the middle of a measured phase puts every THP knob back and leaves no
+//! file behind (root only; skips with a message otherwise).
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A value different from `cur` for an `enabled` knob.
+fn other(cur: &str, choices: &[&'static str]) -> &'static str {
+    choices.iter().copied().find(|c| *c != cur).unwrap()
+}
+
+/// A scenario that changes every THP knob and runs for a long time.
+fn long_scenario() -> String {
+    let knobs = thp_knobs();
+    let get = |p: &str| word(&knobs[&format!("{THP}/{p}")]).to_string();
+    let mut s = String::from("name = \"guard-long\"\n[system]\n");
+    let ra = read_ahead_kb(Path::new("/var/tmp")).unwrap_or(128);
+    s += &format!("read_ahead_kb = {ra}\n");
+    let top = other(&get("enabled"), &["never", "madvise", "always"]);
+    s += &format!("transparent_hugepage.enabled = \"{top}\"\n");
+    let zp = if get("use_zero_page") == "1" { 0 } else { 1 };
+    s += &format!("transparent_hugepage.use_zero_page = {zp}\n");
+    for kb in [16, 32, 64, 128, 256, 512, 1024, 2048] {
+        let p = format!("hugepages-{kb}kB/enabled");
+        if knobs.contains_key(&format!("{THP}/{p}")) {
+            let v = other(&get(&p), &["always", "never", "madvise", "inherit"]);
+            s += &format!("transparent_hugepage.hugepages-{kb}kB.enabled = \"{v}\"\n");
+        }
+    }
+    s += "[[file]]\nname = \"data\"\nsize = \"1M\"\nfill = \"cold\"\n";
+    s += "[[step]]\nop = \"mmap\"\nregion = \"heap\"\nkind = \"anon\"\nsize = \"1G\"\n";
+    for i in 0..60 {
+        s += &format!("[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
+        s += "[[step]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n";
+        s += "[[step]]\nop = \"madvise\"\nregion = \"heap\"\nadvice = \"dontneed\"\n";
+    }
+    s
+}
+
+fn interrupt_mid_run(sig: i32) {
+    let before = thp_knobs();
+    let scn_dir = TempDir::new(&format!("guard-scn-{sig}"));
+    let work = TempDir::new(&format!("guard-work-{sig}"));
+    let scn = scn_dir.0.join("long.toml");
+    std::fs::write(&scn, long_scenario()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
+        .arg(&scn)
+        .arg(&work.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    // Wait until the run has applied its settings and started working.
+    let t0 = Instant::now();
+    while thp_knobs() == before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the run never changed the THP settings"
+        );
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("the run ended early: {st:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the signal: make the scenario longer"
+    );
+    // The work directory holds the run's fresh directory and its file.
+    assert!(!work.is_empty());
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t1.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("the run did not end after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.signal(), Some(sig), "{status:?}");
+    assert_eq!(thp_knobs(), before, "THP settings not restored");
+    assert!(work.is_empty(), "files left in {}", work.0.display());
+    assert!(!Path::new("/run/foliosim-native.saved").exists());
+}
+
+#[test]
+fn sigint_and_sigterm_mid_phase_restore_the_host() {
+    let _s = serial();
+    if skip_unless_root("sigint_and_sigterm_mid_phase_restore_the_host") {
+        return;
+    }
+    interrupt_mid_run(libc::SIGINT);
+    interrupt_mid_run(libc::SIGTERM);
+}

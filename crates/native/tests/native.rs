@@ -1,0 +1,285 @@
+//! Native runs of small scenarios on the host kernel (root only; each test
+//! skips with a message when it cannot run), and refusals (anywhere).
+
+mod common;
+
+use common::*;
+use foliosim_native::{run, NativeError, NativeOptions};
+
+const ANON_64K: &str = r#"
+name = "anon-64k"
+[system]
+transparent_hugepage.hugepages-64kB.enabled = "always"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "256M"
+[[step]]
+op = "phase"
+name = "measured"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+[[expect]]
+phase = "measured"
+counter = "minor-faults"
+value = 4096
+"#;
+
+#[test]
+fn anon_64k_mthp_faults_once_per_folio() {
+    let _s = serial();
+    if skip_unless_root("anon_64k_mthp_faults_once_per_folio") {
+        return;
+    }
+    let before = thp_knobs();
+    let dir = TempDir::new("anon");
+    let opts = NativeOptions {
+        workdir: dir.0.clone(),
+    };
+    let r = run(&scenario(ANON_64K), &opts).expect("native run");
+    assert_eq!(r.engine, "native");
+    assert_eq!(r.arch, "x86_64");
+    assert_eq!(
+        r.system["transparent_hugepage.hugepages-64kB.enabled"],
+        "always"
+    );
+    assert_eq!(r.phases.len(), 1);
+    let p = &r.phases[0];
+    assert_eq!(p.name, "measured");
+    assert_eq!(p.counters["minor-faults"], 4096, "{:?}", p.counters);
+    assert_eq!(p.counters["major-faults"], 0);
+    // System-wide: everyone else's 64 KiB folios count too.
+    assert!(p.counters["hugepages-64kB/anon_fault_alloc"] >= 4096);
+    if let Some(&pfu) = p.counters.get("exceptions:page_fault_user") {
+        assert_eq!(pfu, 4096);
+    }
+    assert_eq!(p.folios["heap"].get("64kB"), Some(&4096), "{:?}", p.folios);
+    assert_eq!(p.folios["heap"].len(), 1, "{:?}", p.folios);
+    assert!(p.counters["native/wall_ns"] > 0);
+    assert!(r.expectations_ok(), "{:?}", r.expectations);
+    // Host settings restored, nothing left behind.
+    assert_eq!(thp_knobs(), before);
+    assert!(dir.is_empty());
+}
+
+#[test]
+fn warm_file_faults_once_per_fault_around_window() {
+    let _s = serial();
+    if skip_unless_root("warm_file_faults_once_per_fault_around_window") {
+        return;
+    }
+    let dir = TempDir::new("warm");
+    let Some(ra) = read_ahead_kb(&dir.0) else {
+        eprintln!("SKIPPED warm_file: read_ahead_kb of the device of /var/tmp is unknown");
+        return;
+    };
+    let text = format!(
+        r#"
+name = "warm-file"
+[system]
+read_ahead_kb = {ra}
+[[file]]
+name = "data"
+size = "16M"
+fill = "write"
+write_size = "4K"
+[[step]]
+op = "mmap"
+region = "map"
+kind = "file"
+file = "data"
+size = "16M"
+prot = "r"
+[[step]]
+op = "phase"
+name = "measured"
+[[step]]
+op = "touch"
+region = "map"
+access = "read"
+"#
+    );
+    let before = thp_knobs();
+    let opts = NativeOptions {
+        workdir: dir.0.clone(),
+    };
+    let r = run(&scenario(&text), &opts).expect("native run");
+    let p = &r.phases[0];
+    // 16 MiB / 64 KiB fault-around windows.
+    assert_eq!(p.counters["minor-faults"], 256, "{:?}", p.counters);
+    assert_eq!(p.counters["major-faults"], 0);
+    if let Some(&n) = p.counters.get("filemap:mm_filemap_map_pages") {
+        assert_eq!(n, 256);
+    }
+    assert!(p.counters.contains_key("native/repopulated"));
+    // Buffered 4 KiB writes leave order-0 folios in the page cache.
+    assert_eq!(p.folios["map"].get("4kB"), Some(&4096), "{:?}", p.folios);
+    assert_eq!(thp_knobs(), before);
+    assert!(dir.is_empty());
+}
+
+#[test]
+fn fork_child_faults_are_counted_without_overhead() {
+    let _s = serial();
+    if skip_unless_root("fork_child_faults_are_counted_without_overhead") {
+        return;
+    }
+    // The child copies-on-write 1 MiB (256 faults, 4 KiB folios: the
+    // mTHP sizes are never), the parent 2 MiB after the fork (512).
+    let text = r#"
+[system]
+transparent_hugepage.enabled = "never"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "4M"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+[[step]]
+op = "phase"
+name = "fork"
+[[step]]
+op = "fork"
+[[step.child]]
+op = "touch"
+region = "heap"
+access = "write"
+len = "1M"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+len = "2M"
+[[step]]
+op = "phase"
+name = "wait"
+[[step]]
+op = "wait"
+"#;
+    let dir = TempDir::new("fork");
+    let opts = NativeOptions {
+        workdir: dir.0.clone(),
+    };
+    let r = run(&scenario(text), &opts).expect("native run");
+    let fork = &r.phases[0];
+    assert_eq!(fork.counters["minor-faults"], 768, "{:?}", fork.counters);
+    assert!(fork.counters["native/overhead_faults"] > 0);
+    assert_eq!(fork.folios["heap"]["4kB"], 1024);
+    assert_eq!(r.phases[1].counters["minor-faults"], 0);
+    assert!(dir.is_empty());
+}
+
+#[test]
+fn a_bad_access_is_an_error_at_its_step() {
+    let _s = serial();
+    if skip_unless_root("a_bad_access_is_an_error_at_its_step") {
+        return;
+    }
+    let text = r#"
+[[step]]
+op = "mmap"
+region = "ro"
+kind = "anon"
+size = "64K"
+prot = "r"
+[[step]]
+op = "touch"
+region = "ro"
+access = "write"
+"#;
+    let before = thp_knobs();
+    let e = run(&scenario(text), &NativeOptions::default()).unwrap_err();
+    match e {
+        NativeError::Io { at, what } => {
+            assert!(at.starts_with("test.toml:8:"), "{at}");
+            assert!(what.contains("SIGSEGV"), "{what}");
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(thp_knobs(), before);
+}
+
+#[test]
+fn knobs_the_host_cannot_set_are_refused() {
+    let sc = foliosim_scenario::parse_str(
+        "test.toml",
+        ANON_64K,
+        &[("fault_around_bytes".into(), "4096".into())],
+    )
+    .unwrap();
+    match run(&sc, &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(why.contains("fault_around_bytes = 4096"), "{why}");
+            assert!(why.contains("65536"), "{why}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let sc =
+        foliosim_scenario::parse_str("test.toml", ANON_64K, &[("arch".into(), "arm64".into())])
+            .unwrap();
+    match run(&sc, &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => assert!(why.contains("arm64"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_read_ahead_other_than_the_devices_is_refused() {
+    let Some(ra) = read_ahead_kb(std::path::Path::new("/var/tmp")) else {
+        eprintln!("SKIPPED: read_ahead_kb of the device of /var/tmp is unknown");
+        return;
+    };
+    let text = format!(
+        r#"
+[system]
+read_ahead_kb = {}
+[[file]]
+name = "data"
+size = "1M"
+"#,
+        ra + 4
+    );
+    match run(&scenario(&text), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(why.contains(&format!("read_ahead_kb = {ra}")), "{why}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn unsupported_advice_is_refused_before_touching_the_host() {
+    let text = r#"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+madvise = ["pageout"]
+"#;
+    match run(&scenario(text), &NativeOptions::default()) {
+        Err(NativeError::Unsupported { at, what }) => {
+            assert!(at.starts_with("test.toml:"), "{at}");
+            assert!(what.contains("pageout"), "{what}");
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn without_root_a_run_is_refused() {
+    if is_root() {
+        eprintln!("SKIPPED without_root_a_run_is_refused: running as root");
+        return;
+    }
+    match run(&scenario(ANON_64K), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => assert!(why.contains("root"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
