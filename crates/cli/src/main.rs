@@ -84,7 +84,7 @@ enum Cmd {
     Native(Common),
     /// Run both engines and compare (not implemented yet).
     Compare(Common),
-    /// Describe the host as a `[system]` fragment (not implemented yet).
+    /// Describe the host as a scenario `[system]` fragment.
     Probe,
 }
 
@@ -194,9 +194,11 @@ fn main() -> ExitCode {
     let result = match &cli.cmd {
         Cmd::Run(c) => cmd_run(c, Engine::Sim),
         Cmd::Native(c) => cmd_run(c, Engine::Native),
-        Cmd::Compare(_) | Cmd::Probe => {
-            Err("this command is not implemented yet: compare and probe are the next milestone (see docs/fidelity.md)".into())
+        Cmd::Probe => {
+            print!("{}", foliosim_native::probe(&foliosim_native::NativeOptions::default().workdir));
+            Ok(true)
         }
+        Cmd::Compare(_) => Err("this command is not implemented yet: compare is the next milestone (see docs/fidelity.md)".into()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

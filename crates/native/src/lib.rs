@@ -30,8 +30,11 @@ mod histogram;
 mod host;
 mod perf;
 mod plan;
+mod probe;
 mod sys;
 mod workload;
+
+pub use probe::probe;
 
 use std::ffi::CString;
 use std::fmt;
