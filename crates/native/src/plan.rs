@@ -8,6 +8,9 @@
 
 use std::collections::HashMap;
 
+use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
+use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
+
 use foliosim_scenario::{Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind};
 
 use crate::NativeError;
@@ -53,6 +56,10 @@ pub(crate) enum Op {
         size: u64,
         file_offset: u64,
         advise: Vec<i32>,
+        /// The address the simulator gives this mapping, passed to mmap(2)
+        /// as a hint so both engines see the same alignment (see
+        /// [`AddrModel`]).
+        hint: u64,
     },
     Touch {
         step: u32,
@@ -127,7 +134,42 @@ pub(crate) fn madv(a: Advice) -> Result<i32, String> {
     })
 }
 
+/// The simulator's address-space layout, replayed while compiling: every
+/// mmap/munmap of the scenario runs on a small kernel model (no faults), so
+/// the native workload can ask the host for the very addresses the
+/// simulator uses. Alignment decides mTHP orders and fault-around windows;
+/// where the host keeps the hint, both engines see the same layout.
+struct AddrModel {
+    k: Kernel<X86_64>,
+    cur: MmId,
+    files: Vec<FileId>,
+    regions: HashMap<String, u64>,
+}
+
+impl AddrModel {
+    fn new(sc: &Scenario) -> AddrModel {
+        let cfg = foliosim_kernel::Config {
+            memory: 64 << 20,
+            ..Default::default()
+        };
+        let mut k = Kernel::<X86_64>::new(cfg).expect("a 64 MiB model boots");
+        let cur = k.mm_alloc();
+        let files = sc
+            .files
+            .iter()
+            .map(|f| k.create_file(&f.name, f.size))
+            .collect();
+        AddrModel {
+            k,
+            cur,
+            files,
+            regions: HashMap::new(),
+        }
+    }
+}
+
 struct Compiler<'a> {
+    addr: AddrModel,
     sc: &'a Scenario,
     regions: Vec<RegionDecl>,
     by_name: HashMap<String, u32>,
@@ -141,6 +183,7 @@ struct Compiler<'a> {
 /// Compile a validated scenario.
 pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
     let mut c = Compiler {
+        addr: AddrModel::new(sc),
         sc,
         regions: Vec::new(),
         by_name: HashMap::new(),
@@ -163,6 +206,37 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
 }
 
 impl Compiler<'_> {
+    /// Where the simulator places this mapping (0 if it cannot say).
+    fn sim_address(
+        &mut self,
+        backing: &Backing,
+        shared: bool,
+        size: u64,
+        offset: u64,
+        write: bool,
+    ) -> u64 {
+        let (kind, file) = match backing {
+            Backing::Anon if shared => (VmaKind::Shmem, None),
+            Backing::Anon => (VmaKind::Anon, None),
+            Backing::Shmem => (VmaKind::Shmem, None),
+            Backing::File { file } => {
+                let i = self.sc.files.iter().position(|f| &f.name == file);
+                (VmaKind::File, i.map(|i| self.addr.files[i]))
+            }
+        };
+        let args = MmapArgs {
+            len: size,
+            prot_read: true,
+            prot_write: write,
+            prot_exec: false,
+            shared,
+            kind,
+            file,
+            offset,
+        };
+        self.addr.k.do_mmap(self.addr.cur, args).unwrap_or(0)
+    }
+
     fn steps(&mut self, steps: &[Step]) -> Result<Vec<Op>, NativeError> {
         let forks = steps
             .iter()
@@ -278,6 +352,8 @@ impl Compiler<'_> {
                         at: at.clone(),
                         what,
                     })?;
+                let hint = self.sim_address(backing, *shared, *size, *file_offset, prot.write);
+                self.addr.regions.insert(region.clone(), hint);
                 let id = self.regions.len() as u32;
                 self.regions.push(RegionDecl {
                     name: region.clone(),
@@ -293,6 +369,7 @@ impl Compiler<'_> {
                     size: *size,
                     file_offset: *file_offset,
                     advise,
+                    hint,
                 }
             }
             StepKind::Touch {
@@ -348,6 +425,9 @@ impl Compiler<'_> {
             StepKind::Munmap { region, range } => {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
+                if let Some(&base) = self.addr.regions.get(region) {
+                    let _ = self.addr.k.do_munmap(self.addr.cur, base + offset, len);
+                }
                 Op::Munmap {
                     step,
                     region: id,
@@ -356,8 +436,21 @@ impl Compiler<'_> {
                 }
             }
             StepKind::Fork { child } => {
-                let child = self.steps(child)?;
-                Op::Fork { step, child }
+                let parent = self.addr.cur;
+                self.addr.cur =
+                    self.addr
+                        .k
+                        .dup_mm(parent)
+                        .map_err(|e| NativeError::Unsupported {
+                            at: at.clone(),
+                            what: e.to_string(),
+                        })?;
+                let child = self.steps(child);
+                self.addr.cur = parent;
+                Op::Fork {
+                    step,
+                    child: child?,
+                }
             }
             StepKind::Wait => Op::Wait { step },
             StepKind::Phase { name } => {

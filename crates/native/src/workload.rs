@@ -715,6 +715,7 @@ impl Proc<'_> {
                 size,
                 file_offset,
                 advise,
+                hint,
             } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 let mut fd = -1;
@@ -727,11 +728,11 @@ impl Proc<'_> {
                         self.fail(E_OPEN, errno());
                     }
                 }
-                // SAFETY: a new mapping at an address the kernel chooses
-                // aliases nothing of ours.
+                // SAFETY: without MAP_FIXED the hint is only a hint: the
+                // kernel picks a free range, which aliases nothing of ours.
                 let addr = unsafe {
                     libc::mmap(
-                        ptr::null_mut(),
+                        *hint as *mut libc::c_void,
                         *size as usize,
                         *prot,
                         *flags,

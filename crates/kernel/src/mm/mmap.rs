@@ -40,9 +40,12 @@ pub const MM_SWAPENTS: usize = 2;
 pub const MM_SHMEMPAGES: usize = 3;
 pub const NR_MM_COUNTERS: usize = 4;
 
-/// Fixed top of the mmap area (x86_64 without ASLR places it just below the
-/// stack gap; the exact value only shifts addresses).
-pub const MMAP_BASE: u64 = 0x7f00_0000_0000;
+/// Fixed top of the mmap area. Real x86_64 processes start theirs just below
+/// the stack gap, at a random offset (ASLR); the model uses a fixed base
+/// below that randomised range, so the native engine can ask the host for
+/// the model's addresses as mmap hints. Only alignment matters to the
+/// modelled behaviour.
+pub const MMAP_BASE: u64 = 0x6000_0000_0000;
 /// `mmap_min_addr`
 pub const MMAP_MIN_ADDR: u64 = 0x1_0000;
 
