@@ -236,15 +236,15 @@ impl<A: Arch> Kernel<A> {
         0
     }
 
-    /// `do_set_pmd()`: map a PMD-size page-cache folio with one PMD.
-    /// Returns 0 on success or VM_FAULT_FALLBACK.
-    pub fn do_set_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, page: Pfn) -> u32 {
+    /// `do_set_pmd()`: map a PMD-size page-cache folio with one PMD (the
+    /// whole folio, whichever `page` the caller found). Returns 0 on success
+    /// or VM_FAULT_FALLBACK.
+    pub fn do_set_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, _page: Pfn) -> u32 {
         let haddr = align_down(vmf.address, PMD_SIZE);
         let vma = vmf.vma;
         if vma.vm_flags & VM_NOHUGEPAGE != 0
             || !thp_vma_suitable_order(&vma, haddr, HPAGE_PMD_ORDER)
             || self.mem.order(folio) != HPAGE_PMD_ORDER
-            || page.0 - folio.0 != ((vmf.address - haddr) >> PAGE_SHIFT) as u32
         {
             return VM_FAULT_FALLBACK;
         }

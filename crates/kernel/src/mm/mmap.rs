@@ -332,6 +332,15 @@ impl<A: Arch> Kernel<A> {
         if v.vm_start == addr {
             return;
         }
+        // vma_adjust_trans_huge(): a PMD mapping across the new boundary is
+        // split first.
+        if !is_aligned(addr, PMD_SIZE) {
+            if let Some(pmd) = self.walk_to_pmd(mm, addr) {
+                if A::pmd_trans_huge(self.pmdp_get(pmd)) {
+                    self.split_huge_pmd(mm, &v, align_down(addr, PMD_SIZE), pmd);
+                }
+            }
+        }
         let low = Vma { vm_end: addr, ..v };
         let high = Vma {
             vm_start: addr,

@@ -17,12 +17,15 @@ impl<A: Arch> Kernel<A> {
     /// The folio-size histogram of the mapped pages of `[start, end)`.
     pub fn folio_histogram(&self, mm: MmId, start: u64, end: u64) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
-        let mut last: Option<Pfn> = None;
-        let mut count = |key: String, folio: Option<Pfn>, last: &mut Option<Pfn>| {
-            if folio.is_some() && folio == *last {
-                return;
+        // Order-0 folios cannot repeat within one range of one mm; large ones
+        // can (a COW'd page splits a folio's PTEs into runs).
+        let mut seen_large: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        let mut count = |key: String, folio: Option<Pfn>| {
+            if let Some(f) = folio {
+                if self.mem.folio_test_large(f) && !seen_large.insert(f.0) {
+                    return;
+                }
             }
-            *last = folio;
             *out.entry(key).or_insert(0) += 1;
         };
         let mut addr = start;
@@ -35,10 +38,10 @@ impl<A: Arch> Kernel<A> {
             let pmdval = self.pmdp_get(pmd);
             if A::pmd_trans_huge(pmdval) {
                 if A::pte_special(pmdval) {
-                    count("huge_zero".into(), None, &mut last);
+                    count("huge_zero".into(), None);
                 } else {
                     let folio = self.mem.page_folio(A::pte_pfn(pmdval));
-                    count(size_label(self.mem.order(folio)), Some(folio), &mut last);
+                    count(size_label(self.mem.order(folio)), Some(folio));
                 }
             } else if let Some(tid) = self.entry_table(pmdval) {
                 let first = pte_index(addr);
@@ -48,10 +51,10 @@ impl<A: Arch> Kernel<A> {
                         continue;
                     }
                     if A::pte_special(e) {
-                        count("zero".into(), None, &mut last);
+                        count("zero".into(), None);
                     } else {
                         let folio = self.mem.page_folio(A::pte_pfn(e));
-                        count(size_label(self.mem.order(folio)), Some(folio), &mut last);
+                        count(size_label(self.mem.order(folio)), Some(folio));
                     }
                 }
             }

@@ -25,7 +25,11 @@ impl<A: Arch> Kernel<A> {
             if let Some(spmd) = self.walk_to_pmd(src, addr) {
                 let pmdval = self.pmdp_get(spmd);
                 if A::pmd_trans_huge(pmdval) {
-                    self.copy_huge_pmd(src, dst, vma, addr)?;
+                    // copy_huge_pmd() copies anonymous PMDs only; the child
+                    // faults page-cache THPs in again.
+                    if vma.is_anonymous() {
+                        self.copy_huge_pmd(src, dst, vma, addr)?;
+                    }
                 } else if let Some(stid) = self.entry_table(pmdval) {
                     self.copy_pte_range(dst, vma, stid, addr, next);
                 }
@@ -77,7 +81,8 @@ impl<A: Arch> Kernel<A> {
             Some(page) => {
                 let folio = self.mem.page_folio(page);
                 let nr = if self.mem.folio_test_large(folio) {
-                    self.folio_pte_batch(stid, idx, folio, end_idx - idx)
+                    // FPB_MERGE_WRITE, and FPB_RESPECT_DIRTY for private VMAs.
+                    self.folio_pte_batch(stid, idx, folio, end_idx - idx, !vma.is_shared())
                 } else {
                     1
                 };
@@ -98,7 +103,14 @@ impl<A: Arch> Kernel<A> {
                 )
             }
         };
-        if vma.is_cow_mapping() && A::pte_write(pte) {
+        // FPB_MERGE_WRITE: the batch counts as writable if any entry is.
+        let any_write = self.pt.table(stid)[idx..idx + nr]
+            .iter()
+            .any(|&e| A::pte_write(e));
+        if any_write {
+            pte = A::pte_mkwrite(pte);
+        }
+        if vma.is_cow_mapping() && any_write {
             A::wrprotect_ptes(self.pt.table_mut(stid), idx, nr, &mut self.vmstat.sim);
             pte = A::pte_wrprotect(pte);
         }

@@ -64,9 +64,18 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `folio_pte_batch()`: how many entries from `idx` map consecutive
-    /// pages of `folio` (at most `max`).
-    pub fn folio_pte_batch(&mut self, tid: u32, idx: usize, folio: Pfn, max: usize) -> usize {
+    /// `folio_pte_batch_flags()`: how many entries from `idx` map
+    /// consecutive pages of `folio` (at most `max`). With `respect_dirty`
+    /// (FPB_RESPECT_DIRTY) the batch also stops where the dirty bit changes;
+    /// write, young and soft-dirty differences are ignored.
+    pub fn folio_pte_batch(
+        &mut self,
+        tid: u32,
+        idx: usize,
+        folio: Pfn,
+        max: usize,
+        respect_dirty: bool,
+    ) -> usize {
         let first = self.pt.get(tid, idx);
         let pfn = A::pte_pfn(first);
         let folio_end = folio.0 as u64 + self.mem.folio_nr_pages(folio);
@@ -75,6 +84,9 @@ impl<A: Arch> Kernel<A> {
         while nr < max {
             let e = A::ptep_get(self.pt.table(tid), idx + nr, &mut self.vmstat.sim);
             if !A::pte_present(e) || A::pte_special(e) || A::pte_pfn(e).0 != pfn.0 + nr as u32 {
+                break;
+            }
+            if respect_dirty && A::pte_dirty(e) != A::pte_dirty(first) {
                 break;
             }
             nr += 1;
@@ -100,7 +112,7 @@ impl<A: Arch> Kernel<A> {
             };
             let folio = self.mem.page_folio(page);
             let nr = if self.mem.folio_test_large(folio) {
-                self.folio_pte_batch(tid, idx, folio, end_idx - idx)
+                self.folio_pte_batch(tid, idx, folio, end_idx - idx, false)
             } else {
                 1
             };
