@@ -6,8 +6,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-mod compare;
-
 use clap::{Parser, Subcommand, ValueEnum};
 use foliosim_report::{render, Format, Report};
 
@@ -208,7 +206,7 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
         let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
             .map_err(|e| here(e.to_string()))?;
         let sim = run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }).map_err(here)?;
-        let (t, j, o) = compare::compare(&sim, &native);
+        let (t, j, o) = foliosim_report::compare::compare(&sim, &native);
         text.push_str(&t);
         json.push(j);
         ok &= o;

@@ -9,6 +9,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compare;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -1,4 +1,4 @@
-//! `foliosim compare`: the simulator beside the host kernel.
+//! The simulator beside the host kernel (`foliosim compare`).
 //!
 //! Per phase and counter: the simulated value, the native value and their
 //! difference. Counters the native engine measures per process
@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use foliosim_report::Report;
+use crate::Report;
 use serde_json::{json, Value};
 
 /// Counters compared exactly by default.
@@ -69,7 +69,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
         }
     }
     for (r, b) in cells {
-        let get = |p: Option<&foliosim_report::Phase>| {
+        let get = |p: Option<&crate::Phase>| {
             p.map(|p| {
                 p.folios
                     .get(&r)
