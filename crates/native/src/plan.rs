@@ -459,6 +459,12 @@ impl Compiler<'_> {
                 Op::Phase { step, idx }
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
+            StepKind::Memcg { .. } | StepKind::MemcgReclaim { .. } | StepKind::ForceEmpty => {
+                return Err(NativeError::Unsupported {
+                    at,
+                    what: "memory cgroup steps are not implemented natively yet".into(),
+                })
+            }
         })
     }
 }

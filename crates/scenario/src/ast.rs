@@ -4,7 +4,7 @@
 //! keep the kernel's spelling, and every step remembers where it was written
 //! so that later layers can point back into the file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -94,9 +94,53 @@ pub struct System {
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the device holding the files (default 128).
     pub read_ahead_kb: u64,
+    /// `[[system.swap]]` tables: swap devices, highest priority first
+    /// (default none).
+    pub swap: Vec<SwapDevice>,
+    /// `series.<switch> = true|false`: the patch series modelled as switches
+    /// (default all false: vanilla 6.18).
+    pub series: Series,
+    /// The knob keys (as in `knobs`) that the file or `--set` gave
+    /// explicitly; the others hold defaults. `compare` fills those from the
+    /// probed host.
+    pub explicit: BTreeSet<String>,
     /// Every knob with its effective value in the kernel's spelling, for the
     /// `system` object of the output (sorted by key).
     pub knobs: BTreeMap<String, String>,
+}
+
+/// The kind of a swap device (`[[system.swap]] kind = ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapKind {
+    /// `kind = "file"`: a swap file on the filesystem (never takes large
+    /// folios whole).
+    File,
+    /// `kind = "block"`, `rotational = true|false` (default false): a block
+    /// device (natively a loop device over a file).
+    Block { rotational: bool },
+    /// `kind = "zram"`: a synchronous compressed RAM device.
+    Zram,
+}
+
+/// A `[[system.swap]]` table: `kind`, `size` (required).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwapDevice {
+    pub kind: SwapKind,
+    pub size: u64,
+}
+
+/// Patch-series switches under `series.` in `[system]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Series {
+    /// `series.batch_anon_unmap`: seed 000, batched unmapping of anonymous
+    /// swap-backed large folios into swap entries in try_to_unmap_one().
+    pub batch_anon_unmap: bool,
+    /// `series.batch_folio_referenced`: seed 002, batched young-bit checks
+    /// in folio_referenced_one() (arm64 contpte batch young clearing).
+    pub batch_folio_referenced: bool,
+    /// `series.batch_file_unmap`: seed 002 patch 5, batched unmapping of
+    /// file large folios in try_to_unmap_one().
+    pub batch_file_unmap: bool,
 }
 
 /// How a file's page cache is populated before the first step.
@@ -257,6 +301,16 @@ pub enum StepKind {
     /// `op = "phase_end"`: the current phase ends; later steps are not
     /// measured until the next phase marker.
     PhaseEnd,
+    /// `op = "memcg"`, optional `limit` (size): move this process into a new
+    /// memory cgroup, with a memory limit (v1 `memory.limit_in_bytes`;
+    /// unlimited without `limit`). Later charges of the process go there.
+    Memcg { limit: Option<u64> },
+    /// `op = "memcg_reclaim"`, `amount` (size): proactive reclaim of the
+    /// process's memory cgroup (cgroup v2 `memory.reclaim`).
+    MemcgReclaim { amount: u64 },
+    /// `op = "force_empty"`: reclaim everything of the process's memory
+    /// cgroup (cgroup v1 `memory.force_empty`).
+    ForceEmpty,
 }
 
 /// How far a measured value may be from the expected one.

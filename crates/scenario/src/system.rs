@@ -59,6 +59,9 @@ impl Default for System {
             mthp_enabled,
             fault_around_bytes: 65536,
             read_ahead_kb: 128,
+            swap: Vec::new(),
+            series: Default::default(),
+            explicit: Default::default(),
             knobs: BTreeMap::new(),
         };
         system.knobs = knobs(&system);

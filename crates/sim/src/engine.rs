@@ -233,6 +233,12 @@ impl<A: Arch> Engine<A> {
             StepKind::Wait => self.wait(mm),
             StepKind::Phase { name } => self.start_phase(name),
             StepKind::PhaseEnd => self.end_phase(),
+            StepKind::Memcg { .. } | StepKind::MemcgReclaim { .. } | StepKind::ForceEmpty => {
+                return Err(SimError::Unsupported {
+                    at: at(loc),
+                    what: "memory cgroups (reclaim is not modelled yet)".into(),
+                })
+            }
         }
         self.check_now(&at(loc))
     }
