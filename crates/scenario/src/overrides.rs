@@ -34,6 +34,10 @@ fn apply_one(ctx: &Ctx, root: &mut Node, key: &str, value: &str) -> Result<()> {
             let msg = "expected `system.<key>`, `file.<name>.<field>` or `step.<N>.<field>`";
             return Err(ctx.err(&origin, "", msg));
         }
+        ["system", "swap", i, rest @ ..] if is_index(i) => {
+            set_swap(ctx, root, i, rest, node, &origin)?;
+        }
+        ["swap", i, rest @ ..] if is_index(i) => set_swap(ctx, root, i, rest, node, &origin)?,
         ["system", ..] => set_in(root, &segments, node, &origin),
         ["file", ..] => {
             let (name, field) = key
@@ -63,6 +67,71 @@ fn override_value(ctx: &Ctx, value: &str, origin: &Origin) -> Node {
         .ok()
         .and_then(|v| from_override_value(ctx, &v, origin))
         .unwrap_or_else(|| Node::new(Data::Str(value.to_owned()), origin.clone()))
+}
+
+fn is_index(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `swap.<i>.<field>`: `<field>` of the i-th (0-based, as in the knob keys)
+/// `[[system.swap]]` table; `i` = the number of tables adds one.
+fn set_swap(
+    ctx: &Ctx,
+    root: &mut Node,
+    index: &str,
+    rest: &[&str],
+    value: Node,
+    origin: &Origin,
+) -> Result<()> {
+    let system = child_table(root, "system", origin);
+    let swap = child_table_or(system, "swap", origin, Data::Array(Vec::new()));
+    let Data::Array(devices) = &mut swap.data else {
+        // Not an array: replace it as any other path would (validation
+        // then says what is expected).
+        set_in(swap, &[index], value, origin);
+        return Ok(());
+    };
+    let count = devices.len();
+    match index.parse::<usize>() {
+        Ok(i) if i < count => set_in(&mut devices[i], rest, value, origin),
+        Ok(i) if i == count => {
+            let mut table = Node::new(Data::Table(Vec::new()), origin.clone());
+            set_in(&mut table, rest, value, origin);
+            devices.push(table);
+        }
+        _ => {
+            let msg = format!(
+                "no swap device {index}: the scenario has {count} ([[system.swap]] tables, \
+                 numbered from 0 as in the knob keys); swap.{count}.<field> adds one"
+            );
+            return Err(ctx.err(origin, "", msg));
+        }
+    }
+    Ok(())
+}
+
+/// The value of `key` in table `node`, created as an empty table if absent
+/// (a non-table `node` becomes a table first).
+fn child_table<'a>(node: &'a mut Node, key: &str, origin: &Origin) -> &'a mut Node {
+    child_table_or(node, key, origin, Data::Table(Vec::new()))
+}
+
+/// The value of `key` in table `node`, created as `empty` if absent.
+fn child_table_or<'a>(node: &'a mut Node, key: &str, origin: &Origin, empty: Data) -> &'a mut Node {
+    if !matches!(node.data, Data::Table(_)) {
+        *node = Node::new(Data::Table(Vec::new()), origin.clone());
+    }
+    let Data::Table(entries) = &mut node.data else {
+        unreachable!("made a table above");
+    };
+    let i = match entries.iter().position(|e| e.key == key) {
+        Some(i) => i,
+        None => {
+            entries.push(leaf(key, Node::new(empty, origin.clone()), origin));
+            entries.len() - 1
+        }
+    };
+    &mut entries[i].node
 }
 
 /// Set `path` under `node` to `value`, creating (or replacing non-table

@@ -17,6 +17,9 @@ enum Op {
     Wait,
     Phase,
     PhaseEnd,
+    Memcg,
+    MemcgReclaim,
+    ForceEmpty,
 }
 
 const OPS: &[(&str, Op)] = &[
@@ -28,6 +31,9 @@ const OPS: &[(&str, Op)] = &[
     ("wait", Op::Wait),
     ("phase", Op::Phase),
     ("phase_end", Op::PhaseEnd),
+    ("memcg", Op::Memcg),
+    ("memcg_reclaim", Op::MemcgReclaim),
+    ("force_empty", Op::ForceEmpty),
 ];
 
 impl Op {
@@ -43,8 +49,10 @@ impl Op {
             Op::Madvise => &["op", "region", "advice", "offset", "len"],
             Op::Munmap => &["op", "region", "offset", "len"],
             Op::Fork => &["op", "child"],
-            Op::Wait | Op::PhaseEnd => &["op"],
+            Op::Wait | Op::PhaseEnd | Op::ForceEmpty => &["op"],
             Op::Phase => &["op", "name"],
+            Op::Memcg => &["op", "limit"],
+            Op::MemcgReclaim => &["op", "amount"],
         }
     }
 }
@@ -92,8 +100,14 @@ pub(crate) const ADVICE: &[(&str, Advice)] = &[
     ("free", Advice::Free),
 ];
 
-/// The regions one process can use: name to size in bytes.
-type Scope = HashMap<String, u64>;
+/// What one process has at a point of its steps: the regions it can use
+/// (name to size in bytes) and the memcg step that put it into its memory
+/// cgroup, if any (its own, or its parent's before the fork).
+#[derive(Clone, Default)]
+struct Scope {
+    regions: HashMap<String, u64>,
+    memcg: Option<String>,
+}
 
 /// Validation state shared by all steps of the scenario.
 pub(crate) struct StepChecker<'a> {
@@ -135,7 +149,7 @@ pub(crate) fn steps(
         mapped: HashMap::new(),
         phases: Vec::new(),
     };
-    let steps = checker.list(node, "step", &mut Scope::new(), true)?;
+    let steps = checker.list(node, "step", &mut Scope::default(), true)?;
     Ok(Checked {
         steps,
         phases: checker.phases,
@@ -220,6 +234,21 @@ impl StepChecker<'_> {
             }
             Op::Wait => StepKind::Wait,
             Op::Phase | Op::PhaseEnd => self.phase(&f, op, top)?,
+            Op::Memcg => {
+                let limit = f.opt("limit", Ctx::page_size)?;
+                scope.memcg = Some(path.to_owned());
+                StepKind::Memcg { limit }
+            }
+            Op::MemcgReclaim => {
+                in_memcg(&f, scope, op_word)?;
+                StepKind::MemcgReclaim {
+                    amount: f.req("amount", Ctx::nonzero_size)?,
+                }
+            }
+            Op::ForceEmpty => {
+                in_memcg(&f, scope, op_word)?;
+                StepKind::ForceEmpty
+            }
         };
         Ok(Step {
             loc: self.ctx.loc(&table.origin),
@@ -285,7 +314,7 @@ impl StepChecker<'_> {
             return Err(f.err_at(key, "kind = \"shmem\" requires shared = true"));
         }
         self.mapped.insert(region.clone(), f.path().to_owned());
-        scope.insert(region.clone(), size);
+        scope.regions.insert(region.clone(), size);
         Ok(StepKind::Mmap {
             region,
             backing,
@@ -344,7 +373,7 @@ impl StepChecker<'_> {
     /// The step's `region`, which an earlier step of this process mmapped.
     fn region(&self, f: &Fields<'_>, scope: &Scope) -> Result<(String, u64)> {
         let region = f.req("region", Ctx::name)?;
-        if let Some(&size) = scope.get(&region) {
+        if let Some(&size) = scope.regions.get(&region) {
             return Ok((region, size));
         }
         let msg = match self.declared.get(&region) {
@@ -352,11 +381,11 @@ impl StepChecker<'_> {
                 "region {region:?} is not mapped by an earlier step of this process \
                  (it is mmapped by {step})"
             ),
-            None if scope.is_empty() => {
+            None if scope.regions.is_empty() => {
                 format!("unknown region {region:?}; no region is mapped at this point")
             }
             None => {
-                let mut known: Vec<&str> = scope.keys().map(String::as_str).collect();
+                let mut known: Vec<&str> = scope.regions.keys().map(String::as_str).collect();
                 known.sort_unstable();
                 format!(
                     "unknown region {region:?}; mapped regions: {}",
@@ -366,6 +395,19 @@ impl StepChecker<'_> {
         };
         Err(f.err_at("region", msg))
     }
+}
+
+/// A memcg_reclaim or force_empty step acts on the process's memory cgroup,
+/// which must be one a `memcg` step made (never the host's or the root).
+fn in_memcg(f: &Fields<'_>, scope: &Scope, op: &str) -> Result<()> {
+    if scope.memcg.is_some() {
+        return Ok(());
+    }
+    let msg = format!(
+        "op = {op:?} acts on the process's memory cgroup, but this process is not in one: put \
+         an `op = \"memcg\"` step before it (in this process, or in its parent before the fork)"
+    );
+    Err(f.err_at("op", msg))
 }
 
 /// `offset` and `len` of a step, inside a region of `size` bytes.

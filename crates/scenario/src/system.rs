@@ -1,8 +1,9 @@
 //! The `[system]` table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ast::{Arch, MthpEnabled, System, ThpEnabled};
+use crate::ast::{Arch, MthpEnabled, SwapDevice, SwapKind, System, ThpEnabled};
+use crate::check::{Fields, PAGE_SIZE};
 use crate::error::{Ctx, Result};
 use crate::tree::{join, Data, Node, Origin};
 
@@ -17,7 +18,37 @@ const KEYS: &[&str] = &[
     "transparent_hugepage.hugepages-<N>kB.enabled",
     "fault_around_bytes",
     "read_ahead_kb",
+    "swap (an array of tables, [[system.swap]])",
+    "series.batch_anon_unmap",
+    "series.batch_folio_referenced",
+    "series.batch_file_unmap",
 ];
+
+/// The patch-series switches, under `series.` in `[system]`.
+const SERIES: &[&str] = &[
+    "batch_anon_unmap",
+    "batch_folio_referenced",
+    "batch_file_unmap",
+];
+
+/// The keys of a `[[system.swap]]` table.
+const SWAP_KEYS: &[&str] = &["kind", "size", "rotational"];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SwapKindName {
+    File,
+    Block,
+    Zram,
+}
+
+const SWAP_KINDS: &[(&str, SwapKindName)] = &[
+    ("file", SwapKindName::File),
+    ("block", SwapKindName::Block),
+    ("zram", SwapKindName::Zram),
+];
+
+/// The smallest swap device: 1 MiB.
+pub(crate) const MIN_SWAP: u64 = 1 << 20;
 
 const ARCHES: &[(&str, Arch)] = &[("x86_64", Arch::X86_64), ("arm64", Arch::Arm64)];
 
@@ -87,7 +118,31 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     }
     put("fault_around_bytes", system.fault_around_bytes.to_string());
     put("read_ahead_kb", system.read_ahead_kb.to_string());
+    put("swap", system.swap.len().to_string());
+    for (i, dev) in system.swap.iter().enumerate() {
+        let kind = match dev.kind {
+            SwapKind::File => "file",
+            SwapKind::Block { .. } => "block",
+            SwapKind::Zram => "zram",
+        };
+        put(&format!("swap.{i}.kind"), kind.to_owned());
+        put(&format!("swap.{i}.size"), dev.size.to_string());
+        if let SwapKind::Block { rotational } = dev.kind {
+            put(&format!("swap.{i}.rotational"), bit(rotational));
+        }
+    }
+    let series = &system.series;
+    put("series.batch_anon_unmap", bit(series.batch_anon_unmap));
+    put(
+        "series.batch_folio_referenced",
+        bit(series.batch_folio_referenced),
+    );
+    put("series.batch_file_unmap", bit(series.batch_file_unmap));
     knobs
+}
+
+fn bit(b: bool) -> String {
+    if b { "1" } else { "0" }.to_owned()
 }
 
 fn word<T: Copy + PartialEq>(choices: &[(&str, T)], value: T) -> String {
@@ -134,11 +189,71 @@ pub(crate) fn system(ctx: &Ctx, node: Option<&Node>) -> Result<System> {
         let mut leaves = Vec::new();
         flatten(node, "", &mut Vec::new(), &mut leaves);
         for leaf in &leaves {
-            set_knob(ctx, &mut system, leaf)?;
+            let key = set_knob(ctx, &mut system, leaf)?;
+            system.explicit.insert(key);
+        }
+        if let Some(swap) = node.get("swap") {
+            system.swap = swap_devices(ctx, swap, &mut system.explicit)?;
         }
     }
     system.knobs = knobs(&system);
+    debug_assert!(system.explicit.iter().all(|k| system.knobs.contains_key(k)));
     Ok(system)
+}
+
+/// `[[system.swap]]`: the swap devices, highest priority first. Their knob
+/// keys (`swap`, `swap.<i>.kind`, ...) are added to `explicit`.
+fn swap_devices(
+    ctx: &Ctx,
+    node: &Node,
+    explicit: &mut BTreeSet<String>,
+) -> Result<Vec<SwapDevice>> {
+    let tables = ctx.array(
+        node,
+        "system.swap",
+        "an array of tables ([[system.swap]] or swap = [{ kind = ..., size = ... }])",
+    )?;
+    explicit.insert("swap".to_owned());
+    let mut out = Vec::with_capacity(tables.len());
+    for (i, table) in tables.iter().enumerate() {
+        let path = format!("system.swap[{}]", i + 1);
+        let f = Fields::new(ctx, table, &path, format!("in {path}"))?;
+        f.check_allowed(SWAP_KEYS)?;
+        let kind = f.req("kind", |c, n, p| c.choice(n, p, SWAP_KINDS))?;
+        let size = f.req("size", swap_size)?;
+        let kind = match kind {
+            SwapKindName::Block => SwapKind::Block {
+                rotational: f.opt("rotational", Ctx::boolean)?.unwrap_or(false),
+            },
+            SwapKindName::File | SwapKindName::Zram => {
+                f.forbid("rotational", "with kind = \"block\"")?;
+                if kind == SwapKindName::File {
+                    SwapKind::File
+                } else {
+                    SwapKind::Zram
+                }
+            }
+        };
+        for key in SWAP_KEYS {
+            if f.get(key).is_some() {
+                explicit.insert(format!("swap.{i}.{key}"));
+            }
+        }
+        out.push(SwapDevice { kind, size });
+    }
+    Ok(out)
+}
+
+/// A swap device's size: a multiple of the page size, at least 1 MiB.
+fn swap_size(ctx: &Ctx, node: &Node, field: &str) -> Result<u64> {
+    let bytes = ctx.size(node, field)?;
+    if bytes % PAGE_SIZE != 0 || bytes < MIN_SWAP {
+        let msg = format!(
+            "expected a multiple of the page size ({PAGE_SIZE}) of at least 1 MiB, found {bytes} bytes"
+        );
+        return Err(ctx.err(&node.origin, field, msg));
+    }
+    Ok(bytes)
 }
 
 /// Collect the non-table values under `node` with their dotted paths.
@@ -151,6 +266,9 @@ fn flatten<'a>(
     match &node.data {
         Data::Table(entries) => {
             for entry in entries {
+                if path.is_empty() && entry.key == "swap" {
+                    continue; // validated by swap_devices()
+                }
                 key_origins.push(&entry.key_origin);
                 flatten(&entry.node, &join(path, &entry.key), key_origins, out);
                 key_origins.pop();
@@ -164,7 +282,8 @@ fn flatten<'a>(
     }
 }
 
-fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<()> {
+/// Validate one leaf into `system`; returns its knob key.
+fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
     let field = format!("system.{}", leaf.path);
     let node = leaf.node;
     match leaf.path.as_str() {
@@ -172,15 +291,29 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<()> {
         "memory" => system.memory = memory(ctx, node, &field)?,
         "transparent_hugepage.enabled" => system.thp_enabled = ctx.choice(node, &field, THP)?,
         "transparent_hugepage.use_zero_page" => {
-            system.thp_use_zero_page = zero_page(ctx, node, &field)?;
+            system.thp_use_zero_page = flag(ctx, node, &field)?;
         }
         "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
         "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,
+        "series.batch_anon_unmap" => system.series.batch_anon_unmap = flag(ctx, node, &field)?,
+        "series.batch_folio_referenced" => {
+            system.series.batch_folio_referenced = flag(ctx, node, &field)?;
+        }
+        "series.batch_file_unmap" => system.series.batch_file_unmap = flag(ctx, node, &field)?,
+        path if path.starts_with("series.") || path == "series" => {
+            let valid: Vec<String> = SERIES.iter().map(|s| format!("series.{s}")).collect();
+            let msg = format!(
+                "unknown patch-series switch `{path}`; expected one of: {}",
+                valid.join(", ")
+            );
+            return Err(ctx.err(leaf.last_key_origin(), &field, msg));
+        }
         path => match path.strip_prefix(THP_PREFIX) {
             Some(rest) => {
                 let bytes = mthp_size(ctx, leaf, rest, &field)?;
                 let mode = ctx.choice(node, &field, MTHP)?;
                 system.mthp_enabled.insert(bytes, mode);
+                return Ok(format!("{THP_PREFIX}{}kB.enabled", bytes / 1024));
             }
             None => {
                 let msg = format!(
@@ -191,7 +324,7 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<()> {
             }
         },
     }
-    Ok(())
+    Ok(leaf.path.clone())
 }
 
 /// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`.
@@ -232,7 +365,7 @@ fn memory(ctx: &Ctx, node: &Node, field: &str) -> Result<u64> {
 }
 
 /// `0`/`1`, `"0"`/`"1"` or a boolean.
-fn zero_page(ctx: &Ctx, node: &Node, field: &str) -> Result<bool> {
+fn flag(ctx: &Ctx, node: &Node, field: &str) -> Result<bool> {
     match &node.data {
         Data::Bool(b) => Ok(*b),
         Data::Int(0) => Ok(false),

@@ -373,6 +373,10 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("fault_around_bytes", "65536"),
         ("memory", "25769803776"),
         ("read_ahead_kb", "128"),
+        ("series.batch_anon_unmap", "0"),
+        ("series.batch_file_unmap", "0"),
+        ("series.batch_folio_referenced", "0"),
+        ("swap", "0"),
         ("transparent_hugepage.enabled", "madvise"),
         ("transparent_hugepage.hugepages-1024kB.enabled", "never"),
         ("transparent_hugepage.hugepages-128kB.enabled", "never"),
@@ -386,6 +390,9 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
     ];
     assert_eq!(knobs, want);
     assert_eq!(System::default().knobs, s.system.knobs);
+    assert!(s.system.explicit.is_empty());
+    assert!(s.system.swap.is_empty());
+    assert_eq!(s.system.series, Series::default());
 }
 
 #[test]
