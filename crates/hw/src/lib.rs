@@ -31,9 +31,21 @@ pub struct AccessError {
 
 /// One simulated CPU. It remembers the last PMD slot it walked through
 /// (a cache of the walk, not a TLB: every access still reads the entry).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Cpu {
     last: Option<(MmId, u64, u64, PmdSlot)>,
+    /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
+    /// later sees); true unless a workload writes zeroes.
+    pub store_nonzero: bool,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            last: None,
+            store_nonzero: true,
+        }
+    }
 }
 
 impl Cpu {
@@ -65,6 +77,11 @@ impl Cpu {
                     if new != pmdval {
                         k.pt.set(slot.table, slot.idx, new);
                     }
+                    if write {
+                        let off = (addr >> 12) & 511;
+                        k.mem
+                            .set_page_nonzero(A::pte_pfn(new).plus(off), self.store_nonzero);
+                    }
                     true
                 }
                 None => false,
@@ -79,6 +96,9 @@ impl Cpu {
             Some(new) => {
                 if new != pte {
                     k.pt.set(tid, idx, new);
+                }
+                if write {
+                    k.mem.set_page_nonzero(A::pte_pfn(new), self.store_nonzero);
                 }
                 true
             }

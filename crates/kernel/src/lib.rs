@@ -78,6 +78,21 @@ pub struct Config {
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
+    /// Swap areas, highest priority first: (kind, size in bytes).
+    pub swap: Vec<(mm::swapfile::SwapDevKind, u64)>,
+    /// Patch-series switches.
+    pub series: Series,
+}
+
+/// The patch series modelled as switches (all off = vanilla 6.18).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Series {
+    /// Seed 000: batched unmap of anon swap-backed large folios.
+    pub batch_anon_unmap: bool,
+    /// Seed 002 patches 1-4: batched young checks in folio_referenced_one().
+    pub batch_folio_referenced: bool,
+    /// Seed 002 patch 5: batched unmap of file large folios.
+    pub batch_file_unmap: bool,
 }
 
 impl Default for Config {
@@ -92,6 +107,8 @@ impl Default for Config {
             fault_around_bytes: 65536,
             read_ahead_kb: 128,
             check_invariants: false,
+            swap: Vec::new(),
+            series: Series::default(),
         }
     }
 }
@@ -143,6 +160,12 @@ pub struct Kernel<A: Arch> {
     pub zero_pfn: Pfn,
     /// The huge zero folio, allocated on first use.
     pub huge_zero_folio: Option<Pfn>,
+    /// Swap areas (`swap_info[]`).
+    pub swap: Vec<mm::swapfile::SwapInfo>,
+    /// `folio->swap` of swap-cache folios.
+    pub swap_of: mm::swapfile::SwapOf,
+    /// Reclaim's deferred TLB flush state.
+    pub tlb_ubc: mm::vmscan::TlbUbc,
     _arch: PhantomData<A>,
 }
 
@@ -167,6 +190,7 @@ impl<A: Arch> Kernel<A> {
         mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);
         let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);
         let ra_pages = cfg.read_ahead_kb * 1024 / PAGE_SIZE;
+        let cfg_swap = cfg.swap.clone();
         Ok(Kernel {
             cfg,
             fault_around_pages,
@@ -180,6 +204,12 @@ impl<A: Arch> Kernel<A> {
             vmstat: VmStat::default(),
             zero_pfn,
             huge_zero_folio: None,
+            swap: cfg_swap
+                .iter()
+                .map(|&(k, size)| mm::swapfile::SwapInfo::new(k, size))
+                .collect(),
+            swap_of: Default::default(),
+            tlb_ubc: Default::default(),
             _arch: PhantomData,
         })
     }

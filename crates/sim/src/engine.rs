@@ -317,7 +317,8 @@ fn madv(a: Advice, loc: &foliosim_scenario::Loc) -> Result<Madv, SimError> {
         Advice::Random => Madv::Random,
         Advice::Sequential => Madv::Sequential,
         Advice::Normal => Madv::Normal,
-        Advice::Willneed | Advice::Cold | Advice::Pageout | Advice::Free => {
+        Advice::Pageout => Madv::Pageout,
+        Advice::Willneed | Advice::Cold | Advice::Free => {
             return Err(SimError::Unsupported {
                 at: at(loc),
                 what: format!(

@@ -11,6 +11,7 @@ mod engine;
 
 use std::fmt;
 
+use foliosim_kernel::mm::swapfile::SwapDevKind;
 use foliosim_kernel::{AnonOrderMode, Arm64, Config, ThpMode, X86_64};
 use foliosim_report::Report;
 use foliosim_scenario::{Arch, Loc, MthpEnabled, Scenario, ThpEnabled};
@@ -77,6 +78,25 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         fault_around_bytes: s.fault_around_bytes,
         read_ahead_kb: s.read_ahead_kb,
         ..Config::default()
+    };
+    cfg.swap = s
+        .swap
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                foliosim_scenario::SwapKind::File => SwapDevKind::File,
+                foliosim_scenario::SwapKind::Block { rotational } => {
+                    SwapDevKind::Block { rotational }
+                }
+                foliosim_scenario::SwapKind::Zram => SwapDevKind::Zram,
+            };
+            (kind, d.size)
+        })
+        .collect();
+    cfg.series = foliosim_kernel::Series {
+        batch_anon_unmap: s.series.batch_anon_unmap,
+        batch_folio_referenced: s.series.batch_folio_referenced,
+        batch_file_unmap: s.series.batch_file_unmap,
     };
     for (&size, &mode) in &s.mthp_enabled {
         let order = (size / 4096).trailing_zeros() as usize;

@@ -9,7 +9,7 @@ pub mod arm64;
 pub mod x86;
 
 use crate::include::linux::pgtable::Pfn;
-use crate::mm::vmstat::SimStat;
+use crate::mm::vmstat::{SimStat, VmStat};
 
 /// Protection bits of a new leaf entry, in the generic kernel vocabulary
 /// (`vm_page_prot` plus `pte_mkyoung`/`pte_mkdirty`/`maybe_mkwrite`).
@@ -87,6 +87,26 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// `pmd_trans_huge()`
     fn pmd_trans_huge(pmd: u64) -> bool;
 
+    /// `swp_entry_to_pte()` of (type, offset), with the exclusive marker
+    /// (`pte_swp_mkexclusive()`).
+    fn swp_entry_to_pte(ty: u32, offset: u64, exclusive: bool) -> u64;
+    /// `pte_to_swp_entry()`: (type, offset) of a swap PTE.
+    fn pte_to_swp_entry(pte: u64) -> (u32, u64);
+    /// `pte_swp_exclusive()`
+    fn pte_swp_exclusive(pte: u64) -> bool;
+    /// `pte_swp_clear_exclusive()`
+    fn pte_swp_clear_exclusive(pte: u64) -> u64;
+
+    /// `flush_tlb_mm_range()` / `flush_tlb_range()` of `nr_pages` pages of an
+    /// mm that runs on this CPU only, done now.
+    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat);
+    /// `arch_tlbbatch_should_defer()` for an mm that only ran on this CPU.
+    fn tlbbatch_should_defer() -> bool;
+    /// `arch_tlbbatch_add_pending()` for `nr_pages` pages.
+    fn tlbbatch_add_pending(nr_pages: u64, vs: &mut VmStat);
+    /// `arch_tlbbatch_flush()`
+    fn tlbbatch_flush(vs: &mut VmStat);
+
     /// `arch_wants_old_prefaulted_pte()`: fault-around entries start old.
     fn arch_wants_old_prefaulted_pte() -> bool;
 
@@ -119,6 +139,13 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
         st.ptep_get += 1;
         ptes[idx]
+    }
+
+    /// `pte_batch_hint()`: how many entries from `idx` are known to continue
+    /// the batch without reading them (1 generically).
+    #[inline]
+    fn pte_batch_hint(_ptes: &[u64], _idx: usize) -> usize {
+        1
     }
 
     /// `ptep_get_and_clear()` of one entry (the caller flushes).

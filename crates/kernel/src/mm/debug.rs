@@ -31,6 +31,8 @@ struct Seen {
     pmd: HashMap<u32, u32>,
     /// (folio head, mm_id) → mappings (PTE + PMD).
     per_mm: HashMap<(u32, u32), i32>,
+    /// (swap type, offset) → swap PTEs.
+    swap: HashMap<(u32, u64), u32>,
 }
 
 impl<A: Arch> Kernel<A> {
@@ -47,6 +49,7 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.check_folios(&seen)?;
+        self.check_swap(&seen)?;
         self.check_page_cache()?;
         self.check_allocator()
     }
@@ -152,10 +155,16 @@ impl<A: Arch> Kernel<A> {
     ) -> Result<(), String> {
         let vma = self.vma_at(mm, addr)?;
         if !A::pte_present(pte) {
-            return Err(format!(
-                "mm {}: non-present pte {pte:#x} at {addr:#x}",
-                mm.0
-            ));
+            if !vma.is_anonymous() {
+                return Err(format!(
+                    "mm {}: swap pte {pte:#x} at {addr:#x} in a non-anonymous VMA",
+                    mm.0
+                ));
+            }
+            let (ty, off) = A::pte_to_swp_entry(pte);
+            *seen.swap.entry((ty, off)).or_default() += 1;
+            rss[crate::mm::mmap::MM_SWAPENTS] += 1;
+            return Ok(());
         }
         let pfn = A::pte_pfn(pte);
         if A::pte_special(pte) {
@@ -271,6 +280,54 @@ impl<A: Arch> Kernel<A> {
                         folio.0, l.mm_id_mapcount[s]
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Swap counts equal the swap PTEs found; SWAP_HAS_CACHE equals a swap
+    /// table entry; cached folios know their slots.
+    fn check_swap(&self, seen: &Seen) -> Result<(), String> {
+        use crate::mm::swapfile::SWAP_HAS_CACHE;
+        for (ty, si) in self.swap.iter().enumerate() {
+            for off in 1..si.nr_slots {
+                let want = seen.swap.get(&(ty as u32, off)).copied().unwrap_or(0);
+                let have = si.swap_count(off) as u32;
+                if want != have {
+                    return Err(format!(
+                        "swap {ty}:{off}: count {have} but {want} swap PTEs"
+                    ));
+                }
+                let cached = si.cache[off as usize] != crate::mm::filemap::NO_PAGE;
+                if cached != (si.swap_map[off as usize] & SWAP_HAS_CACHE != 0) {
+                    return Err(format!(
+                        "swap {ty}:{off}: SWAP_HAS_CACHE disagrees with the swap table"
+                    ));
+                }
+                if cached {
+                    let folio = self.mem.page_folio(Pfn(si.cache[off as usize]));
+                    let e = self.folio_swap(folio).ok_or_else(|| {
+                        format!(
+                            "swap {ty}:{off}: cached folio {} has no folio->swap",
+                            folio.0
+                        )
+                    })?;
+                    let idx = si.cache[off as usize] - folio.0;
+                    if e.ty != ty as u32 || e.offset + idx as u64 != off {
+                        return Err(format!(
+                            "swap {ty}:{off}: cached folio's folio->swap is {}:{}",
+                            e.ty, e.offset
+                        ));
+                    }
+                }
+            }
+        }
+        for (&p, e) in &self.swap_of {
+            if self.swap[e.ty as usize].cache[e.offset as usize] != p {
+                return Err(format!(
+                    "folio {p}: folio->swap {}:{} but the swap table disagrees",
+                    e.ty, e.offset
+                ));
             }
         }
         Ok(())

@@ -142,6 +142,7 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_SWAPBACKED);
         }
         self.vmstat.sim.pagecache_add += 1;
+        self.folio_add_lru(folio);
         // shmem inserts with shmem_add_to_page_cache(), which has no
         // tracepoint; __filemap_add_folio() fires it.
         if !shmem {
@@ -187,8 +188,12 @@ impl<A: Arch> Kernel<A> {
 
     /// Read a not-uptodate folio from the device (`filemap_read_folio()`).
     pub fn read_folio(&mut self, folio: Pfn) {
-        self.vmstat.sim.pages_read_io += self.mem.folio_nr_pages(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        self.vmstat.sim.pages_read_io += nr;
         self.mem.set(folio, PG_UPTODATE);
+        for i in 0..nr {
+            self.mem.set_page_nonzero(folio.plus(i), true);
+        }
     }
 
     /// `generic_perform_write()`: buffered write(2) calls of `write_size`
@@ -213,6 +218,9 @@ impl<A: Arch> Kernel<A> {
                 let folio = self.filemap_get_or_create(f, index, hint)?;
                 self.mem.set(folio, PG_UPTODATE);
                 self.mem.clear(folio, PG_DIRTY);
+                for i in 0..self.mem.folio_nr_pages(folio) {
+                    self.mem.set_page_nonzero(folio.plus(i), true);
+                }
                 let folio_end = (self.mem.folio_index(folio) as u64
                     + self.mem.folio_nr_pages(folio))
                     << PAGE_SHIFT;

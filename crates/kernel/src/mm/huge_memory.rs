@@ -172,6 +172,7 @@ impl<A: Arch> Kernel<A> {
             ..Self::vma_page_prot(&vmf.vma)
         };
         self.folio_add_new_anon_rmap(folio, &vmf.vma, haddr, true, vmf.mm);
+        self.folio_add_lru(folio);
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, HPAGE_PMD_NR as i64);
         self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(folio, prot)));
         self.vmstat.count_vm_event(VmEvent::ThpFaultAlloc);
@@ -277,6 +278,8 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.count_vm_event(VmEvent::ThpSplitPmd);
         self.pt.set(pmd.table, pmd.idx, 0);
         self.vmstat.sim.pmd_clear += 1;
+        // pmdp_invalidate() / pmdp_huge_clear_flush(): flush the 2 MiB.
+        A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
         let pfn = A::pte_pfn(pmdval);
         if vma.kind != VmaKind::Anon {
             self.folio_remove_rmap_pmd(pfn, mm);

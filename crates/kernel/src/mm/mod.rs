@@ -11,4 +11,6 @@ pub mod pgtable_generic;
 pub mod readahead;
 pub mod rmap;
 pub mod shmem;
+pub mod swapfile;
+pub mod vmscan;
 pub mod vmstat;

@@ -193,9 +193,13 @@ impl<A: Arch> Kernel<A> {
     /// above order 1: flag and count once.
     fn deferred_split_folio(&mut self, folio: Pfn) {
         let order = self.mem.order(folio);
+        // Order-1 and swap-cache folios are never queued.
         if !self.mem.folio_test_anon(folio)
             || order <= 1
             || self.mem.test(folio, PG_PARTIALLY_MAPPED)
+            || self
+                .mem
+                .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
         {
             return;
         }
@@ -213,5 +217,270 @@ impl<A: Arch> Kernel<A> {
         if self.mem.folio_test_anon(folio) && !self.mem.folio_mapped(folio) {
             self.folio_free(folio);
         }
+    }
+}
+
+/// One mapping of a folio found by an rmap walk: the mm, its VMA, and the
+/// address of the folio's first page in that VMA (it may lie below
+/// `vm_start` when the VMA covers only part of the folio).
+#[derive(Clone, Copy, Debug)]
+pub struct RmapHit {
+    pub mm: MmId,
+    pub vma: Vma,
+    pub addr: u64,
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `rmap_walk()`: every VMA that may map `folio`. Anon folios: the VMAs
+    /// of the folio's anon lineage (the model's anon_vma); file folios:
+    /// every VMA of the file (`i_mmap`).
+    pub fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
+        self.vmstat.sim.rmap_walk += 1;
+        let anon = self.mem.folio_test_anon(folio);
+        let mapping = self.mem.folio_mapping(folio);
+        let index = self.mem.folio_index(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        let mut hits = Vec::new();
+        for mm in self.mms.iter().flatten() {
+            for v in mm.vmas.values() {
+                let ours = if anon {
+                    v.kind == crate::mm::mmap::VmaKind::Anon && v.anon_vma as u16 == mapping
+                } else {
+                    v.file.is_some_and(|f| {
+                        Self::file_mapping_id(self.open_files[f as usize].mapping) == mapping
+                    })
+                };
+                if !ours {
+                    continue;
+                }
+                // vma_address(): page offset inside the VMA (32-bit index
+                // arithmetic, see mm_types.rs), possibly before its start.
+                let off = index.wrapping_sub(v.vm_pgoff as u32) as i32 as i64;
+                let addr = v.vm_start as i64 + off * 4096;
+                let end = addr + nr as i64 * 4096;
+                if end > v.vm_start as i64 && addr < v.vm_end as i64 {
+                    hits.push(RmapHit {
+                        mm: mm.id,
+                        vma: *v,
+                        addr: addr as u64,
+                    });
+                }
+            }
+        }
+        hits
+    }
+
+    /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |
+    /// TTU_SYNC): unmap every mapping of the folio.
+    pub fn try_to_unmap(&mut self, folio: Pfn) {
+        for hit in self.rmap_walk(folio) {
+            self.try_to_unmap_one(folio, hit);
+            if !self.mem.folio_mapped(folio) {
+                break; // folio_not_mapped()
+            }
+        }
+    }
+
+    /// `try_to_unmap_one()` for one VMA: the page_vma_mapped_walk() loop.
+    fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) {
+        use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE, PMD_SIZE};
+        let nr_folio = self.mem.folio_nr_pages(folio);
+        let start = hit.addr.max(hit.vma.vm_start);
+        let end = (hit.addr + nr_folio * PAGE_SIZE).min(hit.vma.vm_end);
+        let mut addr = start;
+        let mut first = true;
+        while addr < end {
+            let Some(pmd) = self.walk_to_pmd(hit.mm, addr) else {
+                addr = pmd_addr_end(addr, end);
+                continue;
+            };
+            let pmdval = self.pmdp_get(pmd);
+            if A::pmd_trans_huge(pmdval) {
+                if A::pte_pfn(pmdval) == folio {
+                    // TTU_SPLIT_HUGE_PMD: split, then continue at PTE level.
+                    self.split_huge_pmd(
+                        hit.mm,
+                        &hit.vma,
+                        crate::include::linux::pgtable::align_down(addr, PMD_SIZE),
+                        pmd,
+                    );
+                    continue;
+                }
+                addr = pmd_addr_end(addr, end);
+                continue;
+            }
+            let Some(tid) = self.entry_table(pmdval) else {
+                addr = pmd_addr_end(addr, end);
+                continue;
+            };
+            let idx = pte_index(addr);
+            // Reads: check_pte + the explicit ptep_get, plus the walk's
+            // next-PTE read after the first (TTU_SYNC maps without reading).
+            let reads = if first && nr_folio > 1 { 2 } else { 3 };
+            let mut pte = 0;
+            for _ in 0..reads {
+                pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            }
+            first = false;
+            let page_off = (addr as i64 - hit.addr as i64) / PAGE_SIZE as i64;
+            if !A::pte_present(pte)
+                || A::pte_special(pte)
+                || A::pte_pfn(pte) != folio.plus(page_off as u64)
+            {
+                addr += PAGE_SIZE;
+                continue;
+            }
+            self.vmstat.sim.pvmw += 1;
+            let batch_end = pmd_addr_end(addr, end);
+            let nr = self.ttu_batch(folio, tid, idx, ((batch_end - addr) / PAGE_SIZE) as usize);
+            self.ttu_unmap_ptes(folio, hit, tid, idx, page_off as u64, nr as u64);
+            addr += nr as u64 * PAGE_SIZE;
+            if nr as u64 == nr_folio {
+                break;
+            }
+        }
+    }
+
+    /// `folio_unmap_pte_batch()`: 1 in vanilla 6.18 for anon swap-backed and
+    /// file folios; a whole `folio_pte_batch()` with the series switches.
+    fn ttu_batch(&mut self, folio: Pfn, tid: u32, idx: usize, max: usize) -> usize {
+        if !self.mem.folio_test_large(folio) {
+            return 1;
+        }
+        let anon = self.mem.folio_test_anon(folio);
+        let batched = if anon {
+            self.cfg.series.batch_anon_unmap
+        } else {
+            self.cfg.series.batch_file_unmap
+        };
+        if !batched {
+            return 1;
+        }
+        self.folio_pte_batch(tid, idx, folio, max, false)
+    }
+
+    /// Clear `nr` entries of the folio from `idx`, flush or defer, and turn
+    /// them into swap entries (anon) or nothing (file), with the rmap and
+    /// counter updates of one batch.
+    fn ttu_unmap_ptes(
+        &mut self,
+        folio: Pfn,
+        hit: RmapHit,
+        tid: u32,
+        idx: usize,
+        page_off: u64,
+        nr: u64,
+    ) {
+        use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
+        use crate::mm::mmap::{MM_ANONPAGES, MM_SWAPENTS};
+        self.vmstat.sim.ttu_clear_calls += 1;
+        let pteval = A::get_and_clear_full_ptes(
+            self.pt.table_mut(tid),
+            idx,
+            nr as usize,
+            &mut self.vmstat.sim,
+        );
+        if A::tlbbatch_should_defer() {
+            A::tlbbatch_add_pending(nr, &mut self.vmstat);
+            self.tlb_ubc.flush_required = true;
+            self.tlb_ubc.writable |= A::pte_dirty(pteval);
+        } else {
+            A::flush_tlb_range(nr, &mut self.vmstat);
+        }
+        if A::pte_dirty(pteval) {
+            self.mem.set(folio, PG_DIRTY);
+        }
+        let page = folio.plus(page_off);
+        if self.mem.folio_test_anon(folio) {
+            let e = self
+                .folio_swap(folio)
+                .expect("anon folio in swap cache before unmap");
+            let entry = crate::mm::swapfile::SwpEntry {
+                ty: e.ty,
+                offset: e.offset + page_off,
+            };
+            self.swap_duplicate(entry, nr);
+            let exclusive: Vec<bool> = (0..nr)
+                .map(|i| self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE))
+                .collect();
+            if exclusive.iter().any(|&x| x) {
+                self.vmstat.sim.anon_share += 1;
+                for i in 0..nr {
+                    self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
+                }
+            }
+            self.add_mm_counter(hit.mm, MM_ANONPAGES, -(nr as i64));
+            self.add_mm_counter(hit.mm, MM_SWAPENTS, nr as i64);
+            for i in 0..nr {
+                let swp = A::swp_entry_to_pte(entry.ty, entry.offset + i, exclusive[i as usize]);
+                self.pt.set(tid, idx + i as usize, swp);
+            }
+            self.vmstat.sim.swap_pte_write += nr;
+            self.vmstat.sim.pte_write += nr;
+        } else {
+            let c = self.mm_counter_file(folio);
+            self.add_mm_counter(hit.mm, c, -(nr as i64));
+        }
+        self.folio_remove_rmap_ptes(folio, page, nr, hit.mm);
+    }
+
+    /// Split every PMD mapping of a folio into PTEs (anon) or zap it (file)
+    /// before a folio split.
+    pub fn split_folio_pmds(&mut self, folio: Pfn) {
+        use crate::include::linux::pgtable::{align_down, PMD_SIZE};
+        if !self.mem.folio_test_large(folio) || self.mem.large(folio).entire_mapcount == 0 {
+            return;
+        }
+        for hit in self.rmap_walk(folio) {
+            if let Some(pmd) = self.walk_to_pmd(hit.mm, hit.addr) {
+                let v = self.pmdp_get(pmd);
+                if A::pmd_trans_huge(v) && A::pte_pfn(v) == folio {
+                    self.split_huge_pmd(hit.mm, &hit.vma, align_down(hit.addr, PMD_SIZE), pmd);
+                }
+            }
+        }
+    }
+
+    /// `unmap_folio()` (try_to_migrate) and `remap_page()` of a folio being
+    /// split: each PTE is cleared with a flush, replaced by a migration
+    /// entry, and written back afterwards. The entries end up as before,
+    /// except that arm64 contiguous blocks are left unfolded.
+    pub fn migrate_cycle_ptes(&mut self, folio: Pfn) {
+        use crate::include::linux::pgtable::{pte_index, PAGE_SIZE};
+        let nr_folio = self.mem.folio_nr_pages(folio);
+        for hit in self.rmap_walk(folio) {
+            let start = hit.addr.max(hit.vma.vm_start);
+            let end = (hit.addr + nr_folio * PAGE_SIZE).min(hit.vma.vm_end);
+            let mut addr = start;
+            while addr < end {
+                let page = folio.plus((addr - hit.addr) / PAGE_SIZE);
+                if let Some(tid) = self
+                    .walk_to_pmd(hit.mm, addr)
+                    .and_then(|p| self.entry_table(self.pmdp_get(p)))
+                {
+                    let idx = pte_index(addr);
+                    let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+                    if A::pte_present(pte) && A::pte_pfn(pte) == page {
+                        let old = A::ptep_get_and_clear(
+                            self.pt.table_mut(tid),
+                            idx,
+                            &mut self.vmstat.sim,
+                        );
+                        if A::tlbbatch_should_defer() {
+                            A::tlbbatch_add_pending(1, &mut self.vmstat);
+                            self.tlb_ubc.flush_required = true;
+                        } else {
+                            A::flush_tlb_range(1, &mut self.vmstat);
+                        }
+                        self.vmstat.sim.pte_write += 1; // the migration entry
+                        let span = crate::arch::FolioSpan { pfn: page, nr: 1 };
+                        A::set_pte_at(self.pt.table_mut(tid), idx, old, span, &mut self.vmstat.sim);
+                    }
+                }
+                addr += PAGE_SIZE;
+            }
+        }
+        // remove_migration_ptes(): one rmap walk per new folio.
+        self.vmstat.sim.rmap_walk += nr_folio;
     }
 }

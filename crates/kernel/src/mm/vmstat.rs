@@ -43,6 +43,19 @@ counter_enum!(
         ThpZeroPageAllocFailed => "thp_zero_page_alloc_failed",
         PgAlloc => "pgalloc_normal",
         PgFree => "pgfree",
+        PswpIn => "pswpin",
+        PswpOut => "pswpout",
+        SwpInZero => "swpin_zero",
+        SwpOutZero => "swpout_zero",
+        ThpSwpOut => "thp_swpout",
+        ThpSwpOutFallback => "thp_swpout_fallback",
+        ThpSplitPage => "thp_split_page",
+        PgStealAnon => "pgsteal_anon",
+        PgStealFile => "pgsteal_file",
+        PgScanAnon => "pgscan_anon",
+        PgScanFile => "pgscan_file",
+        PgActivate => "pgactivate",
+        PgLazyFreed => "pglazyfreed",
     }
 );
 
@@ -53,6 +66,10 @@ counter_enum!(
         AnonFaultFallback => "anon_fault_fallback",
         AnonFaultFallbackCharge => "anon_fault_fallback_charge",
         SplitDeferred => "split_deferred",
+        Swpout => "swpout",
+        SwpoutFallback => "swpout_fallback",
+        Swpin => "swpin",
+        Split => "split",
     }
 );
 
@@ -63,6 +80,9 @@ counter_enum!(
         FilemapMapPages => "filemap:mm_filemap_map_pages",
         FilemapFault => "filemap:mm_filemap_fault",
         FilemapAddToPageCache => "filemap:mm_filemap_add_to_page_cache",
+        TlbFlush => "tlb:tlb_flush",
+        VmscanReclaimPages => "vmscan:mm_vmscan_reclaim_pages",
+        VmscanWriteFolio => "vmscan:mm_vmscan_write_folio",
     }
 );
 
@@ -136,6 +156,42 @@ sim_stat! {
     fault_retry => "sim/fault_retry",
     /// User accesses performed by the simulated CPU.
     user_access => "sim/user_access",
+    /// `flush_tlb_mm_range()` / `flush_tlb_range()` calls (immediate flushes).
+    flush_tlb_range => "sim/flush_tlb_range",
+    /// x86 single-page invalidations (INVLPG).
+    invlpg => "sim/invlpg",
+    /// x86 full local TLB flushes.
+    tlb_flush_all => "sim/tlb_flush_all",
+    /// arm64 TLBI by page (VALE1IS).
+    tlbi_page => "sim/tlbi_page",
+    /// arm64 TLBI by range (RVALE1IS).
+    tlbi_range => "sim/tlbi_range",
+    /// arm64 DSB ISHST barriers.
+    dsb_ishst => "sim/dsb_ishst",
+    /// arm64 DSB ISH barriers (TLBI completion).
+    dsb_ish => "sim/dsb_ish",
+    /// Deferred-flush additions (`set_tlb_ubc_flush_pending()`).
+    tlbbatch_add => "sim/tlbbatch_add_pending",
+    /// Batched flushes (`arch_tlbbatch_flush()`).
+    tlbbatch_flush => "sim/tlbbatch_flush",
+    /// `page_vma_mapped_walk()` iterations that found an entry.
+    pvmw => "sim/pvmw_iterations",
+    /// rmap walks (`rmap_walk()`: try_to_unmap, folio_referenced).
+    rmap_walk => "sim/rmap_walk",
+    /// `try_to_unmap_one()` PTE-clear calls (one per PTE or per batch).
+    ttu_clear_calls => "sim/ttu_clear_calls",
+    /// Swap PTEs written.
+    swap_pte_write => "sim/swap_pte_write",
+    /// Swap-map cluster-lock round trips (`swap_duplicate()`, frees).
+    swap_lock => "sim/swap_cluster_lock",
+    /// Swap slot allocations attempted (`folio_alloc_swap()`).
+    swap_alloc => "sim/swap_alloc",
+    /// Anon-exclusive share barrier pairs (`folio_try_share_anon_rmap_*`).
+    anon_share => "sim/anon_share_barrier",
+    /// Folios isolated from the LRU.
+    lru_isolate => "sim/lru_isolate",
+    /// Folios split (`split_folio_to_list()`).
+    folio_split => "sim/folio_split",
 }
 
 /// All counters of the simulated machine.

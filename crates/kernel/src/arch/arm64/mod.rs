@@ -13,7 +13,7 @@ pub mod mm;
 
 use super::{Arch, FolioSpan, PteProt};
 use crate::include::linux::pgtable::Pfn;
-use crate::mm::vmstat::SimStat;
+use crate::mm::vmstat::{SimStat, VmStat};
 
 pub const PTE_VALID: u64 = 1 << 0;
 /// Bits 1:0 = 0b11: page (level 3) or table (levels 0-2).
@@ -33,6 +33,8 @@ pub const PTE_PXN: u64 = 1 << 53;
 pub const PTE_UXN: u64 = 1 << 54;
 pub const PTE_DIRTY: u64 = 1 << 55;
 pub const PTE_SPECIAL: u64 = 1 << 56;
+/// `PTE_SWP_EXCLUSIVE` (swap PTEs only).
+pub const PTE_SWP_EXCLUSIVE: u64 = 1 << 2;
 /// Output address bits 47:12.
 pub const PTE_ADDR_MASK: u64 = ((1 << 48) - 1) & !0xfff;
 /// `CONT_PTES` with the 4 KiB granule.
@@ -153,6 +155,39 @@ impl Arch for Arm64 {
     fn pmd_trans_huge(pmd: u64) -> bool {
         pmd & 3 == PMD_TYPE_SECT
     }
+    /// `__swp_entry()`: type in bits 6..11, offset from bit 12,
+    /// `PTE_SWP_EXCLUSIVE` bit 2; never valid.
+    fn swp_entry_to_pte(ty: u32, offset: u64, exclusive: bool) -> u64 {
+        let v = ((ty as u64 & 0x1f) << 6) | (offset << 12);
+        if exclusive {
+            v | PTE_SWP_EXCLUSIVE
+        } else {
+            v
+        }
+    }
+    fn pte_to_swp_entry(pte: u64) -> (u32, u64) {
+        (((pte >> 6) & 0x1f) as u32, pte >> 12)
+    }
+    fn pte_swp_exclusive(pte: u64) -> bool {
+        pte & PTE_SWP_EXCLUSIVE != 0
+    }
+    fn pte_swp_clear_exclusive(pte: u64) -> u64 {
+        pte & !PTE_SWP_EXCLUSIVE
+    }
+    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
+        mm::tlbflush::__flush_tlb_range(nr_pages, vs)
+    }
+    fn tlbbatch_should_defer() -> bool {
+        true
+    }
+    fn tlbbatch_add_pending(nr_pages: u64, vs: &mut VmStat) {
+        vs.sim.tlbbatch_add += 1;
+        mm::tlbflush::__flush_tlb_range_nosync(nr_pages, vs)
+    }
+    fn tlbbatch_flush(vs: &mut VmStat) {
+        vs.sim.tlbbatch_flush += 1;
+        vs.sim.dsb_ish += 1;
+    }
     fn arch_wants_old_prefaulted_pte() -> bool {
         // cpu_has_hw_af(): the modelled CPU implements FEAT_HAFDBS.
         true
@@ -184,6 +219,13 @@ impl Arch for Arm64 {
     }
     fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
         mm::contpte::ptep_get(ptes, idx, st)
+    }
+    fn pte_batch_hint(ptes: &[u64], idx: usize) -> usize {
+        if ptes[idx] & PTE_VALID != 0 && ptes[idx] & PTE_CONT != 0 {
+            CONT_PTES - (idx & (CONT_PTES - 1))
+        } else {
+            1
+        }
     }
     fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64 {
         mm::contpte::ptep_get_and_clear(ptes, idx, st)

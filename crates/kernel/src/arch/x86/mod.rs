@@ -7,8 +7,11 @@
 //! cache bits, protection keys, shadow stacks (`_PAGE_SAVED_DIRTY`),
 //! soft-dirty (compiled out on the 6.18 target).
 
+pub mod mm;
+
 use super::{Arch, PteProt};
 use crate::include::linux::pgtable::Pfn;
+use crate::mm::vmstat::VmStat;
 
 pub const _PAGE_PRESENT: u64 = 1 << 0;
 pub const _PAGE_RW: u64 = 1 << 1;
@@ -20,6 +23,12 @@ pub const _PAGE_SPECIAL: u64 = 1 << 9;
 pub const _PAGE_NX: u64 = 1 << 63;
 /// `PTE_PFN_MASK` for 52-bit physical addresses.
 pub const PTE_PFN_MASK: u64 = ((1 << 52) - 1) & !0xfff;
+/// `_PAGE_SWP_EXCLUSIVE` (= `_PAGE_PWT` on x86_64).
+pub const _PAGE_SWP_EXCLUSIVE: u64 = 1 << 3;
+/// `SWP_TYPE_BITS`
+pub const SWP_TYPE_BITS: u32 = 5;
+/// `SWP_OFFSET_SHIFT` = `_PAGE_BIT_PROTNONE + 1 + SWP_TYPE_BITS`.
+pub const SWP_OFFSET_SHIFT: u32 = 9 + SWP_TYPE_BITS;
 /// `_PAGE_TABLE`
 pub const _PAGE_TABLE: u64 = _PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED | _PAGE_DIRTY;
 
@@ -116,6 +125,44 @@ impl Arch for X86_64 {
     }
     fn arch_wants_old_prefaulted_pte() -> bool {
         false
+    }
+    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
+        mm::tlb::flush_tlb_mm_range(nr_pages, vs)
+    }
+    fn tlbbatch_should_defer() -> bool {
+        // Only another CPU in mm_cpumask defers; the model runs every mm on
+        // one CPU.
+        false
+    }
+    fn tlbbatch_add_pending(_nr_pages: u64, vs: &mut VmStat) {
+        vs.sim.tlbbatch_add += 1;
+    }
+    fn tlbbatch_flush(vs: &mut VmStat) {
+        mm::tlb::arch_tlbbatch_flush(vs)
+    }
+    /// `__swp_entry()`: type in the top 5 bits, the offset inverted from
+    /// bit 9 up (L1TF mitigation), `_PAGE_SWP_EXCLUSIVE` = `_PAGE_PWT`.
+    fn swp_entry_to_pte(ty: u32, offset: u64, exclusive: bool) -> u64 {
+        let v = ((!offset) << SWP_OFFSET_SHIFT >> SWP_TYPE_BITS)
+            | ((ty as u64) << (64 - SWP_TYPE_BITS));
+        if exclusive {
+            v | _PAGE_SWP_EXCLUSIVE
+        } else {
+            v
+        }
+    }
+    fn pte_to_swp_entry(pte: u64) -> (u32, u64) {
+        let v = pte & !_PAGE_SWP_EXCLUSIVE;
+        (
+            (v >> (64 - SWP_TYPE_BITS)) as u32,
+            (!v) << SWP_TYPE_BITS >> SWP_OFFSET_SHIFT,
+        )
+    }
+    fn pte_swp_exclusive(pte: u64) -> bool {
+        pte & _PAGE_SWP_EXCLUSIVE != 0
+    }
+    fn pte_swp_clear_exclusive(pte: u64) -> u64 {
+        pte & !_PAGE_SWP_EXCLUSIVE
     }
     #[inline]
     fn hw_access(pte: u64, write: bool) -> Option<u64> {

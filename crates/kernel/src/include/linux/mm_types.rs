@@ -5,14 +5,15 @@
 //! Layout per PFN (10 bytes, so a 16 GiB scenario stays small):
 //! * `flags: u32` — bits 0..16 page and folio flags (`PG_*` below, folio flags
 //!   meaningful on the head page only), bits 16..20 the folio order (on head
-//!   and tail pages, so `page_folio()` is a mask), bits 20..32 the per-page
+//!   and tail pages, so `page_folio()` is a mask), bit 20 "holds non-zero
+//!   data" (the model's stand-in for page contents), bits 21..32 the per-page
 //!   mapcount (`page->_mapcount + 1`, CONFIG_PAGE_MAPCOUNT).
 //! * `index: u32` — head: `folio->index` (low 32 bits; see [`MemMap`]);
 //!   first tail of a large folio: the slot of its [`LargeFolio`] record;
 //!   page-table page: its table id (like `struct ptdesc`).
 //! * `mapping: u16` — head: the mapping id (a file, or an anon owner).
 //!
-//! The per-page mapcount field is 12 bits wide: more than 4094 mappings of
+//! The per-page mapcount field is 11 bits wide: more than 2046 mappings of
 //! one page is an "unsupported" condition and asserts.
 
 use crate::include::linux::pgtable::Pfn;
@@ -44,7 +45,10 @@ pub const PG_TABLE: u32 = 1 << 15;
 const FLAG_MASK: u32 = 0xffff;
 const ORDER_SHIFT: u32 = 16;
 const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
-const MAPCOUNT_SHIFT: u32 = 20;
+/// Per page: the page holds a non-zero byte (set by user writes), which is
+/// what `is_folio_zero_filled()` looks at when swapping out.
+const PG_NONZERO_BIT: u32 = 1 << 20;
+const MAPCOUNT_SHIFT: u32 = 21;
 /// Largest per-page mapcount the packed field holds.
 pub const MAX_PAGE_MAPCOUNT: u32 = (1 << (32 - MAPCOUNT_SHIFT)) - 2;
 
@@ -147,6 +151,22 @@ impl MemMap {
         self.test(folio, PG_ANON)
     }
 
+    /// Does the page hold non-zero data?
+    #[inline]
+    pub fn page_nonzero(&self, pfn: Pfn) -> bool {
+        self.flags[pfn.idx()] & PG_NONZERO_BIT != 0
+    }
+
+    /// Record what a user write stored in the page.
+    #[inline]
+    pub fn set_page_nonzero(&mut self, pfn: Pfn, nonzero: bool) {
+        if nonzero {
+            self.flags[pfn.idx()] |= PG_NONZERO_BIT;
+        } else {
+            self.flags[pfn.idx()] &= !PG_NONZERO_BIT;
+        }
+    }
+
     /// Per-page mapcount (`page_mapcount()` without the PMD part).
     #[inline]
     pub fn page_mapcount(&self, pfn: Pfn) -> u32 {
@@ -247,6 +267,31 @@ impl MemMap {
                 }
             };
             self.index[head.idx() + 1] = slot;
+        }
+    }
+
+    /// `__split_folio_to_order(folio, 0)`: every page becomes an order-0
+    /// folio carrying the head's folio flags, mapping and consecutive
+    /// indices; per-page flags and mapcounts stay.
+    pub fn split_to_order0(&mut self, head: Pfn) {
+        let order = self.order(head);
+        if order == 0 {
+            return;
+        }
+        let slot = self.index[head.idx() + 1];
+        self.large_free.push(slot);
+        let folio_flags = self.flags[head.idx()]
+            & FLAG_MASK
+            & !(PG_HEAD | PG_TAIL | PG_ANON_EXCLUSIVE | PG_PARTIALLY_MAPPED);
+        let index = self.index[head.idx()];
+        let mapping = self.mapping[head.idx()];
+        for i in 0..(1usize << order) {
+            let p = head.idx() + i;
+            let keep =
+                self.flags[p] & (PG_ANON_EXCLUSIVE | PG_NONZERO_BIT | (u32::MAX << MAPCOUNT_SHIFT));
+            self.flags[p] = keep | folio_flags;
+            self.index[p] = index.wrapping_add(i as u32);
+            self.mapping[p] = mapping;
         }
     }
 

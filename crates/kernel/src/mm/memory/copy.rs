@@ -51,6 +51,12 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             let addr = start + ((idx - pte_index(start)) as u64) * PAGE_SIZE;
+            if !A::pte_present(pte) {
+                let dt = self.child_table(dst, addr, &mut dtid);
+                self.copy_nonpresent_pte(dst, stid, dt, idx, pte);
+                idx += 1;
+                continue;
+            }
             let dt = match dtid {
                 Some(t) => t,
                 None => {
@@ -62,6 +68,31 @@ impl<A: Arch> Kernel<A> {
             };
             idx += self.copy_present_ptes(dst, vma, (stid, dt), idx, end_idx, pte);
         }
+    }
+
+    fn child_table(&mut self, dst: MmId, addr: u64, dtid: &mut Option<u32>) -> u32 {
+        if let Some(t) = *dtid {
+            return t;
+        }
+        let pmd = self.pmd_alloc(dst, addr);
+        let t = self.pte_alloc(pmd).expect("child table");
+        *dtid = Some(t);
+        t
+    }
+
+    /// `copy_nonpresent_pte()` for a swap entry: one more reference, the
+    /// parent's entry loses its exclusive marker, the child gets a copy.
+    fn copy_nonpresent_pte(&mut self, dst: MmId, stid: u32, dtid: u32, idx: usize, pte: u64) {
+        let (ty, offset) = A::pte_to_swp_entry(pte);
+        self.swap_duplicate(crate::mm::swapfile::SwpEntry { ty, offset }, 1);
+        let shared = A::pte_swp_clear_exclusive(pte);
+        if shared != pte {
+            self.pt.set(stid, idx, shared);
+            self.vmstat.sim.pte_write += 1;
+        }
+        self.add_mm_counter(dst, crate::mm::mmap::MM_SWAPENTS, 1);
+        self.pt.set(dtid, idx, shared);
+        self.vmstat.sim.pte_write += 1;
     }
 
     /// `copy_present_ptes()`: returns the number of entries copied.

@@ -207,10 +207,7 @@ impl<A: Arch> Kernel<A> {
             };
         }
         if !A::pte_present(vmf.orig_pte) {
-            panic!(
-                "unsupported: non-present PTE {:#x} (swap is not modelled yet)",
-                vmf.orig_pte
-            );
+            return self.do_swap_page(vmf);
         }
         if vmf.is_write() && !A::pte_write(vmf.orig_pte) {
             return self.do_wp_page(vmf);
@@ -306,6 +303,7 @@ impl<A: Arch> Kernel<A> {
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, nr as i64);
         self.vmstat.count_mthp_stat(order, MthpStat::AnonFaultAlloc);
         self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
+        self.folio_add_lru(folio);
         let span = FolioSpan { pfn: folio, nr };
         A::set_ptes(
             self.pt.table_mut(tid),
@@ -423,8 +421,10 @@ impl<A: Arch> Kernel<A> {
             self.folio_free(cow);
             return ret;
         }
-        let _ = page.expect("locked page");
+        let src = page.expect("locked page");
         self.vmstat.sim.page_copy += 1;
+        let nonzero = self.mem.page_nonzero(src);
+        self.mem.set_page_nonzero(cow, nonzero);
         ret | self.finish_fault(vmf, cow, Some(cow))
     }
 
@@ -528,6 +528,7 @@ impl<A: Arch> Kernel<A> {
         let pte = A::pfn_pte(page, prot);
         if write && !vmf.vma.is_shared() {
             self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
+            self.folio_add_lru(folio);
         } else {
             self.folio_add_file_rmap_ptes(folio, page, nr, vmf.mm);
         }
@@ -551,6 +552,11 @@ impl<A: Arch> Kernel<A> {
     #[inline]
     pub fn vm_normal_page(&self, pte: u64) -> Option<Pfn> {
         (!A::pte_special(pte)).then(|| A::pte_pfn(pte))
+    }
+
+    /// `do_wp_page()` for other fault-path files (swap-in).
+    pub(crate) fn do_wp_page_pub(&mut self, vmf: &mut Vmf) -> u32 {
+        self.do_wp_page(vmf)
     }
 
     /// `do_wp_page()`: a write to a present read-only entry.
@@ -638,7 +644,11 @@ impl<A: Arch> Kernel<A> {
         let idx = pte_index(vmf.address);
         // ptep_clear_flush()
         A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
+        A::flush_tlb_range(1, &mut self.vmstat);
         self.folio_add_new_anon_rmap(new, &vmf.vma, vmf.address, false, vmf.mm);
+        self.folio_add_lru(new);
+        let nonzero = old_page.is_some_and(|p| self.mem.page_nonzero(p));
+        self.mem.set_page_nonzero(new, nonzero);
         let prot = PteProt {
             write: vmf.vma.vm_flags & VM_WRITE != 0,
             dirty: true,
@@ -662,4 +672,5 @@ impl<A: Arch> Kernel<A> {
 }
 
 mod copy;
+mod swap;
 mod zap;

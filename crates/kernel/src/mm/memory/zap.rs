@@ -20,6 +20,9 @@ impl<A: Arch> Kernel<A> {
     /// `unmap_page_range()` over `[start, end)` of one VMA. `reclaim_pt`
     /// frees PTE tables the range covered entirely (MADV_DONTNEED).
     pub fn unmap_vma_range(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64, reclaim_pt: bool) {
+        // The mmu_gather: one range flush at the end if anything was cleared
+        // (tlb_finish_mmu()).
+        let cleared = self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear;
         let mut addr = start;
         while addr < end {
             let next = pmd_addr_end(addr, end);
@@ -27,6 +30,9 @@ impl<A: Arch> Kernel<A> {
                 self.zap_pmd(mm, vma, addr, next, pmd, reclaim_pt);
             }
             addr = next;
+        }
+        if self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared {
+            A::flush_tlb_range((end - start) / PAGE_SIZE, &mut self.vmstat);
         }
     }
 
@@ -80,7 +86,8 @@ impl<A: Arch> Kernel<A> {
         let pfn = A::pte_pfn(first);
         let folio_end = folio.0 as u64 + self.mem.folio_nr_pages(folio);
         let max = max.min((folio_end - pfn.0 as u64) as usize);
-        let mut nr = 1;
+        // pte_batch_hint(): arm64 steps over a whole contiguous block per read.
+        let mut nr = A::pte_batch_hint(self.pt.table(tid), idx);
         while nr < max {
             let e = A::ptep_get(self.pt.table(tid), idx + nr, &mut self.vmstat.sim);
             if !A::pte_present(e) || A::pte_special(e) || A::pte_pfn(e).0 != pfn.0 + nr as u32 {
@@ -89,9 +96,9 @@ impl<A: Arch> Kernel<A> {
             if respect_dirty && A::pte_dirty(e) != A::pte_dirty(first) {
                 break;
             }
-            nr += 1;
+            nr += A::pte_batch_hint(self.pt.table(tid), idx + nr);
         }
-        nr
+        nr.min(max)
     }
 
     /// `zap_pte_range()`
@@ -104,7 +111,11 @@ impl<A: Arch> Kernel<A> {
                 idx += 1;
                 continue;
             }
-            assert!(A::pte_present(pte), "unsupported: zapping a swap entry");
+            if !A::pte_present(pte) {
+                self.zap_swap_pte(mm, tid, idx, pte);
+                idx += 1;
+                continue;
+            }
             let Some(page) = self.vm_normal_page(pte) else {
                 A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
                 idx += 1;
@@ -121,6 +132,16 @@ impl<A: Arch> Kernel<A> {
             self.zap_present_folio(mm, vma, folio, page, nr as u64, cleared);
             idx += nr;
         }
+    }
+
+    /// `zap_nonpresent_ptes()` for a swap entry: clear it and drop the swap
+    /// reference (`free_swap_and_cache_nr()`).
+    fn zap_swap_pte(&mut self, mm: MmId, tid: u32, idx: usize, pte: u64) {
+        self.pt.set(tid, idx, 0);
+        self.vmstat.sim.pte_clear += 1;
+        let (ty, offset) = A::pte_to_swp_entry(pte);
+        self.add_mm_counter(mm, crate::mm::mmap::MM_SWAPENTS, -1);
+        self.swap_free_nr(crate::mm::swapfile::SwpEntry { ty, offset }, 1);
     }
 
     /// `zap_present_folio_ptes()`: account and unmap a cleared batch.

@@ -43,7 +43,11 @@ fn contpte_convert(ptes: &mut [u64], idx: usize, cont: bool, st: &mut SimStat) {
             pte = Arm64::pte_mkyoung(pte);
         }
     }
+    // __flush_tlb_range() of the 64 KiB block (no BBML2-noabort).
     st.tlb_flush_range += 1;
+    st.dsb_ishst += 1;
+    st.tlbi_range += 1;
+    st.dsb_ish += 1;
     pte = if cont {
         pte | PTE_CONT
     } else {

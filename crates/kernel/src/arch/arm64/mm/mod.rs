@@ -1,1 +1,2 @@
 pub mod contpte;
+pub mod tlbflush;

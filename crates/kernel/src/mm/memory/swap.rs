@@ -1,0 +1,214 @@
+//! Swap-in (mm/memory.c: do_swap_page(), alloc_swap_folio(),
+//! can_swapin_thp(); mm/swap_state.c: swap_cache_get_folio();
+//! mm/page_io.c: swap_read_folio()), Linux 6.18.
+//!
+//! A swap-cache hit maps the cached folio (minor fault). A miss reads the
+//! slot (a major fault): on a SWP_SYNCHRONOUS_IO device with swap count 1
+//! the swap cache is skipped and an mTHP order may be used (allowed and
+//! suitable for the VMA, offset congruent with the address, contiguous
+//! swap PTEs of count 1 with one zeromap state, none cached; zswap never
+//! enabled); otherwise one order-0 folio goes through the swap cache.
+//! The swap PTEs' exclusive markers decide writability; a write fault on a
+//! shared page goes on to do_wp_page(). Not modelled: swap readahead
+//! (only the faulting slot is read), memcg charging, swpin_fallback.
+
+use crate::arch::{Arch, FolioSpan, PteProt};
+use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_SWAPCACHE};
+use crate::include::linux::pgtable::{align_down, pte_index, Pfn, HPAGE_PMD_ORDER, PAGE_SIZE};
+use crate::mm::memory::{Vmf, VM_FAULT_MAJOR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
+use crate::mm::mmap::{MM_ANONPAGES, MM_SWAPENTS, VM_WRITE};
+use crate::mm::swapfile::SwpEntry;
+use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::Kernel;
+
+impl<A: Arch> Kernel<A> {
+    /// `do_swap_page()`
+    pub(crate) fn do_swap_page(&mut self, vmf: &mut Vmf) -> u32 {
+        let (ty, offset) = A::pte_to_swp_entry(vmf.orig_pte);
+        if ty as usize >= self.swap.len() {
+            return VM_FAULT_SIGBUS;
+        }
+        let entry = SwpEntry { ty, offset };
+        let cached = self.swap[ty as usize].cache[offset as usize];
+        let mut ret = 0;
+        let (folio, page, nr, addr) = if cached != crate::mm::filemap::NO_PAGE {
+            let page = Pfn(cached);
+            (self.mem.page_folio(page), page, 1, vmf.address)
+        } else {
+            ret |= VM_FAULT_MAJOR;
+            self.vmstat.count_vm_event(VmEvent::PgMajFault);
+            let Some((folio, nr)) = self.swapin_new_folio(vmf, entry) else {
+                return VM_FAULT_OOM;
+            };
+            let addr = align_down(vmf.address, nr * PAGE_SIZE);
+            let page = folio.plus((vmf.address - addr) / PAGE_SIZE);
+            (folio, page, nr, addr)
+        };
+        self.swapin_map(vmf, folio, page, nr, addr, entry);
+        if vmf.is_write()
+            && !A::pte_write(
+                self.pt
+                    .get(vmf.pte_table.expect("table"), pte_index(vmf.address)),
+            )
+        {
+            vmf.orig_pte = self
+                .pt
+                .get(vmf.pte_table.expect("table"), pte_index(vmf.address));
+            return ret | self.do_wp_page_pub(vmf);
+        }
+        ret
+    }
+
+    /// A new folio for a swap-cache miss: large only on the skip-swapcache
+    /// path (`alloc_swap_folio()`); read from the device or the zeromap.
+    fn swapin_new_folio(&mut self, vmf: &mut Vmf, entry: SwpEntry) -> Option<(Pfn, u64)> {
+        let si = &self.swap[entry.ty as usize];
+        let skip_cache = si.synchronous() && si.swap_count(entry.offset) == 1;
+        let order = if skip_cache {
+            self.swapin_order(vmf, entry)
+        } else {
+            0
+        };
+        let nr = 1u64 << order;
+        let folio = self.folio_alloc(order)?;
+        let first = SwpEntry {
+            ty: entry.ty,
+            offset: align_down(entry.offset, nr),
+        };
+        let zero = self.swap[entry.ty as usize].zeromap[first.offset as usize];
+        for i in 0..nr {
+            self.mem.set_page_nonzero(folio.plus(i), !zero);
+        }
+        if zero {
+            self.vmstat.count_vm_events(VmEvent::SwpInZero, nr);
+        } else {
+            self.vmstat.count_vm_events(VmEvent::PswpIn, nr);
+            self.vmstat.count_mthp_stat(order, MthpStat::Swpin);
+        }
+        self.mem
+            .set(folio, crate::include::linux::mm_types::PG_UPTODATE);
+        if !skip_cache {
+            // swapin_readahead(): the folio enters the swap cache.
+            let si = &mut self.swap[entry.ty as usize];
+            si.cache[entry.offset as usize] = folio.0;
+            si.swap_map[entry.offset as usize] |= crate::mm::swapfile::SWAP_HAS_CACHE;
+            self.swap_of.insert(folio.0, entry);
+            self.mem.set(folio, PG_SWAPCACHE);
+        }
+        Some((folio, nr))
+    }
+
+    /// `alloc_swap_folio()`'s order: the highest allowed, suitable order whose
+    /// aligned block holds contiguous, unshared, uncached swap entries of
+    /// one zeromap state, with the offset congruent to the address.
+    fn swapin_order(&mut self, vmf: &Vmf, entry: SwpEntry) -> u32 {
+        let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
+        let mut orders =
+            crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);
+        let tid = vmf.pte_table.expect("table");
+        while orders != 0 {
+            let o = 31 - orders.leading_zeros();
+            orders &= !(1 << o);
+            let nr = 1u64 << o;
+            let idx0 = (vmf.address / PAGE_SIZE) & !(nr - 1);
+            if (entry.offset & (nr - 1)) != ((vmf.address / PAGE_SIZE) & (nr - 1)) {
+                continue;
+            }
+            let first_off = entry.offset - ((vmf.address / PAGE_SIZE) - idx0);
+            let start = pte_index(align_down(vmf.address, nr * PAGE_SIZE));
+            let si = &self.swap[entry.ty as usize];
+            let zero = si.zeromap[first_off as usize];
+            let ok = (0..nr).all(|i| {
+                let pte = self.pt.get(tid, start + i as usize);
+                if pte == 0 || A::pte_present(pte) {
+                    return false;
+                }
+                let (t, off) = A::pte_to_swp_entry(pte);
+                t == entry.ty
+                    && off == first_off + i
+                    && si.swap_count(off) == 1
+                    && si.swap_map[off as usize] & crate::mm::swapfile::SWAP_HAS_CACHE == 0
+                    && si.zeromap[off as usize] == zero
+            });
+            if ok {
+                return o;
+            }
+        }
+        0
+    }
+
+    /// Map `nr` pages of the swapped-in folio from `addr` and drop the swap
+    /// references (`swap_free_nr()`).
+    fn swapin_map(
+        &mut self,
+        vmf: &mut Vmf,
+        folio: Pfn,
+        page: Pfn,
+        nr: u64,
+        addr: u64,
+        entry: SwpEntry,
+    ) {
+        let tid = vmf.pte_table.expect("table");
+        let start = pte_index(addr);
+        let first_entry = SwpEntry {
+            ty: entry.ty,
+            offset: entry.offset - (vmf.address - addr) / PAGE_SIZE,
+        };
+        let exclusive: Vec<bool> = (0..nr)
+            .map(|i| A::pte_swp_exclusive(self.pt.get(tid, start + i as usize)))
+            .collect();
+        let fresh = !self.mem.folio_mapped(folio) && !self.mem.test(folio, PG_SWAPCACHE);
+        let first_page = if nr > 1 { folio } else { page };
+        if fresh {
+            self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
+            self.folio_add_lru(folio);
+        } else {
+            self.folio_add_file_rmap_ptes(folio, first_page, nr, vmf.mm); // folio_add_anon_rmap_ptes()
+            for i in 0..nr {
+                if exclusive[i as usize] {
+                    self.mem.set(first_page.plus(i), PG_ANON_EXCLUSIVE);
+                } else {
+                    self.mem.clear(first_page.plus(i), PG_ANON_EXCLUSIVE);
+                }
+            }
+        }
+        self.add_mm_counter(vmf.mm, MM_ANONPAGES, nr as i64);
+        self.add_mm_counter(vmf.mm, MM_SWAPENTS, -(nr as i64));
+        let excl = self.mem.test(first_page, PG_ANON_EXCLUSIVE);
+        let w = excl && vmf.vma.vm_flags & VM_WRITE != 0;
+        let prot = PteProt {
+            write: w,
+            dirty: w && vmf.is_write(),
+            ..Self::vma_page_prot(&vmf.vma)
+        };
+        for i in 0..nr {
+            self.pt.set(tid, start + i as usize, 0);
+        }
+        let span = FolioSpan {
+            pfn: folio,
+            nr: self.mem.folio_nr_pages(folio),
+        };
+        A::set_ptes(
+            self.pt.table_mut(tid),
+            start,
+            A::pfn_pte(first_page, prot),
+            nr as usize,
+            span,
+            &mut self.vmstat.sim,
+        );
+        if w && vmf.is_write() {
+            self.mem.set(folio, PG_DIRTY);
+        }
+        self.swap_free_nr(first_entry, nr);
+        // should_try_to_free_swap(): a write by the only user frees the slot.
+        if self.mem.test(folio, PG_SWAPCACHE)
+            && vmf.is_write()
+            && self.mem.folio_mapcount(folio) == 1
+        {
+            let e = self.folio_swap(folio).expect("swap cache");
+            if self.swap[e.ty as usize].swap_count(e.offset) == 0 {
+                self.delete_from_swap_cache(folio);
+            }
+        }
+    }
+}

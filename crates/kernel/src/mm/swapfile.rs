@@ -1,0 +1,327 @@
+//! Swap areas, slot allocation and swap counts (mm/swapfile.c:
+//! folio_alloc_swap(), cluster_alloc_swap_entry(), alloc_swap_scan_cluster(),
+//! __swap_duplicate(), swap_entries_put_map(), free_swap_and_cache_nr();
+//! mm/swap_state.c: swap_cache_add_folio(), __swap_cache_del_folio();
+//! mm/page_io.c: swap_writeout()), Linux 6.18 (swap table phase I).
+//!
+//! Each area has a one-byte swap map per slot (count | SWAP_HAS_CACHE), a
+//! swap table (the swap cache: the PFN cached for each slot), a zeromap,
+//! and 512-slot clusters that serve one order each. Slot 0 holds the
+//! header. Large allocations need a block device (never a swap file) and an
+//! aligned free run in a cluster of that order; a failed large allocation
+//! tries only the first area. Zero-filled folios go to the zeromap without
+//! I/O. I/O completes at once: zram frees the folio in the same reclaim
+//! pass; other devices leave it in the swap cache (clean), as after async
+//! writeback completes.
+//! Not modelled: discard, swap readahead windows, zswap, count
+//! continuations (counts above 0x3e assert), per-CPU allocation caches,
+//! memcg swap accounting.
+
+use std::collections::HashMap;
+
+use crate::arch::Arch;
+use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
+use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
+use crate::mm::filemap::NO_PAGE;
+use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
+use crate::Kernel;
+
+/// `SWAPFILE_CLUSTER` with THP_SWAP.
+pub const SWAPFILE_CLUSTER: u64 = 512;
+/// `SWAP_HAS_CACHE`
+pub const SWAP_HAS_CACHE: u8 = 0x40;
+/// `SWAP_MAP_MAX`
+pub const SWAP_MAP_MAX: u8 = 0x3e;
+/// `SWAP_MAP_BAD`
+pub const SWAP_MAP_BAD: u8 = 0x3f;
+
+/// What backs a swap area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapDevKind {
+    /// A swap file on a filesystem (no SWP_BLKDEV).
+    File,
+    /// A block device (SWP_BLKDEV), rotational or not (SWP_SOLIDSTATE).
+    Block { rotational: bool },
+    /// zram: block device, SWP_SYNCHRONOUS_IO, solid state.
+    Zram,
+}
+
+/// A swap entry (`swp_entry_t`): area type and slot offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SwpEntry {
+    pub ty: u32,
+    pub offset: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Cluster {
+    /// Slots in use (any count or cache).
+    count: u32,
+    /// The order this cluster serves (valid while count > 0).
+    order: u32,
+}
+
+/// `struct swap_info_struct`
+#[derive(Debug)]
+pub struct SwapInfo {
+    pub kind: SwapDevKind,
+    pub nr_slots: u64,
+    pub swap_map: Vec<u8>,
+    /// The swap table: PFN of the swap-cache page of each slot.
+    pub cache: Vec<u32>,
+    pub zeromap: Vec<bool>,
+    clusters: Vec<Cluster>,
+    /// Next offset to scan per order (the cluster being filled).
+    next: Vec<Option<u64>>,
+    pub inuse_pages: u64,
+}
+
+impl SwapInfo {
+    /// `swapon()`: a fresh area of `size` bytes (slot 0 is the header).
+    pub fn new(kind: SwapDevKind, size: u64) -> SwapInfo {
+        let nr_slots = (size / 4096).max(2);
+        let nr_clusters = nr_slots.div_ceil(SWAPFILE_CLUSTER) as usize;
+        let mut si = SwapInfo {
+            kind,
+            nr_slots,
+            swap_map: vec![0; nr_slots as usize],
+            cache: vec![NO_PAGE; nr_slots as usize],
+            zeromap: vec![false; nr_slots as usize],
+            clusters: vec![Cluster::default(); nr_clusters],
+            next: vec![None; HPAGE_PMD_ORDER as usize + 1],
+            inuse_pages: 0,
+        };
+        si.swap_map[0] = SWAP_MAP_BAD;
+        si.clusters[0].count = 1;
+        // Slots past the end of the last cluster do not exist.
+        si
+    }
+
+    /// SWP_BLKDEV
+    pub fn blkdev(&self) -> bool {
+        !matches!(self.kind, SwapDevKind::File)
+    }
+
+    /// SWP_SYNCHRONOUS_IO
+    pub fn synchronous(&self) -> bool {
+        matches!(self.kind, SwapDevKind::Zram)
+    }
+
+    /// The swap count of a slot (without SWAP_HAS_CACHE).
+    pub fn swap_count(&self, offset: u64) -> u8 {
+        self.swap_map[offset as usize] & !SWAP_HAS_CACHE
+    }
+
+    /// `alloc_swap_scan_cluster()`: an aligned run of 2^order free slots in
+    /// cluster `c`, from `start`.
+    fn scan_cluster(&self, c: usize, start: u64, order: u32) -> Option<u64> {
+        let nr = 1u64 << order;
+        let base = c as u64 * SWAPFILE_CLUSTER;
+        let end = (base + SWAPFILE_CLUSTER).min(self.nr_slots);
+        let mut off = start.max(base).next_multiple_of(nr);
+        while off + nr <= end {
+            if (off..off + nr).all(|o| self.swap_map[o as usize] == 0) {
+                return Some(off);
+            }
+            off += nr;
+        }
+        None
+    }
+
+    /// `cluster_alloc_swap_entry()`: the cluster being filled for this
+    /// order, then other clusters of the order, then a free cluster; order 0
+    /// may also use any cluster with room.
+    fn cluster_alloc(&mut self, order: u32) -> Option<u64> {
+        if order > 0 && !self.blkdev() {
+            return None;
+        }
+        let nr_clusters = self.clusters.len();
+        let try_cluster = |si: &SwapInfo, c: usize, start: u64| -> Option<u64> {
+            let cl = si.clusters[c];
+            let fits = cl.count == 0 || cl.order == order || (c == 0 && cl.count == 1);
+            if fits {
+                si.scan_cluster(c, start, order)
+            } else {
+                None
+            }
+        };
+        let mut found = self.next[order as usize]
+            .and_then(|n| try_cluster(self, (n / SWAPFILE_CLUSTER) as usize, n));
+        if found.is_none() {
+            found = (0..nr_clusters)
+                .filter(|&c| self.clusters[c].count > 0)
+                .find_map(|c| try_cluster(self, c, 0));
+        }
+        if found.is_none() {
+            found = (0..nr_clusters)
+                .filter(|&c| self.clusters[c].count == 0)
+                .find_map(|c| try_cluster(self, c, 0));
+        }
+        if found.is_none() && order == 0 {
+            found = (0..nr_clusters).find_map(|c| self.scan_cluster(c, 0, 0));
+        }
+        let off = found?;
+        let nr = 1u64 << order;
+        let c = (off / SWAPFILE_CLUSTER) as usize;
+        if self.clusters[c].count == 0 || (c == 0 && self.clusters[c].count == 1) {
+            self.clusters[c].order = order;
+        }
+        self.clusters[c].count += nr as u32;
+        for o in off..off + nr {
+            self.swap_map[o as usize] = SWAP_HAS_CACHE;
+        }
+        self.inuse_pages += nr;
+        self.next[order as usize] = Some(off + nr);
+        Some(off)
+    }
+
+    /// Free a slot whose count and cache are both gone.
+    fn free_slot(&mut self, offset: u64) {
+        self.swap_map[offset as usize] = 0;
+        self.zeromap[offset as usize] = false;
+        self.inuse_pages -= 1;
+        let c = (offset / SWAPFILE_CLUSTER) as usize;
+        self.clusters[c].count -= 1;
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `folio->swap` of a folio in the swap cache.
+    pub fn folio_swap(&self, folio: Pfn) -> Option<SwpEntry> {
+        self.swap_of.get(&folio.0).copied()
+    }
+
+    /// `folio_alloc_swap()` + `swap_cache_add_folio()`: give the folio
+    /// 2^order contiguous slots and put it in the swap cache.
+    pub fn folio_alloc_swap(&mut self, folio: Pfn) -> bool {
+        let order = self.mem.order(folio);
+        self.vmstat.sim.swap_alloc += 1;
+        let areas = if order > 0 {
+            self.swap.len().min(1)
+        } else {
+            self.swap.len()
+        };
+        for ty in 0..areas {
+            if let Some(offset) = self.swap[ty].cluster_alloc(order) {
+                let entry = SwpEntry {
+                    ty: ty as u32,
+                    offset,
+                };
+                self.vmstat.sim.swap_lock += 1;
+                for i in 0..(1u64 << order) {
+                    self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
+                }
+                self.swap_of.insert(folio.0, entry);
+                self.mem.set(folio, PG_SWAPCACHE);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `swap_duplicate()`: one more swap PTE for `entry`.
+    pub fn swap_duplicate(&mut self, entry: SwpEntry, nr: u64) {
+        self.vmstat.sim.swap_lock += 1;
+        let si = &mut self.swap[entry.ty as usize];
+        for o in entry.offset..entry.offset + nr {
+            let m = &mut si.swap_map[o as usize];
+            assert!(
+                *m & !SWAP_HAS_CACHE < SWAP_MAP_MAX,
+                "unsupported: swap count continuation"
+            );
+            *m += 1;
+        }
+    }
+
+    /// `__swap_cache_del_folio()` + `put_swap_folio()`: drop the folio
+    /// from the swap cache and its SWAP_HAS_CACHE pins.
+    pub fn delete_from_swap_cache(&mut self, folio: Pfn) {
+        let Some(entry) = self.swap_of.remove(&folio.0) else {
+            return;
+        };
+        self.mem.clear(folio, PG_SWAPCACHE);
+        self.vmstat.sim.swap_lock += 1;
+        let nr = self.mem.folio_nr_pages(folio);
+        let si = &mut self.swap[entry.ty as usize];
+        for o in entry.offset..entry.offset + nr {
+            si.cache[o as usize] = NO_PAGE;
+            si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
+            if si.swap_map[o as usize] == 0 {
+                si.free_slot(o);
+            }
+        }
+    }
+
+    /// `swap_free_nr()` / the map part of `free_swap_and_cache_nr()`: drop
+    /// `nr` swap references from `entry`; a slot left holding only an
+    /// unmapped cached folio has that folio reclaimed
+    /// (`__try_to_reclaim_swap()`).
+    pub fn swap_free_nr(&mut self, entry: SwpEntry, nr: u64) {
+        self.vmstat.sim.swap_lock += 1;
+        let mut cached = Vec::new();
+        {
+            let si = &mut self.swap[entry.ty as usize];
+            for o in entry.offset..entry.offset + nr {
+                let m = &mut si.swap_map[o as usize];
+                assert!(*m & !SWAP_HAS_CACHE > 0, "swap_free of a free slot");
+                *m -= 1;
+                if *m == 0 {
+                    si.free_slot(o);
+                } else if *m == SWAP_HAS_CACHE {
+                    cached.push(si.cache[o as usize]);
+                }
+            }
+        }
+        for p in cached {
+            if p == NO_PAGE {
+                continue;
+            }
+            let folio = self.mem.page_folio(Pfn(p));
+            if self.mem.test(folio, PG_SWAPCACHE)
+                && !self.mem.folio_mapped(folio)
+                && self.folio_swap_unused(folio)
+            {
+                self.delete_from_swap_cache(folio);
+                self.folio_free(folio);
+            }
+        }
+    }
+
+    /// No slot of the folio has swap PTEs left.
+    fn folio_swap_unused(&self, folio: Pfn) -> bool {
+        let Some(e) = self.folio_swap(folio) else {
+            return true;
+        };
+        let nr = self.mem.folio_nr_pages(folio);
+        (e.offset..e.offset + nr).all(|o| self.swap[e.ty as usize].swap_count(o) == 0)
+    }
+
+    /// `swap_writeout()`: zero-filled → zeromap; else count the write-out.
+    /// Returns true when the device finished synchronously (or no I/O was
+    /// needed), so the folio can be freed in the same pass.
+    pub fn swap_writeout(&mut self, folio: Pfn) -> bool {
+        let entry = self.folio_swap(folio).expect("folio in swap cache");
+        let order = self.mem.order(folio);
+        let nr = 1u64 << order;
+        self.vmstat.trace(Trace::VmscanWriteFolio);
+        self.mem.clear(folio, PG_DIRTY);
+        let zero = (0..nr).all(|i| !self.mem.page_nonzero(folio.plus(i)));
+        let si = &mut self.swap[entry.ty as usize];
+        for o in entry.offset..entry.offset + nr {
+            si.zeromap[o as usize] = zero;
+        }
+        if zero {
+            self.vmstat.count_vm_events(VmEvent::SwpOutZero, nr);
+            return true;
+        }
+        if order == HPAGE_PMD_ORDER {
+            self.vmstat.count_vm_event(VmEvent::ThpSwpOut);
+        }
+        self.vmstat.count_mthp_stat(order, MthpStat::Swpout);
+        self.vmstat.count_vm_events(VmEvent::PswpOut, nr);
+        true
+    }
+}
+
+/// Folio → swap entry of folios in the swap cache (`folio->swap`).
+pub type SwapOf = HashMap<u32, SwpEntry>;
