@@ -10,6 +10,7 @@ use foliosim_report::Phase;
 use crate::files::HostFile;
 use crate::guard::HostGuard;
 use crate::histogram::{self, KpageFlags};
+use crate::memcg::Cgroups;
 use crate::perf::{Counters, Events};
 use crate::plan::Plan;
 use crate::sys;
@@ -29,6 +30,9 @@ pub(crate) struct Ctx<'a> {
     pub warm_bytes: u64,
     /// Host settings after they were applied (for the Changed check).
     pub settings: &'a BTreeMap<String, String>,
+    /// The memory cgroups of the memcg steps, if any (created afresh for
+    /// each attempt).
+    pub cgroups: Option<&'a Cgroups>,
 }
 
 /// What an attempt produced.
@@ -113,6 +117,7 @@ fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
             plan: ctx.plan,
             paths: ctx.paths,
             events: &ctx.events.events,
+            cgroups: ctx.cgroups.map_or(&[], |c| &c.wl),
             msg_w: msg_w.as_raw_fd(),
             go_r: go_r.as_raw_fd(),
             engine_pid,
@@ -198,6 +203,22 @@ impl Workload<'_> {
     }
 }
 
+fn note_message(ctx: &Ctx<'_>, m: &Msg) -> String {
+    let at = ctx
+        .plan
+        .locs
+        .get(m[1] as usize)
+        .cloned()
+        .unwrap_or_else(|| "workload".into());
+    let errno = std::io::Error::from_raw_os_error(m[3] as i32);
+    match m[2] {
+        workload::N_RECLAIM_SHORT => {
+            format!("{at}: the kernel reclaimed less than the step asks ({errno}); the run goes on")
+        }
+        c => format!("{at}: workload note {c} ({errno})"),
+    }
+}
+
 fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
     let at = ctx
         .plan
@@ -220,6 +241,15 @@ fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
             sys::signal_name(m[3] as i32),
             m[4]
         ),
+        workload::E_MEMCG_MOVE => {
+            format!("moving the process into its memory cgroup (cgroup.procs) failed: {errno}")
+        }
+        workload::E_MEMCG_USAGE => format!("reading the memory cgroup's usage failed: {errno}"),
+        workload::E_MEMCG_LIMIT => {
+            format!("writing the memory cgroup's limit (v1 reclaim emulation) failed: {errno}")
+        }
+        workload::E_MEMCG_RECLAIM => format!("writing memory.reclaim failed: {errno}"),
+        workload::E_FORCE_EMPTY => format!("writing memory.force_empty failed: {errno}"),
         c => format!("workload error {c}"),
     };
     NativeError::Io { at, what }
@@ -348,6 +378,9 @@ fn end_phase(
 pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError> {
     let mut flags = KpageFlags::open()
         .map_err(|e| NativeError::Refused(format!("cannot read /proc/kpageflags: {e}")))?;
+    if let Some(c) = ctx.cgroups {
+        c.create(ctx.guard, ctx.plan)?;
+    }
     let wl = spawn(ctx)?;
     let mut missing = Vec::new();
     let mut perf: Option<Counters> = None;
@@ -379,6 +412,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 }
             }
             workload::MSG_ERROR => return Err(error_message(ctx, &m)),
+            workload::MSG_NOTE => eprintln!("foliosim native: note: {}", note_message(ctx, &m)),
             workload::MSG_MARK => {
                 if let Some(o) = open.take() {
                     let end = snap_end(wl.pid, &overhead, perf.as_ref());
@@ -440,6 +474,10 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
         }
     }
     drop(wl);
+    let errs = ctx.guard.remove_cgroups();
+    if !errs.is_empty() {
+        return Err(io_err("removing the memory cgroups", errs.join("; ")));
+    }
     Ok(Attempt {
         phases,
         not_warm,

@@ -6,6 +6,14 @@
 //! saved values are also written to /run/foliosim-native.saved, which the
 //! next run restores from).
 //!
+//! Besides knobs, the guard undoes what the run created on the host (an
+//! [`Undo`] list, undone newest first): swap devices (swapoff), loop devices
+//! (detached, and removed if the run added them), zram devices (reset and
+//! hot-removed), memory cgroups (their processes moved back to the parent,
+//! then removed) and a zram module the run loaded. Whoever creates such a
+//! thing holds the guard's lock ([`HostGuard::lock`]) from before the
+//! creation until it is recorded, so a signal never finds it half-made.
+//!
 //! One native run at a time: an in-process mutex and an flock on
 //! /run/foliosim-native.lock serialise runs across threads and processes.
 
@@ -16,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::sys;
 
@@ -25,10 +34,79 @@ const LOCK_FILE: &str = "/run/foliosim-native.lock";
 /// The signals after which the host is restored before the process ends.
 const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// Something the run created on the host, undone at the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Undo {
+    /// A swap area: swapoff(path).
+    Swapon(PathBuf),
+    /// Loop device `index` attached to `backing`: detached (only if it is
+    /// still attached to `backing`), and removed if the run `created` it.
+    Loop {
+        index: u32,
+        backing: PathBuf,
+        created: bool,
+    },
+    /// zram device `id` added through zram-control: reset and hot-removed.
+    Zram(u32),
+    /// A memory cgroup: its processes are moved to `parent` (a cgroup
+    /// directory), then it is removed.
+    Cgroup { dir: PathBuf, parent: PathBuf },
+    /// The zram module was loaded by the run: `modprobe -r zram`.
+    ZramModule,
+}
+
+impl Undo {
+    fn line(&self) -> String {
+        match self {
+            Undo::Swapon(p) => format!("swapon\t{}", p.display()),
+            Undo::Loop {
+                index,
+                backing,
+                created,
+            } => format!("loop\t{index}\t{}\t{}", backing.display(), *created as u8),
+            Undo::Zram(id) => format!("zram\t{id}"),
+            Undo::Cgroup { dir, parent } => {
+                format!("cgroup\t{}\t{}", dir.display(), parent.display())
+            }
+            Undo::ZramModule => "zram-module".to_string(),
+        }
+    }
+
+    fn parse(line: &str) -> Option<Undo> {
+        Some(match line.split('\t').collect::<Vec<_>>()[..] {
+            ["swapon", p] => Undo::Swapon(p.into()),
+            ["loop", i, b, c] => Undo::Loop {
+                index: i.parse().ok()?,
+                backing: b.into(),
+                created: c == "1",
+            },
+            ["zram", id] => Undo::Zram(id.parse().ok()?),
+            ["cgroup", d, p] => Undo::Cgroup {
+                dir: d.into(),
+                parent: p.into(),
+            },
+            ["zram-module"] => Undo::ZramModule,
+            _ => return None,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Undo::Swapon(p) => format!("swapoff {}", p.display()),
+            Undo::Loop { index, .. } => format!("detached /dev/loop{index}"),
+            Undo::Zram(id) => format!("removed /dev/zram{id}"),
+            Undo::Cgroup { dir, .. } => format!("removed cgroup {}", dir.display()),
+            Undo::ZramModule => "unloaded the zram module".to_string(),
+        }
+    }
+}
+
 /// What must be undone, shared with the restorer thread.
-struct Shared {
+pub(crate) struct Shared {
     /// Original values of the knobs changed, in the order they were changed.
     saved: Vec<(PathBuf, String)>,
+    /// What the run created, oldest first.
+    undo: Vec<Undo>,
     /// tracefs mounted by us.
     tracefs: Option<PathBuf>,
     /// The fresh work directory (removed whole).
@@ -39,6 +117,7 @@ struct Shared {
 
 static SHARED: Mutex<Shared> = Mutex::new(Shared {
     saved: Vec::new(),
+    undo: Vec::new(),
     tracefs: None,
     workdir: None,
     workload: 0,
@@ -90,6 +169,14 @@ pub(crate) fn recover_stale() -> Vec<String> {
     };
     let mut done = Vec::new();
     for line in text.lines().rev() {
+        if let Some(u) = Undo::parse(line) {
+            match undo_one(&u) {
+                Ok(true) => done.push(u.describe()),
+                Ok(false) => {}
+                Err(e) => eprintln!("foliosim native: {e}"),
+            }
+            continue;
+        }
         match line.split('\t').collect::<Vec<_>>()[..] {
             ["knob", path, value] if fs::write(path, value).is_ok() => {
                 done.push(format!("{path} = {value}"));
@@ -109,8 +196,14 @@ fn persist(sh: &Shared) {
     for (p, v) in &sh.saved {
         text.push_str(&format!("knob\t{}\t{v}\n", p.display()));
     }
+    // Read back to front: what was created is undone newest first, then
+    // the work directory (which holds swap files) goes, then the knobs.
     if let Some(w) = &sh.workdir {
         text.push_str(&format!("workdir\t{}\n", w.display()));
+    }
+    for u in &sh.undo {
+        text.push_str(&u.line());
+        text.push('\n');
     }
     let tmp = format!("{STATE_FILE}.tmp");
     if let Ok(mut f) = File::create(&tmp) {
@@ -123,13 +216,62 @@ fn persist(sh: &Shared) {
     }
 }
 
+/// Wait (up to `limit`) until `pid` has exited: gone, or a zombie (its
+/// memory is freed by then). Never reaps it.
+fn wait_exited(pid: i32, limit: Duration) {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => {
+                let state = s
+                    .rfind(')')
+                    .and_then(|i| s[i + 1..].split_whitespace().next());
+                if matches!(state, Some("Z" | "X")) {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Undo one thing; Ok(false) if there was nothing left to undo.
+pub(crate) fn undo_one(u: &Undo) -> Result<bool, String> {
+    match u {
+        Undo::Swapon(p) => crate::swapdev::swapoff(p),
+        Undo::Loop {
+            index,
+            backing,
+            created,
+        } => crate::swapdev::detach_loop(*index, backing, *created),
+        Undo::Zram(id) => crate::swapdev::remove_zram(*id),
+        Undo::Cgroup { dir, parent } => crate::memcg::remove(dir, parent),
+        Undo::ZramModule => crate::swapdev::unload_zram(),
+    }
+}
+
 /// Undo everything recorded; returns the problems met.
 fn restore(sh: &mut Shared) -> Vec<String> {
     let mut errs = Vec::new();
     if sh.workload > 0 {
         sys::kill(sh.workload, libc::SIGKILL);
+        // Its memory (and swap) must be gone before its cgroups and swap
+        // devices can be.
+        if !sh.undo.is_empty() {
+            wait_exited(sh.workload, Duration::from_secs(5));
+        }
         sh.workload = 0;
     }
+    let mut kept = Vec::new();
+    while let Some(u) = sh.undo.pop() {
+        if let Err(e) = undo_one(&u) {
+            errs.push(e);
+            kept.push(u);
+        }
+    }
+    kept.reverse();
+    sh.undo = kept;
     for (p, v) in sh.saved.iter().rev() {
         if let Err(e) = fs::write(p, v) {
             errs.push(format!("restoring {} = {v}: {e}", p.display()));
@@ -152,6 +294,8 @@ fn restore(sh: &mut Shared) -> Vec<String> {
     }
     if errs.is_empty() {
         let _ = fs::remove_file(STATE_FILE);
+    } else {
+        persist(sh);
     }
     errs
 }
@@ -325,6 +469,37 @@ impl HostGuard {
         shared().workload = pid;
     }
 
+    /// Exclusive use of the guard's state while creating something on the
+    /// host: the restorer waits until it is recorded.
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            sh: shared(),
+            _guard: std::marker::PhantomData,
+        }
+    }
+
+    /// Undo (newest first) and forget every recorded cgroup; returns the
+    /// problems met (the cgroups that could not be removed stay recorded).
+    pub(crate) fn remove_cgroups(&self) -> Vec<String> {
+        let mut sh = shared();
+        let mut errs = Vec::new();
+        let mut kept = Vec::new();
+        while let Some(u) = sh.undo.pop() {
+            if !matches!(u, Undo::Cgroup { .. }) {
+                kept.push(u);
+                continue;
+            }
+            if let Err(e) = undo_one(&u) {
+                errs.push(e);
+                kept.push(u);
+            }
+        }
+        kept.reverse();
+        sh.undo = kept;
+        persist(&sh);
+        errs
+    }
+
     /// Undo everything now; returns what went wrong.
     pub(crate) fn finish(&mut self) -> Vec<String> {
         let errs = restore(&mut shared());
@@ -349,6 +524,21 @@ impl HostGuard {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// The guard's state, locked (see [`HostGuard::lock`]).
+pub(crate) struct Locked<'a> {
+    sh: MutexGuard<'static, Shared>,
+    _guard: std::marker::PhantomData<&'a HostGuard>,
+}
+
+impl Locked<'_> {
+    /// Record something about to be created (or just created), and save the
+    /// record for a later run in case this one is killed.
+    pub(crate) fn push(&mut self, u: Undo) {
+        self.sh.undo.push(u);
+        persist(&self.sh);
     }
 }
 

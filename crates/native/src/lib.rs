@@ -7,15 +7,21 @@
 //! How a run goes (see `docs/host-notes.md` of the project for why):
 //! 1. everything that can be checked without touching the host is checked
 //!    (architecture, knobs the host cannot set, unsupported steps);
-//! 2. a guard records every THP knob before setting the scenario's values
-//!    and restores them on every way out (return, error, panic, SIGINT /
-//!    SIGTERM / SIGHUP / SIGQUIT, and after SIGKILL on the next run);
-//! 3. the files are created in a fresh work directory and their page cache
+//! 2. a guard records every THP knob before setting the scenario's values,
+//!    and everything the run creates on the host (swap devices, loop and
+//!    zram devices, memory cgroups), and restores or removes them on every
+//!    way out (return, error, panic, SIGINT / SIGTERM / SIGHUP / SIGQUIT,
+//!    and after SIGKILL on the next run);
+//! 3. a fresh work directory is made; the scenario's swap devices are
+//!    created and enabled (swap files and loop backing files live in the
+//!    work directory); the files are created there and their page cache
 //!    filled as the scenario says;
-//! 4. the workload is forked pinned to one CPU and runs the steps in the
+//! 4. the memory cgroups of `memcg` steps are created (afresh for each
+//!    attempt), the workload moving itself in at its step;
+//! 5. the workload is forked pinned to one CPU and runs the steps in the
 //!    simulator's order; at each phase marker it stops while the engine
 //!    reads the counters and the folio histograms;
-//! 5. a run whose warm page cache was evicted during a measured phase is
+//! 6. a run whose warm page cache was evicted during a measured phase is
 //!    rebuilt and run again (up to three times), and says so.
 //!
 //! All `unsafe` of the project lives in this crate; every block says why it
@@ -28,9 +34,11 @@ mod files;
 mod guard;
 mod histogram;
 mod host;
+mod memcg;
 mod perf;
 mod plan;
 mod probe;
+mod swapdev;
 mod sys;
 mod workload;
 
@@ -98,7 +106,7 @@ impl std::error::Error for NativeError {}
 /// Counters the simulator reports under kernel names that the host should
 /// provide too (mirrors crates/kernel/src/mm/vmstat.rs); any the host
 /// lacks is listed as missing, never reported as zero.
-const EXPECTED_VMSTAT: [&str; 13] = [
+const EXPECTED_VMSTAT: [&str; 26] = [
     "pgfault",
     "pgmajfault",
     "pgreuse",
@@ -112,12 +120,29 @@ const EXPECTED_VMSTAT: [&str; 13] = [
     "thp_zero_page_alloc_failed",
     "pgalloc_normal",
     "pgfree",
+    "pswpin",
+    "pswpout",
+    "swpin_zero",
+    "swpout_zero",
+    "thp_swpout",
+    "thp_swpout_fallback",
+    "thp_split_page",
+    "pgsteal_anon",
+    "pgsteal_file",
+    "pgscan_anon",
+    "pgscan_file",
+    "pgactivate",
+    "pglazyfreed",
 ];
-const EXPECTED_MTHP: [&str; 4] = [
+const EXPECTED_MTHP: [&str; 8] = [
     "anon_fault_alloc",
     "anon_fault_fallback",
     "anon_fault_fallback_charge",
     "split_deferred",
+    "swpout",
+    "swpout_fallback",
+    "swpin",
+    "split",
 ];
 
 const THP_DIR: &str = host::THP_DIR;
@@ -182,11 +207,16 @@ fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
     Ok(out)
 }
 
+/// What the checks found.
+struct Preflight {
+    plan: plan::Plan,
+    /// Where the memory cgroups of memcg steps go (None: no memcg step).
+    memcg: Option<memcg::Hierarchy>,
+    notes: Vec<String>,
+}
+
 /// The checks that need nothing from the host but reading it.
-fn preflight(
-    sc: &Scenario,
-    opts: &NativeOptions,
-) -> Result<(plan::Plan, Vec<String>), NativeError> {
+fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeError> {
     let mut notes = Vec::new();
     let host_arch = match sys::machine().as_str() {
         "x86_64" => Some(Arch::X86_64),
@@ -211,6 +241,14 @@ fn preflight(
         )));
     }
     let p = plan::compile(sc)?;
+    let memcg = match memcg::preflight(&p)? {
+        Some((h, n)) => {
+            notes.extend(n);
+            Some(h)
+        }
+        None => None,
+    };
+    notes.extend(swapdev::preflight(&sc.system.swap, &opts.workdir)?);
     if !sc.files.is_empty() || p.maps_files {
         let dir = if opts.workdir.exists() {
             opts.workdir.clone()
@@ -256,7 +294,11 @@ fn preflight(
             avail >> 20
         )));
     }
-    Ok((p, notes))
+    Ok(Preflight {
+        plan: p,
+        memcg,
+        notes,
+    })
 }
 
 fn require_readable(path: &str, what: &str) -> Result<(), NativeError> {
@@ -307,7 +349,7 @@ fn workload_cpu() -> Result<usize, NativeError> {
 /// Run `sc` on the host kernel and return its report (expectations
 /// evaluated).
 pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
-    let (plan, notes) = preflight(sc, opts)?;
+    let Preflight { plan, memcg, notes } = preflight(sc, opts)?;
     if sys::geteuid() != 0 {
         return Err(NativeError::Refused(
             "the native engine needs root (to set THP knobs, read /proc/kpageflags and PFNs in \
@@ -334,7 +376,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     }
     let mut g = guard::HostGuard::install()
         .map_err(|e| NativeError::Refused(format!("cannot install signal handling: {e}")))?;
-    let result = run_guarded(sc, opts, &plan, &writes, &g);
+    let result = run_guarded(sc, opts, &plan, memcg, &writes, &g);
     let errs = g.finish();
     let mut report = result?;
     if !errs.is_empty() {
@@ -351,6 +393,7 @@ fn run_guarded(
     sc: &Scenario,
     opts: &NativeOptions,
     plan: &plan::Plan,
+    memcg: Option<memcg::Hierarchy>,
     writes: &[(PathBuf, String)],
     g: &guard::HostGuard,
 ) -> Result<Report, NativeError> {
@@ -360,9 +403,6 @@ fn run_guarded(
             what: format!("writing {v} to {}: {e}", p.display()),
         })?;
     }
-    let settings = host::settings_snapshot();
-    let events = perf::resolve(g);
-
     let dir = g
         .create_workdir(&opts.workdir)
         .map_err(|e| NativeError::Io {
@@ -372,6 +412,17 @@ fn run_guarded(
                 opts.workdir.display()
             ),
         })?;
+    for c in swapdev::create_all(g, &sc.system.swap, &dir)? {
+        eprintln!(
+            "foliosim native: note: swap: {}: {}",
+            c.path.display(),
+            c.what
+        );
+    }
+    let cgroups = memcg.map(|h| memcg::Cgroups::new(h, plan)).transpose()?;
+    let settings = host::settings_snapshot();
+    let events = perf::resolve(g);
+
     let files: Vec<files::HostFile> = sc
         .files
         .iter()
@@ -401,6 +452,7 @@ fn run_guarded(
         cpu: workload_cpu()?,
         warm_bytes: plan.anon_bytes.min(1 << 30),
         settings: &settings,
+        cgroups: cgroups.as_ref(),
     };
 
     const ATTEMPTS: u64 = 3;

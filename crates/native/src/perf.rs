@@ -12,12 +12,14 @@ use std::path::{Path, PathBuf};
 use crate::guard::HostGuard;
 
 /// The tracepoints counted, by counter name.
-pub(crate) const TRACEPOINTS: [&str; 5] = [
+pub(crate) const TRACEPOINTS: [&str; 7] = [
     "exceptions:page_fault_user",
     "filemap:mm_filemap_map_pages",
     "filemap:mm_filemap_fault",
     "filemap:mm_filemap_add_to_page_cache",
     "tlb:tlb_flush",
+    "vmscan:mm_vmscan_reclaim_pages",
+    "vmscan:mm_vmscan_write_folio",
 ];
 
 /// `tlb:tlb_flush` split by its `reason` field (enum tlb_flush_reason,

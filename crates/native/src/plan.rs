@@ -96,6 +96,32 @@ pub(crate) enum Op {
     PhaseEnd {
         step: u32,
     },
+    /// Move this process into memory cgroup `cg` (an index into
+    /// `Plan::memcgs`, created by the engine before the workload starts).
+    Memcg {
+        step: u32,
+        cg: u32,
+    },
+    /// Reclaim `amount` bytes of memory cgroup `cg`.
+    MemcgReclaim {
+        step: u32,
+        cg: u32,
+        amount: u64,
+    },
+    /// Reclaim all of memory cgroup `cg` (cgroup v1 memory.force_empty).
+    ForceEmpty {
+        step: u32,
+        cg: u32,
+    },
+}
+
+/// A memory cgroup one `memcg` step makes.
+#[derive(Clone, Debug)]
+pub(crate) struct MemcgDecl {
+    /// Where the step is (for messages).
+    pub at: String,
+    /// Its `limit` (None: unlimited).
+    pub limit: Option<u64>,
 }
 
 /// The whole compiled scenario.
@@ -113,25 +139,28 @@ pub(crate) struct Plan {
     pub anon_bytes: u64,
     /// Does the scenario map a file?
     pub maps_files: bool,
+    /// The memory cgroups of the `memcg` steps, in step order.
+    pub memcgs: Vec<MemcgDecl>,
+    /// The first `memcg_reclaim` step, if any.
+    pub reclaim_at: Option<String>,
+    /// The first `force_empty` step, if any.
+    pub force_empty_at: Option<String>,
 }
 
-/// The `MADV_*` value of an advice, or why it cannot run natively.
-pub(crate) fn madv(a: Advice) -> Result<i32, String> {
-    Ok(match a {
+/// The `MADV_*` value of an advice.
+pub(crate) fn madv(a: Advice) -> i32 {
+    match a {
         Advice::Hugepage => libc::MADV_HUGEPAGE,
         Advice::Nohugepage => libc::MADV_NOHUGEPAGE,
         Advice::Dontneed => libc::MADV_DONTNEED,
         Advice::Random => libc::MADV_RANDOM,
         Advice::Sequential => libc::MADV_SEQUENTIAL,
         Advice::Normal => libc::MADV_NORMAL,
-        Advice::Willneed | Advice::Cold | Advice::Pageout | Advice::Free => {
-            return Err(format!(
-                "madvise({}) is not supported by the native engine (the simulator does not \
-                 model it yet either, so there is nothing to compare)",
-                a.as_str()
-            ))
-        }
-    })
+        Advice::Willneed => libc::MADV_WILLNEED, // 3
+        Advice::Cold => libc::MADV_COLD,         // 20
+        Advice::Pageout => libc::MADV_PAGEOUT,   // 21
+        Advice::Free => libc::MADV_FREE,         // 8
+    }
 }
 
 /// The simulator's address-space layout, replayed while compiling: every
@@ -178,6 +207,12 @@ struct Compiler<'a> {
     max_children: usize,
     anon_bytes: u64,
     maps_files: bool,
+    memcgs: Vec<MemcgDecl>,
+    /// The memory cgroup the process being compiled is in (None: the
+    /// engine's).
+    cur_memcg: Option<u32>,
+    reclaim_at: Option<String>,
+    force_empty_at: Option<String>,
 }
 
 /// Compile a validated scenario.
@@ -192,6 +227,10 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         max_children: 0,
         anon_bytes: 0,
         maps_files: false,
+        memcgs: Vec::new(),
+        cur_memcg: None,
+        reclaim_at: None,
+        force_empty_at: None,
     };
     let root = c.steps(&sc.steps)?;
     Ok(Plan {
@@ -202,6 +241,9 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         max_children: c.max_children,
         anon_bytes: c.anon_bytes,
         maps_files: c.maps_files,
+        memcgs: c.memcgs,
+        reclaim_at: c.reclaim_at,
+        force_empty_at: c.force_empty_at,
     })
 }
 
@@ -344,14 +386,7 @@ impl Compiler<'_> {
                 {
                     self.anon_bytes = self.anon_bytes.saturating_add(*size);
                 }
-                let advise = advise
-                    .iter()
-                    .map(|&a| madv(a))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|what| NativeError::Unsupported {
-                        at: at.clone(),
-                        what,
-                    })?;
+                let advise = advise.iter().map(|&a| madv(a)).collect();
                 let hint = self.sim_address(backing, *shared, *size, *file_offset, prot.write);
                 self.addr.regions.insert(region.clone(), hint);
                 let id = self.regions.len() as u32;
@@ -410,10 +445,7 @@ impl Compiler<'_> {
             } => {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
-                let advice = madv(*advice).map_err(|what| NativeError::Unsupported {
-                    at: at.clone(),
-                    what,
-                })?;
+                let advice = madv(*advice);
                 Op::Madvise {
                     step,
                     region: id,
@@ -445,7 +477,9 @@ impl Compiler<'_> {
                             at: at.clone(),
                             what: e.to_string(),
                         })?;
+                let memcg = self.cur_memcg;
                 let child = self.steps(child);
+                self.cur_memcg = memcg;
                 self.addr.cur = parent;
                 Op::Fork {
                     step,
@@ -459,12 +493,41 @@ impl Compiler<'_> {
                 Op::Phase { step, idx }
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
-            StepKind::Memcg { .. } | StepKind::MemcgReclaim { .. } | StepKind::ForceEmpty => {
-                return Err(NativeError::Unsupported {
-                    at,
-                    what: "memory cgroup steps are not implemented natively yet".into(),
-                })
+            StepKind::Memcg { limit } => {
+                let cg = self.memcgs.len() as u32;
+                self.memcgs.push(MemcgDecl {
+                    at: at.clone(),
+                    limit: *limit,
+                });
+                self.cur_memcg = Some(cg);
+                Op::Memcg { step, cg }
             }
+            StepKind::MemcgReclaim { amount } => {
+                self.reclaim_at.get_or_insert_with(|| at.clone());
+                Op::MemcgReclaim {
+                    step,
+                    cg: self.memcg(&at)?,
+                    amount: *amount,
+                }
+            }
+            StepKind::ForceEmpty => {
+                self.force_empty_at.get_or_insert_with(|| at.clone());
+                Op::ForceEmpty {
+                    step,
+                    cg: self.memcg(&at)?,
+                }
+            }
+        })
+    }
+
+    /// The memory cgroup a reclaim step acts on: the process's, which a
+    /// memcg step made (the scenario crate checks there is one).
+    fn memcg(&self, at: &str) -> Result<u32, NativeError> {
+        self.cur_memcg.ok_or_else(|| NativeError::Unsupported {
+            at: at.to_string(),
+            what: "the process is not in a memory cgroup of the scenario (no memcg step before \
+                   this one); the native engine never reclaims the host's cgroups"
+                .into(),
         })
     }
 }
@@ -545,27 +608,85 @@ op = "wait"
     }
 
     #[test]
-    fn unsupported_advice_is_refused_with_its_location() {
-        let e = plan(
+    fn reclaim_advice_compiles_to_its_madv_value() {
+        let p = plan(
             r#"
 [[step]]
 op = "mmap"
 region = "heap"
 kind = "anon"
 size = "1M"
+madvise = ["willneed", "cold"]
 [[step]]
 op = "madvise"
 region = "heap"
 advice = "pageout"
+[[step]]
+op = "madvise"
+region = "heap"
+advice = "free"
 "#,
         )
-        .unwrap_err();
-        match e {
-            NativeError::Unsupported { at, what } => {
-                assert!(at.starts_with("t.toml:"), "{at}");
-                assert!(what.contains("pageout"), "{what}");
-            }
-            e => panic!("{e:?}"),
+        .unwrap();
+        match &p.root[0] {
+            Op::Mmap { advise, .. } => assert_eq!(advise, &[3, 20]),
+            o => panic!("{o:?}"),
         }
+        let advice: Vec<i32> = p.root[1..]
+            .iter()
+            .map(|o| match o {
+                Op::Madvise { advice, .. } => *advice,
+                o => panic!("{o:?}"),
+            })
+            .collect();
+        assert_eq!(advice, [21, 8]);
+    }
+
+    #[test]
+    fn memcg_steps_name_their_cgroup() {
+        let p = plan(
+            r#"
+[[step]]
+op = "memcg"
+limit = "64M"
+[[step]]
+op = "fork"
+[[step.child]]
+op = "memcg_reclaim"
+amount = "1M"
+[[step.child]]
+op = "memcg"
+[[step.child]]
+op = "force_empty"
+[[step]]
+op = "force_empty"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.memcgs.len(), 2);
+        assert_eq!(p.memcgs[0].limit, Some(64 << 20));
+        assert_eq!(p.memcgs[1].limit, None);
+        assert!(p.reclaim_at.as_deref().unwrap().starts_with("t.toml:7:"));
+        assert!(p
+            .force_empty_at
+            .as_deref()
+            .unwrap()
+            .starts_with("t.toml:12:"));
+        assert!(matches!(p.root[0], Op::Memcg { cg: 0, .. }));
+        let Op::Fork { child, .. } = &p.root[1] else {
+            panic!("{:?}", p.root[1]);
+        };
+        assert!(matches!(
+            child[0],
+            Op::MemcgReclaim {
+                cg: 0,
+                amount: 1048576,
+                ..
+            }
+        ));
+        assert!(matches!(child[1], Op::Memcg { cg: 1, .. }));
+        assert!(matches!(child[2], Op::ForceEmpty { cg: 1, .. }));
+        // The parent is still in the first cgroup after the fork.
+        assert!(matches!(p.root[2], Op::ForceEmpty { cg: 0, .. }));
     }
 }

@@ -33,6 +33,7 @@ use std::os::fd::RawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
+use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
 use crate::plan::{Op, Pat, Plan, PAGE_SIZE, PMD_SIZE};
 
@@ -52,8 +53,14 @@ pub(crate) const MSG_MARK: u64 = 4;
 pub(crate) const MSG_ERROR: u64 = 5;
 /// [OVERHEAD_EV, event index, count]: tracepoint hits of the overhead.
 pub(crate) const MSG_OVERHEAD_EV: u64 = 6;
+/// [NOTE, step, code, errno, 0, pid]: something the engine says on stderr.
+pub(crate) const MSG_NOTE: u64 = 7;
 
-/// At most this many tracepoint counters (crate::perf opens 11).
+/// A memcg reclaim step reclaimed less than asked (errno: EAGAIN from
+/// memory.reclaim, EBUSY from the v1 limit or force_empty).
+pub(crate) const N_RECLAIM_SHORT: u64 = 1;
+
+/// At most this many tracepoint counters (crate::perf opens 13).
 pub(crate) const MAX_EVENTS: usize = 16;
 /// Index of `exceptions:page_fault_user` in the event list, if any.
 fn page_fault_user(events: &[Event]) -> Option<usize> {
@@ -74,6 +81,16 @@ pub(crate) const E_FORK: u64 = 5;
 pub(crate) const E_PIPE: u64 = 6;
 pub(crate) const E_CHILD_DIED: u64 = 7;
 pub(crate) const E_SIGNAL: u64 = 8;
+/// Writing cgroup.procs of the step's memory cgroup failed.
+pub(crate) const E_MEMCG_MOVE: u64 = 9;
+/// Reading the memory usage of the cgroup failed.
+pub(crate) const E_MEMCG_USAGE: u64 = 10;
+/// Writing the cgroup's memory limit failed.
+pub(crate) const E_MEMCG_LIMIT: u64 = 11;
+/// Writing memory.reclaim failed.
+pub(crate) const E_MEMCG_RECLAIM: u64 = 12;
+/// Writing memory.force_empty failed.
+pub(crate) const E_FORCE_EMPTY: u64 = 13;
 
 /// No step yet (set-up).
 pub(crate) const NO_STEP: u64 = u64::MAX;
@@ -91,6 +108,8 @@ pub(crate) struct Setup<'a> {
     pub plan: &'a Plan,
     pub paths: &'a [CString],
     pub events: &'a [Event],
+    /// The memory cgroups of the memcg steps (created by the engine).
+    pub cgroups: &'a [WlCgroup],
     pub msg_w: RawFd,
     pub go_r: RawFd,
     pub engine_pid: i32,
@@ -106,6 +125,7 @@ struct Proc<'a> {
     /// This process's own (not inherited) tracepoint counters, one per
     /// event (negative: could not be opened), to measure its overhead.
     own: Vec<i32>,
+    cgroups: &'a [WlCgroup],
     msg_w: RawFd,
     go_r: RawFd,
     /// Address of every region this process has mapped (0 = none).
@@ -416,6 +436,71 @@ fn tls_pages() -> [usize; 4] {
     [tp, tp.wrapping_sub(4096), errno, rseq]
 }
 
+/// Write `data` to the file at `path` in one write(2); Err(errno).
+/// Allocates nothing (the workload uses it while measured).
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), u64> {
+    // SAFETY: `path` is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: `data` is readable for its length; `fd` is ours.
+    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let err = errno();
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    if n != data.len() as isize {
+        return Err(if n < 0 { err } else { libc::EIO as u64 });
+    }
+    Ok(())
+}
+
+/// The decimal number at the start of the file at `path`; Err(errno).
+fn read_u64(path: &std::ffi::CStr) -> Result<u64, u64> {
+    // SAFETY: `path` is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let mut buf = [0u8; 32];
+    // SAFETY: `buf` is writable for its length; `fd` is ours.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    let err = errno();
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    if n < 0 {
+        return Err(err);
+    }
+    let mut v: u64 = 0;
+    let mut digits = 0;
+    for &b in &buf[..n as usize] {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        v = v.saturating_mul(10).saturating_add((b - b'0') as u64);
+        digits += 1;
+    }
+    if digits == 0 {
+        return Err(libc::EINVAL as u64);
+    }
+    Ok(v)
+}
+
+/// `v` in decimal followed by a newline, in `buf`.
+fn fmt_u64(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut i = buf.len() - 1;
+    buf[i] = b'\n';
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
 /// One byte read or written at `addr`.
 #[inline(always)]
 fn access(addr: u64, write: bool) {
@@ -477,6 +562,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         paths: s.paths,
         events: &s.events[..s.events.len().min(MAX_EVENTS)],
         own: Vec::new(),
+        cgroups: s.cgroups,
         msg_w: s.msg_w,
         go_r: s.go_r,
         regions: vec![0; s.plan.regions.len()],
@@ -501,6 +587,35 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
 }
 
 impl Proc<'_> {
+    /// Tell the engine something it reports on stderr (the run goes on).
+    fn note(&self, code: u64, err: u64) {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        send(
+            self.msg_w,
+            &[
+                MSG_NOTE,
+                CUR_STEP.load(Ordering::Relaxed),
+                code,
+                err,
+                0,
+                pid,
+            ],
+        );
+    }
+
+    /// A write to a cgroup file whose EAGAIN / EBUSY means "reclaimed less
+    /// than asked" (a note); other errors end the run with `code`.
+    fn reclaim_write(&self, path: &std::ffi::CStr, data: &[u8], code: u64) {
+        match write_file(path, data) {
+            Ok(()) => {}
+            Err(e) if e == libc::EAGAIN as u64 || e == libc::EBUSY as u64 => {
+                self.note(N_RECLAIM_SHORT, e)
+            }
+            Err(e) => self.fail(code, e),
+        }
+    }
+
     fn fail(&self, code: u64, err: u64) -> ! {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u64;
@@ -651,6 +766,11 @@ impl Proc<'_> {
             let mut st = 0;
             libc::waitpid(-1, &mut st, libc::WNOHANG);
             libc::getppid();
+        }
+        if !self.cgroups.is_empty() {
+            let mut buf = [0u8; 24];
+            let _ = write_file(c"/dev/null", fmt_u64(4096, &mut buf));
+            let _ = read_u64(c"/proc/self/oom_score_adj");
         }
         rusage();
         let z = [0u64; MAX_EVENTS];
@@ -815,6 +935,45 @@ impl Proc<'_> {
             Op::PhaseEnd { step } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 self.mark(MARK_PHASE_END, 0);
+            }
+            Op::Memcg { step, cg } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                // "0" moves the writing process (cgroup_procs_write_start).
+                if let Err(e) = write_file(&self.cgroups[*cg as usize].procs, b"0\n") {
+                    self.fail(E_MEMCG_MOVE, e);
+                }
+            }
+            Op::MemcgReclaim { step, cg, amount } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let c = &self.cgroups[*cg as usize];
+                let mut buf = [0u8; 24];
+                match &c.reclaim {
+                    Some(reclaim) => {
+                        self.reclaim_write(reclaim, fmt_u64(*amount, &mut buf), E_MEMCG_RECLAIM)
+                    }
+                    None => {
+                        // cgroup v1: lower the limit below the usage by the
+                        // amount (the kernel reclaims until the usage fits),
+                        // then put it back.
+                        let usage = match read_u64(&c.usage) {
+                            Ok(u) => u,
+                            Err(e) => self.fail(E_MEMCG_USAGE, e),
+                        };
+                        let target = fmt_u64(usage.saturating_sub(*amount), &mut buf);
+                        self.reclaim_write(&c.limit, target, E_MEMCG_LIMIT);
+                        if let Err(e) = write_file(&c.limit, &c.restore_limit) {
+                            self.fail(E_MEMCG_LIMIT, e);
+                        }
+                    }
+                }
+            }
+            Op::ForceEmpty { step, cg } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                if let Some(f) = &self.cgroups[*cg as usize].force_empty {
+                    self.reclaim_write(f, b"0\n", E_FORCE_EMPTY);
+                } else {
+                    self.fail(E_FORCE_EMPTY, libc::ENOENT as u64);
+                }
             }
         }
     }

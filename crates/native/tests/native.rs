@@ -254,25 +254,6 @@ size = "1M"
 }
 
 #[test]
-fn unsupported_advice_is_refused_before_touching_the_host() {
-    let text = r#"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "1M"
-madvise = ["pageout"]
-"#;
-    match run(&scenario(text), &NativeOptions::default()) {
-        Err(NativeError::Unsupported { at, what }) => {
-            assert!(at.starts_with("test.toml:"), "{at}");
-            assert!(what.contains("pageout"), "{what}");
-        }
-        other => panic!("expected unsupported, got {other:?}"),
-    }
-}
-
-#[test]
 fn without_root_a_run_is_refused() {
     if is_root() {
         eprintln!("SKIPPED without_root_a_run_is_refused: running as root");

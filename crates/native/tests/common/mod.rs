@@ -103,3 +103,84 @@ impl Drop for TempDir {
 pub fn scenario(text: &str) -> foliosim_scenario::Scenario {
     foliosim_scenario::parse_str("test.toml", text, &[]).expect("a valid scenario")
 }
+
+/// What a run may create on the host and must remove: the swap areas,
+/// the block devices (loop and zram), the attached loop devices with their
+/// backing files, and every memory cgroup directory (cgroup v1 hierarchy,
+/// recursively).
+#[derive(Debug, PartialEq, Eq)]
+pub struct HostDevices {
+    pub swaps: Vec<String>,
+    pub block: Vec<String>,
+    pub loops: Vec<(String, String)>,
+    pub memcgs: Vec<String>,
+}
+
+pub fn host_devices() -> HostDevices {
+    let swaps = fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    let mut block: Vec<String> = fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("loop") || n.starts_with("zram"))
+                .collect()
+        })
+        .unwrap_or_default();
+    block.sort();
+    let loops = block
+        .iter()
+        .filter_map(|n| {
+            let b = fs::read_to_string(format!("/sys/block/{n}/loop/backing_file")).ok()?;
+            Some((n.clone(), b.trim().to_string()))
+        })
+        .collect();
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        if let Ok(rd) = fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    out.push(e.path().display().to_string());
+                    walk(&e.path(), out);
+                }
+            }
+        }
+    }
+    let mut memcgs = Vec::new();
+    for root in ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"] {
+        walk(Path::new(root), &mut memcgs);
+    }
+    memcgs.sort();
+    HostDevices {
+        swaps,
+        block,
+        loops,
+        memcgs,
+    }
+}
+
+/// Skip (return true) unless the host has a cgroup v1 memory hierarchy.
+pub fn skip_unless_memcg_v1(test: &str) -> bool {
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let v1 = own.lines().any(|l| {
+        l.split(':')
+            .nth(1)
+            .is_some_and(|c| c.split(',').any(|c| c == "memory"))
+    });
+    if !v1 {
+        eprintln!("SKIPPED {test}: no cgroup v1 memory controller on this host");
+    }
+    !v1
+}
+
+/// Skip (return true) unless zram can be used (built in or loaded).
+pub fn skip_unless_zram(test: &str) -> bool {
+    if !Path::new("/sys/class/zram-control").exists() {
+        eprintln!("SKIPPED {test}: no /sys/class/zram-control (zram not loaded)");
+        return true;
+    }
+    false
+}

@@ -1,0 +1,390 @@
+//! Swap devices (`[[system.swap]]`: zram, swap file, loop block device),
+//! the reclaim advice and memory cgroups, on the host kernel (root only;
+//! each test skips with a message when it cannot run), and the cleanup of
+//! everything a run creates: on success, on SIGINT in the middle of a
+//! phase, and after SIGKILL by the next run.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use foliosim_native::{run, NativeError, NativeOptions};
+
+/// 64 MiB of anonymous memory written, then paged out with MADV_PAGEOUT
+/// in the measured phase, with one swap device of `kind`.
+fn pageout_scenario(kind: &str) -> String {
+    format!(
+        r#"
+name = "pageout-{kind}"
+[[system.swap]]
+kind = "{kind}"
+size = "256M"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "64M"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+[[step]]
+op = "phase"
+name = "pageout"
+[[step]]
+op = "madvise"
+region = "heap"
+advice = "pageout"
+"#
+    )
+}
+
+fn opts(dir: &TempDir) -> NativeOptions {
+    NativeOptions {
+        workdir: dir.0.clone(),
+    }
+}
+
+/// Run `text`; check that the host's devices and cgroups are as before and
+/// nothing is left in the work directory. Returns the phases' counters.
+fn run_clean(test: &str, text: &str) -> Vec<BTreeMap<String, i64>> {
+    let before = host_devices();
+    let dir = TempDir::new(test);
+    let r = run(&scenario(text), &opts(&dir)).unwrap_or_else(|e| panic!("{test}: {e}"));
+    assert_eq!(host_devices(), before, "{test}: host devices not restored");
+    assert!(dir.is_empty(), "{test}: files left in {}", dir.0.display());
+    assert!(!Path::new("/run/foliosim-native.saved").exists());
+    r.phases.into_iter().map(|p| p.counters).collect()
+}
+
+fn pageout_swaps_out(test: &str, kind: &str) {
+    let p = &run_clean(test, &pageout_scenario(kind))[0];
+    // /proc/vmstat is system-wide: at least our 16384 pages.
+    assert!(p["pswpout"] > 0, "{test}: {p:?}");
+    assert!(p["pswpout"] >= 16384, "{test}: pswpout = {}", p["pswpout"]);
+    assert_eq!(p["minor-faults"], 0, "{test}: {p:?}");
+    // Per-process tracepoints: every page written to swap by the workload.
+    if let Some(&n) = p.get("vmscan:mm_vmscan_write_folio") {
+        assert!(n > 0, "{test}: {p:?}");
+    }
+    if let Some(&n) = p.get("vmscan:mm_vmscan_reclaim_pages") {
+        assert!(n > 0, "{test}: {p:?}");
+    }
+}
+
+#[test]
+fn zram_swap_and_pageout() {
+    let _s = serial();
+    if skip_unless_root("zram_swap_and_pageout") || skip_unless_zram("zram_swap_and_pageout") {
+        return;
+    }
+    pageout_swaps_out("zram", "zram");
+}
+
+#[test]
+fn swap_file_and_pageout() {
+    let _s = serial();
+    if skip_unless_root("swap_file_and_pageout") {
+        return;
+    }
+    pageout_swaps_out("file", "file");
+}
+
+#[test]
+fn loop_block_device_and_pageout() {
+    let _s = serial();
+    if skip_unless_root("loop_block_device_and_pageout") {
+        return;
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        eprintln!("SKIPPED loop_block_device_and_pageout: no /dev/loop-control");
+        return;
+    }
+    pageout_swaps_out("block", "block");
+    let rotational = pageout_scenario("block").replace(
+        "kind = \"block\"\n",
+        "kind = \"block\"\nrotational = true\n",
+    );
+    let p = &run_clean("block-rotational", &rotational)[0];
+    assert!(p["pswpout"] > 0, "{p:?}");
+}
+
+#[test]
+fn memcg_limit_reclaim_and_force_empty_swap_out() {
+    let _s = serial();
+    let test = "memcg_limit_reclaim_and_force_empty_swap_out";
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) || skip_unless_zram(test) {
+        return;
+    }
+    // 128 MiB written into a cgroup limited to 64 MiB, with swap.
+    let text = r#"
+name = "memcg-limit"
+[[system.swap]]
+kind = "zram"
+size = "512M"
+[[step]]
+op = "memcg"
+limit = "64M"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "128M"
+[[step]]
+op = "phase"
+name = "fill"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+[[step]]
+op = "phase"
+name = "reclaim"
+[[step]]
+op = "memcg_reclaim"
+amount = "16M"
+[[step]]
+op = "phase"
+name = "empty"
+[[step]]
+op = "force_empty"
+"#;
+    let p = run_clean(test, text);
+    let (fill, reclaim, empty) = (&p[0], &p[1], &p[2]);
+    assert_eq!(fill["minor-faults"], 32768, "{fill:?}");
+    // At least the 64 MiB above the limit went to swap.
+    assert!(fill["pswpout"] > 0, "{fill:?}");
+    assert!(fill["pswpout"] >= 16384, "{fill:?}");
+    assert!(fill["pgsteal_anon"] > 0, "{fill:?}");
+    // The v1 emulation of memory.reclaim reclaims about the amount (4096
+    // pages), in the workload's own context (its tracepoints count it).
+    assert!(reclaim["pswpout"] >= 4096, "{reclaim:?}");
+    if let Some(&n) = reclaim.get("vmscan:mm_vmscan_write_folio") {
+        assert!(n >= 4096, "{reclaim:?}");
+    }
+    // force_empty swaps out the rest (about 48 MiB).
+    assert!(empty["pswpout"] >= 8192, "{empty:?}");
+}
+
+#[test]
+fn a_child_moves_into_its_own_cgroup() {
+    let _s = serial();
+    let test = "a_child_moves_into_its_own_cgroup";
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) || skip_unless_zram(test) {
+        return;
+    }
+    // The child's cgroup is limited; the parent's is not, and its later
+    // touches do not swap.
+    let text = r#"
+[[system.swap]]
+kind = "zram"
+size = "256M"
+[[step]]
+op = "memcg"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "64M"
+[[step]]
+op = "phase"
+name = "child"
+[[step]]
+op = "fork"
+[[step.child]]
+op = "memcg"
+limit = "16M"
+[[step.child]]
+op = "mmap"
+region = "own"
+kind = "anon"
+size = "64M"
+[[step.child]]
+op = "touch"
+region = "own"
+access = "write"
+[[step]]
+op = "phase"
+name = "parent"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+[[step]]
+op = "wait"
+"#;
+    let p = run_clean(test, text);
+    assert!(p[0]["pswpout"] >= 8192, "{:?}", p[0]);
+    assert_eq!(p[1]["minor-faults"], 16384, "{:?}", p[1]);
+    if let Some(&n) = p[1].get("vmscan:mm_vmscan_write_folio") {
+        assert_eq!(n, 0, "{:?}", p[1]);
+    }
+}
+
+#[test]
+fn an_impossible_swap_device_is_refused_before_touching_the_host() {
+    let text = r#"
+[[system.swap]]
+kind = "file"
+size = "1024T"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+"#;
+    let before = host_devices();
+    match run(&scenario(text), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(why.contains("MiB free"), "{why}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(host_devices(), before);
+}
+
+/// A run that keeps a cgroup limited to 32 MiB swapping for a long time,
+/// with one swap device of every kind.
+fn long_swapping_scenario(zram: bool) -> String {
+    let mut s = String::from("name = \"swap-long\"\n");
+    s += "[[system.swap]]\nkind = \"file\"\nsize = \"64M\"\n";
+    s += "[[system.swap]]\nkind = \"block\"\nsize = \"64M\"\nrotational = true\n";
+    if zram {
+        s += "[[system.swap]]\nkind = \"zram\"\nsize = \"256M\"\n";
+    }
+    s += "[[step]]\nop = \"memcg\"\nlimit = \"32M\"\n";
+    s += "[[step]]\nop = \"mmap\"\nregion = \"heap\"\nkind = \"anon\"\nsize = \"96M\"\n";
+    for i in 0..200 {
+        s += &format!("[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
+        s += "[[step]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n";
+        s += "[[step]]\nop = \"madvise\"\nregion = \"heap\"\nadvice = \"pageout\"\n";
+    }
+    s
+}
+
+/// Start the test helper on `text` and wait until the run has created its
+/// swap devices and memory cgroup, and runs.
+fn start_swapping_run(tag: &str, text: &str, work: &TempDir, before: &HostDevices) -> Child {
+    let scn_dir = TempDir::new(&format!("{tag}-scn"));
+    let scn = scn_dir.0.join("long.toml");
+    std::fs::write(&scn, text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
+        .arg(&scn)
+        .arg(&work.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let now = host_devices();
+        let cg = now
+            .memcgs
+            .iter()
+            .any(|d| d.contains("/foliosim-") && !before.memcgs.contains(d));
+        if cg && now.swaps.len() > before.swaps.len() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the run never created its swap devices and cgroup: {now:?}"
+        );
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("the run ended early: {st:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the signal: make the scenario longer"
+    );
+    let during = host_devices();
+    assert!(during.swaps.len() > before.swaps.len(), "{during:?}");
+    assert!(!during.loops.is_empty() || !before.loops.is_empty());
+    child
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let t1 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t1.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the run did not end after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn sigint_mid_phase_removes_swap_devices_and_cgroups() {
+    let _s = serial();
+    let test = "sigint_mid_phase_removes_swap_devices_and_cgroups";
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) {
+        return;
+    }
+    let zram = Path::new("/sys/class/zram-control").exists();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let before = host_devices();
+        let work = TempDir::new(&format!("swapsig-{sig}"));
+        let mut child =
+            start_swapping_run("swapsig", &long_swapping_scenario(zram), &work, &before);
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_exit(&mut child);
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(
+            host_devices(),
+            before,
+            "host devices not restored after {sig}"
+        );
+        assert!(work.is_empty(), "files left in {}", work.0.display());
+        assert!(!Path::new("/run/foliosim-native.saved").exists());
+    }
+}
+
+#[test]
+fn after_sigkill_the_next_run_removes_swap_devices_and_cgroups() {
+    let _s = serial();
+    let test = "after_sigkill_the_next_run_removes_swap_devices_and_cgroups";
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) {
+        return;
+    }
+    let zram = Path::new("/sys/class/zram-control").exists();
+    let before = host_devices();
+    let work = TempDir::new("swapkill");
+    let mut child = start_swapping_run("swapkill", &long_swapping_scenario(zram), &work, &before);
+    let _ = child.kill(); // SIGKILL: nothing runs in the killed process
+    let status = wait_exit(&mut child);
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    assert_ne!(host_devices(), before, "a SIGKILLed run cannot clean up");
+    assert!(Path::new("/run/foliosim-native.saved").exists());
+    // The next run puts the host back before its own work.
+    let text = r#"
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+[[step]]
+op = "phase"
+name = "p"
+[[step]]
+op = "touch"
+region = "heap"
+access = "write"
+"#;
+    let dir = TempDir::new("swapkill-next");
+    run(&scenario(text), &opts(&dir)).expect("the next run");
+    assert_eq!(host_devices(), before, "the next run did not clean up");
+    assert!(work.is_empty(), "files left in {}", work.0.display());
+    assert!(!Path::new("/run/foliosim-native.saved").exists());
+}
