@@ -2,8 +2,11 @@
 //!
 //! Knobs the scenario language has are written as keys, so the fragment can
 //! be pasted into a scenario (or its values passed with `--set`) and a
-//! simulation mirrors the host; facts the language has no key for yet
-//! (kernel release, swap devices, config options) are written as comments.
+//! simulation mirrors the host: the THP knobs, `read_ahead_kb`, and the swap
+//! areas as `[[system.swap]]` tables (or `swap = []`). Facts the language
+//! has no key for (kernel release, each swap area's kind, rotational flag
+//! and priority, configuration options from /proc/config.gz, zswap) are
+//! written as comments.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -75,26 +78,169 @@ pub fn probe(workdir: &Path) -> String {
     out
 }
 
-fn probe_swap(out: &mut String) {
-    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
-    let devs: Vec<&str> = swaps
+/// A swap area of /proc/swaps as the probe describes it.
+struct HostSwap {
+    name: String,
+    /// "file", "partition", "zram" or "loop".
+    kind: &'static str,
+    rotational: Option<bool>,
+    /// Size in bytes with the header page, as `size` in `[[system.swap]]`
+    /// (/proc/swaps counts the usable KiB, without the header).
+    size: u64,
+    priority: i64,
+}
+
+/// `queue/rotational` of the block device `name` (a partition asks its
+/// disk).
+fn block_rotational(name: &str) -> Option<bool> {
+    let base = fs::canonicalize(format!("/sys/class/block/{name}")).ok()?;
+    [
+        base.join("queue/rotational"),
+        base.join("../queue/rotational"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok())
+    .map(|s| s.trim() == "1")
+}
+
+/// `queue/rotational` of the device holding `path`.
+fn file_rotational(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(path).ok()?.dev();
+    let base = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    [
+        format!("{base}/queue/rotational"),
+        format!("{base}/../queue/rotational"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok())
+    .map(|s| s.trim() == "1")
+}
+
+fn host_swaps() -> Vec<HostSwap> {
+    let text = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let mut out: Vec<HostSwap> = text
         .lines()
         .skip(1)
-        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let name = f.first()?.replace("\\040", " ");
+            let typ = *f.get(1)?;
+            let size_kb: u64 = f.get(2)?.parse().ok()?;
+            let priority = f.get(4)?.parse().ok()?;
+            let dev = name.strip_prefix("/dev/").unwrap_or("");
+            let (kind, rotational) = if typ == "file" {
+                ("file", file_rotational(Path::new(&name)))
+            } else if dev.starts_with("zram") {
+                ("zram", block_rotational(dev))
+            } else if dev.starts_with("loop") {
+                ("loop", block_rotational(dev))
+            } else {
+                ("partition", block_rotational(dev))
+            };
+            Some(HostSwap {
+                name,
+                kind,
+                rotational,
+                size: (size_kb + 4) * 1024,
+                priority,
+            })
+        })
         .collect();
-    if devs.is_empty() {
+    out.sort_by_key(|s| std::cmp::Reverse(s.priority));
+    out
+}
+
+/// The swap areas as comments, and as `[[system.swap]]` tables (highest
+/// priority first) so that a simulation mirrors them.
+fn probe_swap(out: &mut String) {
+    let swaps = host_swaps();
+    if swaps.is_empty() {
         let _ = writeln!(out, "# swap: none configured");
+        let _ = writeln!(out, "swap = []");
+        return;
     }
-    for d in devs {
-        let kind = if d.contains("zram") {
-            "zram"
-        } else if Path::new(d).is_file() {
-            "file"
-        } else {
-            "block"
-        };
-        let _ = writeln!(out, "# swap: {d} ({kind})");
+    for s in &swaps {
+        let rot = s
+            .rotational
+            .map_or("unknown".to_string(), |r| (r as u8).to_string());
+        let _ = writeln!(
+            out,
+            "# swap: {} ({}, rotational={rot}, {} KiB usable, priority {})",
+            s.name,
+            s.kind,
+            (s.size >> 10) - 4,
+            s.priority
+        );
     }
+    for s in &swaps {
+        // The language's sizes: whole pages, at least 1 MiB.
+        let size = s.size & !4095;
+        if size < 1 << 20 {
+            let _ = writeln!(
+                out,
+                "# swap: {} is smaller than 1 MiB: not described as [[system.swap]]",
+                s.name
+            );
+            continue;
+        }
+        let _ = writeln!(out, "[[system.swap]]  # {}", s.name);
+        match s.kind {
+            "file" => {
+                let _ = writeln!(out, "kind = \"file\"");
+            }
+            "zram" => {
+                let _ = writeln!(out, "kind = \"zram\"");
+            }
+            _ => {
+                let _ = writeln!(out, "kind = \"block\"");
+                let _ = writeln!(out, "rotational = {}", s.rotational.unwrap_or(false));
+            }
+        }
+        let _ = writeln!(out, "size = {size}");
+    }
+}
+
+/// The configuration options that change behaviour the model has.
+const CONFIG_OPTIONS: [&str; 9] = [
+    "CONFIG_MEM_SOFT_DIRTY",
+    "CONFIG_PAGE_MAPCOUNT",
+    "CONFIG_NO_PAGE_MAPCOUNT",
+    "CONFIG_LRU_GEN",
+    "CONFIG_LRU_GEN_ENABLED",
+    "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
+    "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
+    "CONFIG_TRANSPARENT_HUGEPAGE_NEVER",
+    "CONFIG_ZSWAP",
+];
+
+/// The value of each of [`CONFIG_OPTIONS`] in a kernel .config text: `y`,
+/// `m`, a string or number, `n` ("is not set"), or None if absent.
+fn config_values(config: &str) -> Vec<(&'static str, Option<String>)> {
+    CONFIG_OPTIONS
+        .iter()
+        .map(|&opt| {
+            let not_set = format!("# {opt} is not set");
+            let value = config.lines().find_map(|l| {
+                let l = l.trim();
+                if l == not_set {
+                    return Some("n".to_string());
+                }
+                l.strip_prefix(opt)
+                    .and_then(|r| r.strip_prefix('='))
+                    .map(str::to_string)
+            });
+            (opt, value)
+        })
+        .collect()
+}
+
+/// /proc/config.gz, decompressed.
+fn read_config_gz(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(fs::File::open(path)?).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 fn probe_config(out: &mut String) {
@@ -106,16 +252,98 @@ fn probe_config(out: &mut String) {
             "enabled={v}"
         ))
     );
-    // Soft-dirty and per-page mapcount are not visible from sysfs; they need
-    // /proc/config.gz (gzip), which the probe does not decode yet.
-    let cfg = Path::new("/proc/config.gz").exists();
-    let _ = writeln!(
-        out,
-        "# config: /proc/config.gz {}",
-        if cfg {
-            "present (soft-dirty, PAGE_MAPCOUNT not decoded yet)"
-        } else {
-            "absent"
+    let zswap = fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .map(|s| s.trim().to_string())
+        .ok();
+    let cfg = Path::new("/proc/config.gz");
+    match read_config_gz(cfg) {
+        Ok(text) => {
+            for (opt, v) in config_values(&text) {
+                let line = match v.as_deref() {
+                    Some("n") => format!("{opt} is not set"),
+                    Some(v) => format!("{opt}={v}"),
+                    None => format!(
+                        "{opt} is not in /proc/config.gz (not set: the option or one it \
+                         depends on is off)"
+                    ),
+                };
+                let extra = match (opt, &zswap) {
+                    ("CONFIG_ZSWAP", Some(z)) => format!("; zswap enabled={z} at run time"),
+                    ("CONFIG_ZSWAP", None) => "; zswap not present at run time".to_string(),
+                    _ => String::new(),
+                };
+                let _ = writeln!(out, "# config: {line}{extra}");
+            }
         }
-    );
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "# config: /proc/config.gz unreadable ({e}): soft-dirty, PAGE_MAPCOUNT, MGLRU and \
+                 THP defaults unknown"
+            );
+            if let Some(z) = &zswap {
+                let _ = writeln!(out, "# config: zswap enabled={z} at run time");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn config_values_of_a_config_text() {
+        let text = "CONFIG_ZSWAP=y\n# CONFIG_MEM_SOFT_DIRTY is not set\nCONFIG_PAGE_MAPCOUNT=y\n\
+                    CONFIG_LRU_GEN_ENABLED=y\nCONFIG_LRU_GEN=y\n\
+                    # CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS is not set\n\
+                    CONFIG_TRANSPARENT_HUGEPAGE_MADVISE=y\n";
+        let v = config_values(text);
+        let get = |o: &str| v.iter().find(|(n, _)| *n == o).unwrap().1.clone();
+        assert_eq!(get("CONFIG_ZSWAP").as_deref(), Some("y"));
+        assert_eq!(get("CONFIG_MEM_SOFT_DIRTY").as_deref(), Some("n"));
+        assert_eq!(get("CONFIG_PAGE_MAPCOUNT").as_deref(), Some("y"));
+        assert_eq!(get("CONFIG_NO_PAGE_MAPCOUNT"), None);
+        // A prefix is not the option (CONFIG_LRU_GEN vs _ENABLED).
+        assert_eq!(get("CONFIG_LRU_GEN").as_deref(), Some("y"));
+        assert_eq!(get("CONFIG_LRU_GEN_ENABLED").as_deref(), Some("y"));
+        assert_eq!(
+            get("CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS").as_deref(),
+            Some("n")
+        );
+        assert_eq!(get("CONFIG_TRANSPARENT_HUGEPAGE_NEVER"), None);
+    }
+
+    #[test]
+    fn config_gz_is_decoded() {
+        let dir = std::env::temp_dir().join(format!("foliosim-probe-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("config.gz");
+        let mut enc =
+            flate2::write::GzEncoder::new(fs::File::create(&p).unwrap(), Default::default());
+        enc.write_all(b"# CONFIG_NO_PAGE_MAPCOUNT is not set\nCONFIG_PAGE_MAPCOUNT=y\n")
+            .unwrap();
+        enc.finish().unwrap();
+        let text = read_config_gz(&p).unwrap();
+        let v = config_values(&text);
+        assert_eq!(v[1], ("CONFIG_PAGE_MAPCOUNT", Some("y".to_string())));
+        assert_eq!(v[2], ("CONFIG_NO_PAGE_MAPCOUNT", Some("n".to_string())));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_fragment_is_a_valid_scenario() {
+        let text = probe(Path::new("/var/tmp"));
+        let sc = foliosim_scenario::parse_str("probe.toml", &text, &[])
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(sc.system.explicit.contains("swap"), "{text}");
+        if Path::new("/proc/config.gz").exists() {
+            assert!(text.contains("CONFIG_PAGE_MAPCOUNT"), "{text}");
+            assert!(
+                text.contains("CONFIG_TRANSPARENT_HUGEPAGE_MADVISE"),
+                "{text}"
+            );
+        }
+    }
 }
