@@ -129,6 +129,7 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
         let _ = folio;
         st.set_ptes_calls += 1;
         st.set_ptes_entries += nr as u64;
+        st.pte_write += nr as u64;
         for i in 0..nr {
             ptes[idx + i] = Self::pte_advance_pfn(pte, i as u64);
         }

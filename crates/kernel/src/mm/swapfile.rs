@@ -207,7 +207,6 @@ impl<A: Arch> Kernel<A> {
                     ty: ty as u32,
                     offset,
                 };
-                self.vmstat.sim.swap_lock += 1;
                 for i in 0..(1u64 << order) {
                     self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
                 }
@@ -240,7 +239,6 @@ impl<A: Arch> Kernel<A> {
             return;
         };
         self.mem.clear(folio, PG_SWAPCACHE);
-        self.vmstat.sim.swap_lock += 1;
         let nr = self.mem.folio_nr_pages(folio);
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {

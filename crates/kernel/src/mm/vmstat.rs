@@ -182,8 +182,9 @@ sim_stat! {
     ttu_clear_calls => "sim/ttu_clear_calls",
     /// Swap PTEs written.
     swap_pte_write => "sim/swap_pte_write",
-    /// Swap-map cluster-lock round trips (`swap_duplicate()`, frees).
-    swap_lock => "sim/swap_cluster_lock",
+    /// Swap-count updates under the cluster lock (`swap_duplicate()`,
+    /// `swap_free_nr()`), one per call.
+    swap_lock => "sim/swap_count_lock",
     /// Swap slot allocations attempted (`folio_alloc_swap()`).
     swap_alloc => "sim/swap_alloc",
     /// Anon-exclusive share barrier pairs (`folio_try_share_anon_rmap_*`).
