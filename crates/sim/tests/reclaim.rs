@@ -1,0 +1,247 @@
+//! MADV_PAGEOUT, swap-out, swap-in and fork interactions, with counts
+//! derived from /work/shared/docs/kernel-facts-reclaim.md ("facts §N").
+//! Every scenario runs with the invariant checker (swap counts against swap
+//! PTEs and the swap cache, mapcounts, RSS) after every step.
+
+mod common;
+
+use common::*;
+
+/// 2 MiB of anon memory written, then paged out in phase "out".
+fn pageout(mthp64: &str, swap_kind: &str, extra: &str) -> String {
+    format!(
+        r#"
+[system]
+memory = "256M"
+transparent_hugepage.hugepages-64kB.enabled = "{mthp64}"
+{extra}
+[[system.swap]]
+kind = "{swap_kind}"
+size = "64M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "phase"
+name = "out"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "pageout"
+"#
+    )
+}
+
+/// 4 KiB folios (facts §1.4 a, §12.2 column 1): one walk per PMD, 512
+/// folios isolated and swapped; per page one PTE clear, one immediate local
+/// flush (single-CPU mm → no deferral, §6.3), one swap_duplicate, two
+/// rss_stat updates, one swap-PTE write.
+#[test]
+fn pageout_4k_folios() {
+    let r = run(&pageout("never", "block", ""));
+    assert_eq!(c(&r, "out", "pswpout"), 512);
+    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 512);
+    assert_eq!(c(&r, "out", "sim/invlpg"), 512);
+    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 1024);
+    assert_eq!(c(&r, "out", "sim/swap_pte_write"), 512);
+    assert_eq!(c(&r, "out", "vmscan:mm_vmscan_reclaim_pages"), 1);
+    // Async write-out on a block device: the folios stay in the swap cache,
+    // unmapped (facts §2 step 9), so nothing is mapped any more.
+    assert_eq!(folios(&r, "out", "a"), hist(&[]));
+}
+
+/// 64 KiB folios on a swap file: the order-4 allocation is refused (no
+/// SWP_BLKDEV, §5.2), the folio is split (swpout_fallback and split +1
+/// each per folio, §5.3) and its 16 pages go out as order 0; the split's
+/// migration entries cost one more flush per page (§1.4 b: 2 per page).
+#[test]
+fn pageout_64k_on_a_swap_file_splits() {
+    let r = run(&pageout("always", "file", ""));
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout_fallback"), 32);
+    assert_eq!(c(&r, "out", "hugepages-64kB/split"), 32);
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 0);
+    assert_eq!(c(&r, "out", "pswpout"), 512);
+    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 1024);
+}
+
+/// 64 KiB folios on a block device, vanilla 6.18: one order-4 allocation
+/// per folio, but try_to_unmap_one() still loops per PTE (§1.4 c): 512
+/// flushes, 512 pvmw iterations, swpout[64K] +1 per folio.
+#[test]
+fn pageout_64k_on_a_block_device_vanilla() {
+    let r = run(&pageout("always", "block", ""));
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 32);
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout_fallback"), 0);
+    assert_eq!(c(&r, "out", "pswpout"), 512);
+    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 512);
+    assert_eq!(c(&r, "out", "sim/pvmw_iterations"), 512);
+    assert_eq!(c(&r, "out", "sim/swap_count_lock"), 512);
+    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 1024);
+    // Swap-cache folios are not queued for deferred split (§4.2).
+    assert_eq!(c(&r, "out", "hugepages-64kB/split_deferred"), 0);
+}
+
+/// The seed-000 switch batches the whole folio (§4.5): one clear call, one
+/// flush of 16 pages, one swap-count lock, two rss_stat updates and one
+/// rmap removal per folio; the invalidations stay 16 INVLPGs (≤ 33 pages).
+#[test]
+fn pageout_64k_with_seed000_batching() {
+    let r = run(&pageout(
+        "always",
+        "block",
+        "series.batch_anon_unmap = true",
+    ));
+    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 32);
+    assert_eq!(c(&r, "out", "sim/invlpg"), 512);
+    assert_eq!(c(&r, "out", "sim/pvmw_iterations"), 32);
+    assert_eq!(c(&r, "out", "sim/swap_count_lock"), 32);
+    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 64);
+    assert_eq!(c(&r, "out", "sim/rmap_remove"), 32);
+    assert_eq!(c(&r, "out", "sim/swap_pte_write"), 512);
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 32);
+}
+
+/// arm64, 64 KiB folios mapped contpte: vanilla unfolds every block on the
+/// first single-PTE clear and issues one deferred TLBI per PTE; the batch
+/// clears whole blocks without unfolding and issues one range TLBI per
+/// folio (§7.5).
+#[test]
+fn pageout_64k_arm64_unfolds_only_without_batching() {
+    let vanilla = run_arch(&pageout("always", "block", ""), "arm64");
+    assert_eq!(c(&vanilla, "out", "sim/contpte_unfold"), 32);
+    assert_eq!(c(&vanilla, "out", "sim/tlbi_page"), 512);
+    let batched = run_arch(
+        &pageout("always", "block", "series.batch_anon_unmap = true"),
+        "arm64",
+    );
+    assert_eq!(c(&batched, "out", "sim/contpte_unfold"), 0);
+    assert_eq!(c(&batched, "out", "sim/tlbi_page"), 0);
+    assert_eq!(c(&batched, "out", "sim/tlbi_range"), 32);
+}
+
+/// zram is synchronous: the written folio is freed in the same pass
+/// (§5.6); reading it back is one major fault per folio, and with 64K
+/// enabled a whole 64 KiB folio comes back (§5.7 step 2): swpin[64K] +1.
+#[test]
+fn zram_swap_in_brings_back_whole_mthp() {
+    let text = pageout("always", "zram", "")
+        + r#"
+[[step]]
+op = "phase"
+name = "in"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+"#;
+    let r = run(&text);
+    assert_eq!(c(&r, "out", "pswpout"), 512);
+    assert_eq!(c(&r, "in", "major-faults"), 32);
+    assert_eq!(c(&r, "in", "pgmajfault"), 32);
+    assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 32);
+    assert_eq!(c(&r, "in", "pswpin"), 512);
+    assert_eq!(folios(&r, "in", "a"), hist(&[("64kB", 32)]));
+}
+
+/// A block device is not synchronous: swap-in is order 0 through the swap
+/// cache (§5.7 step 3); the folios written out are still in the swap cache
+/// (async write-out keeps them), so every touch is a minor fault.
+#[test]
+fn block_swap_in_hits_the_swap_cache() {
+    let text = pageout("never", "block", "")
+        + r#"
+[[step]]
+op = "phase"
+name = "in"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+"#;
+    let r = run(&text);
+    assert_eq!(c(&r, "in", "pgfault"), 512);
+    assert_eq!(c(&r, "in", "major-faults"), 0);
+    assert_eq!(c(&r, "in", "pswpin"), 0);
+}
+
+/// After fork every anon page is mapped twice, so MADV_PAGEOUT skips it
+/// (folio_mapcount != folio_nr_pages, §1.2, §9.2): nothing is swapped.
+#[test]
+fn fork_then_pageout_skips_shared_folios() {
+    let text = r#"
+[system]
+memory = "256M"
+[[system.swap]]
+kind = "zram"
+size = "64M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "fork"
+[[step]]
+op = "phase"
+name = "out"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "pageout"
+"#;
+    let r = run(text);
+    assert_eq!(c(&r, "out", "pswpout"), 0);
+    assert_eq!(c(&r, "out", "sim/lru_isolate"), 0);
+}
+
+/// munmap of swapped-out memory drops every swap reference (the checker
+/// verifies the swap map against the remaining swap PTEs after each step).
+#[test]
+fn munmap_frees_swap_slots() {
+    let text = pageout("always", "zram", "")
+        + r#"
+[[step]]
+op = "munmap"
+region = "a"
+"#;
+    let r = run(&text);
+    assert_eq!(c(&r, "out", "pswpout"), 512);
+}
+
+/// Without swap, anon folios cannot be paged out: they stay mapped.
+#[test]
+fn pageout_without_swap_keeps_anon_folios() {
+    let text = r#"
+[system]
+memory = "256M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "phase"
+name = "out"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "pageout"
+"#;
+    let r = run(text);
+    assert_eq!(c(&r, "out", "pswpout"), 0);
+    assert_eq!(folios(&r, "out", "a"), hist(&[("4kB", 512)]));
+}
