@@ -257,10 +257,16 @@ fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
 
 /// Counters at the start of a phase: the system-wide ones last, so that
 /// nothing the engine does lands inside the phase.
-fn snap_start(pid: i32, overhead: &Overhead, perf: Option<&Counters>) -> Snap {
+fn snap_start(
+    pid: i32,
+    overhead: &Overhead,
+    perf: Option<&Counters>,
+    cgroups: Option<&Cgroups>,
+) -> Snap {
     let traces = perf.map(Counters::read).unwrap_or_default();
     let faults = host::tree_faults(pid).ok();
-    let mut global = host::vmstat().unwrap_or_default();
+    let mut global = cgroups.map(Cgroups::stats).unwrap_or_default();
+    global.extend(host::vmstat().unwrap_or_default());
     global.extend(host::mthp_stats().unwrap_or_default());
     Snap {
         global,
@@ -271,9 +277,15 @@ fn snap_start(pid: i32, overhead: &Overhead, perf: Option<&Counters>) -> Snap {
 }
 
 /// Counters at the end of a phase: the system-wide ones first.
-fn snap_end(pid: i32, overhead: &Overhead, perf: Option<&Counters>) -> Snap {
+fn snap_end(
+    pid: i32,
+    overhead: &Overhead,
+    perf: Option<&Counters>,
+    cgroups: Option<&Cgroups>,
+) -> Snap {
     let mut global = host::vmstat().unwrap_or_default();
     global.extend(host::mthp_stats().unwrap_or_default());
+    global.extend(cgroups.map(Cgroups::stats).unwrap_or_default());
     let traces = perf.map(Counters::read).unwrap_or_default();
     let faults = host::tree_faults(pid).ok();
     Snap {
@@ -415,7 +427,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
             workload::MSG_NOTE => eprintln!("foliosim native: note: {}", note_message(ctx, &m)),
             workload::MSG_MARK => {
                 if let Some(o) = open.take() {
-                    let end = snap_end(wl.pid, &overhead, perf.as_ref());
+                    let end = snap_end(wl.pid, &overhead, perf.as_ref(), ctx.cgroups);
                     let phase = end_phase(ctx, wl.pid, o, end, (m[3], m[4]), &regions, &mut flags)?;
                     let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
                     if !changed.is_empty() {
@@ -453,7 +465,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                             }
                             repopulated += n;
                         }
-                        let start = snap_start(wl.pid, &overhead, perf.as_ref());
+                        let start = snap_start(wl.pid, &overhead, perf.as_ref(), ctx.cgroups);
                         open = Some(OpenPhase {
                             name,
                             start,

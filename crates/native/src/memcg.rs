@@ -16,6 +16,7 @@
 //!   context) and put back;
 //! * `force_empty`: "0" to v1 `memory.force_empty` (v2 has none: refused).
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -320,6 +321,27 @@ impl Cgroups {
             }
         }
         Ok(())
+    }
+}
+
+impl Cgroups {
+    /// The `memory.stat` fields of every cgroup of the run that exists, as
+    /// `memcg/<n>/<field>` (n: the memcg step, counted from 0 in step
+    /// order; cgroup v1's hierarchical `total_*` and limits left out).
+    pub(crate) fn stats(&self) -> BTreeMap<String, i64> {
+        let mut out = BTreeMap::new();
+        for (n, (dir, _)) in self.dirs.iter().enumerate() {
+            let Ok(text) = fs::read_to_string(dir.join("memory.stat")) else {
+                continue;
+            };
+            for (k, v) in crate::host::parse_name_values(&text) {
+                if k.starts_with("total_") || k.starts_with("hierarchical_") {
+                    continue;
+                }
+                out.insert(format!("memcg/{n}/{k}"), v);
+            }
+        }
+        out
     }
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use foliosim_scenario::{SwapDevice, SwapKind};
 
-use crate::guard::{HostGuard, Undo};
+use crate::guard::{HostGuard, Locked, Undo};
 use crate::{sys, NativeError};
 
 const ZRAM_CONTROL: &str = "/sys/class/zram-control";
@@ -463,13 +463,14 @@ pub(crate) fn create_all(
                         backing.display()
                     ))
                 })?;
-                // Keep the loop device open until swap holds it: with
-                // AUTOCLEAR, its last close detaches it.
-                let (index, dio, _dev) = attach_loop(g, &backing, &at)?;
+                // From attaching to swapon, under the guard's lock; the
+                // loop device stays open until swap holds it (with
+                // AUTOCLEAR, its last close detaches it).
+                let mut l = g.lock();
+                let (index, dio, _dev) = attach_loop(&mut l, &backing, &at)?;
                 set_rotational(index, rotational, &at)?;
                 let path = block_node(&format!("loop{index}"), dir)
                     .map_err(|e| io(format!("finding /dev/loop{index}: {e}")))?;
-                let mut l = g.lock();
                 l.push(Undo::Swapon(path.clone()));
                 swapon(&path, prio).map_err(|e| io(format!("swapon {}: {e}", path.display())))?;
                 Created {
@@ -523,7 +524,11 @@ pub(crate) fn create_all(
 /// Attach a free loop device to `backing` (direct I/O if the filesystem
 /// allows it); returns its index, whether direct I/O is on, and the open
 /// device (closing the last descriptor detaches it, LO_FLAGS_AUTOCLEAR).
-fn attach_loop(g: &HostGuard, backing: &Path, at: &str) -> Result<(u32, bool, File), NativeError> {
+fn attach_loop(
+    l: &mut Locked<'_>,
+    backing: &Path,
+    at: &str,
+) -> Result<(u32, bool, File), NativeError> {
     let io = |what: String| NativeError::Io {
         at: at.to_string(),
         what,
@@ -534,7 +539,6 @@ fn attach_loop(g: &HostGuard, backing: &Path, at: &str) -> Result<(u32, bool, Fi
         .open(backing)
         .map_err(|e| io(format!("opening {}: {e}", backing.display())))?;
     for _ in 0..16 {
-        let mut l = g.lock();
         let existing: Vec<String> = fs::read_dir("/sys/block")
             .map(|rd| {
                 rd.flatten()

@@ -164,6 +164,17 @@ op = "force_empty"
     // The v1 emulation of memory.reclaim reclaims about the amount (4096
     // pages), in the workload's own context (its tracepoints count it).
     assert!(reclaim["pswpout"] >= 4096, "{reclaim:?}");
+    // The cgroup's own memory.stat: 16 MiB more in swap, 16 MiB less rss.
+    let mib = |v: i64| v >> 20;
+    assert!(
+        (15..=17).contains(&mib(reclaim["memcg/0/swap"])),
+        "{reclaim:?}"
+    );
+    assert!(
+        (-17..=-15).contains(&mib(reclaim["memcg/0/rss"])),
+        "{reclaim:?}"
+    );
+    assert_eq!(fill["memcg/0/pgfault"], 32768, "{fill:?}");
     if let Some(&n) = reclaim.get("vmscan:mm_vmscan_write_folio") {
         assert!(n >= 4096, "{reclaim:?}");
     }
@@ -228,6 +239,7 @@ op = "wait"
 
 #[test]
 fn an_impossible_swap_device_is_refused_before_touching_the_host() {
+    let _s = serial();
     let text = r#"
 [[system.swap]]
 kind = "file"

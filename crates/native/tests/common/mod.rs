@@ -9,10 +9,35 @@ use std::sync::{Mutex, MutexGuard};
 
 pub const THP: &str = "/sys/kernel/mm/transparent_hugepage";
 
-/// Tests of one binary change global host state: run them one at a time.
-pub fn serial() -> MutexGuard<'static, ()> {
+/// Held while a test uses the host; see [`serial`].
+pub struct Serial {
+    _file: Option<fs::File>,
+    _inproc: MutexGuard<'static, ()>,
+}
+
+/// Tests change global host state and compare it before and after: run
+/// them one at a time, in this process (a mutex) and across processes (an
+/// flock on /run/foliosim-native-tests.lock, so that two `cargo test`
+/// runs at once, or the test binaries of two checkouts, do not see each
+/// other's swap devices and cgroups).
+pub fn serial() -> Serial {
+    use std::os::fd::AsRawFd;
     static M: Mutex<()> = Mutex::new(());
-    M.lock().unwrap_or_else(|p| p.into_inner())
+    let inproc = M.lock().unwrap_or_else(|p| p.into_inner());
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/run/foliosim-native-tests.lock")
+        .ok();
+    if let Some(f) = &file {
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    }
+    Serial {
+        _file: file,
+        _inproc: inproc,
+    }
 }
 
 pub fn is_root() -> bool {
