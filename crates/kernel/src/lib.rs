@@ -166,6 +166,8 @@ pub struct Kernel<A: Arch> {
     pub swap_of: mm::swapfile::SwapOf,
     /// Reclaim's deferred TLB flush state.
     pub tlb_ubc: mm::vmscan::TlbUbc,
+    /// An mm is being torn down (`tlb->fullmm`): its unmaps need no flush.
+    pub exiting: bool,
     _arch: PhantomData<A>,
 }
 
@@ -210,6 +212,7 @@ impl<A: Arch> Kernel<A> {
                 .collect(),
             swap_of: Default::default(),
             tlb_ubc: Default::default(),
+            exiting: false,
             _arch: PhantomData,
         })
     }

@@ -231,8 +231,10 @@ impl<A: Arch> Kernel<A> {
             return VM_FAULT_FALLBACK;
         };
         self.vmstat.sim.page_zero += HPAGE_PMD_NR;
+        // pmdp_huge_clear_flush() of the zero PMD.
         self.pt.set(vmf.pmd.table, vmf.pmd.idx, 0);
         self.vmstat.sim.pmd_clear += 1;
+        A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
         self.map_anon_folio_pmd(vmf, folio, haddr);
         0
     }

@@ -404,9 +404,11 @@ impl<A: Arch> Kernel<A> {
     /// `exit_mmap()`: tear the whole address space down.
     pub fn exit_mmap(&mut self, mm: MmId) {
         let vmas: Vec<Vma> = self.mm(mm).vmas.values().copied().collect();
+        self.exiting = true;
         for v in &vmas {
             self.unmap_vma_range(mm, v, v.vm_start, v.vm_end, false);
         }
+        self.exiting = false;
         self.mm_mut(mm).vmas.clear();
         for v in &vmas {
             self.free_pgtables(mm, v.vm_start, v.vm_end);

@@ -31,7 +31,8 @@ impl<A: Arch> Kernel<A> {
             }
             addr = next;
         }
-        if self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared {
+        // An exiting mm (fullmm) is no longer loaded anywhere: no flush.
+        if !self.exiting && self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared {
             A::flush_tlb_range((end - start) / PAGE_SIZE, &mut self.vmstat);
         }
     }
