@@ -134,6 +134,18 @@ fn shared() -> MutexGuard<'static, Shared> {
     SHARED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// An error once a signal interrupted the run (checked with the state
+/// locked before changing the host, see [`HostGuard::lock`]).
+fn interrupted() -> io::Result<()> {
+    match INTERRUPTED.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        sig => Err(io::Error::other(format!(
+            "interrupted by {}",
+            sys::signal_name(sig)
+        ))),
+    }
+}
+
 /// Exclusive use of the host for one run.
 pub(crate) struct RunLock {
     _file: File,
@@ -411,6 +423,7 @@ impl HostGuard {
     /// Set a sysfs knob, recording its old value first (once).
     pub(crate) fn set_knob(&self, path: &Path, value: &str) -> io::Result<()> {
         let mut sh = shared();
+        interrupted()?;
         let cur = crate::host::read_knob(path)?;
         if cur == value {
             return Ok(());
@@ -441,6 +454,7 @@ impl HostGuard {
     /// if it does not exist yet (its parent must); it is removed at the end.
     pub(crate) fn create_workdir(&self, parent: &Path) -> io::Result<PathBuf> {
         let mut sh = shared();
+        interrupted()?;
         let fresh = |sh: &mut Shared, p: &Path| {
             sh.workdir = Some(p.to_path_buf());
             persist(sh);
@@ -470,12 +484,22 @@ impl HostGuard {
     }
 
     /// Exclusive use of the guard's state while creating something on the
-    /// host: the restorer waits until it is recorded.
-    pub(crate) fn lock(&self) -> Locked<'_> {
-        Locked {
-            sh: shared(),
-            _guard: std::marker::PhantomData,
+    /// host: the restorer waits until it is recorded. Refused once a signal
+    /// interrupted the run (the restorer may have put the host back
+    /// already: nothing new must be made after that).
+    pub(crate) fn lock(&self) -> Result<Locked<'_>, crate::NativeError> {
+        let sh = shared();
+        let sig = INTERRUPTED.load(Ordering::SeqCst);
+        if sig != 0 {
+            return Err(crate::NativeError::Refused(format!(
+                "interrupted by {}; host settings were restored",
+                sys::signal_name(sig)
+            )));
         }
+        Ok(Locked {
+            sh,
+            _guard: std::marker::PhantomData,
+        })
     }
 
     /// Undo (newest first) and forget every recorded cgroup; returns the

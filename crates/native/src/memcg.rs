@@ -307,7 +307,7 @@ impl Cgroups {
                 at: at.clone(),
                 what,
             };
-            let mut l = g.lock();
+            let mut l = g.lock()?;
             l.push(Undo::Cgroup {
                 dir: dir.clone(),
                 parent: self.hierarchy.base.clone(),

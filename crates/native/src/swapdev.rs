@@ -405,7 +405,7 @@ fn ensure_zram(g: &HostGuard, at: &str) -> Result<(), NativeError> {
     let Some(modprobe) = which("modprobe") else {
         return Err(refuse("there is no modprobe to load it".into()));
     };
-    let mut l = g.lock();
+    let mut l = g.lock()?;
     l.push(Undo::ZramModule);
     let out = std::process::Command::new(modprobe)
         .args(["zram", "num_devices=0"])
@@ -447,7 +447,7 @@ pub(crate) fn create_all(
                 let path = dir.join(format!("swap-{i}"));
                 swap_file(&path, d.size)
                     .map_err(|e| io(format!("creating the swap file {}: {e}", path.display())))?;
-                let mut l = g.lock();
+                let mut l = g.lock()?;
                 l.push(Undo::Swapon(path.clone()));
                 swapon(&path, prio).map_err(|e| io(format!("swapon {}: {e}", path.display())))?;
                 Created {
@@ -466,7 +466,7 @@ pub(crate) fn create_all(
                 // From attaching to swapon, under the guard's lock; the
                 // loop device stays open until swap holds it (with
                 // AUTOCLEAR, its last close detaches it).
-                let mut l = g.lock();
+                let mut l = g.lock()?;
                 let (index, dio, _dev) = attach_loop(&mut l, &backing, &at)?;
                 set_rotational(index, rotational, &at)?;
                 let path = block_node(&format!("loop{index}"), dir)
@@ -489,7 +489,7 @@ pub(crate) fn create_all(
             }
             SwapKind::Zram => {
                 ensure_zram(g, &at)?;
-                let mut l = g.lock();
+                let mut l = g.lock()?;
                 let id: u32 = fs::read_to_string(Path::new(ZRAM_CONTROL).join("hot_add"))
                     .map_err(|e| io(format!("{ZRAM_CONTROL}/hot_add: {e}")))?
                     .trim()

@@ -34,7 +34,7 @@ fn anon_64k_mthp_faults_once_per_folio() {
     if skip_unless_root("anon_64k_mthp_faults_once_per_folio") {
         return;
     }
-    let before = thp_knobs();
+    let before = quiet(thp_knobs);
     let dir = TempDir::new("anon");
     let opts = NativeOptions {
         workdir: dir.0.clone(),
@@ -61,7 +61,7 @@ fn anon_64k_mthp_faults_once_per_folio() {
     assert!(p.counters["native/wall_ns"] > 0);
     assert!(r.expectations_ok(), "{:?}", r.expectations);
     // Host settings restored, nothing left behind.
-    assert_eq!(thp_knobs(), before);
+    assert_eq!(quiet(thp_knobs), before);
     assert!(dir.is_empty());
 }
 
@@ -102,7 +102,7 @@ region = "map"
 access = "read"
 "#
     );
-    let before = thp_knobs();
+    let before = quiet(thp_knobs);
     let opts = NativeOptions {
         workdir: dir.0.clone(),
     };
@@ -117,7 +117,7 @@ access = "read"
     assert!(p.counters.contains_key("native/repopulated"));
     // Buffered 4 KiB writes leave order-0 folios in the page cache.
     assert_eq!(p.folios["map"].get("4kB"), Some(&4096), "{:?}", p.folios);
-    assert_eq!(thp_knobs(), before);
+    assert_eq!(quiet(thp_knobs), before);
     assert!(dir.is_empty());
 }
 
@@ -193,7 +193,7 @@ op = "touch"
 region = "ro"
 access = "write"
 "#;
-    let before = thp_knobs();
+    let before = quiet(thp_knobs);
     let e = run(&scenario(text), &NativeOptions::default()).unwrap_err();
     match e {
         NativeError::Io { at, what } => {
@@ -202,7 +202,7 @@ access = "write"
         }
         e => panic!("{e:?}"),
     }
-    assert_eq!(thp_knobs(), before);
+    assert_eq!(quiet(thp_knobs), before);
 }
 
 #[test]

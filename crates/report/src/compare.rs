@@ -181,7 +181,7 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
             };
             let mark = match r.tolerance {
                 _ if r.mismatch() => "  MISMATCH".to_string(),
-                Some(t) if t == 0.0 => "  exact".to_string(),
+                Some(0.0) => "  exact".to_string(),
                 Some(t) => format!("  ±{}%", t * 100.0),
                 None => String::new(),
             };

@@ -209,3 +209,35 @@ pub fn skip_unless_zram(test: &str) -> bool {
     }
     false
 }
+
+/// Run `f` while no native run is in progress on the host (holding the
+/// engine's own run lock, /run/foliosim-native.lock): a run that another
+/// process (a `foliosim native` or `compare` someone runs meanwhile)
+/// started has then put everything back. Never call a native run inside.
+pub fn quiet<T>(f: impl FnOnce() -> T) -> T {
+    use std::os::fd::AsRawFd;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/run/foliosim-native.lock")
+        .ok();
+    if let Some(file) = &file {
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    }
+    let out = f();
+    drop(file); // closing the descriptor releases the lock
+    out
+}
+
+/// The host's devices and cgroups, and whether a run's saved state is
+/// left, while no native run is in progress.
+pub fn quiet_host_devices() -> (HostDevices, bool) {
+    quiet(|| {
+        (
+            host_devices(),
+            Path::new("/run/foliosim-native.saved").exists(),
+        )
+    })
+}
