@@ -134,7 +134,8 @@ pub(crate) fn preflight(devs: &[SwapDevice], workdir: &Path) -> Result<Vec<Strin
     }
     if host.len() + devs.len() > 32 {
         return Err(NativeError::Refused(format!(
-            "the scenario asks for {} swap devices and the host has {}: Linux allows at most 32",
+            "the scenario asks for {} swap devices and the host has {}: Linux allows at most 32 \
+             swap areas (fewer, depending on its configuration)",
             devs.len(),
             host.len()
         )));
