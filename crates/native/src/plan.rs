@@ -67,6 +67,8 @@ pub(crate) enum Op {
         offset: u64,
         len: u64,
         write: bool,
+        /// `write-zero`: the stored byte is 0.
+        zero: bool,
         pat: Pat,
     },
     Madvise {
@@ -434,7 +436,8 @@ impl Compiler<'_> {
                     region: id,
                     offset,
                     len,
-                    write: *access == Access::Write,
+                    write: *access != Access::Read,
+                    zero: *access == Access::WriteZero,
                     pat,
                 }
             }

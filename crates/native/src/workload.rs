@@ -501,15 +501,19 @@ fn fmt_u64(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
     &buf[i..]
 }
 
+/// The byte stores write: 1, or 0 for `access = "write-zero"`.
+static STORE_VALUE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
 /// One byte read or written at `addr`.
 #[inline(always)]
 fn access(addr: u64, write: bool) {
     let p = addr as *mut u8;
     if write {
+        let v = STORE_VALUE.load(Ordering::Relaxed);
         // SAFETY: `addr` is the first byte of a page of a region the
         // scenario mapped here; a bad access is a modelled outcome that the
         // SIGSEGV/SIGBUS reporter turns into an error.
-        unsafe { ptr::write_volatile(p, 1) };
+        unsafe { ptr::write_volatile(p, v) };
     } else {
         // SAFETY: as above.
         unsafe { ptr::read_volatile(p) };
@@ -886,9 +890,11 @@ impl Proc<'_> {
                 offset,
                 len,
                 write,
+                zero,
                 pat,
             } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
                 touch(self.region(*region, *offset), *len, *write, pat);
             }
             Op::Madvise {

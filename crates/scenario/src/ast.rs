@@ -219,8 +219,13 @@ impl Advice {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// `access = "read"`: load one byte.
     Read,
+    /// `access = "write"`: store one non-zero byte.
     Write,
+    /// `access = "write-zero"`: store a zero byte (memset 0): the page stays
+    /// zero-filled, which swap-out then finds (zeromap).
+    WriteZero,
 }
 
 /// Which pages of the touched range are accessed, in which order.

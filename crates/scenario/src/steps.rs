@@ -85,7 +85,11 @@ const PATTERNS: &[(&str, PatternName)] = &[
     ("one-per-pt", PatternName::OnePerPt),
 ];
 
-const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
+const ACCESSES: &[(&str, Access)] = &[
+    ("read", Access::Read),
+    ("write", Access::Write),
+    ("write-zero", Access::WriteZero),
+];
 
 pub(crate) const ADVICE: &[(&str, Advice)] = &[
     ("hugepage", Advice::Hugepage),

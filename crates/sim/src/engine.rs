@@ -207,7 +207,8 @@ impl<A: Arch> Engine<A> {
                 range,
             } => {
                 let (start, len) = self.region(region, range);
-                self.touch(mm, start, len, *access == Access::Write, *pattern, loc)?;
+                self.cpu.store_nonzero = *access != Access::WriteZero;
+                self.touch(mm, start, len, *access != Access::Read, *pattern, loc)?;
             }
             StepKind::Madvise {
                 region,
