@@ -94,7 +94,7 @@ fn bad_enum_values() {
     assert_eq!(at(&e), (15, 10, "step[2].access"));
     assert_eq!(
         e.message,
-        "expected one of \"read\", \"write\", found string \"rd\""
+        "expected one of \"read\", \"write\", \"write-zero\", found string \"rd\""
     );
     let e = error(&with_step(
         "op = \"touch\"\nregion = \"buf\"\naccess = \"read\"\npattern = \"zigzag\"\n",
