@@ -158,6 +158,16 @@ impl Gen {
         let _ = writeln!(s, "fault_around_bytes = {fab}");
         let ra = *r.pick(&[0u64, 16, 128, 128, 512, 8192]);
         let _ = writeln!(s, "read_ahead_kb = {ra}");
+        if r.chance(50) {
+            let _ = writeln!(s, "series.batch_anon_unmap = {}", r.chance(50));
+        }
+        // Reclaim and swap: zero to two swap areas of any kind, small enough
+        // to fill up now and then.
+        for _ in 0..r.below(3) {
+            let kind = *r.pick(&["file", "block", "zram"]);
+            let mib = *r.pick(&[1u64, 4, 16, 64]);
+            let _ = writeln!(s, "[[system.swap]]\nkind = \"{kind}\"\nsize = \"{mib}M\"");
+        }
         self.out += &s;
     }
 
@@ -383,6 +393,8 @@ impl Gen {
             return;
         };
         let advice = *self.rng.pick(&[
+            "pageout",
+            "pageout",
             "dontneed",
             "dontneed",
             "hugepage",
@@ -392,7 +404,7 @@ impl Gen {
             "sequential",
             "normal",
         ]);
-        if advice != "dontneed" && (start != 0 || len != reg.pages) {
+        if advice != "dontneed" && advice != "pageout" && (start != 0 || len != reg.pages) {
             self.split_done = true;
         }
         let keys = self.range_keys(&reg, start, len);

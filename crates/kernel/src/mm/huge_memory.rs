@@ -387,7 +387,7 @@ impl<A: Arch> Kernel<A> {
             self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
         }
         self.folio_remove_rmap_pmd(folio, mm);
-        self.folio_put_if_unused(folio);
+        self.free_swap_cache_and_put(folio);
     }
 
     /// `copy_huge_pmd()` (fork): share the PMD write-protected; the child

@@ -210,13 +210,34 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `folio_put()` of the last mapping reference: an anon folio with no
-    /// mappings left has no references (no swap cache, no pins) and is
-    /// freed. Page-cache folios stay cached.
+    /// `folio_put()` of a mapping reference: an anon folio with no
+    /// mappings, no swap cache and (in the model) no pins has no references
+    /// left and is freed. A swap-cache folio keeps the cache's reference.
+    /// Page-cache folios stay cached.
     pub fn folio_put_if_unused(&mut self, folio: Pfn) {
-        if self.mem.folio_test_anon(folio) && !self.mem.folio_mapped(folio) {
+        if self.mem.folio_test_anon(folio)
+            && !self.mem.folio_mapped(folio)
+            && !self
+                .mem
+                .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
+        {
             self.folio_free(folio);
         }
+    }
+
+    /// `free_swap_cache()` + `folio_put()` as the zap path does
+    /// (`free_pages_and_swap_cache()`): an unmapped swap-cache folio whose
+    /// slots no PTE references any more leaves the swap cache and is freed.
+    pub fn free_swap_cache_and_put(&mut self, folio: Pfn) {
+        if self
+            .mem
+            .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
+            && !self.mem.folio_mapped(folio)
+            && self.folio_swap_unused(folio)
+        {
+            self.delete_from_swap_cache(folio);
+        }
+        self.folio_put_if_unused(folio);
     }
 }
 

@@ -137,7 +137,7 @@ impl SwapInfo {
         }
         let nr_clusters = self.clusters.len();
         let try_cluster = |si: &SwapInfo, c: usize, start: u64| -> Option<u64> {
-            let cl = si.clusters[c];
+            let cl = *si.clusters.get(c)?;
             let fits = cl.count == 0 || cl.order == order || (c == 0 && cl.count == 1);
             if fits {
                 si.scan_cluster(c, start, order)
@@ -286,7 +286,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// No slot of the folio has swap PTEs left.
-    fn folio_swap_unused(&self, folio: Pfn) -> bool {
+    pub fn folio_swap_unused(&self, folio: Pfn) -> bool {
         let Some(e) = self.folio_swap(folio) else {
             return true;
         };

@@ -157,7 +157,8 @@ impl<A: Arch> Kernel<A> {
         let exclusive: Vec<bool> = (0..nr)
             .map(|i| A::pte_swp_exclusive(self.pt.get(tid, start + i as usize)))
             .collect();
-        let fresh = !self.mem.folio_mapped(folio) && !self.mem.test(folio, PG_SWAPCACHE);
+        // A folio just read (into the swap cache or not) is not anon yet.
+        let fresh = !self.mem.folio_test_anon(folio);
         let first_page = if nr > 1 { folio } else { page };
         if fresh {
             self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);

@@ -168,6 +168,6 @@ impl<A: Arch> Kernel<A> {
             self.add_mm_counter(mm, c, -(nr as i64));
         }
         self.folio_remove_rmap_ptes(folio, page, nr, mm);
-        self.folio_put_if_unused(folio);
+        self.free_swap_cache_and_put(folio);
     }
 }
