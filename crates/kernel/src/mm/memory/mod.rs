@@ -569,7 +569,7 @@ impl<A: Arch> Kernel<A> {
             let folio = self.mem.page_folio(page);
             if self.mem.folio_test_anon(folio)
                 && (self.mem.test(page, PG_ANON_EXCLUSIVE)
-                    || self.wp_can_reuse_anon_folio(folio, vmf.mm))
+                    || self.wp_can_reuse_anon_folio(folio, &vmf.vma))
             {
                 self.mem.set(page, PG_ANON_EXCLUSIVE);
                 self.wp_page_reuse(vmf);
@@ -583,12 +583,24 @@ impl<A: Arch> Kernel<A> {
     /// reference count equals the mapcount, so a small folio is reused when
     /// mapped once, a large one when mapped more than once and only by this
     /// mm (`__wp_can_reuse_large_anon_folio()`).
-    fn wp_can_reuse_anon_folio(&mut self, folio: Pfn, mm: MmId) -> bool {
+    fn wp_can_reuse_anon_folio(&mut self, folio: Pfn, vma: &Vma) -> bool {
+        // The swap cache holds references too: drop it if no swap PTE needs
+        // it any more (folio_free_swap()), else the folio is not ours alone.
+        if self
+            .mem
+            .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
+        {
+            if !self.folio_swap_unused(folio) {
+                return false;
+            }
+            self.delete_from_swap_cache(folio);
+        }
         if !self.mem.folio_test_large(folio) {
             if self.mem.folio_mapcount(folio) == 1 {
-                // folio_move_anon_rmap()
-                let id = self.mm(mm).mm_id as u16;
-                self.mem.set_folio_mapping(folio, id);
+                // folio_move_anon_rmap(): the folio now belongs to this VMA's
+                // anon lineage.
+                self.mem
+                    .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
                 return true;
             }
             return false;

@@ -165,12 +165,13 @@ impl<A: Arch> Kernel<A> {
             self.folio_add_lru(folio);
         } else {
             self.folio_add_file_rmap_ptes(folio, first_page, nr, vmf.mm); // folio_add_anon_rmap_ptes()
-            for i in 0..nr {
-                if exclusive[i as usize] {
-                    self.mem.set(first_page.plus(i), PG_ANON_EXCLUSIVE);
-                } else {
-                    self.mem.clear(first_page.plus(i), PG_ANON_EXCLUSIVE);
-                }
+        }
+        // RMAP_EXCLUSIVE only where the swap PTE carried the marker.
+        for i in 0..nr {
+            if exclusive[i as usize] {
+                self.mem.set(first_page.plus(i), PG_ANON_EXCLUSIVE);
+            } else {
+                self.mem.clear(first_page.plus(i), PG_ANON_EXCLUSIVE);
             }
         }
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, nr as i64);
