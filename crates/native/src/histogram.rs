@@ -69,8 +69,10 @@ pub(crate) struct Walk<'a, F: FlagSource> {
     flags: &'a mut F,
     cache: HashMap<u64, Vec<u64>>,
     out: BTreeMap<String, u64>,
-    /// Head PFN of the folio counted last (the model's `last`).
+    /// Head PFN of the order-0 folio counted last.
     last: Option<u64>,
+    /// Large folios already counted (a COW'd page can split a folio's run).
+    seen_large: std::collections::HashSet<u64>,
     /// The PMD-sized VA block whose huge zero page was counted last.
     last_huge_zero: Option<u64>,
 }
@@ -82,6 +84,7 @@ impl<'a, F: FlagSource> Walk<'a, F> {
             cache: HashMap::new(),
             out: BTreeMap::new(),
             last: None,
+            seen_large: Default::default(),
             last_huge_zero: None,
         }
     }
@@ -123,12 +126,32 @@ impl<'a, F: FlagSource> Walk<'a, F> {
         Ok((base + head as u64, n as u64))
     }
 
+    /// The per-page pagemap summary: `pages_present`, `pages_swapped`,
+    /// `pages_file` (PM_FILE: file, shmem, huge zero page) and
+    /// `pages_exclusive` (PM_MMAP_EXCLUSIVE).
+    fn page_summary(&mut self, e: u64) {
+        const PM_SWAP: u64 = 1 << 62;
+        const PM_FILE: u64 = 1 << 61;
+        const PM_MMAP_EXCLUSIVE: u64 = 1 << 56;
+        for (bit, key) in [
+            (PM_PRESENT, "pages_present"),
+            (PM_SWAP, "pages_swapped"),
+            (PM_FILE, "pages_file"),
+            (PM_MMAP_EXCLUSIVE, "pages_exclusive"),
+        ] {
+            if e & bit != 0 {
+                self.count(key.into());
+            }
+        }
+    }
+
     fn count(&mut self, key: String) {
         *self.out.entry(key).or_insert(0) += 1;
     }
 
     /// One pagemap entry, for the page at virtual address `va`.
     pub(crate) fn entry(&mut self, va: u64, e: u64) -> io::Result<()> {
+        self.page_summary(e);
         if e & PM_PRESENT == 0 {
             return Ok(());
         }
@@ -151,7 +174,7 @@ impl<'a, F: FlagSource> Walk<'a, F> {
         }
         self.last_huge_zero = None;
         let (head, n) = self.folio(pfn)?;
-        if self.last == Some(head) {
+        if self.last == Some(head) || (n > 1 && !self.seen_large.insert(head)) {
             return Ok(());
         }
         self.last = Some(head);

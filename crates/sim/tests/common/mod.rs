@@ -53,7 +53,7 @@ pub fn c(r: &Report, phase: &str, counter: &str) -> i64 {
 }
 
 /// The folio histogram of `region` at the end of `phase`, with zero cells
-/// dropped.
+/// and the pagemap summary (`pages_*`) dropped.
 pub fn folios(r: &Report, phase: &str, region: &str) -> BTreeMap<String, u64> {
     let p = r
         .phases
@@ -64,9 +64,20 @@ pub fn folios(r: &Report, phase: &str, region: &str) -> BTreeMap<String, u64> {
         .get(region)
         .unwrap_or_else(|| panic!("no folio histogram for region {region:?} in {phase:?}"))
         .iter()
-        .filter(|(_, &n)| n != 0)
+        .filter(|(k, &n)| n != 0 && !k.starts_with("pages_"))
         .map(|(k, &n)| (k.clone(), n))
         .collect()
+}
+
+/// The pagemap summary cell `pages_<what>` of `region` at the end of
+/// `phase` (0 when absent).
+pub fn pages(r: &Report, phase: &str, region: &str, what: &str) -> u64 {
+    let p = r.phases.iter().find(|p| p.name == phase).expect("phase");
+    p.folios
+        .get(region)
+        .and_then(|h| h.get(&format!("pages_{what}")))
+        .copied()
+        .unwrap_or(0)
 }
 
 /// A histogram literal: `hist(&[("64kB", 32)])`.
