@@ -289,6 +289,7 @@ mod tests {
         let h = w.finish();
         assert_eq!(h["huge_zero"], 1);
         assert_eq!(h["2048kB"], 1);
-        assert_eq!(h.len(), 2);
+        assert_eq!(h["pages_present"], 1024);
+        assert_eq!(h.len(), 3);
     }
 }
