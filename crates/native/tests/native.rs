@@ -57,7 +57,14 @@ fn anon_64k_mthp_faults_once_per_folio() {
         assert_eq!(pfu, 4096);
     }
     assert_eq!(p.folios["heap"].get("64kB"), Some(&4096), "{:?}", p.folios);
-    assert_eq!(p.folios["heap"].len(), 1, "{:?}", p.folios);
+    let buckets = p.folios["heap"]
+        .keys()
+        .filter(|k| !k.starts_with("pages_"))
+        .count();
+    assert_eq!(buckets, 1, "{:?}", p.folios);
+    // Fresh anon mTHP: every page present and mapped exclusively.
+    assert_eq!(p.folios["heap"].get("pages_present"), Some(&65536));
+    assert_eq!(p.folios["heap"].get("pages_exclusive"), Some(&65536));
     assert!(p.counters["native/wall_ns"] > 0);
     assert!(r.expectations_ok(), "{:?}", r.expectations);
     // Host settings restored, nothing left behind.
