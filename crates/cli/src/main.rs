@@ -197,11 +197,30 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     Ok(reports.iter().all(Report::expectations_ok))
 }
 
+/// The scenario with the probed host's value for every knob it leaves at
+/// its default (the host fragment merged in, as `compare` promises).
+fn with_host_defaults(
+    path: &Path,
+    sc: foliosim_scenario::Scenario,
+    ov: &[(String, String)],
+    host: &[(String, String)],
+) -> Result<foliosim_scenario::Scenario, String> {
+    let mut all: Vec<(String, String)> = host
+        .iter()
+        .filter(|(k, _)| !sc.system.explicit.contains(k))
+        .cloned()
+        .collect();
+    all.extend(ov.iter().cloned());
+    foliosim_scenario::load(path, &all).map_err(|e| e.to_string())
+}
+
 fn cmd_compare(c: &Common) -> Result<bool, String> {
     let ov = overrides(c)?;
     let (mut text, mut json, mut ok) = (String::new(), Vec::new(), true);
+    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
+        let sc = with_host_defaults(path, sc, &ov, &host)?;
         let here = |e: String| format!("{}: {e}", path.display());
         let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
             .map_err(|e| here(e.to_string()))?;

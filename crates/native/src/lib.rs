@@ -42,7 +42,7 @@ mod swapdev;
 mod sys;
 mod workload;
 
-pub use probe::probe;
+pub use probe::{probe, probe_overrides};
 
 use std::ffi::CString;
 use std::fmt;

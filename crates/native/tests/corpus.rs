@@ -3,6 +3,9 @@
 //! per-process fault counters, tracepoint counts and folio histograms must
 //! agree exactly (`foliosim_report::compare`). Root only; skips otherwise.
 //!
+//! The simulation runs with the probed host's values for every knob the
+//! scenario leaves at its default (`foliosim probe` fed back to `run`).
+//!
 //! A scenario whose description has a line `NATIVE-XFAIL: <reason>` may
 //! disagree (background kernel activity or I/O timing the model does not
 //! have); its outcome is printed either way. At most three are allowed.
@@ -38,6 +41,14 @@ fn corpus_agrees_with_the_host_kernel() {
     let (mut failures, mut xfails) = (Vec::new(), 0);
     for path in &files {
         let sc = foliosim_scenario::load(path, &[]).expect("corpus scenario parses");
+        // The probed host fragment fills every knob the scenario leaves at
+        // its default: `probe` output fed back into the simulation.
+        let host: Vec<(String, String)> = foliosim_native::probe_overrides(&work.0)
+            .into_iter()
+            .filter(|(k, _)| !sc.system.explicit.contains(k))
+            .collect();
+        let sc = foliosim_scenario::load(path, &host)
+            .expect("corpus scenario parses with the host's knobs");
         let xfail = sc
             .description
             .lines()
