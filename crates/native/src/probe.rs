@@ -288,6 +288,37 @@ fn probe_config(out: &mut String) {
     }
 }
 
+/// The host's knob values as `--set` overrides (knob key, value) for the
+/// knobs a simulation can mirror: THP settings and the device's
+/// `read_ahead_kb` (`compare` applies those a scenario leaves at their
+/// defaults, so the model runs with the host's configuration).
+pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let thp = |f: &str| {
+        fs::read_to_string(Path::new(THP_DIR).join(f))
+            .map(|t| knob_value(&t))
+            .ok()
+    };
+    if let Some(v) = thp("enabled") {
+        out.push(("transparent_hugepage.enabled".into(), v));
+    }
+    if let Some(v) = thp("use_zero_page") {
+        out.push(("transparent_hugepage.use_zero_page".into(), v));
+    }
+    for (name, dir) in mthp_dirs() {
+        if let Ok(t) = fs::read_to_string(dir.join("enabled")) {
+            out.push((
+                format!("transparent_hugepage.{name}.enabled"),
+                knob_value(&t),
+            ));
+        }
+    }
+    if let Some((_, kb)) = device_read_ahead_kb(workdir) {
+        out.push(("read_ahead_kb".into(), kb.to_string()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,35 +377,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The host's knob values as `--set` overrides (knob key, value) for the
-/// knobs a simulation can mirror: THP settings and the device's
-/// `read_ahead_kb` (`compare` applies those a scenario leaves at their
-/// defaults, so the model runs with the host's configuration).
-pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let thp = |f: &str| {
-        fs::read_to_string(Path::new(THP_DIR).join(f))
-            .map(|t| knob_value(&t))
-            .ok()
-    };
-    if let Some(v) = thp("enabled") {
-        out.push(("transparent_hugepage.enabled".into(), v));
-    }
-    if let Some(v) = thp("use_zero_page") {
-        out.push(("transparent_hugepage.use_zero_page".into(), v));
-    }
-    for (name, dir) in mthp_dirs() {
-        if let Ok(t) = fs::read_to_string(dir.join("enabled")) {
-            out.push((
-                format!("transparent_hugepage.{name}.enabled"),
-                knob_value(&t),
-            ));
-        }
-    }
-    if let Some((_, kb)) = device_read_ahead_kb(workdir) {
-        out.push(("read_ahead_kb".into(), kb.to_string()));
-    }
-    out
 }
