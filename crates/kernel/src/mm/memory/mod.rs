@@ -554,13 +554,8 @@ impl<A: Arch> Kernel<A> {
         (!A::pte_special(pte)).then(|| A::pte_pfn(pte))
     }
 
-    /// `do_wp_page()` for other fault-path files (swap-in).
-    pub(crate) fn do_wp_page_pub(&mut self, vmf: &mut Vmf) -> u32 {
-        self.do_wp_page(vmf)
-    }
-
     /// `do_wp_page()`: a write to a present read-only entry.
-    fn do_wp_page(&mut self, vmf: &mut Vmf) -> u32 {
+    pub(crate) fn do_wp_page(&mut self, vmf: &mut Vmf) -> u32 {
         let page = self.vm_normal_page(vmf.orig_pte);
         if vmf.vma.vm_flags & (VM_SHARED | crate::mm::mmap::VM_MAYSHARE) != 0 {
             return self.wp_page_shared(vmf, page.expect("shared mappings map real pages"));

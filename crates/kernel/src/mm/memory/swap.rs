@@ -54,7 +54,7 @@ impl<A: Arch> Kernel<A> {
             vmf.orig_pte = self
                 .pt
                 .get(vmf.pte_table.expect("table"), pte_index(vmf.address));
-            return ret | self.do_wp_page_pub(vmf);
+            return ret | self.do_wp_page(vmf);
         }
         ret
     }
