@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::guard::HostGuard;
 
 /// The tracepoints counted, by counter name.
-pub(crate) const TRACEPOINTS: [&str; 7] = [
+pub(crate) const TRACEPOINTS: [&str; 8] = [
     "exceptions:page_fault_user",
     "filemap:mm_filemap_map_pages",
     "filemap:mm_filemap_fault",
@@ -20,7 +20,13 @@ pub(crate) const TRACEPOINTS: [&str; 7] = [
     "tlb:tlb_flush",
     "vmscan:mm_vmscan_reclaim_pages",
     "vmscan:mm_vmscan_write_folio",
+    "kmem:mm_page_alloc",
 ];
+
+/// `kmem:mm_page_alloc` is counted per order 2..=9 only, as
+/// `kmem:mm_page_alloc/order=<n>`: the workload's large-folio allocations
+/// (order 0 and 1 also count the kernel's own allocations on its behalf).
+const ALLOC_ORDERS: std::ops::RangeInclusive<u32> = 2..=9;
 
 /// `tlb:tlb_flush` split by its `reason` field (enum tlb_flush_reason,
 /// host-notes 5), as `tlb:tlb_flush/<reason>`.
@@ -64,6 +70,15 @@ fn read_ids(root: &Path) -> Events {
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
         {
+            Some(id) if name == "kmem:mm_page_alloc" => {
+                for o in ALLOC_ORDERS {
+                    ev.events.push(Event {
+                        name: format!("{name}/order={o}"),
+                        id,
+                        filter: Some(CString::new(format!("order == {o}")).expect("no NUL")),
+                    });
+                }
+            }
             Some(id) => {
                 ev.events.push(Event {
                     name: name.to_string(),

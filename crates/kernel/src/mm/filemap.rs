@@ -106,6 +106,9 @@ impl<A: Arch> Kernel<A> {
         let pfn = self.buddy.alloc_pages(&mut self.mem, order)?;
         self.mem.prep_new_folio(pfn, order);
         self.vmstat.sim.folio_alloc += 1;
+        if let Some(n) = self.vmstat.page_alloc.get_mut(order as usize) {
+            *n += 1;
+        }
         self.vmstat.count_vm_events(VmEvent::PgAlloc, 1 << order);
         Some(pfn)
     }

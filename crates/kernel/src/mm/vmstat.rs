@@ -199,6 +199,8 @@ sim_stat! {
 #[derive(Clone, Debug)]
 pub struct VmStat {
     pub events: [u64; NR_VM_EVENTS],
+    /// `kmem:mm_page_alloc` hits per order (folio allocations).
+    pub page_alloc: [u64; HPAGE_PMD_ORDER as usize + 1],
     pub mthp: [[u64; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
     pub trace: [u64; NR_TRACES],
     pub sim: SimStat,
@@ -208,6 +210,7 @@ impl Default for VmStat {
     fn default() -> Self {
         VmStat {
             events: [0; NR_VM_EVENTS],
+            page_alloc: [0; HPAGE_PMD_ORDER as usize + 1],
             mthp: [[0; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
             trace: [0; NR_TRACES],
             sim: SimStat::default(),
@@ -255,6 +258,12 @@ impl VmStat {
                 let key = format!("hugepages-{}/{}", size_label(order), st.name());
                 out.insert(key, self.mthp[order as usize][st as usize]);
             }
+        }
+        for order in 2..=HPAGE_PMD_ORDER {
+            out.insert(
+                format!("kmem:mm_page_alloc/order={order}"),
+                self.page_alloc[order as usize],
+            );
         }
         for tp in Trace::ALL {
             out.insert(tp.name().to_string(), self.trace[tp as usize]);
