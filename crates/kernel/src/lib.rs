@@ -15,6 +15,7 @@
 pub mod arch;
 pub mod include {
     pub mod linux {
+        pub mod mm_inline;
         pub mod mm_types;
         pub mod pgtable;
     }
@@ -168,6 +169,13 @@ pub struct Kernel<A: Arch> {
     pub tlb_ubc: mm::vmscan::TlbUbc,
     /// An mm is being torn down (`tlb->fullmm`): its unmaps need no flush.
     pub exiting: bool,
+    /// Memory cgroups, the charge of every folio, the charge stock.
+    pub memcg: mm::memcontrol::MemcgState,
+    /// The links of the ordered LRU lists (`folio->lru`).
+    pub lru: include::linux::mm_inline::LruLinks,
+    /// Folios of a readahead batch in progress: locked until their read
+    /// completes, so reclaim keeps them (`folio_trylock()` fails).
+    pub locked: Vec<Pfn>,
     _arch: PhantomData<A>,
 }
 
@@ -213,6 +221,9 @@ impl<A: Arch> Kernel<A> {
             swap_of: Default::default(),
             tlb_ubc: Default::default(),
             exiting: false,
+            memcg: Default::default(),
+            lru: Default::default(),
+            locked: Vec::new(),
             _arch: PhantomData,
         })
     }

@@ -77,7 +77,7 @@ impl<A: Arch> Engine<A> {
             e.check_now(&file_loc(i))?;
         }
         for step in &sc.steps {
-            e.exec(root, step)?;
+            e.exec(root, step).map_err(|err| e.memcg_oom(err))?;
         }
         e.end_phase();
         Ok(Report {
@@ -234,14 +234,39 @@ impl<A: Arch> Engine<A> {
             StepKind::Wait => self.wait(mm),
             StepKind::Phase { name } => self.start_phase(name),
             StepKind::PhaseEnd => self.end_phase(),
-            StepKind::Memcg { .. } | StepKind::MemcgReclaim { .. } | StepKind::ForceEmpty => {
-                return Err(SimError::Unsupported {
-                    at: at(loc),
-                    what: "memory cgroups (reclaim is not modelled yet)".into(),
-                })
+            StepKind::Memcg { limit } => {
+                self.k.mem_cgroup_create(mm, *limit);
+            }
+            StepKind::MemcgReclaim { amount } => self.memcg_reclaim(mm, *amount, loc),
+            StepKind::ForceEmpty => {
+                let memcg = self.k.mm_memcg(mm);
+                self.k.mem_cgroup_force_empty(memcg);
             }
         }
         self.check_now(&at(loc))
+    }
+
+    /// `memcg_reclaim`: write the amount to memory.reclaim of the process's
+    /// cgroup. Like the native engine, a short reclaim (-EAGAIN) is a note,
+    /// not an error.
+    fn memcg_reclaim(&mut self, mm: MmId, amount: u64, loc: &foliosim_scenario::Loc) {
+        let memcg = self.k.mm_memcg(mm);
+        if let Err(got) = self.k.memory_reclaim(memcg, amount / PAGE_SIZE) {
+            eprintln!(
+                "{}: note: memory.reclaim reclaimed {got} of {} pages (EAGAIN); the run goes on",
+                at(loc),
+                amount / PAGE_SIZE
+            );
+        }
+    }
+
+    /// A process killed for lack of memory because a cgroup charge failed
+    /// is the memcg OOM killer's case, which the model refuses.
+    fn memcg_oom(&mut self, err: SimError) -> SimError {
+        match (err, self.k.take_memcg_oom()) {
+            (SimError::Killed { at, .. }, Some(what)) => SimError::Unsupported { at, what },
+            (err, _) => err,
+        }
     }
 
     /// Every live child of `mm` (and their children) exits.

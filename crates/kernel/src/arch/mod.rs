@@ -171,6 +171,38 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
         first
     }
 
+    /// `ptep_clear_flush_young()` (`nr == 1`) and seed 002's
+    /// `clear_flush_young_ptes()`: test and clear the access flag of `nr`
+    /// entries mapping consecutive pages of one folio; true if any was
+    /// young. Generic (x86): one test-and-clear per entry, no TLB flush (a
+    /// stale accessed bit in the TLB only skews aging).
+    fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+        let mut young = false;
+        for pte in &mut ptes[idx..idx + nr] {
+            vs.sim.young_clear += 1;
+            if Self::pte_young(*pte) {
+                *pte = Self::pte_mkold(*pte);
+                vs.sim.pte_modify += 1;
+                young = true;
+            }
+        }
+        young
+    }
+
+    /// `pmdp_clear_flush_young()`: test and clear a PMD leaf's access flag
+    /// and flush its 2 MiB when it was young.
+    fn pmdp_clear_flush_young(pmd: &mut u64, vs: &mut VmStat) -> bool {
+        vs.sim.young_clear += 1;
+        if !Self::pte_young(*pmd) {
+            return false;
+        }
+        *pmd = Self::pte_mkold(*pmd);
+        vs.sim.pte_modify += 1;
+        vs.sim.young_flush += 1;
+        Self::flush_tlb_range(crate::include::linux::pgtable::HPAGE_PMD_NR, vs);
+        true
+    }
+
     /// `wrprotect_ptes()`
     fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
         for i in 0..nr {

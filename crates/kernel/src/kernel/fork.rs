@@ -11,6 +11,11 @@ impl<A: Arch> Kernel<A> {
     /// `dup_mm()`: returns the child's mm.
     pub fn dup_mm(&mut self, parent: MmId) -> Result<MmId, KernelError> {
         let child = self.mm_alloc();
+        // The child task starts in its parent's memory cgroup.
+        let memcg = self.mm_memcg(parent);
+        if memcg != crate::mm::memcontrol::ROOT_MEM_CGROUP {
+            self.set_mm_memcg(child, memcg);
+        }
         let vmas: Vec<_> = self.mm(parent).vmas.values().copied().collect();
         for v in &vmas {
             self.mm_mut(child).vmas.insert(v.vm_start, *v);

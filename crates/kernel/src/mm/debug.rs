@@ -9,7 +9,14 @@
 //!   entries only on exclusive pages;
 //! * every mapped PFN belongs to a live folio, every table entry to a table
 //!   page; page-cache slots point at folios of that file at that index;
-//! * allocator accounting: free + folio + table pages = all pages.
+//! * allocator accounting: free + folio + table pages = all pages;
+//! * LRU: every folio with PG_lru of a non-root cgroup is on exactly the
+//!   list its flags (swap-backed, active) and cgroup say, every list entry
+//!   is such a folio, and the links are consistent; between steps every
+//!   folio in use (anon, page cache, swap cache) is on the LRU; every
+//!   lruvec's sizes equal the pages of its PG_lru folios;
+//! * memory cgroups: each one's usage equals its charged folios' pages plus
+//!   its pages in the charge stock.
 //!
 //! It is O(memory) and meant for tests and small machines.
 
@@ -51,6 +58,7 @@ impl<A: Arch> Kernel<A> {
         self.check_folios(&seen)?;
         self.check_swap(&seen)?;
         self.check_page_cache()?;
+        self.check_lru()?;
         self.check_allocator()
     }
 
@@ -382,6 +390,107 @@ impl<A: Arch> Kernel<A> {
             return Err(format!(
                 "{tables} table pages, arena says {}",
                 self.pt.nr_tables
+            ));
+        }
+        Ok(())
+    }
+
+    /// The LRU lists, their sizes, and cgroup usage (see the file header).
+    fn check_lru(&self) -> Result<(), String> {
+        use crate::include::linux::mm_inline::NR_LRU_LISTS;
+        let nr_memcg = self.memcg.memcgs.len();
+        let mut on_list: HashMap<u32, (u16, usize)> = HashMap::new();
+        for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(1) {
+            for (lru, list) in memcg.lruvec.lists.iter().enumerate() {
+                for f in self
+                    .lru
+                    .walk(list)
+                    .map_err(|e| format!("cgroup {m} list {lru}: {e}"))?
+                {
+                    if on_list.insert(f.0, (m as u16, lru)).is_some() {
+                        return Err(format!("pfn {} is on two LRU lists", f.0));
+                    }
+                }
+            }
+        }
+        let mut sizes = vec![[0u64; NR_LRU_LISTS]; nr_memcg];
+        let mut charged = vec![0u64; nr_memcg];
+        let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
+        let mut pfn = 0u32;
+        while pfn < n {
+            let p = Pfn(pfn);
+            let f = self.mem.flags(p);
+            if f & (PG_BUDDY | PG_TABLE | PG_TAIL) != 0
+                || (f & PG_HEAD == 0 && self.mem.order(p) != 0)
+            {
+                pfn += if f & PG_BUDDY != 0 {
+                    1 << self.mem.order(p)
+                } else {
+                    1
+                };
+                continue;
+            }
+            let nr = self.mem.folio_nr_pages(p);
+            let memcg = self.folio_memcg(p);
+            charged[memcg as usize] += nr;
+            self.check_folio_lru(p, &mut on_list, &mut sizes)?;
+            pfn += nr as u32;
+        }
+        if let Some((pfn, (m, lru))) = on_list.iter().next() {
+            return Err(format!(
+                "cgroup {m} list {lru} holds pfn {pfn}, not an LRU folio head"
+            ));
+        }
+        for (m, want) in sizes.iter().enumerate() {
+            if self.vmstat.memcg[m].lru != *want {
+                return Err(format!(
+                    "cgroup {m}: LRU sizes {:?} but its PG_lru folios hold {want:?}",
+                    self.vmstat.memcg[m].lru
+                ));
+            }
+            let usage = self.memcg.memcgs[m].usage;
+            let want = charged[m] + self.memcg_stock_pages(m as u16);
+            if m > 0 && usage != want {
+                return Err(format!(
+                    "cgroup {m}: usage {usage} but {want} pages are charged"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One folio head of [`Self::check_lru`].
+    fn check_folio_lru(
+        &self,
+        folio: Pfn,
+        on_list: &mut HashMap<u32, (u16, usize)>,
+        sizes: &mut [[u64; crate::include::linux::mm_inline::NR_LRU_LISTS]],
+    ) -> Result<(), String> {
+        use crate::include::linux::mm_types::{PG_LRU, PG_SWAPCACHE};
+        let memcg = self.folio_memcg(folio);
+        let listed = on_list.remove(&folio.0);
+        if !self.mem.test(folio, PG_LRU) {
+            let in_use = self.mem.folio_mapping(folio) != 0 || self.mem.test(folio, PG_SWAPCACHE);
+            if listed.is_some() || in_use {
+                return Err(format!(
+                    "folio {}: no PG_lru but {} (flags {:#x})",
+                    folio.0,
+                    if listed.is_some() {
+                        "on an LRU list"
+                    } else {
+                        "in use"
+                    },
+                    self.mem.flags(folio)
+                ));
+            }
+            return Ok(());
+        }
+        let lru = self.folio_lru_list(folio);
+        sizes[memcg as usize][lru] += self.mem.folio_nr_pages(folio);
+        if memcg != 0 && listed != Some((memcg, lru)) {
+            return Err(format!(
+                "folio {}: PG_lru says cgroup {memcg} list {lru}, found on {listed:?}",
+                folio.0
             ));
         }
         Ok(())

@@ -19,11 +19,12 @@
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{
-    PG_DIRTY, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET,
+    PG_DIRTY, PG_LRU, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET,
 };
 use crate::include::linux::pgtable::{
     div_round_up, Pfn, HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER, PAGE_SHIFT, PAGE_SIZE,
 };
+use crate::mm::memcontrol::ChargeGfp;
 use crate::mm::memory::{
     Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_NOPAGE, VM_FAULT_RETRY, VM_FAULT_SIGBUS,
 };
@@ -33,6 +34,16 @@ use crate::{FileId, Kernel, KernelError};
 
 /// Empty page-cache slot.
 pub const NO_PAGE: u32 = u32::MAX;
+
+/// What `filemap_add_folio()` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddFolio {
+    Added,
+    /// -EEXIST: a slot of the range is taken.
+    Exists,
+    /// -ENOMEM: the memory cgroup charge failed.
+    NoMem,
+}
 
 /// An inode and its page cache (`struct address_space`).
 #[derive(Debug)]
@@ -113,23 +124,42 @@ impl<A: Arch> Kernel<A> {
         Some(pfn)
     }
 
-    /// Free a folio that nothing references any more.
+    /// Free a folio that nothing references any more (`__folio_put()`:
+    /// off the LRU, uncharged, back to the allocator).
     pub fn folio_free(&mut self, folio: Pfn) {
         let order = self.mem.order(folio);
+        if self.mem.test(folio, PG_LRU) {
+            self.lruvec_del_folio(folio);
+            self.mem.clear(folio, PG_LRU);
+        }
+        self.mem_cgroup_uncharge(folio);
         self.mem.destroy_folio(folio);
         self.buddy.free_pages(&mut self.mem, folio, order);
         self.vmstat.sim.folio_free += 1;
         self.vmstat.count_vm_events(VmEvent::PgFree, 1 << order);
     }
 
-    /// `filemap_add_folio()`: insert a new folio at `index`. Fails (EEXIST)
-    /// if any slot of the range is occupied.
-    pub fn filemap_add_folio(&mut self, f: FileId, folio: Pfn, index: u64) -> bool {
+    /// `filemap_add_folio()`: charge a new folio to the cgroup of the task
+    /// adding it (`mem_cgroup_charge(folio, NULL, gfp)`), then insert it at
+    /// `index` and put it on the LRU. Fails with NoMem when the charge fails
+    /// and with Exists (uncharged again) if any slot of the range is taken.
+    pub fn filemap_add_folio(
+        &mut self,
+        f: FileId,
+        folio: Pfn,
+        index: u64,
+        gfp: ChargeGfp,
+    ) -> AddFolio {
+        let memcg = self.memcg.current;
+        if !self.mem_cgroup_charge(folio, memcg, gfp) {
+            return AddFolio::NoMem;
+        }
         let nr = self.mem.folio_nr_pages(folio);
         let as_ = &self.files[f.0 as usize];
         let end = (index + nr).min(as_.pages.len() as u64);
         if (index..end).any(|i| as_.pages[i as usize] != NO_PAGE) {
-            return false;
+            self.mem_cgroup_uncharge(folio);
+            return AddFolio::Exists;
         }
         let shmem = as_.shmem;
         let as_ = &mut self.files[f.0 as usize];
@@ -151,7 +181,7 @@ impl<A: Arch> Kernel<A> {
         if !shmem {
             self.vmstat.trace(Trace::FilemapAddToPageCache);
         }
-        true
+        AddFolio::Added
     }
 
     /// `__filemap_get_folio()` with `FGP_CREAT`: the folio at `index`, or a
@@ -174,11 +204,19 @@ impl<A: Arch> Kernel<A> {
         }
         loop {
             // Higher orders try without retrying; fall back order by order.
+            // The charge uses the mapping's gfp (retries) at every order.
             if let Some(folio) = self.folio_alloc(order) {
-                if self.filemap_add_folio(f, folio, index & !((1 << order) - 1)) {
-                    return Ok(folio);
+                let start = index & !((1 << order) - 1);
+                match self.filemap_add_folio(f, folio, start, ChargeGfp::Kernel) {
+                    AddFolio::Added => return Ok(folio),
+                    AddFolio::Exists => self.folio_free(folio),
+                    AddFolio::NoMem => {
+                        self.folio_free(folio);
+                        if let Some(what) = self.memcg.oom.clone() {
+                            return Err(KernelError::Unsupported(what));
+                        }
+                    }
                 }
-                self.folio_free(folio);
             }
             if order == 0 {
                 return Err(KernelError::Unsupported(
@@ -257,11 +295,20 @@ impl<A: Arch> Kernel<A> {
                         folio
                     }
                 };
+                let fidx = self.mem.folio_index(folio) as u64;
+                let next = fidx + self.mem.folio_nr_pages(folio);
                 if self.mem.test(folio, PG_READAHEAD) {
-                    let fidx = self.mem.folio_index(folio) as u64;
                     self.page_cache_async_ra(file, folio, index, last_index - fidx);
                 }
-                index = self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio);
+                // A read marks each folio it copies from accessed, except
+                // one the previous read ended in (pos_same_folio()).
+                let prev = self.open_files[file as usize].ra.prev_pos;
+                let first = index == pos >> PAGE_SHIFT;
+                let marks = !first || prev.wrapping_add(1) == 0 || prev >> PAGE_SHIFT < fidx;
+                if marks && self.files[f.0 as usize].lookup(fidx) == Some(folio) {
+                    self.folio_mark_accessed(folio);
+                }
+                index = next;
             }
             pos += count;
             self.open_files[file as usize].ra.prev_pos = pos - 1;

@@ -10,14 +10,16 @@
 //! write, the huge zero folio on read (allocated on first use), replacing a
 //! huge-zero PMD with a THP on write, PMD reuse and split-then-COW after
 //! fork, file PMD mappings of PMD-size page-cache folios (do_set_pmd), PMD
-//! splits (anon to PTEs, file zapped). Page tables are deposited with anon
-//! PMDs as in the kernel.
+//! splits (anon to PTEs, file zapped, passing the PMD's dirty and young
+//! bits to the folio). Page tables are deposited with anon PMDs as in the
+//! kernel. THP faults are charged to the mm's memory cgroup with the VMA's
+//! THP gfp mask (`thp_fault_fallback_charge` on failure).
 //! Not modelled: prctl(PR_SET_THP_DISABLE), khugepaged, the deferred-split
 //! and huge-zero shrinkers, `defrag` (allocation succeeds while memory is
 //! free), PUD THP, shmem huge pages.
 
 use crate::arch::{Arch, FolioSpan, PteProt};
-use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
+use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_REFERENCED};
 use crate::include::linux::pgtable::{
     align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
 };
@@ -151,16 +153,38 @@ impl<A: Arch> Kernel<A> {
             self.set_pmd(vmf, A::pmd_mkhuge(A::pfn_pte(zero, prot)));
             return 0;
         }
-        let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
-            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
-            self.vmstat
-                .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+        let Some(folio) = self.vma_alloc_anon_folio_pmd(vmf) else {
             return VM_FAULT_FALLBACK;
         };
         self.vmstat.sim.page_zero += HPAGE_PMD_NR;
         self.deposit_pgtable(vmf.mm, haddr);
         self.map_anon_folio_pmd(vmf, folio, haddr);
         0
+    }
+
+    /// `vma_alloc_anon_folio_pmd()`: a PMD-size folio charged with the
+    /// VMA's THP gfp mask; a failure counts the fallback (and, for the
+    /// charge, thp_fault_fallback_charge).
+    fn vma_alloc_anon_folio_pmd(&mut self, vmf: &Vmf) -> Option<Pfn> {
+        let order = HPAGE_PMD_ORDER;
+        let Some(folio) = self.folio_alloc(order) else {
+            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
+            self.vmstat
+                .count_mthp_stat(order, MthpStat::AnonFaultFallback);
+            return None;
+        };
+        let memcg = self.mm_memcg(vmf.mm);
+        if !self.mem_cgroup_charge(folio, memcg, crate::mm::memcontrol::vma_thp_gfp(&vmf.vma)) {
+            self.folio_free(folio);
+            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
+            self.vmstat.count_vm_event(VmEvent::ThpFaultFallbackCharge);
+            self.vmstat
+                .count_mthp_stat(order, MthpStat::AnonFaultFallback);
+            self.vmstat
+                .count_mthp_stat(order, MthpStat::AnonFaultFallbackCharge);
+            return None;
+        }
+        Some(folio)
     }
 
     /// `map_anon_folio_pmd()`: install a fresh anon THP with one PMD.
@@ -223,10 +247,7 @@ impl<A: Arch> Kernel<A> {
     /// `do_huge_zero_wp_pmd()`: replace the huge-zero PMD with a new THP, or
     /// split it into zero-page PTEs if that fails.
     fn do_huge_zero_wp_pmd(&mut self, vmf: &mut Vmf, haddr: u64) -> u32 {
-        let Some(folio) = self.folio_alloc(HPAGE_PMD_ORDER) else {
-            self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);
-            self.vmstat
-                .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultFallback);
+        let Some(folio) = self.vma_alloc_anon_folio_pmd(vmf) else {
             self.split_huge_pmd(vmf.mm, &vmf.vma, haddr, vmf.pmd);
             return VM_FAULT_FALLBACK;
         };
@@ -284,6 +305,12 @@ impl<A: Arch> Kernel<A> {
         A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
         let pfn = A::pte_pfn(pmdval);
         if vma.kind != VmaKind::Anon {
+            if !self.mem.test(pfn, PG_DIRTY) && A::pte_dirty(pmdval) {
+                self.mem.set(pfn, PG_DIRTY);
+            }
+            if A::pte_young(pmdval) {
+                self.mem.set(pfn, PG_REFERENCED);
+            }
             self.folio_remove_rmap_pmd(pfn, mm);
             let c = self.mm_counter_file(pfn);
             self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
@@ -387,6 +414,12 @@ impl<A: Arch> Kernel<A> {
             self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
         }
         self.folio_remove_rmap_pmd(folio, mm);
+        if vma.kind != VmaKind::Anon
+            && A::pte_young(pmdval)
+            && crate::mm::swap::vma_has_recency(vma)
+        {
+            self.folio_mark_accessed(folio);
+        }
         self.free_swap_cache_and_put(folio);
     }
 

@@ -134,8 +134,7 @@ impl<A: Arch> Kernel<A> {
                 }
                 return list;
             }
-            let mut todo = std::collections::VecDeque::new();
-            self.split_folio_to_list(folio, &mut todo);
+            self.split_folio_to_list(folio, None);
         }
         let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else {
             return list;
@@ -159,8 +158,7 @@ impl<A: Arch> Kernel<A> {
                         a += nr as u64 * PAGE_SIZE;
                         continue;
                     }
-                    let mut todo = std::collections::VecDeque::new();
-                    self.split_folio_to_list(folio, &mut todo);
+                    self.split_folio_to_list(folio, None);
                     continue; // re-examine: now an order-0 folio
                 }
             }
@@ -182,17 +180,5 @@ impl<A: Arch> Kernel<A> {
         vma.kind == crate::mm::mmap::VmaKind::Anon
             || self.mem.folio_test_anon(folio)
             || vma.is_shared()
-    }
-
-    /// `folio_isolate_lru()`
-    pub fn folio_isolate_lru(&mut self, folio: Pfn) {
-        self.mem.clear(folio, PG_LRU);
-        self.vmstat.sim.lru_isolate += 1;
-    }
-
-    /// `folio_add_lru()`: the folio joins the LRU (the per-CPU batch is
-    /// drained at once).
-    pub fn folio_add_lru(&mut self, folio: Pfn) {
-        self.mem.set(folio, PG_LRU);
     }
 }

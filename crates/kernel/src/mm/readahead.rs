@@ -6,12 +6,16 @@
 //! ramp (+2 per async round, reset by sync readahead, capped by the window
 //! and the mapping), the fallback to min-order folios when part of the window
 //! is cached, EOF clamping. `ractl_max_pages()` uses `ra_pages` (the device's
-//! io_pages limit is not modelled). Not modelled: FMODE_RANDOM forced
+//! io_pages limit is not modelled). New folios are charged to the reading
+//! task's memory cgroup with __GFP_NORETRY: a failed charge ends the
+//! readahead, as a failed allocation does. Not modelled: FMODE_RANDOM forced
 //! readahead, blk-cgroup congestion, memory-pressure allocation failures.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_READAHEAD, PG_UPTODATE};
 use crate::include::linux::pgtable::{Pfn, PAGE_SHIFT};
+use crate::mm::filemap::AddFolio;
+use crate::mm::memcontrol::ChargeGfp;
 use crate::Kernel;
 
 /// `MMAP_LOTSAMISS`
@@ -64,7 +68,9 @@ fn get_next_ra_size(cur: u64, max: u64) -> u64 {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// `ra_alloc_folio()`: allocate, mark, insert and read one folio.
+    /// `ra_alloc_folio()`: allocate, mark, insert (charging with the
+    /// readahead gfp mask, which has __GFP_NORETRY) and read one folio. The
+    /// folio stays locked (reclaim keeps it) until the batch's `read_pages()`.
     fn ra_alloc_folio(&mut self, file: u32, index: u64, mark: u64, order: u32) -> bool {
         let f = self.open_files[file as usize].mapping;
         let Some(folio) = self.folio_alloc(order) else {
@@ -73,12 +79,19 @@ impl<A: Arch> Kernel<A> {
         if mark.wrapping_sub(index) < (1 << order) {
             self.mem.set(folio, PG_READAHEAD);
         }
-        if !self.filemap_add_folio(f, folio, index) {
+        if self.filemap_add_folio(f, folio, index, ChargeGfp::NoRetry) != AddFolio::Added {
             self.folio_free(folio);
             return false;
         }
         self.read_folio(folio);
+        self.locked.push(folio);
         true
+    }
+
+    /// `read_pages()`: the batch's reads complete (at once in the model) and
+    /// its folios are unlocked.
+    fn read_pages(&mut self) {
+        self.locked.clear();
     }
 
     /// `page_cache_ra_order()`: read `ra.size` pages from `start` in folios
@@ -116,6 +129,7 @@ impl<A: Arch> Kernel<A> {
             }
             index += 1 << order;
         }
+        self.read_pages();
         if failed && ra.size > index - start {
             self.do_page_cache_ra(file, index, ra.size - (index - start), ra.async_size);
         }
@@ -145,9 +159,10 @@ impl<A: Arch> Kernel<A> {
                 u64::MAX
             };
             if !self.ra_alloc_folio(file, index + i, mark, 0) {
-                return;
+                break;
             }
         }
+        self.read_pages();
     }
 
     /// `page_cache_sync_ra()`: readahead on a cache miss at `index` for a

@@ -505,3 +505,216 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.rmap_walk += nr_folio;
     }
 }
+
+/// `struct page_vma_mapped_walk` without PVMW_SYNC or PVMW_MIGRATION.
+#[derive(Clone, Copy, Debug)]
+struct Pvmw {
+    mm: MmId,
+    pfn: Pfn,
+    nr_pages: u64,
+    address: u64,
+    /// `vma_address_end()`
+    end: u64,
+    /// The PTE table mapped at the last hit (`pvmw->pte` set).
+    pte: Option<u32>,
+    /// The last hit was the PMD (`pvmw->pmd && !pvmw->pte`).
+    pmd_hit: bool,
+    done: bool,
+}
+
+/// A mapping of the folio found by the walk.
+#[derive(Clone, Copy, Debug)]
+enum PvmwHit {
+    Pte {
+        tid: u32,
+        idx: usize,
+    },
+    Pmd {
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+    },
+}
+
+/// What `folio_referenced()` gathers (`struct folio_referenced_arg`).
+#[derive(Clone, Copy, Debug, Default)]
+struct ReferencedArg {
+    mapcount: i64,
+    referenced: i32,
+    vm_flags: u64,
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `page_vma_mapped_walk()`: the next PTE (or the PMD) of the walk's
+    /// range that maps a page of the folio, reading entries as the kernel
+    /// does: `map_pte()` reads the first entry of a table, `check_pte()`
+    /// reads each candidate again, the `next_pte` loop reads every entry it
+    /// steps over. Crossing into another table restarts from the PMD.
+    fn page_vma_mapped_walk(&mut self, w: &mut Pvmw) -> Option<PvmwHit> {
+        use crate::include::linux::pgtable::{pmd_addr_end, pte_index};
+        if w.done || w.pmd_hit {
+            w.done = true;
+            return None;
+        }
+        if let Some(tid) = w.pte {
+            return self.pvmw_next_pte(w, tid);
+        }
+        loop {
+            if w.address >= w.end {
+                w.done = true;
+                return None;
+            }
+            let Some(pmd) = self.walk_to_pmd(w.mm, w.address) else {
+                w.address = pmd_addr_end(w.address, u64::MAX);
+                continue;
+            };
+            let pmdval = self.pmdp_get(pmd);
+            if A::pmd_trans_huge(pmdval) {
+                let pfn = A::pte_pfn(pmdval).0 as u64;
+                let overlap = pfn + crate::include::linux::pgtable::HPAGE_PMD_NR > w.pfn.0 as u64
+                    && pfn < w.pfn.0 as u64 + w.nr_pages;
+                w.done = !overlap;
+                w.pmd_hit = overlap;
+                return overlap.then_some(PvmwHit::Pmd { pmd });
+            }
+            let Some(tid) = self.entry_table(pmdval) else {
+                w.address = pmd_addr_end(w.address, u64::MAX);
+                continue;
+            };
+            w.pte = Some(tid);
+            let idx = pte_index(w.address);
+            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            if A::pte_present(pte) && self.pvmw_check_pte(w, tid, idx) {
+                return Some(PvmwHit::Pte { tid, idx });
+            }
+            return self.pvmw_next_pte(w, tid);
+        }
+    }
+
+    /// The `next_pte:` loop of `page_vma_mapped_walk()`.
+    fn pvmw_next_pte(&mut self, w: &mut Pvmw, tid: u32) -> Option<PvmwHit> {
+        use crate::include::linux::pgtable::{pte_index, PAGE_SIZE, PMD_SIZE};
+        loop {
+            w.address += PAGE_SIZE;
+            if w.address >= w.end {
+                w.done = true;
+                return None;
+            }
+            if w.address & (PMD_SIZE - PAGE_SIZE) == 0 {
+                w.pte = None; // PVMW_PGTABLE_CROSSED: restart
+                return self.page_vma_mapped_walk(w);
+            }
+            let idx = pte_index(w.address);
+            if A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim) == 0 {
+                continue;
+            }
+            if self.pvmw_check_pte(w, tid, idx) {
+                return Some(PvmwHit::Pte { tid, idx });
+            }
+        }
+    }
+
+    /// `check_pte()`: a present entry mapping a page of the folio.
+    fn pvmw_check_pte(&mut self, w: &Pvmw, tid: u32, idx: usize) -> bool {
+        let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+        if !A::pte_present(pte) {
+            return false;
+        }
+        let pfn = A::pte_pfn(pte).0 as u64;
+        pfn >= w.pfn.0 as u64 && pfn < w.pfn.0 as u64 + w.nr_pages
+    }
+
+    /// `folio_referenced()`: walk the folio's mappings (`rmap_walk()` with
+    /// `invalid_folio_referenced_vma()`: no VMAs without recency, and under
+    /// cgroup reclaim no mms outside the target cgroup), clearing the young
+    /// bits. Returns how many mappings were referenced and their VMA
+    /// flags. An unmapped folio is not walked; a file folio the caller has
+    /// not locked and that is locked elsewhere counts as referenced.
+    pub fn folio_referenced(
+        &mut self,
+        folio: Pfn,
+        is_locked: bool,
+        memcg: Option<u16>,
+    ) -> (i32, u64) {
+        let mut pra = ReferencedArg {
+            mapcount: self.mem.folio_mapcount(folio) as i64,
+            ..Default::default()
+        };
+        if pra.mapcount == 0 || self.mem.folio_mapping(folio) == 0 {
+            return (0, 0);
+        }
+        if !is_locked && !self.mem.folio_test_anon(folio) && self.locked.contains(&folio) {
+            return (1, 0);
+        }
+        self.vmstat.sim.folio_referenced += 1;
+        for hit in self.rmap_walk(folio) {
+            if !crate::mm::swap::vma_has_recency(&hit.vma) {
+                continue;
+            }
+            if memcg.is_some_and(|m| !self.mem_cgroup_is_descendant(self.mm_memcg(hit.mm), m)) {
+                continue;
+            }
+            if !self.folio_referenced_one(folio, hit, &mut pra) {
+                break;
+            }
+        }
+        (pra.referenced, pra.vm_flags)
+    }
+
+    /// `folio_referenced_one()` for one VMA: test and clear the young bit of
+    /// every PTE (or the PMD) mapping the folio. With
+    /// `series.batch_folio_referenced` (seed 002) a large folio's PTEs go in
+    /// `folio_pte_batch()` runs with one `clear_flush_young_ptes()` each, and
+    /// the walk stops once the whole folio was seen. False stops the rmap
+    /// walk (every mapping found).
+    fn folio_referenced_one(&mut self, folio: Pfn, hit: RmapHit, pra: &mut ReferencedArg) -> bool {
+        use crate::include::linux::pgtable::{pmd_addr_end, PAGE_SIZE};
+        let nr_pages = self.mem.folio_nr_pages(folio);
+        let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
+        let mut w = Pvmw {
+            mm: hit.mm,
+            pfn: folio,
+            nr_pages,
+            address: hit.addr.max(hit.vma.vm_start),
+            end: (hit.addr + nr_pages * PAGE_SIZE).min(hit.vma.vm_end),
+            pte: None,
+            pmd_hit: false,
+            done: false,
+        };
+        let (mut referenced, mut ptes) = (0, 0);
+        while let Some(h) = self.page_vma_mapped_walk(&mut w) {
+            self.vmstat.sim.pvmw_referenced += 1;
+            let mut nr = 1;
+            let young = match h {
+                PvmwHit::Pte { tid, idx } => {
+                    if batched {
+                        let max_nr =
+                            (pmd_addr_end(w.address, hit.vma.vm_end) - w.address) / PAGE_SIZE;
+                        A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+                        nr = self.folio_pte_batch(tid, idx, folio, max_nr as usize, false) as u64;
+                    }
+                    let table = self.pt.table_mut(tid);
+                    let young =
+                        A::clear_flush_young_ptes(table, idx, nr as usize, &mut self.vmstat);
+                    w.address += (nr - 1) * PAGE_SIZE;
+                    young
+                }
+                PvmwHit::Pmd { pmd } => {
+                    let mut v = self.pt.get(pmd.table, pmd.idx);
+                    let young = A::pmdp_clear_flush_young(&mut v, &mut self.vmstat);
+                    self.pt.set(pmd.table, pmd.idx, v);
+                    young
+                }
+            };
+            referenced += young as i32;
+            ptes += nr;
+            pra.mapcount -= nr as i64;
+            if batched && ptes == nr_pages {
+                break; // page_vma_mapped_walk_done()
+            }
+        }
+        if referenced > 0 {
+            pra.referenced += 1;
+            pra.vm_flags |= hit.vma.vm_flags;
+        }
+        pra.mapcount != 0
+    }
+}

@@ -38,8 +38,15 @@ impl<A: Arch> Kernel<A> {
             return (VM_FAULT_OOM, None);
         };
         self.vmstat.sim.page_zero += 1;
-        let added = self.filemap_add_folio(f, folio, vmf.pgoff);
-        debug_assert!(added);
+        // shmem_alloc_and_add_folio(): charged to the faulting mm's cgroup
+        // (the fault's `current`).
+        let gfp = crate::mm::memcontrol::ChargeGfp::Kernel;
+        let added = self.filemap_add_folio(f, folio, vmf.pgoff, gfp);
+        if added == crate::mm::filemap::AddFolio::NoMem {
+            self.folio_free(folio);
+            return (VM_FAULT_OOM, None);
+        }
+        debug_assert_eq!(added, crate::mm::filemap::AddFolio::Added);
         self.mem.set(folio, PG_UPTODATE | PG_DIRTY);
         (VM_FAULT_LOCKED, Some(folio))
     }

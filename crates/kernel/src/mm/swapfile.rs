@@ -13,9 +13,11 @@
 //! I/O. I/O completes at once: zram frees the folio in the same reclaim
 //! pass; other devices leave it in the swap cache (clean), as after async
 //! writeback completes.
+//! Each slot records the memory cgroup of the folio swapped out to it
+//! (swap-in charges that cgroup).
 //! Not modelled: discard, swap readahead windows, zswap, count
 //! continuations (counts above 0x3e assert), per-CPU allocation caches,
-//! memcg swap accounting.
+//! memcg swap limits (memory.swap.max, memsw).
 
 use std::collections::HashMap;
 
@@ -70,6 +72,9 @@ pub struct SwapInfo {
     /// The swap table: PFN of the swap-cache page of each slot.
     pub cache: Vec<u32>,
     pub zeromap: Vec<bool>,
+    /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
+    /// folio swapped out to each slot.
+    pub memcg: Vec<u16>,
     clusters: Vec<Cluster>,
     /// Next offset to scan per order (the cluster being filled).
     next: Vec<Option<u64>>,
@@ -87,6 +92,7 @@ impl SwapInfo {
             swap_map: vec![0; nr_slots as usize],
             cache: vec![NO_PAGE; nr_slots as usize],
             zeromap: vec![false; nr_slots as usize],
+            memcg: vec![0; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             inuse_pages: 0,
@@ -179,6 +185,7 @@ impl SwapInfo {
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.zeromap[offset as usize] = false;
+        self.memcg[offset as usize] = 0;
         self.inuse_pages -= 1;
         let c = (offset / SWAPFILE_CLUSTER) as usize;
         self.clusters[c].count -= 1;
@@ -207,8 +214,11 @@ impl<A: Arch> Kernel<A> {
                     ty: ty as u32,
                     offset,
                 };
+                // mem_cgroup_try_charge_swap(): record the folio's cgroup.
+                let memcg = self.folio_memcg(folio);
                 for i in 0..(1u64 << order) {
                     self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
+                    self.swap[ty].memcg[(offset + i) as usize] = memcg;
                 }
                 self.swap_of.insert(folio.0, entry);
                 self.mem.set(folio, PG_SWAPCACHE);

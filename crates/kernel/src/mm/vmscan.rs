@@ -1,31 +1,59 @@
-//! Reclaim of an isolated folio list (mm/vmscan.c: reclaim_pages(),
-//! reclaim_folio_list(), shrink_folio_list(), pageout(),
-//! __remove_mapping(); mm/huge_memory.c: split_folio_to_list()), Linux 6.18.
+//! Reclaim (mm/vmscan.c), Linux 6.18 with the classic two-list LRU:
+//! memory-cgroup reclaim (`try_to_free_mem_cgroup_pages()`,
+//! `do_try_to_free_pages()`, `shrink_node()`, `shrink_lruvec()`,
+//! `get_scan_count()`, `shrink_list()`, `shrink_inactive_list()`,
+//! `shrink_active_list()`, `isolate_lru_folios()`, `move_folios_to_lru()`,
+//! `folio_check_references()`) and the reclaim of an isolated list shared
+//! with MADV_PAGEOUT (`reclaim_pages()`, `shrink_folio_list()`, `pageout()`,
+//! `__remove_mapping()`; mm/huge_memory.c: `split_folio_to_list()`).
 //!
-//! Modelled for the MADV_PAGEOUT path (`ignore_references`): anon
-//! swap-backed folios get swap slots (large ones split on failure, counting
-//! swpout_fallback / split), are unmapped through the rmap
-//! (`try_to_unmap`, mm/rmap.rs), written out (`swap_writeout`) and
-//! freed when the write finished at once (zram, zeromap); clean page-cache
-//! folios are unmapped and dropped; dirty file folios are activated. The
-//! batched TLB flush (`try_to_unmap_flush[_dirty]`) runs before each dirty
-//! folio's write-out, every 31 freed folios and at the end.
-//! Not modelled yet: folio_check_references (LRU aging), lazyfree,
-//! writeback throttling, memcg charging, pgscan/pgsteal for this path
-//! (the kernel counts them only in shrink_inactive_list()).
-
-use std::collections::VecDeque;
+//! `shrink_folio_list()` follows the kernel's order: references (unless
+//! MADV_PAGEOUT ignores them), swap allocation for anon folios (large ones
+//! split when it fails, counting swpout_fallback / split), `try_to_unmap()`
+//! through the rmap, dirty file folios activated (reclaim never writes
+//! them), anon write-out (`swap_writeout()`), freeing of clean folios with
+//! the batched TLB flush every 31 freed folios and at the end. Folios are
+//! processed in isolation order; a split folio's tails follow right after it,
+//! the last one first, as `list_add_tail()` and `lru_to_folio()` have it.
+//!
+//! Approximated: I/O completes at once — an asynchronous swap write leaves
+//! the folio in the swap cache and `folio_end_writeback()` rotates it to the
+//! inactive tail right after it went back to the LRU; no writeback
+//! throttling; the LRU sizes the scan balance reads are exact (the kernel
+//! reads rate-limited memcg statistics); `get_scan_count()` uses
+//! vm.swappiness = 60 (no knob yet); refault detection (workingset shadow
+//! entries) is absent, so refaults never force deactivation. shmem folios
+//! are activated instead of swapped out (shmem swap is not modelled).
+//! Not modelled: kswapd and global direct reclaim, MGLRU, memory.low/min,
+//! demotion, lazyfree, slab shrinkers, memcg hierarchies deeper than one
+//! level (the model's cgroups are children of the root).
 
 use crate::arch::Arch;
+use crate::include::linux::mm_inline::{
+    is_active_lru, is_file_lru, LRU_ACTIVE, LRU_ACTIVE_ANON, LRU_ACTIVE_FILE, LRU_FILE,
+    LRU_INACTIVE_ANON, LRU_INACTIVE_FILE, NR_LRU_LISTS,
+};
 use crate::include::linux::mm_types::{
-    PG_ACTIVE, PG_ANON, PG_DIRTY, PG_LRU, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_SWAPCACHE,
+    PG_ACTIVE, PG_ANON, PG_DIRTY, PG_LRU, PG_PARTIALLY_MAPPED, PG_READAHEAD, PG_REFERENCED,
+    PG_SWAPBACKED, PG_SWAPCACHE, PG_WORKINGSET,
 };
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
-use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
+use crate::mm::mmap::VM_EXEC;
+use crate::mm::swap::SWAP_CLUSTER_MAX;
+use crate::mm::vmstat::{MemcgEvent, MthpStat, Trace, VmEvent};
 use crate::Kernel;
 
 /// `PAGEVEC_SIZE`: folios freed per batch.
 const PAGEVEC_SIZE: u32 = 31;
+/// `DEF_PRIORITY`
+pub const DEF_PRIORITY: i32 = 12;
+/// `vm_swappiness` (the default; not a scenario knob yet).
+const VM_SWAPPINESS: u64 = 60;
+/// `MAX_SWAPPINESS`
+const MAX_SWAPPINESS: u64 = 200;
+/// `DEACTIVATE_ANON`, `DEACTIVATE_FILE`
+const DEACTIVATE_ANON: u8 = 1;
+const DEACTIVATE_FILE: u8 = 2;
 
 /// The deferred-TLB-flush state of reclaim (`struct tlbflush_unmap_batch`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,11 +62,95 @@ pub struct TlbUbc {
     pub writable: bool,
 }
 
-/// What one `shrink_folio_list()` call did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one `shrink_folio_list()` call did (`struct reclaim_stat`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimStat {
     pub nr_reclaimed: u64,
+    /// Folios kept or activated.
     pub nr_kept: u64,
+    /// Pages written out (`nr_pageout`).
+    pub nr_pageout: u64,
+    /// Pages activated, anon and file (`nr_activate[]`).
+    pub nr_activate: [u64; 2],
+    /// Pages kept for one more trip (`nr_ref_keep`).
+    pub nr_ref_keep: u64,
+}
+
+/// `struct scan_control`
+#[derive(Clone, Debug)]
+#[doc(alias = "scan_control")]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    /// `target_mem_cgroup`: None for `reclaim_pages()` (MADV_PAGEOUT).
+    pub target: Option<u16>,
+    pub priority: i32,
+    pub may_swap: bool,
+    pub proactive: bool,
+    pub nr_scanned: u64,
+    pub nr_reclaimed: u64,
+    may_deactivate: u8,
+    force_deactivate: bool,
+    skipped_deactivate: bool,
+    cache_trim_mode: bool,
+    memcg_full_walk: bool,
+    anon_cost: u64,
+    file_cost: u64,
+}
+
+impl ScanControl {
+    fn new(target: Option<u16>, nr_to_reclaim: u64, may_swap: bool, proactive: bool) -> Self {
+        ScanControl {
+            nr_to_reclaim,
+            target,
+            priority: DEF_PRIORITY,
+            may_swap,
+            proactive,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            cache_trim_mode: false,
+            memcg_full_walk: false,
+            anon_cost: 0,
+            file_cost: 0,
+        }
+    }
+
+    /// `cgroup_reclaim()`
+    fn cgroup_reclaim(&self) -> bool {
+        self.target.is_some()
+    }
+}
+
+/// `enum folio_references`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FolioRef {
+    Reclaim,
+    ReclaimClean,
+    Keep,
+    Activate,
+}
+
+/// What `shrink_folio_list()` decided for one folio.
+enum Verdict {
+    /// Freed: its pages.
+    Reclaimed(u64),
+    /// `keep` / `keep_locked`.
+    Keep,
+    /// Kept after an asynchronous write-out (`PAGE_SUCCESS` under
+    /// writeback): rotated to the inactive tail when the write completes.
+    KeepWriteback,
+    /// `activate_locked` with this many pages (1 after a split).
+    Activate(u64),
+}
+
+/// The folios `shrink_folio_list()` did not free, in processing order,
+/// and those among them waiting for their write to complete.
+#[derive(Default)]
+pub struct Kept {
+    pub folios: Vec<Pfn>,
+    pub written: Vec<Pfn>,
 }
 
 impl<A: Arch> Kernel<A> {
@@ -57,8 +169,16 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `reclaim_pages()` → `reclaim_folio_list()`: reclaim an isolated list,
-    /// ignoring references; what is left goes back on the LRU.
+    /// `folio_isolate_lru()`: take one folio off its LRU list.
+    pub fn folio_isolate_lru(&mut self, folio: Pfn) {
+        self.lruvec_del_folio(folio);
+        self.mem.clear(folio, PG_LRU);
+        self.vmstat.sim.lru_isolate += 1;
+    }
+
+    /// `reclaim_pages()` → `reclaim_folio_list()`: reclaim an isolated list
+    /// (in isolation order), ignoring references; what is left goes back
+    /// on the LRU.
     pub fn reclaim_pages(&mut self, list: Vec<Pfn>) -> ReclaimStat {
         if list.is_empty() {
             return ReclaimStat::default();
@@ -67,93 +187,193 @@ impl<A: Arch> Kernel<A> {
         for &f in &list {
             self.mem.clear(f, PG_ACTIVE);
         }
-        let (stat, kept) = self.shrink_folio_list(list);
-        for f in kept {
-            self.mem.set(f, PG_LRU); // folio_putback_lru()
+        let mut sc = ScanControl::new(None, 0, true, false);
+        let mut todo = list;
+        todo.reverse();
+        let (stat, kept) = self.shrink_folio_list(todo, &mut sc, true);
+        for &f in &kept.folios {
+            self.folio_putback_lru(f);
+        }
+        for &f in &kept.written {
+            self.folio_end_writeback_reclaim(f);
         }
         stat
     }
 
-    /// `shrink_folio_list(..., ignore_references = true)`. Returns the stats
-    /// and the folios kept.
-    pub fn shrink_folio_list(&mut self, list: Vec<Pfn>) -> (ReclaimStat, Vec<Pfn>) {
-        let mut todo: VecDeque<Pfn> = list.into();
-        let mut kept = Vec::new();
+    /// `shrink_folio_list()`. `list` is taken from its end (the kernel's
+    /// list tail), so the first folio to process comes last.
+    pub fn shrink_folio_list(
+        &mut self,
+        mut list: Vec<Pfn>,
+        sc: &mut ScanControl,
+        ignore_references: bool,
+    ) -> (ReclaimStat, Kept) {
+        let mut kept = Kept::default();
         let mut stat = ReclaimStat::default();
         let mut batch = 0;
-        while let Some(folio) = todo.pop_front() {
-            match self.shrink_one(folio, &mut todo) {
-                Some(nr) => {
+        while let Some(folio) = list.pop() {
+            match self.shrink_one(folio, &mut list, sc, &mut stat, ignore_references) {
+                Verdict::Reclaimed(nr) => {
                     stat.nr_reclaimed += nr;
                     batch += 1;
                     if batch == PAGEVEC_SIZE {
                         self.try_to_unmap_flush();
                         batch = 0;
                     }
+                    continue;
                 }
-                None => {
-                    stat.nr_kept += 1;
-                    kept.push(folio);
-                }
+                Verdict::Activate(nr) => self.activate_locked(folio, nr, &mut stat),
+                Verdict::KeepWriteback => kept.written.push(folio),
+                Verdict::Keep => {}
             }
+            stat.nr_kept += 1;
+            kept.folios.push(folio);
         }
         self.try_to_unmap_flush();
+        let pgactivate = stat.nr_activate[0] + stat.nr_activate[1];
+        self.vmstat.count_vm_events(VmEvent::PgActivate, pgactivate);
         (stat, kept)
     }
 
-    /// One folio of `shrink_folio_list()`: Some(pages freed) or None (kept).
-    fn shrink_one(&mut self, mut folio: Pfn, todo: &mut VecDeque<Pfn>) -> Option<u64> {
+    /// `activate_locked:` — drop the swap cache of an unreferenced swap-cache
+    /// folio when swap is more than half full, then set PG_active.
+    fn activate_locked(&mut self, folio: Pfn, nr: u64, stat: &mut ReclaimStat) {
+        if self.mem.test(folio, PG_SWAPCACHE) && self.vm_swap_full() {
+            self.folio_free_swap(folio);
+        }
+        self.mem.set(folio, PG_ACTIVE);
+        let file = self.folio_is_file_lru(folio);
+        stat.nr_activate[file as usize] += nr;
+        let memcg = self.folio_memcg(folio);
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgActivate, nr);
+    }
+
+    /// One folio of `shrink_folio_list()`, up to the unmap.
+    fn shrink_one(
+        &mut self,
+        folio: Pfn,
+        list: &mut Vec<Pfn>,
+        sc: &mut ScanControl,
+        stat: &mut ReclaimStat,
+        ignore_references: bool,
+    ) -> Verdict {
+        if self.locked.contains(&folio) {
+            return Verdict::Keep; // folio_trylock() failed
+        }
+        let mut nr_pages = self.mem.folio_nr_pages(folio);
+        sc.nr_scanned += nr_pages;
+        let references = if ignore_references {
+            FolioRef::Reclaim
+        } else {
+            self.folio_check_references(folio, sc.target)
+        };
+        match references {
+            FolioRef::Activate => return Verdict::Activate(nr_pages),
+            FolioRef::Keep => {
+                stat.nr_ref_keep += nr_pages;
+                return Verdict::Keep;
+            }
+            FolioRef::Reclaim | FolioRef::ReclaimClean => {}
+        }
         let anon = self.mem.folio_test_anon(folio);
         if anon && self.mem.test(folio, PG_SWAPBACKED) && !self.mem.test(folio, PG_SWAPCACHE) {
-            if self.mem.folio_test_large(folio) && self.mem.test(folio, PG_PARTIALLY_MAPPED) {
-                folio = self.split_folio_to_list(folio, todo);
+            if let Err(v) = self.shrink_anon_alloc_swap(folio, list) {
+                if let Verdict::Activate(_) = v {
+                    sc.nr_scanned -= nr_pages - 1; // activate_locked_split
+                }
+                return v;
             }
-            if !self.folio_alloc_swap(folio) {
-                if !self.mem.folio_test_large(folio) || self.swap.is_empty() {
-                    self.vmstat.count_vm_event(VmEvent::PgActivate);
-                    return None;
-                }
-                let order = self.mem.order(folio);
-                if order == HPAGE_PMD_ORDER {
-                    self.vmstat.count_vm_event(VmEvent::ThpSwpOutFallback);
-                }
-                self.vmstat.count_mthp_stat(order, MthpStat::SwpoutFallback);
-                folio = self.split_folio_to_list(folio, todo);
-                if !self.folio_alloc_swap(folio) {
-                    return None;
-                }
-            }
-            self.mem.set(folio, PG_DIRTY);
+            self.mem.set(folio, PG_DIRTY); // folio_mark_dirty()
+        }
+        if nr_pages > 1 && !self.mem.folio_test_large(folio) {
+            sc.nr_scanned -= nr_pages - 1;
+            nr_pages = 1;
         }
         if self.mem.folio_mapped(folio) {
             self.try_to_unmap(folio);
             if self.mem.folio_mapped(folio) {
-                return None;
+                return Verdict::Activate(nr_pages);
             }
         }
-        if self.mem.test(folio, PG_DIRTY) {
-            if !self.mem.test(folio, PG_SWAPBACKED) {
-                // Dirty file folios: reclaim never writes them; activate.
-                self.vmstat.count_vm_event(VmEvent::PgActivate);
-                return None;
-            }
-            self.try_to_unmap_flush_dirty();
-            if !self.pageout(folio) {
-                return None;
-            }
-        }
-        Some(self.remove_mapping_and_free(folio))
+        self.shrink_unmapped(folio, nr_pages, references, stat)
     }
 
-    /// `pageout()` → `swap_writeout()`: true if the folio is clean and free
-    /// to go now.
-    fn pageout(&mut self, folio: Pfn) -> bool {
-        if !self.mem.test(folio, PG_SWAPCACHE) {
-            return false; // shmem write-out is not modelled
+    /// The anon swap-backed part of `shrink_folio_list()`: split a partly
+    /// mapped large folio, allocate swap, and on failure split and retry
+    /// with the head. Err(verdict) when the folio must be activated (its
+    /// pages count as 1 after a split, `activate_locked_split`).
+    fn shrink_anon_alloc_swap(
+        &mut self,
+        mut folio: Pfn,
+        list: &mut Vec<Pfn>,
+    ) -> Result<(), Verdict> {
+        if self.mem.folio_test_large(folio) && self.mem.test(folio, PG_PARTIALLY_MAPPED) {
+            folio = self.split_folio_to_list(folio, Some(list));
         }
-        let zero_or_sync = self.swap_writeout(folio);
+        if self.folio_alloc_swap(folio) {
+            return Ok(());
+        }
+        if !self.mem.folio_test_large(folio) || self.swap.is_empty() {
+            return Err(Verdict::Activate(1));
+        }
+        let order = self.mem.order(folio);
+        if order == HPAGE_PMD_ORDER {
+            self.vmstat.count_vm_event(VmEvent::ThpSwpOutFallback);
+        }
+        self.vmstat.count_mthp_stat(order, MthpStat::SwpoutFallback);
+        folio = self.split_folio_to_list(folio, Some(list));
+        if !self.folio_alloc_swap(folio) {
+            return Err(Verdict::Activate(1));
+        }
+        Ok(())
+    }
+
+    /// The rest of `shrink_folio_list()` for an unmapped folio: dirty file
+    /// folios are activated, dirty anon ones written out; clean ones freed.
+    fn shrink_unmapped(
+        &mut self,
+        folio: Pfn,
+        nr_pages: u64,
+        references: FolioRef,
+        stat: &mut ReclaimStat,
+    ) -> Verdict {
+        if self.mem.test(folio, PG_DIRTY) {
+            if self.folio_is_file_lru(folio) {
+                // Reclaim never writes file folios: mark for immediate
+                // reclaim (PG_reclaim aliases PG_readahead) and activate.
+                self.mem.set(folio, PG_READAHEAD);
+                return Verdict::Activate(nr_pages);
+            }
+            if references == FolioRef::ReclaimClean {
+                return Verdict::Keep;
+            }
+            self.try_to_unmap_flush_dirty();
+            if !self.mem.test(folio, PG_SWAPCACHE) {
+                // shmem_writeout(): shmem swap is not modelled; the kernel
+                // activates what it cannot write.
+                return Verdict::Activate(nr_pages);
+            }
+            stat.nr_pageout += nr_pages;
+            if !self.pageout(folio) {
+                return Verdict::KeepWriteback;
+            }
+        }
+        Verdict::Reclaimed(self.remove_mapping_and_free(folio))
+    }
+
+    /// `pageout()` → `swap_writeout()` with PG_reclaim set for the write:
+    /// true if the folio is clean and free to go now (zero-filled, or a
+    /// synchronous device), false while the (asynchronous) write runs.
+    fn pageout(&mut self, folio: Pfn) -> bool {
+        self.mem.set(folio, PG_READAHEAD);
+        self.swap_writeout(folio);
         let ty = self.folio_swap(folio).map(|e| e.ty as usize).unwrap_or(0);
-        zero_or_sync && (self.swap[ty].synchronous() || self.folio_all_zeromap(folio))
+        let done = self.swap[ty].synchronous() || self.folio_all_zeromap(folio);
+        if done {
+            self.mem.clear(folio, PG_READAHEAD);
+        }
+        done
     }
 
     fn folio_all_zeromap(&self, folio: Pfn) -> bool {
@@ -183,8 +403,10 @@ impl<A: Arch> Kernel<A> {
 
     /// `split_folio_to_list()`: unmap the folio to migration entries and
     /// back (`unmap_folio()` / `remap_page()`), split it into order-0 folios
-    /// and queue the tails. Returns the head.
-    pub fn split_folio_to_list(&mut self, folio: Pfn, todo: &mut VecDeque<Pfn>) -> Pfn {
+    /// that keep its charge, and put the tails on `list` (an isolated head,
+    /// `list_add_tail()`) or next to the head on its LRU list
+    /// (`lru_add_split_folio()`). Returns the head.
+    pub fn split_folio_to_list(&mut self, folio: Pfn, list: Option<&mut Vec<Pfn>>) -> Pfn {
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
         self.vmstat.sim.folio_split += 1;
@@ -195,26 +417,444 @@ impl<A: Arch> Kernel<A> {
         } else {
             self.migrate_cycle_ptes(folio);
         }
+        let on_lru = self.mem.test(folio, PG_LRU);
         self.mem.split_to_order0(folio);
+        self.split_page_memcg(folio, nr);
         // The folio's swap slots (if any) now belong to each page.
         if let Some(e) = self.swap_of.remove(&folio.0) {
             for i in 0..nr {
-                self.swap_of.insert(
-                    folio.0 + i as u32,
-                    crate::mm::swapfile::SwpEntry {
-                        ty: e.ty,
-                        offset: e.offset + i,
-                    },
-                );
+                let entry = crate::mm::swapfile::SwpEntry {
+                    ty: e.ty,
+                    offset: e.offset + i,
+                };
+                self.swap_of.insert(folio.0 + i as u32, entry);
             }
         }
         self.vmstat.count_mthp_stat(order, MthpStat::Split);
         if order == HPAGE_PMD_ORDER {
             self.vmstat.count_vm_event(VmEvent::ThpSplitPage);
         }
-        for i in 1..nr {
-            todo.push_back(folio.plus(i));
+        match list {
+            Some(list) => list.extend((1..nr).map(|i| folio.plus(i))),
+            None => {
+                debug_assert!(on_lru, "splitting an isolated folio without a list");
+                for i in 1..nr {
+                    self.lru_add_split_folio(folio, folio.plus(i));
+                }
+            }
         }
         folio
     }
+
+    /// `vm_swap_full()`: less than half of the swap space is free.
+    fn vm_swap_full(&self) -> bool {
+        let total: u64 = self.swap.iter().map(|s| s.nr_slots - 1).sum();
+        let used: u64 = self.swap.iter().map(|s| s.inuse_pages).sum();
+        (total - used) * 2 < total
+    }
+
+    /// `folio_free_swap()`: a swap-cache folio no swap PTE references
+    /// leaves the swap cache (and becomes dirty again).
+    fn folio_free_swap(&mut self, folio: Pfn) {
+        if self.folio_swap_unused(folio) {
+            self.delete_from_swap_cache(folio);
+            self.mem.set(folio, PG_DIRTY);
+        }
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `try_to_free_mem_cgroup_pages()`: reclaim at least `nr_pages` (32 at
+    /// least) from `memcg`, from priority 12 down. Returns pages reclaimed.
+    pub fn try_to_free_mem_cgroup_pages(
+        &mut self,
+        memcg: u16,
+        nr_pages: u64,
+        may_swap: bool,
+        proactive: bool,
+    ) -> u64 {
+        self.vmstat.trace(Trace::VmscanMemcgReclaimBegin);
+        let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
+        let mut sc = ScanControl::new(Some(memcg), nr_to_reclaim, may_swap, proactive);
+        self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// `do_try_to_free_pages()`: the priority loop, then the kernel's
+    /// retries when nothing was reclaimed (a full cgroup walk, then forced
+    /// deactivation).
+    fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        let initial_priority = sc.priority;
+        loop {
+            loop {
+                sc.nr_scanned = 0;
+                self.shrink_node(sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                    break;
+                }
+                sc.priority -= 1;
+            }
+            if sc.nr_reclaimed > 0 {
+                return sc.nr_reclaimed;
+            }
+            if !sc.memcg_full_walk {
+                sc.priority = initial_priority;
+                sc.memcg_full_walk = true;
+                continue;
+            }
+            if sc.skipped_deactivate {
+                sc.priority = initial_priority;
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+                continue;
+            }
+            return 0;
+        }
+    }
+
+    /// `shrink_node()` → `shrink_node_memcgs()`: every cgroup of the target's
+    /// subtree (the model's is the target alone) gets `shrink_lruvec()`.
+    fn shrink_node(&mut self, sc: &mut ScanControl) {
+        let target = sc.target.expect("cgroup reclaim");
+        self.prepare_scan_control(sc, target);
+        self.shrink_lruvec(target, sc);
+    }
+
+    /// `prepare_scan_control()`: the cost balance, which active lists may be
+    /// deactivated, and `cache_trim_mode`.
+    fn prepare_scan_control(&mut self, sc: &mut ScanControl, target: u16) {
+        let l = &self.memcg.memcgs[target as usize].lruvec;
+        sc.anon_cost = l.anon_cost;
+        sc.file_cost = l.file_cost;
+        if sc.force_deactivate {
+            sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
+        } else {
+            sc.may_deactivate = 0;
+            if self.inactive_is_low(target, LRU_INACTIVE_ANON) {
+                sc.may_deactivate |= DEACTIVATE_ANON;
+            }
+            if self.inactive_is_low(target, LRU_INACTIVE_FILE) {
+                sc.may_deactivate |= DEACTIVATE_FILE;
+            }
+        }
+        let file = self.vmstat.memcg[target as usize].lru[LRU_INACTIVE_FILE];
+        sc.cache_trim_mode = file >> sc.priority != 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+    }
+
+    /// `inactive_is_low()`: the inactive list is below its share
+    /// (`int_sqrt(10 * GB)` : 1 against the active list).
+    fn inactive_is_low(&self, memcg: u16, inactive_lru: usize) -> bool {
+        let lru = &self.vmstat.memcg[memcg as usize].lru;
+        let inactive = lru[inactive_lru];
+        let active = lru[inactive_lru + LRU_ACTIVE];
+        let gb = (inactive + active) >> (30 - crate::include::linux::pgtable::PAGE_SHIFT);
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// `can_reclaim_anon_pages()`: free swap space exists.
+    fn can_reclaim_anon_pages(&self) -> bool {
+        self.swap.iter().any(|s| s.inuse_pages < s.nr_slots - 1)
+    }
+
+    /// `can_age_anon_pages()`: swap is present.
+    fn can_age_anon_pages(&self) -> bool {
+        !self.swap.is_empty()
+    }
+}
+
+/// `enum scan_balance` (SCAN_ANON needs `swappiness=max` in memory.reclaim
+/// or a tiny file LRU under global reclaim, neither of which the model has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanBalance {
+    Equal,
+    Fract,
+    File,
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `get_scan_count()`: how many pages of each list to scan at this
+    /// priority: file only without usable swap (or in `cache_trim_mode`),
+    /// both equally at priority 0, else in proportion to swappiness and the
+    /// recent reclaim costs (`calculate_pressure_balance()`).
+    fn get_scan_count(&self, memcg: u16, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
+            ScanBalance::File
+        } else if sc.priority == 0 {
+            ScanBalance::Equal
+        } else if sc.cache_trim_mode {
+            ScanBalance::File
+        } else {
+            ScanBalance::Fract
+        };
+        let (fraction, denominator) = calculate_pressure_balance(sc, VM_SWAPPINESS);
+        let mut nr = [0; NR_LRU_LISTS];
+        for (lru, n) in nr.iter_mut().enumerate() {
+            let file = is_file_lru(lru);
+            let scan = self.vmstat.memcg[memcg as usize].lru[lru] >> sc.priority;
+            *n = match balance {
+                ScanBalance::Equal => scan,
+                ScanBalance::Fract => scan * fraction[file as usize] / denominator,
+                ScanBalance::File if file => scan,
+                ScanBalance::File => 0,
+            };
+        }
+        nr
+    }
+
+    /// `shrink_lruvec()`: scan the lists in rounds of up to 32 pages each
+    /// until the budgets run out or `nr_to_reclaim` is met (then, for
+    /// cgroup reclaim, one proportional nudge and stop); then age the anon
+    /// active list if its inactive list is low.
+    fn shrink_lruvec(&mut self, memcg: u16, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(memcg, sc);
+        let targets = nr;
+        let mut nr_reclaimed = 0;
+        while nr[LRU_INACTIVE_ANON] != 0 || nr[LRU_ACTIVE_FILE] != 0 || nr[LRU_INACTIVE_FILE] != 0 {
+            for (lru, n) in nr.iter_mut().enumerate() {
+                if *n != 0 {
+                    let nr_to_scan = (*n).min(SWAP_CLUSTER_MAX);
+                    *n -= nr_to_scan;
+                    nr_reclaimed += self.shrink_list(lru, nr_to_scan, memcg, sc);
+                }
+            }
+            if nr_reclaimed < sc.nr_to_reclaim {
+                continue;
+            }
+            if !proportional_nudge(&mut nr, &targets) {
+                break;
+            }
+        }
+        sc.nr_reclaimed += nr_reclaimed;
+        if self.can_age_anon_pages() && self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, memcg, LRU_ACTIVE_ANON, sc);
+        }
+    }
+
+    /// `shrink_list()`: active lists only when deactivation is allowed.
+    fn shrink_list(
+        &mut self,
+        lru: usize,
+        nr_to_scan: u64,
+        memcg: u16,
+        sc: &mut ScanControl,
+    ) -> u64 {
+        if is_active_lru(lru) {
+            let bit = if is_file_lru(lru) {
+                DEACTIVATE_FILE
+            } else {
+                DEACTIVATE_ANON
+            };
+            if sc.may_deactivate & bit != 0 {
+                self.shrink_active_list(nr_to_scan, memcg, lru, sc);
+            } else {
+                sc.skipped_deactivate = true;
+            }
+            return 0;
+        }
+        self.shrink_inactive_list(nr_to_scan, memcg, lru, sc)
+    }
+
+    /// `isolate_lru_folios()`: take folios from the tail of the list until
+    /// `nr_to_scan` base pages were looked at (a large folio counts all its
+    /// pages). Returns them in isolation order and the pages scanned.
+    fn isolate_lru_folios(&mut self, nr_to_scan: u64, memcg: u16, lru: usize) -> (Vec<Pfn>, u64) {
+        let mut taken = Vec::new();
+        let mut scan = 0;
+        while scan < nr_to_scan {
+            let list = &self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            let Some(folio) = self.lru.tail(list) else {
+                break;
+            };
+            scan += self.mem.folio_nr_pages(folio);
+            self.folio_isolate_lru(folio);
+            taken.push(folio);
+        }
+        self.vmstat.trace(Trace::VmscanLruIsolate);
+        (taken, scan)
+    }
+
+    /// `move_folios_to_lru()`: put isolated folios back (each at the head of
+    /// the list its flags say), in order. Returns the pages moved.
+    fn move_folios_to_lru(&mut self, folios: &[Pfn]) -> u64 {
+        let mut nr_moved = 0;
+        for &f in folios {
+            self.folio_putback_lru(f);
+            nr_moved += self.mem.folio_nr_pages(f);
+        }
+        nr_moved
+    }
+
+    /// The pgscan/pgsteal event of this reclaimer (`reclaimer_offset()`):
+    /// proactive (memory.reclaim) or direct (a charge); kswapd and
+    /// khugepaged do not reclaim in the model.
+    fn reclaim_events(sc: &ScanControl) -> (MemcgEvent, MemcgEvent, VmEvent, VmEvent) {
+        if sc.proactive {
+            let m = (MemcgEvent::PgScanProactive, MemcgEvent::PgStealProactive);
+            (
+                m.0,
+                m.1,
+                VmEvent::PgScanProactive,
+                VmEvent::PgStealProactive,
+            )
+        } else {
+            let m = (MemcgEvent::PgScanDirect, MemcgEvent::PgStealDirect);
+            (m.0, m.1, VmEvent::PgScanDirect, VmEvent::PgStealDirect)
+        }
+    }
+
+    /// `shrink_inactive_list()`: isolate up to `nr_to_scan` pages from the
+    /// tail, `shrink_folio_list()` them with references, put the rest back
+    /// and count pgscan/pgsteal (the global per-reclaimer counters only for
+    /// non-cgroup reclaim) and the reclaim cost.
+    fn shrink_inactive_list(
+        &mut self,
+        nr_to_scan: u64,
+        memcg: u16,
+        lru: usize,
+        sc: &mut ScanControl,
+    ) -> u64 {
+        let file = is_file_lru(lru);
+        let (isolated, nr_scanned) = self.isolate_lru_folios(nr_to_scan, memcg, lru);
+        let (m_scan, m_steal, g_scan, g_steal) = Self::reclaim_events(sc);
+        if !sc.cgroup_reclaim() {
+            self.vmstat.count_vm_events(g_scan, nr_scanned);
+        }
+        self.vmstat.count_memcg_events(memcg, m_scan, nr_scanned);
+        let scan_ev = if file {
+            VmEvent::PgScanFile
+        } else {
+            VmEvent::PgScanAnon
+        };
+        self.vmstat.count_vm_events(scan_ev, nr_scanned);
+        if isolated.is_empty() {
+            return 0;
+        }
+        let mut list = isolated;
+        list.reverse();
+        let (stat, kept) = self.shrink_folio_list(list, sc, false);
+        self.move_folios_to_lru(&kept.folios);
+        for &f in &kept.written {
+            self.folio_end_writeback_reclaim(f);
+        }
+        let nr_reclaimed = stat.nr_reclaimed;
+        if !sc.cgroup_reclaim() {
+            self.vmstat.count_vm_events(g_steal, nr_reclaimed);
+        }
+        self.vmstat.count_memcg_events(memcg, m_steal, nr_reclaimed);
+        let steal_ev = if file {
+            VmEvent::PgStealFile
+        } else {
+            VmEvent::PgStealAnon
+        };
+        self.vmstat.count_vm_events(steal_ev, nr_reclaimed);
+        self.lru_note_cost(memcg, file, stat.nr_pageout, nr_scanned - nr_reclaimed);
+        self.vmstat.trace(Trace::VmscanLruShrinkInactive);
+        nr_reclaimed
+    }
+
+    /// `shrink_active_list()`: isolate from the active list's tail; folios
+    /// referenced through an executable file mapping stay active, the rest
+    /// go to the inactive list with PG_workingset.
+    fn shrink_active_list(
+        &mut self,
+        nr_to_scan: u64,
+        memcg: u16,
+        lru: usize,
+        sc: &mut ScanControl,
+    ) {
+        let (l_hold, nr_scanned) = self.isolate_lru_folios(nr_to_scan, memcg, lru);
+        if !sc.cgroup_reclaim() {
+            self.vmstat.count_vm_events(VmEvent::PgRefill, nr_scanned);
+        }
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgRefill, nr_scanned);
+        let (mut l_active, mut l_inactive) = (Vec::new(), Vec::new());
+        let mut nr_rotated = 0;
+        for folio in l_hold {
+            let (referenced, vm_flags) = self.folio_referenced(folio, false, sc.target);
+            if referenced != 0 && vm_flags & VM_EXEC != 0 && self.folio_is_file_lru(folio) {
+                nr_rotated += self.mem.folio_nr_pages(folio);
+                l_active.push(folio);
+                continue;
+            }
+            self.mem.clear(folio, PG_ACTIVE);
+            self.mem.set(folio, PG_WORKINGSET);
+            l_inactive.push(folio);
+        }
+        self.move_folios_to_lru(&l_active);
+        let nr_deactivate = self.move_folios_to_lru(&l_inactive);
+        self.vmstat
+            .count_vm_events(VmEvent::PgDeactivate, nr_deactivate);
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgDeactivate, nr_deactivate);
+        self.lru_note_cost(memcg, lru >= LRU_FILE, 0, nr_rotated);
+        self.vmstat.trace(Trace::VmscanLruShrinkActive);
+    }
+
+    /// `folio_check_references()` (classic LRU): a folio seen young through
+    /// its page tables gets PG_referenced and one more trip around the
+    /// inactive list, or is activated if PG_referenced was set already,
+    /// more than one mapping saw it, or it is executable file memory; an
+    /// unreferenced folio is reclaimed (RECLAIM_CLEAN for a file folio that
+    /// had PG_referenced: dirty ones are then kept, not written).
+    fn folio_check_references(&mut self, folio: Pfn, target: Option<u16>) -> FolioRef {
+        let (referenced_ptes, vm_flags) = self.folio_referenced(folio, true, target);
+        let referenced_folio = self.mem.test(folio, PG_REFERENCED);
+        self.mem.clear(folio, PG_REFERENCED);
+        let file = self.folio_is_file_lru(folio);
+        if referenced_ptes != 0 {
+            self.mem.set(folio, PG_REFERENCED);
+            if referenced_folio || referenced_ptes > 1 || (vm_flags & VM_EXEC != 0 && file) {
+                return FolioRef::Activate;
+            }
+            return FolioRef::Keep;
+        }
+        if referenced_folio && file {
+            return FolioRef::ReclaimClean;
+        }
+        FolioRef::Reclaim
+    }
+}
+
+/// `calculate_pressure_balance()`: anon and file weights from swappiness and
+/// the relative reclaim costs.
+fn calculate_pressure_balance(sc: &ScanControl, swappiness: u64) -> ([u64; 2], u64) {
+    let total_cost = sc.anon_cost + sc.file_cost;
+    let anon_cost = total_cost + sc.anon_cost;
+    let file_cost = total_cost + sc.file_cost;
+    let total_cost = anon_cost + file_cost;
+    let ap = swappiness * (total_cost + 1) / (anon_cost + 1);
+    let fp = (MAX_SWAPPINESS - swappiness) * (total_cost + 1) / (file_cost + 1);
+    ([ap, fp], ap + fp)
+}
+
+/// The proportional step of `shrink_lruvec()` once `nr_to_reclaim` is met:
+/// stop the smaller of anon and file and cut the other to the share of its
+/// target not yet scanned. False to stop scanning.
+fn proportional_nudge(nr: &mut [u64; NR_LRU_LISTS], targets: &[u64; NR_LRU_LISTS]) -> bool {
+    let nr_file = nr[LRU_INACTIVE_FILE] + nr[LRU_ACTIVE_FILE];
+    let nr_anon = nr[LRU_INACTIVE_ANON] + nr[LRU_ACTIVE_ANON];
+    if nr_file == 0 || nr_anon == 0 {
+        return false;
+    }
+    let (stop, percentage) = if nr_file > nr_anon {
+        let scan_target = targets[LRU_INACTIVE_ANON] + targets[LRU_ACTIVE_ANON] + 1;
+        (LRU_INACTIVE_ANON, nr_anon * 100 / scan_target)
+    } else {
+        let scan_target = targets[LRU_INACTIVE_FILE] + targets[LRU_ACTIVE_FILE] + 1;
+        (LRU_INACTIVE_FILE, nr_file * 100 / scan_target)
+    };
+    nr[stop] = 0;
+    nr[stop + LRU_ACTIVE] = 0;
+    let other = if stop == LRU_FILE {
+        LRU_INACTIVE_ANON
+    } else {
+        LRU_INACTIVE_FILE
+    };
+    for lru in [other, other + LRU_ACTIVE] {
+        let nr_scanned = targets[lru] - nr[lru];
+        nr[lru] = targets[lru] * (100 - percentage) / 100;
+        nr[lru] -= nr[lru].min(nr_scanned);
+    }
+    true
 }

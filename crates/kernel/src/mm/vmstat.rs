@@ -56,6 +56,35 @@ counter_enum!(
         PgScanFile => "pgscan_file",
         PgActivate => "pgactivate",
         PgLazyFreed => "pglazyfreed",
+        PgDeactivate => "pgdeactivate",
+        PgRefill => "pgrefill",
+        PgRotated => "pgrotated",
+        PgStealKswapd => "pgsteal_kswapd",
+        PgStealDirect => "pgsteal_direct",
+        PgStealKhugepaged => "pgsteal_khugepaged",
+        PgStealProactive => "pgsteal_proactive",
+        PgScanKswapd => "pgscan_kswapd",
+        PgScanDirect => "pgscan_direct",
+        PgScanKhugepaged => "pgscan_khugepaged",
+        PgScanProactive => "pgscan_proactive",
+    }
+);
+
+counter_enum!(
+    /// Per-cgroup events of memory.stat (cgroup v2 names), counted by
+    /// `count_memcg_events()`; `pgscan` and `pgsteal` are their sums.
+    MemcgEvent, NR_MEMCG_EVENTS {
+        PgScanKswapd => "pgscan_kswapd",
+        PgScanDirect => "pgscan_direct",
+        PgScanKhugepaged => "pgscan_khugepaged",
+        PgScanProactive => "pgscan_proactive",
+        PgStealKswapd => "pgsteal_kswapd",
+        PgStealDirect => "pgsteal_direct",
+        PgStealKhugepaged => "pgsteal_khugepaged",
+        PgStealProactive => "pgsteal_proactive",
+        PgRefill => "pgrefill",
+        PgActivate => "pgactivate",
+        PgDeactivate => "pgdeactivate",
     }
 );
 
@@ -83,6 +112,10 @@ counter_enum!(
         TlbFlush => "tlb:tlb_flush",
         VmscanReclaimPages => "vmscan:mm_vmscan_reclaim_pages",
         VmscanWriteFolio => "vmscan:mm_vmscan_write_folio",
+        VmscanMemcgReclaimBegin => "vmscan:mm_vmscan_memcg_reclaim_begin",
+        VmscanLruIsolate => "vmscan:mm_vmscan_lru_isolate",
+        VmscanLruShrinkInactive => "vmscan:mm_vmscan_lru_shrink_inactive",
+        VmscanLruShrinkActive => "vmscan:mm_vmscan_lru_shrink_active",
     }
 );
 
@@ -174,8 +207,21 @@ sim_stat! {
     tlbbatch_add => "sim/tlbbatch_add_pending",
     /// Batched flushes (`arch_tlbbatch_flush()`).
     tlbbatch_flush => "sim/tlbbatch_flush",
-    /// `page_vma_mapped_walk()` iterations that found an entry.
+    /// `page_vma_mapped_walk()` iterations that found an entry in
+    /// `try_to_unmap_one()` (one per PTE, or per batch).
     pvmw => "sim/pvmw_iterations",
+    /// `folio_referenced()` calls that walked the rmap (facts §12.1 row 4).
+    folio_referenced => "sim/folio_referenced",
+    /// `page_vma_mapped_walk()` iterations in `folio_referenced_one()`
+    /// (row 5: one per PTE, or per batch with seed 002).
+    pvmw_referenced => "sim/pvmw_referenced",
+    /// Access-flag test-and-clears of single entries by the young ops
+    /// (`ptep_test_and_clear_young()`, arm64 `__ptep_test_and_clear_young()`;
+    /// row 7), PMD ones included.
+    young_clear => "sim/young_test_and_clear",
+    /// TLB maintenance issued because a cleared entry was young (x86: the
+    /// PMD flush; arm64: TLBI by page or range, no DSB; row 8).
+    young_flush => "sim/young_flush",
     /// rmap walks (`rmap_walk()`: try_to_unmap, folio_referenced).
     rmap_walk => "sim/rmap_walk",
     /// `try_to_unmap_one()` PTE-clear calls (one per PTE or per batch).
@@ -195,6 +241,14 @@ sim_stat! {
     folio_split => "sim/folio_split",
 }
 
+/// The counters of one memory cgroup (root = index 0).
+#[derive(Clone, Debug, Default)]
+pub struct MemcgStat {
+    pub events: [u64; NR_MEMCG_EVENTS],
+    /// `lruvec_page_state(NR_LRU_BASE + lru)`: pages on each LRU list.
+    pub lru: [u64; crate::include::linux::mm_inline::NR_LRU_LISTS],
+}
+
 /// All counters of the simulated machine.
 #[derive(Clone, Debug)]
 pub struct VmStat {
@@ -204,6 +258,8 @@ pub struct VmStat {
     pub mthp: [[u64; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
     pub trace: [u64; NR_TRACES],
     pub sim: SimStat,
+    /// Per memory cgroup, by id (0 = root).
+    pub memcg: Vec<MemcgStat>,
 }
 
 impl Default for VmStat {
@@ -214,6 +270,7 @@ impl Default for VmStat {
             mthp: [[0; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
             trace: [0; NR_TRACES],
             sim: SimStat::default(),
+            memcg: vec![MemcgStat::default()],
         }
     }
 }
@@ -239,6 +296,12 @@ impl VmStat {
             return;
         }
         self.mthp[order as usize][stat as usize] += 1;
+    }
+
+    /// `count_memcg_events()`
+    #[inline]
+    pub fn count_memcg_events(&mut self, memcg: u16, ev: MemcgEvent, n: u64) {
+        self.memcg[memcg as usize].events[ev as usize] += n;
     }
 
     /// A tracepoint fired.
@@ -271,6 +334,31 @@ impl VmStat {
         self.sim.each(|k, v| {
             out.insert(k.to_string(), v);
         });
+        self.snapshot_lru(&mut out);
         out
+    }
+
+    /// The node's LRU sizes (`nr_inactive_anon` ... in /proc/vmstat, pages)
+    /// and, per non-root cgroup `n` (0 = the first `memcg` step's),
+    /// `memcg/<n>/<field>` as memory.stat shows them (LRU sizes in bytes).
+    fn snapshot_lru(&self, out: &mut BTreeMap<String, u64>) {
+        use crate::include::linux::mm_inline::LRU_NAMES;
+        for (lru, name) in LRU_NAMES.iter().enumerate() {
+            let total = self.memcg.iter().map(|m| m.lru[lru]).sum();
+            out.insert(format!("nr_{name}"), total);
+        }
+        for (id, m) in self.memcg.iter().enumerate().skip(1) {
+            let pre = format!("memcg/{}/", id - 1);
+            for ev in MemcgEvent::ALL {
+                out.insert(format!("{pre}{}", ev.name()), m.events[ev as usize]);
+            }
+            let sum = |r: std::ops::Range<usize>| r.map(|i| m.events[i]).sum::<u64>();
+            out.insert(format!("{pre}pgscan"), sum(0..4));
+            out.insert(format!("{pre}pgsteal"), sum(4..8));
+            for (name, pages) in LRU_NAMES.iter().zip(m.lru) {
+                let bytes = pages * crate::include::linux::pgtable::PAGE_SIZE;
+                out.insert(format!("{pre}{name}"), bytes);
+            }
+        }
     }
 }

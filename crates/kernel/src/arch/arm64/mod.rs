@@ -236,6 +236,9 @@ impl Arch for Arm64 {
     fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
         mm::contpte::wrprotect_ptes(ptes, idx, nr, st)
     }
+    fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+        mm::contpte::clear_flush_young_ptes(ptes, idx, nr, vs)
+    }
     fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
         mm::contpte::ptep_set_access_flags(ptes, idx, pte, st)
     }

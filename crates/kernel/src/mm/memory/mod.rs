@@ -9,9 +9,13 @@
 //! (whole mTHP, fault-around window widened to whole folios, one PMD), with
 //! the same counters. A fault retries (VM_FAULT_RETRY, not accounted) where
 //! the kernel drops the mmap lock for I/O; I/O itself completes at once.
-//! Not modelled: userfaultfd, NUMA hinting, swap entries (issue: reclaim),
-//! KSM, device/PFNMAP mappings, mlock, memory-cgroup charging, allocation
-//! failure under pressure (the allocator fails only when memory is full).
+//! New folios are charged to the faulting mm's memory cgroup
+//! (mm/memcontrol.rs); a failed mTHP charge falls back to the next order
+//! (`anon_fault_fallback_charge`), a failed GFP_KERNEL charge is the memcg
+//! OOM case (VM_FAULT_OOM, reported as unsupported).
+//! Not modelled: userfaultfd, NUMA hinting, KSM, device/PFNMAP mappings,
+//! mlock, allocation failure under global pressure (the allocator fails
+//! only when memory is full).
 
 use crate::arch::{Arch, FolioSpan, PteProt};
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
@@ -112,7 +116,10 @@ impl<A: Arch> Kernel<A> {
             flags |= FAULT_FLAG_WRITE;
         }
         let mut first = true;
-        loop {
+        // The faulting task's cgroup takes the page-cache charges.
+        let memcg = self.mm_memcg(mm);
+        let saved = std::mem::replace(&mut self.memcg.current, memcg);
+        let ret = loop {
             let ret = self.__handle_mm_fault(mm, address, flags);
             if ret & VM_FAULT_RETRY != 0 {
                 self.vmstat.sim.fault_retry += 1;
@@ -126,8 +133,10 @@ impl<A: Arch> Kernel<A> {
             }
             self.vmstat.count_vm_event(VmEvent::PgFault);
             let major = ret & VM_FAULT_MAJOR != 0 || flags & FAULT_FLAG_TRIED != 0;
-            return FaultOutcome { ret, major };
-        }
+            break FaultOutcome { ret, major };
+        };
+        self.memcg.current = saved;
+        ret
     }
 
     /// `__handle_mm_fault()`: VMA checks, the PMD-level try, then the PTE
@@ -337,15 +346,34 @@ impl<A: Arch> Kernel<A> {
             }
             orders &= !(1 << o);
         }
+        let memcg = self.mm_memcg(vmf.mm);
+        let gfp = crate::mm::memcontrol::vma_thp_gfp(&vmf.vma);
         while orders != 0 {
             let o = 31 - orders.leading_zeros();
             if let Some(folio) = self.folio_alloc(o) {
-                return Some(folio);
+                if self.mem_cgroup_charge(folio, memcg, gfp) {
+                    return Some(folio);
+                }
+                self.vmstat
+                    .count_mthp_stat(o, MthpStat::AnonFaultFallbackCharge);
+                self.folio_free(folio);
             }
             self.vmstat.count_mthp_stat(o, MthpStat::AnonFaultFallback);
             orders &= !(1 << o);
         }
-        self.folio_alloc(0)
+        self.folio_prealloc(vmf.mm)
+    }
+
+    /// `folio_prealloc()`: an order-0 anon folio charged with GFP_KERNEL
+    /// (None if memory or the charge failed).
+    pub(crate) fn folio_prealloc(&mut self, mm: MmId) -> Option<Pfn> {
+        let folio = self.folio_alloc(0)?;
+        let memcg = self.mm_memcg(mm);
+        if !self.mem_cgroup_charge(folio, memcg, crate::mm::memcontrol::ChargeGfp::Kernel) {
+            self.folio_free(folio);
+            return None;
+        }
+        Some(folio)
     }
 
     /// `do_fault()`
@@ -413,7 +441,7 @@ impl<A: Arch> Kernel<A> {
     /// mapping copies one page into a new anon folio.
     fn do_cow_fault(&mut self, vmf: &mut Vmf) -> u32 {
         self.anon_vma_prepare(vmf);
-        let Some(cow) = self.folio_alloc(0) else {
+        let Some(cow) = self.folio_prealloc(vmf.mm) else {
             return VM_FAULT_OOM;
         };
         let (ret, page) = self.vma_fault(vmf);
@@ -628,7 +656,7 @@ impl<A: Arch> Kernel<A> {
     /// new order-0 anon folio and replace the entry.
     fn wp_page_copy(&mut self, vmf: &mut Vmf, old_page: Option<Pfn>) -> u32 {
         self.anon_vma_prepare(vmf);
-        let Some(new) = self.folio_alloc(0) else {
+        let Some(new) = self.folio_prealloc(vmf.mm) else {
             return VM_FAULT_OOM;
         };
         match old_page {

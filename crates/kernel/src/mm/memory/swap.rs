@@ -9,8 +9,9 @@
 //! swap PTEs of count 1 with one zeromap state, none cached; zswap never
 //! enabled); otherwise one order-0 folio goes through the swap cache.
 //! The swap PTEs' exclusive markers decide writability; a write fault on a
-//! shared page goes on to do_wp_page(). Not modelled: swap readahead
-//! (only the faulting slot is read), memcg charging, swpin_fallback.
+//! shared page goes on to do_wp_page(). New folios are charged to the
+//! memory cgroup recorded for the slot. Not modelled: swap readahead (only
+//! the faulting slot is read), the swpin_fallback(_charge) counters.
 
 use crate::arch::{Arch, FolioSpan, PteProt};
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_SWAPCACHE};
@@ -64,13 +65,9 @@ impl<A: Arch> Kernel<A> {
     fn swapin_new_folio(&mut self, vmf: &mut Vmf, entry: SwpEntry) -> Option<(Pfn, u64)> {
         let si = &self.swap[entry.ty as usize];
         let skip_cache = si.synchronous() && si.swap_count(entry.offset) == 1;
-        let order = if skip_cache {
-            self.swapin_order(vmf, entry)
-        } else {
-            0
-        };
+        let folio = self.alloc_swap_folio(vmf, entry, skip_cache)?;
+        let order = self.mem.order(folio);
         let nr = 1u64 << order;
-        let folio = self.folio_alloc(order)?;
         let first = SwpEntry {
             ty: entry.ty,
             offset: align_down(entry.offset, nr),
@@ -98,10 +95,43 @@ impl<A: Arch> Kernel<A> {
         Some((folio, nr))
     }
 
-    /// `alloc_swap_folio()`'s order: the highest allowed, suitable order whose
-    /// aligned block holds contiguous, unshared, uncached swap entries of
-    /// one zeromap state, with the offset congruent to the address.
-    fn swapin_order(&mut self, vmf: &Vmf, entry: SwpEntry) -> u32 {
+    /// `alloc_swap_folio()` (skip-swapcache path: the highest usable order
+    /// whose folio can be allocated and charged, else order 0) or the
+    /// order-0 folio of `__read_swap_cache_async()`. Charged to the cgroup
+    /// the slot was swapped out from; None if memory or the charge failed.
+    fn alloc_swap_folio(&mut self, vmf: &Vmf, entry: SwpEntry, skip_cache: bool) -> Option<Pfn> {
+        use crate::mm::memcontrol::{vma_thp_gfp, ChargeGfp};
+        let mut orders = if skip_cache {
+            self.swapin_orders(vmf, entry)
+        } else {
+            0
+        };
+        while orders != 0 {
+            let o = 31 - orders.leading_zeros();
+            orders &= !(1 << o);
+            if o == 0 {
+                break;
+            }
+            if let Some(folio) = self.folio_alloc(o) {
+                if self.mem_cgroup_swapin_charge_folio(folio, entry, vma_thp_gfp(&vmf.vma)) {
+                    return Some(folio);
+                }
+                self.folio_free(folio);
+            }
+        }
+        let folio = self.folio_alloc(0)?;
+        if !self.mem_cgroup_swapin_charge_folio(folio, entry, ChargeGfp::Kernel) {
+            self.folio_free(folio);
+            return None;
+        }
+        Some(folio)
+    }
+
+    /// `alloc_swap_folio()`'s orders: from the highest allowed, suitable
+    /// order whose aligned block holds contiguous, unshared, uncached swap
+    /// entries of one zeromap state (offset congruent to the address) down;
+    /// 0 if none.
+    fn swapin_orders(&mut self, vmf: &Vmf, entry: SwpEntry) -> u32 {
         let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
         let mut orders =
             crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);
@@ -131,7 +161,7 @@ impl<A: Arch> Kernel<A> {
                     && si.zeromap[off as usize] == zero
             });
             if ok {
-                return o;
+                return orders | (1 << o);
             }
         }
         0

@@ -9,11 +9,11 @@
 //! (CONFIG_PT_RECLAIM). TLB flushing is not modelled yet.
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::{PG_DIRTY, PG_REFERENCED};
+use crate::include::linux::mm_types::PG_DIRTY;
 use crate::include::linux::pgtable::{
     align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE,
 };
-use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES};
+use crate::mm::mmap::{Vma, MM_ANONPAGES};
 use crate::{Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -161,8 +161,8 @@ impl<A: Arch> Kernel<A> {
             if A::pte_dirty(cleared) {
                 self.mem.set(folio, PG_DIRTY);
             }
-            if A::pte_young(cleared) && vma.kind != VmaKind::Anon {
-                self.mem.set(folio, PG_REFERENCED);
+            if A::pte_young(cleared) && crate::mm::swap::vma_has_recency(vma) {
+                self.folio_mark_accessed(folio);
             }
             let c = self.mm_counter_file(folio);
             self.add_mm_counter(mm, c, -(nr as i64));

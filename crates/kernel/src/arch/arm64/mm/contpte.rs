@@ -11,13 +11,16 @@
 //! a single `set_ptes()` that completes a block tries to fold it. `ptep_get()`
 //! of a contiguous entry gathers access/dirty over the block.
 //!
+//! Young clearing: `ptep_clear_flush_young()` on a contiguous entry clears
+//! the access flag of all 16 entries of its block and issues one range
+//! TLBI (no DSB) if any was young; seed 002's `clear_flush_young_ptes()`
+//! does the same over a whole batch widened to block boundaries.
 //! Not modelled: BBML2 (the intermediate TLB flush is always counted), the
-//! lockless getter, `ptep_set_access_flags`, batched young clearing (issue
-//! for reclaim).
+//! lockless getter.
 
 use super::super::{Arm64, CONT_PTES, PTE_CONT};
 use crate::arch::{Arch, FolioSpan};
-use crate::mm::vmstat::SimStat;
+use crate::mm::vmstat::{SimStat, VmStat};
 
 const CONT_MASK: usize = CONT_PTES - 1;
 
@@ -248,4 +251,43 @@ pub fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut Si
     contpte_try_unfold(ptes, idx, st);
     st.pte_modify += 1;
     ptes[idx] = pte & !PTE_CONT;
+}
+
+/// `__ptep_test_and_clear_young()`: one cmpxchg loop on the access flag.
+fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
+    vs.sim.young_clear += 1;
+    let pte = ptes[idx];
+    if !Arm64::pte_young(pte) {
+        return false;
+    }
+    ptes[idx] = Arm64::pte_mkold(pte);
+    vs.sim.pte_modify += 1;
+    true
+}
+
+/// arm64 `ptep_clear_flush_young()` (`nr == 1`: `__ptep_clear_flush_young()`
+/// with a TLBI by page, or `contpte_ptep_clear_flush_young()` over the
+/// whole block) and seed 002's `clear_flush_young_ptes()` /
+/// `contpte_clear_flush_young_ptes()`: the range widened to the blocks its
+/// first and last entries are in (`contpte_align_addr_ptep()`), one
+/// test-and-clear per entry, one TLBI without DSB if any was young.
+pub fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+    let (mut start, mut end) = (idx, idx + nr);
+    if nr > 1 || ptes[idx] & PTE_CONT != 0 {
+        if ptes[end - 1] & PTE_CONT != 0 {
+            end = (end + CONT_MASK) & !CONT_MASK;
+        }
+        if ptes[start] & PTE_CONT != 0 {
+            start &= !CONT_MASK;
+        }
+    }
+    let mut young = false;
+    for i in start..end {
+        young |= ptep_test_and_clear_young(ptes, i, vs);
+    }
+    if young {
+        vs.sim.young_flush += 1;
+        super::tlbflush::__flush_tlb_range_nosync((end - start) as u64, vs);
+    }
+    young
 }

@@ -1,0 +1,262 @@
+//! LRU lists (include/linux/mmzone.h: enum lru_list, struct lruvec;
+//! include/linux/mm_inline.h: folio_lru_list(), lruvec_add_folio(),
+//! lruvec_add_folio_tail(), lruvec_del_folio(); mm/huge_memory.c:
+//! lru_add_split_folio()), Linux 6.18, classic two-list LRU (no MGLRU).
+//!
+//! Every memory cgroup has one lruvec (a single node) with four evictable
+//! lists; the unevictable list is not modelled (no mlock). A list keeps
+//! the kernel's order: `lruvec_add_folio()` puts a folio at the head,
+//! `isolate_lru_folios()` takes from the tail.
+//!
+//! The lists are intrusive: one `[prev, next]` pair per page frame, used by
+//! folio heads only, allocated when the first non-root memory cgroup is
+//! created. The root cgroup's lruvec keeps only its sizes, never an order:
+//! the model reclaims only from non-root cgroups (memory.reclaim, limits,
+//! force_empty; global kswapd/direct reclaim is not modelled), so nothing
+//! ever scans the root lists, and runs without cgroups pay no memory for
+//! them. Sizes are kept for every lruvec (`lruvec_page_state()`), in
+//! [`crate::mm::vmstat::MemcgStat::lru`].
+
+use crate::arch::Arch;
+use crate::include::linux::mm_types::{PG_ACTIVE, PG_LRU, PG_SWAPBACKED};
+use crate::include::linux::pgtable::Pfn;
+use crate::Kernel;
+
+/// `LRU_INACTIVE_ANON`
+pub const LRU_INACTIVE_ANON: usize = 0;
+/// `LRU_ACTIVE_ANON`
+pub const LRU_ACTIVE_ANON: usize = 1;
+/// `LRU_INACTIVE_FILE`
+pub const LRU_INACTIVE_FILE: usize = 2;
+/// `LRU_ACTIVE_FILE`
+pub const LRU_ACTIVE_FILE: usize = 3;
+/// The evictable lists (`for_each_evictable_lru()`); LRU_UNEVICTABLE is not
+/// modelled.
+pub const NR_LRU_LISTS: usize = 4;
+/// `LRU_ACTIVE`: offset of the active list from its inactive list.
+pub const LRU_ACTIVE: usize = 1;
+/// `LRU_FILE`: offset of the file lists from the anon lists.
+pub const LRU_FILE: usize = 2;
+
+/// `is_file_lru()`
+#[inline]
+pub fn is_file_lru(lru: usize) -> bool {
+    lru >= LRU_FILE
+}
+
+/// `is_active_lru()`
+#[inline]
+pub fn is_active_lru(lru: usize) -> bool {
+    lru & LRU_ACTIVE != 0
+}
+
+/// `lru_list_name()`, as memory.stat spells it.
+pub const LRU_NAMES: [&str; NR_LRU_LISTS] = [
+    "inactive_anon",
+    "active_anon",
+    "inactive_file",
+    "active_file",
+];
+
+const NIL: u32 = u32::MAX;
+
+/// One ordered list (`lruvec->lists[lru]`): `head` is the most recently
+/// added folio, `tail` the next one reclaim takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListHead {
+    head: u32,
+    tail: u32,
+    /// Folios on the list.
+    pub len: u32,
+}
+
+impl Default for ListHead {
+    fn default() -> Self {
+        ListHead {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+/// `folio->lru` of every folio head, as `[prev, next]` PFNs (`prev` towards
+/// the head of its list); empty until the first non-root cgroup exists.
+#[derive(Debug, Default)]
+pub struct LruLinks {
+    links: Vec<[u32; 2]>,
+}
+
+impl LruLinks {
+    /// Allocate the links for `nr_pages` frames (zeroed memory: the host
+    /// backs only what is used).
+    pub fn enable(&mut self, nr_pages: u64) {
+        if self.links.is_empty() {
+            self.links = vec![[0u32; 2]; nr_pages as usize];
+        }
+    }
+
+    /// `list_add()` at the head.
+    pub fn add_head(&mut self, list: &mut ListHead, folio: Pfn) {
+        let f = folio.0;
+        self.links[f as usize] = [NIL, list.head];
+        match list.head {
+            NIL => list.tail = f,
+            h => self.links[h as usize][0] = f,
+        }
+        list.head = f;
+        list.len += 1;
+    }
+
+    /// `list_add_tail()` at the tail.
+    pub fn add_tail(&mut self, list: &mut ListHead, folio: Pfn) {
+        let f = folio.0;
+        self.links[f as usize] = [list.tail, NIL];
+        match list.tail {
+            NIL => list.head = f,
+            t => self.links[t as usize][1] = f,
+        }
+        list.tail = f;
+        list.len += 1;
+    }
+
+    /// `list_add_tail(&new->lru, &anchor->lru)`: `folio` goes right before
+    /// `anchor`, on its head side.
+    pub fn add_before(&mut self, list: &mut ListHead, folio: Pfn, anchor: Pfn) {
+        let [prev, _] = self.links[anchor.idx()];
+        self.links[folio.idx()] = [prev, anchor.0];
+        self.links[anchor.idx()][0] = folio.0;
+        match prev {
+            NIL => list.head = folio.0,
+            p => self.links[p as usize][1] = folio.0,
+        }
+        list.len += 1;
+    }
+
+    /// `list_del()`
+    pub fn del(&mut self, list: &mut ListHead, folio: Pfn) {
+        let [prev, next] = self.links[folio.idx()];
+        match prev {
+            NIL => list.head = next,
+            p => self.links[p as usize][1] = next,
+        }
+        match next {
+            NIL => list.tail = prev,
+            n => self.links[n as usize][0] = prev,
+        }
+        list.len -= 1;
+    }
+
+    /// `lru_to_folio()`: the tail folio.
+    #[inline]
+    pub fn tail(&self, list: &ListHead) -> Option<Pfn> {
+        (list.tail != NIL).then_some(Pfn(list.tail))
+    }
+
+    /// The folios of `list` from head to tail, checking the back links
+    /// (for the invariant checker).
+    pub fn walk(&self, list: &ListHead) -> Result<Vec<Pfn>, String> {
+        let mut out = Vec::with_capacity(list.len as usize);
+        let (mut cur, mut prev) = (list.head, NIL);
+        while cur != NIL {
+            if out.len() > list.len as usize {
+                return Err(format!("LRU list longer than its length {}", list.len));
+            }
+            let [p, n] = *self
+                .links
+                .get(cur as usize)
+                .ok_or_else(|| format!("LRU list holds pfn {cur} beyond memory"))?;
+            if p != prev {
+                return Err(format!("LRU list: pfn {cur} has prev {p}, expected {prev}"));
+            }
+            out.push(Pfn(cur));
+            prev = cur;
+            cur = n;
+        }
+        if prev != list.tail || out.len() != list.len as usize {
+            return Err(format!(
+                "LRU list: tail {} / length {} but the links give {prev} / {}",
+                list.tail,
+                list.len,
+                out.len()
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `folio_lru_list()`: which list the folio's flags put it on.
+    #[inline]
+    pub fn folio_lru_list(&self, folio: Pfn) -> usize {
+        let f = self.mem.flags(folio);
+        let mut lru = if f & PG_SWAPBACKED != 0 {
+            LRU_INACTIVE_ANON
+        } else {
+            LRU_INACTIVE_FILE
+        };
+        if f & PG_ACTIVE != 0 {
+            lru += LRU_ACTIVE;
+        }
+        lru
+    }
+
+    /// `update_lru_size()` of the folio's lruvec.
+    #[inline]
+    fn update_lru_size(&mut self, memcg: u16, lru: usize, nr: i64) {
+        let s = &mut self.vmstat.memcg[memcg as usize].lru[lru];
+        *s = s.wrapping_add_signed(nr);
+    }
+
+    /// `lruvec_add_folio()`: the folio joins the head of the list its flags
+    /// say, in its cgroup's lruvec. The caller sets PG_lru.
+    #[inline]
+    pub fn lruvec_add_folio(&mut self, folio: Pfn) {
+        let lru = self.folio_lru_list(folio);
+        let memcg = self.folio_memcg(folio);
+        self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
+        if memcg != 0 {
+            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            self.lru.add_head(list, folio);
+        }
+    }
+
+    /// `lruvec_add_folio_tail()`
+    pub fn lruvec_add_folio_tail(&mut self, folio: Pfn) {
+        let lru = self.folio_lru_list(folio);
+        let memcg = self.folio_memcg(folio);
+        self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
+        if memcg != 0 {
+            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            self.lru.add_tail(list, folio);
+        }
+    }
+
+    /// `lruvec_del_folio()`: take the folio off its list (its flags must
+    /// still say which). The caller clears PG_lru.
+    #[inline]
+    pub fn lruvec_del_folio(&mut self, folio: Pfn) {
+        let lru = self.folio_lru_list(folio);
+        let memcg = self.folio_memcg(folio);
+        self.update_lru_size(memcg, lru, -(self.mem.folio_nr_pages(folio) as i64));
+        if memcg != 0 {
+            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            self.lru.del(list, folio);
+        }
+    }
+
+    /// `lru_add_split_folio()` for a head still on the LRU: the new order-0
+    /// `tail` joins the head's list right before the head (so reclaim meets
+    /// the head first, then the tails from the last one down), with PG_lru.
+    /// Sizes do not change: the pages were on the list already.
+    pub fn lru_add_split_folio(&mut self, head: Pfn, tail: Pfn) {
+        debug_assert!(self.mem.test(head, PG_LRU));
+        self.mem.set(tail, PG_LRU);
+        let memcg = self.folio_memcg(head);
+        if memcg != 0 {
+            let lru = self.folio_lru_list(head);
+            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            self.lru.add_before(list, tail, head);
+        }
+    }
+}

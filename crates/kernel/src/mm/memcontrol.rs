@@ -1,0 +1,452 @@
+//! Memory cgroups (mm/memcontrol.c: mem_cgroup_charge(),
+//! try_charge_memcg(), consume_stock(), refill_stock(), drain_all_stock(),
+//! mem_cgroup_margin(), mem_cgroup_swapin_charge_folio(),
+//! mem_cgroup_uncharge(), memory_reclaim(); mm/vmscan.c:
+//! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty();
+//! mm/page_counter.c: page_counter_try_charge()), Linux 6.18.
+//!
+//! A table of cgroups, id 0 the root. Every mm belongs to one (the cgroup of
+//! its owner task; a fork child inherits its parent's); the `memcg` step
+//! moves a process into a new child of the root with an optional limit (the
+//! native engine's cgroups are siblings too, so the model's hierarchy is
+//! flat). Folios are charged where the kernel charges them: anon, COW and
+//! swap-in folios to the faulting mm's cgroup (swap-in to the cgroup the
+//! slot was swapped out from), page cache to the cgroup of the task that
+//! adds it (a fault or its readahead; `[[file]]` fills run before any step,
+//! in the root). A charge over the limit reclaims in that cgroup first
+//! (`try_to_free_mem_cgroup_pages()`, mm/vmscan.rs), with the kernel's
+//! retries; the per-CPU charge stock (64-page batches, 7 cached cgroups) of
+//! the one simulated CPU is modelled, because it decides when the limit is
+//! hit.
+//!
+//! Approximated: only folios are charged — page tables and slab objects
+//! (VMAs, xarray nodes), which the kernel charges as kernel memory, are not,
+//! so a limited cgroup reaches its limit a little later than natively; when
+//! the stock has no free slot the kernel drains a random one, the model the
+//! first. Unsupported (loud error): the memcg OOM killer — a charge that
+//! reclaim cannot make room for stops the run. Not modelled: memory.low/min
+//! protection, memory.high throttling, swap limits, kmem and socket
+//! accounting, moving charges between cgroups, cgroup removal.
+
+use crate::arch::Arch;
+use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
+use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
+use crate::mm::swapfile::SwpEntry;
+use crate::{Kernel, MmId};
+
+/// The root cgroup's id.
+pub const ROOT_MEM_CGROUP: u16 = 0;
+/// `MEMCG_CHARGE_BATCH`: pages charged ahead into the per-CPU stock.
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+/// `NR_MEMCG_STOCK`: cgroups cached per CPU stock.
+pub const NR_MEMCG_STOCK: usize = 7;
+/// `MAX_RECLAIM_RETRIES`
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// `PAGE_ALLOC_COSTLY_ORDER`
+pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// `PAGE_COUNTER_MAX`: no limit.
+pub const PAGE_COUNTER_MAX: u64 = u64::MAX;
+
+/// `struct lruvec` of one cgroup (one node).
+#[derive(Clone, Debug, Default)]
+pub struct Lruvec {
+    /// The ordered lists; unused (empty) for the root, see
+    /// include/linux/mm_inline.rs.
+    pub lists: [ListHead; NR_LRU_LISTS],
+    /// `lruvec->anon_cost`, `lruvec->file_cost` (`lru_note_cost()`).
+    pub anon_cost: u64,
+    pub file_cost: u64,
+}
+
+/// `struct mem_cgroup`
+#[derive(Clone, Debug)]
+#[doc(alias = "mem_cgroup")]
+pub struct MemCgroup {
+    /// The parent's id (the root is its own parent).
+    pub parent: u16,
+    /// `memory.max` (v1 `memory.limit_in_bytes`) in pages.
+    pub max: u64,
+    /// `page_counter_read(&memcg->memory)`: charged pages, the per-CPU
+    /// stock's included (the root is not charged).
+    pub usage: u64,
+    pub lruvec: Lruvec,
+}
+
+/// `struct memcg_stock_pcp` of the simulated CPU.
+#[derive(Clone, Copy, Debug, Default)]
+struct MemcgStock {
+    /// Cached cgroups (0 = empty slot; the root never has a stock).
+    cached: [u16; NR_MEMCG_STOCK],
+    nr_pages: [u64; NR_MEMCG_STOCK],
+}
+
+/// How a charge may reclaim: the parts of the allocation's gfp mask that
+/// `try_charge_memcg()` looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChargeGfp {
+    /// GFP_KERNEL / GFP_HIGHUSER_MOVABLE: reclaim and retry; failing means
+    /// the OOM killer (unsupported).
+    Kernel,
+    /// `| __GFP_NORETRY` (readahead, large page-cache folios): one reclaim
+    /// pass, then fail.
+    NoRetry,
+    /// GFP_TRANSHUGE_LIGHT (THP faults outside MADV_HUGEPAGE with the
+    /// default `defrag=madvise`): no direct reclaim.
+    NoReclaim,
+    /// GFP_TRANSHUGE (THP faults in MADV_HUGEPAGE ranges): reclaim and
+    /// retry; above PAGE_ALLOC_COSTLY_ORDER the OOM killer is skipped and
+    /// the charge fails.
+    TransHuge,
+}
+
+/// The memory-cgroup state of the kernel.
+#[derive(Debug)]
+pub struct MemcgState {
+    pub memcgs: Vec<MemCgroup>,
+    /// The cgroup of each mm's owner task, by `MmId` (missing = root).
+    mm_memcg: Vec<u16>,
+    /// `folio_memcg()` by folio head; empty until a non-root cgroup exists.
+    folio_memcg: Vec<u16>,
+    stock: MemcgStock,
+    /// The cgroup of the task in the kernel now (`current`), for page-cache
+    /// charges: the faulting mm's while a fault runs, else the root.
+    pub current: u16,
+    /// Why the last failed charge would have invoked the memcg OOM killer.
+    pub oom: Option<String>,
+}
+
+impl Default for MemcgState {
+    fn default() -> Self {
+        MemcgState {
+            memcgs: vec![MemCgroup {
+                parent: ROOT_MEM_CGROUP,
+                max: PAGE_COUNTER_MAX,
+                usage: 0,
+                lruvec: Lruvec::default(),
+            }],
+            mm_memcg: Vec::new(),
+            folio_memcg: Vec::new(),
+            stock: MemcgStock::default(),
+            current: ROOT_MEM_CGROUP,
+            oom: None,
+        }
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// The `memcg` step: create a child of the root (`mkdir`), set its limit
+    /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
+    /// into it (`cgroup.procs`). Charges already made stay where they are.
+    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> u16 {
+        let id = self.memcg.memcgs.len();
+        assert!(id < u16::MAX as usize, "unsupported: 65535 memory cgroups");
+        let nr_pages = self.mem.nr_pages();
+        if self.memcg.folio_memcg.is_empty() {
+            self.memcg.folio_memcg = vec![ROOT_MEM_CGROUP; nr_pages as usize];
+        }
+        self.lru.enable(nr_pages);
+        self.memcg.memcgs.push(MemCgroup {
+            parent: ROOT_MEM_CGROUP,
+            max: limit_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE),
+            usage: 0,
+            lruvec: Lruvec::default(),
+        });
+        self.vmstat.memcg.push(Default::default());
+        self.set_mm_memcg(mm, id as u16);
+        id as u16
+    }
+
+    /// The cgroup `mm` is charged to (`get_mem_cgroup_from_mm()`).
+    #[inline]
+    pub fn mm_memcg(&self, mm: MmId) -> u16 {
+        self.memcg
+            .mm_memcg
+            .get(mm.0 as usize)
+            .copied()
+            .unwrap_or(ROOT_MEM_CGROUP)
+    }
+
+    /// Move `mm`'s task into `memcg` (also: a fork child inherits).
+    pub fn set_mm_memcg(&mut self, mm: MmId, memcg: u16) {
+        let v = &mut self.memcg.mm_memcg;
+        if v.len() <= mm.0 as usize {
+            v.resize(mm.0 as usize + 1, ROOT_MEM_CGROUP);
+        }
+        v[mm.0 as usize] = memcg;
+    }
+
+    /// `folio_memcg()`
+    #[inline]
+    pub fn folio_memcg(&self, folio: Pfn) -> u16 {
+        match self.memcg.folio_memcg.get(folio.idx()) {
+            Some(&m) => m,
+            None => ROOT_MEM_CGROUP,
+        }
+    }
+
+    /// `mem_cgroup_is_descendant(memcg, root)`
+    pub fn mem_cgroup_is_descendant(&self, memcg: u16, root: u16) -> bool {
+        root == ROOT_MEM_CGROUP || memcg == root
+    }
+
+    /// `mem_cgroup_charge()`: charge a new folio to `memcg` (`commit_charge()`
+    /// records it). False if the charge failed: the caller falls back to a
+    /// smaller folio or fails the fault; a small GFP_KERNEL charge that
+    /// fails is the memcg OOM killer's case and is recorded
+    /// ([`Kernel::memcg_oom`]).
+    pub fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: u16, gfp: ChargeGfp) -> bool {
+        let nr = self.mem.folio_nr_pages(folio);
+        if memcg != ROOT_MEM_CGROUP {
+            if !self.try_charge_memcg(memcg, gfp, nr) {
+                if gfp == ChargeGfp::Kernel && nr <= 1 << PAGE_ALLOC_COSTLY_ORDER {
+                    self.memcg_oom(memcg, nr);
+                }
+                return false;
+            }
+            self.memcg.folio_memcg[folio.idx()] = memcg;
+        }
+        true
+    }
+
+    /// `mem_cgroup_swapin_charge_folio()`: charge to the cgroup recorded for
+    /// the swap slot (`lookup_swap_cgroup_id()`).
+    pub fn mem_cgroup_swapin_charge_folio(
+        &mut self,
+        folio: Pfn,
+        entry: SwpEntry,
+        gfp: ChargeGfp,
+    ) -> bool {
+        let memcg = self.swap[entry.ty as usize].memcg[entry.offset as usize];
+        self.mem_cgroup_charge(folio, memcg, gfp)
+    }
+
+    /// `mem_cgroup_uncharge()` of a folio being freed.
+    #[inline]
+    pub fn mem_cgroup_uncharge(&mut self, folio: Pfn) {
+        let memcg = self.folio_memcg(folio);
+        if memcg != ROOT_MEM_CGROUP {
+            let nr = self.mem.folio_nr_pages(folio);
+            self.memcg.memcgs[memcg as usize].usage -= nr;
+            self.memcg.folio_memcg[folio.idx()] = ROOT_MEM_CGROUP;
+        }
+    }
+
+    /// `split_page_memcg()`: the tails of a split folio keep its charge.
+    pub fn split_page_memcg(&mut self, head: Pfn, nr: u64) {
+        let memcg = self.folio_memcg(head);
+        if memcg != ROOT_MEM_CGROUP {
+            for i in 1..nr {
+                self.memcg.folio_memcg[head.idx() + i as usize] = memcg;
+            }
+        }
+    }
+
+    /// `page_counter_try_charge()` (the root is unlimited, so only the
+    /// cgroup's own counter can refuse).
+    fn page_counter_try_charge(&mut self, memcg: u16, nr: u64) -> bool {
+        let m = &mut self.memcg.memcgs[memcg as usize];
+        if m.usage + nr > m.max {
+            return false;
+        }
+        m.usage += nr;
+        true
+    }
+
+    /// `mem_cgroup_margin()`: pages that can still be charged.
+    pub fn mem_cgroup_margin(&self, memcg: u16) -> u64 {
+        let m = &self.memcg.memcgs[memcg as usize];
+        m.max.saturating_sub(m.usage)
+    }
+
+    /// `try_charge_memcg()`: the stock, then the counter in a batch, then
+    /// the exact amount; over the limit, reclaim in the cgroup and retry as
+    /// the kernel does. False where the kernel would fail the charge or go
+    /// to the OOM killer.
+    fn try_charge_memcg(&mut self, memcg: u16, gfp: ChargeGfp, nr: u64) -> bool {
+        let mut batch = nr.max(MEMCG_CHARGE_BATCH);
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        loop {
+            if self.consume_stock(memcg, nr) {
+                return true;
+            }
+            if self.page_counter_try_charge(memcg, batch) {
+                if batch > nr {
+                    self.refill_stock(memcg, batch - nr);
+                }
+                return true;
+            }
+            if batch > nr {
+                batch = nr;
+                continue;
+            }
+            if gfp == ChargeGfp::NoReclaim {
+                return false;
+            }
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, true, false);
+            if self.mem_cgroup_margin(memcg) >= nr {
+                continue;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            if gfp == ChargeGfp::NoRetry {
+                return false;
+            }
+            if reclaimed > 0 && nr <= 1 << PAGE_ALLOC_COSTLY_ORDER {
+                continue;
+            }
+            if nr_retries > 0 {
+                nr_retries -= 1;
+                continue;
+            }
+            // mem_cgroup_oom(): the OOM killer for small charges (refused
+            // by the caller), skipped above PAGE_ALLOC_COSTLY_ORDER.
+            return false;
+        }
+    }
+
+    /// A GFP_KERNEL charge failed: the kernel would run the memcg OOM killer,
+    /// which the model does not. Records why; the fault returns
+    /// VM_FAULT_OOM and the engine reports the run as unsupported.
+    pub fn memcg_oom(&mut self, memcg: u16, nr: u64) {
+        let m = &self.memcg.memcgs[memcg as usize];
+        self.memcg.oom = Some(format!(
+            "memcg OOM: memory cgroup {} is at its limit ({} of {} pages charged) and \
+             reclaim cannot make room for {nr} more page(s); the OOM killer is not modelled",
+            memcg.saturating_sub(1),
+            m.usage,
+            m.max
+        ));
+    }
+
+    /// `consume_stock()`
+    fn consume_stock(&mut self, memcg: u16, nr: u64) -> bool {
+        if nr > MEMCG_CHARGE_BATCH {
+            return false;
+        }
+        let s = &mut self.memcg.stock;
+        if let Some(i) = s.cached.iter().position(|&c| c == memcg) {
+            if s.nr_pages[i] >= nr {
+                s.nr_pages[i] -= nr;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `refill_stock()`: keep `nr` pre-charged pages for `memcg`.
+    fn refill_stock(&mut self, memcg: u16, nr: u64) {
+        if nr > MEMCG_CHARGE_BATCH {
+            self.memcg.memcgs[memcg as usize].usage -= nr;
+            return;
+        }
+        let s = &self.memcg.stock;
+        if let Some(i) = s.cached.iter().position(|&c| c == memcg) {
+            self.memcg.stock.nr_pages[i] += nr;
+            if self.memcg.stock.nr_pages[i] > MEMCG_CHARGE_BATCH {
+                self.drain_stock(i);
+            }
+            return;
+        }
+        // An empty slot, else (the kernel: a random one) the first.
+        let i = s.cached.iter().position(|&c| c == 0).unwrap_or_else(|| {
+            self.drain_stock(0);
+            0
+        });
+        self.memcg.stock.cached[i] = memcg;
+        self.memcg.stock.nr_pages[i] = nr;
+    }
+
+    /// `drain_stock()`: give slot `i`'s pages back to its cgroup's counter.
+    fn drain_stock(&mut self, i: usize) {
+        let s = &mut self.memcg.stock;
+        let (memcg, nr) = (s.cached[i], s.nr_pages[i]);
+        s.cached[i] = 0;
+        s.nr_pages[i] = 0;
+        if memcg != 0 {
+            self.memcg.memcgs[memcg as usize].usage -= nr;
+        }
+    }
+
+    /// `drain_all_stock(root_memcg)`: a CPU whose stock holds pages of the
+    /// subtree drains all of its slots (`drain_stock_fully()`).
+    pub fn drain_all_stock(&mut self, root_memcg: u16) {
+        let s = self.memcg.stock;
+        let needed = (0..NR_MEMCG_STOCK).any(|i| {
+            s.cached[i] != 0
+                && s.nr_pages[i] > 0
+                && self.mem_cgroup_is_descendant(s.cached[i], root_memcg)
+        });
+        if needed {
+            for i in 0..NR_MEMCG_STOCK {
+                self.drain_stock(i);
+            }
+        }
+    }
+
+    /// Pages of `memcg` held in the stock (for the invariant checker).
+    pub fn memcg_stock_pages(&self, memcg: u16) -> u64 {
+        let s = &self.memcg.stock;
+        (0..NR_MEMCG_STOCK)
+            .filter(|&i| s.cached[i] == memcg)
+            .map(|i| s.nr_pages[i])
+            .sum()
+    }
+
+    /// cgroup v2 `memory.reclaim` (`user_proactive_reclaim()`): rounds of a
+    /// quarter of what is left (reclaim enforces its 32-page minimum), each a
+    /// proactive `try_to_free_mem_cgroup_pages()` that may swap. Returns the
+    /// pages reclaimed; Err when the kernel returns -EAGAIN (more than
+    /// MAX_RECLAIM_RETRIES rounds reclaimed nothing).
+    pub fn memory_reclaim(&mut self, memcg: u16, nr_to_reclaim: u64) -> Result<u64, u64> {
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut nr_reclaimed = 0;
+        while nr_reclaimed < nr_to_reclaim {
+            let batch_size = (nr_to_reclaim - nr_reclaimed) / 4;
+            // With no retries left the kernel drains the per-CPU LRU batches
+            // (lru_add_drain_all()); the model's are always drained.
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, batch_size, true, true);
+            if reclaimed == 0 {
+                if nr_retries == 0 {
+                    return Err(nr_reclaimed);
+                }
+                nr_retries -= 1;
+            }
+            nr_reclaimed += reclaimed;
+        }
+        Ok(nr_reclaimed)
+    }
+
+    /// cgroup v1 `memory.force_empty` (`mem_cgroup_force_empty()`): drain
+    /// the stock, then reclaim 32 pages at a time until nothing is charged
+    /// or MAX_RECLAIM_RETRIES calls reclaimed nothing. Returns the pages
+    /// still charged.
+    pub fn mem_cgroup_force_empty(&mut self, memcg: u16) -> u64 {
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        self.drain_all_stock(memcg);
+        while nr_retries > 0 && self.memcg.memcgs[memcg as usize].usage > 0 {
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
+                nr_retries -= 1;
+            }
+        }
+        self.memcg.memcgs[memcg as usize].usage
+    }
+
+    /// Take the pending memcg OOM report, if a charge failed.
+    pub fn take_memcg_oom(&mut self) -> Option<String> {
+        self.memcg.oom.take()
+    }
+}
+
+/// `vma_thp_gfp_mask()` with the default `defrag = madvise`: direct reclaim
+/// only in MADV_HUGEPAGE ranges.
+pub fn vma_thp_gfp(vma: &crate::mm::mmap::Vma) -> ChargeGfp {
+    if vma.vm_flags & crate::mm::mmap::VM_HUGEPAGE != 0 {
+        ChargeGfp::TransHuge
+    } else {
+        ChargeGfp::NoReclaim
+    }
+}
