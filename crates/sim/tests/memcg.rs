@@ -1,0 +1,502 @@
+//! Memory-cgroup reclaim (classic LRU): memory.reclaim, limit reclaim,
+//! force_empty, and the seed-002 switches, with counts derived from
+//! /work/shared/docs/kernel-facts-reclaim.md ("facts §N", "row N" of the
+//! §12.1 table). Every scenario runs with the invariant checker (LRU lists
+//! and sizes, cgroup charges, mapcounts, RSS) after every step.
+//!
+//! Folio sizes of a cold file read through faults come from readahead, so
+//! the file tests read the folio histogram at the end of the "touch" phase
+//! (before reclaim) and derive the expected counts from it: F folios, P
+//! pages, and on arm64 the 64 KiB contiguous blocks.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+
+/// The pages of one histogram bucket ("64kB" → 16).
+fn bucket_pages(k: &str) -> u64 {
+    k.strip_suffix("kB")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("unknown bucket {k:?}"))
+        / 4
+}
+
+/// Folios, pages, pages in folios below 64 KiB, and contiguous 64 KiB
+/// blocks (arm64 paints every naturally aligned block of a folio of at
+/// least 64 KiB contiguous) of a histogram.
+struct Shape {
+    folios: u64,
+    pages: u64,
+    small_pages: u64,
+    blocks: u64,
+    large_folios: u64,
+}
+
+fn shape(h: &BTreeMap<String, u64>) -> Shape {
+    let mut s = Shape {
+        folios: 0,
+        pages: 0,
+        small_pages: 0,
+        blocks: 0,
+        large_folios: 0,
+    };
+    for (k, &n) in h {
+        let p = bucket_pages(k);
+        s.folios += n;
+        s.pages += n * p;
+        if p < 16 {
+            s.small_pages += n * p;
+        } else {
+            s.blocks += n * p / 16;
+        }
+        if p > 1 {
+            s.large_folios += n;
+        }
+    }
+    s
+}
+
+/// A cold `size` file faulted in by a read touch inside a cgroup (phase
+/// "touch"), then `reclaim` bytes reclaimed through memory.reclaim (phase
+/// "reclaim").
+fn file_reclaim(size: &str, reclaim: &str, extra: &str) -> String {
+    format!(
+        r#"{sys}
+[[file]]
+name = "data"
+size = "{size}"
+fill = "cold"
+[[step]]
+op = "memcg"
+[[step]]
+op = "phase"
+name = "touch"
+[[step]]
+op = "mmap"
+region = "f"
+kind = "file"
+file = "data"
+size = "{size}"
+prot = "r"
+{extra}
+[[step]]
+op = "touch"
+region = "f"
+access = "read"
+[[step]]
+op = "phase"
+name = "reclaim"
+[[step]]
+op = "memcg_reclaim"
+amount = "{reclaim}"
+"#,
+        sys = system("")
+    )
+}
+
+/// Clean file folios mapped once and reclaimed by memory.reclaim take two
+/// passes each (facts §3.4, §8.3 steps 3-4): pass 1 finds the young PTEs,
+/// clears them and keeps the folio with PG_referenced; pass 2 finds none,
+/// RECLAIM_CLEAN, unmaps and frees. Reclaiming the whole file means every
+/// folio gets both passes and nothing is scanned a third time, so:
+/// folio_referenced 2F (row 4), its pvmw iterations and x86 young
+/// test-and-clears 2P (rows 5, 7: per PTE, no early exit), no young flush
+/// on x86 (§3.5), one try_to_unmap walk per folio (row 12) looping per PTE
+/// (row 13: P iterations), one immediate local flush per PTE (row 19: a
+/// single-CPU mm is never deferred, §6.3), one rss_stat update and one
+/// rmap removal per PTE (rows 25, 27); pgscan_file 2P, pgsteal_file P.
+/// Cgroup reclaim counts pgscan_proactive only in the cgroup's memory.stat
+/// (shrink_inactive_list: `if (!cgroup_reclaim(sc))`).
+#[test]
+fn memory_reclaim_takes_two_passes_per_folio() {
+    let r = run(&file_reclaim("4M", "4M", ""));
+    let s = shape(&folios(&r, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    assert_eq!(p, 1024);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), p);
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "memcg/0/pgscan_proactive"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "memcg/0/pgsteal_proactive"), p);
+    assert_eq!(c(&r, "reclaim", "memcg/0/pgscan_direct"), 0);
+    assert_eq!(c(&r, "reclaim", "pgscan_proactive"), 0);
+    assert_eq!(c(&r, "reclaim", "pgsteal_proactive"), 0);
+    assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), 2 * f);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "sim/young_flush"), 0);
+    assert_eq!(c(&r, "reclaim", "sim/rmap_walk"), 3 * f);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), p);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), p);
+    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), p);
+    assert_eq!(c(&r, "reclaim", "sim/rmap_remove"), p);
+    assert_eq!(c(&r, "reclaim", "pgactivate"), 0);
+    // PTE reads (§3.3, row 14): 2 per PTE per referenced pass; the unmap
+    // walk (TTU_SYNC) reads 3 per PTE but 2 for a large folio's first.
+    assert_eq!(
+        c(&r, "reclaim", "sim/ptep_get"),
+        4 * p + 3 * p - s.large_folios as i64
+    );
+    // Nothing of the file stays cached or mapped.
+    assert_eq!(folios(&r, "reclaim", "f"), hist(&[]));
+}
+
+/// pgsteal_file is what was freed: the pages go back to the allocator
+/// (pgfree) and leave the cgroup's inactive file list.
+#[test]
+fn pgsteal_equals_pages_freed() {
+    let r = run(&file_reclaim("4M", "3M", ""));
+    let steal = c(&r, "reclaim", "pgsteal_file");
+    assert!(steal >= 768, "reclaimed {steal} of 768 pages");
+    assert_eq!(c(&r, "reclaim", "pgfree"), steal);
+    assert_eq!(c(&r, "reclaim", "nr_inactive_file"), -steal);
+    assert_eq!(c(&r, "reclaim", "memcg/0/inactive_file"), -steal * 4096);
+    let left = hist_pages(&folios(&r, "reclaim", "f")) as i64;
+    assert_eq!(left, 1024 - steal);
+}
+
+/// Without recency (MADV_RANDOM, `vma_has_recency()`) folio_referenced()
+/// skips the mapping (`invalid_folio_referenced_vma()`): the rmap walk runs
+/// but no PTE is visited, so every folio is reclaimed on its first pass.
+#[test]
+fn random_advice_skips_the_young_check() {
+    let r = run(&file_reclaim("2M", "2M", "madvise = [\"random\"]"));
+    let s = shape(&folios(&r, "touch", "f"));
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), s.pages as i64);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), s.pages as i64);
+    assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), s.folios as i64);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 0);
+    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 0);
+}
+
+/// A PMD-mapped file THP (MADV_HUGEPAGE read-around of order 9, facts
+/// §8.3 step 1): pass 1 clears the PMD's young bit with a full flush on x86
+/// (pmdp_clear_flush_young, §3.5), pass 2 unmaps it by zapping the PMD
+/// (TTU_SPLIT_HUGE_PMD on a file VMA, another 2 MiB flush), no PTE loop.
+#[test]
+fn pmd_mapped_file_folio() {
+    let r = run(&file_reclaim("2M", "2M", "madvise = [\"hugepage\"]"));
+    assert_eq!(folios(&r, "touch", "f"), hist(&[("2048kB", 1)]));
+    assert_eq!(c(&r, "touch", "thp_file_mapped"), 1);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), 512);
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), 1024);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 2);
+    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 2);
+    assert_eq!(c(&r, "reclaim", "sim/young_flush"), 1);
+    assert_eq!(c(&r, "reclaim", "thp_split_pmd"), 1);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), 0);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 2);
+    assert_eq!(c(&r, "reclaim", "sim/tlb_flush_all"), 2);
+}
+
+/// The seed-002 switches on x86 (facts §3.7, §4.4 and §12.1): with
+/// `batch_folio_referenced` one pvmw iteration per folio and pass (row 5:
+/// one batch covers a folio, which never crosses a PMD here) but still one
+/// young test-and-clear per PTE (row 7: the generic clear_flush_young_ptes
+/// loops), and fewer PTE reads (row 6: per batch 2 walk + 1 explicit +
+/// N - 1 in folio_pte_batch, against 2 per PTE); with `batch_file_unmap`
+/// one unmap iteration, one flush, one rss_stat update and one rmap
+/// removal per folio (rows 13, 17, 19, 25, 27). Reclaim itself is
+/// unchanged: same pgscan/pgsteal.
+#[test]
+fn seed002_switches_x86() {
+    let text = file_reclaim("4M", "4M", "");
+    let vanilla = run(&text);
+    let refs = run_with(&text, &[("series.batch_folio_referenced", "true")]);
+    let both = run_with(
+        &text,
+        &[
+            ("series.batch_folio_referenced", "true"),
+            ("series.batch_file_unmap", "true"),
+        ],
+    );
+    let s = shape(&folios(&vanilla, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    for r in [&vanilla, &refs, &both] {
+        assert_eq!(c(r, "reclaim", "pgscan_file"), 2 * p);
+        assert_eq!(c(r, "reclaim", "pgsteal_file"), p);
+        assert_eq!(c(r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+        assert_eq!(c(r, "reclaim", "sim/young_flush"), 0);
+    }
+    assert_eq!(c(&vanilla, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&refs, "reclaim", "sim/pvmw_referenced"), 2 * f);
+    // Referenced-walk reads per pass: vanilla 2 per PTE, 2P; batched, per
+    // large folio 2 (walk) + 1 (explicit) + N - 1 (folio_pte_batch), per
+    // order-0 folio 2: P + F + L for L large folios.
+    let l = s.large_folios as i64;
+    let walk_vanilla = 4 * p;
+    let walk_batched = 2 * (p + f + l);
+    let ttu_reads = 3 * p - l;
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/ptep_get"),
+        walk_vanilla + ttu_reads
+    );
+    assert_eq!(
+        c(&refs, "reclaim", "sim/ptep_get"),
+        walk_batched + ttu_reads
+    );
+    for (r, per) in [(&refs, p), (&both, f)] {
+        assert_eq!(c(r, "reclaim", "sim/pvmw_iterations"), per);
+        assert_eq!(c(r, "reclaim", "sim/flush_tlb_range"), per);
+        assert_eq!(c(r, "reclaim", "tlb:tlb_flush"), per);
+        assert_eq!(c(r, "reclaim", "sim/rss_stat_update"), per);
+        assert_eq!(c(r, "reclaim", "sim/rmap_remove"), per);
+    }
+    // The flushed pages stay the same: INVLPG per page up to 33 pages,
+    // a full flush above (row 18).
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/invlpg"),
+        c(&refs, "reclaim", "sim/invlpg")
+    );
+}
+
+/// arm64 (facts §3.5, §7, rows 7, 8, 16, 21): vanilla clears the access
+/// flag of all 16 entries of a contiguous block once per PTE (256 per
+/// 64 KiB block and pass) and issues in pass 1 one TLBI by page per young
+/// non-contiguous PTE and one range TLBI per young block; the batch clears
+/// each entry once and issues one TLBI per folio. The vanilla unmap
+/// unfolds every block (1 per block) and issues one deferred TLBI per PTE;
+/// the file batch unfolds nothing and issues one per folio.
+#[test]
+fn seed002_switches_arm64() {
+    let text = file_reclaim("4M", "4M", "");
+    let set = |extra: &[(&str, &str)]| {
+        let mut v = vec![("system.arch", "arm64")];
+        v.extend_from_slice(extra);
+        run_with(&text, &v)
+    };
+    let vanilla = set(&[]);
+    let refs = set(&[("series.batch_folio_referenced", "true")]);
+    let both = set(&[
+        ("series.batch_folio_referenced", "true"),
+        ("series.batch_file_unmap", "true"),
+    ]);
+    let s = shape(&folios(&vanilla, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    let (small, blocks) = (s.small_pages as i64, s.blocks as i64);
+    assert!(blocks > 0, "the file has 64 KiB folios");
+    let cont_ptes = p - small;
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/young_test_and_clear"),
+        2 * (small + 16 * cont_ptes)
+    );
+    assert_eq!(c(&vanilla, "reclaim", "sim/young_flush"), small + blocks);
+    for r in [&refs, &both] {
+        assert_eq!(c(r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+        assert_eq!(c(r, "reclaim", "sim/young_flush"), f);
+        assert_eq!(c(r, "reclaim", "sim/pvmw_referenced"), 2 * f);
+    }
+    assert_eq!(c(&vanilla, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&vanilla, "reclaim", "sim/contpte_unfold"), blocks);
+    assert_eq!(c(&both, "reclaim", "sim/contpte_unfold"), 0);
+    assert_eq!(c(&vanilla, "reclaim", "sim/tlbbatch_add_pending"), p);
+    assert_eq!(c(&both, "reclaim", "sim/tlbbatch_add_pending"), f);
+    assert_eq!(c(&both, "reclaim", "sim/pvmw_iterations"), f);
+    for r in [&vanilla, &refs, &both] {
+        assert_eq!(c(r, "reclaim", "pgsteal_file"), p);
+        assert_eq!(c(r, "reclaim", "tlb:tlb_flush"), 0);
+    }
+}
+
+/// A cold file read through faults under a 1 MiB (256-page) limit, without
+/// readahead (`read_ahead_kb = 0`: one order-0 folio per fault). Charges
+/// come in 64-page batches from the per-CPU stock, so the 257th page is the
+/// first that does not fit: try_charge_memcg reclaims (nr_to_reclaim =
+/// max(1, 32), facts §8.1). All 256 folios are young and inactive; the
+/// scan budget is size >> priority (facts §8.2): nothing at priorities
+/// 12..9, then 1, 2, 4, 8, 16, 32, 64 and 128 pages at 8..1 (in rounds of
+/// at most 32) — 255 folios kept on their first pass — and at priority 0
+/// two rounds of 32: the last first-pass folio with 31 second-pass ones
+/// (freed: 31 < 32, go on), then 32 more (freed). 63 reclaimed meets the
+/// target and the lruvec stops (no anon to balance against). So: one
+/// reclaim call, 14 shrink_inactive_list calls (6 + 2 + 4 + 2), 319 pages
+/// scanned, 63 stolen, counted as direct reclaim in the cgroup only.
+#[test]
+fn limit_reclaim_of_file_pages() {
+    let text = format!(
+        r#"{sys}
+[[file]]
+name = "data"
+size = "2M"
+fill = "cold"
+[[step]]
+op = "memcg"
+limit = "1M"
+[[step]]
+op = "mmap"
+region = "f"
+kind = "file"
+file = "data"
+size = "2M"
+prot = "r"
+[[step]]
+op = "phase"
+name = "first"
+[[step]]
+op = "touch"
+region = "f"
+access = "read"
+len = "1028K"
+[[step]]
+op = "phase"
+name = "rest"
+[[step]]
+op = "touch"
+region = "f"
+access = "read"
+offset = "1028K"
+"#,
+        sys = system("read_ahead_kb = 0")
+    );
+    let r = run(&text);
+    assert_eq!(c(&r, "first", "major-faults"), 257);
+    assert_eq!(c(&r, "first", "vmscan:mm_vmscan_memcg_reclaim_begin"), 1);
+    assert_eq!(c(&r, "first", "vmscan:mm_vmscan_lru_shrink_inactive"), 14);
+    assert_eq!(c(&r, "first", "pgscan_file"), 319);
+    assert_eq!(c(&r, "first", "pgsteal_file"), 63);
+    assert_eq!(c(&r, "first", "memcg/0/pgscan_direct"), 319);
+    assert_eq!(c(&r, "first", "memcg/0/pgsteal_direct"), 63);
+    assert_eq!(c(&r, "first", "pgscan_direct"), 0);
+    assert_eq!(c(&r, "first", "sim/folio_referenced"), 319);
+    assert_eq!(c(&r, "first", "sim/pvmw_iterations"), 63);
+    // The rest of the file streams through the limit: everything read
+    // beyond it is reclaimed, each folio in two passes.
+    let cached = c(&r, "rest", "memcg/0/inactive_file") + c(&r, "first", "memcg/0/inactive_file");
+    assert!(cached <= 1 << 20, "cgroup holds {cached} bytes of file");
+    let steal = c(&r, "first", "pgsteal_file") + c(&r, "rest", "pgsteal_file");
+    assert_eq!(steal, 512 - cached / 4096);
+    let scan = c(&r, "first", "pgscan_file") + c(&r, "rest", "pgscan_file");
+    assert!(
+        scan >= 2 * steal && scan <= 2 * steal + 256,
+        "scanned {scan}"
+    );
+}
+
+/// Anon memory written under a limit with a zram swap device (synchronous:
+/// a reclaimed page is written and freed in the same pass, facts §2 step
+/// 9, §5.6): only the anon lists are scanned (no file pages, swap present:
+/// SCAN_FRACT, facts §8.2), every stolen page was swapped out once, and
+/// its slot remembers the cgroup, so reading it back charges the cgroup
+/// again (and reclaims again).
+#[test]
+fn anon_limit_reclaim_swaps_out() {
+    let text = format!(
+        r#"{sys}
+[[system.swap]]
+kind = "zram"
+size = "16M"
+[[step]]
+op = "memcg"
+limit = "1M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "phase"
+name = "write"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "phase"
+name = "read"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+len = "256K"
+"#,
+        sys = system("")
+    );
+    let r = run(&text);
+    let steal = c(&r, "write", "pgsteal_anon");
+    assert!(steal >= 256, "stole {steal} anon pages");
+    assert_eq!(c(&r, "write", "pswpout"), steal);
+    assert_eq!(c(&r, "write", "memcg/0/pgsteal_direct"), steal);
+    assert_eq!(c(&r, "write", "pgscan_file"), 0);
+    assert!(c(&r, "write", "pgscan_anon") >= 2 * steal);
+    assert_eq!(pages(&r, "write", "a", "swapped"), steal as u64);
+    // The first 64 pages were swapped out first; reading them back is a
+    // swap-in charged to the cgroup, which reclaims again.
+    assert_eq!(c(&r, "read", "pswpin"), 64);
+    assert!(c(&r, "read", "memcg/0/pgsteal_direct") > 0);
+}
+
+/// force_empty reclaims everything reclaimable: the whole mapped file.
+#[test]
+fn force_empty_reclaims_everything() {
+    let text = file_reclaim("2M", "4K", "").replace(
+        "op = \"memcg_reclaim\"\namount = \"4K\"",
+        "op = \"force_empty\"",
+    );
+    let r = run(&text);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), 512);
+    assert_eq!(c(&r, "reclaim", "memcg/0/inactive_file"), -(512 << 12));
+    assert_eq!(folios(&r, "reclaim", "f"), hist(&[]));
+}
+
+/// Anon memory beyond the limit without swap cannot be reclaimed: the
+/// kernel would invoke the memcg OOM killer, which the model refuses.
+#[test]
+fn memcg_oom_is_unsupported() {
+    let text = format!(
+        r#"{sys}
+[[step]]
+op = "memcg"
+limit = "1M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+"#,
+        sys = system("")
+    );
+    match try_run_with(&text, &[]) {
+        Err(foliosim_sim::SimError::Unsupported { what, .. }) => {
+            assert!(what.contains("memcg OOM"), "{what}")
+        }
+        other => panic!("expected a memcg OOM refusal, got {other:?}"),
+    }
+}
+
+/// The seed-002 scenario runs, at 64 MiB. As written its `[[file]]` is
+/// filled before the memcg step, so the page cache is charged to the root
+/// (in both engines) and memory.reclaim of the new cgroup finds nothing
+/// (EAGAIN after MAX_RECLAIM_RETRIES + 1 empty rounds). With the file cold,
+/// the touch reads it inside the cgroup and 48 of 64 MiB are reclaimed.
+#[test]
+fn seed002_scenario_runs_small() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/seed002/memcg-reclaim-file.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("seed 002 scenario");
+    let small = [
+        ("system.memory", "256M"),
+        ("file.data.size", "64M"),
+        ("step.2.size", "64M"),
+        ("step.5.amount", "48M"),
+    ];
+    let r = run_with(&text, &small);
+    assert_eq!(c(&r, "measured", "pgsteal_file"), 0);
+    assert_eq!(
+        c(&r, "measured", "vmscan:mm_vmscan_memcg_reclaim_begin"),
+        17
+    );
+    let cold = text
+        .replace("fill = \"read\"", "fill = \"cold\"")
+        .replace("read_size = \"1M\"\n", "");
+    let r = run_with(&cold, &small);
+    let steal = c(&r, "measured", "pgsteal_file");
+    assert!((12288..12288 + 512).contains(&steal), "reclaimed {steal}");
+    assert_eq!(c(&r, "measured", "pgscan_file"), 16384 + steal);
+}
