@@ -176,6 +176,14 @@ pub struct Kernel<A: Arch> {
     /// Folios of a readahead batch in progress: locked until their read
     /// completes, so reclaim keeps them (`folio_trylock()` fails).
     pub locked: Vec<Pfn>,
+    /// A folio an in-progress fault holds a reference on across an
+    /// allocation (`folio_get()` in do_wp_page()): reclaim may unmap it but
+    /// cannot free it (`__remove_mapping()`'s refcount freeze fails).
+    pub pinned: Option<Pfn>,
+    /// Behaviour the model met inside an operation that completed but does
+    /// not implement (the memcg OOM killer, shmem swap-out); the engine
+    /// reports the step as unsupported.
+    pub unsupported: Option<String>,
     _arch: PhantomData<A>,
 }
 
@@ -224,6 +232,8 @@ impl<A: Arch> Kernel<A> {
             memcg: Default::default(),
             lru: Default::default(),
             locked: Vec::new(),
+            pinned: None,
+            unsupported: None,
             _arch: PhantomData,
         })
     }
@@ -235,5 +245,15 @@ impl<A: Arch> Kernel<A> {
 
     pub fn mm_mut(&mut self, id: MmId) -> &mut Mm {
         self.mms[id.0 as usize].as_mut().expect("live mm")
+    }
+
+    /// Record behaviour the model does not implement (the first one wins).
+    pub fn unsupported(&mut self, what: String) {
+        self.unsupported.get_or_insert(what);
+    }
+
+    /// Take the pending [`Kernel::unsupported`] report.
+    pub fn take_unsupported(&mut self) -> Option<String> {
+        self.unsupported.take()
     }
 }

@@ -77,7 +77,8 @@ impl<A: Arch> Engine<A> {
             e.check_now(&file_loc(i))?;
         }
         for step in &sc.steps {
-            e.exec(root, step).map_err(|err| e.memcg_oom(err))?;
+            let res = e.exec(root, step);
+            e.unsupported(&step.loc, res)?;
         }
         e.end_phase();
         Ok(Report {
@@ -260,12 +261,21 @@ impl<A: Arch> Engine<A> {
         }
     }
 
-    /// A process killed for lack of memory because a cgroup charge failed
-    /// is the memcg OOM killer's case, which the model refuses.
-    fn memcg_oom(&mut self, err: SimError) -> SimError {
-        match (err, self.k.take_memcg_oom()) {
-            (SimError::Killed { at, .. }, Some(what)) => SimError::Unsupported { at, what },
-            (err, _) => err,
+    /// Behaviour the kernel model met during the step but does not
+    /// implement (a process killed for lack of memory because a cgroup
+    /// charge failed: the memcg OOM killer; shmem swap-out) makes the step
+    /// unsupported.
+    fn unsupported(
+        &mut self,
+        loc: &foliosim_scenario::Loc,
+        res: Result<(), SimError>,
+    ) -> Result<(), SimError> {
+        match (res, self.k.take_unsupported()) {
+            (Err(SimError::Killed { at, .. }), Some(what)) => {
+                Err(SimError::Unsupported { at, what })
+            }
+            (Ok(()), Some(what)) => Err(SimError::Unsupported { at: at(loc), what }),
+            (res, _) => res,
         }
     }
 

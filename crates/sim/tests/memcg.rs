@@ -500,3 +500,116 @@ fn seed002_scenario_runs_small() {
     assert!((12288..12288 + 512).contains(&steal), "reclaimed {steal}");
     assert_eq!(c(&r, "measured", "pgscan_file"), 16384 + steal);
 }
+
+/// Random workloads inside memory cgroups, checked after every step by the
+/// invariant checker (LRU lists and sizes, charges against usage, swap
+/// counts, mapcounts): anon, file and (without swap) shmem regions, limits
+/// that force reclaim, swap areas, forks, MADV_PAGEOUT / DONTNEED, munmap,
+/// memory.reclaim and force_empty, both series switches. A run may only
+/// end early with the memcg OOM refusal; anything else (a broken invariant,
+/// a panic) fails. `FOLIOSIM_MEMCG_CASES=N` changes the number of cases.
+#[test]
+fn random_memcg_workloads() {
+    let n: u64 = std::env::var("FOLIOSIM_MEMCG_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
+    let mut failures = Vec::new();
+    for seed in 0..n {
+        for arch in ["x86_64", "arm64"] {
+            let text = random_memcg_scenario(seed);
+            let res = std::panic::catch_unwind(|| try_run_with(&text, &[("system.arch", arch)]));
+            let err = match res {
+                Ok(Ok(_)) => continue,
+                Ok(Err(foliosim_sim::SimError::Unsupported { what, .. }))
+                    if what.contains("memcg OOM") =>
+                {
+                    continue
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "panic".to_string(),
+            };
+            failures.push(format!("seed {seed} {arch}: {err}\n{text}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// One random memcg scenario (see [`random_memcg_workloads`]).
+fn random_memcg_scenario(seed: u64) -> String {
+    use std::fmt::Write as _;
+    let mut rng = foliosim_scenario::SplitMix64::new(seed ^ 0x3e3c_9000);
+    let mut r = |n: u64| rng.next_u64() % n;
+    let mut s = String::from("[system]\nmemory = \"256M\"\n");
+    for kb in [16, 64, 2048] {
+        let mode = ["never", "always", "inherit"][r(3) as usize];
+        let _ = writeln!(
+            s,
+            "transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\""
+        );
+    }
+    let _ = writeln!(s, "read_ahead_kb = {}", [0, 128, 8192][r(3) as usize]);
+    for sw in [
+        "batch_folio_referenced",
+        "batch_file_unmap",
+        "batch_anon_unmap",
+    ] {
+        let _ = writeln!(s, "series.{sw} = {}", r(2) == 1);
+    }
+    // Swapping shmem out is not modelled: shmem only without swap.
+    let swap = r(2) == 1;
+    if swap {
+        let kind = ["file", "block", "zram"][r(3) as usize];
+        let _ = writeln!(
+            s,
+            "[[system.swap]]\nkind = \"{kind}\"\nsize = \"{}M\"",
+            [2, 16][r(2) as usize]
+        );
+    }
+    let _ = writeln!(s, "[[file]]\nname = \"d\"\nsize = \"8M\"\nfill = \"cold\"");
+    let limit = [
+        "",
+        "limit = \"1M\"\n",
+        "limit = \"3M\"\n",
+        "limit = \"6M\"\n",
+    ][r(4) as usize];
+    let _ = writeln!(s, "[[step]]\nop = \"memcg\"\n{limit}");
+    let regions = [
+        ("a", "anon", "size = \"4M\"\nprot = \"rw\""),
+        ("f", "file", "file = \"d\"\nsize = \"8M\"\nprot = \"r\""),
+        ("s", "shmem", "size = \"2M\"\nshared = true\nprot = \"rw\""),
+    ];
+    let regions = if swap { &regions[..2] } else { &regions[..] };
+    for &(name, kind, rest) in regions {
+        let adv = ["", "madvise = [\"hugepage\"]\n", "madvise = [\"random\"]\n"][r(3) as usize];
+        let _ = writeln!(
+            s,
+            "[[step]]\nop = \"mmap\"\nregion = \"{name}\"\nkind = \"{kind}\"\n{rest}\n{adv}"
+        );
+    }
+    let _ = writeln!(s, "[[step]]\nop = \"phase\"\nname = \"p\"");
+    for _ in 0..(4 + r(10)) {
+        let (name, len) = [("a", 4u64), ("f", 8), ("s", 2)][r(regions.len() as u64) as usize];
+        let off = r(len * 4) * 256; // KiB, 256 KiB steps
+        let range = format!(
+            "offset = \"{off}K\"\nlen = \"{}K\"",
+            (len * 1024 - off).min(256 * (1 + r(8)))
+        );
+        let step = match r(9) {
+            0..=2 => {
+                let access = if name == "f" || r(3) == 0 { "read" } else { "write" };
+                format!("op = \"touch\"\nregion = \"{name}\"\naccess = \"{access}\"\n{range}")
+            }
+            3 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"pageout\"\n{range}"),
+            4 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"dontneed\"\n{range}"),
+            5 => format!("op = \"memcg_reclaim\"\namount = \"{}K\"", 64 * (1 + r(64))),
+            6 => "op = \"force_empty\"".to_string(),
+            7 => format!(
+                "op = \"fork\"\n[[step.child]]\nop = \"touch\"\nregion = \"{name}\"\naccess = \"read\"\n{range}"
+            ),
+            _ => "op = \"wait\"".to_string(),
+        };
+        let _ = writeln!(s, "[[step]]\n{step}\n");
+    }
+    s
+}

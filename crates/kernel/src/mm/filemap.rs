@@ -212,7 +212,7 @@ impl<A: Arch> Kernel<A> {
                     AddFolio::Exists => self.folio_free(folio),
                     AddFolio::NoMem => {
                         self.folio_free(folio);
-                        if let Some(what) = self.memcg.oom.clone() {
+                        if let Some(what) = self.unsupported.clone() {
                             return Err(KernelError::Unsupported(what));
                         }
                     }

@@ -111,8 +111,6 @@ pub struct MemcgState {
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
     pub current: u16,
-    /// Why the last failed charge would have invoked the memcg OOM killer.
-    pub oom: Option<String>,
 }
 
 impl Default for MemcgState {
@@ -128,7 +126,6 @@ impl Default for MemcgState {
             folio_memcg: Vec::new(),
             stock: MemcgStock::default(),
             current: ROOT_MEM_CGROUP,
-            oom: None,
         }
     }
 }
@@ -309,17 +306,18 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// A GFP_KERNEL charge failed: the kernel would run the memcg OOM killer,
-    /// which the model does not. Records why; the fault returns
-    /// VM_FAULT_OOM and the engine reports the run as unsupported.
+    /// which the model does not. Records why ([`Kernel::unsupported`]); the
+    /// fault returns VM_FAULT_OOM and the engine reports the step.
     pub fn memcg_oom(&mut self, memcg: u16, nr: u64) {
         let m = &self.memcg.memcgs[memcg as usize];
-        self.memcg.oom = Some(format!(
+        let what = format!(
             "memcg OOM: memory cgroup {} is at its limit ({} of {} pages charged) and \
              reclaim cannot make room for {nr} more page(s); the OOM killer is not modelled",
             memcg.saturating_sub(1),
             m.usage,
             m.max
-        ));
+        );
+        self.unsupported(what);
     }
 
     /// `consume_stock()`
@@ -433,11 +431,6 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.memcg.memcgs[memcg as usize].usage
-    }
-
-    /// Take the pending memcg OOM report, if a charge failed.
-    pub fn take_memcg_oom(&mut self) -> Option<String> {
-        self.memcg.oom.take()
     }
 }
 

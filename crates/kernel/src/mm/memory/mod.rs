@@ -652,12 +652,34 @@ impl<A: Arch> Kernel<A> {
         0
     }
 
+    /// The allocation of `wp_page_copy()`: a new charged folio, the old one
+    /// pinned meanwhile (`folio_get()` in do_wp_page(): a reclaim the charge
+    /// runs may unmap it but not free it). Err(VM_FAULT_OOM) if the charge
+    /// failed, Err(0) if the entry no longer maps the old page (the
+    /// `pte_same()` recheck: the access faults again).
+    fn wp_page_prealloc(&mut self, vmf: &Vmf, old_page: Option<Pfn>) -> Result<Pfn, u32> {
+        let old = old_page.map(|p| self.mem.page_folio(p));
+        let saved = std::mem::replace(&mut self.pinned, old);
+        let new = self.folio_prealloc(vmf.mm);
+        self.pinned = saved;
+        let new = new.ok_or(VM_FAULT_OOM)?;
+        let pte = self
+            .pt
+            .get(vmf.pte_table.expect("pte table"), pte_index(vmf.address));
+        if old_page.is_some_and(|p| !A::pte_present(pte) || A::pte_pfn(pte) != p) {
+            self.folio_free(new);
+            return Err(0);
+        }
+        Ok(new)
+    }
+
     /// `wp_page_copy()`: copy one page (or zero it for the zero page) into a
     /// new order-0 anon folio and replace the entry.
     fn wp_page_copy(&mut self, vmf: &mut Vmf, old_page: Option<Pfn>) -> u32 {
         self.anon_vma_prepare(vmf);
-        let Some(new) = self.folio_prealloc(vmf.mm) else {
-            return VM_FAULT_OOM;
+        let new = match self.wp_page_prealloc(vmf, old_page) {
+            Ok(new) => new,
+            Err(ret) => return ret,
         };
         match old_page {
             Some(p) => {
