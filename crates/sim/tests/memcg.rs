@@ -535,81 +535,112 @@ fn random_memcg_workloads() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The generator's random numbers (SplitMix64).
+struct Rng(foliosim_scenario::SplitMix64);
+
+impl Rng {
+    /// Uniform in `0..n`.
+    fn n(&mut self, n: u64) -> u64 {
+        self.0.next_u64() % n
+    }
+}
+
+/// The regions of [`random_memcg_scenario`]: name, kind, mmap keys, size in
+/// MiB.
+const MEMCG_REGIONS: [(&str, &str, &str, u64); 3] = [
+    ("a", "anon", "size = \"4M\"\nprot = \"rw\"", 4),
+    ("f", "file", "file = \"d\"\nsize = \"8M\"\nprot = \"r\"", 8),
+    (
+        "s",
+        "shmem",
+        "size = \"2M\"\nshared = true\nprot = \"rw\"",
+        2,
+    ),
+];
+
 /// One random memcg scenario (see [`random_memcg_workloads`]).
 fn random_memcg_scenario(seed: u64) -> String {
     use std::fmt::Write as _;
-    let mut rng = foliosim_scenario::SplitMix64::new(seed ^ 0x3e3c_9000);
-    let mut r = |n: u64| rng.next_u64() % n;
-    let mut s = String::from("[system]\nmemory = \"256M\"\n");
-    for kb in [16, 64, 2048] {
-        let mode = ["never", "always", "inherit"][r(3) as usize];
-        let _ = writeln!(
-            s,
-            "transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\""
-        );
-    }
-    let _ = writeln!(s, "read_ahead_kb = {}", [0, 128, 8192][r(3) as usize]);
-    for sw in [
-        "batch_folio_referenced",
-        "batch_file_unmap",
-        "batch_anon_unmap",
-    ] {
-        let _ = writeln!(s, "series.{sw} = {}", r(2) == 1);
-    }
-    // Swapping shmem out is not modelled: shmem only without swap.
-    let swap = r(2) == 1;
-    if swap {
-        let kind = ["file", "block", "zram"][r(3) as usize];
-        let _ = writeln!(
-            s,
-            "[[system.swap]]\nkind = \"{kind}\"\nsize = \"{}M\"",
-            [2, 16][r(2) as usize]
-        );
-    }
+    let mut r = Rng(foliosim_scenario::SplitMix64::new(seed ^ 0x3e3c_9000));
+    let (mut s, swap) = random_memcg_system(&mut r);
     let _ = writeln!(s, "[[file]]\nname = \"d\"\nsize = \"8M\"\nfill = \"cold\"");
     let limit = [
         "",
         "limit = \"1M\"\n",
         "limit = \"3M\"\n",
         "limit = \"6M\"\n",
-    ][r(4) as usize];
-    let _ = writeln!(s, "[[step]]\nop = \"memcg\"\n{limit}");
-    let regions = [
-        ("a", "anon", "size = \"4M\"\nprot = \"rw\""),
-        ("f", "file", "file = \"d\"\nsize = \"8M\"\nprot = \"r\""),
-        ("s", "shmem", "size = \"2M\"\nshared = true\nprot = \"rw\""),
     ];
-    let regions = if swap { &regions[..2] } else { &regions[..] };
-    for &(name, kind, rest) in regions {
-        let adv = ["", "madvise = [\"hugepage\"]\n", "madvise = [\"random\"]\n"][r(3) as usize];
+    let _ = writeln!(s, "[[step]]\nop = \"memcg\"\n{}", limit[r.n(4) as usize]);
+    // Swapping shmem out is not modelled: shmem only without swap.
+    let regions = if swap {
+        &MEMCG_REGIONS[..2]
+    } else {
+        &MEMCG_REGIONS[..]
+    };
+    for &(name, kind, keys, _) in regions {
+        let adv = ["", "madvise = [\"hugepage\"]\n", "madvise = [\"random\"]\n"];
+        let adv = adv[r.n(3) as usize];
         let _ = writeln!(
             s,
-            "[[step]]\nop = \"mmap\"\nregion = \"{name}\"\nkind = \"{kind}\"\n{rest}\n{adv}"
+            "[[step]]\nop = \"mmap\"\nregion = \"{name}\"\nkind = \"{kind}\"\n{keys}\n{adv}"
         );
     }
     let _ = writeln!(s, "[[step]]\nop = \"phase\"\nname = \"p\"");
-    for _ in 0..(4 + r(10)) {
-        let (name, len) = [("a", 4u64), ("f", 8), ("s", 2)][r(regions.len() as u64) as usize];
-        let off = r(len * 4) * 256; // KiB, 256 KiB steps
-        let range = format!(
-            "offset = \"{off}K\"\nlen = \"{}K\"",
-            (len * 1024 - off).min(256 * (1 + r(8)))
-        );
-        let step = match r(9) {
-            0..=2 => {
-                let access = if name == "f" || r(3) == 0 { "read" } else { "write" };
-                format!("op = \"touch\"\nregion = \"{name}\"\naccess = \"{access}\"\n{range}")
-            }
-            3 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"pageout\"\n{range}"),
-            4 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"dontneed\"\n{range}"),
-            5 => format!("op = \"memcg_reclaim\"\namount = \"{}K\"", 64 * (1 + r(64))),
-            6 => "op = \"force_empty\"".to_string(),
-            7 => format!(
-                "op = \"fork\"\n[[step.child]]\nop = \"touch\"\nregion = \"{name}\"\naccess = \"read\"\n{range}"
-            ),
-            _ => "op = \"wait\"".to_string(),
-        };
+    for _ in 0..(4 + r.n(10)) {
+        let step = random_memcg_step(&mut r, regions);
         let _ = writeln!(s, "[[step]]\n{step}\n");
     }
     s
+}
+
+/// The `[system]` table: mTHP sizes, readahead, the series switches and
+/// perhaps one swap area (true if so).
+fn random_memcg_system(r: &mut Rng) -> (String, bool) {
+    use std::fmt::Write as _;
+    let mut s = String::from("[system]\nmemory = \"256M\"\n");
+    for kb in [16, 64, 2048] {
+        let mode = ["never", "always", "inherit"][r.n(3) as usize];
+        let _ = writeln!(
+            s,
+            "transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\""
+        );
+    }
+    let _ = writeln!(s, "read_ahead_kb = {}", [0, 128, 8192][r.n(3) as usize]);
+    for sw in [
+        "batch_folio_referenced",
+        "batch_file_unmap",
+        "batch_anon_unmap",
+    ] {
+        let _ = writeln!(s, "series.{sw} = {}", r.n(2) == 1);
+    }
+    let swap = r.n(2) == 1;
+    if swap {
+        let kind = ["file", "block", "zram"][r.n(3) as usize];
+        let mib = [2, 16][r.n(2) as usize];
+        let _ = writeln!(s, "[[system.swap]]\nkind = \"{kind}\"\nsize = \"{mib}M\"");
+    }
+    (s, swap)
+}
+
+/// One step on a random 256 KiB-aligned range of a random region.
+fn random_memcg_step(r: &mut Rng, regions: &[(&str, &str, &str, u64)]) -> String {
+    let (name, _, _, mib) = regions[r.n(regions.len() as u64) as usize];
+    let off = r.n(mib * 4) * 256; // KiB
+    let len = (mib * 1024 - off).min(256 * (1 + r.n(8)));
+    let range = format!("offset = \"{off}K\"\nlen = \"{len}K\"");
+    match r.n(9) {
+        0..=2 => {
+            let read = name == "f" || r.n(3) == 0;
+            let access = if read { "read" } else { "write" };
+            format!("op = \"touch\"\nregion = \"{name}\"\naccess = \"{access}\"\n{range}")
+        }
+        3 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"pageout\"\n{range}"),
+        4 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"dontneed\"\n{range}"),
+        5 => format!("op = \"memcg_reclaim\"\namount = \"{}K\"", 64 * (1 + r.n(64))),
+        6 => "op = \"force_empty\"".to_string(),
+        7 => format!(
+            "op = \"fork\"\n[[step.child]]\nop = \"touch\"\nregion = \"{name}\"\naccess = \"read\"\n{range}"
+        ),
+        _ => "op = \"wait\"".to_string(),
+    }
 }

@@ -285,6 +285,22 @@ impl<A: Arch> Kernel<A> {
         0
     }
 
+    /// The file-VMA case of `__split_huge_pmd_locked()`: the PMD (already
+    /// cleared) is simply zapped; its dirty and young bits go to the folio
+    /// (PG_dirty, PG_referenced).
+    fn split_huge_pmd_file(&mut self, mm: MmId, pmdval: u64) {
+        let folio = A::pte_pfn(pmdval);
+        if A::pte_dirty(pmdval) {
+            self.mem.set(folio, PG_DIRTY);
+        }
+        if A::pte_young(pmdval) {
+            self.mem.set(folio, PG_REFERENCED);
+        }
+        self.folio_remove_rmap_pmd(folio, mm);
+        let c = self.mm_counter_file(folio);
+        self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
+    }
+
     /// `__split_huge_pmd()`: anon PMDs become 512 PTEs of the same folio (or
     /// of the zero page); file PMDs are simply zapped.
     pub fn split_huge_pmd(
@@ -305,15 +321,7 @@ impl<A: Arch> Kernel<A> {
         A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
         let pfn = A::pte_pfn(pmdval);
         if vma.kind != VmaKind::Anon {
-            if !self.mem.test(pfn, PG_DIRTY) && A::pte_dirty(pmdval) {
-                self.mem.set(pfn, PG_DIRTY);
-            }
-            if A::pte_young(pmdval) {
-                self.mem.set(pfn, PG_REFERENCED);
-            }
-            self.folio_remove_rmap_pmd(pfn, mm);
-            let c = self.mm_counter_file(pfn);
-            self.add_mm_counter(mm, c, -(HPAGE_PMD_NR as i64));
+            self.split_huge_pmd_file(mm, pmdval);
             return;
         }
         let (tpfn, tid) = self.withdraw_pgtable(mm, haddr).expect("deposited table");
