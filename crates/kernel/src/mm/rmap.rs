@@ -124,6 +124,12 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// `folio_add_anon_rmap_ptes()`: map pages of an anon folio that is
+    /// already anon (a swap-cache hit); the caller sets PageAnonExclusive.
+    pub fn folio_add_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+        self.folio_add_rmap_ptes(folio, page, nr, mm);
+    }
+
     /// `folio_add_file_rmap_ptes()`
     pub fn folio_add_file_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         self.folio_add_rmap_ptes(folio, page, nr, mm);

@@ -152,7 +152,7 @@ sim_stat! {
     /// PMD leaf entries cleared.
     pmd_clear => "sim/pmd_clear",
     /// Range TLB flushes requested by the arm64 contpte repaint.
-    tlb_flush_range => "sim/contpte_flush_range",
+    contpte_flush => "sim/contpte_flush_range",
     /// Blocks folded by `__contpte_try_fold()`.
     contpte_fold => "sim/contpte_fold",
     /// Blocks unfolded by `__contpte_try_unfold()`.

@@ -194,7 +194,7 @@ impl<A: Arch> Kernel<A> {
             self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
             self.folio_add_lru(folio);
         } else {
-            self.folio_add_file_rmap_ptes(folio, first_page, nr, vmf.mm); // folio_add_anon_rmap_ptes()
+            self.folio_add_anon_rmap_ptes(folio, first_page, nr, vmf.mm);
         }
         // RMAP_EXCLUSIVE only where the swap PTE carried the marker.
         for i in 0..nr {

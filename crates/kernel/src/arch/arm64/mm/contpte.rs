@@ -47,7 +47,7 @@ fn contpte_convert(ptes: &mut [u64], idx: usize, cont: bool, st: &mut SimStat) {
         }
     }
     // __flush_tlb_range() of the 64 KiB block (no BBML2-noabort).
-    st.tlb_flush_range += 1;
+    st.contpte_flush += 1;
     st.dsb_ishst += 1;
     st.tlbi_range += 1;
     st.dsb_ish += 1;
