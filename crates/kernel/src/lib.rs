@@ -27,6 +27,7 @@ pub mod fs {
 }
 pub mod kernel {
     pub mod fork;
+    pub mod sched;
 }
 pub mod mm;
 

@@ -22,7 +22,7 @@ impl<A: Arch> Kernel<A> {
             self.copy_page_range(child, parent, v)?;
         }
         // dup_mmap(): one flush_tlb_mm(oldmm) for the write-protection.
-        A::flush_tlb_range(u64::MAX / 2, &mut self.vmstat);
+        self.flush_tlb_mm(parent);
         self.mm_mut(parent).children.push(child);
         Ok(child)
     }

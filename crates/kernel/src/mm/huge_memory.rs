@@ -255,7 +255,7 @@ impl<A: Arch> Kernel<A> {
         // pmdp_huge_clear_flush() of the zero PMD.
         self.pt.set(vmf.pmd.table, vmf.pmd.idx, 0);
         self.vmstat.sim.pmd_clear += 1;
-        A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
+        self.flush_tlb_range(vmf.mm, HPAGE_PMD_NR);
         self.map_anon_folio_pmd(vmf, folio, haddr);
         0
     }
@@ -318,7 +318,7 @@ impl<A: Arch> Kernel<A> {
         self.pt.set(pmd.table, pmd.idx, 0);
         self.vmstat.sim.pmd_clear += 1;
         // pmdp_invalidate() / pmdp_huge_clear_flush(): flush the 2 MiB.
-        A::flush_tlb_range(HPAGE_PMD_NR, &mut self.vmstat);
+        self.flush_tlb_range(mm, HPAGE_PMD_NR);
         let pfn = A::pte_pfn(pmdval);
         if vma.kind != VmaKind::Anon {
             self.split_huge_pmd_file(mm, pmdval);

@@ -407,12 +407,12 @@ impl<A: Arch> Kernel<A> {
             nr as usize,
             &mut self.vmstat.sim,
         );
-        if A::tlbbatch_should_defer() {
-            A::tlbbatch_add_pending(nr, &mut self.vmstat);
+        if self.should_defer_flush(hit.mm) {
+            self.tlbbatch_add_pending(hit.mm, nr);
             self.tlb_ubc.flush_required = true;
             self.tlb_ubc.writable |= A::pte_dirty(pteval);
         } else {
-            A::flush_tlb_range(nr, &mut self.vmstat);
+            self.flush_tlb_range(hit.mm, nr);
         }
         if A::pte_dirty(pteval) {
             self.mem.set(folio, PG_DIRTY);
@@ -493,11 +493,11 @@ impl<A: Arch> Kernel<A> {
                             idx,
                             &mut self.vmstat.sim,
                         );
-                        if A::tlbbatch_should_defer() {
-                            A::tlbbatch_add_pending(1, &mut self.vmstat);
+                        if self.should_defer_flush(hit.mm) {
+                            self.tlbbatch_add_pending(hit.mm, 1);
                             self.tlb_ubc.flush_required = true;
                         } else {
-                            A::flush_tlb_range(1, &mut self.vmstat);
+                            self.flush_tlb_range(hit.mm, 1);
                         }
                         self.vmstat.sim.pte_write += 1; // the migration entry
                         let span = crate::arch::FolioSpan { pfn: page, nr: 1 };
@@ -705,7 +705,7 @@ impl<A: Arch> Kernel<A> {
                 }
                 PvmwHit::Pmd { pmd } => {
                     let mut v = self.pt.get(pmd.table, pmd.idx);
-                    let young = A::pmdp_clear_flush_young(&mut v, &mut self.vmstat);
+                    let young = self.pmdp_clear_flush_young(hit.mm, &mut v);
                     self.pt.set(pmd.table, pmd.idx, v);
                     young
                 }

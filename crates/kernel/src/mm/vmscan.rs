@@ -158,7 +158,7 @@ impl<A: Arch> Kernel<A> {
     /// `try_to_unmap_flush()`
     pub fn try_to_unmap_flush(&mut self) {
         if self.tlb_ubc.flush_required {
-            A::tlbbatch_flush(&mut self.vmstat);
+            self.arch_tlbbatch_flush();
             self.tlb_ubc = TlbUbc::default();
         }
     }

@@ -701,7 +701,7 @@ impl<A: Arch> Kernel<A> {
         let idx = pte_index(vmf.address);
         // ptep_clear_flush()
         A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
-        A::flush_tlb_range(1, &mut self.vmstat);
+        self.flush_tlb_range(vmf.mm, 1);
         self.folio_add_new_anon_rmap(new, &vmf.vma, vmf.address, false, vmf.mm);
         self.folio_add_lru(new);
         let nonzero = old_page.is_some_and(|p| self.mem.page_nonzero(p));

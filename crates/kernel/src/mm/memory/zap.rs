@@ -33,7 +33,7 @@ impl<A: Arch> Kernel<A> {
         }
         // An exiting mm (fullmm) is no longer loaded anywhere: no flush.
         if !self.exiting && self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared {
-            A::flush_tlb_range((end - start) / PAGE_SIZE, &mut self.vmstat);
+            self.flush_tlb_range(mm, (end - start) / PAGE_SIZE);
         }
     }
 
