@@ -6,6 +6,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod calibrate;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use foliosim_report::{render, Format, Report};
 
@@ -60,6 +62,43 @@ struct Common {
     /// memories).
     #[arg(long)]
     check: bool,
+    /// Cost profile for the modelled time of simulated phases: a file or
+    /// the name of a shipped profile (x86_64-kvm-host, arm64-neoverse).
+    /// Default: the simulated architecture's shipped profile.
+    #[arg(long, value_name = "FILE|NAME")]
+    profile: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct CalibrateArgs {
+    /// Directory of calibration scenarios (every *.toml in it).
+    #[arg(long, default_value = "scenarios/calibrate")]
+    corpus: PathBuf,
+    /// Native runs per scenario; the fit uses the median.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// Write the fitted profile to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The prior profile: its costs fix the ratios inside each group, the
+    /// fit scales each group.
+    #[arg(
+        long,
+        default_value = "profiles/x86_64-prior.toml",
+        value_name = "FILE|NAME"
+    )]
+    prior: String,
+    /// Name of the written profile.
+    #[arg(long, default_value = "x86_64-kvm-host")]
+    name: String,
+    /// Phases measured natively below this many milliseconds are reported
+    /// but not fitted (timer and set-up noise dominate them).
+    #[arg(long, default_value_t = 1.0)]
+    min_ms: f64,
+    /// Warn when a scenario's repeats spread more than this fraction of
+    /// their median ((max - min) / median).
+    #[arg(long, default_value_t = 0.10)]
+    max_spread: f64,
 }
 
 #[derive(Subcommand)]
@@ -94,6 +133,18 @@ enum Cmd {
     Compare(Common),
     /// Describe the host as a scenario `[system]` fragment.
     Probe,
+    /// Fit a cost profile to native measurements (root; x86_64 hosts).
+    ///
+    /// Runs every scenario of the corpus natively --repeat times (median of
+    /// the workload thread's CPU time per phase) and once in the model (its
+    /// counts), fits the prior's group scales by non-negative least squares
+    /// on relative errors, prints measured / modelled / error and the
+    /// leave-one-out error per phase, and writes the profile.
+    ///
+    /// Example:
+    ///   foliosim calibrate --repeat 5 --out profiles/x86_64-kvm-host.toml
+    #[command(verbatim_doc_comment)]
+    Calibrate(CalibrateArgs),
 }
 
 fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
@@ -170,13 +221,35 @@ enum Engine {
     Native,
 }
 
+/// Add modelled time to a simulated report: the `--profile` given, else
+/// the shipped profile of the report's architecture.
+fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => match foliosim_cost::default_profile_name(&report.arch) {
+            Some(n) => n.to_string(),
+            None => return Ok(()),
+        },
+    };
+    let prof = foliosim_cost::Profile::resolve(&name).map_err(|e| e.to_string())?;
+    foliosim_cost::annotate(report, &prof)
+}
+
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     let ov = overrides(c)?;
+    if engine == Engine::Native && c.profile.is_some() {
+        return Err(
+            "--profile applies to simulated runs (run, compare); a native run \
+                    reports measured time (native/wall_ns, native/thread_cpu_ns)"
+                .into(),
+        );
+    }
     let mut reports: Vec<Report> = Vec::new();
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
         let report = match engine {
-            Engine::Sim => run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }),
+            Engine::Sim => run_guarded(&sc, foliosim_sim::RunOptions { check: c.check })
+                .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
             // No panic hook here: the host guard restores settings while
             // unwinding.
             Engine::Native => foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
@@ -224,7 +297,9 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
         let here = |e: String| format!("{}: {e}", path.display());
         let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
             .map_err(|e| here(e.to_string()))?;
-        let sim = run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }).map_err(here)?;
+        let mut sim =
+            run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }).map_err(here)?;
+        add_time(&mut sim, c.profile.as_deref()).map_err(here)?;
         let (t, j, o) = foliosim_report::compare::compare(&sim, &native);
         text.push_str(&t);
         json.push(j);
@@ -254,6 +329,7 @@ fn main() -> ExitCode {
             Ok(true)
         }
         Cmd::Compare(c) => cmd_compare(c),
+        Cmd::Calibrate(a) => calibrate::cmd_calibrate(a),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

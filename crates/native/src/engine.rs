@@ -383,6 +383,7 @@ fn end_phase(
         name: open.name,
         counters,
         folios,
+        time: None,
     })
 }
 

@@ -24,6 +24,33 @@ pub struct Phase {
     pub counters: BTreeMap<String, i64>,
     /// Folio-size histogram per named region at the end of the phase.
     pub folios: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Modelled time (simulated runs with a cost profile; None otherwise).
+    pub time: Option<PhaseTime>,
+}
+
+/// The modelled time of a phase under a cost profile (crates/cost).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhaseTime {
+    /// The profile's name.
+    pub profile: String,
+    /// Σ count × cost over the priced counters, ns.
+    pub modelled_ns: u64,
+    /// Each priced counter's share, ns (non-zero ones).
+    pub breakdown: BTreeMap<String, u64>,
+}
+
+impl PhaseTime {
+    /// The largest contributors, largest first (ties by name).
+    pub fn top(&self, n: usize) -> Vec<(&str, u64)> {
+        let mut v: Vec<(&str, u64)> = self
+            .breakdown
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v.truncate(n);
+        v
+    }
 }
 
 /// The outcome of one declared expectation.
@@ -90,7 +117,18 @@ impl Report {
                         )
                     })
                     .collect();
-                json!({"name": p.name, "counters": counters, "folios": folios})
+                let mut v = json!({"name": p.name, "counters": counters, "folios": folios});
+                if let Some(t) = &p.time {
+                    let breakdown: Map<String, Value> = t
+                        .breakdown
+                        .iter()
+                        .map(|(k, v)| (k.clone(), json!(v)))
+                        .collect();
+                    v["modelled_ns"] = json!(t.modelled_ns);
+                    v["profile"] = json!(t.profile);
+                    v["breakdown"] = Value::Object(breakdown);
+                }
+                v
             })
             .collect();
         let expectations: Vec<Value> = self
@@ -135,6 +173,13 @@ impl Report {
                     );
                 }
             }
+            if let Some(t) = &p.time {
+                let pre = format!("{},{},{},{}", self.scenario, self.arch, self.engine, p.name);
+                let _ = writeln!(out, "{pre},time,modelled_ns,{}", t.modelled_ns);
+                for (k, v) in &t.breakdown {
+                    let _ = writeln!(out, "{pre},time,{k},{v}");
+                }
+            }
         }
     }
 
@@ -167,6 +212,9 @@ impl Report {
             for (k, v) in p.counters.iter().filter(|(_, v)| **v != 0) {
                 let _ = writeln!(out, "  {k:<w$}  {v:>14}");
             }
+            if let Some(t) = &p.time {
+                time_table(t, out);
+            }
             for (r, h) in &p.folios {
                 let cells: Vec<String> = h.iter().map(|(b, n)| format!("{b}:{n}")).collect();
                 let _ = writeln!(
@@ -192,6 +240,27 @@ impl Report {
                 );
             }
         }
+    }
+}
+
+/// Modelled time in the table: the total and the top contributors.
+fn time_table(t: &PhaseTime, out: &mut String) {
+    const TOP: usize = 8;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let _ = writeln!(
+        out,
+        "  modelled time {:.3} ms (profile {}), top contributors:",
+        ms(t.modelled_ns),
+        t.profile
+    );
+    let w = t.top(TOP).iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in t.top(TOP) {
+        let pct = if t.modelled_ns > 0 {
+            100.0 * v as f64 / t.modelled_ns as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(out, "    {k:<w$}  {:>10.3} ms  {pct:>5.1}%", ms(v));
     }
 }
 

@@ -156,6 +156,7 @@ impl<A: Arch> Engine<A> {
             name: open.name,
             counters,
             folios,
+            time: None,
         });
     }
 

@@ -1,0 +1,270 @@
+//! `foliosim calibrate`: fit a cost profile to native measurements.
+//!
+//! Measured time: the median over the repeats of the workload thread's CPU
+//! time of the phase (`native/thread_cpu_ns`, CLOCK_THREAD_CPUTIME_ID).
+//! The measured phases are system calls and faults that the workload thread
+//! executes itself (faults, munmap, MADV_PAGEOUT, the memory.reclaim or
+//! limit write), so their kernel work is charged to that thread; CPU time,
+//! unlike wall time, does not include the time other processes on this
+//! shared machine take the CPU away. It misses work done elsewhere
+//! (interrupts completing swap I/O, kworkers); the wall time is printed
+//! beside it so a large difference shows.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use foliosim_cost::fit::{fit, median, rel_err, Sample};
+use foliosim_cost::Profile;
+use foliosim_report::Report;
+
+use super::{run_guarded, with_host_defaults, write_atomically, CalibrateArgs};
+
+/// One phase over the repeats.
+struct Measured {
+    name: String,
+    counters: BTreeMap<String, i64>,
+    cpu: Vec<f64>,
+    wall: Vec<f64>,
+    /// Model pgfault vs native minor+major faults, when they differ.
+    fault_mismatch: Option<(i64, i64)>,
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown x86_64 CPU".to_string(), |(_, m)| {
+            m.trim().to_string()
+        });
+    let n = info.lines().filter(|l| l.starts_with("processor")).count();
+    let virt = if info.contains(" hypervisor") {
+        ", virtual machine"
+    } else {
+        ""
+    };
+    format!("{model}, {n} CPUs{virt}")
+}
+
+fn corpus_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(format!("{}: no *.toml scenarios", dir.display()));
+    }
+    Ok(v)
+}
+
+fn measure_scenario(
+    path: &Path,
+    repeat: usize,
+    host: &[(String, String)],
+) -> Result<Vec<Measured>, String> {
+    let here = |e: String| format!("{}: {e}", path.display());
+    let sc = foliosim_scenario::load(path, &[]).map_err(|e| e.to_string())?;
+    let sc = with_host_defaults(path, sc, &[], host)?;
+    let sim: Report = run_guarded(&sc, foliosim_sim::RunOptions { check: false }).map_err(here)?;
+    let mut out: Vec<Measured> = sim
+        .phases
+        .iter()
+        .map(|p| Measured {
+            name: format!("{}/{}", sc.name, p.name),
+            counters: p.counters.clone(),
+            cpu: Vec::new(),
+            wall: Vec::new(),
+            fault_mismatch: None,
+        })
+        .collect();
+    for _ in 0..repeat {
+        let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
+            .map_err(|e| here(e.to_string()))?;
+        for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&native.phases)) {
+            let get = |k: &str| np.counters.get(k).copied().unwrap_or(0);
+            m.cpu.push(get("native/thread_cpu_ns") as f64);
+            m.wall.push(get("native/wall_ns") as f64);
+            let model = sp.counters.get("pgfault").copied().unwrap_or(0);
+            let host_faults = get("minor-faults") + get("major-faults");
+            if model != host_faults {
+                m.fault_mismatch = Some((model, host_faults));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", 100.0 * x)
+}
+
+pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
+    let files = corpus_files(&a.corpus)?;
+    let load_start = loadavg();
+    eprintln!(
+        "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
+        files.len(),
+        a.repeat
+    );
+    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
+    let mut phases = Vec::new();
+    for f in &files {
+        eprintln!("  {}", f.display());
+        phases.extend(measure_scenario(f, a.repeat, &host)?);
+    }
+    let load_end = loadavg();
+    let min_ns = a.min_ms * 1e6;
+    let mut samples = Vec::new();
+    let mut skipped = Vec::new();
+    let mut noisy = Vec::new();
+    let mut spreads = BTreeMap::new();
+    for m in &phases {
+        let med = median(&m.cpu);
+        let spread = if med > 0.0 {
+            (m.cpu.iter().cloned().fold(f64::MIN, f64::max)
+                - m.cpu.iter().cloned().fold(f64::MAX, f64::min))
+                / med
+        } else {
+            0.0
+        };
+        spreads.insert(m.name.clone(), (spread, median(&m.wall)));
+        if med < min_ns {
+            skipped.push(format!("{} ({:.3} ms)", m.name, med / 1e6));
+            continue;
+        }
+        if spread > a.max_spread {
+            noisy.push(format!("{} ({:.0}%)", m.name, 100.0 * spread));
+        }
+        samples.push(Sample {
+            name: m.name.clone(),
+            counters: m.counters.clone(),
+            measured_ns: med,
+        });
+    }
+    let source = format!(
+        "fitted by foliosim calibrate on {} ({} phases, median of {} runs, thread CPU time)",
+        a.corpus.display(),
+        samples.len(),
+        a.repeat
+    );
+    let res = fit(&prior, &samples, &source)?;
+    let mut text = String::new();
+    let w = samples
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let _ = writeln!(
+        text,
+        "{:<w$}  {:>11}  {:>11}  {:>7}  {:>11}  {:>8}  {:>8}",
+        "phase", "measured ms", "wall ms", "spread", "modelled ms", "error", "LOO err"
+    );
+    let (mut errs, mut loos) = (Vec::new(), Vec::new());
+    for (i, s) in samples.iter().enumerate() {
+        let e = rel_err(res.modelled[i], s.measured_ns);
+        let l = rel_err(res.loo_modelled[i], s.measured_ns);
+        errs.push(e.abs());
+        loos.push(l.abs());
+        let (spread, wall) = spreads[&s.name];
+        let _ = writeln!(
+            text,
+            "{:<w$}  {:>11.3}  {:>11.3}  {:>6.1}%  {:>11.3}  {:>8}  {:>8}",
+            s.name,
+            s.measured_ns / 1e6,
+            wall / 1e6,
+            100.0 * spread,
+            res.modelled[i] / 1e6,
+            pct(e),
+            pct(l)
+        );
+    }
+    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    let _ = writeln!(
+        text,
+        "\nfit: median |error| {:.1}%, worst {:.1}%; leave-one-out: median {:.1}%, worst {:.1}%",
+        100.0 * median(&errs),
+        100.0 * max(&errs),
+        100.0 * median(&loos),
+        100.0 * max(&loos)
+    );
+    let _ = writeln!(text, "group scales (x prior):");
+    for (g, s) in &res.scales {
+        let note = if res.unidentified.contains(g) {
+            "  (not in the corpus: prior kept)"
+        } else {
+            ""
+        };
+        let _ = writeln!(text, "  {g:<10} {s:>8.3}{note}");
+    }
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            text,
+            "not fitted (under {} ms natively): {}",
+            a.min_ms,
+            skipped.join(", ")
+        );
+    }
+    for m in phases.iter().filter(|m| m.fault_mismatch.is_some()) {
+        let (s, n) = m.fault_mismatch.unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "note: {}: model pgfault {s} vs native minor+major faults {n}",
+            m.name
+        );
+    }
+    let _ = writeln!(
+        text,
+        "load average: {load_start} at the start, {load_end} at the end"
+    );
+    if !noisy.is_empty() {
+        let _ = writeln!(
+            text,
+            "warning: the machine is noisy: repeats spread more than {:.0}% of their median in {} \
+             (rerun when the load is low, or raise --repeat)",
+            100.0 * a.max_spread,
+            noisy.join(", ")
+        );
+    }
+    print!("{text}");
+    if let Some(out) = &a.out {
+        let mut profile = res.profile.clone();
+        profile.name = a.name.clone();
+        profile.cpu = cpu_model();
+        profile.description = format!(
+            "Calibrated on this host with foliosim calibrate (x {} runs, median thread CPU \
+             time); every group of the prior {} scaled by the fit.",
+            a.repeat, prior.name
+        );
+        let header = format!(
+            "Cost profile written by `foliosim calibrate --corpus {} --repeat {} --prior {}`.\n\
+             Load average {load_start} -> {load_end}.\n{}",
+            a.corpus.display(),
+            a.repeat,
+            a.prior,
+            text.lines()
+                .skip_while(|l| !l.starts_with("fit:"))
+                .take(1 + res.scales.len() + 1)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        write_atomically(out, &profile.to_toml(&header))
+            .map_err(|e| format!("{}: {e}", out.display()))?;
+        eprintln!("foliosim calibrate: wrote {}", out.display());
+    }
+    Ok(true)
+}

@@ -1,0 +1,83 @@
+//! The cost model (design layer 3, "simulated hardware"): turns the counted
+//! primitives of a phase into modelled time with a [`Profile`] of per-event
+//! costs, and fits such profiles to native measurements ([`fit`]).
+//!
+//! Modelled time is linear in the counts: `t = Σ count(c) · ns(c)` over the
+//! counters the profile prices. What that leaves out (caches, contention,
+//! I/O latency, other CPUs) is listed in docs/cost-model.md.
+
+#![forbid(unsafe_code)]
+
+pub mod fit;
+pub mod nnls;
+pub mod profile;
+
+use std::collections::BTreeMap;
+
+pub use profile::{default_profile_name, CostError, Profile};
+
+use foliosim_report::{PhaseTime, Report};
+
+/// The modelled time of one phase's counters: the total and every priced
+/// counter's share (ns, non-zero ones only).
+pub fn phase_time(profile: &Profile, counters: &BTreeMap<String, i64>) -> PhaseTime {
+    let mut breakdown = BTreeMap::new();
+    let mut total = 0.0;
+    for (name, cost) in &profile.costs {
+        let n = counters.get(name).copied().unwrap_or(0).max(0) as f64;
+        let ns = n * cost.ns;
+        if ns > 0.0 {
+            total += ns;
+            breakdown.insert(name.clone(), ns.round() as u64);
+        }
+    }
+    PhaseTime {
+        profile: profile.name.clone(),
+        modelled_ns: total.round() as u64,
+        breakdown,
+    }
+}
+
+/// Modelled time for every phase of a simulated report. A profile for
+/// another architecture is refused (its costs describe another CPU's
+/// primitives).
+pub fn annotate(report: &mut Report, profile: &Profile) -> Result<(), String> {
+    if report.arch != profile.arch {
+        return Err(format!(
+            "cost profile `{}` is for {}, the run simulates {}: choose a profile for {} \
+             (--profile)",
+            profile.name, profile.arch, report.arch, report.arch
+        ));
+    }
+    for p in &mut report.phases {
+        p.time = Some(phase_time(profile, &p.counters));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_is_the_priced_sum() {
+        let p = Profile::parse(
+            "t.toml",
+            "name = \"t\"\narch = \"x86_64\"\ncpu = \"c\"\n[cost]\n\
+             \"pgfault\" = { ns = 100, source = \"s\" }\n\
+             \"sim/page_zero\" = { ns = 2.5, source = \"s\" }\n",
+        )
+        .unwrap();
+        let counters = BTreeMap::from([
+            ("pgfault".to_string(), 10i64),
+            ("sim/page_zero".to_string(), 4),
+            ("sim/ptep_get".to_string(), 1000),
+            ("nr_inactive_anon".to_string(), -5),
+        ]);
+        let t = phase_time(&p, &counters);
+        assert_eq!(t.modelled_ns, 1010);
+        assert_eq!(t.breakdown["pgfault"], 1000);
+        assert_eq!(t.breakdown["sim/page_zero"], 10);
+        assert_eq!(t.breakdown.len(), 2);
+    }
+}
