@@ -355,11 +355,13 @@ fn madv(a: Advice, loc: &foliosim_scenario::Loc) -> Result<Madv, SimError> {
         Advice::Sequential => Madv::Sequential,
         Advice::Normal => Madv::Normal,
         Advice::Pageout => Madv::Pageout,
-        Advice::Willneed | Advice::Cold | Advice::Free => {
+        Advice::Cold => Madv::Cold,
+        Advice::Free => Madv::Free,
+        Advice::Willneed => {
             return Err(SimError::Unsupported {
                 at: at(loc),
                 what: format!(
-                    "madvise({}) (reclaim and swap are not modelled yet)",
+                    "madvise({}) (swap and page-cache readahead on advice are not modelled)",
                     a.as_str()
                 ),
             })

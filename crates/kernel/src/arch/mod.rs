@@ -203,6 +203,32 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
         true
     }
 
+    /// `clear_young_dirty_ptes()` (MADV_COLD: `clear_dirty` false, only the
+    /// access flag; MADV_FREE: both). Generic (x86): per entry, a
+    /// `ptep_test_and_clear_young()` for the access flag alone, or a
+    /// `ptep_get_and_clear()` + `set_pte_at()` of the old, clean entry.
+    /// No TLB flush here: the caller gathers the range.
+    fn clear_young_dirty_ptes(
+        ptes: &mut [u64],
+        idx: usize,
+        nr: usize,
+        clear_dirty: bool,
+        st: &mut SimStat,
+    ) {
+        for i in idx..idx + nr {
+            if !clear_dirty {
+                if Self::pte_young(ptes[i]) {
+                    ptes[i] = Self::pte_mkold(ptes[i]);
+                    st.pte_modify += 1;
+                }
+                continue;
+            }
+            let old = Self::ptep_get_and_clear(ptes, i, st);
+            ptes[i] = Self::pte_mkclean(Self::pte_mkold(old));
+            st.pte_write += 1;
+        }
+    }
+
     /// `wrprotect_ptes()`
     fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
         for i in 0..nr {

@@ -128,7 +128,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `pgtable_trans_huge_withdraw()`
-    fn withdraw_pgtable(&mut self, mm: MmId, haddr: u64) -> Option<(Pfn, u32)> {
+    pub(crate) fn withdraw_pgtable(&mut self, mm: MmId, haddr: u64) -> Option<(Pfn, u32)> {
         let pfn = self.mm_mut(mm).deposited.remove(&haddr)?;
         Some((pfn, self.mem.table_id(pfn)))
     }

@@ -10,7 +10,10 @@
 //! mapped shared" bit, PageAnonExclusive, and the partially-mapped flag with
 //! its split_deferred accounting. The anon_vma tree is not modelled: an anon
 //! folio's mapping is the id of the mm that created it.
-//! Not modelled yet: rmap walks (reclaim), NR_ANON_MAPPED/NR_FILE_MAPPED.
+//! Lazyfree (MADV_FREE) folios: `try_to_unmap_one()` unmaps a large one in
+//! `folio_pte_batch()` runs (vanilla 6.18) or whole at PMD level
+//! (`unmap_huge_pmd_locked()`), and gives up if it was dirtied again.
+//! Not modelled: NR_ANON_MAPPED/NR_FILE_MAPPED.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{
@@ -301,7 +304,9 @@ impl<A: Arch> Kernel<A> {
     /// TTU_SYNC): unmap every mapping of the folio.
     pub fn try_to_unmap(&mut self, folio: Pfn) {
         for hit in self.rmap_walk(folio) {
-            self.try_to_unmap_one(folio, hit);
+            if !self.try_to_unmap_one(folio, hit) {
+                break; // walk_abort: rmap_one returned false
+            }
             if !self.mem.folio_mapped(folio) {
                 break; // folio_not_mapped()
             }
@@ -309,7 +314,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `try_to_unmap_one()` for one VMA: the page_vma_mapped_walk() loop.
-    fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) {
+    /// False when it gave up (`walk_abort`: a lazyfree folio found dirty
+    /// again or referenced elsewhere).
+    fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) -> bool {
         use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE, PMD_SIZE};
         let nr_folio = self.mem.folio_nr_pages(folio);
         let start = hit.addr.max(hit.vma.vm_start);
@@ -323,6 +330,9 @@ impl<A: Arch> Kernel<A> {
             };
             let pmdval = self.pmdp_get(pmd);
             if A::pmd_trans_huge(pmdval) {
+                if A::pte_pfn(pmdval) == folio && self.folio_test_lazyfree(folio) {
+                    return self.unmap_huge_pmd_locked(folio, hit, pmd);
+                }
                 if A::pte_pfn(pmdval) == folio {
                     // TTU_SPLIT_HUGE_PMD: split, then continue at PTE level.
                     self.split_huge_pmd(
@@ -360,12 +370,15 @@ impl<A: Arch> Kernel<A> {
             self.vmstat.sim.pvmw += 1;
             let batch_end = pmd_addr_end(addr, end);
             let nr = self.ttu_batch(folio, tid, idx, ((batch_end - addr) / PAGE_SIZE) as usize);
-            self.ttu_unmap_ptes(folio, hit, tid, idx, page_off as u64, nr as u64);
+            if !self.ttu_unmap_ptes(folio, hit, tid, idx, page_off as u64, nr as u64) {
+                return false;
+            }
             addr += nr as u64 * PAGE_SIZE;
             if nr as u64 == nr_folio {
                 break;
             }
         }
+        true
     }
 
     /// `folio_unmap_pte_batch()`: 1 in vanilla 6.18 for anon swap-backed and
@@ -373,6 +386,9 @@ impl<A: Arch> Kernel<A> {
     fn ttu_batch(&mut self, folio: Pfn, tid: u32, idx: usize, max: usize) -> usize {
         if !self.mem.folio_test_large(folio) {
             return 1;
+        }
+        if self.folio_test_lazyfree(folio) {
+            return self.lazyfree_pte_batch(folio, tid, idx, max);
         }
         let anon = self.mem.folio_test_anon(folio);
         let batched = if anon {
@@ -387,8 +403,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Clear `nr` entries of the folio from `idx`, flush or defer, and turn
-    /// them into swap entries (anon) or nothing (file), with the rmap and
-    /// counter updates of one batch.
+    /// them into swap entries (anon), nothing (file) or discard them
+    /// (lazyfree), with the rmap and counter updates of one batch. False
+    /// when a lazyfree folio's entries had to be put back (walk_abort).
     fn ttu_unmap_ptes(
         &mut self,
         folio: Pfn,
@@ -397,7 +414,7 @@ impl<A: Arch> Kernel<A> {
         idx: usize,
         page_off: u64,
         nr: u64,
-    ) {
+    ) -> bool {
         use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY};
         use crate::mm::mmap::{MM_ANONPAGES, MM_SWAPENTS};
         self.vmstat.sim.ttu_clear_calls += 1;
@@ -418,7 +435,11 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_DIRTY);
         }
         let page = folio.plus(page_off);
-        if self.mem.folio_test_anon(folio) {
+        if self.folio_test_lazyfree(folio) {
+            if !self.ttu_lazyfree(folio, hit, tid, idx, pteval, nr) {
+                return false;
+            }
+        } else if self.mem.folio_test_anon(folio) {
             let e = self
                 .folio_swap(folio)
                 .expect("anon folio in swap cache before unmap");
@@ -449,6 +470,96 @@ impl<A: Arch> Kernel<A> {
             self.add_mm_counter(hit.mm, c, -(nr as i64));
         }
         self.folio_remove_rmap_ptes(folio, page, nr, hit.mm);
+        true
+    }
+
+    /// `folio_unmap_pte_batch()` for a lazyfree large folio (batched since
+    /// v6.15, Barry Song's series): `folio_pte_batch_flags()` with
+    /// FPB_RESPECT_WRITE, so the batch also ends where the write permission
+    /// changes (restoring it must not make entries writable).
+    fn lazyfree_pte_batch(&mut self, folio: Pfn, tid: u32, idx: usize, max: usize) -> usize {
+        let nr = self.folio_pte_batch(tid, idx, folio, max, false);
+        let t = self.pt.table(tid);
+        let write = A::pte_write(t[idx]);
+        (1..nr)
+            .find(|&i| A::pte_write(t[idx + i]) != write)
+            .unwrap_or(nr)
+    }
+
+    /// The MADV_FREE branch of `try_to_unmap_one()` after the entries were
+    /// cleared and flushed: a folio dirtied again since MADV_FREE (through
+    /// an entry or PG_dirty) gets its entries back with one `set_ptes()`
+    /// and becomes swap-backed again; so does one with an extra reference
+    /// (its entries back only). Otherwise the pages are simply dropped from
+    /// the mm's anon count (one update per batch). False on abort.
+    fn ttu_lazyfree(
+        &mut self,
+        folio: Pfn,
+        hit: RmapHit,
+        tid: u32,
+        idx: usize,
+        pteval: u64,
+        nr: u64,
+    ) -> bool {
+        use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPBACKED};
+        let dirty = self.mem.test(folio, PG_DIRTY);
+        if dirty || self.pinned == Some(folio) {
+            let span = crate::arch::FolioSpan {
+                pfn: folio,
+                nr: self.mem.folio_nr_pages(folio),
+            };
+            let table = self.pt.table_mut(tid);
+            A::set_ptes(table, idx, pteval, nr as usize, span, &mut self.vmstat.sim);
+            if dirty {
+                self.mem.set(folio, PG_SWAPBACKED);
+            }
+            return false;
+        }
+        self.add_mm_counter(hit.mm, crate::mm::mmap::MM_ANONPAGES, -(nr as i64));
+        true
+    }
+
+    /// `unmap_huge_pmd_locked()` → `__discard_anon_folio_pmd_locked()`: a
+    /// PMD-mapped lazyfree THP is discarded whole, without a PMD split,
+    /// unless it is dirty again (then it becomes swap-backed) or has an
+    /// extra reference. `pmdp_huge_clear_flush()` flushes the 2 MiB; the
+    /// deposited table is freed. False when the folio stays.
+    fn unmap_huge_pmd_locked(
+        &mut self,
+        folio: Pfn,
+        hit: RmapHit,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+    ) -> bool {
+        use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPBACKED};
+        use crate::include::linux::pgtable::{align_down, HPAGE_PMD_NR, PMD_SIZE};
+        let pmdval = self.pmdp_get(pmd);
+        if A::pte_dirty(pmdval) {
+            self.mem.set(folio, PG_DIRTY);
+        }
+        if self.mem.test(folio, PG_DIRTY) {
+            self.mem.set(folio, PG_SWAPBACKED);
+            return false;
+        }
+        self.vmstat.sim.pvmw += 1;
+        self.pt.set(pmd.table, pmd.idx, 0);
+        self.vmstat.sim.pmd_clear += 1;
+        self.flush_tlb_range(hit.mm, HPAGE_PMD_NR);
+        if self.pinned == Some(folio) {
+            self.pt.set(pmd.table, pmd.idx, pmdval);
+            self.vmstat.sim.pmd_set += 1;
+            return false;
+        }
+        self.folio_remove_rmap_pmd(folio, hit.mm);
+        let haddr = align_down(hit.addr.max(hit.vma.vm_start), PMD_SIZE);
+        if let Some((tpfn, _)) = self.withdraw_pgtable(hit.mm, haddr) {
+            self.pgtable_free(tpfn); // zap_deposited_table()
+        }
+        self.add_mm_counter(
+            hit.mm,
+            crate::mm::mmap::MM_ANONPAGES,
+            -(HPAGE_PMD_NR as i64),
+        );
+        true
     }
 
     /// Split every PMD mapping of a folio into PTEs (anon) or zap it (file)

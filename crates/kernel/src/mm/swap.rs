@@ -1,5 +1,6 @@
 //! LRU maintenance outside reclaim (mm/swap.c: folio_add_lru(), lru_add(),
-//! folio_mark_accessed(), folio_activate(), lru_activate(),
+//! folio_mark_accessed(), folio_activate(), lru_activate(), folio_deactivate(),
+//! lru_deactivate(), folio_mark_lazyfree(), lru_lazyfree(),
 //! folio_rotate_reclaimable(), lru_move_tail(), lru_note_cost_unlock_irq();
 //! mm/internal.h: vma_has_recency()), Linux 6.18, classic LRU.
 //!
@@ -12,7 +13,9 @@
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::LRU_FILE;
-use crate::include::linux::mm_types::{PG_ACTIVE, PG_DIRTY, PG_LRU, PG_READAHEAD, PG_REFERENCED};
+use crate::include::linux::mm_types::{
+    PG_ACTIVE, PG_ANON, PG_DIRTY, PG_LRU, PG_READAHEAD, PG_REFERENCED, PG_SWAPBACKED, PG_SWAPCACHE,
+};
 use crate::include::linux::pgtable::Pfn;
 use crate::mm::mmap::{Vma, VM_RAND_READ, VM_SEQ_READ};
 use crate::mm::vmstat::{MemcgEvent, VmEvent};
@@ -77,6 +80,50 @@ impl<A: Arch> Kernel<A> {
         let memcg = self.folio_memcg(folio);
         self.vmstat
             .count_memcg_events(memcg, MemcgEvent::PgActivate, nr);
+    }
+
+    /// `folio_deactivate()` / `lru_deactivate()` (MADV_COLD): an active LRU
+    /// folio moves to the head of its inactive list, losing PG_referenced;
+    /// an inactive one stays where it is.
+    pub fn folio_deactivate(&mut self, folio: Pfn) {
+        if !self.mem.test(folio, PG_LRU) || !self.mem.test(folio, PG_ACTIVE) {
+            return;
+        }
+        self.lruvec_del_folio(folio);
+        self.mem.clear(folio, PG_ACTIVE | PG_REFERENCED);
+        self.lruvec_add_folio(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        self.vmstat.count_vm_events(VmEvent::PgDeactivate, nr);
+        let memcg = self.folio_memcg(folio);
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgDeactivate, nr);
+    }
+
+    /// `folio_mark_lazyfree()` / `lru_lazyfree()` (MADV_FREE): a swap-backed
+    /// anon LRU folio outside the swap cache loses PG_swapbacked (which makes
+    /// it lazyfree), PG_active and PG_referenced, and joins the head of the
+    /// inactive file list; counts `pglazyfree`.
+    pub fn folio_mark_lazyfree(&mut self, folio: Pfn) {
+        let f = self.mem.flags(folio);
+        if f & PG_ANON == 0 || f & PG_SWAPBACKED == 0 || f & PG_LRU == 0 || f & PG_SWAPCACHE != 0 {
+            return;
+        }
+        self.lruvec_del_folio(folio);
+        self.mem
+            .clear(folio, PG_ACTIVE | PG_REFERENCED | PG_SWAPBACKED);
+        self.lruvec_add_folio(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        self.vmstat.count_vm_events(VmEvent::PgLazyFree, nr);
+        let memcg = self.folio_memcg(folio);
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgLazyFree, nr);
+    }
+
+    /// `folio_test_lazyfree()`: anon without PG_swapbacked.
+    #[inline]
+    pub fn folio_test_lazyfree(&self, folio: Pfn) -> bool {
+        let f = self.mem.flags(folio);
+        f & PG_ANON != 0 && f & PG_SWAPBACKED == 0
     }
 
     /// `folio_end_writeback()` of a folio reclaim wrote (PG_reclaim, which

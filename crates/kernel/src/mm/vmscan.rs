@@ -394,7 +394,13 @@ impl<A: Arch> Kernel<A> {
     fn remove_mapping_and_free(&mut self, folio: Pfn) -> u64 {
         let nr = self.mem.folio_nr_pages(folio);
         let anon = self.mem.test(folio, PG_ANON);
-        if self.mem.test(folio, PG_SWAPCACHE) {
+        if anon && !self.mem.test(folio, PG_SWAPBACKED) {
+            // A lazyfree folio: discarded, its data dropped (PGLAZYFREED).
+            self.vmstat.count_vm_events(VmEvent::PgLazyFreed, nr);
+            let memcg = self.folio_memcg(folio);
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::PgLazyFreed, nr);
+        } else if self.mem.test(folio, PG_SWAPCACHE) {
             self.delete_from_swap_cache(folio);
         } else if !anon {
             let file = self.mem.folio_mapping(folio) as usize - 1;
@@ -461,12 +467,14 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `folio_free_swap()`: a swap-cache folio no swap PTE references
-    /// leaves the swap cache (and becomes dirty again).
-    fn folio_free_swap(&mut self, folio: Pfn) {
-        if self.folio_swap_unused(folio) {
-            self.delete_from_swap_cache(folio);
-            self.mem.set(folio, PG_DIRTY);
+    /// leaves the swap cache (and becomes dirty again). True if it did.
+    pub(crate) fn folio_free_swap(&mut self, folio: Pfn) -> bool {
+        if !self.mem.test(folio, PG_SWAPCACHE) || !self.folio_swap_unused(folio) {
+            return false;
         }
+        self.delete_from_swap_cache(folio);
+        self.mem.set(folio, PG_DIRTY);
+        true
     }
 }
 

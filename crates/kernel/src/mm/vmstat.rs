@@ -67,6 +67,9 @@ counter_enum!(
         PgScanDirect => "pgscan_direct",
         PgScanKhugepaged => "pgscan_khugepaged",
         PgScanProactive => "pgscan_proactive",
+        PgLazyFree => "pglazyfree",
+        AllocStallNormal => "allocstall_normal",
+        AllocStallMovable => "allocstall_movable",
     }
 );
 
@@ -85,6 +88,8 @@ counter_enum!(
         PgRefill => "pgrefill",
         PgActivate => "pgactivate",
         PgDeactivate => "pgdeactivate",
+        PgLazyFree => "pglazyfree",
+        PgLazyFreed => "pglazyfreed",
     }
 );
 

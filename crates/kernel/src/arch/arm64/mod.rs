@@ -239,6 +239,15 @@ impl Arch for Arm64 {
     fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
         mm::contpte::clear_flush_young_ptes(ptes, idx, nr, vs)
     }
+    fn clear_young_dirty_ptes(
+        ptes: &mut [u64],
+        idx: usize,
+        nr: usize,
+        clear_dirty: bool,
+        st: &mut SimStat,
+    ) {
+        mm::contpte::clear_young_dirty_ptes(ptes, idx, nr, clear_dirty, st)
+    }
     fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
         mm::contpte::ptep_set_access_flags(ptes, idx, pte, st)
     }

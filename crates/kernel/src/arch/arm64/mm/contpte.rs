@@ -253,6 +253,39 @@ pub fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut Si
     ptes[idx] = pte & !PTE_CONT;
 }
 
+/// arm64 `clear_young_dirty_ptes()`: a single non-contiguous entry, or
+/// `contpte_clear_young_dirty_ptes()`, which widens the range to the
+/// blocks its first and last entries are in and changes the entries in
+/// place without unfolding (access/dirty are tracked per folio). Old and
+/// clean on arm64 means AF clear and, for a DBM entry, PTE_RDONLY set.
+pub fn clear_young_dirty_ptes(
+    ptes: &mut [u64],
+    idx: usize,
+    nr: usize,
+    clear_dirty: bool,
+    st: &mut SimStat,
+) {
+    let (mut start, mut end) = (idx, idx + nr);
+    if nr > 1 || ptes[idx] & PTE_CONT != 0 {
+        if ptes[end - 1] & PTE_CONT != 0 {
+            end = (end + CONT_MASK) & !CONT_MASK;
+        }
+        if ptes[start] & PTE_CONT != 0 {
+            start &= !CONT_MASK;
+        }
+    }
+    for e in &mut ptes[start..end] {
+        let mut pte = Arm64::pte_mkold(*e);
+        if clear_dirty {
+            pte = Arm64::pte_mkclean(pte);
+        }
+        if pte != *e {
+            *e = pte;
+            st.pte_modify += 1;
+        }
+    }
+}
+
 /// `__ptep_test_and_clear_young()`: one cmpxchg loop on the access flag.
 fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
     vs.sim.young_clear += 1;

@@ -1,0 +1,384 @@
+//! MADV_COLD, MADV_FREE and the reclaim of lazyfree folios, with counts
+//! derived from the kernel's rules (kernel-facts-reclaim §1, §2, §4.3 and
+//! Linux 6.18 mm/madvise.c, mm/swap.c, mm/rmap.c, mm/vmscan.c). Every
+//! scenario runs with the invariant checker after every step, on x86_64
+//! unless it says arm64.
+
+mod common;
+
+use common::*;
+
+/// `size` of anon memory written (64 KiB mTHP `mthp64`), then the phases
+/// named in `steps` (raw TOML steps).
+fn anon(size: &str, mthp64: &str, swap: &str, steps: &str) -> String {
+    format!(
+        r#"
+[system]
+memory = "256M"
+transparent_hugepage.hugepages-64kB.enabled = "{mthp64}"
+[[system.swap]]
+kind = "{swap}"
+size = "64M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "{size}"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+{steps}
+"#
+    )
+}
+
+fn phase(name: &str) -> String {
+    format!("[[step]]\nop = \"phase\"\nname = \"{name}\"\n")
+}
+
+fn madvise(advice: &str) -> String {
+    format!("[[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"{advice}\"\n")
+}
+
+fn touch(access: &str, len: &str) -> String {
+    format!("[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"{access}\"\nlen = \"{len}\"\n")
+}
+
+/// 4 MiB of order-0 anon folios: MADV_FREE marks all 1024 lazyfree
+/// (`lru_lazyfree()`: pglazyfree per page) and clears their young and
+/// dirty bits, gathered into one mmu_gather range flushed at
+/// `tlb_end_vma()` (1024 pages > 33: one full flush). MADV_PAGEOUT then
+/// isolates them (2 PMDs, 2 reclaim_pages calls) and `shrink_folio_list()`
+/// skips the swap allocation (not swap-backed); `try_to_unmap_one()` clears
+/// and flushes each PTE (a single-CPU mm does not defer), finds the folio
+/// clean and discards it: pglazyfreed 1024, nothing written, one rss_stat
+/// update per folio. A later read faults in the zero page.
+#[test]
+fn free_4k_then_reclaim_discards() {
+    let steps = [
+        phase("free"),
+        madvise("free"),
+        phase("reclaim"),
+        madvise("pageout"),
+        phase("read"),
+        touch("read", "4M"),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
+    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 1);
+    assert_eq!(c(&r, "free", "pgfault"), 0);
+    assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 1024)]));
+    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
+    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
+    assert_eq!(c(&r, "reclaim", "sim/swap_alloc"), 0);
+    assert_eq!(c(&r, "reclaim", "vmscan:mm_vmscan_reclaim_pages"), 2);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 1024);
+    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), 1024);
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+    assert_eq!(c(&r, "read", "pgfault"), 1024);
+    assert_eq!(c(&r, "read", "pgmajfault"), 0);
+}
+
+/// Writing to half of the freed range again sets those PTEs dirty (the
+/// hardware, no fault). Reclaim discards the 512 clean ones; for the 512
+/// dirty ones `try_to_unmap_one()` finds the dirty bit in the cleared
+/// entry, puts the entry back, makes the folio swap-backed again and gives
+/// up: `shrink_folio_list()` activates it (pgactivate 512,
+/// nr_lazyfree_fail). Every PTE was cleared and flushed once (1024). A
+/// second MADV_PAGEOUT swaps the 512 re-dirtied folios out.
+#[test]
+fn free_then_redirty_keeps_the_written_half() {
+    let steps = [
+        madvise("free"),
+        phase("redirty"),
+        touch("write", "2M"),
+        phase("reclaim"),
+        madvise("pageout"),
+        phase("again"),
+        madvise("pageout"),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_eq!(c(&r, "redirty", "pgfault"), 0);
+    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 512);
+    assert_eq!(c(&r, "reclaim", "pgactivate"), 512);
+    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 1024);
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[("4kB", 512)]));
+    assert_eq!(c(&r, "again", "pswpout"), 512);
+    assert_eq!(c(&r, "again", "pglazyfreed"), 0);
+    assert_eq!(folios(&r, "again", "a"), hist(&[]));
+}
+
+/// 64 KiB mTHP: MADV_FREE covers every folio whole (no split), 64 folios
+/// lazyfree. Reclaim does not allocate swap, so a swap file does not split
+/// them (no swpout_fallback / split), and since v6.15 a lazyfree large
+/// folio is unmapped in one `folio_pte_batch()` run: one clear call, one
+/// flush (16 pages ≤ 33: INVLPG each), one counter update per folio.
+#[test]
+fn free_64k_batched_unmap() {
+    let steps = [
+        phase("free"),
+        madvise("free"),
+        phase("reclaim"),
+        madvise("pageout"),
+    ]
+    .concat();
+    let r = run(&anon("4M", "always", "file", &steps));
+    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
+    assert_eq!(c(&r, "free", "hugepages-64kB/split"), 0);
+    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 1);
+    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
+    assert_eq!(c(&r, "reclaim", "hugepages-64kB/split"), 0);
+    assert_eq!(c(&r, "reclaim", "hugepages-64kB/swpout_fallback"), 0);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 64);
+    assert_eq!(c(&r, "reclaim", "sim/invlpg"), 1024);
+    assert_eq!(c(&r, "reclaim", "sim/ttu_clear_calls"), 64);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), 64);
+    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), 64);
+    assert_eq!(c(&r, "reclaim", "hugepages-64kB/split_deferred"), 0);
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// arm64 with contpte: every 64 KiB folio is one contiguous block.
+/// MADV_FREE's `contpte_clear_young_dirty_ptes()` changes the block in
+/// place (no unfold), and reclaim's batched `get_and_clear_full_ptes()`
+/// covers whole blocks (no unfold either); arm64 always defers the flush:
+/// one pending range TLBI per folio, completed by `arch_tlbbatch_flush()`
+/// every 31 freed folios and at the end of each `shrink_folio_list()` call
+/// (2 PMDs: 32 folios each → flushes after folio 31 and at the end → 4).
+#[test]
+fn free_64k_contpte_arm64() {
+    let steps = [
+        phase("free"),
+        madvise("free"),
+        phase("reclaim"),
+        madvise("pageout"),
+    ]
+    .concat();
+    let r = run_arch(&anon("4M", "always", "file", &steps), "arm64");
+    assert_eq!(c(&r, "free", "sim/contpte_unfold"), 0);
+    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
+    assert_eq!(c(&r, "reclaim", "sim/contpte_unfold"), 0);
+    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
+    assert_eq!(c(&r, "reclaim", "sim/tlbbatch_add_pending"), 64);
+    assert_eq!(c(&r, "reclaim", "sim/tlbbatch_flush"), 4);
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// Freeing part of a 64 KiB folio: `madvise_free_pte_range()` splits a
+/// folio the range covers only partly (to order 0) and frees only the
+/// covered pages: 4 KiB into a 64 KiB folio to 4 KiB before its end
+/// leaves 14 pages; the folio's other 2 pages stay swap-backed.
+#[test]
+fn free_part_of_a_64k_folio_splits_it() {
+    let steps = [
+        phase("free"),
+        "[[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"free\"\noffset = \"4K\"\nlen = \"56K\"\n"
+            .to_string(),
+    ]
+    .concat();
+    let r = run(&anon("64K", "always", "file", &steps));
+    assert_eq!(c(&r, "free", "hugepages-64kB/split"), 1);
+    assert_eq!(c(&r, "free", "pglazyfree"), 14);
+    assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 16)]));
+}
+
+/// A PMD-mapped THP (MADV_HUGEPAGE): MADV_FREE of the whole PMD clears its
+/// young and dirty bits through `pmdp_invalidate()` (one flush) and the
+/// gather adds the 2 MiB to the VMA's flush (one more); the folio becomes
+/// lazyfree whole. Reclaim discards it at PMD level without splitting
+/// (`unmap_huge_pmd_locked()`: one flush, no thp_split_pmd).
+#[test]
+fn free_pmd_thp_discarded_whole() {
+    let text = r#"
+[system]
+memory = "256M"
+transparent_hugepage.enabled = "madvise"
+[[system.swap]]
+kind = "file"
+size = "64M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "4M"
+madvise = ["hugepage"]
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "phase"
+name = "free"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "free"
+[[step]]
+op = "phase"
+name = "reclaim"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "pageout"
+"#;
+    let r = run(text);
+    assert_eq!(folios(&r, "free", "a"), hist(&[("2048kB", 2)]));
+    // pmdp_invalidate() per PMD (2) + the gathered range at tlb_end_vma (1).
+    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 3);
+    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
+    assert_eq!(c(&r, "free", "thp_split_pmd"), 0);
+    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
+    assert_eq!(c(&r, "reclaim", "thp_split_pmd"), 0);
+    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
+    // pmdp_huge_clear_flush() per THP; the deposited tables are freed.
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 2);
+    assert_eq!(c(&r, "reclaim", "sim/pgtable_free"), 2);
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// MADV_FREE over swapped-out pages drops the swap entries (a zero page is
+/// cheaper than a swap-in): after MADV_PAGEOUT to a block device (async
+/// write, the folios stay in the swap cache) the free clears all 1024 swap
+/// PTEs, frees their slots and the cached folios, and nothing becomes
+/// lazyfree.
+#[test]
+fn free_drops_swap_entries() {
+    let steps = [
+        madvise("pageout"),
+        phase("free"),
+        madvise("free"),
+        phase("read"),
+        touch("read", "4M"),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "block", &steps));
+    assert_eq!(pages(&r, "free", "a", "swapped"), 0);
+    assert_eq!(c(&r, "free", "pglazyfree"), 0);
+    assert_eq!(c(&r, "read", "pgmajfault"), 0);
+    assert_eq!(c(&r, "read", "pswpin"), 0);
+}
+
+/// After fork every page is mapped twice. `madvise_free_pte_range()`
+/// checks `folio_mapcount() == folio_nr_pages()` only for folios that are
+/// PG_dirty or in the swap cache (and `folio_maybe_mapped_shared()` only
+/// before splitting a partly covered large folio); freshly written anon
+/// folios are neither, so all 256 shared order-0 folios become lazyfree
+/// (6.18 behaviour). MADV_PAGEOUT then skips them (mapcount 2 ≠ 1).
+#[test]
+fn free_marks_clean_shared_folios_lazyfree() {
+    let steps = [
+        "[[step]]\nop = \"fork\"\n".to_string(),
+        phase("free"),
+        madvise("free"),
+        phase("pageout"),
+        madvise("pageout"),
+    ]
+    .concat();
+    let r = run(&anon("1M", "never", "file", &steps));
+    assert_eq!(c(&r, "free", "pglazyfree"), 256);
+    assert_eq!(c(&r, "pageout", "pglazyfreed"), 0);
+    assert_eq!(c(&r, "pageout", "sim/lru_isolate"), 0);
+}
+
+/// MADV_COLD of freshly written anon memory: every PTE young, cleared
+/// with `clear_young_dirty_ptes(CYDP_CLEAR_YOUNG)` (x86: one
+/// test-and-clear each), one gathered flush for the VMA; the folios start
+/// on the inactive list, so `folio_deactivate()` moves nothing
+/// (pgdeactivate 0). A second MADV_COLD finds no young entry: no flush.
+#[test]
+fn cold_anon_clears_young_bits() {
+    let steps = [
+        phase("cold"),
+        madvise("cold"),
+        phase("again"),
+        madvise("cold"),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_eq!(c(&r, "cold", "tlb:tlb_flush"), 1);
+    assert_eq!(c(&r, "cold", "sim/pte_modify"), 1024);
+    assert_eq!(c(&r, "cold", "pgdeactivate"), 0);
+    assert_eq!(c(&r, "again", "tlb:tlb_flush"), 0);
+    assert_eq!(c(&r, "again", "sim/pte_modify"), 0);
+}
+
+/// MADV_COLD of active file folios: a read(2) fill marks each folio
+/// accessed once (PG_referenced), and unmapping young PTEs marks it again
+/// (`zap_present_folio_ptes()` → `folio_mark_accessed()`), which
+/// activates it. Mapped again and read, MADV_COLD clears the young bits
+/// and deactivates all 1024 pages (pgdeactivate 1024). 4 MiB file, order-0
+/// folios (read_size 4K, no readahead on a MADV_RANDOM fill mapping is not
+/// needed: fill = "read" reads through read(2) with readahead, so folio
+/// sizes vary; pgdeactivate counts pages either way).
+#[test]
+fn cold_file_deactivates_active_folios() {
+    let text = r#"
+[system]
+memory = "256M"
+[[file]]
+name = "f"
+size = "4M"
+fill = "read"
+[[step]]
+op = "mmap"
+region = "m"
+kind = "file"
+file = "f"
+size = "4M"
+prot = "r"
+[[step]]
+op = "touch"
+region = "m"
+access = "read"
+[[step]]
+op = "munmap"
+region = "m"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "file"
+file = "f"
+size = "4M"
+prot = "r"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+[[step]]
+op = "phase"
+name = "cold"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "cold"
+"#;
+    let r = run(text);
+    assert_eq!(c(&r, "cold", "pgdeactivate"), 1024);
+    assert_eq!(c(&r, "cold", "tlb:tlb_flush"), 1);
+}
+
+/// MADV_FREE on a file mapping fails with EINVAL.
+#[test]
+fn free_on_a_file_mapping_is_einval() {
+    let text = r#"
+[[file]]
+name = "f"
+size = "64K"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "file"
+file = "f"
+size = "64K"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "free"
+"#;
+    let e = try_run_with(text, &[]).unwrap_err().to_string();
+    assert!(e.contains("EINVAL"), "{e}");
+}
