@@ -185,6 +185,8 @@ pub struct Kernel<A: Arch> {
     /// not implement (the memcg OOM killer, shmem swap-out); the engine
     /// reports the step as unsupported.
     pub unsupported: Option<String>,
+    /// The simulated CPUs: loaded mms, lazy TLB, mm_cpumask, TLB generations.
+    pub cpus: kernel::sched::Cpus,
     _arch: PhantomData<A>,
 }
 
@@ -235,6 +237,7 @@ impl<A: Arch> Kernel<A> {
             locked: Vec::new(),
             pinned: None,
             unsupported: None,
+            cpus: Default::default(),
             _arch: PhantomData,
         })
     }

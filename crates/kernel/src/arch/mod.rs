@@ -9,7 +9,9 @@ pub mod arm64;
 pub mod x86;
 
 use crate::include::linux::pgtable::Pfn;
+use crate::kernel::sched::Cpus;
 use crate::mm::vmstat::{SimStat, VmStat};
+use crate::MmId;
 
 /// Protection bits of a new leaf entry, in the generic kernel vocabulary
 /// (`vm_page_prot` plus `pte_mkyoung`/`pte_mkdirty`/`maybe_mkwrite`).
@@ -97,15 +99,22 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// `pte_swp_clear_exclusive()`
     fn pte_swp_clear_exclusive(pte: u64) -> u64;
 
-    /// `flush_tlb_mm_range()` / `flush_tlb_range()` of `nr_pages` pages of an
-    /// mm that runs on this CPU only, done now.
-    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat);
-    /// `arch_tlbbatch_should_defer()` for an mm that only ran on this CPU.
-    fn tlbbatch_should_defer() -> bool;
-    /// `arch_tlbbatch_add_pending()` for `nr_pages` pages.
-    fn tlbbatch_add_pending(nr_pages: u64, vs: &mut VmStat);
+    /// `flush_tlb_mm_range()` / `flush_tlb_range()` of `nr_pages` pages
+    /// (`TLB_FLUSH_ALL` = `u64::MAX`) of `mm`, issued on `c.current`, done
+    /// now; `freed_tables` when page tables were freed.
+    fn flush_tlb_mm_range(
+        c: &mut Cpus,
+        mm: MmId,
+        nr_pages: u64,
+        freed_tables: bool,
+        vs: &mut VmStat,
+    );
+    /// `arch_tlbbatch_should_defer(mm)`
+    fn tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool;
+    /// `arch_tlbbatch_add_pending()` for `nr_pages` pages of `mm`.
+    fn tlbbatch_add_pending(c: &mut Cpus, mm: MmId, nr_pages: u64, vs: &mut VmStat);
     /// `arch_tlbbatch_flush()`
-    fn tlbbatch_flush(vs: &mut VmStat);
+    fn tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat);
 
     /// `arch_wants_old_prefaulted_pte()`: fault-around entries start old.
     fn arch_wants_old_prefaulted_pte() -> bool;
@@ -187,20 +196,6 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
             }
         }
         young
-    }
-
-    /// `pmdp_clear_flush_young()`: test and clear a PMD leaf's access flag
-    /// and flush its 2 MiB when it was young.
-    fn pmdp_clear_flush_young(pmd: &mut u64, vs: &mut VmStat) -> bool {
-        vs.sim.young_clear += 1;
-        if !Self::pte_young(*pmd) {
-            return false;
-        }
-        *pmd = Self::pte_mkold(*pmd);
-        vs.sim.pte_modify += 1;
-        vs.sim.young_flush += 1;
-        Self::flush_tlb_range(crate::include::linux::pgtable::HPAGE_PMD_NR, vs);
-        true
     }
 
     /// `clear_young_dirty_ptes()` (MADV_COLD: `clear_dirty` false, only the

@@ -1,54 +1,352 @@
 //! The simulated CPUs and the mm-level TLB-flush entry points every caller
-//! in `mm/` uses (include/asm-generic/tlb.h, arch/x86/include/asm/tlbflush.h
-//! `flush_tlb_mm()` / `flush_tlb_range()`, mm/rmap.c `should_defer_flush()`,
-//! `set_tlb_ubc_flush_pending()`, `try_to_unmap_flush()`), Linux 6.18.
+//! in `mm/` uses (kernel/sched/core.c `context_switch()`,
+//! arch/x86/mm/tlb.c `switch_mm_irqs_off()` / `enter_lazy_tlb()`,
+//! arch/x86/include/asm/tlbflush.h `flush_tlb_mm()` / `flush_tlb_range()`,
+//! mm/rmap.c `should_defer_flush()`, `set_tlb_ubc_flush_pending()`,
+//! `try_to_unmap_flush()`, `flush_tlb_batched_pending()`), Linux 6.18.
 //!
-//! Each entry point knows the mm it flushes for; the architecture decides
-//! what the flush costs.
+//! Per simulated CPU: the mm it has loaded (`cpu_tlbstate.loaded_mm`),
+//! whether it is lazy (`cpu_tlbstate_shared.is_lazy`: a kernel thread or
+//! the idle task runs on the user mm), the TLB generation it caught up to
+//! per mm (`cpu_tlbstate.ctxs[].tlb_gen`; ASIDs are never recycled here),
+//! and whether a task of the workload runs there (a tracepoint fired on
+//! that CPU is seen by the workload's per-task perf counters). Per mm:
+//! `mm_cpumask()`, `context.tlb_gen` and `tlb_flush_batched` (pending
+//! versus flushed). The architecture decides what a flush costs
+//! ([`Arch::flush_tlb_mm_range`]). Not modelled: ASID recycling
+//! (TLB_NR_DYN_ASIDS), jiffies (`should_trim_cpumask()` never fires: a run
+//! is shorter than a second), INVLPGB global ASIDs.
 
 use crate::arch::Arch;
 use crate::include::linux::pgtable::HPAGE_PMD_NR;
+use crate::mm::vmstat::VmStat;
 use crate::{Kernel, MmId};
 
+/// At most this many simulated CPUs (`mm_cpumask()` is a `u64`).
+pub const MAX_CPUS: usize = 64;
+
+/// `TLB_FLUSH_ALL` as a page count.
+pub const TLB_FLUSH_ALL: u64 = u64::MAX;
+
+/// One simulated CPU's TLB state (`struct tlb_state`, `tlb_state_shared`).
+#[derive(Clone, Debug, Default)]
+pub struct CpuTlb {
+    /// `cpu_tlbstate.loaded_mm` (None = `init_mm`).
+    pub loaded_mm: Option<MmId>,
+    /// `cpu_tlbstate_shared.is_lazy`
+    pub is_lazy: bool,
+    /// A task of the workload runs here (not the idle task): tracepoints
+    /// fired on this CPU are the workload's.
+    pub ours: bool,
+    /// `ctxs[asid].tlb_gen` of each mm this CPU ran, by mm id.
+    pub tlb_gen: Vec<u64>,
+}
+
+/// Every simulated CPU and the per-mm TLB bookkeeping.
+#[derive(Clone, Debug)]
+pub struct Cpus {
+    /// The CPU the current operation runs on (`smp_processor_id()`).
+    pub current: usize,
+    pub cpu: Vec<CpuTlb>,
+    /// `mm_cpumask()` by mm id.
+    pub mm_cpumask: Vec<u64>,
+    /// `mm->context.tlb_gen` by mm id.
+    pub mm_tlb_gen: Vec<u64>,
+    /// `mm->tlb_flush_batched` has pending != flushed, by mm id.
+    pub mm_batch_pending: Vec<bool>,
+    /// `arch_tlbflush_unmap_batch.cpumask` (x86).
+    pub batch_cpumask: u64,
+    /// The mmu_gather in progress.
+    pub gather: Gather,
+}
+
+/// The part of `struct mmu_gather` that decides the final flush.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gather {
+    /// Between `tlb_gather_mmu()` and `tlb_finish_mmu()` of a munmap: the
+    /// zaps add to one flush instead of flushing each.
+    pub active: bool,
+    /// Pages of the gathered range (the model takes the whole unmapped
+    /// ranges, not only the span of the cleared entries).
+    pub nr_pages: u64,
+    /// Entries were cleared.
+    pub cleared: bool,
+    /// `tlb->freed_tables`: page tables were freed.
+    pub freed_tables: bool,
+}
+
+impl Default for Cpus {
+    fn default() -> Self {
+        Cpus::new(1)
+    }
+}
+
+impl Cpus {
+    /// `nr` CPUs, all running `init_mm`, the workload on CPU 0.
+    pub fn new(nr: usize) -> Cpus {
+        let nr = nr.clamp(1, MAX_CPUS);
+        let mut cpu = vec![CpuTlb::default(); nr];
+        cpu[0].ours = true;
+        Cpus {
+            current: 0,
+            cpu,
+            mm_cpumask: Vec::new(),
+            mm_tlb_gen: Vec::new(),
+            mm_batch_pending: Vec::new(),
+            batch_cpumask: 0,
+            gather: Gather::default(),
+        }
+    }
+
+    pub fn nr(&self) -> usize {
+        self.cpu.len()
+    }
+
+    fn grow(&mut self, mm: MmId) {
+        let n = mm.0 as usize + 1;
+        if self.mm_cpumask.len() < n {
+            self.mm_cpumask.resize(n, 0);
+            self.mm_tlb_gen.resize(n, 0);
+            self.mm_batch_pending.resize(n, false);
+        }
+    }
+
+    /// `mm->context.tlb_gen` (0 for an mm never seen).
+    pub fn mm_gen(&self, mm: MmId) -> u64 {
+        self.mm_tlb_gen.get(mm.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// `mm_cpumask(mm)`
+    pub fn cpumask(&self, mm: MmId) -> u64 {
+        self.mm_cpumask.get(mm.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// `inc_mm_tlb_gen()`
+    pub fn inc_mm_tlb_gen(&mut self, mm: MmId) -> u64 {
+        self.grow(mm);
+        self.mm_tlb_gen[mm.0 as usize] += 1;
+        self.mm_tlb_gen[mm.0 as usize]
+    }
+
+    /// The generation `cpu` caught up to for `mm`.
+    pub fn local_gen(&self, cpu: usize, mm: MmId) -> u64 {
+        self.cpu[cpu]
+            .tlb_gen
+            .get(mm.0 as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn set_local_gen(&mut self, cpu: usize, mm: MmId, gen: u64) {
+        let g = &mut self.cpu[cpu].tlb_gen;
+        if g.len() <= mm.0 as usize {
+            g.resize(mm.0 as usize + 1, 0);
+        }
+        g[mm.0 as usize] = gen;
+    }
+
+    pub fn clear_cpumask(&mut self, mm: MmId, cpu: usize) {
+        self.grow(mm);
+        self.mm_cpumask[mm.0 as usize] &= !(1 << cpu);
+    }
+
+    /// `switch_mm_irqs_off()` on `cpu` to `next` (None = `init_mm`):
+    /// returns whether the switch flushed the TLB (a `tlb:tlb_flush` event
+    /// with reason TLB_FLUSH_ON_TASK_SWITCH either way).
+    pub fn switch_mm_irqs_off(&mut self, cpu: usize, next: Option<MmId>, vs: &mut VmStat) -> bool {
+        let prev = self.cpu[cpu].loaded_mm;
+        let was_lazy = std::mem::take(&mut self.cpu[cpu].is_lazy);
+        let need_flush = match next {
+            Some(mm) if prev == Some(mm) => {
+                // Same mm: a flush only if it went stale while lazy.
+                if !was_lazy {
+                    return false;
+                }
+                let gen = self.mm_gen(mm);
+                if self.local_gen(cpu, mm) == gen {
+                    false
+                } else {
+                    self.set_local_gen(cpu, mm, gen);
+                    true
+                }
+            }
+            Some(mm) => {
+                self.grow(mm);
+                self.mm_cpumask[mm.0 as usize] |= 1 << cpu;
+                // choose_new_asid(): the ASID this mm had here is stale if
+                // the mm was flushed since (a new one always is).
+                let gen = self.mm_gen(mm);
+                let stale = self.cpu[cpu].tlb_gen.get(mm.0 as usize).is_none()
+                    || self.local_gen(cpu, mm) < gen;
+                self.set_local_gen(cpu, mm, gen);
+                stale
+            }
+            None => true,
+        };
+        self.cpu[cpu].loaded_mm = next;
+        vs.sim.tlb_switch += 1;
+        if need_flush {
+            vs.sim.tlb_switch_flush += 1;
+        }
+        need_flush
+    }
+}
+
+/// What the engine says a CPU does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuRun {
+    /// A task of the workload runs `mm` in user space.
+    User(MmId),
+    /// The task blocks: the idle task runs on the last mm (lazy TLB).
+    Idle,
+    /// The task exited: the CPU idles on `init_mm`.
+    Exited,
+}
+
 impl<A: Arch> Kernel<A> {
+    /// The number of simulated CPUs (`nr_cpu_ids`); resets every CPU.
+    pub fn set_nr_cpus(&mut self, nr: usize) {
+        self.cpus = Cpus::new(nr);
+    }
+
+    /// Run the next operations on `cpu`.
+    pub fn set_current_cpu(&mut self, cpu: usize) {
+        self.cpus.current = cpu.min(self.cpus.nr() - 1);
+    }
+
+    /// The scheduler's `context_switch()` on `cpu`: a workload task of `mm`
+    /// runs there (`switch_mm_irqs_off()`), or the CPU goes idle
+    /// (`enter_lazy_tlb()`), or the task exits.
+    pub fn sched_switch(&mut self, cpu: usize, run: CpuRun) {
+        let c = &mut self.cpus;
+        match run {
+            CpuRun::User(mm) => {
+                c.cpu[cpu].ours = true;
+                if c.cpu[cpu].loaded_mm == Some(mm) && !c.cpu[cpu].is_lazy {
+                    return;
+                }
+                c.switch_mm_irqs_off(cpu, Some(mm), &mut self.vmstat);
+            }
+            CpuRun::Idle => {
+                c.cpu[cpu].ours = false;
+                if c.cpu[cpu].loaded_mm.is_some() {
+                    c.cpu[cpu].is_lazy = true;
+                }
+            }
+            CpuRun::Exited => {
+                c.cpu[cpu].ours = false;
+                if c.cpu[cpu].loaded_mm.is_some() {
+                    c.cpu[cpu].is_lazy = true;
+                }
+            }
+        }
+    }
+
+    /// The current CPU runs `mm` (loads it the first time an mm flushes on
+    /// a CPU that never ran a user task, so that callers without a
+    /// scheduler behave as one CPU running that mm).
+    fn tlb_this_cpu(&mut self, mm: MmId) {
+        let cpu = self.cpus.current;
+        if self.cpus.cpu[cpu].loaded_mm.is_none() && self.cpus.cpu[cpu].ours {
+            self.cpus
+                .switch_mm_irqs_off(cpu, Some(mm), &mut self.vmstat);
+        }
+    }
+
+    /// `tlb_gather_mmu()`: start gathering one munmap's flush.
+    pub fn tlb_gather_mmu(&mut self) {
+        self.cpus.gather = Gather {
+            active: true,
+            ..Gather::default()
+        };
+    }
+
+    /// The end of one `unmap_page_range()` of `nr_pages` pages (`cleared`:
+    /// entries were cleared): MADV_DONTNEED's own mmu_gather ends here
+    /// (`tlb_finish_mmu()`); a munmap's adds to its gather.
+    pub fn tlb_gather_range(&mut self, mm: MmId, nr_pages: u64, cleared: bool) {
+        let g = &mut self.cpus.gather;
+        g.nr_pages += nr_pages;
+        g.cleared |= cleared;
+        if !g.active {
+            self.tlb_finish_mmu(mm);
+        }
+    }
+
+    /// `tlb_finish_mmu()`: one flush of the gathered range if entries were
+    /// cleared or page tables freed (`tlb_flush_mmu()`).
+    pub fn tlb_finish_mmu(&mut self, mm: MmId) {
+        let g = std::mem::take(&mut self.cpus.gather);
+        if g.cleared || g.freed_tables {
+            self.flush_tlb_mm_range(mm, g.nr_pages, g.freed_tables);
+        }
+    }
+
     /// `flush_tlb_range()` of `nr_pages` pages of `mm` (page stride, no
     /// page tables freed).
     pub fn flush_tlb_range(&mut self, mm: MmId, nr_pages: u64) {
-        let _ = mm;
-        A::flush_tlb_range(nr_pages, &mut self.vmstat);
+        self.flush_tlb_mm_range(mm, nr_pages, false);
+    }
+
+    /// `flush_tlb_mm_range()` of `nr_pages` pages ([`TLB_FLUSH_ALL`] for the
+    /// whole mm); `freed_tables` when page tables were freed (IPIs go to
+    /// lazy CPUs too).
+    pub fn flush_tlb_mm_range(&mut self, mm: MmId, nr_pages: u64, freed_tables: bool) {
+        self.tlb_this_cpu(mm);
+        A::flush_tlb_mm_range(&mut self.cpus, mm, nr_pages, freed_tables, &mut self.vmstat);
     }
 
     /// `flush_tlb_mm()`: the whole address space of `mm`.
     pub fn flush_tlb_mm(&mut self, mm: MmId) {
-        let _ = mm;
-        A::flush_tlb_range(u64::MAX / 2, &mut self.vmstat);
+        self.flush_tlb_mm_range(mm, TLB_FLUSH_ALL, true);
     }
 
     /// `pmdp_clear_flush_young()` of a PMD leaf of `mm`: test and clear its
-    /// access flag; flush its 2 MiB when it was young.
+    /// access flag; flush its 2 MiB (`flush_pmd_tlb_range()`, page stride)
+    /// when it was young.
     pub fn pmdp_clear_flush_young(&mut self, mm: MmId, pmd: &mut u64) -> bool {
-        let _ = mm;
-        let _ = HPAGE_PMD_NR;
-        A::pmdp_clear_flush_young(pmd, &mut self.vmstat)
+        self.vmstat.sim.young_clear += 1;
+        if !A::pte_young(*pmd) {
+            return false;
+        }
+        *pmd = A::pte_mkold(*pmd);
+        self.vmstat.sim.pte_modify += 1;
+        self.vmstat.sim.young_flush += 1;
+        self.flush_tlb_range(mm, HPAGE_PMD_NR);
+        true
     }
 
     /// `should_defer_flush()` of reclaim's unmap (TTU_BATCH_FLUSH set):
     /// `arch_tlbbatch_should_defer(mm)`.
     pub fn should_defer_flush(&self, mm: MmId) -> bool {
-        let _ = mm;
-        A::tlbbatch_should_defer()
+        A::tlbbatch_should_defer(&self.cpus, mm)
     }
 
-    /// `arch_tlbbatch_add_pending()` of `nr_pages` pages of `mm` (from
-    /// `set_tlb_ubc_flush_pending()`).
+    /// `set_tlb_ubc_flush_pending()`'s `arch_tlbbatch_add_pending()` of
+    /// `nr_pages` pages of `mm`, and the mm's `tlb_flush_batched` pending
+    /// generation.
     pub fn tlbbatch_add_pending(&mut self, mm: MmId, nr_pages: u64) {
-        let _ = mm;
-        A::tlbbatch_add_pending(nr_pages, &mut self.vmstat);
+        self.tlb_this_cpu(mm);
+        A::tlbbatch_add_pending(&mut self.cpus, mm, nr_pages, &mut self.vmstat);
+        self.cpus.grow(mm);
+        self.cpus.mm_batch_pending[mm.0 as usize] = true;
     }
 
     /// `arch_tlbbatch_flush()` of reclaim's batch (from
     /// `try_to_unmap_flush()`).
     pub fn arch_tlbbatch_flush(&mut self) {
-        A::tlbbatch_flush(&mut self.vmstat);
+        A::tlbbatch_flush(&mut self.cpus, &mut self.vmstat);
+    }
+
+    /// `flush_tlb_batched_pending()`: an earlier deferred reclaim flush of
+    /// `mm` may have left stale entries on other CPUs; the first page-table
+    /// walk that changes entries after it flushes the whole mm.
+    pub fn flush_tlb_batched_pending(&mut self, mm: MmId) {
+        if let Some(p) = self.cpus.mm_batch_pending.get_mut(mm.0 as usize) {
+            if std::mem::take(p) {
+                self.vmstat.sim.tlb_batched_pending += 1;
+                self.flush_tlb_mm(mm);
+            }
+        }
     }
 }

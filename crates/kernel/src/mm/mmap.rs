@@ -372,11 +372,14 @@ impl<A: Arch> Kernel<A> {
             ));
         }
         let end = start + len;
+        // One mmu_gather for the unmap and the page-table freeing.
+        self.tlb_gather_mmu();
         for v in self.vmas_in_range_split(mm, start, end) {
             self.unmap_vma_range(mm, &v, v.vm_start, v.vm_end, false);
             self.mm_mut(mm).vmas.remove(&v.vm_start);
         }
         self.free_pgtables(mm, start, end);
+        self.tlb_finish_mmu(mm);
         Ok(())
     }
 
@@ -394,6 +397,7 @@ impl<A: Arch> Kernel<A> {
             };
             if !busy {
                 if let Some(pmd) = self.walk_to_pmd(mm, addr) {
+                    self.cpus.gather.freed_tables |= self.cpus.gather.active;
                     self.free_pte_table(pmd);
                 }
             }

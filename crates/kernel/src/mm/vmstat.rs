@@ -115,6 +115,11 @@ counter_enum!(
         FilemapFault => "filemap:mm_filemap_fault",
         FilemapAddToPageCache => "filemap:mm_filemap_add_to_page_cache",
         TlbFlush => "tlb:tlb_flush",
+        TlbFlushRemoteShootdown => "tlb:tlb_flush/remote_shootdown",
+        TlbFlushLocalShootdown => "tlb:tlb_flush/local_shootdown",
+        TlbFlushLocalMmShootdown => "tlb:tlb_flush/local_mm_shootdown",
+        TlbFlushRemoteSendIpi => "tlb:tlb_flush/remote_ipi_send",
+        TlbFlushRemoteWrongCpu => "tlb:tlb_flush/remote_wrong_cpu",
         VmscanReclaimPages => "vmscan:mm_vmscan_reclaim_pages",
         VmscanWriteFolio => "vmscan:mm_vmscan_write_folio",
         VmscanMemcgReclaimBegin => "vmscan:mm_vmscan_memcg_reclaim_begin",
@@ -212,6 +217,19 @@ sim_stat! {
     tlbbatch_add => "sim/tlbbatch_add_pending",
     /// Batched flushes (`arch_tlbbatch_flush()`).
     tlbbatch_flush => "sim/tlbbatch_flush",
+    /// x86 `flush_tlb_multi()` calls (NR_TLB_REMOTE_FLUSH: another CPU was
+    /// in the cpumask).
+    tlb_remote_flush => "sim/tlb_remote_flush",
+    /// x86 flush IPIs handled by other CPUs (NR_TLB_REMOTE_FLUSH_RECEIVED).
+    tlb_remote_flush_received => "sim/tlb_remote_flush_received",
+    /// Inter-processor interrupts sent (function-call IPIs of TLB flushes).
+    ipi => "sim/ipi",
+    /// `switch_mm_irqs_off()` calls.
+    tlb_switch => "sim/tlb_switch_mm",
+    /// Of those, the ones that flushed the TLB (a new or stale context).
+    tlb_switch_flush => "sim/tlb_switch_flush",
+    /// Whole-mm flushes by `flush_tlb_batched_pending()`.
+    tlb_batched_pending => "sim/tlb_batched_pending",
     /// `page_vma_mapped_walk()` iterations that found an entry in
     /// `try_to_unmap_one()` (one per PTE, or per batch).
     pvmw => "sim/pvmw_iterations",

@@ -13,7 +13,9 @@ pub mod mm;
 
 use super::{Arch, FolioSpan, PteProt};
 use crate::include::linux::pgtable::Pfn;
+use crate::kernel::sched::Cpus;
 use crate::mm::vmstat::{SimStat, VmStat};
+use crate::MmId;
 
 pub const PTE_VALID: u64 = 1 << 0;
 /// Bits 1:0 = 0b11: page (level 3) or table (levels 0-2).
@@ -174,17 +176,18 @@ impl Arch for Arm64 {
     fn pte_swp_clear_exclusive(pte: u64) -> u64 {
         pte & !PTE_SWP_EXCLUSIVE
     }
-    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
-        mm::tlbflush::__flush_tlb_range(nr_pages, vs)
+    fn flush_tlb_mm_range(_: &mut Cpus, _: MmId, nr: u64, _: bool, vs: &mut VmStat) {
+        // Broadcast TLBIs: the same instructions whichever CPUs ran the mm.
+        mm::tlbflush::__flush_tlb_range(nr, vs)
     }
-    fn tlbbatch_should_defer() -> bool {
+    fn tlbbatch_should_defer(_: &Cpus, _: MmId) -> bool {
         true
     }
-    fn tlbbatch_add_pending(nr_pages: u64, vs: &mut VmStat) {
+    fn tlbbatch_add_pending(_: &mut Cpus, _: MmId, nr_pages: u64, vs: &mut VmStat) {
         vs.sim.tlbbatch_add += 1;
         mm::tlbflush::__flush_tlb_range_nosync(nr_pages, vs)
     }
-    fn tlbbatch_flush(vs: &mut VmStat) {
+    fn tlbbatch_flush(_: &mut Cpus, vs: &mut VmStat) {
         vs.sim.tlbbatch_flush += 1;
         vs.sim.dsb_ish += 1;
     }

@@ -11,7 +11,9 @@ pub mod mm;
 
 use super::{Arch, PteProt};
 use crate::include::linux::pgtable::Pfn;
+use crate::kernel::sched::Cpus;
 use crate::mm::vmstat::VmStat;
+use crate::MmId;
 
 pub const _PAGE_PRESENT: u64 = 1 << 0;
 pub const _PAGE_RW: u64 = 1 << 1;
@@ -126,19 +128,17 @@ impl Arch for X86_64 {
     fn arch_wants_old_prefaulted_pte() -> bool {
         false
     }
-    fn flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
-        mm::tlb::flush_tlb_mm_range(nr_pages, vs)
+    fn flush_tlb_mm_range(c: &mut Cpus, mm: MmId, nr: u64, freed: bool, vs: &mut VmStat) {
+        mm::tlb::flush_tlb_mm_range(c, mm, nr, freed, vs)
     }
-    fn tlbbatch_should_defer() -> bool {
-        // Only another CPU in mm_cpumask defers; the model runs every mm on
-        // one CPU.
-        false
+    fn tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool {
+        mm::tlb::arch_tlbbatch_should_defer(c, mm)
     }
-    fn tlbbatch_add_pending(_nr_pages: u64, vs: &mut VmStat) {
-        vs.sim.tlbbatch_add += 1;
+    fn tlbbatch_add_pending(c: &mut Cpus, mm: MmId, _nr_pages: u64, vs: &mut VmStat) {
+        mm::tlb::arch_tlbbatch_add_pending(c, mm, vs)
     }
-    fn tlbbatch_flush(vs: &mut VmStat) {
-        mm::tlb::arch_tlbbatch_flush(vs)
+    fn tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat) {
+        mm::tlb::arch_tlbbatch_flush(c, vs)
     }
     /// `__swp_entry()`: type in the top 5 bits, the offset inverted from
     /// bit 9 up (L1TF mitigation), `_PAGE_SWP_EXCLUSIVE` = `_PAGE_PWT`.

@@ -32,8 +32,9 @@ impl<A: Arch> Kernel<A> {
             addr = next;
         }
         // An exiting mm (fullmm) is no longer loaded anywhere: no flush.
-        if !self.exiting && self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared {
-            self.flush_tlb_range(mm, (end - start) / PAGE_SIZE);
+        let cleared = self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared;
+        if !self.exiting {
+            self.tlb_gather_range(mm, (end - start) / PAGE_SIZE, cleared);
         }
     }
 
@@ -67,6 +68,7 @@ impl<A: Arch> Kernel<A> {
         };
         self.zap_pte_range(mm, vma, tid, addr, next);
         if reclaim_pt && next - addr == PMD_SIZE && self.pt.table(tid).iter().all(|&e| e == 0) {
+            self.cpus.gather.freed_tables = true;
             self.free_pte_table(pmd);
         }
     }
@@ -104,6 +106,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `zap_pte_range()`
     fn zap_pte_range(&mut self, mm: MmId, vma: &Vma, tid: u32, start: u64, end: u64) {
+        self.flush_tlb_batched_pending(mm);
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
         while idx < end_idx {

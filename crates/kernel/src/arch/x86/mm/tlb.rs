@@ -1,35 +1,206 @@
-//! x86 TLB flushing for an mm that runs on one CPU (arch/x86/mm/tlb.c:
-//! flush_tlb_mm_range(), flush_tlb_func(), arch_tlbbatch_flush()), Linux
-//! 6.18.
+//! x86 TLB flushing across the simulated CPUs (arch/x86/mm/tlb.c:
+//! flush_tlb_mm_range(), get_flush_tlb_info(), native_flush_tlb_multi(),
+//! should_flush_tlb(), flush_tlb_func(), arch_tlbbatch_flush();
+//! arch/x86/include/asm/tlbflush.h: arch_tlbbatch_should_defer(),
+//! arch_tlbbatch_add_pending()), Linux 6.18.
 //!
 //! Modelled: the 33-page `tlb_single_page_flush_ceiling` (INVLPG per page
-//! up to 33, a full flush above), the `tlb:tlb_flush` event of each flush
-//! (reason LOCAL_MM_SHOOTDOWN for range flushes, LOCAL_SHOOTDOWN for the
-//! reclaim batch), and INVLPG / full-flush counts (`sim/`; the target kernel
-//! has no `nr_tlb_*` vmstat counters). Not modelled yet: other CPUs
-//! in mm_cpumask (IPIs, remote shootdowns, deferral), PCID/ASID
-//! generations, INVLPGB.
+//! up to 33, a full flush above); the local-only fast path when no other
+//! CPU is in `mm_cpumask()`, and no flush at all when the mm is not loaded
+//! here; otherwise `flush_tlb_multi()` with its TLB_REMOTE_SEND_IPI event,
+//! an IPI to every other CPU that `should_flush_tlb()` picks (lazy CPUs are
+//! skipped unless page tables were freed), the TLB-generation checks of
+//! `flush_tlb_func()` (partial flush only when it brings the CPU exactly up
+//! to date), the lazy CPU that switches to `init_mm` instead of flushing,
+//! the wrong-CPU case that trims `mm_cpumask()`; the reclaim batch's
+//! cpumask (the union of the unmapped mms' masks) and its flush with no mm
+//! (reason TLB_LOCAL_SHOOTDOWN locally). INVLPG and full-flush counts
+//! (`sim/invlpg`, `sim/tlb_flush_all`) add up every CPU's work.
+//! `tlb:tlb_flush` counts the events the workload's per-task perf counters
+//! see: those fired on a CPU where a workload task runs (never the
+//! context-switch ones, which fire between the two tasks' perf contexts),
+//! also split by reason (`tlb:tlb_flush/<reason>`). Not modelled: PCID
+//! ASID recycling, INVLPGB and global ASIDs, paravirt (KVM) flush hints,
+//! `should_trim_cpumask()` (jiffies do not advance).
 
+use crate::kernel::sched::{Cpus, TLB_FLUSH_ALL};
 use crate::mm::vmstat::{Trace, VmStat};
+use crate::MmId;
 
 /// `tlb_single_page_flush_ceiling`
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
-/// `flush_tlb_mm_range()` on the local CPU.
-pub fn flush_tlb_mm_range(nr_pages: u64, vs: &mut VmStat) {
-    vs.sim.flush_tlb_range += 1;
+/// `TLB_GENERATION_INVALID`
+const TLB_GENERATION_INVALID: u64 = 0;
+
+/// `enum tlb_flush_reason`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    RemoteShootdown,
+    LocalShootdown,
+    LocalMmShootdown,
+    RemoteSendIpi,
+    RemoteWrongCpu,
+}
+
+/// `struct flush_tlb_info`
+#[derive(Clone, Copy, Debug)]
+struct FlushInfo {
+    /// None: a flush of every user mm (the reclaim batch).
+    mm: Option<MmId>,
+    /// Pages; [`TLB_FLUSH_ALL`] after the ceiling.
+    nr: u64,
+    freed_tables: bool,
+    new_tlb_gen: u64,
+    initiating_cpu: usize,
+}
+
+/// `trace_tlb_flush()`, counted when a workload task runs on `cpu`.
+fn trace(c: &Cpus, cpu: usize, reason: Reason, vs: &mut VmStat) {
+    if !c.cpu[cpu].ours {
+        return;
+    }
     vs.trace(Trace::TlbFlush);
-    if nr_pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
-        vs.sim.tlb_flush_all += 1;
-    } else {
-        vs.sim.invlpg += nr_pages;
+    vs.trace(match reason {
+        Reason::RemoteShootdown => Trace::TlbFlushRemoteShootdown,
+        Reason::LocalShootdown => Trace::TlbFlushLocalShootdown,
+        Reason::LocalMmShootdown => Trace::TlbFlushLocalMmShootdown,
+        Reason::RemoteSendIpi => Trace::TlbFlushRemoteSendIpi,
+        Reason::RemoteWrongCpu => Trace::TlbFlushRemoteWrongCpu,
+    });
+}
+
+/// `flush_tlb_mm_range()` issued on `c.current`.
+pub fn flush_tlb_mm_range(c: &mut Cpus, mm: MmId, nr_pages: u64, freed: bool, vs: &mut VmStat) {
+    vs.sim.flush_tlb_range += 1;
+    let new_tlb_gen = c.inc_mm_tlb_gen(mm);
+    let info = FlushInfo {
+        mm: Some(mm),
+        nr: get_flush_nr(nr_pages),
+        freed_tables: freed,
+        new_tlb_gen,
+        initiating_cpu: c.current,
+    };
+    let cpu = c.current;
+    let mask = c.cpumask(mm);
+    if mask & !(1 << cpu) != 0 {
+        flush_tlb_multi(c, mask, &info, vs);
+    } else if c.cpu[cpu].loaded_mm == Some(mm) {
+        flush_tlb_func(c, cpu, &info, vs);
     }
 }
 
-/// `arch_tlbbatch_flush()` with only this CPU in the batch mask: one full
-/// local flush.
-pub fn arch_tlbbatch_flush(vs: &mut VmStat) {
+/// `get_flush_tlb_info()`'s ceiling: above 33 pages, flush everything.
+fn get_flush_nr(nr_pages: u64) -> u64 {
+    if nr_pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
+        TLB_FLUSH_ALL
+    } else {
+        nr_pages
+    }
+}
+
+/// `native_flush_tlb_multi()` with `on_each_cpu_cond_mask()`: the local
+/// CPU runs the flush directly, every other chosen CPU by IPI.
+fn flush_tlb_multi(c: &mut Cpus, mask: u64, info: &FlushInfo, vs: &mut VmStat) {
+    vs.sim.tlb_remote_flush += 1;
+    trace(c, info.initiating_cpu, Reason::RemoteSendIpi, vs);
+    for cpu in 0..c.nr() {
+        if mask & (1 << cpu) == 0 {
+            continue;
+        }
+        if !info.freed_tables && !should_flush_tlb(c, cpu, info) {
+            continue;
+        }
+        if cpu != info.initiating_cpu {
+            vs.sim.ipi += 1;
+        }
+        flush_tlb_func(c, cpu, info, vs);
+    }
+}
+
+/// `should_flush_tlb()`
+fn should_flush_tlb(c: &Cpus, cpu: usize, info: &FlushInfo) -> bool {
+    if c.cpu[cpu].is_lazy {
+        return false;
+    }
+    match info.mm {
+        None => true,
+        Some(mm) => c.cpu[cpu].loaded_mm == Some(mm),
+    }
+}
+
+/// `flush_tlb_func()` on `cpu`.
+fn flush_tlb_func(c: &mut Cpus, cpu: usize, f: &FlushInfo, vs: &mut VmStat) {
+    let local = cpu == f.initiating_cpu;
+    if !local {
+        vs.sim.tlb_remote_flush_received += 1;
+    }
+    let loaded = c.cpu[cpu].loaded_mm;
+    if let Some(mm) = f.mm {
+        if Some(mm) != loaded {
+            c.clear_cpumask(mm, cpu);
+            trace(c, cpu, Reason::RemoteWrongCpu, vs);
+            return;
+        }
+    }
+    let Some(loaded) = loaded else {
+        return;
+    };
+    if c.cpu[cpu].is_lazy {
+        c.switch_mm_irqs_off(cpu, None, vs);
+        return;
+    }
+    let local_gen = c.local_gen(cpu, loaded);
+    if f.new_tlb_gen != TLB_GENERATION_INVALID && f.new_tlb_gen <= local_gen {
+        return;
+    }
+    let mm_gen = c.mm_gen(loaded);
+    if local_gen != mm_gen {
+        if f.nr != TLB_FLUSH_ALL && f.new_tlb_gen == local_gen + 1 && f.new_tlb_gen == mm_gen {
+            vs.sim.invlpg += f.nr;
+        } else {
+            vs.sim.tlb_flush_all += 1;
+        }
+        c.set_local_gen(cpu, loaded, mm_gen);
+    }
+    let reason = if !local {
+        Reason::RemoteShootdown
+    } else if f.mm.is_none() {
+        Reason::LocalShootdown
+    } else {
+        Reason::LocalMmShootdown
+    };
+    trace(c, cpu, reason, vs);
+}
+
+/// `arch_tlbbatch_should_defer()`: another CPU is in `mm_cpumask()`.
+pub fn arch_tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool {
+    c.cpumask(mm) & !(1 << c.current) != 0
+}
+
+/// `arch_tlbbatch_add_pending()`
+pub fn arch_tlbbatch_add_pending(c: &mut Cpus, mm: MmId, vs: &mut VmStat) {
+    vs.sim.tlbbatch_add += 1;
+    c.inc_mm_tlb_gen(mm);
+    c.batch_cpumask |= c.cpumask(mm);
+}
+
+/// `arch_tlbbatch_flush()`: a full flush with no mm on every CPU of the
+/// batch's mask.
+pub fn arch_tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat) {
     vs.sim.tlbbatch_flush += 1;
-    vs.sim.tlb_flush_all += 1;
-    vs.trace(Trace::TlbFlush);
+    let cpu = c.current;
+    let info = FlushInfo {
+        mm: None,
+        nr: TLB_FLUSH_ALL,
+        freed_tables: false,
+        new_tlb_gen: TLB_GENERATION_INVALID,
+        initiating_cpu: cpu,
+    };
+    let mask = std::mem::take(&mut c.batch_cpumask);
+    if mask & !(1 << cpu) != 0 {
+        flush_tlb_multi(c, mask, &info, vs);
+    } else if mask & (1 << cpu) != 0 {
+        flush_tlb_func(c, cpu, &info, vs);
+    }
 }
