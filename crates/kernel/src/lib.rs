@@ -22,6 +22,7 @@ pub mod include {
 }
 pub mod fs {
     pub mod proc {
+        pub mod page;
         pub mod task_mmu;
     }
 }
@@ -95,6 +96,9 @@ pub struct Series {
     pub batch_folio_referenced: bool,
     /// Seed 002 patch 5: batched unmap of file large folios.
     pub batch_file_unmap: bool,
+    /// Seed 004: pagemap reports the swap location of swapped-out shmem
+    /// pages, found in the mapping's page cache.
+    pub pagemap_shmem_swap: bool,
 }
 
 impl Default for Config {
@@ -166,6 +170,9 @@ pub struct Kernel<A: Arch> {
     pub swap: Vec<mm::swapfile::SwapInfo>,
     /// `folio->swap` of swap-cache folios.
     pub swap_of: mm::swapfile::SwapOf,
+    /// Swap entries stored in shmem page-cache slots (xarray value
+    /// entries of swapped-out shmem pages).
+    pub shmem_swap: mm::shmem::ShmemSwap,
     /// Reclaim's deferred TLB flush state.
     pub tlb_ubc: mm::vmscan::TlbUbc,
     /// An mm is being torn down (`tlb->fullmm`): its unmaps need no flush.
@@ -230,6 +237,7 @@ impl<A: Arch> Kernel<A> {
                 .map(|&(k, size)| mm::swapfile::SwapInfo::new(k, size))
                 .collect(),
             swap_of: Default::default(),
+            shmem_swap: Default::default(),
             tlb_ubc: Default::default(),
             exiting: false,
             memcg: Default::default(),

@@ -86,6 +86,10 @@ struct OpenPhase {
     name: String,
     start: Snap,
     repopulated: u64,
+    /// Results of the phase's pagemap steps (`pagemap/<name>/...`).
+    pagemap: BTreeMap<String, i64>,
+    /// Raw entries of its `raw = true` pagemap steps.
+    pagemap_raw: BTreeMap<String, Vec<u64>>,
 }
 
 fn io_err(at: &str, what: impl std::fmt::Display) -> NativeError {
@@ -369,6 +373,7 @@ fn end_phase(
     if ctx.files.iter().any(HostFile::warm) {
         counters.insert("native/repopulated".into(), open.repopulated as i64);
     }
+    counters.extend(open.pagemap);
     let mut folios = BTreeMap::new();
     for (name, &(addr, len)) in regions {
         let h = histogram::histogram(pid, addr, len, flags).map_err(|e| {
@@ -384,7 +389,55 @@ fn end_phase(
         counters,
         folios,
         time: None,
+        pagemap: open.pagemap_raw,
     })
+}
+
+/// Read the workload's pagemap for pagemap step `idx` and record the
+/// results in the open phase (outside a phase they are not reported).
+fn pagemap_step(
+    ctx: &Ctx<'_>,
+    pid: i32,
+    idx: usize,
+    regions: &BTreeMap<String, (u64, u64)>,
+    open: Option<&mut OpenPhase>,
+) -> Result<(), NativeError> {
+    let d = &ctx.plan.pagemaps[idx];
+    let p = &d.step;
+    let region = &ctx.plan.regions[d.region as usize].name;
+    let &(addr, _) = regions.get(region).ok_or_else(|| {
+        io_err(
+            "native engine",
+            format!("pagemap step {:?}: region {region:?} is not mapped", p.name),
+        )
+    })?;
+    let r = crate::pagemap::read(
+        pid,
+        addr + d.offset,
+        d.len,
+        p.read_size,
+        p.privileged,
+        p.scan,
+        p.kpageflags,
+    )
+    .map_err(|e| io_err("native engine", format!("pagemap step {:?}: {e}", p.name)))?;
+    let Some(open) = open else {
+        return Ok(());
+    };
+    let counters = foliosim_kernel::fs::proc::task_mmu::pagemap_step_counters(
+        p.read_size,
+        &r.entries,
+        r.scan.as_deref(),
+        r.kpageflags.as_deref(),
+    );
+    for (k, v) in counters {
+        open.pagemap.insert(format!("pagemap/{}/{k}", p.name), v as i64);
+    }
+    open.pagemap.insert(format!("native/pagemap_ns/{}", p.name), r.read_ns as i64);
+    if p.raw {
+        open.pagemap_raw.insert(p.name.clone(), r.entries);
+    }
+    Ok(())
 }
 
 /// Run the workload once.
@@ -425,6 +478,10 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 }
             }
             workload::MSG_ERROR => return Err(error_message(ctx, &m)),
+            workload::MSG_PAGEMAP => {
+                pagemap_step(ctx, wl.pid, m[1] as usize, &regions, open.as_mut())?;
+                wl.go()?;
+            }
             workload::MSG_NOTE => eprintln!("foliosim native: note: {}", note_message(ctx, &m)),
             workload::MSG_MARK => {
                 if let Some(o) = open.take() {
@@ -471,6 +528,8 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                             name,
                             start,
                             repopulated,
+                            pagemap: BTreeMap::new(),
+                            pagemap_raw: BTreeMap::new(),
                         });
                         wl.go()?;
                     }

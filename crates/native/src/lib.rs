@@ -35,6 +35,7 @@ mod guard;
 mod histogram;
 mod host;
 mod memcg;
+mod pagemap;
 mod perf;
 mod plan;
 mod probe;

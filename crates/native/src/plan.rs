@@ -115,6 +115,21 @@ pub(crate) enum Op {
         step: u32,
         cg: u32,
     },
+    /// Pagemap step `idx` (an index into `Plan::pagemaps`): the engine
+    /// reads the workload's pagemap while the workload waits.
+    Pagemap {
+        step: u32,
+        idx: u32,
+    },
+}
+
+/// A pagemap step: its keys and the range as (region, offset, length).
+#[derive(Clone, Debug)]
+pub(crate) struct PagemapDecl {
+    pub step: foliosim_scenario::PagemapStep,
+    pub region: u32,
+    pub offset: u64,
+    pub len: u64,
 }
 
 /// A memory cgroup one `memcg` step makes.
@@ -147,6 +162,8 @@ pub(crate) struct Plan {
     pub reclaim_at: Option<String>,
     /// The first `force_empty` step, if any.
     pub force_empty_at: Option<String>,
+    /// The pagemap steps, in step order.
+    pub pagemaps: Vec<PagemapDecl>,
 }
 
 /// The `MADV_*` value of an advice.
@@ -215,6 +232,7 @@ struct Compiler<'a> {
     cur_memcg: Option<u32>,
     reclaim_at: Option<String>,
     force_empty_at: Option<String>,
+    pagemaps: Vec<PagemapDecl>,
 }
 
 /// Compile a validated scenario.
@@ -233,6 +251,7 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         cur_memcg: None,
         reclaim_at: None,
         force_empty_at: None,
+        pagemaps: Vec::new(),
     };
     let root = c.steps(&sc.steps)?;
     Ok(Plan {
@@ -246,6 +265,7 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         memcgs: c.memcgs,
         reclaim_at: c.reclaim_at,
         force_empty_at: c.force_empty_at,
+        pagemaps: c.pagemaps,
     })
 }
 
@@ -519,6 +539,26 @@ impl Compiler<'_> {
                     step,
                     cg: self.memcg(&at)?,
                 }
+            }
+            StepKind::Pagemap(p) => {
+                let (region, size) = self.region(&p.region, &at)?;
+                let (offset, len) = self.range(size, &p.range, &at)?;
+                let idx = self.pagemaps.len() as u32;
+                self.pagemaps.push(PagemapDecl {
+                    step: p.clone(),
+                    region,
+                    offset,
+                    len,
+                });
+                Op::Pagemap { step, idx }
+            }
+            StepKind::Threads { .. } | StepKind::Join => {
+                return Err(NativeError::Unsupported {
+                    at,
+                    what: "threads steps are not implemented by the native engine yet (the \
+                           simulator runs them)"
+                        .into(),
+                })
             }
         })
     }

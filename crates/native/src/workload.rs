@@ -55,6 +55,9 @@ pub(crate) const MSG_ERROR: u64 = 5;
 pub(crate) const MSG_OVERHEAD_EV: u64 = 6;
 /// [NOTE, step, code, errno, 0, pid]: something the engine says on stderr.
 pub(crate) const MSG_NOTE: u64 = 7;
+/// `[MSG_PAGEMAP, idx, ..]`: pagemap step `idx`; the engine reads this
+/// process's pagemap and says go.
+pub(crate) const MSG_PAGEMAP: u64 = 8;
 
 /// A memcg reclaim step reclaimed less than asked (errno: EAGAIN from
 /// memory.reclaim, EBUSY from the v1 limit or force_empty).
@@ -941,6 +944,14 @@ impl Proc<'_> {
             Op::PhaseEnd { step } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 self.mark(MARK_PHASE_END, 0);
+            }
+            Op::Pagemap { step, idx } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                // The phase's clocks keep running across the engine's read.
+                let (wall, cpu) = (self.t_wall, self.t_cpu);
+                self.sync(&[MSG_PAGEMAP, *idx as u64, 0, 0, 0, 0]);
+                self.t_wall = wall;
+                self.t_cpu = cpu;
             }
             Op::Memcg { step, cg } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);

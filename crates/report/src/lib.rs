@@ -26,6 +26,9 @@ pub struct Phase {
     pub folios: BTreeMap<String, BTreeMap<String, u64>>,
     /// Modelled time (simulated runs with a cost profile; None otherwise).
     pub time: Option<PhaseTime>,
+    /// Raw pagemap entries of the phase's `raw = true` pagemap steps, by
+    /// step name.
+    pub pagemap: BTreeMap<String, Vec<u64>>,
 }
 
 /// The modelled time of a phase under a cost profile (crates/cost).

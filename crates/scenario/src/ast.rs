@@ -141,6 +141,9 @@ pub struct Series {
     /// `series.batch_file_unmap`: seed 002 patch 5, batched unmapping of
     /// file large folios in try_to_unmap_one().
     pub batch_file_unmap: bool,
+    /// `series.pagemap_shmem_swap`: seed 004, pagemap reports the swap
+    /// type and offset of swapped-out shared (shmem) pages.
+    pub pagemap_shmem_swap: bool,
 }
 
 /// How a file's page cache is populated before the first step.
@@ -316,6 +319,35 @@ pub enum StepKind {
     /// `op = "force_empty"`: reclaim everything of the process's memory
     /// cgroup (cgroup v1 `memory.force_empty`).
     ForceEmpty,
+    /// `op = "pagemap"`: read `/proc/self/pagemap` for a range of a region
+    /// (top-level steps only).
+    Pagemap(PagemapStep),
+}
+
+/// An `op = "pagemap"` step: read the pagemap entries of `range` of
+/// `region` with read(2) calls of `read_size` bytes and report their
+/// summary as counters `pagemap/<name>/...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PagemapStep {
+    pub region: String,
+    pub range: Range,
+    /// `name` (default: the region's name): unique among pagemap steps.
+    pub name: String,
+    /// `read_size`: bytes per read(2), a non-zero multiple of 8 (default
+    /// 4096, one PAGEMAP_WALK_SIZE chunk of 512 entries).
+    pub read_size: u64,
+    /// `raw = true`: the report keeps the raw entries (default false).
+    pub raw: bool,
+    /// `privileged` (default true): the reader has CAP_SYS_ADMIN and sees
+    /// PFNs and swap offsets; false zeroes bits 0-54, as for an
+    /// unprivileged reader.
+    pub privileged: bool,
+    /// `scan = true`: also run a PAGEMAP_SCAN ioctl over the range and
+    /// report its regions and per-category page counts (default false).
+    pub scan: bool,
+    /// `kpageflags = true`: also count the `/proc/kpageflags` bits of the
+    /// present pages (needs `privileged`; default false).
+    pub kpageflags: bool,
 }
 
 /// How far a measured value may be from the expected one.

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Access, Advice, Backing, Pattern, Prot, Range, Step, StepKind};
+use crate::ast::{Access, Advice, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind};
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
 use crate::tree::{Data, Node};
@@ -20,6 +20,7 @@ enum Op {
     Memcg,
     MemcgReclaim,
     ForceEmpty,
+    Pagemap,
 }
 
 const OPS: &[(&str, Op)] = &[
@@ -34,6 +35,7 @@ const OPS: &[(&str, Op)] = &[
     ("memcg", Op::Memcg),
     ("memcg_reclaim", Op::MemcgReclaim),
     ("force_empty", Op::ForceEmpty),
+    ("pagemap", Op::Pagemap),
 ];
 
 impl Op {
@@ -53,6 +55,10 @@ impl Op {
             Op::Phase => &["op", "name"],
             Op::Memcg => &["op", "limit"],
             Op::MemcgReclaim => &["op", "amount"],
+            Op::Pagemap => &[
+                "op", "region", "offset", "len", "name", "read_size", "raw", "privileged", "scan",
+                "kpageflags",
+            ],
         }
     }
 }
@@ -126,6 +132,8 @@ pub(crate) struct StepChecker<'a> {
     mapped: HashMap<String, String>,
     /// Phase names in declaration order.
     phases: Vec<String>,
+    /// Names of the pagemap steps so far, with their step.
+    pagemaps: HashMap<String, String>,
 }
 
 /// The validated steps and the phases they declare.
@@ -152,6 +160,7 @@ pub(crate) fn steps(
         declared,
         mapped: HashMap::new(),
         phases: Vec::new(),
+        pagemaps: HashMap::new(),
     };
     let steps = checker.list(node, "step", &mut Scope::default(), true)?;
     Ok(Checked {
@@ -253,6 +262,7 @@ impl StepChecker<'_> {
                 in_memcg(&f, scope, op_word)?;
                 StepKind::ForceEmpty
             }
+            Op::Pagemap => self.pagemap(&f, scope, top)?,
         };
         Ok(Step {
             loc: self.ctx.loc(&table.origin),
@@ -274,6 +284,48 @@ impl StepChecker<'_> {
         }
         self.phases.push(name.clone());
         Ok(StepKind::Phase { name })
+    }
+
+    /// `op = "pagemap"` (top-level steps only: the report is the root
+    /// process's).
+    fn pagemap(&mut self, f: &Fields<'_>, scope: &Scope, top: bool) -> Result<StepKind> {
+        if !top {
+            let msg = "pagemap steps are only allowed in top-level steps, not in a child";
+            return Err(f.err_at("op", msg));
+        }
+        let (region, size) = self.region(f, scope)?;
+        let range = range(f, &region, size)?;
+        let name = f.opt("name", Ctx::name)?.unwrap_or_else(|| region.clone());
+        if let Some(other) = self.pagemaps.get(&name) {
+            let msg = format!(
+                "duplicate pagemap step name {name:?} (also used by {other}); give this step \
+                 its own `name`"
+            );
+            let key = if f.get("name").is_some() { "name" } else { "region" };
+            return Err(f.err_at(key, msg));
+        }
+        self.pagemaps.insert(name.clone(), f.path().to_owned());
+        let read_size = f.opt("read_size", Ctx::nonzero_size)?.unwrap_or(4096);
+        if read_size % 8 != 0 {
+            let msg = format!("expected a multiple of 8 (one pagemap entry), found {read_size}");
+            return Err(f.err_at("read_size", msg));
+        }
+        let privileged = f.opt("privileged", Ctx::boolean)?.unwrap_or(true);
+        let kpageflags = f.opt("kpageflags", Ctx::boolean)?.unwrap_or(false);
+        if kpageflags && !privileged {
+            let msg = "kpageflags = true needs the PFNs, which privileged = false hides";
+            return Err(f.err_at("kpageflags", msg));
+        }
+        Ok(StepKind::Pagemap(PagemapStep {
+            region,
+            range,
+            name,
+            read_size,
+            raw: f.opt("raw", Ctx::boolean)?.unwrap_or(false),
+            privileged,
+            scan: f.opt("scan", Ctx::boolean)?.unwrap_or(false),
+            kpageflags,
+        }))
     }
 
     fn mmap(&mut self, f: &Fields<'_>, scope: &mut Scope) -> Result<StepKind> {

@@ -22,6 +22,7 @@ const KEYS: &[&str] = &[
     "series.batch_anon_unmap",
     "series.batch_folio_referenced",
     "series.batch_file_unmap",
+    "series.pagemap_shmem_swap",
 ];
 
 /// The patch-series switches, under `series.` in `[system]`.
@@ -29,6 +30,7 @@ const SERIES: &[&str] = &[
     "batch_anon_unmap",
     "batch_folio_referenced",
     "batch_file_unmap",
+    "pagemap_shmem_swap",
 ];
 
 /// The keys of a `[[system.swap]]` table.
@@ -138,6 +140,7 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
         bit(series.batch_folio_referenced),
     );
     put("series.batch_file_unmap", bit(series.batch_file_unmap));
+    put("series.pagemap_shmem_swap", bit(series.pagemap_shmem_swap));
     knobs
 }
 
@@ -300,6 +303,9 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
             system.series.batch_folio_referenced = flag(ctx, node, &field)?;
         }
         "series.batch_file_unmap" => system.series.batch_file_unmap = flag(ctx, node, &field)?,
+        "series.pagemap_shmem_swap" => {
+            system.series.pagemap_shmem_swap = flag(ctx, node, &field)?;
+        }
         path if path.starts_with("series.") || path == "series" => {
             let valid: Vec<String> = SERIES.iter().map(|s| format!("series.{s}")).collect();
             let msg = format!(

@@ -14,10 +14,16 @@ use foliosim_scenario::{
 
 use crate::{at, SimError};
 
+mod pagemap;
+
 /// A phase being measured.
 struct OpenPhase {
     name: String,
     start: BTreeMap<String, u64>,
+    /// Results of the phase's pagemap steps (`pagemap/<name>/...`).
+    pagemap: BTreeMap<String, i64>,
+    /// Raw entries of its pagemap steps with `raw = true`.
+    pagemap_raw: BTreeMap<String, Vec<u64>>,
 }
 
 pub(crate) struct Engine<A: Arch> {
@@ -126,6 +132,8 @@ impl<A: Arch> Engine<A> {
         self.phase = Some(OpenPhase {
             name: name.to_string(),
             start: self.counters(),
+            pagemap: BTreeMap::new(),
+            pagemap_raw: BTreeMap::new(),
         });
     }
 
@@ -134,7 +142,7 @@ impl<A: Arch> Engine<A> {
             return;
         };
         let end = self.counters();
-        let counters = end
+        let mut counters: BTreeMap<String, i64> = end
             .iter()
             .map(|(k, v)| {
                 (
@@ -143,6 +151,7 @@ impl<A: Arch> Engine<A> {
                 )
             })
             .collect();
+        counters.extend(open.pagemap);
         let mut folios = BTreeMap::new();
         if self.k.mms[self.root.0 as usize].is_some() {
             for (name, &(addr, len)) in &self.regions {
@@ -157,6 +166,7 @@ impl<A: Arch> Engine<A> {
             counters,
             folios,
             time: None,
+            pagemap: open.pagemap_raw,
         });
     }
 
@@ -244,6 +254,7 @@ impl<A: Arch> Engine<A> {
                 let memcg = self.k.mm_memcg(mm);
                 self.k.mem_cgroup_force_empty(memcg);
             }
+            StepKind::Pagemap(p) => self.pagemap(mm, p, loc)?,
         }
         self.check_now(&at(loc))
     }

@@ -97,6 +97,7 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         batch_anon_unmap: s.series.batch_anon_unmap,
         batch_folio_referenced: s.series.batch_folio_referenced,
         batch_file_unmap: s.series.batch_file_unmap,
+        pagemap_shmem_swap: s.series.pagemap_shmem_swap,
     };
     for (&size, &mode) in &s.mthp_enabled {
         let order = (size / 4096).trailing_zeros() as usize;

@@ -56,6 +56,10 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.check_folios(&seen)?;
+        // A swapped-out shmem page's slot holds the page cache's reference.
+        for e in self.shmem_swap.values() {
+            *seen.swap.entry((e.ty, e.offset)).or_default() += 1;
+        }
         self.check_swap(&seen)?;
         self.check_page_cache()?;
         self.check_lru()?;

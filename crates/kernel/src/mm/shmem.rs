@@ -1,16 +1,36 @@
 //! Shared anonymous memory (mm/shmem.c: shmem_zero_setup(), shmem_fault(),
-//! shmem_get_folio_gfp()), Linux 6.18 with `shmem_enabled = never` and every
-//! per-size `shmem_enabled` at `never` (the defaults): every hole is filled
-//! with a zeroed order-0 folio on its first fault (read or write), and
-//! `filemap_map_pages()` maps cached pages around later faults.
-//! Not modelled: shmem huge pages and their knobs, swap of shmem, tmpfs
-//! files, memfd, fallocate.
+//! shmem_get_folio_gfp(), shmem_writeout(), shmem_swapin_folio()), Linux
+//! 6.18 with `shmem_enabled = never` and every per-size `shmem_enabled` at
+//! `never` (the defaults): every hole is filled with a zeroed order-0 folio
+//! on its first fault (read or write), and `filemap_map_pages()` maps cached
+//! pages around later faults.
+//!
+//! Swap: reclaim unmaps a shmem folio from every mapper (its PTEs become
+//! none, `try_to_unmap()` of a file folio), then `shmem_writeout()` gives it
+//! a swap slot whose count is the page cache's reference (the kernel's
+//! SWAP_MAP_SHMEM, modelled as a count of 1), replaces the page-cache slot
+//! by the swap entry (an xarray value entry, kept in [`ShmemSwap`]) and
+//! writes the folio out from the swap cache. The next fault on that index
+//! swaps it in (`shmem_swapin_folio()`): from the swap cache if the folio is
+//! still there (minor), else read from the device or the zeromap (major,
+//! pgmajfault, pswpin), back into the page cache, dirty, with the slot freed.
+//! Not modelled: shmem huge pages and their knobs, large shmem swap entries,
+//! swap readahead, tmpfs files, memfd, fallocate, truncation (the shmem
+//! object and its swap live until the run ends).
+
+use std::collections::BTreeMap;
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::{PG_DIRTY, PG_UPTODATE};
+use crate::include::linux::mm_types::{PG_DIRTY, PG_LRU, PG_SWAPBACKED, PG_UPTODATE};
 use crate::include::linux::pgtable::{div_round_up, Pfn, PAGE_SIZE};
-use crate::mm::memory::{Vmf, VM_FAULT_LOCKED, VM_FAULT_OOM, VM_FAULT_SIGBUS};
+use crate::mm::filemap::NO_PAGE;
+use crate::mm::memory::{Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
+use crate::mm::swapfile::SwpEntry;
+use crate::mm::vmstat::VmEvent;
 use crate::{FileId, Kernel};
+
+/// The swap entries held in shmem page-cache slots: (file, index) → entry.
+pub type ShmemSwap = BTreeMap<(u32, u64), SwpEntry>;
 
 impl<A: Arch> Kernel<A> {
     /// `shmem_zero_setup()` → `shmem_kernel_file_setup()`: an unlinked shmem
@@ -23,7 +43,8 @@ impl<A: Arch> Kernel<A> {
         f
     }
 
-    /// `shmem_fault()`: the folio at `vmf.pgoff`, allocated on a hole.
+    /// `shmem_fault()`: the folio at `vmf.pgoff`, swapped in if its slot
+    /// holds a swap entry, allocated on a hole.
     pub fn shmem_fault(&mut self, vmf: &mut Vmf) -> (u32, Option<Pfn>) {
         let file = vmf.vma.file.expect("shmem file");
         let f = self.open_files[file as usize].mapping;
@@ -33,6 +54,9 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.pagecache_lookup += 1;
         if let Some(p) = self.files[f.0 as usize].lookup(vmf.pgoff) {
             return (VM_FAULT_LOCKED, Some(p));
+        }
+        if let Some(&entry) = self.shmem_swap.get(&(f.0, vmf.pgoff)) {
+            return self.shmem_swapin_folio(f, vmf.pgoff, entry);
         }
         let Some(folio) = self.folio_alloc(0) else {
             return (VM_FAULT_OOM, None);
@@ -49,5 +73,84 @@ impl<A: Arch> Kernel<A> {
         debug_assert_eq!(added, crate::mm::filemap::AddFolio::Added);
         self.mem.set(folio, PG_UPTODATE | PG_DIRTY);
         (VM_FAULT_LOCKED, Some(folio))
+    }
+
+    /// The swap entry a shmem page-cache slot holds, if the page at `index`
+    /// of `f` is swapped out (`xa_load()` finding a value entry).
+    pub fn shmem_swap_entry(&self, f: FileId, index: u64) -> Option<SwpEntry> {
+        self.shmem_swap.get(&(f.0, index)).copied()
+    }
+
+    /// `shmem_writeout()` for an unmapped order-0 shmem folio under
+    /// reclaim: allocate a swap slot (the folio enters the swap cache),
+    /// take the page cache's reference on it (`swap_shmem_alloc()`) and put
+    /// the swap entry in the page-cache slot
+    /// (`shmem_delete_from_page_cache()`). False when no slot was found
+    /// (the folio is redirtied and activated). The caller writes it out.
+    pub(crate) fn shmem_writeout(&mut self, folio: Pfn) -> bool {
+        if self.mem.folio_test_large(folio) {
+            self.unsupported("swap-out of large shmem folios".into());
+            return false;
+        }
+        if !self.folio_alloc_swap(folio) {
+            return false;
+        }
+        let entry = self.folio_swap(folio).expect("just added to the swap cache");
+        self.swap_duplicate(entry, 1);
+        let file = self.mem.folio_mapping(folio) as u32 - 1;
+        let index = self.mem.folio_index(folio) as u64;
+        self.files[file as usize].pages[index as usize] = NO_PAGE;
+        self.shmem_swap.insert((file, index), entry);
+        self.mem.set_folio_mapping(folio, 0);
+        true
+    }
+
+    /// `shmem_swapin_folio()` for the order-0 entry at `index`: the folio
+    /// from the swap cache, or a new one read from the slot (a major
+    /// fault); it goes back into the page cache dirty and the slot is
+    /// released (`swap_free_nr()`).
+    fn shmem_swapin_folio(&mut self, f: FileId, index: u64, entry: SwpEntry) -> (u32, Option<Pfn>) {
+        let cached = self.swap[entry.ty as usize].cache[entry.offset as usize];
+        let mut ret = VM_FAULT_LOCKED;
+        let folio = if cached != NO_PAGE {
+            let folio = self.mem.page_folio(Pfn(cached));
+            self.delete_from_swap_cache(folio);
+            folio
+        } else {
+            ret |= VM_FAULT_MAJOR;
+            self.vmstat.count_vm_event(VmEvent::PgMajFault);
+            let Some(folio) = self.folio_alloc(0) else {
+                return (VM_FAULT_OOM, None);
+            };
+            if !self.mem_cgroup_swapin_charge_folio(
+                folio,
+                entry,
+                crate::mm::memcontrol::ChargeGfp::Kernel,
+            ) {
+                self.folio_free(folio);
+                return (VM_FAULT_OOM, None);
+            }
+            // swap_read_folio(): the zeromap or the device.
+            let zero = self.swap[entry.ty as usize].zeromap[entry.offset as usize];
+            self.mem.set_page_nonzero(folio, !zero);
+            if zero {
+                self.vmstat.count_vm_event(VmEvent::SwpInZero);
+            } else {
+                self.vmstat.count_vm_event(VmEvent::PswpIn);
+            }
+            folio
+        };
+        // shmem_add_to_page_cache() in place of the value entry.
+        self.shmem_swap.remove(&(f.0, index));
+        self.files[f.0 as usize].pages[index as usize] = folio.0;
+        self.mem.set_folio_index(folio, index);
+        self.mem.set_folio_mapping(folio, Self::file_mapping_id(f));
+        self.mem.set(folio, PG_SWAPBACKED | PG_UPTODATE | PG_DIRTY);
+        self.vmstat.sim.pagecache_add += 1;
+        if !self.mem.test(folio, PG_LRU) {
+            self.folio_add_lru(folio);
+        }
+        self.swap_free_nr(entry, 1);
+        (ret, Some(folio))
     }
 }

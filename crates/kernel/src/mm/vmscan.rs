@@ -22,9 +22,9 @@
 //! throttling; the LRU sizes the scan balance reads are exact (the kernel
 //! reads rate-limited memcg statistics); `get_scan_count()` uses
 //! vm.swappiness = 60 (no knob yet); refault detection (workingset shadow
-//! entries) is absent, so refaults never force deactivation. Unsupported
-//! (reported after the step): swapping shmem folios out (without swap the
-//! kernel activates them, as the model does).
+//! entries) is absent, so refaults never force deactivation. Dirty shmem
+//! folios go to swap through `shmem_writeout()` (mm/shmem.rs); without swap
+//! the kernel activates them, as the model does.
 //! Not modelled: kswapd and global direct reclaim, MGLRU, memory.low/min,
 //! demotion, lazyfree, slab shrinkers, memcg hierarchies deeper than one
 //! level (the model's cgroups are children of the root).
@@ -351,12 +351,12 @@ impl<A: Arch> Kernel<A> {
             }
             self.try_to_unmap_flush_dirty();
             if !self.mem.test(folio, PG_SWAPCACHE) {
-                // shmem_writeout(): without swap the kernel activates what it
-                // cannot write; swapping shmem out is not modelled.
-                if self.can_reclaim_anon_pages() {
-                    self.unsupported("swap-out of shmem folios by reclaim".into());
+                // A shmem folio: shmem_writeout() moves it to a swap slot
+                // (mm/shmem.rs); without swap, or without a free slot, the
+                // kernel redirties and activates it.
+                if !self.can_reclaim_anon_pages() || !self.shmem_writeout(folio) {
+                    return Verdict::Activate(nr_pages);
                 }
-                return Verdict::Activate(nr_pages);
             }
             stat.nr_pageout += nr_pages;
             if !self.pageout(folio) {

@@ -256,6 +256,28 @@ sim_stat! {
     swap_lock => "sim/swap_count_lock",
     /// Swap slot allocations attempted (`folio_alloc_swap()`).
     swap_alloc => "sim/swap_alloc",
+    /// read(2) calls on /proc/PID/pagemap (`pagemap_read()`).
+    pagemap_read_calls => "sim/pagemap_read_calls",
+    /// pagemap walks: one mmap_read_lock round trip and `walk_page_range()`
+    /// per PAGEMAP_WALK_SIZE chunk of a read.
+    pagemap_walks => "sim/pagemap_walks",
+    /// pagemap entries produced (`add_to_pagemap()`).
+    pagemap_entries => "sim/pagemap_entries",
+    /// PTE tables the pagemap walk mapped (`pte_offset_map_lock()`).
+    pagemap_pte_tables => "sim/pagemap_pte_tables",
+    /// PMD leaves the pagemap walk handled whole.
+    pagemap_pmd_leaves => "sim/pagemap_pmd_leaves",
+    /// `pagemap_pte_hole()` callbacks.
+    pagemap_holes => "sim/pagemap_holes",
+    /// Seed 004: shmem page-cache lookups for none PTEs.
+    pagemap_pagecache_lookups => "sim/pagemap_pagecache_lookups",
+    /// Seed 004: pagemap walks that made at least one page-cache lookup
+    /// (each starts its xarray search from the root).
+    pagemap_pagecache_walks => "sim/pagemap_pagecache_walks",
+    /// PAGEMAP_SCAN ioctls.
+    pagemap_scan_calls => "sim/pagemap_scan_calls",
+    /// Pages a PAGEMAP_SCAN walked.
+    pagemap_scan_entries => "sim/pagemap_scan_entries",
     /// Anon-exclusive share barrier pairs (`folio_try_share_anon_rmap_*`).
     anon_share => "sim/anon_share_barrier",
     /// Folios isolated from the LRU.
