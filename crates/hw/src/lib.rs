@@ -37,6 +37,8 @@ pub struct Cpu {
     /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
     /// later sees); true unless a workload writes zeroes.
     pub store_nonzero: bool,
+    /// The simulated CPU this is (`smp_processor_id()` of its faults).
+    pub id: usize,
 }
 
 impl Default for Cpu {
@@ -44,6 +46,7 @@ impl Default for Cpu {
         Cpu {
             last: None,
             store_nonzero: true,
+            id: 0,
         }
     }
 }
@@ -117,6 +120,7 @@ impl Cpu {
         faults: &mut TaskFaults,
     ) -> Result<(), AccessError> {
         k.vmstat.sim.user_access += 1;
+        k.set_current_cpu(self.id);
         for _ in 0..4 {
             if self.try_access(k, mm, addr, write) {
                 return Ok(());

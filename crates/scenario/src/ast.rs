@@ -80,6 +80,9 @@ pub struct System {
     pub arch: Arch,
     /// `memory`: simulated RAM in bytes (default 24 GiB).
     pub memory: u64,
+    /// `cpus`: simulated CPUs (default 2, like the reference host); bounds
+    /// the threads a `threads` step may start.
+    pub cpus: u32,
     /// `transparent_hugepage.enabled` (default madvise, the test kernel's
     /// Kconfig default).
     pub thp_enabled: ThpEnabled,
@@ -322,6 +325,18 @@ pub enum StepKind {
     /// `op = "pagemap"`: read `/proc/self/pagemap` for a range of a region
     /// (top-level steps only).
     Pagemap(PagemapStep),
+    /// `op = "threads"`: `count` threads of the process start, thread `i`
+    /// pinned on CPU `i + 1` (the main thread is on CPU 0); each runs its
+    /// steps (`[[step.thread]]`, already cut to the thread's slice), then
+    /// `after` until the `join` step.
+    Threads {
+        count: u32,
+        after: ThreadAfter,
+        /// The steps of each thread, in thread order.
+        threads: Vec<Vec<Step>>,
+    },
+    /// `op = "join"`: the threads exit; the main thread waits for them.
+    Join,
 }
 
 /// An `op = "pagemap"` step: read the pagemap entries of `range` of
@@ -348,6 +363,17 @@ pub struct PagemapStep {
     /// `kpageflags = true`: also count the `/proc/kpageflags` bits of the
     /// present pages (needs `privileged`; default false).
     pub kpageflags: bool,
+}
+
+/// What the threads of a `threads` step do after their steps, until the
+/// `join` (`after`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadAfter {
+    /// `after = "spin"` (default): busy-wait in user space; the mm stays
+    /// loaded and active on their CPUs.
+    Spin,
+    /// `after = "sleep"`: block; their CPUs go idle (lazy TLB).
+    Sleep,
 }
 
 /// How far a measured value may be from the expected one.

@@ -7,6 +7,9 @@ use crate::check::Fields;
 use crate::error::{Ctx, Result};
 use crate::tree::{Data, Node};
 
+#[path = "threads.rs"]
+mod threads;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Op {
     Mmap,
@@ -21,6 +24,8 @@ enum Op {
     MemcgReclaim,
     ForceEmpty,
     Pagemap,
+    Threads,
+    Join,
 }
 
 const OPS: &[(&str, Op)] = &[
@@ -36,6 +41,8 @@ const OPS: &[(&str, Op)] = &[
     ("memcg_reclaim", Op::MemcgReclaim),
     ("force_empty", Op::ForceEmpty),
     ("pagemap", Op::Pagemap),
+    ("threads", Op::Threads),
+    ("join", Op::Join),
 ];
 
 impl Op {
@@ -46,17 +53,26 @@ impl Op {
                 "op", "region", "kind", "file", "shared", "size", "offset", "prot", "madvise",
             ],
             Op::Touch => &[
-                "op", "region", "access", "pattern", "seed", "stride", "offset", "len",
+                "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
             ],
             Op::Madvise => &["op", "region", "advice", "offset", "len"],
             Op::Munmap => &["op", "region", "offset", "len"],
             Op::Fork => &["op", "child"],
-            Op::Wait | Op::PhaseEnd | Op::ForceEmpty => &["op"],
+            Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
+            Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
             Op::Memcg => &["op", "limit"],
             Op::MemcgReclaim => &["op", "amount"],
             Op::Pagemap => &[
-                "op", "region", "offset", "len", "name", "read_size", "raw", "privileged", "scan",
+                "op",
+                "region",
+                "offset",
+                "len",
+                "name",
+                "read_size",
+                "raw",
+                "privileged",
+                "scan",
                 "kpageflags",
             ],
         }
@@ -134,6 +150,8 @@ pub(crate) struct StepChecker<'a> {
     phases: Vec<String>,
     /// Names of the pagemap steps so far, with their step.
     pagemaps: HashMap<String, String>,
+    /// The `threads` / `join` state.
+    threads: threads::ThreadState,
 }
 
 /// The validated steps and the phases they declare.
@@ -148,6 +166,7 @@ pub(crate) fn steps(
     node: Option<&Node>,
     file_names: Vec<String>,
     seed: u64,
+    cpus: u32,
 ) -> Result<Checked> {
     let mut declared = HashMap::new();
     if let Some(node) = node {
@@ -161,8 +180,10 @@ pub(crate) fn steps(
         mapped: HashMap::new(),
         phases: Vec::new(),
         pagemaps: HashMap::new(),
+        threads: threads::ThreadState::new(cpus),
     };
     let steps = checker.list(node, "step", &mut Scope::default(), true)?;
+    checker.threads_joined()?;
     Ok(Checked {
         steps,
         phases: checker.phases,
@@ -221,6 +242,7 @@ impl StepChecker<'_> {
         let op_word = OPS.iter().find(|(_, o)| *o == op).map_or("", |(w, _)| *w);
         f.set_place(format!("in {path} (op = {op_word:?})"));
         f.check_allowed(op.keys())?;
+        self.threads_gate(&f, op_word, matches!(op, Op::Fork | Op::Memcg))?;
         let kind = match op {
             Op::Mmap => self.mmap(&f, scope)?,
             Op::Touch => self.touch(&f, scope)?,
@@ -263,6 +285,8 @@ impl StepChecker<'_> {
                 StepKind::ForceEmpty
             }
             Op::Pagemap => self.pagemap(&f, scope, top)?,
+            Op::Threads => self.threads(&f, scope, top)?,
+            Op::Join => self.join(&f)?,
         };
         Ok(Step {
             loc: self.ctx.loc(&table.origin),
@@ -301,7 +325,11 @@ impl StepChecker<'_> {
                 "duplicate pagemap step name {name:?} (also used by {other}); give this step \
                  its own `name`"
             );
-            let key = if f.get("name").is_some() { "name" } else { "region" };
+            let key = if f.get("name").is_some() {
+                "name"
+            } else {
+                "region"
+            };
             return Err(f.err_at(key, msg));
         }
         self.pagemaps.insert(name.clone(), f.path().to_owned());
@@ -397,6 +425,9 @@ impl StepChecker<'_> {
     }
 
     fn touch(&self, f: &Fields<'_>, scope: &Scope) -> Result<StepKind> {
+        if !self.threads.in_thread {
+            f.forbid("split", "in a touch of a threads block ([[step.thread]])")?;
+        }
         let (region, size) = self.region(f, scope)?;
         let access = f.req("access", |c, n, p| c.choice(n, p, ACCESSES))?;
         let name = f.opt("pattern", |c, n, p| c.choice(n, p, PATTERNS))?;

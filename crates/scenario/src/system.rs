@@ -13,6 +13,7 @@ pub(crate) const MTHP_SIZES_KB: [u64; 8] = [16, 32, 64, 128, 256, 512, 1024, 204
 const KEYS: &[&str] = &[
     "arch",
     "memory",
+    "cpus",
     "transparent_hugepage.enabled",
     "transparent_hugepage.use_zero_page",
     "transparent_hugepage.hugepages-<N>kB.enabled",
@@ -87,6 +88,7 @@ impl Default for System {
         let mut system = System {
             arch: Arch::X86_64,
             memory: 24 << 30,
+            cpus: 2,
             thp_enabled: ThpEnabled::Madvise,
             thp_use_zero_page: true,
             mthp_enabled,
@@ -108,6 +110,7 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     let mut put = |key: &str, value: String| knobs.insert(key.to_owned(), value);
     put("arch", system.arch.as_str().to_owned());
     put("memory", system.memory.to_string());
+    put("cpus", system.cpus.to_string());
     put(
         "transparent_hugepage.enabled",
         word(THP, system.thp_enabled),
@@ -292,6 +295,7 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
     match leaf.path.as_str() {
         "arch" => system.arch = ctx.choice(node, &field, ARCHES)?,
         "memory" => system.memory = memory(ctx, node, &field)?,
+        "cpus" => system.cpus = cpus(ctx, node, &field)?,
         "transparent_hugepage.enabled" => system.thp_enabled = ctx.choice(node, &field, THP)?,
         "transparent_hugepage.use_zero_page" => {
             system.thp_use_zero_page = flag(ctx, node, &field)?;
@@ -334,6 +338,16 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
 }
 
 /// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`.
+/// `cpus`: 1 to 64 simulated CPUs.
+fn cpus(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
+    let n = ctx.uint(node, field)?;
+    if !(1..=64).contains(&n) {
+        let msg = format!("expected a number of CPUs from 1 to 64, found {n}");
+        return Err(ctx.err(&node.origin, field, msg));
+    }
+    Ok(n as u32)
+}
+
 fn mthp_size(ctx: &Ctx, leaf: &Leaf<'_>, rest: &str, field: &str) -> Result<u64> {
     let (size, key) = rest.split_once('.').unwrap_or((rest, ""));
     let kb = size

@@ -13,6 +13,7 @@ use foliosim_scenario::{
 };
 
 use crate::{at, SimError};
+use foliosim_kernel::kernel::sched::CpuRun;
 
 mod pagemap;
 
@@ -37,6 +38,10 @@ pub(crate) struct Engine<A: Arch> {
     phase: Option<OpenPhase>,
     phases: Vec<Phase>,
     check: bool,
+    /// The CPUs of running threads (`cpu` is CPU 0's, the main thread's).
+    thread_cpus: Vec<Cpu>,
+    /// The threads' CPUs and whether they sleep (`after = "sleep"`).
+    threads: Option<(u32, foliosim_scenario::ThreadAfter)>,
 }
 
 fn kerr(loc: &foliosim_scenario::Loc, e: KernelError) -> SimError {
@@ -58,6 +63,8 @@ impl<A: Arch> Engine<A> {
             what: e.to_string(),
         })?;
         let root = k.mm_alloc();
+        k.set_nr_cpus(sc.system.cpus as usize);
+        k.sched_switch(0, foliosim_kernel::kernel::sched::CpuRun::User(root));
         let mut e = Engine {
             k,
             cpu: Cpu::default(),
@@ -68,6 +75,8 @@ impl<A: Arch> Engine<A> {
             phase: None,
             phases: Vec::new(),
             check,
+            thread_cpus: Vec::new(),
+            threads: None,
         };
         for (i, f) in sc.files.iter().enumerate() {
             e.create_file(f).map_err(|err| match err {
@@ -179,6 +188,7 @@ impl<A: Arch> Engine<A> {
 
     fn exec(&mut self, mm: MmId, step: &Step) -> Result<(), SimError> {
         let loc = &step.loc;
+        self.k.set_current_cpu(self.cpu.id);
         match &step.kind {
             StepKind::Mmap {
                 region,
@@ -239,9 +249,12 @@ impl<A: Arch> Engine<A> {
             StepKind::Fork { child } => {
                 let c = self.k.dup_mm(mm).map_err(|e| kerr(loc, e))?;
                 self.check_now(&at(loc))?;
+                // The child runs on the parent's CPU while the parent waits.
+                self.k.sched_switch(self.cpu.id, CpuRun::User(c));
                 for s in child {
                     self.exec(c, s)?;
                 }
+                self.k.sched_switch(self.cpu.id, CpuRun::User(mm));
             }
             StepKind::Wait => self.wait(mm),
             StepKind::Phase { name } => self.start_phase(name),
@@ -255,6 +268,8 @@ impl<A: Arch> Engine<A> {
                 self.k.mem_cgroup_force_empty(memcg);
             }
             StepKind::Pagemap(p) => self.pagemap(mm, p, loc)?,
+            StepKind::Threads { after, threads, .. } => self.run_threads(mm, *after, threads)?,
+            StepKind::Join => self.join(mm),
         }
         self.check_now(&at(loc))
     }
@@ -289,6 +304,58 @@ impl<A: Arch> Engine<A> {
             (Ok(()), Some(what)) => Err(SimError::Unsupported { at: at(loc), what }),
             (res, _) => res,
         }
+    }
+
+    /// `threads`: thread `i` runs its steps on CPU `i + 1`, one thread after
+    /// the other, then spins there (its mm stays loaded) or sleeps (its CPU
+    /// idles in lazy TLB mode).
+    fn run_threads(
+        &mut self,
+        mm: MmId,
+        after: foliosim_scenario::ThreadAfter,
+        threads: &[Vec<Step>],
+    ) -> Result<(), SimError> {
+        self.thread_cpus = (1..=threads.len())
+            .map(|id| {
+                let mut c = Cpu::default();
+                c.id = id;
+                c
+            })
+            .collect();
+        for (i, steps) in threads.iter().enumerate() {
+            std::mem::swap(&mut self.cpu, &mut self.thread_cpus[i]);
+            self.k.sched_switch(self.cpu.id, CpuRun::User(mm));
+            let mut res = Ok(());
+            for s in steps {
+                res = self.exec(mm, s);
+                if res.is_err() {
+                    break;
+                }
+            }
+            if after == foliosim_scenario::ThreadAfter::Sleep {
+                self.k.sched_switch(self.cpu.id, CpuRun::Idle);
+            }
+            std::mem::swap(&mut self.cpu, &mut self.thread_cpus[i]);
+            res?;
+        }
+        self.k.set_current_cpu(self.cpu.id);
+        self.threads = Some((threads.len() as u32, after));
+        Ok(())
+    }
+
+    /// `join`: each thread (woken first if it slept) exits; its CPU idles
+    /// lazily on the mm, which stays in `mm_cpumask()`.
+    fn join(&mut self, mm: MmId) {
+        if let Some((count, after)) = self.threads.take() {
+            for cpu in 1..=count as usize {
+                if after == foliosim_scenario::ThreadAfter::Sleep {
+                    self.k.sched_switch(cpu, CpuRun::User(mm));
+                }
+                self.k.sched_switch(cpu, CpuRun::Exited);
+            }
+        }
+        self.thread_cpus.clear();
+        self.k.set_current_cpu(self.cpu.id);
     }
 
     /// Every live child of `mm` (and their children) exits.
