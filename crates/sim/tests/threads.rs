@@ -129,9 +129,7 @@ fn dontneed_with_a_sleeping_thread_sends_no_ipi_and_flushes_at_the_wakeup() {
 fn without_threads_the_flush_stays_local() {
     // One CPU in mm_cpumask: the local fast path, one event, no IPI
     // (the single-CPU behaviour the other tests rely on).
-    let text = scenario("spin", &dontneed("64K"))
-        .replace("count = 1\nafter = \"spin\"", "count = 1\nafter = \"spin\"")
-        .replace("cpus = 2", "cpus = 1");
+    let text = scenario("spin", &dontneed("64K")).replace("cpus = 2", "cpus = 1");
     // count = 1 needs two CPUs: the scenario is refused.
     assert!(try_run_with_parse_error(&text).contains("count"));
     let single = r#"
