@@ -42,6 +42,9 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
     if EXACT.contains(&name) || name.starts_with("folios/") || SWAP_EXACT.contains(&name) {
         return Some(0.0);
     }
+    if name.starts_with("pagemap/") {
+        return pagemap_tolerance(name);
+    }
     if name.starts_with("kmem:mm_page_alloc/order=") {
         return Some(0.0);
     }
@@ -55,6 +58,57 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
         return Some(0.05);
     }
     None
+}
+
+/// Pagemap step results are exact, except the kpageflags bits that follow
+/// the host's LRU batching and reclaim timing (shown for information).
+fn pagemap_tolerance(name: &str) -> Option<f64> {
+    const TIMING: [&str; 5] = [
+        "/kpf/lru",
+        "/kpf/active",
+        "/kpf/referenced",
+        "/kpf/dirty",
+        "/kpf/reclaim",
+    ];
+    if TIMING.iter().any(|t| name.ends_with(t)) {
+        None
+    } else {
+        Some(0.0)
+    }
+}
+
+/// Raw pagemap entries of the steps both reports kept: for each step, the
+/// entries that differ once the PFNs of present entries are masked (swap
+/// frames are compared as they are).
+fn raw_pagemap_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> {
+    let (Some(sp), Some(np)) = (sp, np) else {
+        return Vec::new();
+    };
+    let mask = |e: u64| {
+        if e >> 63 != 0 {
+            e & !((1u64 << 55) - 1)
+        } else {
+            e
+        }
+    };
+    sp.pagemap
+        .iter()
+        .filter_map(|(name, s)| {
+            let n = np.pagemap.get(name)?;
+            let diff = s.len().abs_diff(n.len())
+                + s.iter()
+                    .zip(n)
+                    .filter(|(a, b)| mask(**a) != mask(**b))
+                    .count();
+            Some(Row {
+                name: format!("pagemap/{name}/raw_mismatches"),
+                sim: Some(0),
+                native: Some(diff as i64),
+                tolerance: Some(0.0),
+                host_state: 0,
+            })
+        })
+        .collect()
 }
 
 /// Events `tlb:tlb_flush` may differ by whatever the relative tolerance.
@@ -119,7 +173,8 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
     // Judged counters the host saw but the model did not.
     if let Some(p) = np {
         let judged = |k: &String| {
-            default_tolerance(k).is_some() && sp.is_some_and(|s| s.counters.contains_key(k))
+            default_tolerance(k).is_some()
+                && (sp.is_some_and(|s| s.counters.contains_key(k)) || k.starts_with("pagemap/"))
         };
         names.extend(
             p.counters
@@ -148,6 +203,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             native: n,
         });
     }
+    out.extend(raw_pagemap_rows(sp, np));
     let mut cells: BTreeSet<(String, String)> = BTreeSet::new();
     for p in [sp, np].into_iter().flatten() {
         for (r, h) in &p.folios {

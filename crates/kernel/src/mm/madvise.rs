@@ -172,9 +172,11 @@ impl<A: Arch> Kernel<A> {
         end: u64,
         pageout: bool,
     ) {
-        if pageout && vma.kind != VmaKind::Anon && vma.is_shared() {
+        if pageout && vma.kind == VmaKind::File && vma.is_shared() {
             return; // can_do_file_pageout(): shared file pages are not ours to page out
         }
+        // Shared anonymous memory: the process owns its shmem inode, so
+        // can_do_file_pageout() allows it (inode_owner_or_capable()).
         let mut g = Gather::EMPTY;
         let mut addr = start;
         while addr < end {

@@ -95,7 +95,9 @@ impl<A: Arch> Kernel<A> {
         if !self.folio_alloc_swap(folio) {
             return false;
         }
-        let entry = self.folio_swap(folio).expect("just added to the swap cache");
+        let entry = self
+            .folio_swap(folio)
+            .expect("just added to the swap cache");
         self.swap_duplicate(entry, 1);
         let file = self.mem.folio_mapping(folio) as u32 - 1;
         let index = self.mem.folio_index(folio) as u64;

@@ -33,10 +33,12 @@ impl<A: Arch> Engine<A> {
                 .map(|&e| self.k.stable_page_flags(Pfn((e & PM_PFRAME_MASK) as u32)))
                 .collect()
         });
-        let counters = pagemap_step_counters(p.read_size, &entries, scan.as_deref(), flags.as_deref());
+        let counters =
+            pagemap_step_counters(p.read_size, &entries, scan.as_deref(), flags.as_deref());
         if let Some(open) = self.phase.as_mut() {
             for (k, v) in counters {
-                open.pagemap.insert(format!("pagemap/{}/{k}", p.name), v as i64);
+                open.pagemap
+                    .insert(format!("pagemap/{}/{k}", p.name), v as i64);
             }
             if p.raw {
                 open.pagemap_raw.insert(p.name.clone(), entries);

@@ -214,7 +214,10 @@ enum Slot {
     /// No VMA, no table, or a none PTE outside a shmem VMA.
     Hole,
     /// A PTE (present or swap) or a none PTE inside a PTE table.
-    Pte { pte: u64, shmem_index: Option<(u32, u64)> },
+    Pte {
+        pte: u64,
+        shmem_index: Option<(u32, u64)>,
+    },
     /// Page `idx` of a PMD leaf.
     Pmd { pmd: u64, idx: u64 },
 }
@@ -346,7 +349,13 @@ pub struct PageRegion {
 impl<A: Arch> Kernel<A> {
     /// `walk_page_range()` over `[start, end)` of `mm` with the pagemap
     /// ops: calls `f(addr, slot)` for every page in order.
-    fn pagemap_walk(&self, mm: MmId, start: u64, end: u64, f: &mut impl FnMut(u64, Slot)) -> WalkCount {
+    fn pagemap_walk(
+        &self,
+        mm: MmId,
+        start: u64,
+        end: u64,
+        f: &mut impl FnMut(u64, Slot),
+    ) -> WalkCount {
         let mut wc = WalkCount::default();
         let mut addr = start;
         let vmas = &self.mm(mm).vmas;
@@ -379,7 +388,10 @@ impl<A: Arch> Kernel<A> {
                 .flatten();
             while addr < vend {
                 let next = pmd_addr_end(addr, vend);
-                let pmdval = self.walk_to_pmd(mm, addr).map(|p| self.pmdp_get(p)).unwrap_or(0);
+                let pmdval = self
+                    .walk_to_pmd(mm, addr)
+                    .map(|p| self.pmdp_get(p))
+                    .unwrap_or(0);
                 if A::pmd_trans_huge(pmdval) {
                     wc.pmd_leaves += 1;
                     let mut idx = pte_index(addr) as u64;
@@ -581,7 +593,10 @@ impl<A: Arch> Kernel<A> {
                     let mut c = page_is::PRESENT | page_is::WRITTEN;
                     if A::pte_special(pte) {
                         c |= page_is::PFNZERO;
-                    } else if !self.mem.folio_test_anon(self.mem.page_folio(A::pte_pfn(pte))) {
+                    } else if !self
+                        .mem
+                        .folio_test_anon(self.mem.page_folio(A::pte_pfn(pte)))
+                    {
                         c |= page_is::FILE;
                     }
                     c
