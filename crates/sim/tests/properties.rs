@@ -133,7 +133,10 @@ impl Gen {
     fn system(&mut self, arch: &str) {
         let r = &mut self.rng;
         let mut s = String::new();
-        let _ = writeln!(s, "[system]\narch = \"{arch}\"\nmemory = \"256M\"");
+        // A 64 MiB machine now and then: files and mappings (up to 72 MiB)
+        // no longer fit, and allocations reclaim directly (global pressure).
+        let memory = if r.chance(30) { "64M" } else { "256M" };
+        let _ = writeln!(s, "[system]\narch = \"{arch}\"\nmemory = \"{memory}\"");
         let top = *r.pick(&["always", "madvise", "never", "madvise"]);
         let _ = writeln!(s, "transparent_hugepage.enabled = \"{top}\"");
         if r.chance(20) {
@@ -395,6 +398,9 @@ impl Gen {
         let advice = *self.rng.pick(&[
             "pageout",
             "pageout",
+            "cold",
+            "free",
+            "free",
             "dontneed",
             "dontneed",
             "hugepage",
@@ -404,7 +410,14 @@ impl Gen {
             "sequential",
             "normal",
         ]);
-        if advice != "dontneed" && advice != "pageout" && (start != 0 || len != reg.pages) {
+        // MADV_FREE is EINVAL outside private anonymous mappings.
+        let advice = if advice == "free" && (reg.kind != Kind::Anon || reg.shared) {
+            "cold"
+        } else {
+            advice
+        };
+        let range_only = ["dontneed", "pageout", "cold", "free"];
+        if !range_only.contains(&advice) && (start != 0 || len != reg.pages) {
             self.split_done = true;
         }
         let keys = self.range_keys(&reg, start, len);

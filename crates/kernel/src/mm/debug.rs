@@ -404,7 +404,8 @@ impl<A: Arch> Kernel<A> {
         use crate::include::linux::mm_inline::NR_LRU_LISTS;
         let nr_memcg = self.memcg.memcgs.len();
         let mut on_list: HashMap<u32, (u16, usize)> = HashMap::new();
-        for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(1) {
+        let first = if self.lru.root { 0 } else { 1 };
+        for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(first) {
             for (lru, list) in memcg.lruvec.lists.iter().enumerate() {
                 for f in self
                     .lru
@@ -490,8 +491,17 @@ impl<A: Arch> Kernel<A> {
             return Ok(());
         }
         let lru = self.folio_lru_list(folio);
+        // A lazyfree folio (anon without PG_swapbacked, on the file LRU)
+        // never has swap: MADV_FREE freed it, and reclaim allocates none.
+        let f = self.mem.flags(folio);
+        if self.folio_test_lazyfree(folio) && f & PG_SWAPCACHE != 0 {
+            return Err(format!(
+                "lazyfree folio {} in the swap cache (flags {f:#x})",
+                folio.0
+            ));
+        }
         sizes[memcg as usize][lru] += self.mem.folio_nr_pages(folio);
-        if memcg != 0 && listed != Some((memcg, lru)) {
+        if (memcg != 0 || self.lru.root) && listed != Some((memcg, lru)) {
             return Err(format!(
                 "folio {}: PG_lru says cgroup {memcg} list {lru}, found on {listed:?}",
                 folio.0

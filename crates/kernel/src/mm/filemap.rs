@@ -114,7 +114,7 @@ impl<A: Arch> Kernel<A> {
 
     /// Allocate a folio of `order` (`filemap_alloc_folio()`), counted.
     pub fn folio_alloc(&mut self, order: u32) -> Option<Pfn> {
-        let pfn = self.buddy.alloc_pages(&mut self.mem, order)?;
+        let pfn = self.alloc_pages(order, true)?;
         self.mem.prep_new_folio(pfn, order);
         self.vmstat.sim.folio_alloc += 1;
         if let Some(n) = self.vmstat.page_alloc.get_mut(order as usize) {

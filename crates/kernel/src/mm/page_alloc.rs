@@ -1,6 +1,21 @@
 //! The buddy allocator (mm/page_alloc.c: __rmqueue_smallest(), expand(),
-//! __free_one_page()), one zone, no per-CPU lists, no migratetypes, no
-//! watermarks or reclaim yet.
+//! __free_one_page()), one zone, no per-CPU lists, no migratetypes, with
+//! the zone watermarks (calculate_min_free_kbytes(), __setup_per_zone_wmarks())
+//! and the allocation slow path's direct reclaim (__alloc_pages_slowpath(),
+//! __alloc_pages_direct_reclaim(), should_reclaim_retry()).
+//!
+//! An allocation takes the fast path while the free pages stay above the
+//! low watermark (zone_watermark_fast()), else the slow path: kswapd is not
+//! modelled (the kernel would wake it here and it would reclaim, in the
+//! background, up to the high watermark), so the slow path retries at the
+//! min watermark and then reclaims directly (`try_to_free_pages()`) until
+//! the min watermark is met, or fails after 16 attempts without progress
+//! (the OOM killer is not modelled: the fault fails with VM_FAULT_OOM).
+//! Only order-0 allocations reclaim: large folios fall back at once (as
+//! THP and mTHP faults with the default defrag = madvise outside
+//! MADV_HUGEPAGE; the kernel's compaction and reclaim for MADV_HUGEPAGE
+//! VMAs and costly readahead orders are not modelled). All memory is one
+//! zone whose managed pages are all pages.
 //!
 //! Free blocks are kept on one stack per order. A block merged into its
 //! buddy leaves a stale stack entry behind, which is skipped when popped
@@ -10,8 +25,40 @@
 //! out yet are not marked in the memory map (a "fresh" high-water mark), so
 //! the host only backs the memory map of memory the simulation used.
 
+use crate::arch::Arch;
 use crate::include::linux::mm_types::MemMap;
-use crate::include::linux::pgtable::{Pfn, MAX_PAGE_ORDER};
+use crate::include::linux::pgtable::{Pfn, MAX_PAGE_ORDER, PAGE_SIZE};
+use crate::Kernel;
+
+/// `MAX_RECLAIM_RETRIES`
+const MAX_RECLAIM_RETRIES: u32 = 16;
+/// `watermark_scale_factor` (default 10, i.e. 0.1% of memory).
+const WATERMARK_SCALE_FACTOR: u64 = 10;
+
+/// `zone->_watermark[WMARK_MIN / LOW / HIGH]`, in pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Watermarks {
+    /// `calculate_min_free_kbytes()` (int_sqrt(lowmem_kbytes * 16), clamped
+    /// to 128 KiB .. 256 MiB) and `__setup_per_zone_wmarks()` for one zone
+    /// holding all `managed` pages.
+    pub fn new(managed: u64) -> Watermarks {
+        let lowmem_kbytes = managed * (PAGE_SIZE >> 10);
+        let min_free_kbytes = (lowmem_kbytes * 16).isqrt().clamp(128, 262_144);
+        let min = min_free_kbytes >> (crate::include::linux::pgtable::PAGE_SHIFT - 10);
+        let step = (min >> 2).max(managed * WATERMARK_SCALE_FACTOR / 10_000);
+        Watermarks {
+            min,
+            low: min + step,
+            high: min + 2 * step,
+        }
+    }
+}
 
 /// `struct free_area[]` of the single zone.
 #[derive(Debug)]
@@ -22,6 +69,12 @@ pub struct FreeArea {
     /// First PFN of the never-allocated tail of memory (all free, in
     /// `MAX_PAGE_ORDER` blocks, unmarked).
     fresh: u64,
+    /// The zone's watermarks.
+    pub wmark: Watermarks,
+    /// Where the last partial cgroup walk of global direct reclaim stopped
+    /// (the root's `mem_cgroup_reclaim_iter` position for the one node);
+    /// None: the next walk starts at the root.
+    pub reclaim_pos: Option<u16>,
 }
 
 impl FreeArea {
@@ -38,6 +91,8 @@ impl FreeArea {
             nr_free: nr_pages,
             nr_pages,
             fresh: 0,
+            wmark: Watermarks::new(nr_pages),
+            reclaim_pos: None,
         }
     }
 
@@ -104,5 +159,64 @@ impl FreeArea {
         }
         mem.set_buddy(Pfn(pfn as u32), order);
         self.stacks[order as usize].push(pfn as u32);
+    }
+}
+
+impl FreeArea {
+    /// `__zone_watermark_ok()` without the per-order free-list check (the
+    /// buddy allocation itself fails when no block is large enough): the
+    /// free pages left after taking `order` stay above `mark`.
+    #[inline]
+    pub fn watermark_ok(&self, order: u32, mark: u64) -> bool {
+        self.nr_free.saturating_sub((1 << order) - 1) > mark
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `__alloc_pages()`: the fast path above the low watermark, then the
+    /// slow path (min watermark, direct reclaim for order 0). `movable`:
+    /// the gfp mask's highest zone is ZONE_MOVABLE (user folios) rather
+    /// than ZONE_NORMAL (page tables), which names the allocstall counter.
+    pub fn alloc_pages(&mut self, order: u32, movable: bool) -> Option<Pfn> {
+        if !self.lru.root {
+            // Global reclaim scans the root's lists: keep them ordered from
+            // the first allocation on.
+            self.lru.enable(self.mem.nr_pages());
+            self.lru.root = true;
+        }
+        let w = self.buddy.wmark;
+        if self.buddy.watermark_ok(order, w.low) {
+            if let Some(p) = self.buddy.alloc_pages(&mut self.mem, order) {
+                return Some(p);
+            }
+        }
+        self.alloc_pages_slowpath(order, movable)
+    }
+
+    /// `__alloc_pages_slowpath()` without kswapd, compaction or the OOM
+    /// killer.
+    fn alloc_pages_slowpath(&mut self, order: u32, movable: bool) -> Option<Pfn> {
+        let min = self.buddy.wmark.min;
+        let mut no_progress_loops = 0;
+        loop {
+            if self.buddy.watermark_ok(order, min) {
+                if let Some(p) = self.buddy.alloc_pages(&mut self.mem, order) {
+                    return Some(p);
+                }
+            }
+            if order > 0 {
+                return None; // no __GFP_DIRECT_RECLAIM for large folios here
+            }
+            // __alloc_pages_direct_reclaim() → __perform_reclaim()
+            let progress = self.try_to_free_pages(movable);
+            if progress > 0 {
+                no_progress_loops = 0;
+            } else {
+                no_progress_loops += 1;
+                if no_progress_loops > MAX_RECLAIM_RETRIES {
+                    return None;
+                }
+            }
+        }
     }
 }

@@ -55,8 +55,8 @@ impl PageTables {
 impl<A: Arch> Kernel<A> {
     /// `pte_alloc_one()` and friends: a zeroed table page. Returns (pfn, id).
     pub fn pgtable_alloc(&mut self) -> (Pfn, u32) {
-        let pfn = self.buddy.alloc_pages(&mut self.mem, 0).unwrap_or_else(|| {
-            panic!("unsupported: out of memory for a page table (reclaim is not modelled yet)")
+        let pfn = self.alloc_pages(0, false).unwrap_or_else(|| {
+            panic!("unsupported: out of memory for a page table (the OOM killer is not modelled)")
         });
         let id = match self.pt.free.pop() {
             Some(id) => {

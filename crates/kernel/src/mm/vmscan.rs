@@ -25,8 +25,12 @@
 //! entries) is absent, so refaults never force deactivation. Dirty shmem
 //! folios go to swap through `shmem_writeout()` (mm/shmem.rs); without swap
 //! the kernel activates them, as the model does.
-//! Not modelled: kswapd and global direct reclaim, MGLRU, memory.low/min,
-//! demotion, lazyfree, slab shrinkers, memcg hierarchies deeper than one
+//! Global direct reclaim (`try_to_free_pages()`, from the allocator below
+//! the min watermark) walks the root and every cgroup (partial walks
+//! resume where the last stopped), with `file_is_tiny` and the
+//! DEF_PRIORITY full scan of direct reclaim. Lazyfree folios (MADV_FREE)
+//! skip the swap allocation and are discarded when clean (pglazyfreed).
+//! Not modelled: kswapd, MGLRU, memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
 //! level (the model's cgroups are children of the root).
 
 use crate::arch::Arch;
@@ -44,6 +48,8 @@ use crate::mm::swap::SWAP_CLUSTER_MAX;
 use crate::mm::vmstat::{MemcgEvent, MthpStat, Trace, VmEvent};
 use crate::Kernel;
 
+/// `root_mem_cgroup`
+const ROOT: u16 = 0;
 /// `PAGEVEC_SIZE`: folios freed per batch.
 const PAGEVEC_SIZE: u32 = 31;
 /// `DEF_PRIORITY`
@@ -93,6 +99,7 @@ pub struct ScanControl {
     force_deactivate: bool,
     skipped_deactivate: bool,
     cache_trim_mode: bool,
+    file_is_tiny: bool,
     memcg_full_walk: bool,
     anon_cost: u64,
     file_cost: u64,
@@ -112,6 +119,7 @@ impl ScanControl {
             force_deactivate: false,
             skipped_deactivate: false,
             cache_trim_mode: false,
+            file_is_tiny: false,
             memcg_full_walk: false,
             anon_cost: 0,
             file_cost: 0,
@@ -528,15 +536,75 @@ impl<A: Arch> Kernel<A> {
 
     /// `shrink_node()` → `shrink_node_memcgs()`: every cgroup of the target's
     /// subtree (the model's is the target alone) gets `shrink_lruvec()`.
+    /// Global reclaim walks the root and then its children in order
+    /// (`mem_cgroup_iter()`); a direct reclaimer's walk is partial: it
+    /// resumes after the cgroup where the previous one stopped and stops
+    /// once `nr_to_reclaim` is met (a full walk after a fruitless pass).
     fn shrink_node(&mut self, sc: &mut ScanControl) {
-        let target = sc.target.expect("cgroup reclaim");
+        let Some(target) = sc.target else {
+            self.prepare_scan_control(sc, ROOT);
+            let n = self.memcg.memcgs.len() as u16;
+            let partial = !sc.memcg_full_walk;
+            let start = match self.buddy.reclaim_pos {
+                Some(p) if partial => p + 1,
+                _ => 0,
+            };
+            for m in start..n {
+                self.shrink_lruvec(m, sc);
+                self.buddy.reclaim_pos = Some(m);
+                if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    return;
+                }
+            }
+            self.buddy.reclaim_pos = None;
+            return;
+        };
         self.prepare_scan_control(sc, target);
         self.shrink_lruvec(target, sc);
+    }
+
+    /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read
+    /// (`lruvec_page_state()`): hierarchical, so the root's are the node's.
+    fn lru_state(&self, memcg: u16) -> [u64; NR_LRU_LISTS] {
+        if memcg != ROOT {
+            return self.vmstat.memcg[memcg as usize].lru;
+        }
+        let mut sum = [0; NR_LRU_LISTS];
+        for m in &self.vmstat.memcg {
+            for (s, v) in sum.iter_mut().zip(m.lru) {
+                *s += v;
+            }
+        }
+        sum
+    }
+
+    /// `try_to_free_pages()`: global direct reclaim for an allocation below
+    /// the min watermark: at least 32 pages from every cgroup's lists,
+    /// priority 12 down (`do_try_to_free_pages()` counts allocstall).
+    /// Returns the pages reclaimed.
+    pub fn try_to_free_pages(&mut self, movable: bool) -> u64 {
+        let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
+        let ev = if movable {
+            VmEvent::AllocStallMovable
+        } else {
+            VmEvent::AllocStallNormal
+        };
+        self.vmstat.count_vm_event(ev);
+        self.do_try_to_free_pages(&mut sc)
     }
 
     /// `prepare_scan_control()`: the cost balance, which active lists may be
     /// deactivated, and `cache_trim_mode`.
     fn prepare_scan_control(&mut self, sc: &mut ScanControl, target: u16) {
+        if !sc.cgroup_reclaim() {
+            // file_is_tiny: the node's file pages plus free pages would not
+            // reach the high watermark, and anon can be scanned instead.
+            let lru = self.lru_state(ROOT);
+            let file = lru[LRU_INACTIVE_FILE] + lru[LRU_ACTIVE_FILE];
+            let free = self.buddy.nr_free_pages();
+            sc.file_is_tiny =
+                file + free <= self.buddy.wmark.high && lru[LRU_INACTIVE_ANON] >> sc.priority != 0;
+        }
         let l = &self.memcg.memcgs[target as usize].lruvec;
         sc.anon_cost = l.anon_cost;
         sc.file_cost = l.file_cost;
@@ -551,14 +619,17 @@ impl<A: Arch> Kernel<A> {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let file = self.vmstat.memcg[target as usize].lru[LRU_INACTIVE_FILE];
+        if sc.file_is_tiny && sc.may_deactivate & DEACTIVATE_ANON != 0 {
+            sc.file_is_tiny = false;
+        }
+        let file = self.lru_state(target)[LRU_INACTIVE_FILE];
         sc.cache_trim_mode = file >> sc.priority != 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
     }
 
     /// `inactive_is_low()`: the inactive list is below its share
     /// (`int_sqrt(10 * GB)` : 1 against the active list).
     fn inactive_is_low(&self, memcg: u16, inactive_lru: usize) -> bool {
-        let lru = &self.vmstat.memcg[memcg as usize].lru;
+        let lru = &self.lru_state(memcg);
         let inactive = lru[inactive_lru];
         let active = lru[inactive_lru + LRU_ACTIVE];
         let gb = (inactive + active) >> (30 - crate::include::linux::pgtable::PAGE_SHIFT);
@@ -584,6 +655,7 @@ enum ScanBalance {
     Equal,
     Fract,
     File,
+    Anon,
 }
 
 impl<A: Arch> Kernel<A> {
@@ -596,6 +668,8 @@ impl<A: Arch> Kernel<A> {
             ScanBalance::File
         } else if sc.priority == 0 {
             ScanBalance::Equal
+        } else if sc.file_is_tiny {
+            ScanBalance::Anon
         } else if sc.cache_trim_mode {
             ScanBalance::File
         } else {
@@ -611,6 +685,8 @@ impl<A: Arch> Kernel<A> {
                 ScanBalance::Fract => scan * fraction[file as usize] / denominator,
                 ScanBalance::File if file => scan,
                 ScanBalance::File => 0,
+                ScanBalance::Anon if file => 0,
+                ScanBalance::Anon => scan,
             };
         }
         nr
@@ -624,6 +700,8 @@ impl<A: Arch> Kernel<A> {
         let mut nr = self.get_scan_count(memcg, sc);
         let targets = nr;
         let mut nr_reclaimed = 0;
+        // Global direct reclaim at DEF_PRIORITY scans its whole budget.
+        let proportional_reclaim = !sc.cgroup_reclaim() && sc.priority == DEF_PRIORITY;
         while nr[LRU_INACTIVE_ANON] != 0 || nr[LRU_ACTIVE_FILE] != 0 || nr[LRU_INACTIVE_FILE] != 0 {
             for (lru, n) in nr.iter_mut().enumerate() {
                 if *n != 0 {
@@ -632,7 +710,7 @@ impl<A: Arch> Kernel<A> {
                     nr_reclaimed += self.shrink_list(lru, nr_to_scan, memcg, sc);
                 }
             }
-            if nr_reclaimed < sc.nr_to_reclaim {
+            if nr_reclaimed < sc.nr_to_reclaim || proportional_reclaim {
                 continue;
             }
             if !proportional_nudge(&mut nr, &targets) {

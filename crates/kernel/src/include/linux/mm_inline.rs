@@ -9,12 +9,10 @@
 //! `isolate_lru_folios()` takes from the tail.
 //!
 //! The lists are intrusive: one `[prev, next]` pair per page frame, used by
-//! folio heads only, allocated when the first non-root memory cgroup is
-//! created. The root cgroup's lruvec keeps only its sizes, never an order:
-//! the model reclaims only from non-root cgroups (memory.reclaim, limits,
-//! force_empty; global kswapd/direct reclaim is not modelled), so nothing
-//! ever scans the root lists, and runs without cgroups pay no memory for
-//! them. Sizes are kept for every lruvec (`lruvec_page_state()`), in
+//! folio heads only, allocated (zeroed) at the first folio allocation,
+//! when the root's lists become ordered too (`LruLinks::root`): global
+//! direct reclaim scans them. Sizes are kept for every lruvec
+//! (`lruvec_page_state()`), in
 //! [`crate::mm::vmstat::MemcgStat::lru`].
 
 use crate::arch::Arch;
@@ -85,6 +83,9 @@ impl Default for ListHead {
 #[derive(Debug, Default)]
 pub struct LruLinks {
     links: Vec<[u32; 2]>,
+    /// The root cgroup's lists are ordered too (global direct reclaim
+    /// scans them; set before the first folio is allocated).
+    pub root: bool,
 }
 
 impl LruLinks {
@@ -215,7 +216,7 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != 0 {
+        if memcg != 0 || self.lru.root {
             let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
             self.lru.add_head(list, folio);
         }
@@ -226,7 +227,7 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != 0 {
+        if memcg != 0 || self.lru.root {
             let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
             self.lru.add_tail(list, folio);
         }
@@ -239,7 +240,7 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, -(self.mem.folio_nr_pages(folio) as i64));
-        if memcg != 0 {
+        if memcg != 0 || self.lru.root {
             let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
             self.lru.del(list, folio);
         }
@@ -253,7 +254,7 @@ impl<A: Arch> Kernel<A> {
         debug_assert!(self.mem.test(head, PG_LRU));
         self.mem.set(tail, PG_LRU);
         let memcg = self.folio_memcg(head);
-        if memcg != 0 {
+        if memcg != 0 || self.lru.root {
             let lru = self.folio_lru_list(head);
             let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
             self.lru.add_before(list, tail, head);
