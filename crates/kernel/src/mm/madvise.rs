@@ -243,6 +243,10 @@ impl<A: Arch> Kernel<A> {
         let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else {
             return list;
         };
+        // A deferred reclaim flush of this mm may still be pending on other
+        // CPUs: flush it before changing entries (as the kernel does right
+        // after mapping the PTE table).
+        self.flush_tlb_batched_pending(mm);
         let mut a = addr;
         while a < next {
             let idx = pte_index(a);
