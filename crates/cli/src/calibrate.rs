@@ -104,6 +104,97 @@ fn measure_scenario(
     Ok(out)
 }
 
+/// Replace the saved counts by a fresh simulation of the corpus (the model
+/// changed, the native times did not).
+fn recount(phases: &mut [Measured], corpus: &Path) -> Result<(), String> {
+    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
+    let mut fresh = BTreeMap::new();
+    for f in corpus_files(corpus)? {
+        let sc = foliosim_scenario::load(&f, &[]).map_err(|e| e.to_string())?;
+        let sc = with_host_defaults(&f, sc, &[], &host)?;
+        let r = run_guarded(&sc, foliosim_sim::RunOptions { check: false })
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+        for p in r.phases {
+            fresh.insert(format!("{}/{}", sc.name, p.name), p.counters);
+        }
+    }
+    for m in phases.iter_mut() {
+        match fresh.remove(&m.name) {
+            Some(c) => m.counters = c,
+            None => {
+                return Err(format!(
+                    "--recount: phase {} is not in the corpus {}",
+                    m.name,
+                    corpus.display()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The measurements as JSON, so that `--from-runs` can refit them.
+fn save_runs(phases: &[Measured], load_start: &str, load_end: &str) -> String {
+    let list: Vec<serde_json::Value> = phases
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "name": m.name,
+                "counters": m.counters,
+                "thread_cpu_ns": m.cpu,
+                "wall_ns": m.wall,
+                "fault_mismatch": m.fault_mismatch.map(|(a, b)| vec![a, b]),
+            })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "load_start": load_start,
+        "load_end": load_end,
+        "phases": list,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// Read what `save_runs` wrote.
+fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String), String> {
+    let here = |e: String| format!("{}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| here(e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| here(e.to_string()))?;
+    let nums = |x: &serde_json::Value| -> Vec<f64> {
+        x.as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for p in v["phases"]
+        .as_array()
+        .ok_or_else(|| here("no `phases` list".into()))?
+    {
+        let name = p["name"]
+            .as_str()
+            .ok_or_else(|| here("a phase without `name`".into()))?
+            .to_string();
+        let counters = p["counters"]
+            .as_object()
+            .ok_or_else(|| here(format!("{name}: no `counters`")))?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0)))
+            .collect();
+        let fm = p["fault_mismatch"]
+            .as_array()
+            .and_then(|a| Some((a.first()?.as_i64()?, a.get(1)?.as_i64()?)));
+        out.push(Measured {
+            name,
+            counters,
+            cpu: nums(&p["thread_cpu_ns"]),
+            wall: nums(&p["wall_ns"]),
+            fault_mismatch: fm,
+        });
+    }
+    let s = |k: &str| v[k].as_str().unwrap_or("?").to_string();
+    Ok((out, s("load_start"), s("load_end")))
+}
+
 fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * x)
 }
@@ -113,20 +204,34 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         return Err("--repeat must be at least 1".into());
     }
     let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
-    let files = corpus_files(&a.corpus)?;
-    let load_start = loadavg();
-    eprintln!(
-        "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
-        files.len(),
-        a.repeat
-    );
-    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
-    let mut phases = Vec::new();
-    for f in &files {
-        eprintln!("  {}", f.display());
-        phases.extend(measure_scenario(f, a.repeat, &host)?);
+    let (mut phases, load_start, load_end) = match &a.from_runs {
+        Some(path) => load_runs(path)?,
+        None => {
+            let files = corpus_files(&a.corpus)?;
+            let load_start = loadavg();
+            eprintln!(
+                "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
+                files.len(),
+                a.repeat
+            );
+            let host = foliosim_native::probe_overrides(
+                &foliosim_native::NativeOptions::default().workdir,
+            );
+            let mut phases = Vec::new();
+            for f in &files {
+                eprintln!("  {}", f.display());
+                phases.extend(measure_scenario(f, a.repeat, &host)?);
+            }
+            (phases, load_start, loadavg())
+        }
+    };
+    if a.recount {
+        recount(&mut phases, &a.corpus)?;
     }
-    let load_end = loadavg();
+    if let Some(path) = &a.save_runs {
+        write_atomically(path, &save_runs(&phases, &load_start, &load_end))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     let min_ns = a.min_ms * 1e6;
     let mut samples = Vec::new();
     let mut skipped = Vec::new();
@@ -156,12 +261,14 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         });
     }
     let source = format!(
-        "fitted by foliosim calibrate on {} ({} phases, median of {} runs, thread CPU time)",
+        "fitted by foliosim calibrate on {} ({} phases, median of {} runs, thread CPU time, \
+         shrink {})",
         a.corpus.display(),
         samples.len(),
-        a.repeat
+        a.repeat,
+        a.shrink
     );
-    let res = fit(&prior, &samples, &source)?;
+    let res = fit(&prior, &samples, &source, a.shrink)?;
     let mut text = String::new();
     let w = samples
         .iter()
@@ -205,7 +312,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     let _ = writeln!(text, "group scales (x prior):");
     for (g, s) in &res.scales {
         let note = if res.unidentified.contains(g) {
-            "  (not in the corpus: prior kept)"
+            "  (not exercised by the corpus)"
         } else {
             ""
         };
@@ -262,6 +369,30 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
+        // Costs the prior does not price (added to the profile by hand,
+        // e.g. from another measurement) are carried over unchanged.
+        if out.exists() {
+            match Profile::resolve(&out.to_string_lossy()) {
+                Ok(old) => {
+                    for (k, c) in old.costs {
+                        if let std::collections::btree_map::Entry::Vacant(e) =
+                            profile.costs.entry(k)
+                        {
+                            eprintln!(
+                                "foliosim calibrate: keeping {} from {}",
+                                e.key(),
+                                out.display()
+                            );
+                            e.insert(c);
+                        }
+                    }
+                }
+                Err(e) => eprintln!(
+                    "foliosim calibrate: warning: not carrying costs over from {}: {e}",
+                    out.display()
+                ),
+            }
+        }
         write_atomically(out, &profile.to_toml(&header))
             .map_err(|e| format!("{}: {e}", out.display()))?;
         eprintln!("foliosim calibrate: wrote {}", out.display());

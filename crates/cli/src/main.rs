@@ -95,6 +95,22 @@ struct CalibrateArgs {
     /// but not fitted (timer and set-up noise dominate them).
     #[arg(long, default_value_t = 1.0)]
     min_ms: f64,
+    /// Also write the raw measurements (per phase: counts, every run's
+    /// times) to FILE as JSON.
+    #[arg(long, value_name = "FILE")]
+    save_runs: Option<PathBuf>,
+    /// Fit measurements a previous --save-runs wrote instead of running
+    /// the corpus (no root needed).
+    #[arg(long, value_name = "FILE")]
+    from_runs: Option<PathBuf>,
+    /// With --from-runs: simulate the corpus again for the counts (after a
+    /// model change) and keep the saved native times.
+    #[arg(long, requires = "from_runs")]
+    recount: bool,
+    /// Shrinkage of every group's scale towards the common scale (ridge
+    /// weight λ; 0 = plain NNLS). See docs/cost-model.md.
+    #[arg(long, default_value_t = 0.01)]
+    shrink: f64,
     /// Warn when a scenario's repeats spread more than this fraction of
     /// their median ((max - min) / median).
     #[arg(long, default_value_t = 0.10)]

@@ -92,6 +92,9 @@ impl<A: Arch> Kernel<A> {
             .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
         self.mem.set_folio_index(folio, vma.linear_page_index(addr));
         self.vmstat.sim.rmap_add += 1;
+        if !pmd {
+            self.vmstat.sim.page_mapcount += nr;
+        }
         if nr == 1 {
             self.mem.page_mapcount_add(folio, 1);
             self.mem.set(folio, PG_ANON_EXCLUSIVE);
@@ -114,6 +117,7 @@ impl<A: Arch> Kernel<A> {
     /// `__folio_add_rmap()` at PTE level for `nr` pages from `page`.
     fn folio_add_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         self.vmstat.sim.rmap_add += 1;
+        self.vmstat.sim.page_mapcount += nr;
         let mut first = 0;
         for i in 0..nr {
             if self.mem.page_mapcount_add(page.plus(i), 1) == 1 {
@@ -163,6 +167,7 @@ impl<A: Arch> Kernel<A> {
     /// anon large folio left partly mapped is queued for deferred split.
     pub fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         self.vmstat.sim.rmap_remove += 1;
+        self.vmstat.sim.page_mapcount += nr;
         let mut last = 0;
         for i in 0..nr {
             if self.mem.page_mapcount_add(page.plus(i), -1) == 0 {

@@ -191,6 +191,9 @@ sim_stat! {
     rmap_add => "sim/rmap_add",
     /// rmap removals (`folio_remove_rmap_*()` calls).
     rmap_remove => "sim/rmap_remove",
+    /// Per-page `_mapcount` updates (CONFIG_PAGE_MAPCOUNT) inside PTE-level
+    /// rmap additions and removals: one per page, also in batched calls.
+    page_mapcount => "sim/page_mapcount_update",
     /// `add_mm_counter()` / `inc_mm_counter()` updates of rss_stat.
     rss_stat_update => "sim/rss_stat_update",
     /// Fault-around windows handed to `->map_pages()`.
