@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub guard: &'a HostGuard,
     /// The CPU the workload runs on.
     pub cpu: usize,
+    /// The host CPU of each scenario thread (empty: the plan starts none).
+    pub thread_cpus: &'a [usize],
     /// Bytes of anonymous memory to touch and free before each phase.
     pub warm_bytes: u64,
     /// Host settings after they were applied (for the Changed check).
@@ -72,6 +74,8 @@ struct Snap {
     faults: Option<(u64, u64)>,
     overhead: Overhead,
     traces: Vec<(String, u64)>,
+    /// Involuntary context switches of the scenario threads, summed.
+    preempted: u64,
 }
 
 /// The workload's own activity around forks (see workload.rs), summed.
@@ -122,6 +126,7 @@ fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
             paths: ctx.paths,
             events: &ctx.events.events,
             cgroups: ctx.cgroups.map_or(&[], |c| &c.wl),
+            thread_cpus: ctx.thread_cpus,
             msg_w: msg_w.as_raw_fd(),
             go_r: go_r.as_raw_fd(),
             engine_pid,
@@ -133,7 +138,14 @@ fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
         .into_iter()
         .filter(|&c| c != ctx.cpu)
         .collect();
-    let _ = if others.is_empty() {
+    // With scenario threads the engine stays on the main thread's CPU (idle
+    // whenever the engine has work: the main thread waits for it), so the
+    // threads' CPUs run nothing of the engine's.
+    let _ = if !ctx.thread_cpus.is_empty() {
+        let r = sys::set_affinity(&sys::cpu_set(&[ctx.cpu]));
+        trim_engine_cpumask();
+        r
+    } else if others.is_empty() {
         sys::set_affinity(&old)
     } else {
         sys::set_affinity(&sys::cpu_set(&others))
@@ -152,6 +164,23 @@ fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
         guard: ctx.guard,
         affinity: old,
     })
+}
+
+/// Take the threads' CPUs out of the engine's `mm_cpumask()`: the engine
+/// ran there before, and x86 leaves a CPU in the mask until a flush finds
+/// it running another mm. An IPI the engine sends there later (a flush
+/// with freed page tables, or the once-a-second trim) would be traced as
+/// TLB_REMOTE_WRONG_CPU inside a spinning scenario thread, which counts
+/// it. Unmapping a populated 2 MiB-aligned PTE table frees it, and such
+/// a flush goes to every CPU in the mask, clearing the others now.
+fn trim_engine_cpumask() {
+    let Ok(m) = sys::Mapping::anon(4 << 20) else {
+        return;
+    };
+    // SAFETY: advice on our own fresh mapping (no THP: a PTE table).
+    unsafe { libc::madvise(m.addr, m.len, libc::MADV_NOHUGEPAGE) };
+    sys::touch_anon(&m);
+    drop(m);
 }
 
 impl Workload<'_> {
@@ -254,6 +283,10 @@ fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
         }
         workload::E_MEMCG_RECLAIM => format!("writing memory.reclaim failed: {errno}"),
         workload::E_FORCE_EMPTY => format!("writing memory.force_empty failed: {errno}"),
+        workload::E_THREAD => format!("pthread_create of a scenario thread failed: {errno}"),
+        workload::E_AFFINITY => {
+            format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
+        }
         c => format!("workload error {c}"),
     };
     NativeError::Io { at, what }
@@ -263,10 +296,12 @@ fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
 /// nothing the engine does lands inside the phase.
 fn snap_start(
     pid: i32,
+    tids: &[u64],
     overhead: &Overhead,
     perf: Option<&Counters>,
     cgroups: Option<&Cgroups>,
 ) -> Snap {
+    let preempted = preemptions(pid, tids);
     let traces = perf.map(Counters::read).unwrap_or_default();
     let faults = host::tree_faults(pid).ok();
     let mut global = cgroups.map(Cgroups::stats).unwrap_or_default();
@@ -277,12 +312,14 @@ fn snap_start(
         faults,
         overhead: overhead.clone(),
         traces,
+        preempted,
     }
 }
 
 /// Counters at the end of a phase: the system-wide ones first.
 fn snap_end(
     pid: i32,
+    tids: &[u64],
     overhead: &Overhead,
     perf: Option<&Counters>,
     cgroups: Option<&Cgroups>,
@@ -292,12 +329,21 @@ fn snap_end(
     global.extend(cgroups.map(Cgroups::stats).unwrap_or_default());
     let traces = perf.map(Counters::read).unwrap_or_default();
     let faults = host::tree_faults(pid).ok();
+    let preempted = preemptions(pid, tids);
     Snap {
         global,
         faults,
         overhead: overhead.clone(),
         traces,
+        preempted,
     }
+}
+
+/// Involuntary context switches of the scenario threads so far.
+fn preemptions(pid: i32, tids: &[u64]) -> u64 {
+    tids.iter()
+        .filter_map(|&t| crate::threads::thread_preemptions(pid, t))
+        .sum()
 }
 
 /// Are all warm files fully resident? Returns a description if not.
@@ -368,6 +414,10 @@ fn end_phase(
         }
     }
     counters.insert("native/overhead_faults".into(), (ovh_min + ovh_maj) as i64);
+    if !ctx.thread_cpus.is_empty() {
+        let n = end.preempted.saturating_sub(open.start.preempted);
+        counters.insert("native/thread_preemptions".into(), n as i64);
+    }
     counters.insert("native/wall_ns".into(), wall as i64);
     counters.insert("native/thread_cpu_ns".into(), cpu as i64);
     if ctx.files.iter().any(HostFile::warm) {
@@ -431,9 +481,11 @@ fn pagemap_step(
         r.kpageflags.as_deref(),
     );
     for (k, v) in counters {
-        open.pagemap.insert(format!("pagemap/{}/{k}", p.name), v as i64);
+        open.pagemap
+            .insert(format!("pagemap/{}/{k}", p.name), v as i64);
     }
-    open.pagemap.insert(format!("native/pagemap_ns/{}", p.name), r.read_ns as i64);
+    open.pagemap
+        .insert(format!("native/pagemap_ns/{}", p.name), r.read_ns as i64);
     if p.raw {
         open.pagemap_raw.insert(p.name.clone(), r.entries);
     }
@@ -451,6 +503,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
     let mut missing = Vec::new();
     let mut perf: Option<Counters> = None;
     let mut regions: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut tids: Vec<u64> = Vec::new();
     let mut overhead = Overhead::default();
     let mut open: Option<OpenPhase> = None;
     let mut phases = Vec::new();
@@ -468,6 +521,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 let name = ctx.plan.regions[m[1] as usize].name.clone();
                 regions.insert(name, (m[2], m[3]));
             }
+            workload::MSG_THREAD => tids.push(m[2]),
             workload::MSG_OVERHEAD => {
                 overhead.faults.0 += m[1];
                 overhead.faults.1 += m[2];
@@ -485,7 +539,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
             workload::MSG_NOTE => eprintln!("foliosim native: note: {}", note_message(ctx, &m)),
             workload::MSG_MARK => {
                 if let Some(o) = open.take() {
-                    let end = snap_end(wl.pid, &overhead, perf.as_ref(), ctx.cgroups);
+                    let end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
                     let phase = end_phase(ctx, wl.pid, o, end, (m[3], m[4]), &regions, &mut flags)?;
                     let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
                     if !changed.is_empty() {
@@ -523,7 +577,8 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                             }
                             repopulated += n;
                         }
-                        let start = snap_start(wl.pid, &overhead, perf.as_ref(), ctx.cgroups);
+                        let start =
+                            snap_start(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
                         open = Some(OpenPhase {
                             name,
                             start,

@@ -41,6 +41,7 @@ mod plan;
 mod probe;
 mod swapdev;
 mod sys;
+mod threads;
 mod workload;
 
 pub use probe::{probe, probe_overrides};
@@ -214,6 +215,8 @@ struct Preflight {
     /// Where the memory cgroups of memcg steps go (None: no memcg step).
     memcg: Option<memcg::Hierarchy>,
     notes: Vec<String>,
+    /// The workload's CPU and its scenario threads' CPUs.
+    cpus: (usize, Vec<usize>),
 }
 
 /// The checks that need nothing from the host but reading it.
@@ -242,6 +245,7 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
         )));
     }
     let p = plan::compile(sc)?;
+    let cpus = host_cpus(&p)?;
     let memcg = match memcg::preflight(&p)? {
         Some((h, n)) => {
             notes.extend(n);
@@ -299,6 +303,7 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
         plan: p,
         memcg,
         notes,
+        cpus,
     })
 }
 
@@ -347,10 +352,42 @@ fn workload_cpu() -> Result<usize, NativeError> {
         .ok_or_else(|| NativeError::Refused("no CPU to run on".into()))
 }
 
+/// The host CPUs of a run: the workload's main thread on the last CPU this
+/// thread may use (the simulator's CPU 0), scenario thread `i` (the
+/// simulator's CPU `i + 1`) on the `i`-th of the others in ascending order.
+/// Refused, naming the threads step, when there are too few.
+fn host_cpus(p: &plan::Plan) -> Result<(usize, Vec<usize>), NativeError> {
+    let main = workload_cpu()?;
+    if p.max_threads == 0 {
+        return Ok((main, Vec::new()));
+    }
+    let set =
+        sys::get_affinity().map_err(|e| NativeError::Refused(format!("sched_getaffinity: {e}")))?;
+    let allowed = sys::cpus(&set);
+    let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != main).collect();
+    if others.len() < p.max_threads {
+        return Err(NativeError::Unsupported {
+            at: p.threads_at.clone().unwrap_or_default(),
+            what: format!(
+                "count = {n} threads need {} CPUs natively (the main thread's and one per                  thread) but this process may run on {} ({allowed:?}); run it on a host with                  more CPUs, or lower count (`foliosim run` simulates it)",
+                p.max_threads + 1,
+                allowed.len(),
+                n = p.max_threads
+            ),
+        });
+    }
+    Ok((main, others[..p.max_threads].to_vec()))
+}
+
 /// Run `sc` on the host kernel and return its report (expectations
 /// evaluated).
 pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
-    let Preflight { plan, memcg, notes } = preflight(sc, opts)?;
+    let Preflight {
+        plan,
+        memcg,
+        notes,
+        cpus,
+    } = preflight(sc, opts)?;
     if sys::geteuid() != 0 {
         return Err(NativeError::Refused(
             "the native engine needs root (to set THP knobs, read /proc/kpageflags and PFNs in \
@@ -377,7 +414,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     }
     let mut g = guard::HostGuard::install()
         .map_err(|e| NativeError::Refused(format!("cannot install signal handling: {e}")))?;
-    let result = run_guarded(sc, opts, &plan, memcg, &writes, &g);
+    let result = run_guarded(sc, opts, &plan, memcg, &writes, &cpus, &g);
     let errs = g.finish();
     let mut report = result?;
     if !errs.is_empty() {
@@ -396,6 +433,7 @@ fn run_guarded(
     plan: &plan::Plan,
     memcg: Option<memcg::Hierarchy>,
     writes: &[(PathBuf, String)],
+    (cpu, thread_cpus): &(usize, Vec<usize>),
     g: &guard::HostGuard,
 ) -> Result<Report, NativeError> {
     for (p, v) in writes {
@@ -450,7 +488,8 @@ fn run_guarded(
         paths: &paths,
         events: &events,
         guard: g,
-        cpu: workload_cpu()?,
+        cpu: *cpu,
+        thread_cpus,
         warm_bytes: plan.anon_bytes.min(1 << 30),
         settings: &settings,
         cgroups: cgroups.as_ref(),

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 
-use foliosim_scenario::{Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind};
+use foliosim_scenario::{
+    Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind, ThreadAfter,
+};
 
 use crate::NativeError;
 
@@ -121,6 +123,20 @@ pub(crate) enum Op {
         step: u32,
         idx: u32,
     },
+    /// `op = "threads"`: thread `i` (on the host CPU the engine maps to the
+    /// simulator's CPU `i + 1`) runs
+    /// `threads[i]` (touch, madvise, munmap only; split touches already cut
+    /// to its slice), one thread after the other, then spins or sleeps
+    /// until the `join`.
+    Threads {
+        step: u32,
+        sleep: bool,
+        threads: Vec<Vec<Op>>,
+    },
+    /// `op = "join"`: the threads of the last threads step stop.
+    Join {
+        step: u32,
+    },
 }
 
 /// A pagemap step: its keys and the range as (region, offset, length).
@@ -164,6 +180,10 @@ pub(crate) struct Plan {
     pub force_empty_at: Option<String>,
     /// The pagemap steps, in step order.
     pub pagemaps: Vec<PagemapDecl>,
+    /// The largest `count` of a threads step (0: the scenario starts no
+    /// thread), and where that step is.
+    pub max_threads: usize,
+    pub threads_at: Option<String>,
 }
 
 /// The `MADV_*` value of an advice.
@@ -233,6 +253,8 @@ struct Compiler<'a> {
     reclaim_at: Option<String>,
     force_empty_at: Option<String>,
     pagemaps: Vec<PagemapDecl>,
+    max_threads: usize,
+    threads_at: Option<String>,
 }
 
 /// Compile a validated scenario.
@@ -252,6 +274,8 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         reclaim_at: None,
         force_empty_at: None,
         pagemaps: Vec::new(),
+        max_threads: 0,
+        threads_at: None,
     };
     let root = c.steps(&sc.steps)?;
     Ok(Plan {
@@ -266,6 +290,8 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         reclaim_at: c.reclaim_at,
         force_empty_at: c.force_empty_at,
         pagemaps: c.pagemaps,
+        max_threads: c.max_threads,
+        threads_at: c.threads_at,
     })
 }
 
@@ -552,14 +578,29 @@ impl Compiler<'_> {
                 });
                 Op::Pagemap { step, idx }
             }
-            StepKind::Threads { .. } | StepKind::Join => {
-                return Err(NativeError::Unsupported {
-                    at,
-                    what: "threads steps are not implemented by the native engine yet (the \
-                           simulator runs them)"
-                        .into(),
-                })
+            StepKind::Threads {
+                count,
+                after,
+                threads,
+            } => {
+                if *count as usize > self.max_threads {
+                    self.max_threads = *count as usize;
+                    self.threads_at = Some(at.clone());
+                }
+                // The simulator runs thread 0's steps, then thread 1's, ...:
+                // compiled in that order, so the address model sees a
+                // thread's munmap where the simulator does.
+                let threads = threads
+                    .iter()
+                    .map(|steps| steps.iter().map(|s| self.step(s)).collect())
+                    .collect::<Result<Vec<Vec<Op>>, NativeError>>()?;
+                Op::Threads {
+                    step,
+                    sleep: *after == ThreadAfter::Sleep,
+                    threads,
+                }
             }
+            StepKind::Join => Op::Join { step },
         })
     }
 

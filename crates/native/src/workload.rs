@@ -58,6 +58,8 @@ pub(crate) const MSG_NOTE: u64 = 7;
 /// `[MSG_PAGEMAP, idx, ..]`: pagemap step `idx`; the engine reads this
 /// process's pagemap and says go.
 pub(crate) const MSG_PAGEMAP: u64 = 8;
+/// `[MSG_THREAD, index, tid]`: a scenario thread was created (set-up).
+pub(crate) const MSG_THREAD: u64 = 9;
 
 /// A memcg reclaim step reclaimed less than asked (errno: EAGAIN from
 /// memory.reclaim, EBUSY from the v1 limit or force_empty).
@@ -94,6 +96,10 @@ pub(crate) const E_MEMCG_LIMIT: u64 = 11;
 pub(crate) const E_MEMCG_RECLAIM: u64 = 12;
 /// Writing memory.force_empty failed.
 pub(crate) const E_FORCE_EMPTY: u64 = 13;
+/// pthread_create of a scenario thread failed.
+pub(crate) const E_THREAD: u64 = 14;
+/// sched_setaffinity of a scenario thread failed.
+pub(crate) const E_AFFINITY: u64 = 15;
 
 /// No step yet (set-up).
 pub(crate) const NO_STEP: u64 = u64::MAX;
@@ -113,6 +119,8 @@ pub(crate) struct Setup<'a> {
     pub events: &'a [Event],
     /// The memory cgroups of the memcg steps (created by the engine).
     pub cgroups: &'a [WlCgroup],
+    /// Host CPU of each scenario thread (thread `i` on `thread_cpus[i]`).
+    pub thread_cpus: &'a [usize],
     pub msg_w: RawFd,
     pub go_r: RawFd,
     pub engine_pid: i32,
@@ -143,6 +151,10 @@ struct Proc<'a> {
     tls_pages: [usize; 4],
     t_wall: u64,
     t_cpu: u64,
+    /// The scenario threads (created at set-up when the plan has any).
+    threads: Vec<crate::threads::Thread>,
+    /// How many of them the last threads step started (0: none alive).
+    live_threads: usize,
 }
 
 fn exit(code: i32) -> ! {
@@ -557,6 +569,99 @@ fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
     }
 }
 
+/// A scenario thread's step (touch, madvise or munmap; the plan has no
+/// other in a thread), on the main thread's region addresses. An error is
+/// reported with the step and ends the process (exit_group), threads and
+/// all.
+fn exec_thread_op(op: &Op, regions: &[u64]) {
+    let fail = |code: u64| -> ! {
+        let err = errno();
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        let m = [
+            MSG_ERROR,
+            CUR_STEP.load(Ordering::Relaxed),
+            code,
+            err,
+            0,
+            pid,
+        ];
+        send(MSG_FD.load(Ordering::Relaxed), &m);
+        exit(2)
+    };
+    match op {
+        Op::Touch {
+            step,
+            region,
+            offset,
+            len,
+            write,
+            zero,
+            pat,
+        } => {
+            CUR_STEP.store(*step as u64, Ordering::Relaxed);
+            STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
+            touch(regions[*region as usize] + offset, *len, *write, pat);
+        }
+        Op::Madvise {
+            step,
+            region,
+            offset,
+            len,
+            advice,
+        } => {
+            CUR_STEP.store(*step as u64, Ordering::Relaxed);
+            let a = regions[*region as usize] + offset;
+            // SAFETY: advice on a range of a scenario region, which Rust
+            // never refers to.
+            if unsafe { libc::madvise(a as *mut libc::c_void, *len as usize, *advice) } != 0 {
+                fail(E_MADVISE);
+            }
+        }
+        Op::Munmap {
+            step,
+            region,
+            offset,
+            len,
+        } => {
+            CUR_STEP.store(*step as u64, Ordering::Relaxed);
+            let a = regions[*region as usize] + offset;
+            // SAFETY: unmapping part of a scenario region, which Rust never
+            // refers to.
+            if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
+                fail(E_MUNMAP);
+            }
+        }
+        // The scenario crate allows only the three above in a thread.
+        _ => {}
+    }
+}
+
+/// Make the calling scenario thread's stack (with its TLS block at the
+/// top) and its rseq area writable now, without faults later.
+pub(crate) fn prewarm_thread() {
+    // SAFETY: plain data, initialised by pthread_getattr_np.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    let mut addr: *mut libc::c_void = ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: standard use of pthread_getattr_np on the calling thread.
+    let ok = unsafe {
+        libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 && {
+            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+            libc::pthread_attr_destroy(&mut attr);
+            r
+        }
+    };
+    if ok {
+        populate_write(addr as usize, addr as usize + size);
+    }
+    for p in tls_pages() {
+        if p != 0 {
+            populate_write(p, p + 1);
+        }
+    }
+}
+
 /// Run the root workload process. Never returns.
 pub(crate) fn root_main(s: Setup<'_>) -> ! {
     tie_to_parent(s.engine_pid);
@@ -579,6 +684,8 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         tls_pages: tls_pages(),
         t_wall: 0,
         t_cpu: 0,
+        threads: Vec::new(),
+        live_threads: 0,
     };
     p.own = vec![-1; p.events.len()];
     p.open_own();
@@ -587,6 +694,18 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
     p.sync(&[MSG_READY, pid, 0, 0, 0, 0]);
+    if !s.thread_cpus.is_empty() {
+        // After READY: the engine's inherited counters count the threads.
+        match crate::threads::start(s.thread_cpus, &p.regions, exec_thread_op) {
+            Ok(t) => p.threads = t,
+            Err(e) => p.fail(E_THREAD, e),
+        }
+        for (i, t) in p.threads.iter().enumerate() {
+            let tid = t.ctl.tid.load(Ordering::Acquire) as u64;
+            send(p.msg_w, &[MSG_THREAD, i as u64, tid, 0, 0, 0]);
+        }
+        p.prewarm();
+    }
     let plan = p.plan;
     p.exec(&plan.root);
     p.mark(MARK_END, 0);
@@ -983,6 +1102,27 @@ impl Proc<'_> {
                         }
                     }
                 }
+            }
+            Op::Threads {
+                step,
+                sleep,
+                threads,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                for (t, ops) in self.threads.iter().zip(threads) {
+                    if let Err(e) = t.run(ops, *sleep) {
+                        self.fail(E_AFFINITY, e);
+                    }
+                }
+                self.live_threads = threads.len();
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+            }
+            Op::Join { step } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                for t in &self.threads[..self.live_threads] {
+                    t.join();
+                }
+                self.live_threads = 0;
             }
             Op::ForceEmpty { step, cg } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
