@@ -29,6 +29,14 @@ pub fn probe(workdir: &Path) -> String {
     );
     let (total, _) = meminfo();
     let _ = writeln!(out, "memory = {}", total & !((4 << 20) - 1));
+    if let Some(n) = host_cpus() {
+        let online = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "cpus = {n}  # the CPUs this process may run on; online: {}",
+            online.trim()
+        );
+    }
     let thp = |f: &str| {
         fs::read_to_string(Path::new(THP_DIR).join(f))
             .map(|t| knob_value(&t))
@@ -76,6 +84,15 @@ pub fn probe(workdir: &Path) -> String {
     probe_swap(&mut out);
     probe_config(&mut out);
     out
+}
+
+/// How many CPUs this process may run on (its affinity mask: the CPUs a
+/// native run can pin the workload and its threads to), as the language's
+/// `system.cpus` (at most 64).
+fn host_cpus() -> Option<u64> {
+    let set = crate::sys::get_affinity().ok()?;
+    let n = crate::sys::cpus(&set).len() as u64;
+    (n > 0).then_some(n.min(foliosim_kernel::kernel::sched::MAX_CPUS as u64))
 }
 
 /// A swap area of /proc/swaps as the probe describes it.
@@ -289,11 +306,14 @@ fn probe_config(out: &mut String) {
 }
 
 /// The host's knob values as `--set` overrides (knob key, value) for the
-/// knobs a simulation can mirror: THP settings and the device's
+/// knobs a simulation can mirror: `cpus`, THP settings and the device's
 /// `read_ahead_kb` (`compare` applies those a scenario leaves at their
 /// defaults, so the model runs with the host's configuration).
 pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    if let Some(n) = host_cpus() {
+        out.push(("cpus".into(), n.to_string()));
+    }
     let thp = |f: &str| {
         fs::read_to_string(Path::new(THP_DIR).join(f))
             .map(|t| knob_value(&t))
@@ -369,6 +389,9 @@ mod tests {
         let sc = foliosim_scenario::parse_str("probe.toml", &text, &[])
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert!(sc.system.explicit.contains("swap"), "{text}");
+        let n = host_cpus().expect("an affinity mask");
+        assert!(text.contains(&format!("cpus = {n}")), "{text}");
+        assert_eq!(sc.system.cpus as u64, n);
         if Path::new("/proc/config.gz").exists() {
             assert!(text.contains("CONFIG_PAGE_MAPCOUNT"), "{text}");
             assert!(
