@@ -121,6 +121,9 @@ impl Report {
                     })
                     .collect();
                 let mut v = json!({"name": p.name, "counters": counters, "folios": folios});
+                if !p.pagemap.is_empty() {
+                    v["pagemap"] = json!(p.pagemap);
+                }
                 if let Some(t) = &p.time {
                     let breakdown: Map<String, Value> = t
                         .breakdown
@@ -176,6 +179,15 @@ impl Report {
                     );
                 }
             }
+            for (name, entries) in &p.pagemap {
+                for (i, e) in entries.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},pagemap,{name}/{i},{e}",
+                        self.scenario, self.arch, self.engine, p.name
+                    );
+                }
+            }
             if let Some(t) = &p.time {
                 let pre = format!("{},{},{},{}", self.scenario, self.arch, self.engine, p.name);
                 let _ = writeln!(out, "{pre},time,modelled_ns,{}", t.modelled_ns);
@@ -228,6 +240,13 @@ impl Report {
                     } else {
                         cells.join(" ")
                     }
+                );
+            }
+            for (name, entries) in &p.pagemap {
+                let _ = writeln!(
+                    out,
+                    "  pagemap {name}: {} raw entries (in the JSON and CSV output)",
+                    entries.len()
                 );
             }
         }
