@@ -110,6 +110,10 @@ struct Options {
 
 struct Gen {
     rng: Rng,
+    /// A second generator for the reclaim additions (MADV_COLD/FREE, a
+    /// small machine), so the main one's sequence, and with it every
+    /// scenario generated before they existed, is unchanged.
+    extra: Rng,
     opts: Options,
     out: String,
     files: Vec<FileDef>,
@@ -131,11 +135,11 @@ const MAX_PAGES: u64 = 12 * 1024; // 48 MiB of mappings per scenario
 
 impl Gen {
     fn system(&mut self, arch: &str) {
-        let r = &mut self.rng;
-        let mut s = String::new();
         // A 64 MiB machine now and then: files and mappings (up to 72 MiB)
         // no longer fit, and allocations reclaim directly (global pressure).
-        let memory = if r.chance(30) { "64M" } else { "256M" };
+        let memory = if self.extra.chance(30) { "64M" } else { "256M" };
+        let r = &mut self.rng;
+        let mut s = String::new();
         let _ = writeln!(s, "[system]\narch = \"{arch}\"\nmemory = \"{memory}\"");
         let top = *r.pick(&["always", "madvise", "never", "madvise"]);
         let _ = writeln!(s, "transparent_hugepage.enabled = \"{top}\"");
@@ -398,9 +402,6 @@ impl Gen {
         let advice = *self.rng.pick(&[
             "pageout",
             "pageout",
-            "cold",
-            "free",
-            "free",
             "dontneed",
             "dontneed",
             "hugepage",
@@ -410,11 +411,12 @@ impl Gen {
             "sequential",
             "normal",
         ]);
-        // MADV_FREE is EINVAL outside private anonymous mappings.
-        let advice = if advice == "free" && (reg.kind != Kind::Anon || reg.shared) {
-            "cold"
-        } else {
-            advice
+        // MADV_COLD in place of some MADV_PAGEOUTs, MADV_FREE in place of
+        // some MADV_DONTNEEDs of private anon memory (EINVAL elsewhere).
+        let advice = match advice {
+            "pageout" if self.extra.chance(35) => "cold",
+            "dontneed" if reg.kind == Kind::Anon && !reg.shared && self.extra.chance(50) => "free",
+            a => a,
         };
         let range_only = ["dontneed", "pageout", "cold", "free"];
         if !range_only.contains(&advice) && (start != 0 || len != reg.pages) {
@@ -489,6 +491,7 @@ impl Gen {
 fn generate(seed: u64, arch: &str, opts: Options) -> String {
     let mut g = Gen {
         rng: Rng(SplitMix64::new(seed)),
+        extra: Rng(SplitMix64::new(seed ^ 0x5eed_c01d_f4ee)),
         opts,
         out: String::new(),
         files: Vec::new(),
