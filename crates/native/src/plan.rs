@@ -727,6 +727,63 @@ advice = "free"
     }
 
     #[test]
+    fn threads_compile_to_per_thread_ops_in_thread_order() {
+        // Three CPUs, two threads: a split touch of 1 MiB (256 pages) gives
+        // thread 0 pages 0-127 and thread 1 pages 128-255.
+        let p = plan(
+            r#"
+[system]
+cpus = 3
+[[step]]
+op = "mmap"
+region = "heap"
+kind = "anon"
+size = "1M"
+[[step]]
+op = "threads"
+count = 2
+after = "sleep"
+[[step.thread]]
+op = "touch"
+region = "heap"
+access = "write"
+[[step.thread]]
+op = "madvise"
+region = "heap"
+advice = "dontneed"
+len = "4K"
+[[step]]
+op = "join"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.max_threads, 2);
+        assert!(p.threads_at.as_deref().unwrap().starts_with("t.toml:9:"));
+        let Op::Threads { sleep, threads, .. } = &p.root[1] else {
+            panic!("{:?}", p.root[1]);
+        };
+        assert!(*sleep);
+        assert_eq!(threads.len(), 2);
+        for (i, ops) in threads.iter().enumerate() {
+            match &ops[0] {
+                Op::Touch { offset, len, .. } => {
+                    assert_eq!((*offset, *len), (i as u64 * (512 << 10), 512 << 10))
+                }
+                o => panic!("{o:?}"),
+            }
+            assert!(matches!(
+                ops[1],
+                Op::Madvise {
+                    advice: libc::MADV_DONTNEED,
+                    len: 4096,
+                    ..
+                }
+            ));
+        }
+        assert!(matches!(p.root[2], Op::Join { .. }));
+    }
+
+    #[test]
     fn memcg_steps_name_their_cgroup() {
         let p = plan(
             r#"
