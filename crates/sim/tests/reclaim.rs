@@ -245,3 +245,71 @@ advice = "pageout"
     assert_eq!(c(&r, "out", "pswpout"), 0);
     assert_eq!(folios(&r, "out", "a"), hist(&[("4kB", 512)]));
 }
+
+/// A 64 KiB folio whose pages carry different exclusive markers is swapped
+/// back in page by page. After fork and the child's exit the parent's pages
+/// are mapped once but no longer PageAnonExclusive (fork cleared it); a
+/// write to page 0 reuses the folio (__wp_can_reuse_large_anon_folio(): not
+/// maybe-shared, mapcount == refcount) and marks only that page exclusive.
+/// On zram the folio is swapped out whole (vanilla try_to_unmap_one()
+/// writes one swap PTE per page, carrying each page's marker: page 0
+/// exclusive, pages 1..15 not). The write fault on page 5 finds swap count
+/// 1 on a synchronous device, so it skips the swap cache, but
+/// can_swapin_thp() refuses order 4: swap_pte_batch() compares whole swap
+/// PTEs, marker included, and stops at page 1. So one order-0 folio is
+/// read: 1 major fault, pswpin 1, no 64 kB swpin; the fresh folio is
+/// certainly exclusive, so it is mapped writable (no COW after it).
+#[test]
+fn swap_in_batch_needs_one_exclusive_marker() {
+    let text = r#"
+[system]
+memory = "256M"
+transparent_hugepage.hugepages-64kB.enabled = "always"
+[[system.swap]]
+kind = "zram"
+size = "64M"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "2M"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+len = "64K"
+[[step]]
+op = "fork"
+[[step]]
+op = "wait"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+len = "4K"
+[[step]]
+op = "phase"
+name = "out"
+[[step]]
+op = "madvise"
+region = "a"
+advice = "pageout"
+len = "64K"
+[[step]]
+op = "phase"
+name = "in"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+offset = "20K"
+len = "4K"
+"#;
+    let r = run(text);
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 1);
+    assert_eq!(c(&r, "out", "pswpout"), 16);
+    assert_eq!(c(&r, "in", "pgmajfault"), 1);
+    assert_eq!(c(&r, "in", "pswpin"), 1);
+    assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 0);
+    assert_eq!(c(&r, "in", "pgfault"), 1);
+}

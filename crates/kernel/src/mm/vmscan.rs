@@ -468,7 +468,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `vm_swap_full()`: less than half of the swap space is free.
-    fn vm_swap_full(&self) -> bool {
+    pub(crate) fn vm_swap_full(&self) -> bool {
         let total: u64 = self.swap.iter().map(|s| s.nr_slots - 1).sum();
         let used: u64 = self.swap.iter().map(|s| s.inuse_pages).sum();
         (total - used) * 2 < total

@@ -129,7 +129,8 @@ impl<A: Arch> Kernel<A> {
 
     /// `alloc_swap_folio()`'s orders: from the highest allowed, suitable
     /// order whose aligned block holds contiguous, unshared, uncached swap
-    /// entries of one zeromap state (offset congruent to the address) down;
+    /// entries of one zeromap state, one exclusive marker and one swap
+    /// cgroup (`can_swapin_thp()`, offset congruent to the address) down;
     /// 0 if none.
     fn swapin_orders(&mut self, vmf: &Vmf, entry: SwpEntry) -> u32 {
         let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
@@ -148,14 +149,20 @@ impl<A: Arch> Kernel<A> {
             let start = pte_index(align_down(vmf.address, nr * PAGE_SIZE));
             let si = &self.swap[entry.ty as usize];
             let zero = si.zeromap[first_off as usize];
+            let memcg = si.memcg[entry.offset as usize];
+            let marker = A::pte_swp_exclusive(vmf.orig_pte);
             let ok = (0..nr).all(|i| {
                 let pte = self.pt.get(tid, start + i as usize);
                 if pte == 0 || A::pte_present(pte) {
                     return false;
                 }
                 let (t, off) = A::pte_to_swp_entry(pte);
+                // swap_pte_batch(): the same swap PTE bits (the exclusive
+                // marker) with consecutive offsets, and one swap cgroup.
                 t == entry.ty
                     && off == first_off + i
+                    && A::pte_swp_exclusive(pte) == marker
+                    && si.memcg[off as usize] == memcg
                     && si.swap_count(off) == 1
                     && si.swap_map[off as usize] & crate::mm::swapfile::SWAP_HAS_CACHE == 0
                     && si.zeromap[off as usize] == zero
@@ -168,7 +175,11 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Map `nr` pages of the swapped-in folio from `addr` and drop the swap
-    /// references (`swap_free_nr()`).
+    /// references (`swap_free_nr()`), as the tail of `do_swap_page()` does:
+    /// one exclusivity decision for the whole batch — the faulting swap
+    /// PTE's marker, or a fresh folio never exposed to the swap cache, or a
+    /// folio whose only reference is ours once `should_try_to_free_swap()`
+    /// let `folio_free_swap()` drop the swap cache's.
     fn swapin_map(
         &mut self,
         vmf: &mut Vmf,
@@ -184,9 +195,27 @@ impl<A: Arch> Kernel<A> {
             ty: entry.ty,
             offset: entry.offset - (vmf.address - addr) / PAGE_SIZE,
         };
-        let exclusive: Vec<bool> = (0..nr)
-            .map(|i| A::pte_swp_exclusive(self.pt.get(tid, start + i as usize)))
-            .collect();
+        let in_cache = self.mem.test(folio, PG_SWAPCACHE);
+        let mapcount = self.mem.folio_mapcount(folio);
+        let folio_nr = self.mem.folio_nr_pages(folio);
+        // should_try_to_free_swap(): swap more than half full, or a write
+        // fault on a small folio held only by the swap cache and this fault
+        // (folio_ref_count() == 2); folio_free_swap() then succeeds if no
+        // other swap PTE references the folio's slots.
+        let try_free =
+            in_cache && (self.vm_swap_full() || (vmf.is_write() && mapcount == 0 && folio_nr == 1));
+        let frees_cache = try_free && {
+            let e = self.folio_swap(folio).expect("swap cache");
+            let si = &self.swap[e.ty as usize];
+            (e.offset..e.offset + folio_nr).all(|off| {
+                let ours = off >= first_entry.offset && off < first_entry.offset + nr;
+                si.swap_count(off) == u8::from(ours)
+            })
+        };
+        // KSM is not modelled; neither is SWP_STABLE_WRITES writeback (the
+        // model's writeback completes at once).
+        let exclusive =
+            A::pte_swp_exclusive(vmf.orig_pte) || !in_cache || (frees_cache && mapcount == 0);
         // A folio just read (into the swap cache or not) is not anon yet.
         let fresh = !self.mem.folio_test_anon(folio);
         let first_page = if nr > 1 { folio } else { page };
@@ -196,9 +225,9 @@ impl<A: Arch> Kernel<A> {
         } else {
             self.folio_add_anon_rmap_ptes(folio, first_page, nr, vmf.mm);
         }
-        // RMAP_EXCLUSIVE only where the swap PTE carried the marker.
+        // RMAP_EXCLUSIVE for the whole batch, or for none of it.
         for i in 0..nr {
-            if exclusive[i as usize] {
+            if exclusive {
                 self.mem.set(first_page.plus(i), PG_ANON_EXCLUSIVE);
             } else {
                 self.mem.clear(first_page.plus(i), PG_ANON_EXCLUSIVE);
@@ -206,8 +235,7 @@ impl<A: Arch> Kernel<A> {
         }
         self.add_mm_counter(vmf.mm, MM_ANONPAGES, nr as i64);
         self.add_mm_counter(vmf.mm, MM_SWAPENTS, -(nr as i64));
-        let excl = self.mem.test(first_page, PG_ANON_EXCLUSIVE);
-        let w = excl && vmf.vma.vm_flags & VM_WRITE != 0;
+        let w = exclusive && vmf.vma.vm_flags & VM_WRITE != 0;
         let prot = PteProt {
             write: w,
             dirty: w && vmf.is_write(),
@@ -218,7 +246,7 @@ impl<A: Arch> Kernel<A> {
         }
         let span = FolioSpan {
             pfn: folio,
-            nr: self.mem.folio_nr_pages(folio),
+            nr: folio_nr,
         };
         A::set_ptes(
             self.pt.table_mut(tid),
@@ -232,15 +260,8 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_DIRTY);
         }
         self.swap_free_nr(first_entry, nr);
-        // should_try_to_free_swap(): a write by the only user frees the slot.
-        if self.mem.test(folio, PG_SWAPCACHE)
-            && vmf.is_write()
-            && self.mem.folio_mapcount(folio) == 1
-        {
-            let e = self.folio_swap(folio).expect("swap cache");
-            if self.swap[e.ty as usize].swap_count(e.offset) == 0 {
-                self.delete_from_swap_cache(folio);
-            }
+        if frees_cache {
+            self.folio_free_swap(folio);
         }
     }
 }
