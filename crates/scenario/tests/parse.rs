@@ -370,6 +370,7 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         .collect();
     let want = [
         ("arch", "x86_64"),
+        ("cpus", "2"),
         ("fault_around_bytes", "65536"),
         ("memory", "25769803776"),
         ("read_ahead_kb", "128"),
