@@ -340,3 +340,22 @@ fn thread_steps_that_make_no_sense_are_errors() {
     assert!(e.contains("join without"), "{e}");
     let _ = try_run_with;
 }
+
+#[test]
+fn madv_free_completes_a_pending_reclaim_batch_first() {
+    // madvise_free_pte_range() calls flush_tlb_batched_pending() right after
+    // mapping the PTE table, as zap_pte_range() does: the pageout above left
+    // the mm's batched generation behind, so flush_tlb_mm() runs once (and
+    // reaches the spinning CPU 1 by IPI). The range holds swap entries
+    // only, which MADV_FREE drops without gathering a TLB entry: no flush
+    // of its own.
+    let text = pageout("spin").replace(
+        "op = \"munmap\"\nregion = \"map\"",
+        "op = \"madvise\"\nregion = \"map\"\nadvice = \"free\"",
+    );
+    assert!(text.contains("advice = \"free\""));
+    let r = run(&text);
+    assert_eq!(c(&r, "munmap", "sim/tlb_batched_pending"), 1);
+    assert_eq!(c(&r, "munmap", "sim/flush_tlb_range"), 1);
+    assert_eq!(c(&r, "munmap", "sim/ipi"), 1);
+}

@@ -380,6 +380,9 @@ impl<A: Arch> Kernel<A> {
         let Some(tid) = self.entry_table(self.pmdp_get(pmd)) else {
             return; // still a PMD leaf (zero folio, shared, locked)
         };
+        // As in the cold/pageout walk: a deferred reclaim flush of this mm
+        // is completed right after the PTE table is mapped.
+        self.flush_tlb_batched_pending(mm);
         let _ = vma;
         let mut nr_swap = 0i64;
         let mut a = addr;
