@@ -36,6 +36,24 @@ fn loadavg() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = info
@@ -140,7 +158,11 @@ fn save_runs(phases: &[Measured], load_start: &str, load_end: &str) -> String {
         .map(|m| {
             serde_json::json!({
                 "name": m.name,
-                "counters": m.counters,
+                "counters": m
+                    .counters
+                    .iter()
+                    .filter(|(_, v)| **v != 0)
+                    .collect::<BTreeMap<_, _>>(),
                 "thread_cpu_ns": m.cpu,
                 "wall_ns": m.wall,
                 "fault_mismatch": m.fault_mismatch.map(|(a, b)| vec![a, b]),
@@ -260,12 +282,14 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             measured_ns: med,
         });
     }
+    // The runs actually behind the medians (with --from-runs, those saved).
+    let repeats = phases.iter().map(|m| m.cpu.len()).max().unwrap_or(0);
+    let date = today();
     let source = format!(
-        "fitted by foliosim calibrate on {} ({} phases, median of {} runs, thread CPU time, \
-         shrink {})",
+        "fitted by foliosim calibrate on {} {date} ({} phases, median of {repeats} runs, \
+         thread CPU time, shrink {})",
         a.corpus.display(),
         samples.len(),
-        a.repeat,
         a.shrink
     );
     let res = fit(&prior, &samples, &source, a.shrink)?;
@@ -353,16 +377,21 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         profile.name = a.name.clone();
         profile.cpu = cpu_model();
         profile.description = format!(
-            "Calibrated on this host with foliosim calibrate (x {} runs, median thread CPU \
-             time); every group of the prior {} scaled by the fit.",
-            a.repeat, prior.name
+            "Calibrated on this host with foliosim calibrate on {date} ({repeats} runs per \
+             scenario, median thread CPU time); every group of the prior {} scaled by the fit.",
+            prior.name
         );
         let header = format!(
-            "Cost profile written by `foliosim calibrate --corpus {} --repeat {} --prior {}`.\n\
+            "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}` \
+             on {date}\n({repeats} native runs per scenario{}).\n\
              Load average {load_start} -> {load_end}.\n{}",
             a.corpus.display(),
-            a.repeat,
             a.prior,
+            a.shrink,
+            a.from_runs
+                .as_ref()
+                .map(|p| format!(", refitted from {}", p.display()))
+                .unwrap_or_default(),
             text.lines()
                 .skip_while(|l| !l.starts_with("fit:"))
                 .take(1 + res.scales.len() + 1)

@@ -10,6 +10,7 @@ use crate::{Kernel, KernelError, MmId};
 impl<A: Arch> Kernel<A> {
     /// `dup_mm()`: returns the child's mm.
     pub fn dup_mm(&mut self, parent: MmId) -> Result<MmId, KernelError> {
+        self.vmstat.sim.dup_mm += 1;
         let child = self.mm_alloc();
         // The child task starts in its parent's memory cgroup.
         let memcg = self.mm_memcg(parent);

@@ -327,6 +327,7 @@ impl<A: Arch> Kernel<A> {
         }
         self.vmstat.count_mthp_stat(order, MthpStat::Swpout);
         self.vmstat.count_vm_events(VmEvent::PswpOut, nr);
+        self.vmstat.sim.swap_write_io += 1;
         true
     }
 }

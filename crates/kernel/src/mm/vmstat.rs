@@ -194,6 +194,15 @@ sim_stat! {
     /// Per-page `_mapcount` updates (CONFIG_PAGE_MAPCOUNT) inside PTE-level
     /// rmap additions and removals: one per page, also in batched calls.
     page_mapcount => "sim/page_mapcount_update",
+    /// Swap-cache lookups of a swap entry (`swap_cache_get_folio()` in
+    /// `do_swap_page()`).
+    swapcache_lookup => "sim/swapcache_lookup",
+    /// Address spaces duplicated by fork (`dup_mm()`: the mm, its VMAs and
+    /// the task around them, apart from the page tables).
+    dup_mm => "sim/dup_mm",
+    /// Folios written to a swap device (`__swap_writepage()`: one bio per
+    /// folio; zero-filled folios go to the zeromap instead).
+    swap_write_io => "sim/swap_write_io",
     /// `add_mm_counter()` / `inc_mm_counter()` updates of rss_stat.
     rss_stat_update => "sim/rss_stat_update",
     /// Fault-around windows handed to `->map_pages()`.

@@ -30,6 +30,7 @@ impl<A: Arch> Kernel<A> {
             return VM_FAULT_SIGBUS;
         }
         let entry = SwpEntry { ty, offset };
+        self.vmstat.sim.swapcache_lookup += 1;
         let cached = self.swap[ty as usize].cache[offset as usize];
         let mut ret = 0;
         let (folio, page, nr, addr) = if cached != crate::mm::filemap::NO_PAGE {

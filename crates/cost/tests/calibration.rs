@@ -1,0 +1,87 @@
+//! The shipped x86_64 profile against the calibration measurements it was
+//! fitted to (`profiles/calibration/x86_64-kvm-host.runs.json`, written by
+//! `foliosim calibrate --save-runs` on this host, 2026-11-21).
+//!
+//! The acceptance criterion of issue 5 is about leave-one-out errors over
+//! the phases that take at least 1 ms natively: median at most 15%, worst
+//! at most 35%. The worst is not met (docs/benchmarks.md names the phases
+//! and why); the median is asserted here, and the shipped profile must be
+//! exactly what the saved runs and the prior give.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use foliosim_cost::fit::{fit, median, rel_err, Sample};
+use foliosim_cost::Profile;
+
+fn repo(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+fn samples() -> Vec<Sample> {
+    let text = std::fs::read_to_string(repo("profiles/calibration/x86_64-kvm-host.runs.json"))
+        .expect("saved runs");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let mut out = Vec::new();
+    for p in v["phases"].as_array().expect("phases") {
+        let mut cpu: Vec<f64> = p["thread_cpu_ns"]
+            .as_array()
+            .expect("times")
+            .iter()
+            .map(|x| x.as_f64().expect("number"))
+            .collect();
+        cpu.sort_by(f64::total_cmp);
+        let med = median(&cpu);
+        if med < 1e6 {
+            continue;
+        }
+        let counters: BTreeMap<String, i64> = p["counters"]
+            .as_object()
+            .expect("counters")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_i64().expect("integer")))
+            .collect();
+        out.push(Sample {
+            name: p["name"].as_str().expect("name").to_string(),
+            counters,
+            measured_ns: med,
+        });
+    }
+    out
+}
+
+#[test]
+fn leave_one_out_median_error_is_at_most_15_percent() {
+    let prior = Profile::resolve(repo("profiles/x86_64-prior.toml").to_str().unwrap()).unwrap();
+    let s = samples();
+    assert!(s.len() >= 20, "{} phases of at least 1 ms", s.len());
+    let r = fit(&prior, &s, "test", 0.01).unwrap();
+    let loo: Vec<f64> = s
+        .iter()
+        .zip(&r.loo_modelled)
+        .map(|(x, m)| rel_err(*m, x.measured_ns).abs())
+        .collect();
+    let med = median(&loo);
+    assert!(med <= 0.15, "leave-one-out median {med}");
+}
+
+#[test]
+fn shipped_profile_is_the_fit_of_the_saved_runs() {
+    let prior = Profile::resolve(repo("profiles/x86_64-prior.toml").to_str().unwrap()).unwrap();
+    let shipped = Profile::resolve("x86_64-kvm-host").unwrap();
+    let r = fit(&prior, &samples(), "test", 0.01).unwrap();
+    for (k, c) in &r.profile.costs {
+        let s = &shipped.costs[k];
+        // The profile file keeps one decimal at 100 ns and more, two from
+        // 1 ns, four below.
+        let tol = (0.0006 * c.ns).max(0.006);
+        assert!(
+            (s.ns - c.ns).abs() <= tol,
+            "{k}: shipped {} fitted {}",
+            s.ns,
+            c.ns
+        );
+    }
+}
