@@ -287,6 +287,9 @@ fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
         workload::E_AFFINITY => {
             format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
         }
+        workload::E_RSEQ => format!(
+            "unregistering glibc's rseq area (so the kernel never writes it copy-on-write after a fork) failed: {errno}"
+        ),
         c => format!("workload error {c}"),
     };
     NativeError::Io { at, what }

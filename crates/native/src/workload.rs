@@ -19,8 +19,11 @@
 //!   in the processes themselves (getrusage, and tracepoint counters each
 //!   process opens on itself) and reported as overhead, which the engine
 //!   subtracts. Only the few events a new child causes before its own
-//!   counters exist are estimated (page faults from getrusage; TLB flushes
-//!   are not corrected).
+//!   counters exist are estimated (page faults from getrusage, less what
+//!   the new counter already saw; TLB flushes are not corrected). Since
+//!   getrusage also counts faults taken in kernel mode, which
+//!   exceptions:page_fault_user does not, glibc's rseq area is unregistered
+//!   at set-up: the kernel would write it copy-on-write after each fork.
 //!
 //! Messages to the engine are fixed-size (48 bytes, below PIPE_BUF, so
 //! writes from several processes never interleave). Only the root process
@@ -100,6 +103,9 @@ pub(crate) const E_FORCE_EMPTY: u64 = 13;
 pub(crate) const E_THREAD: u64 = 14;
 /// sched_setaffinity of a scenario thread failed.
 pub(crate) const E_AFFINITY: u64 = 15;
+
+/// Unregistering glibc's rseq area failed (set-up).
+pub(crate) const E_RSEQ: u64 = 16;
 
 /// No step yet (set-up).
 pub(crate) const NO_STEP: u64 = u64::MAX;
@@ -298,6 +304,75 @@ fn close_other_fds(keep: &mut [RawFd]) {
         from = from.max(k + 1);
     }
     close_range(from, u32::MAX);
+}
+
+/// The signature glibc registers its rseq area with (`RSEQ_SIG`).
+#[cfg(target_arch = "x86_64")]
+const RSEQ_SIG: u32 = 0x5305_3053;
+#[cfg(target_arch = "aarch64")]
+const RSEQ_SIG: u32 = 0xd428_bc00;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const RSEQ_SIG: u32 = 0;
+/// `RSEQ_FLAG_UNREGISTER` (include/uapi/linux/rseq.h).
+const RSEQ_FLAG_UNREGISTER: libc::c_int = 1;
+/// The smallest rseq registration (the original `struct rseq`).
+const ORIG_RSEQ_SIZE: u32 = 32;
+
+/// Unregister the rseq area glibc registered for this thread (at set-up,
+/// before any fork, so no workload process has one); Err(errno).
+///
+/// With rseq registered, the kernel writes the area (cpu_id, rseq_cs) on
+/// the way back to user mode after a migration or preemption and in every
+/// new child (kernel/rseq.c: __rseq_handle_notify_resume(), rseq_fork()
+/// copies the registration). After a fork that area's page is copy-on-write
+/// shared, so that write is a copy-on-write fault taken in kernel mode:
+/// counted in getrusage's ru_minflt but not by exceptions:page_fault_user.
+/// The estimate of a new child's overhead from getrusage then counted it as
+/// a user fault, and a parent preempted by its new child (timing) took one
+/// more; the native page_fault_user count came out one short. The workload
+/// never uses rseq itself; glibc falls back to system calls (sched_getcpu)
+/// when the area says "not registered".
+fn unregister_rseq() -> Result<(), u64> {
+    // SAFETY: dlsym with NUL-terminated names; the symbols, if glibc has
+    // them (2.35+), are a `ptrdiff_t` and an `unsigned int` that never
+    // change.
+    let (offset, size) = unsafe {
+        let o = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr());
+        let s = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr());
+        if o.is_null() || s.is_null() {
+            return Ok(()); // this libc registers no rseq area
+        }
+        (*(o as *const isize), *(s as *const u32))
+    };
+    if size == 0 {
+        return Ok(()); // registration disabled or refused by the kernel
+    }
+    // SAFETY: pthread_self returns the thread pointer (the TCB address).
+    let area = (unsafe { libc::pthread_self() } as usize).wrapping_add_signed(offset);
+    // glibc registers max(__rseq_size, 32) bytes (2.40+: __rseq_size is
+    // the feature size, which may be smaller); before 2.40 both are 32.
+    let mut err = 0;
+    for len in [size.max(ORIG_RSEQ_SIZE), size] {
+        // SAFETY: unregistering this thread's rseq area only stops the
+        // kernel from writing it; nothing of ours relies on its contents.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rseq,
+                area as *mut libc::c_void,
+                len,
+                RSEQ_FLAG_UNREGISTER,
+                RSEQ_SIG,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        err = errno();
+        if err == libc::ENOSYS as u64 {
+            return Ok(()); // no rseq in this kernel: nothing registered
+        }
+    }
+    Err(err)
 }
 
 /// Populate every private file mapping of the process (program text, data,
@@ -668,6 +743,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
     reset_signals();
     close_other_fds(&mut [s.msg_w, s.go_r]);
     MSG_FD.store(s.msg_w, Ordering::Relaxed);
+    let rseq = unregister_rseq();
     populate_file_mappings();
     let mut p = Proc {
         plan: s.plan,
@@ -687,6 +763,9 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         threads: Vec::new(),
         live_threads: 0,
     };
+    if let Err(e) = rseq {
+        p.fail(E_RSEQ, e);
+    }
     p.own = vec![-1; p.events.len()];
     p.open_own();
     p.warm_up();
@@ -930,8 +1009,9 @@ impl Proc<'_> {
         ] {
             warm_range(a, a + 8);
         }
-        // Populate only: these pages are also written by the kernel (rseq)
-        // and libc, so they are never rewritten from here.
+        // Populate only: these pages are also written by libc (and, were
+        // rseq registered, by the kernel), so they are never rewritten
+        // from here.
         for p in self.tls_pages {
             if p != 0 {
                 populate_write(p, p + 1);
@@ -1146,6 +1226,9 @@ impl Proc<'_> {
         let [done_r, done_w] = fds;
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
+        // Our page_fault_user overhead is counted by our own counter from
+        // here (everything is writable now: nothing faults before fork).
+        let o0 = self.read_own();
         let r0 = rusage();
         let pid = raw_fork();
         if pid == 0 {
@@ -1153,9 +1236,13 @@ impl Proc<'_> {
         }
         // What fork(2) itself does (copying and write-protecting page
         // tables, flushing the TLB) is the scenario's; what follows is
-        // ours: copy-on-write of our own stack and tables.
-        let o_mid = self.read_own();
-        let r_mid = rusage();
+        // ours: copy-on-write of our own stack and tables. Tracepoints
+        // count from here, except page_fault_user, which fork(2) never
+        // hits (the user-mode faults since `o0` are all ours).
+        let mut o_mid = self.read_own();
+        if let Some(i) = page_fault_user(self.events) {
+            o_mid[i] = o0[i];
+        }
         if pid < 0 {
             self.fail(E_FORK, errno());
         }
@@ -1165,8 +1252,7 @@ impl Proc<'_> {
         self.prewarm();
         let o1 = self.read_own();
         let r1 = rusage();
-        let early = (r_mid.0 - r0.0) + (r_mid.1 - r0.1);
-        self.send_overhead((r1.0 - r0.0, r1.1 - r0.1), &o_mid, &o1, early);
+        self.send_overhead((r1.0 - r0.0, r1.1 - r0.1), &o_mid, &o1, 0);
         let mut b = 0u8;
         let n = loop {
             // SAFETY: one writable byte.
@@ -1184,14 +1270,33 @@ impl Proc<'_> {
     }
 
     fn child_main(&mut self, ops: &[Op], done_r: RawFd, done_w: RawFd, parent: i32) -> ! {
-        // Everything until the steps is overhead. The tracepoint counters
-        // are opened first; the faults before that are counted by rusage.
-        let r_open = rusage();
-        warm_range(
-            self.own.as_ptr() as usize,
-            self.own.as_ptr() as usize + self.own.len() * 4,
-        );
+        // Everything until the steps is overhead. Our own counters are
+        // opened first; the user faults before that are those getrusage(2)
+        // counts minus those the new counter saw: `r_open - c_open`, taken
+        // with no fault in between (the pair is repeated until the counter
+        // did not move across the getrusage). getrusage's ru_minflt also counts faults taken in
+        // kernel mode or through GUP, which page_fault_user does not see,
+        // so none may happen before it: no populate, and no rseq area for
+        // the kernel to write on our way out of fork (`unregister_rseq`);
+        // read_raw() and rusage() write their buffers before the kernel
+        // fills them.
         self.open_own();
+        let pfu = page_fault_user(self.events);
+        let pfu_now = |own: &[i32]| match pfu {
+            Some(i) if own[i] >= 0 => perf::read_raw(own[i]),
+            _ => 0,
+        };
+        let (r_open, c_open) = loop {
+            let c = pfu_now(&self.own);
+            let r = rusage();
+            if pfu_now(&self.own) == c {
+                break (r, c);
+            }
+        };
+        let mut before = [0; MAX_EVENTS];
+        if let Some(i) = pfu {
+            before[i] = c_open;
+        }
         // SAFETY: our copy of the read end.
         unsafe { libc::close(done_r) };
         tie_to_parent(parent);
@@ -1199,7 +1304,7 @@ impl Proc<'_> {
         self.prewarm();
         let o = self.read_own();
         let r = rusage();
-        self.send_overhead(r, &[0; MAX_EVENTS], &o, r_open.0 + r_open.1);
+        self.send_overhead(r, &before, &o, r_open.0 + r_open.1);
         self.exec(ops);
         let b = 1u8;
         // SAFETY: one readable byte.
