@@ -464,9 +464,11 @@ fn stack_low() -> usize {
 }
 
 /// Break copy-on-write sharing of `[start, end)` ahead of time with
-/// MADV_POPULATE_WRITE: the kernel faults the pages writable through GUP,
-/// which is not counted as a fault of the task (no minflt, no
-/// exceptions:page_fault_user). Returns false if that failed.
+/// MADV_POPULATE_WRITE: the kernel faults the pages writable through GUP.
+/// Such faults raise no exceptions:page_fault_user and no perf fault
+/// events, but mm_account_fault() still adds them to the task's min_flt
+/// (getrusage), so nothing may be populated inside a window whose faults
+/// are estimated from getrusage. Returns false if that failed.
 fn populate_write(start: usize, end: usize) -> bool {
     let s = start & !4095;
     let e = (end + 4095) & !4095;
