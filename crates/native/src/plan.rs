@@ -12,7 +12,7 @@ use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 
 use foliosim_scenario::{
-    Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind, ThreadAfter,
+    Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
 
 use crate::NativeError;
@@ -42,6 +42,13 @@ pub(crate) enum Pat {
     OnePerPt,
     /// Page indexes relative to the start of the range, in touch order.
     Random(Vec<u32>),
+    /// `unit = "word"`, sequential: every 8-byte word, in address order.
+    SeqWords,
+    /// `unit = "word"`, random: 512 rounds over the pages in this order
+    /// (the page-granular random order); round `r` loads word
+    /// `((r mod 8) * 64 + r / 8 + i) mod 512` of the `i`-th page
+    /// (docs/scenarios.md).
+    RandomWords(Vec<u32>),
 }
 
 /// One operation of one process.
@@ -460,6 +467,7 @@ impl Compiler<'_> {
                 access,
                 pattern,
                 range,
+                unit,
             } => {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
@@ -476,6 +484,12 @@ impl Compiler<'_> {
                         })?;
                         Pat::Random(foliosim_scenario::random_order(n, seed))
                     }
+                };
+                // The parser allows words only for reads, sequential or random.
+                let pat = match (*unit, pat) {
+                    (TouchUnit::Word, Pat::Seq) => Pat::SeqWords,
+                    (TouchUnit::Word, Pat::Random(order)) => Pat::RandomWords(order),
+                    (_, pat) => pat,
                 };
                 Op::Touch {
                     step,

@@ -643,7 +643,39 @@ fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
                 access(start + i as u64 * PAGE_SIZE, write);
             }
         }
+        Pat::SeqWords => {
+            let mut a = start;
+            while a < end {
+                load_word(a);
+                a += WORD;
+            }
+        }
+        Pat::RandomWords(order) => {
+            let words = PAGE_SIZE / WORD;
+            for r in 0..words {
+                // Round r's word before the shift: rounds 8a..8a+7 visit
+                // words a, a+64, .., a+448 (eight cache lines 512 bytes
+                // apart), so a page's line is reused only 8 rounds later.
+                let base = (r % 8) * 64 + r / 8;
+                for (i, &p) in order.iter().enumerate() {
+                    let w = (base + i as u64) % words;
+                    load_word(start + p as u64 * PAGE_SIZE + w * WORD);
+                }
+            }
+        }
     }
+}
+
+/// The load size of a word touch (`unit = "word"`).
+const WORD: u64 = 8;
+
+/// One 8-byte load at `addr` (word touches only read).
+#[inline(always)]
+fn load_word(addr: u64) {
+    // SAFETY: `addr` is an 8-byte-aligned word of a page of a region the
+    // scenario mapped here; a bad access is a modelled outcome that the
+    // SIGSEGV/SIGBUS reporter turns into an error.
+    unsafe { ptr::read_volatile(addr as *const u64) };
 }
 
 /// A scenario thread's step (touch, madvise or munmap; the plan has no

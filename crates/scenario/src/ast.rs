@@ -251,6 +251,23 @@ pub enum Pattern {
     OnePerPageTable,
 }
 
+/// How much of each touched page a touch accesses (`unit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TouchUnit {
+    /// `unit = "page"` (default): one byte of each touched page.
+    #[default]
+    Page,
+    /// `unit = "word"`: every 8-byte word of each touched page is loaded
+    /// (reads only; patterns sequential and random). Sequential: the words
+    /// in address order. Random: 512 rounds over the pages in the random
+    /// page order; round `r` loads word `((r mod 8) * 64 + r / 8 + i) mod
+    /// 512` of the `i`-th page of that order, so consecutive loads land on
+    /// different pages, a page's cache line is reused only 8 rounds later,
+    /// and the first round faults the pages in exactly the order of the
+    /// page-granular random touch (see docs/scenarios.md).
+    Word,
+}
+
 /// A range inside a named region: `offset` and `len` in bytes (len None =
 /// to the end of the region).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,6 +307,8 @@ pub enum StepKind {
         access: Access,
         pattern: Pattern,
         range: Range,
+        /// `unit` (default page).
+        unit: TouchUnit,
     },
     /// `op = "madvise"`
     Madvise {

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Access, Advice, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind};
+use crate::ast::{
+    Access, Advice, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
+};
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
 use crate::tree::{Data, Node};
@@ -54,6 +56,7 @@ impl Op {
             ],
             Op::Touch => &[
                 "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
+                "unit",
             ],
             Op::Madvise => &["op", "region", "advice", "offset", "len"],
             Op::Munmap => &["op", "region", "offset", "len"],
@@ -106,6 +109,8 @@ const PATTERNS: &[(&str, PatternName)] = &[
     ("stride", PatternName::Stride),
     ("one-per-pt", PatternName::OnePerPt),
 ];
+
+const UNITS: &[(&str, TouchUnit)] = &[("page", TouchUnit::Page), ("word", TouchUnit::Word)];
 
 const ACCESSES: &[(&str, Access)] = &[
     ("read", Access::Read),
@@ -448,12 +453,30 @@ impl StepChecker<'_> {
             },
             PatternName::OnePerPt => Pattern::OnePerPageTable,
         };
+        let unit = f.opt("unit", |c, n, p| c.choice(n, p, UNITS))?;
+        let unit = unit.unwrap_or_default();
+        if unit == TouchUnit::Word {
+            if access != Access::Read {
+                return Err(f.err_at(
+                    "unit",
+                    "unsupported: unit = \"word\" is only modelled for access = \"read\"",
+                ));
+            }
+            if !matches!(name, PatternName::Sequential | PatternName::Random) {
+                return Err(f.err_at(
+                    "unit",
+                    "unsupported: unit = \"word\" is only modelled with pattern = \"sequential\" \
+                     or \"random\"",
+                ));
+            }
+        }
         let range = range(f, &region, size)?;
         Ok(StepKind::Touch {
             region,
             access,
             pattern,
             range,
+            unit,
         })
     }
 

@@ -158,6 +158,7 @@ impl StepChecker<'_> {
             access,
             pattern,
             range,
+            unit,
         } = &step.kind
         else {
             return Ok(step.clone());
@@ -189,6 +190,7 @@ impl StepChecker<'_> {
                     offset: range.offset + first * PAGE_SIZE,
                     len: Some(n * PAGE_SIZE),
                 },
+                unit: *unit,
             },
         })
     }

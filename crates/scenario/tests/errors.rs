@@ -50,7 +50,7 @@ fn unknown_key_in_step() {
     assert_eq!(
         e.message,
         "unknown key `foo` in step[2] (op = \"touch\"); expected one of: \
-         op, region, access, pattern, seed, stride, offset, len, split"
+         op, region, access, pattern, seed, stride, offset, len, split, unit"
     );
     assert_eq!(
         e.to_string(),
@@ -381,4 +381,27 @@ fn columns_count_characters() {
     let e = error("description = \"µs\"; x\n");
     // `µ` is two bytes but one column.
     assert_eq!((e.line, e.col), (1, 19));
+}
+
+#[test]
+fn word_touch_only_for_sequential_or_random_reads() {
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"write\"\nunit = \"word\"\n",
+    ));
+    assert_eq!(at(&e), (16, 8, "step[2].unit"));
+    assert!(e.message.starts_with("unsupported: "), "{}", e.message);
+    assert!(e.message.contains("access = \"read\""), "{}", e.message);
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"read\"\npattern = \"one-per-pt\"\nunit = \"word\"\n",
+    ));
+    assert_eq!(e.field, "step[2].unit");
+    assert!(
+        e.message.contains("pattern = \"sequential\""),
+        "{}",
+        e.message
+    );
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"read\"\nunit = \"byte\"\n",
+    ));
+    assert_eq!(e.field, "step[2].unit");
 }

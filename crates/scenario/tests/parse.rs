@@ -264,6 +264,7 @@ fn full_scenario_touches() {
             access,
             pattern,
             range,
+            ..
         } => (region.as_str(), *access, *pattern, *range),
         other => panic!("not a touch: {other:?}"),
     };
@@ -582,4 +583,22 @@ fn examples_in_the_language_reference_parse() {
             ..
         }
     ));
+}
+
+#[test]
+fn touch_unit_defaults_to_page_and_word_parses() {
+    let text = "name = \"w\"\n[system]\nmemory = \"64M\"\n\
+        [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n\
+        [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\n\
+        [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\npattern = \"random\"\nunit = \"word\"\n";
+    let s = parse(text);
+    let units: Vec<TouchUnit> = s
+        .steps
+        .iter()
+        .filter_map(|st| match &st.kind {
+            StepKind::Touch { unit, .. } => Some(*unit),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(units, vec![TouchUnit::Page, TouchUnit::Word]);
 }

@@ -9,7 +9,7 @@ use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
 use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
 use foliosim_report::{Phase, Report};
 use foliosim_scenario::{
-    Access, Advice, Backing, CacheFill, Pattern, Range, Scenario, Step, StepKind,
+    Access, Advice, Backing, CacheFill, Pattern, Range, Scenario, Step, StepKind, TouchUnit,
 };
 
 use crate::{at, SimError};
@@ -227,10 +227,14 @@ impl<A: Arch> Engine<A> {
                 access,
                 pattern,
                 range,
+                unit,
             } => {
                 let (start, len) = self.region(region, range);
                 self.cpu.store_nonzero = *access != Access::WriteZero;
                 self.touch(mm, start, len, *access != Access::Read, *pattern, loc)?;
+                if *unit == TouchUnit::Word {
+                    self.word_loads(len, *pattern);
+                }
             }
             StepKind::Madvise {
                 region,
@@ -422,7 +426,24 @@ impl<A: Arch> Engine<A> {
         }
         Ok(())
     }
+
+    /// The loads of a word touch (`unit = "word"`) beyond the first access
+    /// of each page, which `touch` made through the simulated CPU: they
+    /// cannot fault (the page is mapped and the touch only reads), so they
+    /// are counted, not walked, and priced by the cost profile by order
+    /// (`sim/user_loads` streaming, `sim/user_loads_random` one miss each).
+    fn word_loads(&mut self, len: u64, pattern: Pattern) {
+        let further = (len / PAGE_SIZE) * (PAGE_SIZE / WORD_SIZE - 1);
+        let sim = &mut self.k.vmstat.sim;
+        match pattern {
+            Pattern::Random { .. } => sim.user_loads_random += further,
+            _ => sim.user_loads += further,
+        }
+    }
 }
+
+/// The load size of a word touch.
+const WORD_SIZE: u64 = 8;
 
 fn madv(a: Advice, loc: &foliosim_scenario::Loc) -> Result<Madv, SimError> {
     Ok(match a {

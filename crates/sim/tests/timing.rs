@@ -193,3 +193,40 @@ fn modelled_time_is_deterministic_and_adds_up() {
         assert!(a.phases[0].counters.get(k).is_some_and(|&n| n > 0), "{k}");
     }
 }
+
+fn measured_counter(r: &Report, name: &str) -> i64 {
+    let p = r.phases.iter().find(|p| p.name == "measured").unwrap();
+    p.counters.get(name).copied().unwrap_or(0)
+}
+
+#[test]
+fn word_touches_walk_the_first_access_and_count_the_other_511_loads() {
+    // unit = "word": 4096 / 8 = 512 loads per page; the first goes through
+    // the simulated CPU (sim/user_access, possibly a fault), the other 511
+    // are counted by order. The faults are those of the page touch: words
+    // change no fault (seed 001's minor-fault rows are the same).
+    let seq = timed_report("calibrate/words-seq.toml", &[]);
+    assert_eq!(measured_counter(&seq, "sim/user_access"), 65536);
+    assert_eq!(measured_counter(&seq, "sim/user_loads"), 65536 * 511);
+    assert_eq!(measured_counter(&seq, "sim/user_loads_random"), 0);
+    assert_eq!(measured_counter(&seq, "pgfault"), 0);
+    let small = [
+        ("system.memory", "256M"),
+        ("file.data.size", "16M"),
+        ("step.1.size", "16M"),
+    ];
+    let rand = timed_report("seed001/random-1g.toml", &small);
+    assert_eq!(measured_counter(&rand, "sim/user_loads_random"), 4096 * 511);
+    assert_eq!(measured_counter(&rand, "sim/user_loads"), 0);
+    let mut pages = small.to_vec();
+    pages.push(("step.3.unit", "page"));
+    let by_page = timed_report("seed001/random-1g.toml", &pages);
+    for c in ["pgfault", "sim/fault_around", "sim/user_access"] {
+        assert_eq!(
+            measured_counter(&rand, c),
+            measured_counter(&by_page, c),
+            "{c}"
+        );
+    }
+    assert_eq!(measured_counter(&by_page, "sim/user_loads_random"), 0);
+}

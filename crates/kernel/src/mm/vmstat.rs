@@ -211,6 +211,13 @@ sim_stat! {
     fault_retry => "sim/fault_retry",
     /// User accesses performed by the simulated CPU.
     user_access => "sim/user_access",
+    /// Further user loads of a word touch (`unit = "word"`) in address
+    /// order, after the page's first access: 511 per 4 KiB page, never
+    /// faulting (the first access mapped the page); streaming loads.
+    user_loads => "sim/user_loads",
+    /// The same in the random word order, where consecutive loads land on
+    /// different pages (a cache and usually a TLB miss each).
+    user_loads_random => "sim/user_loads_random",
     /// `flush_tlb_mm_range()` / `flush_tlb_range()` calls (immediate flushes).
     flush_tlb_range => "sim/flush_tlb_range",
     /// x86 single-page invalidations (INVLPG).
