@@ -85,6 +85,12 @@ pub struct Config {
     pub swap: Vec<(mm::swapfile::SwapDevKind, u64)>,
     /// Patch-series switches.
     pub series: Series,
+    /// Keep the root cgroup's LRU lists ordered, so that global direct
+    /// reclaim can scan them (8 bytes per page frame). An engine that
+    /// proves a scenario cannot run the machine out of memory turns this
+    /// off; a global reclaim then is a loud "unsupported", never a silent
+    /// approximation.
+    pub lru_order_root: bool,
 }
 
 /// The patch series modelled as switches (all off = vanilla 6.18).
@@ -115,6 +121,7 @@ impl Default for Config {
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
+            lru_order_root: true,
         }
     }
 }

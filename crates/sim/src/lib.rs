@@ -14,7 +14,7 @@ use std::fmt;
 use foliosim_kernel::mm::swapfile::SwapDevKind;
 use foliosim_kernel::{AnonOrderMode, Arm64, Config, ThpMode, X86_64};
 use foliosim_report::Report;
-use foliosim_scenario::{Arch, Loc, MthpEnabled, Scenario, ThpEnabled};
+use foliosim_scenario::{Arch, Backing, Loc, MthpEnabled, Scenario, Step, StepKind, ThpEnabled};
 
 /// How to run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -99,6 +99,7 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         batch_file_unmap: s.series.batch_file_unmap,
         pagemap_shmem_swap: s.series.pagemap_shmem_swap,
     };
+    cfg.lru_order_root = !fits_in_memory(sc);
     for (&size, &mode) in &s.mthp_enabled {
         let order = (size / 4096).trailing_zeros() as usize;
         cfg.anon_orders[order] = match mode {
@@ -109,6 +110,57 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         };
     }
     cfg
+}
+
+/// Whether `sc` provably cannot run the simulated machine out of memory,
+/// so that global direct reclaim never runs and the root cgroup's LRU lists
+/// need no order (8 bytes per page frame saved). The bound is generous:
+/// every anonymous, shmem or privately writable file mapping fully
+/// populated once per process that may hold a private copy of it (1 + the
+/// number of forks), every file fully cached, page
+/// tables at 1/256 of that, plus 64 MiB and 1/16 of memory for the
+/// watermarks, the huge zero folio and rounding.
+fn fits_in_memory(sc: &Scenario) -> bool {
+    fn walk(steps: &[Step], mapped: &mut u64, forks: &mut u64) {
+        for st in steps {
+            match &st.kind {
+                // A file mapping's pages are the file's page cache (counted
+                // with the files) unless private writes copy them.
+                StepKind::Mmap {
+                    size,
+                    backing,
+                    shared,
+                    prot,
+                    ..
+                } => {
+                    let cached =
+                        matches!(backing, Backing::File { .. }) && (*shared || !prot.write);
+                    if !cached {
+                        *mapped = mapped.saturating_add(*size);
+                    }
+                }
+                StepKind::Fork { child } => {
+                    *forks += 1;
+                    walk(child, mapped, forks);
+                }
+                StepKind::Threads { threads, .. } => {
+                    for t in threads {
+                        walk(t, mapped, forks);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let (mut mapped, mut forks) = (0u64, 0u64);
+    walk(&sc.steps, &mut mapped, &mut forks);
+    let files: u64 = sc.files.iter().map(|f| f.size).sum();
+    let data = mapped.saturating_mul(1 + forks).saturating_add(files);
+    let bound = data
+        .saturating_add(data / 256)
+        .saturating_add(64 << 20)
+        .saturating_add(sc.system.memory / 16);
+    bound < sc.system.memory
 }
 
 /// Simulate `sc` and return its report (expectations evaluated).
@@ -153,4 +205,38 @@ pub fn evaluate_expectations(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits_in_memory;
+
+    fn sc(body: &str) -> foliosim_scenario::Scenario {
+        foliosim_scenario::parse_str("t.toml", body, &[]).expect("valid scenario")
+    }
+
+    fn anon(size: &str) -> String {
+        format!(
+            "[[step]]\nop = \"mmap\"\nregion = \"r{size}\"\nkind = \"anon\"\nsize = \"{size}\"\n"
+        )
+    }
+
+    #[test]
+    fn footprint_bound_decides_whether_global_reclaim_is_possible() {
+        // 24 GiB default machine: 20 GiB of anon leaves room (bound 20 GiB
+        // + 80 MiB of tables + 64 MiB + 1.5 GiB); 23 GiB does not.
+        assert!(fits_in_memory(&sc(&anon("20G"))));
+        assert!(!fits_in_memory(&sc(&anon("23G"))));
+        // Every fork may duplicate every private page: 8 GiB x 3 processes.
+        let forked = anon("8G") + "[[step]]\nop = \"fork\"\n[[step]]\nop = \"fork\"\n";
+        assert!(!fits_in_memory(&sc(&forked)));
+        // A read-only mapping of a 16 GiB file is its page cache: 16 GiB.
+        let file = "[[file]]\nname = \"f\"\nsize = \"16G\"\nfill = \"cold\"\n\
+                    [[step]]\nop = \"mmap\"\nregion = \"m\"\nkind = \"file\"\nfile = \"f\"\n\
+                    size = \"16G\"\nprot = \"r\"\n";
+        assert!(fits_in_memory(&sc(file)));
+        // Written privately, the same mapping may copy every page: 32 GiB.
+        let cow = file.replace("prot = \"r\"", "prot = \"rw\"");
+        assert!(!fits_in_memory(&sc(&cow)));
+    }
 }

@@ -178,7 +178,7 @@ impl<A: Arch> Kernel<A> {
     /// the gfp mask's highest zone is ZONE_MOVABLE (user folios) rather
     /// than ZONE_NORMAL (page tables), which names the allocstall counter.
     pub fn alloc_pages(&mut self, order: u32, movable: bool) -> Option<Pfn> {
-        if !self.lru.root {
+        if !self.lru.root && self.cfg.lru_order_root {
             // Global reclaim scans the root's lists: keep them ordered from
             // the first allocation on.
             self.lru.enable(self.mem.nr_pages());
@@ -206,6 +206,14 @@ impl<A: Arch> Kernel<A> {
             }
             if order > 0 {
                 return None; // no __GFP_DIRECT_RECLAIM for large folios here
+            }
+            if !self.lru.root {
+                self.unsupported(
+                    "global direct reclaim with the root LRU lists unordered (the engine \
+                     judged that this scenario cannot run the machine out of memory)"
+                        .into(),
+                );
+                return None;
             }
             // __alloc_pages_direct_reclaim() → __perform_reclaim()
             let progress = self.try_to_free_pages(movable);

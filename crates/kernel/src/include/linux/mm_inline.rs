@@ -11,7 +11,10 @@
 //! The lists are intrusive: one `[prev, next]` pair per page frame, used by
 //! folio heads only, allocated (zeroed) at the first folio allocation,
 //! when the root's lists become ordered too (`LruLinks::root`): global
-//! direct reclaim scans them. Sizes are kept for every lruvec
+//! direct reclaim scans them. An engine that proves a scenario cannot
+//! exhaust memory turns that off (`Config::lru_order_root`; 8 bytes per
+//! page frame saved) until the first non-root cgroup needs the links.
+//! Sizes are kept for every lruvec
 //! (`lruvec_page_state()`), in
 //! [`crate::mm::vmstat::MemcgStat::lru`].
 
