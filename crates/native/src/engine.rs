@@ -489,6 +489,10 @@ fn pagemap_step(
     }
     open.pagemap
         .insert(format!("native/pagemap_ns/{}", p.name), r.read_ns as i64);
+    open.pagemap.insert(
+        format!("native/pagemap_cpu_ns/{}", p.name),
+        r.read_cpu_ns as i64,
+    );
     if p.raw {
         open.pagemap_raw.insert(p.name.clone(), r.entries);
     }

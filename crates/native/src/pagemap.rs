@@ -22,6 +22,11 @@ pub(crate) struct PagemapRead {
     pub entries: Vec<u64>,
     /// Wall time of the pread loop, ns.
     pub read_ns: u64,
+    /// The engine thread's CPU time over the pread loop, ns
+    /// (CLOCK_THREAD_CPUTIME_ID: the reads' kernel work is charged to the
+    /// reading thread; unlike the wall time, it leaves out the time other
+    /// processes on a shared machine take the CPU away).
+    pub read_cpu_ns: u64,
     /// PAGEMAP_SCAN regions (start, end, categories), if asked.
     pub scan: Option<Vec<(u64, u64, u64)>>,
     /// kpageflags words of the present pages, if asked.
@@ -68,6 +73,7 @@ pub(crate) fn read(
     let mut pos = 0usize;
     let base = addr / PAGE_SIZE * 8;
     let t = Instant::now();
+    let cpu0 = crate::sys::clock(libc::CLOCK_THREAD_CPUTIME_ID);
     while pos < total {
         let n = (read_size as usize).min(total - pos);
         let got = f.read_at(&mut bytes[pos..pos + n], base + pos as u64)?;
@@ -80,6 +86,7 @@ pub(crate) fn read(
         pos += got;
     }
     let read_ns = t.elapsed().as_nanos() as u64;
+    let read_cpu_ns = crate::sys::clock(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
     let mut entries: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
@@ -102,6 +109,7 @@ pub(crate) fn read(
     Ok(PagemapRead {
         entries,
         read_ns,
+        read_cpu_ns,
         scan,
         kpageflags,
     })

@@ -2,8 +2,8 @@
 //! pagemap_read() mechanics, shmem swap-out and swap-in, the step's checks.
 //!
 //! Expected values are derived from the kernel's rules in each test
-//! (fs/proc/task_mmu.c, mm/shmem.c, mm/swapfile.c); the seed-004 times are
-//! the seed post's tables.
+//! (fs/proc/task_mmu.c, mm/shmem.c, mm/swapfile.c); the seed-004 times come
+//! from native runs on this host (see the test's comment).
 
 use foliosim_kernel::fs::proc::task_mmu::{
     MAX_SWAPFILES_SHIFT, PM_FILE, PM_MMAP_EXCLUSIVE, PM_PFRAME_MASK, PM_PRESENT, PM_SWAP,
@@ -96,29 +96,65 @@ fn modelled_ns(rel: &str, sets: &[(&str, &str)]) -> f64 {
     r.phases[0].time.as_ref().expect("time").modelled_ns as f64
 }
 
-/// The seed's read-time ratios at 8-byte reads (37.43 / 10.43 at 50%
-/// dirty, 38.59 / 10.20 at 100%) within 25%, and the batch table's shape:
-/// time halving per doubling of the batch while the per-call cost
-/// dominates, flat from 512 entries per call on.
+/// Seed 004 with costs measured on this host, not fitted to the seed: the
+/// vanilla pagemap costs are fitted to native reads of
+/// scenarios/calibrate/pagemap-*.toml, the option's page-cache lookup is
+/// priced from mincore(2) over shmem (a native proxy; the host lacks the
+/// patch). See docs/benchmarks.md, "Seed 004".
+///
+/// Run at 4 MiB (1024 pages; the default is 64 MiB), 100% dirty (the first
+/// 3/4 paged out) and 50% (stride 8K, the first half paged out): either way
+/// 3/4 of the PTEs are none and the option makes one lookup for each at
+/// every read size. What is predicted and checked:
+/// * vanilla read time within 25% of `foliosim native` on this host (the
+///   engine thread's CPU time over the read loop, median of 5 runs,
+///   2026-11-21: 14.76 ms at 8-byte reads, 2.12 ms at 64, 0.437 ms at 512);
+/// * the option's extra time is the same at every read size (it is one
+///   xarray descent per none PTE, nothing per call or per walk);
+/// * so its ratio to vanilla grows with the read size as the per-call cost
+///   amortises, and at 8-byte reads stays far below the seed's 3.78
+///   (38.59 s / 10.20 s on a Xeon E5-2620, kernel 5.14): a ~0.9 us read
+///   call plus 3/4 of a ~52 ns lookup, where the seed paid ~9 us more per
+///   looking-up call. That gap is reported, not fitted away;
+/// * the batch table's shape: time halving per doubling of the read size
+///   while the per-call cost dominates, flat from 512 entries per call.
 #[test]
-fn seed004_ratio_and_batch_shape() {
-    for (stride, len, seed_ratio) in [("4K", "3M", 38.59 / 10.20), ("8K", "2M", 37.43 / 10.43)] {
-        let base = [
-            ("step.1.size", "4M"),
-            ("step.2.stride", stride),
-            ("step.4.len", len),
-        ];
-        let t = |rs: &str, opt: &str| {
-            let mut s = base.to_vec();
-            s.push(("step.6.read_size", rs));
-            s.push(("system.series.pagemap_shmem_swap", opt));
+fn seed004_measured_costs_ratio_and_batch_shape() {
+    for (stride, len) in [("4K", "3M"), ("8K", "2M")] {
+        let run_time = |rs: &str, opt: &str| {
+            let s = [
+                ("step.1.size", "4M"),
+                ("step.2.stride", stride),
+                ("step.4.len", len),
+                ("step.6.read_size", rs),
+                ("system.series.pagemap_shmem_swap", opt),
+            ];
             modelled_ns(SEED, &s)
         };
-        let ratio = t("8", "1") / t("8", "0");
-        assert!(
-            (ratio / seed_ratio - 1.0).abs() < 0.25,
-            "stride {stride}: ratio {ratio:.2}, seed {seed_ratio:.2}"
-        );
+        let mut times = std::collections::BTreeMap::new();
+        for rs in ["8", "16", "64", "512", "4096", "8192"] {
+            for opt in ["0", "1"] {
+                times.insert((rs, opt), run_time(rs, opt));
+            }
+        }
+        let t = |rs: &'static str, opt: &'static str| times[&(rs, opt)];
+        if stride == "4K" {
+            for (rs, native_ms) in [("8", 14.76), ("64", 2.12), ("512", 0.437)] {
+                // 4 MiB: every count is 1/16 of the 64 MiB run's.
+                let ms = 16.0 * t(rs, "0") / 1e6;
+                assert!(
+                    (ms / native_ms - 1.0).abs() < 0.25,
+                    "read_size {rs}: modelled {ms:.3} ms, native {native_ms} ms"
+                );
+            }
+        }
+        let extra = |rs: &'static str| t(rs, "1") - t(rs, "0");
+        let (e8, e4096) = (extra("8"), extra("4096"));
+        assert!((e8 / e4096 - 1.0).abs() < 1e-9, "extra {e8} vs {e4096}");
+        let ratio = |rs: &'static str| t(rs, "1") / t(rs, "0");
+        let (r8, r64, r4096) = (ratio("8"), ratio("64"), ratio("4096"));
+        assert!(r8 < r64 && r64 < r4096, "ratios {r8} {r64} {r4096}");
+        assert!(r8 < 0.75 * (38.59 / 10.20), "ratio {r8} at 8-byte reads");
         for opt in ["0", "1"] {
             let t1 = t("8", opt);
             let t2 = t("16", opt);

@@ -282,6 +282,10 @@ sim_stat! {
     pagemap_walks => "sim/pagemap_walks",
     /// pagemap entries produced (`add_to_pagemap()`).
     pagemap_entries => "sim/pagemap_entries",
+    /// pagemap entries of a present PTE or PMD leaf with a struct page
+    /// (`vm_normal_page()` / `pmd_page()`): the folio's anon flag and the
+    /// page's precise mapcount are read for each.
+    pagemap_page_entries => "sim/pagemap_page_entries",
     /// PTE tables the pagemap walk mapped (`pte_offset_map_lock()`).
     pagemap_pte_tables => "sim/pagemap_pte_tables",
     /// PMD leaves the pagemap walk handled whole.
@@ -291,7 +295,8 @@ sim_stat! {
     /// Seed 004: shmem page-cache lookups for none PTEs.
     pagemap_pagecache_lookups => "sim/pagemap_pagecache_lookups",
     /// Seed 004: pagemap walks that made at least one page-cache lookup
-    /// (each starts its xarray search from the root).
+    /// (informational: every lookup descends the xarray from its root, so
+    /// the time is per lookup, not per walk).
     pagemap_pagecache_walks => "sim/pagemap_pagecache_walks",
     /// PAGEMAP_SCAN ioctls.
     pagemap_scan_calls => "sim/pagemap_scan_calls",

@@ -422,9 +422,10 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `pte_to_pagemap_entry()` / the PMD-leaf part of
-    /// `pagemap_pmd_range()` for one page. Returns the entry and whether a
-    /// seed-004 page-cache lookup was made.
-    fn pagemap_entry(&self, slot: Slot, show_pfn: bool) -> (u64, bool) {
+    /// `pagemap_pmd_range()` for one page. Returns the entry, whether a
+    /// seed-004 page-cache lookup was made and whether the entry had a
+    /// struct page to inspect (folio anon flag, precise mapcount).
+    fn pagemap_entry(&self, slot: Slot, show_pfn: bool) -> (u64, bool, bool) {
         let mut frame = 0;
         let mut flags = 0;
         let mut page = None;
@@ -472,6 +473,7 @@ impl<A: Arch> Kernel<A> {
                 page = Some(head);
             }
         }
+        let has_page = page.is_some();
         if let Some(p) = page {
             let folio = self.mem.page_folio(p);
             let huge_zero = self.huge_zero_folio == Some(folio);
@@ -482,7 +484,7 @@ impl<A: Arch> Kernel<A> {
                 flags |= PM_MMAP_EXCLUSIVE;
             }
         }
-        (make_pme(frame, flags), looked_up)
+        (make_pme(frame, flags), looked_up, has_page)
     }
 
     /// `pagemap_read()`: one read(2) of `count` bytes at `file.pos` of
@@ -491,11 +493,13 @@ impl<A: Arch> Kernel<A> {
     /// Errno EINVAL for a position or count that is not a multiple of 8.
     /// Counts `sim/pagemap_read_calls`, one `sim/pagemap_walks` (an
     /// mmap_read_lock round trip and a walk_page_range()) per
-    /// PAGEMAP_WALK_SIZE chunk, `sim/pagemap_entries`, the walk's PTE
-    /// tables, PMD leaves and holes, and with seed 004 the page-cache
-    /// lookups (`sim/pagemap_pagecache_lookups`) and the walks that made
-    /// at least one (`sim/pagemap_pagecache_walks`: each starts its xarray
-    /// search from the root).
+    /// PAGEMAP_WALK_SIZE chunk, `sim/pagemap_entries`, those with a struct
+    /// page (`sim/pagemap_page_entries`), the walk's PTE tables, PMD leaves
+    /// and holes, and with seed 004 the page-cache lookups
+    /// (`sim/pagemap_pagecache_lookups`, one per none PTE of a shmem VMA:
+    /// each is a separate xarray descent from the root, so the cost is per
+    /// lookup) and the walks that made at least one
+    /// (`sim/pagemap_pagecache_walks`, informational).
     pub fn pagemap_read(
         &mut self,
         mm: MmId,
@@ -523,9 +527,11 @@ impl<A: Arch> Kernel<A> {
         while start < end {
             let chunk_end = ((start + PAGEMAP_WALK_SIZE) & !(PAGEMAP_WALK_SIZE - 1)).min(end);
             let mut lookups = 0u64;
+            let mut with_page = 0u64;
             let wc = self.pagemap_walk(mm, start, chunk_end, &mut |_, slot| {
-                let (e, looked) = self.pagemap_entry(slot, show_pfn);
+                let (e, looked, has_page) = self.pagemap_entry(slot, show_pfn);
                 lookups += looked as u64;
+                with_page += has_page as u64;
                 out.push(e);
             });
             let s = &mut self.vmstat.sim;
@@ -537,6 +543,7 @@ impl<A: Arch> Kernel<A> {
             s.pagemap_pagecache_walks += (lookups > 0) as u64;
             let n = (chunk_end - start) / PAGE_SIZE;
             s.pagemap_entries += n;
+            s.pagemap_page_entries += with_page;
             copied += n * PM_ENTRY_BYTES;
             start = chunk_end;
         }
