@@ -166,6 +166,9 @@ pub struct Kernel<A: Arch> {
     pub buddy: FreeArea,
     pub pt: PageTables,
     pub mms: Vec<Option<Mm>>,
+    /// `anon_vma->parent` of every anon_vma (index = the id a VMA and its
+    /// anon folios' `mapping` hold; 0 = none, so slot 0 is unused).
+    pub anon_vma_parent: Vec<u32>,
     pub files: Vec<AddressSpace>,
     pub open_files: Vec<mm::filemap::File>,
     pub vmstat: VmStat,
@@ -234,6 +237,7 @@ impl<A: Arch> Kernel<A> {
             buddy,
             pt: PageTables::default(),
             mms: Vec::new(),
+            anon_vma_parent: vec![0],
             files: Vec::new(),
             open_files: Vec::new(),
             vmstat: VmStat::default(),

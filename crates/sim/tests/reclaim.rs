@@ -313,3 +313,57 @@ len = "4K"
     assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 0);
     assert_eq!(c(&r, "in", "pgfault"), 1);
 }
+
+/// The copies a private file mapping's write faults made are anon folios
+/// of the VMA's anon_vma, and the rmap walk finds that file VMA through
+/// it: MADV_PAGEOUT swaps all 16 out (zram: synchronous, so they are freed
+/// at once), and reading them back is 16 major faults reading 16 pages
+/// (order 0: mTHP is off), never the file's page cache.
+#[test]
+fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
+    let text = r#"
+[system]
+memory = "256M"
+transparent_hugepage.enabled = "never"
+[[system.swap]]
+kind = "zram"
+size = "64M"
+[[file]]
+name = "f"
+size = "1M"
+fill = "write"
+[[step]]
+op = "mmap"
+region = "m"
+kind = "file"
+file = "f"
+size = "1M"
+prot = "rw"
+[[step]]
+op = "touch"
+region = "m"
+access = "write"
+len = "64K"
+[[step]]
+op = "phase"
+name = "out"
+[[step]]
+op = "madvise"
+region = "m"
+advice = "pageout"
+len = "64K"
+[[step]]
+op = "phase"
+name = "in"
+[[step]]
+op = "touch"
+region = "m"
+access = "read"
+len = "64K"
+"#;
+    let r = run(text);
+    assert_eq!(c(&r, "out", "pswpout"), 16);
+    assert_eq!(c(&r, "out", "sim/rmap_walk"), 16);
+    assert_eq!(c(&r, "in", "pgmajfault"), 16);
+    assert_eq!(c(&r, "in", "pswpin"), 16);
+}

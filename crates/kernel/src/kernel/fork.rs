@@ -1,6 +1,7 @@
 //! fork() of an address space (kernel/fork.c: dup_mm(), dup_mmap()), Linux
 //! 6.18. The child gets copies of every VMA (sharing open files and the
-//! anon lineage) and the page tables `copy_page_range()` decides to copy.
+//! anon_vma chain: `anon_vma_fork()`) and the page tables
+//! `copy_page_range()` decides to copy.
 //! Not modelled: VM_DONTCOPY/VM_WIPEONFORK, MADV_DONTFORK, khugepaged and
 //! KSM registration.
 
@@ -19,7 +20,14 @@ impl<A: Arch> Kernel<A> {
         }
         let vmas: Vec<_> = self.mm(parent).vmas.values().copied().collect();
         for v in &vmas {
-            self.mm_mut(child).vmas.insert(v.vm_start, *v);
+            // anon_vma_fork(): the child's VMA gets its own anon_vma below
+            // the parent's (where its COW copies go), while staying in the
+            // parent's tree for the folios they still share.
+            let mut cv = *v;
+            if v.anon_vma != 0 {
+                cv.anon_vma = self.anon_vma_alloc(v.anon_vma);
+            }
+            self.mm_mut(child).vmas.insert(v.vm_start, cv);
             self.copy_page_range(child, parent, v)?;
         }
         // dup_mmap(): one flush_tlb_mm(oldmm) for the write-protection.

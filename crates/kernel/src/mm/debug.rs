@@ -167,9 +167,11 @@ impl<A: Arch> Kernel<A> {
     ) -> Result<(), String> {
         let vma = self.vma_at(mm, addr)?;
         if !A::pte_present(pte) {
-            if !vma.is_anonymous() {
+            // Swap PTEs come from anon folios: in anonymous VMAs, or the
+            // COW copies of a private file VMA (which then has an anon_vma).
+            if !vma.is_anonymous() && (vma.anon_vma == 0 || vma.is_shared()) {
                 return Err(format!(
-                    "mm {}: swap pte {pte:#x} at {addr:#x} in a non-anonymous VMA",
+                    "mm {}: swap pte {pte:#x} at {addr:#x} in a VMA without anon folios",
                     mm.0
                 ));
             }

@@ -8,8 +8,10 @@
 //! Maintains per-page mapcounts, the large mapcount, the entire (PMD)
 //! mapcount, `_nr_pages_mapped`, the two MM-owner slots with the "maybe
 //! mapped shared" bit, PageAnonExclusive, and the partially-mapped flag with
-//! its split_deferred accounting. The anon_vma tree is not modelled: an anon
-//! folio's mapping is the id of the mm that created it.
+//! its split_deferred accounting. An anon folio's mapping is the id of its
+//! anon_vma; anon_vmas keep only their parent (`anon_vma->parent`), which
+//! is enough for the rmap walk to find the VMAs of the kernel's interval
+//! tree (`anon_vma_in_tree`).
 //! Lazyfree (MADV_FREE) folios: `try_to_unmap_one()` unmaps a large one in
 //! `folio_pte_batch()` runs (vanilla 6.18) or whole at PMD level
 //! (`unmap_huge_pmd_locked()`), and gives up if it was dirtied again.
@@ -266,9 +268,38 @@ pub struct RmapHit {
 }
 
 impl<A: Arch> Kernel<A> {
+    /// `anon_vma_alloc()`: a new anon_vma below `parent` (0: a root);
+    /// returns its id. Ids are never reused (the kernel's reuse of an
+    /// emptied anon_vma in `anon_vma_clone()` is not modelled); the folio's
+    /// `mapping` field holds 16 bits, so running out of them is reported.
+    pub fn anon_vma_alloc(&mut self, parent: u32) -> u32 {
+        let id = self.anon_vma_parent.len() as u32;
+        if id > u16::MAX as u32 {
+            self.unsupported("more than 65535 anon_vmas".into());
+            return parent.max(1);
+        }
+        self.anon_vma_parent.push(parent);
+        id
+    }
+
+    /// Whether a VMA whose anon_vma is `av` is in the interval tree of
+    /// anon_vma `of`: `av` is `of` or descends from it (`anon_vma_fork()`
+    /// chains a child's VMA into every ancestor's anon_vma).
+    #[inline]
+    pub fn anon_vma_in_tree(&self, mut av: u32, of: u32) -> bool {
+        while av != 0 {
+            if av == of {
+                return true;
+            }
+            av = self.anon_vma_parent[av as usize];
+        }
+        false
+    }
+
     /// `rmap_walk()`: every VMA that may map `folio`. Anon folios: the VMAs
-    /// of the folio's anon lineage (the model's anon_vma); file folios:
-    /// every VMA of the file (`i_mmap`).
+    /// in the interval tree of the folio's anon_vma (its own and those of
+    /// the fork children chained to it); file folios: every VMA of the file
+    /// (`i_mmap`).
     pub fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
         self.vmstat.sim.rmap_walk += 1;
         let anon = self.mem.folio_test_anon(folio);
@@ -279,7 +310,7 @@ impl<A: Arch> Kernel<A> {
         for mm in self.mms.iter().flatten() {
             for v in mm.vmas.values() {
                 let ours = if anon {
-                    v.kind == crate::mm::mmap::VmaKind::Anon && v.anon_vma as u16 == mapping
+                    self.anon_vma_in_tree(v.anon_vma, mapping as u32)
                 } else {
                     v.file.is_some_and(|f| {
                         Self::file_mapping_id(self.open_files[f as usize].mapping) == mapping

@@ -249,7 +249,7 @@ impl<A: Arch> Kernel<A> {
     /// `vmf_anon_prepare()` / `anon_vma_prepare()`: give the VMA an anon_vma.
     pub fn anon_vma_prepare(&mut self, vmf: &mut Vmf) {
         if vmf.vma.anon_vma == 0 {
-            vmf.vma.anon_vma = self.mm(vmf.mm).mm_id;
+            vmf.vma.anon_vma = self.anon_vma_alloc(0);
             let v = vmf.vma;
             self.vma_update(vmf.mm, &v);
         }
@@ -621,7 +621,7 @@ impl<A: Arch> Kernel<A> {
         if !self.mem.folio_test_large(folio) {
             if self.mem.folio_mapcount(folio) == 1 {
                 // folio_move_anon_rmap(): the folio now belongs to this VMA's
-                // anon lineage.
+                // own anon_vma.
                 self.mem
                     .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
                 return true;
