@@ -72,11 +72,20 @@ fn cpu_model() -> String {
     format!("{model}, {n} CPUs{virt}")
 }
 
-fn corpus_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// The corpus's `*.toml` files, sorted, without those whose file name
+/// starts with one of `exclude`.
+fn corpus_files(dir: &Path, exclude: &[String]) -> Result<Vec<PathBuf>, String> {
+    let excluded = |p: &Path| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        exclude.iter().any(|x| name.starts_with(x.as_str()))
+    };
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && !excluded(p))
         .collect();
     v.sort();
     if v.is_empty() {
@@ -124,10 +133,10 @@ fn measure_scenario(
 
 /// Replace the saved counts by a fresh simulation of the corpus (the model
 /// changed, the native times did not).
-fn recount(phases: &mut [Measured], corpus: &Path) -> Result<(), String> {
+fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result<(), String> {
     let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     let mut fresh = BTreeMap::new();
-    for f in corpus_files(corpus)? {
+    for f in corpus_files(corpus, exclude)? {
         let sc = foliosim_scenario::load(&f, &[]).map_err(|e| e.to_string())?;
         let sc = with_host_defaults(&f, sc, &[], &host)?;
         let r = run_guarded(&sc, foliosim_sim::RunOptions { check: false })
@@ -229,7 +238,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     let (mut phases, load_start, load_end) = match &a.from_runs {
         Some(path) => load_runs(path)?,
         None => {
-            let files = corpus_files(&a.corpus)?;
+            let files = corpus_files(&a.corpus, &a.exclude)?;
             let load_start = loadavg();
             eprintln!(
                 "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
@@ -248,7 +257,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         }
     };
     if a.recount {
-        recount(&mut phases, &a.corpus)?;
+        recount(&mut phases, &a.corpus, &a.exclude)?;
     }
     if let Some(path) = &a.save_runs {
         write_atomically(path, &save_runs(&phases, &load_start, &load_end))
@@ -382,12 +391,16 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             prior.name
         );
         let header = format!(
-            "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}` \
+            "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}{}` \
              on {date}\n({repeats} native runs per scenario{}).\n\
              Load average {load_start} -> {load_end}.\n{}",
             a.corpus.display(),
             a.prior,
             a.shrink,
+            a.exclude
+                .iter()
+                .map(|x| format!(" --exclude {x}"))
+                .collect::<String>(),
             a.from_runs
                 .as_ref()
                 .map(|p| format!(", refitted from {}", p.display()))

@@ -115,6 +115,10 @@ struct CalibrateArgs {
     /// their median ((max - min) / median).
     #[arg(long, default_value_t = 0.10)]
     max_spread: f64,
+    /// Leave out the corpus files whose name starts with PREFIX
+    /// (repeatable), e.g. `pagemap-`, whose costs another fit prices.
+    #[arg(long, value_name = "PREFIX")]
+    exclude: Vec<String>,
 }
 
 #[derive(Subcommand)]

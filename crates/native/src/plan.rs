@@ -640,6 +640,47 @@ mod tests {
     }
 
     #[test]
+    fn word_touches_compile_to_word_patterns_with_the_page_order() {
+        let p = plan(
+            r#"
+seed = 3
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "64K"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+unit = "word"
+[[step]]
+op = "touch"
+region = "a"
+access = "read"
+pattern = "random"
+unit = "word"
+"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            &p.root[1],
+            Op::Touch {
+                pat: Pat::SeqWords,
+                write: false,
+                ..
+            }
+        ));
+        match &p.root[2] {
+            Op::Touch {
+                pat: Pat::RandomWords(order),
+                ..
+            } => assert_eq!(order, &foliosim_scenario::random_order(16, 3)),
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
     fn compiles_regions_ranges_and_orders() {
         let p = plan(
             r#"

@@ -242,12 +242,14 @@ impl<A: Arch> Engine<A> {
                 range,
             } => {
                 let (start, len) = self.region(region, range);
+                self.k.vmstat.sim.syscall_mm += 1;
                 self.k
                     .do_madvise(mm, start, len, madv(*advice, loc)?)
                     .map_err(|e| kerr(loc, e))?;
             }
             StepKind::Munmap { region, range } => {
                 let (start, len) = self.region(region, range);
+                self.k.vmstat.sim.syscall_mm += 1;
                 self.k.do_munmap(mm, start, len).map_err(|e| kerr(loc, e))?;
             }
             StepKind::Fork { child } => {

@@ -277,6 +277,9 @@ impl<A: Arch> Kernel<A> {
     /// cleared or page tables freed (`tlb_flush_mmu()`).
     pub fn tlb_finish_mmu(&mut self, mm: MmId) {
         let g = std::mem::take(&mut self.cpus.gather);
+        if g.cleared {
+            self.vmstat.sim.tlb_gather_flush += 1;
+        }
         if g.cleared || g.freed_tables {
             self.flush_tlb_mm_range(mm, g.nr_pages, g.freed_tables);
         }

@@ -218,6 +218,15 @@ sim_stat! {
     /// The same in the random word order, where consecutive loads land on
     /// different pages (a cache and usually a TLB miss each).
     user_loads_random => "sim/user_loads_random",
+    /// madvise(2) and munmap(2) calls made by scenario steps: entry and
+    /// exit, mmap_lock, VMA lookup, the mmu_gather set-up (the work on the
+    /// range is counted by its own primitives).
+    syscall_mm => "sim/syscall_mm",
+    /// mmu_gathers that ended with cleared entries (`tlb_finish_mmu()` ->
+    /// `tlb_flush_mmu()`): the release of the gathered batch
+    /// (`free_pages_and_swap_cache()`, the batched memcg uncharge and LRU
+    /// work); its flush is counted apart.
+    tlb_gather_flush => "sim/tlb_gather_flush",
     /// `flush_tlb_mm_range()` / `flush_tlb_range()` calls (immediate flushes).
     flush_tlb_range => "sim/flush_tlb_range",
     /// x86 single-page invalidations (INVLPG).
