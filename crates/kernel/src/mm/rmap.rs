@@ -145,10 +145,14 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `folio_try_dup_anon_rmap_ptes()` (fork): the child maps the same
-    /// pages; they stop being exclusive.
+    /// pages; they stop being exclusive (each exclusive page's flag is
+    /// cleared atomically, counted as `sim/anon_exclusive_clear`).
     pub fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
         for i in 0..nr {
-            self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
+            if self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE) {
+                self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
+                self.vmstat.sim.anon_exclusive_clear += 1;
+            }
         }
         self.folio_add_rmap_ptes(folio, page, nr, child);
     }

@@ -227,6 +227,9 @@ sim_stat! {
     /// (`free_pages_and_swap_cache()`, the batched memcg uncharge and LRU
     /// work); its flush is counted apart.
     tlb_gather_flush => "sim/tlb_gather_flush",
+    /// Pages whose PageAnonExclusive a fork cleared
+    /// (`__folio_try_dup_anon_rmap()`: an atomic bit clear per page).
+    anon_exclusive_clear => "sim/anon_exclusive_clear",
     /// `flush_tlb_mm_range()` / `flush_tlb_range()` calls (immediate flushes).
     flush_tlb_range => "sim/flush_tlb_range",
     /// x86 single-page invalidations (INVLPG).
