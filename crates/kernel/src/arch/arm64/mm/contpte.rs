@@ -253,6 +253,24 @@ pub fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut Si
     ptes[idx] = pte & !PTE_CONT;
 }
 
+/// The entries `[idx, idx + nr)` widened to the contiguous blocks their
+/// first and last entries are in, as (start, end); a single
+/// non-contiguous entry is left as it is. The widening of
+/// `contpte_clear_young_dirty_ptes()` and seed 002's
+/// `contpte_align_addr_ptep()`.
+fn contpte_align_range(ptes: &[u64], idx: usize, nr: usize) -> (usize, usize) {
+    let (mut start, mut end) = (idx, idx + nr);
+    if nr > 1 || ptes[idx] & PTE_CONT != 0 {
+        if ptes[end - 1] & PTE_CONT != 0 {
+            end = (end + CONT_MASK) & !CONT_MASK;
+        }
+        if ptes[start] & PTE_CONT != 0 {
+            start &= !CONT_MASK;
+        }
+    }
+    (start, end)
+}
+
 /// arm64 `clear_young_dirty_ptes()`: a single non-contiguous entry, or
 /// `contpte_clear_young_dirty_ptes()`, which widens the range to the
 /// blocks its first and last entries are in and changes the entries in
@@ -265,15 +283,7 @@ pub fn clear_young_dirty_ptes(
     clear_dirty: bool,
     st: &mut SimStat,
 ) {
-    let (mut start, mut end) = (idx, idx + nr);
-    if nr > 1 || ptes[idx] & PTE_CONT != 0 {
-        if ptes[end - 1] & PTE_CONT != 0 {
-            end = (end + CONT_MASK) & !CONT_MASK;
-        }
-        if ptes[start] & PTE_CONT != 0 {
-            start &= !CONT_MASK;
-        }
-    }
+    let (start, end) = contpte_align_range(ptes, idx, nr);
     for e in &mut ptes[start..end] {
         let mut pte = Arm64::pte_mkold(*e);
         if clear_dirty {
@@ -305,15 +315,7 @@ fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> b
 /// first and last entries are in (`contpte_align_addr_ptep()`), one
 /// test-and-clear per entry, one TLBI without DSB if any was young.
 pub fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
-    let (mut start, mut end) = (idx, idx + nr);
-    if nr > 1 || ptes[idx] & PTE_CONT != 0 {
-        if ptes[end - 1] & PTE_CONT != 0 {
-            end = (end + CONT_MASK) & !CONT_MASK;
-        }
-        if ptes[start] & PTE_CONT != 0 {
-            start &= !CONT_MASK;
-        }
-    }
+    let (start, end) = contpte_align_range(ptes, idx, nr);
     let mut young = false;
     for i in start..end {
         young |= ptep_test_and_clear_young(ptes, i, vs);
