@@ -8,41 +8,16 @@ mod common;
 
 use common::*;
 
-/// `size` of anon memory written (64 KiB mTHP `mthp64`), then the phases
-/// named in `steps` (raw TOML steps).
-fn anon(size: &str, mthp64: &str, swap: &str, steps: &str) -> String {
-    format!(
-        r#"
-[system]
-memory = "256M"
-transparent_hugepage.hugepages-64kB.enabled = "{mthp64}"
-[[system.swap]]
-kind = "{swap}"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "{size}"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-{steps}
-"#
-    )
-}
-
-fn phase(name: &str) -> String {
-    format!("[[step]]\nop = \"phase\"\nname = \"{name}\"\n")
-}
-
-fn madvise(advice: &str) -> String {
-    format!("[[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"{advice}\"\n")
-}
-
-fn touch(access: &str, len: &str) -> String {
-    format!("[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"{access}\"\nlen = \"{len}\"\n")
+/// `size` of anon memory in region "a" written (64 KiB mTHP `mthp64`, a
+/// 64 MiB swap device of `swap_kind`), then `steps` (raw TOML steps).
+fn anon(size: &str, mthp64: &str, swap_kind: &str, steps: &str) -> String {
+    [
+        system_mem("256M", &mthp(64, mthp64)),
+        swap(swap_kind, "64M"),
+        anon_written("a", size),
+        steps.to_string(),
+    ]
+    .concat()
 }
 
 /// 4 MiB of order-0 anon folios: MADV_FREE marks all 1024 lazyfree
@@ -58,11 +33,11 @@ fn touch(access: &str, len: &str) -> String {
 fn free_4k_then_reclaim_discards() {
     let steps = [
         phase("free"),
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("reclaim"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
         phase("read"),
-        touch("read", "4M"),
+        touch("a", "read", "len = \"4M\""),
     ]
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
@@ -91,13 +66,13 @@ fn free_4k_then_reclaim_discards() {
 #[test]
 fn free_then_redirty_keeps_the_written_half() {
     let steps = [
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("redirty"),
-        touch("write", "2M"),
+        touch("a", "write", "len = \"2M\""),
         phase("reclaim"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
         phase("again"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
     ]
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
@@ -121,9 +96,9 @@ fn free_then_redirty_keeps_the_written_half() {
 fn free_64k_batched_unmap() {
     let steps = [
         phase("free"),
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("reclaim"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
     ]
     .concat();
     let r = run(&anon("4M", "always", "file", &steps));
@@ -153,9 +128,9 @@ fn free_64k_batched_unmap() {
 fn free_64k_contpte_arm64() {
     let steps = [
         phase("free"),
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("reclaim"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
     ]
     .concat();
     let r = run_arch(&anon("4M", "always", "file", &steps), "arm64");
@@ -176,8 +151,7 @@ fn free_64k_contpte_arm64() {
 fn free_part_of_a_64k_folio_splits_it() {
     let steps = [
         phase("free"),
-        "[[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"free\"\noffset = \"4K\"\nlen = \"56K\"\n"
-            .to_string(),
+        madvise("a", "free", "offset = \"4K\"\nlen = \"56K\""),
     ]
     .concat();
     let r = run(&anon("64K", "always", "file", &steps));
@@ -193,39 +167,18 @@ fn free_part_of_a_64k_folio_splits_it() {
 /// (`unmap_huge_pmd_locked()`: one flush, no thp_split_pmd).
 #[test]
 fn free_pmd_thp_discarded_whole() {
-    let text = r#"
-[system]
-memory = "256M"
-transparent_hugepage.enabled = "madvise"
-[[system.swap]]
-kind = "file"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "4M"
-madvise = ["hugepage"]
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "phase"
-name = "free"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "free"
-[[step]]
-op = "phase"
-name = "reclaim"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "pageout"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("256M", "transparent_hugepage.enabled = \"madvise\""),
+        swap("file", "64M"),
+        mmap_anon("a", "4M") + "madvise = [\"hugepage\"]\n",
+        touch("a", "write", ""),
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(folios(&r, "free", "a"), hist(&[("2048kB", 2)]));
     // pmdp_invalidate() per PMD (2) + the gathered range at tlb_end_vma (1).
     assert_eq!(c(&r, "free", "tlb:tlb_flush"), 3);
@@ -248,11 +201,11 @@ advice = "pageout"
 #[test]
 fn free_drops_swap_entries() {
     let steps = [
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
         phase("free"),
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("read"),
-        touch("read", "4M"),
+        touch("a", "read", "len = \"4M\""),
     ]
     .concat();
     let r = run(&anon("4M", "never", "block", &steps));
@@ -271,11 +224,11 @@ fn free_drops_swap_entries() {
 #[test]
 fn free_marks_clean_shared_folios_lazyfree() {
     let steps = [
-        "[[step]]\nop = \"fork\"\n".to_string(),
+        step("fork"),
         phase("free"),
-        madvise("free"),
+        madvise("a", "free", ""),
         phase("pageout"),
-        madvise("pageout"),
+        madvise("a", "pageout", ""),
     ]
     .concat();
     let r = run(&anon("1M", "never", "file", &steps));
@@ -293,9 +246,9 @@ fn free_marks_clean_shared_folios_lazyfree() {
 fn cold_anon_clears_young_bits() {
     let steps = [
         phase("cold"),
-        madvise("cold"),
+        madvise("a", "cold", ""),
         phase("again"),
-        madvise("cold"),
+        madvise("a", "cold", ""),
     ]
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
@@ -394,27 +347,15 @@ advice = "free"
 /// beyond the machine's size were written out.
 #[test]
 fn global_pressure_swaps_anon_out() {
-    let text = r#"
-[system]
-memory = "64M"
-[[system.swap]]
-kind = "zram"
-size = "128M"
-[[step]]
-op = "phase"
-name = "fill"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "96M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-"#;
+    let text = [
+        system_mem("64M", ""),
+        swap("zram", "128M"),
+        phase("fill"),
+        anon_written("a", "96M"),
+    ]
+    .concat();
     for arch in ["x86_64", "arm64"] {
-        let r = run_arch(text, arch);
+        let r = run_arch(&text, arch);
         let present = pages(&r, "fill", "a", "present");
         let swapped = pages(&r, "fill", "a", "swapped");
         assert_eq!(present + swapped, 24576, "{arch}");
@@ -474,20 +415,8 @@ access = "read"
 /// step's location.
 #[test]
 fn global_pressure_without_swap_is_oom() {
-    let text = r#"
-[system]
-memory = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "96M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-"#;
-    let e = try_run_with(text, &[]).unwrap_err().to_string();
+    let text = system_mem("64M", "") + &anon_written("a", "96M");
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
     assert!(
         e.to_lowercase().contains("oom") || e.contains("memory"),
         "{e}"
@@ -500,36 +429,15 @@ access = "write"
 /// instead of failing: pglazyfreed > 0 and nothing is swapped.
 #[test]
 fn global_pressure_discards_lazyfree_folios() {
-    let text = r#"
-[system]
-memory = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "48M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "free"
-[[step]]
-op = "phase"
-name = "more"
-[[step]]
-op = "mmap"
-region = "b"
-kind = "anon"
-size = "48M"
-[[step]]
-op = "touch"
-region = "b"
-access = "write"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("64M", ""),
+        anon_written("a", "48M"),
+        madvise("a", "free", ""),
+        phase("more"),
+        anon_written("b", "48M"),
+    ]
+    .concat();
+    let r = run(&text);
     assert!(c(&r, "more", "pglazyfreed") > 0);
     assert_eq!(
         c(&r, "more", "pglazyfreed"),

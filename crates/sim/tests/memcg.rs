@@ -58,6 +58,9 @@ fn shape(h: &BTreeMap<String, u64>) -> Shape {
     s
 }
 
+/// A step that puts the process into a new memory cgroup limited to 1 MiB.
+const MEMCG_1M: &str = "[[step]]\nop = \"memcg\"\nlimit = \"1M\"\n";
+
 /// A cold `size` file faulted in by a read touch inside a cgroup (phase
 /// "touch"), then `reclaim` bytes reclaimed through memory.reclaim (phase
 /// "reclaim").
@@ -381,37 +384,17 @@ offset = "1028K"
 /// again (and reclaims again).
 #[test]
 fn anon_limit_reclaim_swaps_out() {
-    let text = format!(
-        r#"{sys}
-[[system.swap]]
-kind = "zram"
-size = "16M"
-[[step]]
-op = "memcg"
-limit = "1M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "phase"
-name = "write"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "phase"
-name = "read"
-[[step]]
-op = "touch"
-region = "a"
-access = "read"
-len = "256K"
-"#,
-        sys = system("")
-    );
+    let text = [
+        system(""),
+        swap("zram", "16M"),
+        MEMCG_1M.to_string(),
+        mmap_anon("a", "2M"),
+        phase("write"),
+        touch("a", "write", ""),
+        phase("read"),
+        touch("a", "read", "len = \"256K\""),
+    ]
+    .concat();
     let r = run(&text);
     let steal = c(&r, "write", "pgsteal_anon");
     assert!(steal >= 256, "stole {steal} anon pages");
@@ -443,23 +426,7 @@ fn force_empty_reclaims_everything() {
 /// kernel would invoke the memcg OOM killer, which the model refuses.
 #[test]
 fn memcg_oom_is_unsupported() {
-    let text = format!(
-        r#"{sys}
-[[step]]
-op = "memcg"
-limit = "1M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-"#,
-        sys = system("")
-    );
+    let text = [system(""), MEMCG_1M.to_string(), anon_written("a", "2M")].concat();
     match try_run_with(&text, &[]) {
         Err(foliosim_sim::SimError::Unsupported { what, .. }) => {
             assert!(what.contains("memcg OOM"), "{what}")

@@ -5,6 +5,9 @@
 //! (fs/proc/task_mmu.c, mm/shmem.c, mm/swapfile.c); the seed-004 times come
 //! from native runs on this host (see the test's comment).
 
+mod common;
+
+use common::{madvise, phase, swap, system_mem, touch};
 use foliosim_kernel::fs::proc::task_mmu::{
     MAX_SWAPFILES_SHIFT, PM_FILE, PM_MMAP_EXCLUSIVE, PM_PFRAME_MASK, PM_PRESENT, PM_SWAP,
 };
@@ -246,41 +249,26 @@ fn step_errors() {
 /// runs after every step and counts the page cache's swap references).
 #[test]
 fn shmem_swap_out_and_in() {
-    let text = r#"
-[system]
-memory = "256M"
-[[system.swap]]
-kind = "zram"
-size = "16M"
-[[step]]
+    let text = [
+        system_mem("256M", ""),
+        swap("zram", "16M"),
+        r#"[[step]]
 op = "mmap"
 region = "s"
 kind = "shmem"
 shared = true
 size = "256K"
-[[step]]
-op = "touch"
-region = "s"
-access = "write"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "s"
-advice = "pageout"
-[[step]]
-op = "phase"
-name = "in"
-[[step]]
-op = "touch"
-region = "s"
-access = "read"
-[[step]]
-op = "pagemap"
-region = "s"
-"#;
-    let r = run_str(text).unwrap();
+"#
+        .to_string(),
+        touch("s", "write", ""),
+        phase("out"),
+        madvise("s", "pageout", ""),
+        phase("in"),
+        touch("s", "read", ""),
+        "[[step]]\nop = \"pagemap\"\nregion = \"s\"\n".to_string(),
+    ]
+    .concat();
+    let r = run_str(&text).unwrap();
     assert_eq!(get(&r, "out", "pswpout"), 64);
     assert_eq!(get(&r, "in", "pswpin"), 64);
     assert_eq!(get(&r, "in", "pgmajfault"), 64);

@@ -9,33 +9,14 @@ use common::*;
 
 /// 2 MiB of anon memory written, then paged out in phase "out".
 fn pageout(mthp64: &str, swap_kind: &str, extra: &str) -> String {
-    format!(
-        r#"
-[system]
-memory = "256M"
-transparent_hugepage.hugepages-64kB.enabled = "{mthp64}"
-{extra}
-[[system.swap]]
-kind = "{swap_kind}"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "pageout"
-"#
-    )
+    [
+        system_mem("256M", &(mthp(64, mthp64) + extra)),
+        swap(swap_kind, "64M"),
+        anon_written("a", "2M"),
+        phase("out"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat()
 }
 
 /// 4 KiB folios (facts §1.4 a, §12.2 column 1): one walk per PMD, 512
@@ -130,16 +111,7 @@ fn pageout_64k_arm64_unfolds_only_without_batching() {
 /// enabled a whole 64 KiB folio comes back (§5.7 step 2): swpin[64K] +1.
 #[test]
 fn zram_swap_in_brings_back_whole_mthp() {
-    let text = pageout("always", "zram", "")
-        + r#"
-[[step]]
-op = "phase"
-name = "in"
-[[step]]
-op = "touch"
-region = "a"
-access = "read"
-"#;
+    let text = pageout("always", "zram", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 512);
     assert_eq!(c(&r, "in", "major-faults"), 32);
@@ -154,16 +126,7 @@ access = "read"
 /// (async write-out keeps them), so every touch is a minor fault.
 #[test]
 fn block_swap_in_hits_the_swap_cache() {
-    let text = pageout("never", "block", "")
-        + r#"
-[[step]]
-op = "phase"
-name = "in"
-[[step]]
-op = "touch"
-region = "a"
-access = "read"
-"#;
+    let text = pageout("never", "block", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
     assert_eq!(c(&r, "in", "pgfault"), 512);
     assert_eq!(c(&r, "in", "major-faults"), 0);
@@ -174,32 +137,16 @@ access = "read"
 /// (folio_mapcount != folio_nr_pages, §1.2, §9.2): nothing is swapped.
 #[test]
 fn fork_then_pageout_skips_shared_folios() {
-    let text = r#"
-[system]
-memory = "256M"
-[[system.swap]]
-kind = "zram"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "fork"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "pageout"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("256M", ""),
+        swap("zram", "64M"),
+        anon_written("a", "2M"),
+        step("fork"),
+        phase("out"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 0);
     assert_eq!(c(&r, "out", "sim/lru_isolate"), 0);
 }
@@ -221,27 +168,14 @@ region = "a"
 /// Without swap, anon folios cannot be paged out: they stay mapped.
 #[test]
 fn pageout_without_swap_keeps_anon_folios() {
-    let text = r#"
-[system]
-memory = "256M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "pageout"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("256M", ""),
+        anon_written("a", "2M"),
+        phase("out"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 0);
     assert_eq!(folios(&r, "out", "a"), hist(&[("4kB", 512)]));
 }
@@ -261,51 +195,21 @@ advice = "pageout"
 /// certainly exclusive, so it is mapped writable (no COW after it).
 #[test]
 fn swap_in_batch_needs_one_exclusive_marker() {
-    let text = r#"
-[system]
-memory = "256M"
-transparent_hugepage.hugepages-64kB.enabled = "always"
-[[system.swap]]
-kind = "zram"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-len = "64K"
-[[step]]
-op = "fork"
-[[step]]
-op = "wait"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-len = "4K"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "pageout"
-len = "64K"
-[[step]]
-op = "phase"
-name = "in"
-[[step]]
-op = "touch"
-region = "a"
-access = "write"
-offset = "20K"
-len = "4K"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("256M", &mthp(64, "always")),
+        swap("zram", "64M"),
+        mmap_anon("a", "2M"),
+        touch("a", "write", "len = \"64K\""),
+        step("fork"),
+        step("wait"),
+        touch("a", "write", "len = \"4K\""),
+        phase("out"),
+        madvise("a", "pageout", "len = \"64K\""),
+        phase("in"),
+        touch("a", "write", "offset = \"20K\"\nlen = \"4K\""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 1);
     assert_eq!(c(&r, "out", "pswpout"), 16);
     assert_eq!(c(&r, "in", "pgmajfault"), 1);
@@ -321,14 +225,10 @@ len = "4K"
 /// (order 0: mTHP is off), never the file's page cache.
 #[test]
 fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
-    let text = r#"
-[system]
-memory = "256M"
-transparent_hugepage.enabled = "never"
-[[system.swap]]
-kind = "zram"
-size = "64M"
-[[file]]
+    let text = [
+        system_mem("256M", "transparent_hugepage.enabled = \"never\""),
+        swap("zram", "64M"),
+        r#"[[file]]
 name = "f"
 size = "1M"
 fill = "write"
@@ -339,29 +239,16 @@ kind = "file"
 file = "f"
 size = "1M"
 prot = "rw"
-[[step]]
-op = "touch"
-region = "m"
-access = "write"
-len = "64K"
-[[step]]
-op = "phase"
-name = "out"
-[[step]]
-op = "madvise"
-region = "m"
-advice = "pageout"
-len = "64K"
-[[step]]
-op = "phase"
-name = "in"
-[[step]]
-op = "touch"
-region = "m"
-access = "read"
-len = "64K"
-"#;
-    let r = run(text);
+"#
+        .to_string(),
+        touch("m", "write", "len = \"64K\""),
+        phase("out"),
+        madvise("m", "pageout", "len = \"64K\""),
+        phase("in"),
+        touch("m", "read", "len = \"64K\""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 16);
     assert_eq!(c(&r, "out", "sim/rmap_walk"), 16);
     assert_eq!(c(&r, "in", "pgmajfault"), 16);

@@ -5,7 +5,7 @@
 //! them in its comments.
 
 mod common;
-use common::{run, run_arch, try_run_with};
+use common::{anon_written, madvise, phase, run, run_arch, try_run_with};
 use foliosim_report::Report;
 
 /// A counter's delta over `phase`, 0 if the report omits it.
@@ -57,13 +57,7 @@ op = "join"
 }
 
 fn dontneed(len: &str) -> String {
-    format!(
-        r#"[[step]]
-op = "madvise"
-region = "heap"
-advice = "dontneed"
-len = "{len}""#
-    )
+    madvise("heap", "dontneed", &format!("len = \"{len}\""))
 }
 
 const MUNMAP: &str = r#"[[step]]
@@ -132,28 +126,14 @@ fn without_threads_the_flush_stays_local() {
     let text = scenario("spin", &dontneed("64K")).replace("cpus = 2", "cpus = 1");
     // count = 1 needs two CPUs: the scenario is refused.
     assert!(try_run_with_parse_error(&text).contains("count"));
-    let single = r#"
-[system]
-transparent_hugepage.enabled = "never"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "2M"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[step]]
-op = "phase"
-name = "op"
-[[step]]
-op = "madvise"
-region = "heap"
-advice = "dontneed"
-len = "64K"
-"#;
-    let r = run(single);
+    let single = [
+        "[system]\ntransparent_hugepage.enabled = \"never\"\n".to_string(),
+        anon_written("heap", "2M"),
+        phase("op"),
+        dontneed("64K"),
+    ]
+    .concat();
+    let r = run(&single);
     assert_eq!(c(&r, "op", "sim/ipi"), 0);
     assert_eq!(c(&r, "op", "sim/invlpg"), 16);
     assert_eq!(c(&r, "op", "tlb:tlb_flush"), 1);
