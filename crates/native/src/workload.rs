@@ -442,8 +442,9 @@ fn populate_file_mappings() {
     }
 }
 
-/// The lowest address of the calling thread's stack we may write.
-fn stack_low() -> usize {
+/// The calling thread's stack as (lowest address, size in bytes), from
+/// pthread_getattr_np; None if it cannot be read.
+fn thread_stack() -> Option<(usize, usize)> {
     // SAFETY: plain data, initialised by pthread_getattr_np.
     let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
     let mut addr: *mut libc::c_void = ptr::null_mut();
@@ -456,11 +457,12 @@ fn stack_low() -> usize {
             r
         }
     };
-    if ok {
-        addr as usize + 4 * 4096
-    } else {
-        0
-    }
+    ok.then_some((addr as usize, size))
+}
+
+/// The lowest address of the calling thread's stack we may write.
+fn stack_low() -> usize {
+    thread_stack().map_or(0, |(low, _)| low + 4 * 4096)
 }
 
 /// Break copy-on-write sharing of `[start, end)` ahead of time with
@@ -749,20 +751,8 @@ fn exec_thread_op(op: &Op, regions: &[u64]) {
 /// Make the calling scenario thread's stack (with its TLS block at the
 /// top) and its rseq area writable now, without faults later.
 pub(crate) fn prewarm_thread() {
-    // SAFETY: plain data, initialised by pthread_getattr_np.
-    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
-    let mut addr: *mut libc::c_void = ptr::null_mut();
-    let mut size = 0usize;
-    // SAFETY: standard use of pthread_getattr_np on the calling thread.
-    let ok = unsafe {
-        libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 && {
-            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
-            libc::pthread_attr_destroy(&mut attr);
-            r
-        }
-    };
-    if ok {
-        populate_write(addr as usize, addr as usize + size);
+    if let Some((low, size)) = thread_stack() {
+        populate_write(low, low + size);
     }
     for p in tls_pages() {
         if p != 0 {
