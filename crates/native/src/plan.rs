@@ -86,6 +86,9 @@ pub(crate) enum Op {
         offset: u64,
         len: u64,
         advice: i32,
+        /// Bytes per madvise(2) call (`per_call`; `len` when not given):
+        /// the range is advised in consecutive calls of this size.
+        per_call: u64,
     },
     Munmap {
         step: u32,
@@ -505,6 +508,7 @@ impl Compiler<'_> {
                 region,
                 advice,
                 range,
+                per_call,
             } => {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
@@ -515,6 +519,7 @@ impl Compiler<'_> {
                     offset,
                     len,
                     advice,
+                    per_call: per_call.unwrap_or(len),
                 }
             }
             StepKind::Munmap { region, range } => {

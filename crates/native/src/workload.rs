@@ -614,6 +614,28 @@ fn access(addr: u64, write: bool) {
     }
 }
 
+/// A madvise step: `advice` on `len` bytes at `start`, in consecutive
+/// madvise(2) calls of `per_call` bytes each, ascending, the last one
+/// shorter (one call when `per_call` is `len`), like the simulator. No
+/// allocation. False when a call fails (errno is that call's).
+fn madvise_calls(start: u64, len: u64, per_call: u64, advice: i32) -> bool {
+    let chunk = per_call.max(1);
+    let mut done = 0;
+    loop {
+        let n = chunk.min(len - done);
+        let a = (start + done) as *mut libc::c_void;
+        // SAFETY: advice on a range of a region the scenario maps, which
+        // Rust never refers to; it changes no memory Rust uses.
+        if unsafe { libc::madvise(a, n as usize, advice) } != 0 {
+            return false;
+        }
+        done += n;
+        if done >= len {
+            return true;
+        }
+    }
+}
+
 /// The touch loops, in the simulator's order (crates/sim/src/engine.rs).
 #[inline(never)]
 fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
@@ -720,12 +742,11 @@ fn exec_thread_op(op: &Op, regions: &[u64]) {
             offset,
             len,
             advice,
+            per_call,
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             let a = regions[*region as usize] + offset;
-            // SAFETY: advice on a range of a scenario region, which Rust
-            // never refers to.
-            if unsafe { libc::madvise(a as *mut libc::c_void, *len as usize, *advice) } != 0 {
+            if !madvise_calls(a, *len, *per_call, *advice) {
                 fail(E_MADVISE);
             }
         }
@@ -1129,12 +1150,11 @@ impl Proc<'_> {
                 offset,
                 len,
                 advice,
+                per_call,
             } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 let a = self.region(*region, *offset);
-                // SAFETY: advice on a range of a region the scenario maps;
-                // it changes no memory Rust refers to.
-                if unsafe { libc::madvise(a as *mut libc::c_void, *len as usize, *advice) } != 0 {
+                if !madvise_calls(a, *len, *per_call, *advice) {
                     self.fail(E_MADVISE, errno());
                 }
             }

@@ -315,6 +315,11 @@ pub enum StepKind {
         region: String,
         advice: Advice,
         range: Range,
+        /// `per_call`: bytes per madvise(2) call (a positive multiple of the
+        /// page size). The range is advised in consecutive calls of this
+        /// size, ascending, the last one shorter if the range is not a
+        /// multiple of it. `None`: one call for the whole range.
+        per_call: Option<u64>,
     },
     /// `op = "munmap"`
     Munmap { region: String, range: Range },

@@ -58,7 +58,7 @@ impl Op {
                 "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
                 "unit",
             ],
-            Op::Madvise => &["op", "region", "advice", "offset", "len"],
+            Op::Madvise => &["op", "region", "advice", "offset", "len", "per_call"],
             Op::Munmap => &["op", "region", "offset", "len"],
             Op::Fork => &["op", "child"],
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
@@ -255,10 +255,12 @@ impl StepChecker<'_> {
                 let (region, size) = self.region(&f, scope)?;
                 let advice = f.req("advice", |c, n, p| c.choice(n, p, ADVICE))?;
                 let range = range(&f, &region, size)?;
+                let per_call = f.opt("per_call", Ctx::page_size)?;
                 StepKind::Madvise {
                     region,
                     advice,
                     range,
+                    per_call,
                 }
             }
             Op::Munmap => {

@@ -312,6 +312,7 @@ fn full_scenario_fork_and_the_rest() {
             offset: 0,
             len: Some(1 << 20),
         },
+        per_call: None,
     };
     assert_eq!(format!("{:?}", steps[11]), format!("{dontneed:?}"));
     assert!(

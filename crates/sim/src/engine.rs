@@ -240,12 +240,25 @@ impl<A: Arch> Engine<A> {
                 region,
                 advice,
                 range,
+                per_call,
             } => {
                 let (start, len) = self.region(region, range);
-                self.k.vmstat.sim.syscall_mm += 1;
-                self.k
-                    .do_madvise(mm, start, len, madv(*advice, loc)?)
-                    .map_err(|e| kerr(loc, e))?;
+                let behavior = madv(*advice, loc)?;
+                // `per_call`: one madvise(2) per chunk, ascending, the last
+                // one shorter; without it one call for the whole range.
+                let chunk = per_call.unwrap_or(len).max(1);
+                let mut done = 0;
+                loop {
+                    let n = chunk.min(len - done);
+                    self.k.vmstat.sim.syscall_mm += 1;
+                    self.k
+                        .do_madvise(mm, start + done, n, behavior)
+                        .map_err(|e| kerr(loc, e))?;
+                    done += n;
+                    if done >= len {
+                        break;
+                    }
+                }
             }
             StepKind::Munmap { region, range } => {
                 let (start, len) = self.region(region, range);
