@@ -37,7 +37,9 @@ pub struct Cpu {
     /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
     /// later sees); true unless a workload writes zeroes.
     pub store_nonzero: bool,
-    /// The simulated CPU this is (`smp_processor_id()` of its faults).
+    /// The simulated CPU this is (`smp_processor_id()` of its faults: the
+    /// engine makes it the kernel's current CPU before each step it runs
+    /// here, `Kernel::set_current_cpu`).
     pub id: usize,
 }
 
@@ -120,7 +122,6 @@ impl Cpu {
         faults: &mut TaskFaults,
     ) -> Result<(), AccessError> {
         k.vmstat.sim.user_access += 1;
-        k.set_current_cpu(self.id);
         for _ in 0..4 {
             if self.try_access(k, mm, addr, write) {
                 return Ok(());

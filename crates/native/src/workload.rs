@@ -702,26 +702,10 @@ fn load_word(addr: u64) {
     unsafe { ptr::read_volatile(addr as *const u64) };
 }
 
-/// A scenario thread's step (touch, madvise or munmap; the plan has no
-/// other in a thread), on the main thread's region addresses. An error is
-/// reported with the step and ends the process (exit_group), threads and
-/// all.
-fn exec_thread_op(op: &Op, regions: &[u64]) {
-    let fail = |code: u64| -> ! {
-        let err = errno();
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u64;
-        let m = [
-            MSG_ERROR,
-            CUR_STEP.load(Ordering::Relaxed),
-            code,
-            err,
-            0,
-            pid,
-        ];
-        send(MSG_FD.load(Ordering::Relaxed), &m);
-        exit(2)
-    };
+/// A touch, madvise or munmap step on the scenario regions mapped at
+/// `regions` (the steps a scenario thread may run as well as the main
+/// one). Err: the error code and errno of a failed system call.
+fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (u64, u64)> {
     match op {
         Op::Touch {
             step,
@@ -747,7 +731,7 @@ fn exec_thread_op(op: &Op, regions: &[u64]) {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             let a = regions[*region as usize] + offset;
             if !madvise_calls(a, *len, *per_call, *advice) {
-                fail(E_MADVISE);
+                return Err((E_MADVISE, errno()));
             }
         }
         Op::Munmap {
@@ -761,11 +745,33 @@ fn exec_thread_op(op: &Op, regions: &[u64]) {
             // SAFETY: unmapping part of a scenario region, which Rust never
             // refers to.
             if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
-                fail(E_MUNMAP);
+                return Err((E_MUNMAP, errno()));
             }
         }
-        // The scenario crate allows only the three above in a thread.
+        // The callers pass only the three above.
         _ => {}
+    }
+    Ok(())
+}
+
+/// A scenario thread's step (touch, madvise or munmap; the plan has no
+/// other in a thread), on the main thread's region addresses. An error is
+/// reported with the step and ends the process (exit_group), threads and
+/// all.
+fn exec_thread_op(op: &Op, regions: &[u64]) {
+    if let Err((code, err)) = exec_region_op(op, regions) {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        let m = [
+            MSG_ERROR,
+            CUR_STEP.load(Ordering::Relaxed),
+            code,
+            err,
+            0,
+            pid,
+        ];
+        send(MSG_FD.load(Ordering::Relaxed), &m);
+        exit(2)
     }
 }
 
@@ -1071,10 +1077,6 @@ impl Proc<'_> {
         }
     }
 
-    fn region(&self, r: u32, offset: u64) -> u64 {
-        self.regions[r as usize] + offset
-    }
-
     fn op(&mut self, op: &Op) {
         match op {
             Op::Mmap {
@@ -1131,45 +1133,9 @@ impl Proc<'_> {
                     &[MSG_MAPPED, *region as u64, addr as u64, *size, 0, 0],
                 );
             }
-            Op::Touch {
-                step,
-                region,
-                offset,
-                len,
-                write,
-                zero,
-                pat,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
-                touch(self.region(*region, *offset), *len, *write, pat);
-            }
-            Op::Madvise {
-                step,
-                region,
-                offset,
-                len,
-                advice,
-                per_call,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let a = self.region(*region, *offset);
-                if !madvise_calls(a, *len, *per_call, *advice) {
-                    self.fail(E_MADVISE, errno());
-                }
-            }
-            Op::Munmap {
-                step,
-                region,
-                offset,
-                len,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let a = self.region(*region, *offset);
-                // SAFETY: unmapping part of a scenario region, which Rust
-                // never refers to.
-                if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
-                    self.fail(E_MUNMAP, errno());
+            Op::Touch { .. } | Op::Madvise { .. } | Op::Munmap { .. } => {
+                if let Err((code, err)) = exec_region_op(op, &self.regions) {
+                    self.fail(code, err);
                 }
             }
             Op::Fork { step, child } => {

@@ -199,7 +199,8 @@ pub enum CpuRun {
     User(MmId),
     /// The task blocks: the idle task runs on the last mm (lazy TLB).
     Idle,
-    /// The task exited: the CPU idles on `init_mm`.
+    /// The task exited: as after a block, the idle task keeps its mm as
+    /// the lazy `active_mm` (the mm stays in `mm_cpumask()`).
     Exited,
 }
 
@@ -227,13 +228,8 @@ impl<A: Arch> Kernel<A> {
                 }
                 c.switch_mm_irqs_off(cpu, Some(mm), &mut self.vmstat);
             }
-            CpuRun::Idle => {
-                c.cpu[cpu].ours = false;
-                if c.cpu[cpu].loaded_mm.is_some() {
-                    c.cpu[cpu].is_lazy = true;
-                }
-            }
-            CpuRun::Exited => {
+            // Idle or exited alike: the CPU keeps the mm loaded, lazily.
+            CpuRun::Idle | CpuRun::Exited => {
                 c.cpu[cpu].ours = false;
                 if c.cpu[cpu].loaded_mm.is_some() {
                     c.cpu[cpu].is_lazy = true;

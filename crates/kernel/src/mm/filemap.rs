@@ -526,6 +526,8 @@ impl<A: Arch> Kernel<A> {
         ret
     }
 
+    /// The end of `filemap_map_pages()`: the folios it mapped lower the
+    /// file's `ra->mmap_miss` (never below 0).
     fn filemap_map_pages_out(&mut self, file: u32, mmap_miss: u64) {
         let ra = &mut self.open_files[file as usize].ra;
         ra.mmap_miss = ra
@@ -637,6 +639,10 @@ impl<A: Arch> Kernel<A> {
         )
     }
 
+    /// One run of consecutive mappable pages of a folio, as
+    /// `filemap_map_folio_range()` installs it: `set_pte_range()`, the
+    /// pages added to the RSS, VM_FAULT_NOPAGE if the run covers the
+    /// faulting address.
     fn map_run(
         &mut self,
         vmf: &mut Vmf,

@@ -382,7 +382,9 @@ impl<A: Arch> Kernel<A> {
         self.pt.set(pmd.table, pmd.idx, A::mk_table(tpfn));
     }
 
-    /// A PMD leaf's bits as a PTE of its first page.
+    /// A PMD leaf's bits as a PTE of its first page (the entry
+    /// `__split_huge_pmd_locked()` builds for each page from the PMD's
+    /// write, dirty and young bits).
     fn pmd_to_pte(pmdval: u64) -> u64 {
         let prot = PteProt {
             write: A::pte_write(pmdval),

@@ -421,7 +421,8 @@ impl<A: Arch> Kernel<A> {
         self.mms[mm.0 as usize] = None;
     }
 
-    /// Free the PGD/PUD/PMD pages of an exiting mm.
+    /// Free the PGD/PUD/PMD pages of an exiting mm (`exit_mmap()` →
+    /// `free_pgtables()` / `free_pgd_range()`, then `mm_free_pgd()`).
     fn free_upper_tables(&mut self, mm: MmId) {
         let pgd = self.mm(mm).pgd;
         let pgd_pfn = self.mm(mm).pgd_pfn;

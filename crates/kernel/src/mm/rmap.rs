@@ -603,7 +603,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Split every PMD mapping of a folio into PTEs (anon) or zap it (file)
-    /// before a folio split.
+    /// before a folio split: `unmap_folio()`'s TTU_SPLIT_HUGE_PMD, which
+    /// `try_to_migrate_one()` / `try_to_unmap_one()` carry out with
+    /// `split_huge_pmd_address()`.
     pub fn split_folio_pmds(&mut self, folio: Pfn) {
         use crate::include::linux::pgtable::{align_down, PMD_SIZE};
         if !self.mem.folio_test_large(folio) || self.mem.large(folio).entire_mapcount == 0 {

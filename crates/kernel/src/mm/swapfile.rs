@@ -181,7 +181,8 @@ impl SwapInfo {
         Some(off)
     }
 
-    /// Free a slot whose count and cache are both gone.
+    /// Free a slot whose count and cache are both gone
+    /// (`swap_entries_free()` → `swap_range_free()`).
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.zeromap[offset as usize] = false;

@@ -391,6 +391,9 @@ impl<A: Arch> Kernel<A> {
         done
     }
 
+    /// Every slot of the swap-cache folio is in the zeromap
+    /// (`swap_zeromap_batch()` over the whole folio): `swap_writeout()`
+    /// wrote nothing, so the folio is clean at once.
     fn folio_all_zeromap(&self, folio: Pfn) -> bool {
         let e = self.folio_swap(folio).expect("swap cache");
         let nr = self.mem.folio_nr_pages(folio);
