@@ -105,6 +105,9 @@ pub struct Series {
     /// Seed 004: pagemap reports the swap location of swapped-out shmem
     /// pages, found in the mapping's page cache.
     pub pagemap_shmem_swap: bool,
+    /// Linux before 6.5: every pagemap read(2) walks to the end of its
+    /// 2 MiB chunk and copies only what was asked for.
+    pub pagemap_walk_to_pmd_end: bool,
 }
 
 impl Default for Config {

@@ -244,6 +244,22 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
             sc.system.fault_around_bytes
         )));
     }
+    // Every series switch off is the host's kernel, vanilla 6.18: a switch
+    // that is on describes a kernel the host does not run.
+    if let Some((key, _)) = sc
+        .system
+        .knobs
+        .iter()
+        .find(|(k, v)| k.starts_with("series.") && v.as_str() != "0")
+    {
+        return Err(NativeError::Refused(format!(
+            "{key} = 1 models a kernel change the host kernel ({}) does not have; a native run \
+             measures the host as it is: run it with --set {key}=0, or simulate the switch with \
+             `foliosim run`",
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map_or_else(|_| "unknown".into(), |r| r.trim().to_owned())
+        )));
+    }
     let p = plan::compile(sc)?;
     let cpus = host_cpus(&p)?;
     let memcg = match memcg::preflight(&p)? {

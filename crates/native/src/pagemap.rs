@@ -70,6 +70,14 @@ pub(crate) fn read(
     let f = File::open(format!("/proc/{pid}/pagemap"))?;
     let total = (len / PAGE_SIZE * 8) as usize;
     let mut bytes = vec![0u8; total];
+    // A large zeroed allocation is fresh untouched memory: fault its pages
+    // in now, or the reads below would time a page fault inside
+    // copy_to_user() for every 4 KiB of output.
+    for i in (0..total).step_by(PAGE_SIZE as usize) {
+        // SAFETY: `i` is within `bytes`; a volatile write so the store that
+        // faults the page in is not elided.
+        unsafe { std::ptr::write_volatile(bytes.as_mut_ptr().add(i), 0) };
+    }
     let mut pos = 0usize;
     let base = addr / PAGE_SIZE * 8;
     let t = Instant::now();

@@ -234,6 +234,25 @@ fn knobs_the_host_cannot_set_are_refused() {
         Err(NativeError::Refused(why)) => assert!(why.contains("arm64"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // Every series switch describes a kernel the host (vanilla 6.18) is not.
+    for switch in [
+        "series.batch_anon_unmap",
+        "series.batch_folio_referenced",
+        "series.batch_file_unmap",
+        "series.pagemap_shmem_swap",
+        "series.pagemap_walk_to_pmd_end",
+    ] {
+        let sc =
+            foliosim_scenario::parse_str("test.toml", ANON_64K, &[(switch.into(), "1".into())])
+                .unwrap();
+        match run(&sc, &NativeOptions::default()) {
+            Err(NativeError::Refused(why)) => {
+                assert!(why.contains(&format!("{switch} = 1")), "{why}");
+                assert!(why.contains(&format!("--set {switch}=0")), "{why}");
+            }
+            other => panic!("{switch}: expected a refusal, got {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -147,6 +147,12 @@ pub struct Series {
     /// `series.pagemap_shmem_swap`: seed 004, pagemap reports the swap
     /// type and offset of swapped-out shared (shmem) pages.
     pub pagemap_shmem_swap: bool,
+    /// `series.pagemap_walk_to_pmd_end`: pagemap_read() as before Linux 6.5
+    /// (the kernel of seed 004's measurements): each read(2) walks to the
+    /// end of its 2 MiB chunk whatever the count, and copies only `count`
+    /// bytes; 6.5 ("mm: pagemap: restrict pagewalk to the requested range")
+    /// stops the walk at the requested end.
+    pub pagemap_walk_to_pmd_end: bool,
 }
 
 /// How a file's page cache is populated before the first step.

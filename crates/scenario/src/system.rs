@@ -24,6 +24,7 @@ const KEYS: &[&str] = &[
     "series.batch_folio_referenced",
     "series.batch_file_unmap",
     "series.pagemap_shmem_swap",
+    "series.pagemap_walk_to_pmd_end",
 ];
 
 /// The patch-series switches, under `series.` in `[system]`.
@@ -32,6 +33,7 @@ const SERIES: &[&str] = &[
     "batch_folio_referenced",
     "batch_file_unmap",
     "pagemap_shmem_swap",
+    "pagemap_walk_to_pmd_end",
 ];
 
 /// The keys of a `[[system.swap]]` table.
@@ -144,6 +146,10 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     );
     put("series.batch_file_unmap", bit(series.batch_file_unmap));
     put("series.pagemap_shmem_swap", bit(series.pagemap_shmem_swap));
+    put(
+        "series.pagemap_walk_to_pmd_end",
+        bit(series.pagemap_walk_to_pmd_end),
+    );
     knobs
 }
 
@@ -309,6 +315,9 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
         "series.batch_file_unmap" => system.series.batch_file_unmap = flag(ctx, node, &field)?,
         "series.pagemap_shmem_swap" => {
             system.series.pagemap_shmem_swap = flag(ctx, node, &field)?;
+        }
+        "series.pagemap_walk_to_pmd_end" => {
+            system.series.pagemap_walk_to_pmd_end = flag(ctx, node, &field)?;
         }
         path if path.starts_with("series.") || path == "series" => {
             let valid: Vec<String> = SERIES.iter().map(|s| format!("series.{s}")).collect();

@@ -98,6 +98,7 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         batch_folio_referenced: s.series.batch_folio_referenced,
         batch_file_unmap: s.series.batch_file_unmap,
         pagemap_shmem_swap: s.series.pagemap_shmem_swap,
+        pagemap_walk_to_pmd_end: s.series.pagemap_walk_to_pmd_end,
     };
     cfg.lru_order_root = !fits_in_memory(sc);
     for (&size, &mode) in &s.mthp_enabled {

@@ -292,12 +292,19 @@ sim_stat! {
     /// pagemap walks: one mmap_read_lock round trip and `walk_page_range()`
     /// per PAGEMAP_WALK_SIZE chunk of a read.
     pagemap_walks => "sim/pagemap_walks",
-    /// pagemap entries produced (`add_to_pagemap()`).
+    /// pagemap entries produced for the requested range
+    /// (`add_to_pagemap()`).
     pagemap_entries => "sim/pagemap_entries",
     /// pagemap entries of a present PTE or PMD leaf with a struct page
     /// (`vm_normal_page()` / `pmd_page()`): the folio's anon flag and the
     /// page's precise mapcount are read for each.
     pagemap_page_entries => "sim/pagemap_page_entries",
+    /// `series.pagemap_walk_to_pmd_end` (before 6.5): entries computed
+    /// past the requested end, to the chunk's end, and not copied. The
+    /// next reads compute them again, so they are cache-hot work.
+    pagemap_overwalk_entries => "sim/pagemap_overwalk_entries",
+    /// Those of them with a struct page (as `sim/pagemap_page_entries`).
+    pagemap_overwalk_page_entries => "sim/pagemap_overwalk_page_entries",
     /// PTE tables the pagemap walk mapped (`pte_offset_map_lock()`).
     pagemap_pte_tables => "sim/pagemap_pte_tables",
     /// PMD leaves the pagemap walk handled whole.

@@ -493,13 +493,23 @@ impl<A: Arch> Kernel<A> {
     /// Errno EINVAL for a position or count that is not a multiple of 8.
     /// Counts `sim/pagemap_read_calls`, one `sim/pagemap_walks` (an
     /// mmap_read_lock round trip and a walk_page_range()) per
-    /// PAGEMAP_WALK_SIZE chunk, `sim/pagemap_entries`, those with a struct
-    /// page (`sim/pagemap_page_entries`), the walk's PTE tables, PMD leaves
+    /// PAGEMAP_WALK_SIZE chunk, `sim/pagemap_entries` of the requested range,
+    /// those with a struct page (`sim/pagemap_page_entries`), the entries
+    /// walked past it (`sim/pagemap_overwalk_entries`,
+    /// `sim/pagemap_overwalk_page_entries`), the walk's PTE tables, PMD leaves
     /// and holes, and with seed 004 the page-cache lookups
     /// (`sim/pagemap_pagecache_lookups`, one per none PTE of a shmem VMA:
     /// each is a separate xarray descent from the root, so the cost is per
     /// lookup) and the walks that made at least one
     /// (`sim/pagemap_pagecache_walks`, informational).
+    ///
+    /// 6.18 walks only the requested pages. With
+    /// `series.pagemap_walk_to_pmd_end` (kernels before 6.5, as in seed
+    /// 004's measurements) the walk's end is the task size, not the
+    /// requested end, so every chunk is walked to its 2 MiB boundary (the
+    /// 512-entry buffer never fills first) and only `count` bytes of it are
+    /// copied: an 8-byte read at page k of a chunk computes 512 - k entries,
+    /// 511 - k of them past the requested end.
     pub fn pagemap_read(
         &mut self,
         mm: MmId,
@@ -519,19 +529,26 @@ impl<A: Arch> Kernel<A> {
         }
         let svpfn = file.pos / PM_ENTRY_BYTES;
         let mut start = svpfn.saturating_mul(PAGE_SIZE).min(TASK_SIZE);
-        let end = start
+        let requested_end = start
             .saturating_add((count / PM_ENTRY_BYTES).saturating_mul(PAGE_SIZE))
             .min(TASK_SIZE);
+        let end = if self.cfg.series.pagemap_walk_to_pmd_end {
+            TASK_SIZE
+        } else {
+            requested_end
+        };
         let show_pfn = file.show_pfn;
         let mut copied = 0;
-        while start < end {
+        let mut left = count;
+        while left > 0 && start < end {
             let chunk_end = ((start + PAGEMAP_WALK_SIZE) & !(PAGEMAP_WALK_SIZE - 1)).min(end);
+            let first = out.len();
             let mut lookups = 0u64;
-            let mut with_page = 0u64;
-            let wc = self.pagemap_walk(mm, start, chunk_end, &mut |_, slot| {
+            let mut with_page = [0u64; 2];
+            let wc = self.pagemap_walk(mm, start, chunk_end, &mut |addr, slot| {
                 let (e, looked, has_page) = self.pagemap_entry(slot, show_pfn);
                 lookups += looked as u64;
-                with_page += has_page as u64;
+                with_page[(addr >= requested_end) as usize] += has_page as u64;
                 out.push(e);
             });
             let s = &mut self.vmstat.sim;
@@ -542,9 +559,15 @@ impl<A: Arch> Kernel<A> {
             s.pagemap_pagecache_lookups += lookups;
             s.pagemap_pagecache_walks += (lookups > 0) as u64;
             let n = (chunk_end - start) / PAGE_SIZE;
-            s.pagemap_entries += n;
-            s.pagemap_page_entries += with_page;
-            copied += n * PM_ENTRY_BYTES;
+            let over = (chunk_end.saturating_sub(requested_end.max(start))) / PAGE_SIZE;
+            s.pagemap_entries += n - over;
+            s.pagemap_page_entries += with_page[0];
+            s.pagemap_overwalk_entries += over;
+            s.pagemap_overwalk_page_entries += with_page[1];
+            let len = left.min(n * PM_ENTRY_BYTES);
+            out.truncate(first + (len / PM_ENTRY_BYTES) as usize);
+            copied += len;
+            left -= len;
             start = chunk_end;
         }
         file.pos += copied;
