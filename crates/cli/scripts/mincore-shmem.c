@@ -13,21 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proxy.h"
+
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
 #define PAGE 4096UL
-
-static double now(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* Median over `reps` passes of the ns per mincore call of `per` pages over
  * [p, p + npages); also the resident count of the last pass. */

@@ -1,19 +1,7 @@
 #!/bin/sh
-# Runs mincore-shmem.c (see its header) as root with a temporary swap file,
-# under the native engine's host lock; removes the swap file on any exit.
+# Runs mincore-shmem.c (see its header) as root with a temporary swap file
+# (with-swap.sh).
 # Usage: sudo crates/cli/scripts/mincore-shmem.sh [pages] [repeats]
 set -eu
-dir=$(mktemp -d /var/tmp/foliosim-mincore.XXXXXX)
-swap="$dir/swap"
-cleanup() { swapoff "$swap" 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT INT TERM
-cc -O2 -o "$dir/mincore-shmem" "$(dirname "$0")/mincore-shmem.c"
 pages=${1:-16384}
-mb=$(( pages * 4096 / 1048576 + 64 ))
-dd if=/dev/zero of="$swap" bs=1M count="$mb" status=none
-chmod 600 "$swap"
-mkswap "$swap" >/dev/null
-exec 9>/run/foliosim-native.lock
-flock 9
-swapon "$swap"
-"$dir/mincore-shmem" "$pages" "${2:-9}"
+exec "$(dirname "$0")/with-swap.sh" mincore-shmem $(( pages * 4096 / 1048576 + 64 )) "$pages" "${2:-9}"

@@ -24,22 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proxy.h"
+
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
 #define PAGE 4096UL
 #define CHUNK 512UL /* PAGEMAP_WALK_SIZE / PAGE_SIZE */
-
-static double now(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static uint64_t buf[2 * CHUNK];
 
