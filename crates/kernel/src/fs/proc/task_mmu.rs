@@ -24,7 +24,10 @@
 //! whose page-cache slot holds a swap entry reports PM_SWAP with that
 //! entry's type and offset, found by a page-cache lookup. Lookups happen
 //! only inside existing PTE tables (a missing table stays a hole, as the
-//! seed's 0%-dirty row shows no extra cost). Not modelled: guard regions
+//! seed's 0%-dirty row shows no extra cost). With
+//! `series.pagemap_walk_to_pmd_end` `pagemap_read()` is that of kernels
+//! before 6.5 (seed 004's): each read walks to its 2 MiB chunk's end and
+//! copies only what was asked for. Not modelled: guard regions
 //! and uffd-wp markers (no step installs them), migration entries (never
 //! left in tables between steps), hugetlb, VM_PFNMAP, VM_SOFTDIRTY.
 
