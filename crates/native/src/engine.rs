@@ -236,14 +236,20 @@ impl Workload<'_> {
     }
 }
 
-fn note_message(ctx: &Ctx<'_>, m: &Msg) -> String {
+/// The step location (or `none` outside a step) and the errno of a
+/// workload message.
+fn msg_at_errno(ctx: &Ctx<'_>, m: &Msg, none: &str) -> (String, std::io::Error) {
     let at = ctx
         .plan
         .locs
         .get(m[1] as usize)
         .cloned()
-        .unwrap_or_else(|| "workload".into());
-    let errno = std::io::Error::from_raw_os_error(m[3] as i32);
+        .unwrap_or_else(|| none.into());
+    (at, std::io::Error::from_raw_os_error(m[3] as i32))
+}
+
+fn note_message(ctx: &Ctx<'_>, m: &Msg) -> String {
+    let (at, errno) = msg_at_errno(ctx, m, "workload");
     match m[2] {
         workload::N_RECLAIM_SHORT => {
             format!("{at}: the kernel reclaimed less than the step asks ({errno}); the run goes on")
@@ -253,13 +259,7 @@ fn note_message(ctx: &Ctx<'_>, m: &Msg) -> String {
 }
 
 fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
-    let at = ctx
-        .plan
-        .locs
-        .get(m[1] as usize)
-        .cloned()
-        .unwrap_or_else(|| "workload set-up".into());
-    let errno = std::io::Error::from_raw_os_error(m[3] as i32);
+    let (at, errno) = msg_at_errno(ctx, m, "workload set-up");
     let what = match m[2] {
         workload::E_OPEN => format!("open(2) of the scenario file failed: {errno}"),
         workload::E_MMAP => format!("mmap(2) failed: {errno}"),

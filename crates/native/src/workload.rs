@@ -843,21 +843,19 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
 }
 
 impl Proc<'_> {
-    /// Tell the engine something it reports on stderr (the run goes on).
-    fn note(&self, code: u64, err: u64) {
+    /// Send the engine a message of `kind` about the current step.
+    fn report(&self, kind: u64, code: u64, err: u64) {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u64;
         send(
             self.msg_w,
-            &[
-                MSG_NOTE,
-                CUR_STEP.load(Ordering::Relaxed),
-                code,
-                err,
-                0,
-                pid,
-            ],
+            &[kind, CUR_STEP.load(Ordering::Relaxed), code, err, 0, pid],
         );
+    }
+
+    /// Tell the engine something it reports on stderr (the run goes on).
+    fn note(&self, code: u64, err: u64) {
+        self.report(MSG_NOTE, code, err);
     }
 
     /// A write to a cgroup file whose EAGAIN / EBUSY means "reclaimed less
@@ -873,19 +871,7 @@ impl Proc<'_> {
     }
 
     fn fail(&self, code: u64, err: u64) -> ! {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u64;
-        send(
-            self.msg_w,
-            &[
-                MSG_ERROR,
-                CUR_STEP.load(Ordering::Relaxed),
-                code,
-                err,
-                0,
-                pid,
-            ],
-        );
+        self.report(MSG_ERROR, code, err);
         exit(2)
     }
 

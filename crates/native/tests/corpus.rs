@@ -21,14 +21,7 @@ fn corpus_agrees_with_the_host_kernel() {
     if skip_unless_root("corpus_agrees_with_the_host_kernel") {
         return;
     }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = corpus_files("");
     assert!(
         files.len() >= 25,
         "the corpus has {} scenarios",
@@ -40,15 +33,7 @@ fn corpus_agrees_with_the_host_kernel() {
     };
     let (mut failures, mut xfails) = (Vec::new(), 0);
     for path in &files {
-        let sc = foliosim_scenario::load(path, &[]).expect("corpus scenario parses");
-        // The probed host fragment fills every knob the scenario leaves at
-        // its default: `probe` output fed back into the simulation.
-        let host: Vec<(String, String)> = foliosim_native::probe_overrides(&work.0)
-            .into_iter()
-            .filter(|(k, _)| !sc.system.explicit.contains(k))
-            .collect();
-        let sc = foliosim_scenario::load(path, &host)
-            .expect("corpus scenario parses with the host's knobs");
+        let sc = load_with_host_knobs(path, &work.0);
         let xfail = sc
             .description
             .lines()

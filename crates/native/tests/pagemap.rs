@@ -16,18 +16,7 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
     if skip_unless_root("raw_pagemap_entries_equal_the_host_kernel") {
         return;
     }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("pagemap-") && n.ends_with(".toml"))
-        })
-        .collect();
-    files.sort();
+    let files = corpus_files("pagemap-");
     assert!(files.len() >= 10, "{} pagemap scenarios", files.len());
     let work = TempDir::new("pagemap");
     let opts = NativeOptions {
@@ -35,14 +24,7 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
     };
     let mut steps = 0;
     for path in &files {
-        let sc = foliosim_scenario::load(path, &[]).expect("scenario parses");
-        // The probed host's values for every knob the scenario leaves at
-        // its default (as the corpus test does).
-        let host: Vec<(String, String)> = foliosim_native::probe_overrides(&work.0)
-            .into_iter()
-            .filter(|(k, _)| !sc.system.explicit.contains(k))
-            .collect();
-        let sc = foliosim_scenario::load(path, &host).expect("scenario parses with host knobs");
+        let sc = load_with_host_knobs(path, &work.0);
         let native =
             run(&sc, &opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
         let sim =

@@ -241,3 +241,33 @@ pub fn quiet_host_devices() -> (HostDevices, bool) {
         )
     })
 }
+
+/// The `scenarios/corpus/*.toml` files whose name starts with `prefix`,
+/// sorted.
+pub fn corpus_files(prefix: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".toml"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// `path` loaded with the probed host's value for every `[system]` knob
+/// the scenario leaves at its default (`probe` output fed back into the
+/// simulation), probing with scratch files under `workdir`.
+pub fn load_with_host_knobs(path: &Path, workdir: &Path) -> foliosim_scenario::Scenario {
+    let sc = foliosim_scenario::load(path, &[]).expect("scenario parses");
+    let host: Vec<(String, String)> = foliosim_native::probe_overrides(workdir)
+        .into_iter()
+        .filter(|(k, _)| !sc.system.explicit.contains(k))
+        .collect();
+    foliosim_scenario::load(path, &host).expect("scenario parses with the host's knobs")
+}
