@@ -9,6 +9,11 @@
 //! shared machine take the CPU away. It misses work done elsewhere
 //! (interrupts completing swap I/O, kworkers); the wall time is printed
 //! beside it so a large difference shows.
+//!
+//! The timing runs count no tracepoints (`NativeOptions::trace` off): with
+//! perf counting `tlb:tlb_flush` (and its six per-reason filters) every
+//! flush call paid about 0.5 µs of perf handlers on this VM, which the fit
+//! then priced as kernel work. The counts come from the model anyway.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -115,8 +120,11 @@ fn measure_scenario(
         })
         .collect();
     for _ in 0..repeat {
-        let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
-            .map_err(|e| here(e.to_string()))?;
+        let opts = foliosim_native::NativeOptions {
+            trace: false,
+            ..foliosim_native::NativeOptions::default()
+        };
+        let native = foliosim_native::run(&sc, &opts).map_err(|e| here(e.to_string()))?;
         for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&native.phases)) {
             let get = |k: &str| np.counters.get(k).copied().unwrap_or(0);
             m.cpu.push(get("native/thread_cpu_ns") as f64);
@@ -161,7 +169,9 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
 }
 
 /// The measurements as JSON, so that `--from-runs` can refit them.
-fn save_runs(phases: &[Measured], load_start: &str, load_end: &str) -> String {
+/// `traced`: whether the timing runs counted tracepoints (runs before
+/// 2026-11-21 session 4 did; their times include perf's handlers).
+fn save_runs(phases: &[Measured], load_start: &str, load_end: &str, traced: bool) -> String {
     let list: Vec<serde_json::Value> = phases
         .iter()
         .map(|m| {
@@ -181,13 +191,14 @@ fn save_runs(phases: &[Measured], load_start: &str, load_end: &str) -> String {
     let v = serde_json::json!({
         "load_start": load_start,
         "load_end": load_end,
+        "traced": traced,
         "phases": list,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
 /// Read what `save_runs` wrote.
-fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String), String> {
+fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), String> {
     let here = |e: String| format!("{}: {e}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| here(e.to_string()))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| here(e.to_string()))?;
@@ -223,7 +234,9 @@ fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String), String> {
         });
     }
     let s = |k: &str| v[k].as_str().unwrap_or("?").to_string();
-    Ok((out, s("load_start"), s("load_end")))
+    // Files written before the key existed came from traced runs.
+    let traced = v["traced"].as_bool().unwrap_or(true);
+    Ok((out, s("load_start"), s("load_end"), traced))
 }
 
 fn pct(x: f64) -> String {
@@ -235,7 +248,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         return Err("--repeat must be at least 1".into());
     }
     let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
-    let (mut phases, load_start, load_end) = match &a.from_runs {
+    let (mut phases, load_start, load_end, traced) = match &a.from_runs {
         Some(path) => load_runs(path)?,
         None => {
             let files = corpus_files(&a.corpus, &a.exclude)?;
@@ -253,14 +266,14 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                 eprintln!("  {}", f.display());
                 phases.extend(measure_scenario(f, a.repeat, &host)?);
             }
-            (phases, load_start, loadavg())
+            (phases, load_start, loadavg(), false)
         }
     };
     if a.recount {
         recount(&mut phases, &a.corpus, &a.exclude)?;
     }
     if let Some(path) = &a.save_runs {
-        write_atomically(path, &save_runs(&phases, &load_start, &load_end))
+        write_atomically(path, &save_runs(&phases, &load_start, &load_end, traced))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let min_ns = a.min_ms * 1e6;
@@ -392,7 +405,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         );
         let header = format!(
             "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}{}` \
-             on {date}\n({repeats} native runs per scenario{}).\n\
+             on {date}\n({repeats} native runs per scenario{}, {}).\n\
              Load average {load_start} -> {load_end}.\n{}",
             a.corpus.display(),
             a.prior,
@@ -405,6 +418,11 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                 .as_ref()
                 .map(|p| format!(", refitted from {}", p.display()))
                 .unwrap_or_default(),
+            if traced {
+                "timed with tracepoints counted: perf's handlers are in the costs"
+            } else {
+                "timed without tracepoint counters"
+            },
             text.lines()
                 .skip_while(|l| !l.starts_with("fit:"))
                 .take(1 + res.scales.len() + 1)

@@ -121,6 +121,17 @@ struct CalibrateArgs {
     exclude: Vec<String>,
 }
 
+#[derive(clap::Args)]
+struct NativeArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Do not count tracepoints (`tlb:tlb_flush`, `kmem:mm_page_alloc/...`,
+    /// ...): perf's handler runs on every hit and adds its cost to the
+    /// measured time. For timing runs; those counters are then missing.
+    #[arg(long)]
+    no_trace: bool,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Simulate scenarios on the kernel model.
@@ -140,7 +151,7 @@ enum Cmd {
     /// Example:
     ///   sudo foliosim native scenarios/seed003/anon-scan.toml --set transparent_hugepage.hugepages-64kB.enabled=always
     #[command(verbatim_doc_comment)]
-    Native(Common),
+    Native(NativeArgs),
     /// Run the simulator and the host kernel on the same scenarios and
     /// print both side by side; exit 1 when they disagree.
     ///
@@ -238,7 +249,10 @@ fn run_guarded(
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Engine {
     Sim,
-    Native,
+    /// Native, counting tracepoints with perf or not.
+    Native {
+        trace: bool,
+    },
 }
 
 /// Add modelled time to a simulated report: the `--profile` given, else
@@ -257,7 +271,7 @@ fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
 
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     let ov = overrides(c)?;
-    if engine == Engine::Native && c.profile.is_some() {
+    if engine != Engine::Sim && c.profile.is_some() {
         return Err(
             "--profile applies to simulated runs (run, compare); a native run \
                     reports measured time (native/wall_ns, native/thread_cpu_ns)"
@@ -272,8 +286,13 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
                 .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
             // No panic hook here: the host guard restores settings while
             // unwinding.
-            Engine::Native => foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
-                .map_err(|e| e.to_string()),
+            Engine::Native { trace } => {
+                let opts = foliosim_native::NativeOptions {
+                    trace,
+                    ..foliosim_native::NativeOptions::default()
+                };
+                foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
+            }
         };
         reports.push(report.map_err(|e| format!("{}: {e}", path.display()))?);
     }
@@ -340,7 +359,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.cmd {
         Cmd::Run(c) => cmd_run(c, Engine::Sim),
-        Cmd::Native(c) => cmd_run(c, Engine::Native),
+        Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
         Cmd::Probe => {
             print!(
                 "{}",

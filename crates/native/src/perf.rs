@@ -127,6 +127,23 @@ pub(crate) fn resolve(guard: &HostGuard) -> Events {
     }
 }
 
+/// No events: every tracepoint reported missing because the run was asked
+/// not to trace (`NativeOptions::trace` off).
+pub(crate) fn untraced() -> Events {
+    Events {
+        events: Vec::new(),
+        missing: TRACEPOINTS
+            .iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    "not traced in this run (timing run)".to_string(),
+                )
+            })
+            .collect(),
+    }
+}
+
 /// struct perf_event_attr up to PERF_ATTR_SIZE_VER8 (136 bytes), as u64s.
 #[repr(C)]
 struct Attr([u64; 17]);

@@ -30,6 +30,7 @@ fn corpus_agrees_with_the_host_kernel() {
     let work = TempDir::new("corpus");
     let opts = NativeOptions {
         workdir: work.0.clone(),
+        ..NativeOptions::default()
     };
     let (mut failures, mut xfails) = (Vec::new(), 0);
     for path in &files {

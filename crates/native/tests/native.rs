@@ -38,6 +38,7 @@ fn anon_64k_mthp_faults_once_per_folio() {
     let dir = TempDir::new("anon");
     let opts = NativeOptions {
         workdir: dir.0.clone(),
+        ..NativeOptions::default()
     };
     let r = run(&scenario(ANON_64K), &opts).expect("native run");
     assert_eq!(r.engine, "native");
@@ -112,6 +113,7 @@ access = "read"
     let before = quiet(thp_knobs);
     let opts = NativeOptions {
         workdir: dir.0.clone(),
+        ..NativeOptions::default()
     };
     let r = run(&scenario(&text), &opts).expect("native run");
     let p = &r.phases[0];
@@ -172,6 +174,7 @@ op = "wait"
     let dir = TempDir::new("fork");
     let opts = NativeOptions {
         workdir: dir.0.clone(),
+        ..NativeOptions::default()
     };
     let r = run(&scenario(text), &opts).expect("native run");
     let fork = &r.phases[0];

@@ -21,6 +21,7 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
     let work = TempDir::new("pagemap");
     let opts = NativeOptions {
         workdir: work.0.clone(),
+        ..NativeOptions::default()
     };
     let mut steps = 0;
     for path in &files {

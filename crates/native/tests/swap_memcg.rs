@@ -47,6 +47,7 @@ advice = "pageout"
 fn opts(dir: &TempDir) -> NativeOptions {
     NativeOptions {
         workdir: dir.0.clone(),
+        ..NativeOptions::default()
     }
 }
 

@@ -44,6 +44,7 @@ op = "join"
     let sc = foliosim_scenario::parse_str("threads.toml", &text, &[]).expect("valid scenario");
     let opts = NativeOptions {
         workdir: std::env::temp_dir(),
+        ..NativeOptions::default()
     };
     match run(&sc, &opts) {
         Err(e @ NativeError::Unsupported { .. }) => {
