@@ -10,7 +10,7 @@
 
 use crate::arch::{Arch, FolioSpan};
 use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE};
-use crate::mm::mmap::{Vma, MM_ANONPAGES};
+use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
 use crate::{Kernel, KernelError, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -39,11 +39,13 @@ impl<A: Arch> Kernel<A> {
         Ok(())
     }
 
-    /// `copy_pte_range()`
+    /// `copy_pte_range()`: the child's RSS deltas gather in a local `rss[]`
+    /// applied once at the end of the pass (`add_mm_rss_vec()`).
     fn copy_pte_range(&mut self, dst: MmId, vma: &Vma, stid: u32, start: u64, end: u64) {
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
         let mut dtid = None;
+        let mut rss = [0i64; NR_MM_COUNTERS];
         while idx < end_idx {
             let pte = A::ptep_get(self.pt.table(stid), idx, &mut self.vmstat.sim);
             if pte == 0 {
@@ -53,7 +55,7 @@ impl<A: Arch> Kernel<A> {
             let addr = start + ((idx - pte_index(start)) as u64) * PAGE_SIZE;
             if !A::pte_present(pte) {
                 let dt = self.child_table(dst, addr, &mut dtid);
-                self.copy_nonpresent_pte(dst, stid, dt, idx, pte);
+                self.copy_nonpresent_pte((stid, dt), idx, pte, &mut rss);
                 idx += 1;
                 continue;
             }
@@ -66,8 +68,9 @@ impl<A: Arch> Kernel<A> {
                     t
                 }
             };
-            idx += self.copy_present_ptes(dst, vma, (stid, dt), idx, end_idx, pte);
+            idx += self.copy_present_ptes(dst, vma, (stid, dt), (idx, end_idx), pte, &mut rss);
         }
+        self.add_mm_rss_vec(dst, &rss);
     }
 
     fn child_table(&mut self, dst: MmId, addr: u64, dtid: &mut Option<u32>) -> u32 {
@@ -82,7 +85,13 @@ impl<A: Arch> Kernel<A> {
 
     /// `copy_nonpresent_pte()` for a swap entry: one more reference, the
     /// parent's entry loses its exclusive marker, the child gets a copy.
-    fn copy_nonpresent_pte(&mut self, dst: MmId, stid: u32, dtid: u32, idx: usize, pte: u64) {
+    fn copy_nonpresent_pte(
+        &mut self,
+        (stid, dtid): (u32, u32),
+        idx: usize,
+        pte: u64,
+        rss: &mut [i64; NR_MM_COUNTERS],
+    ) {
         let (ty, offset) = A::pte_to_swp_entry(pte);
         self.swap_duplicate(crate::mm::swapfile::SwpEntry { ty, offset }, 1);
         let shared = A::pte_swp_clear_exclusive(pte);
@@ -90,7 +99,7 @@ impl<A: Arch> Kernel<A> {
             self.pt.set(stid, idx, shared);
             self.vmstat.sim.pte_write += 1;
         }
-        self.add_mm_counter(dst, crate::mm::mmap::MM_SWAPENTS, 1);
+        rss[MM_SWAPENTS] += 1;
         self.pt.set(dtid, idx, shared);
         self.vmstat.sim.pte_write += 1;
     }
@@ -101,9 +110,9 @@ impl<A: Arch> Kernel<A> {
         dst: MmId,
         vma: &Vma,
         t: (u32, u32),
-        idx: usize,
-        end_idx: usize,
+        (idx, end_idx): (usize, usize),
         pte: u64,
+        rss: &mut [i64; NR_MM_COUNTERS],
     ) -> usize {
         let (stid, dtid) = t;
         let mut pte = pte;
@@ -119,11 +128,10 @@ impl<A: Arch> Kernel<A> {
                 };
                 if self.mem.folio_test_anon(folio) {
                     self.folio_dup_anon_rmap_ptes(folio, page, nr as u64, dst);
-                    self.add_mm_counter(dst, MM_ANONPAGES, nr as i64);
+                    rss[MM_ANONPAGES] += nr as i64;
                 } else {
                     self.folio_add_file_rmap_ptes(folio, page, nr as u64, dst);
-                    let c = self.mm_counter_file(folio);
-                    self.add_mm_counter(dst, c, nr as i64);
+                    rss[self.mm_counter_file(folio)] += nr as i64;
                 }
                 (
                     nr,

@@ -95,6 +95,15 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// `add_mm_rss_vec()`: apply the per-counter deltas that a page-table
+    /// pass (copy_pte_range(), zap_pte_range()) gathered in its local
+    /// `rss[]`, one `add_mm_counter()` per non-zero counter.
+    pub fn add_mm_rss_vec(&mut self, mm: MmId, rss: &[i64; crate::mm::mmap::NR_MM_COUNTERS]) {
+        for (member, &v) in rss.iter().enumerate() {
+            self.add_mm_counter(mm, member, v);
+        }
+    }
+
     /// `mm_counter_file()`
     #[inline]
     pub fn mm_counter_file(&self, folio: Pfn) -> usize {

@@ -13,7 +13,7 @@ use crate::include::linux::mm_types::PG_DIRTY;
 use crate::include::linux::pgtable::{
     align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE,
 };
-use crate::mm::mmap::{Vma, MM_ANONPAGES};
+use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
 use crate::{Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -109,6 +109,7 @@ impl<A: Arch> Kernel<A> {
         self.flush_tlb_batched_pending(mm);
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
+        let mut rss = [0i64; NR_MM_COUNTERS];
         while idx < end_idx {
             let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
             if pte == 0 {
@@ -116,7 +117,7 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             if !A::pte_present(pte) {
-                self.zap_swap_pte(mm, tid, idx, pte);
+                self.zap_swap_pte(tid, idx, pte, &mut rss);
                 idx += 1;
                 continue;
             }
@@ -133,33 +134,35 @@ impl<A: Arch> Kernel<A> {
             };
             let cleared =
                 A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);
-            self.zap_present_folio(mm, vma, folio, page, nr as u64, cleared);
+            self.zap_present_folio(mm, vma, (folio, page), nr as u64, cleared, &mut rss);
             idx += nr;
         }
+        self.add_mm_rss_vec(mm, &rss);
     }
 
     /// `zap_nonpresent_ptes()` for a swap entry: clear it and drop the swap
     /// reference (`free_swap_and_cache_nr()`).
-    fn zap_swap_pte(&mut self, mm: MmId, tid: u32, idx: usize, pte: u64) {
+    fn zap_swap_pte(&mut self, tid: u32, idx: usize, pte: u64, rss: &mut [i64; NR_MM_COUNTERS]) {
         self.pt.set(tid, idx, 0);
         self.vmstat.sim.pte_clear += 1;
         let (ty, offset) = A::pte_to_swp_entry(pte);
-        self.add_mm_counter(mm, crate::mm::mmap::MM_SWAPENTS, -1);
+        rss[MM_SWAPENTS] -= 1;
         self.swap_free_nr(crate::mm::swapfile::SwpEntry { ty, offset }, 1);
     }
 
-    /// `zap_present_folio_ptes()`: account and unmap a cleared batch.
+    /// `zap_present_folio_ptes()`: account (in the pass's `rss[]`) and
+    /// unmap a cleared batch.
     fn zap_present_folio(
         &mut self,
         mm: MmId,
         vma: &Vma,
-        folio: Pfn,
-        page: Pfn,
+        (folio, page): (Pfn, Pfn),
         nr: u64,
         cleared: u64,
+        rss: &mut [i64; NR_MM_COUNTERS],
     ) {
         if self.mem.folio_test_anon(folio) {
-            self.add_mm_counter(mm, MM_ANONPAGES, -(nr as i64));
+            rss[MM_ANONPAGES] -= nr as i64;
         } else {
             if A::pte_dirty(cleared) {
                 self.mem.set(folio, PG_DIRTY);
@@ -167,8 +170,7 @@ impl<A: Arch> Kernel<A> {
             if A::pte_young(cleared) && crate::mm::swap::vma_has_recency(vma) {
                 self.folio_mark_accessed(folio);
             }
-            let c = self.mm_counter_file(folio);
-            self.add_mm_counter(mm, c, -(nr as i64));
+            rss[self.mm_counter_file(folio)] -= nr as i64;
         }
         self.folio_remove_rmap_ptes(folio, page, nr, mm);
         self.free_swap_cache_and_put(folio);
