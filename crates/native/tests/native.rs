@@ -74,6 +74,34 @@ fn anon_64k_mthp_faults_once_per_folio() {
 }
 
 #[test]
+fn untraced_run_counts_no_tracepoints_but_the_same_faults() {
+    // A timing run (NativeOptions::trace off, as `foliosim calibrate` and
+    // `native --no-trace` make) opens no perf counter: the tracepoint
+    // counters are absent (never zero), the fault counts and times remain.
+    let _s = serial();
+    if skip_unless_root("untraced_run_counts_no_tracepoints_but_the_same_faults") {
+        return;
+    }
+    let dir = TempDir::new("untraced");
+    let opts = NativeOptions {
+        workdir: dir.0.clone(),
+        trace: false,
+    };
+    let r = run(&scenario(ANON_64K), &opts).expect("native run");
+    let p = &r.phases[0];
+    // 256 MiB of 64 KiB mTHP: one fault per folio, 256M / 64K = 4096.
+    assert_eq!(p.counters["minor-faults"], 4096, "{:?}", p.counters);
+    let traced: Vec<&String> = p.counters.keys().filter(|k| k.contains(':')).collect();
+    assert!(
+        traced.is_empty(),
+        "tracepoint counters in an untraced run: {traced:?}"
+    );
+    assert!(p.counters["native/thread_cpu_ns"] > 0);
+    assert!(p.counters["native/missing_counters"] > 0);
+    assert!(dir.is_empty());
+}
+
+#[test]
 fn warm_file_faults_once_per_fault_around_window() {
     let _s = serial();
     if skip_unless_root("warm_file_faults_once_per_fault_around_window") {

@@ -250,15 +250,16 @@ fn word_touches_walk_the_first_access_and_count_the_other_511_loads() {
 }
 
 #[test]
-fn seed001_random_word_ratios_within_25_percent_where_met() {
+fn seed001_random_word_ratios_within_25_percent() {
     // The seed's one-thread random row (every word of a 1 GiB file in a
-    // random order): baseline 15.351890914 s; orders 1, 4, 9 take
-    // 16.613802482, 15.179220992, 15.365266994 s. The model's ratio to its
-    // own order 0 must be within 25% of the seed's (acceptance of issue 5).
-    // Orders 5 and 7 miss by about 0.01 (docs/benchmarks.md): the row is
-    // dominated by the random loads, which this host does in 13.6 ns (the
-    // seed's machine: about 114 ns per word with its loop), so the faults
-    // that fault-around removes weigh more here than in the seed.
+    // random order): baseline 15.351890914 s; orders 1, 3, 4, 5, 7, 9 take
+    // 16.613802482, 16.569227308, 15.179220992, 16.557356122,
+    // 16.578247824, 15.365266994 s. The model's ratio to its own order 0
+    // must be within 25% of the seed's (acceptance of issue 5). The row is
+    // dominated by the random loads (13.6 ns each here, about 114 ns per
+    // word with the seed's loop), so the faults fault-around removes weigh
+    // more here than in the seed: orders 5 and 7 are close to the bound
+    // (0.76, 0.75; docs/benchmarks.md).
     let t = |n: u32| {
         let fab = (4096u64 << n).to_string();
         timed(
@@ -267,7 +268,15 @@ fn seed001_random_word_ratios_within_25_percent_where_met() {
         )
     };
     let base = t(0);
-    for (n, s) in [(1u32, 16.613802482), (4, 15.179220992), (9, 15.365266994)] {
+    let row = [
+        (1u32, 16.613802482),
+        (3, 16.569227308),
+        (4, 15.179220992),
+        (5, 16.557356122),
+        (7, 16.578247824),
+        (9, 15.365266994),
+    ];
+    for (n, s) in row {
         let model = t(n) / base;
         let want = s / 15.351890914;
         let q = model / want;
