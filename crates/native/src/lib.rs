@@ -64,7 +64,8 @@ pub struct NativeOptions {
     /// Count the tracepoints (`tlb:tlb_flush`, `kmem:mm_page_alloc/...`,
     /// ...) with perf during the run. Default: on. Every hit of a counted
     /// tracepoint runs perf's handler and its filters in the workload's
-    /// context (about 0.1-0.2 µs per counter on this VM), so timing runs
+    /// context (about 0.5 µs per `tlb:tlb_flush`, which has seven counters,
+    /// on this VM), so timing runs
     /// that want the kernel's own cost (`foliosim calibrate`) turn it off;
     /// the tracepoint counters are then reported missing.
     pub trace: bool,
@@ -487,7 +488,7 @@ fn run_guarded(
     let events = if opts.trace {
         perf::resolve(g)
     } else {
-        perf::untraced()
+        perf::none_counted(perf::UNTRACED)
     };
 
     let files: Vec<files::HostFile> = sc
@@ -573,8 +574,8 @@ fn run_guarded(
     }
     missing.sort();
     missing.dedup();
-    let untraced = perf::untraced().missing;
-    let (quiet, loud): (Vec<_>, Vec<_>) = missing.iter().partition(|m| untraced.contains(m));
+    let (quiet, loud): (Vec<_>, Vec<_>) =
+        missing.iter().partition(|(_, why)| why == perf::UNTRACED);
     if !quiet.is_empty() {
         eprintln!(
             "foliosim native: note: tracepoints not counted (timing run): {} counters left out",

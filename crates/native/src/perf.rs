@@ -117,29 +117,20 @@ pub(crate) fn resolve(guard: &HostGuard) -> Events {
             let _ = guard.unmount_tracefs();
             ev
         }
-        Err(e) => Events {
-            events: Vec::new(),
-            missing: TRACEPOINTS
-                .iter()
-                .map(|n| (n.to_string(), format!("tracefs is not mounted ({e})")))
-                .collect(),
-        },
+        Err(e) => none_counted(&format!("tracefs is not mounted ({e})")),
     }
 }
 
-/// No events: every tracepoint reported missing because the run was asked
-/// not to trace (`NativeOptions::trace` off).
-pub(crate) fn untraced() -> Events {
+/// Why the tracepoints of a run with `NativeOptions::trace` off are missing.
+pub(crate) const UNTRACED: &str = "not traced in this run (timing run)";
+
+/// No events: every tracepoint reported missing, for `why`.
+pub(crate) fn none_counted(why: &str) -> Events {
     Events {
         events: Vec::new(),
         missing: TRACEPOINTS
             .iter()
-            .map(|n| {
-                (
-                    n.to_string(),
-                    "not traced in this run (timing run)".to_string(),
-                )
-            })
+            .map(|n| (n.to_string(), why.to_string()))
             .collect(),
     }
 }
