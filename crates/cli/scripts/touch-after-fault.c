@@ -24,6 +24,11 @@
  *   100+n  fault the first page of each 1 MiB, then its next n pages
  *          (n = 0..300; for files of 1 MiB folios)
  *   50     only every STRIDE-th page (env STRIDE): one access per folio
+ *   60     fault window w, spin SPIN iterations (env), then touch its
+ *          other 15 pages; 61 the same without the touches (subtract)
+ *   62     as 0, with an lfence after the first page's load, so that
+ *          the other pages' loads cannot issue before its fault; 63 the
+ *          same without the other pages (subtract)
  * SHIFT=k (env) maps the file k pages past a 2 MiB boundary, so that
  * large folios straddle page tables and fault-around maps them by window.
  * Files of one folio size: write them with dd bs=<size> (ext4 makes
@@ -149,6 +154,25 @@ int main(int argc, char **argv)
 			sum += AT(i, 0);
 			for (int k = 1; k <= n && i + k < NP; k++)
 				sum += AT(i + k, 0);
+		}
+	} else if (mode == 60 || mode == 61) {
+		const char *sp = getenv("SPIN");
+		long spin = sp ? atol(sp) : 0;
+		for (uint32_t i = 0; i < NP; i += WIN) {
+			sum += AT(i, 0);
+			for (volatile long s = 0; s < spin; s++)
+				;
+			if (mode == 60)
+				for (int k = 1; k < WIN; k++)
+					sum += AT(i + k, 0);
+		}
+	} else if (mode == 62 || mode == 63) {
+		for (uint32_t i = 0; i < NP; i += WIN) {
+			sum += AT(i, 0);
+			__asm__ volatile("lfence" ::: "memory");
+			if (mode == 62)
+				for (int k = 1; k < WIN; k++)
+					sum += AT(i + k, 0);
 		}
 	} else if (mode == 50) {
 		const char *st = getenv("STRIDE");

@@ -109,7 +109,7 @@ struct CalibrateArgs {
     recount: bool,
     /// Shrinkage of every group's scale towards the common scale (ridge
     /// weight λ; 0 = plain NNLS). See docs/cost-model.md.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = foliosim_cost::fit::DEFAULT_SHRINK)]
     shrink: f64,
     /// Warn when a scenario's repeats spread more than this fraction of
     /// their median ((max - min) / median).

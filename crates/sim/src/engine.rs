@@ -231,10 +231,8 @@ impl<A: Arch> Engine<A> {
             } => {
                 let (start, len) = self.region(region, range);
                 self.cpu.store_nonzero = *access != Access::WriteZero;
-                self.touch(mm, start, len, *access != Access::Read, *pattern, loc)?;
-                if *unit == TouchUnit::Word {
-                    self.word_loads(len, *pattern);
-                }
+                let write = *access != Access::Read;
+                self.touch(mm, start..start + len, write, *pattern, *unit, loc)?;
             }
             StepKind::Madvise {
                 region,
@@ -387,16 +385,25 @@ impl<A: Arch> Engine<A> {
         self.cpu.flush();
     }
 
+    /// The accesses of a touch step, one through the simulated CPU per
+    /// page (the first word of a word touch).
     fn touch(
         &mut self,
         mm: MmId,
-        start: u64,
-        len: u64,
+        range: std::ops::Range<u64>,
         write: bool,
         pattern: Pattern,
+        unit: TouchUnit,
         loc: &foliosim_scenario::Loc,
     ) -> Result<(), SimError> {
-        let end = start + len;
+        let std::ops::Range { start, end } = range;
+        let len = end - start;
+        // The native loop of a sequential word touch reads the rest of a
+        // page before the next page's first word.
+        let between = match (unit, pattern) {
+            (TouchUnit::Word, Pattern::Sequential) => PAGE_SIZE / WORD_SIZE - 1,
+            _ => 0,
+        };
         let one = |e: &mut Self, addr: u64| {
             e.cpu
                 .access(&mut e.k, mm, addr, write, &mut e.faults)
@@ -404,7 +411,11 @@ impl<A: Arch> Engine<A> {
                     at: at(loc),
                     signal: err.signal,
                     addr: err.addr,
-                })
+                })?;
+            if between != 0 {
+                e.cpu.other_loads(between);
+            }
+            Ok(())
         };
         match pattern {
             Pattern::Sequential => {
@@ -438,6 +449,9 @@ impl<A: Arch> Engine<A> {
                     one(self, start + i as u64 * PAGE_SIZE)?;
                 }
             }
+        }
+        if unit == TouchUnit::Word {
+            self.word_loads(len, pattern);
         }
         Ok(())
     }

@@ -211,6 +211,11 @@ sim_stat! {
     fault_retry => "sim/fault_retry",
     /// User accesses performed by the simulated CPU.
     user_access => "sim/user_access",
+    /// User reads, soon after a read fault, of pages the fault mapped and
+    /// whose entries the CPU had walked speculatively, found not present,
+    /// before the fault was taken: a second page walk each (crates/hw,
+    /// `SpecWalk`).
+    user_access_rewalk => "sim/user_access_rewalk",
     /// Further user loads of a word touch (`unit = "word"`) in address
     /// order, after the page's first access: 511 per 4 KiB page, never
     /// faulting (the first access mapped the page); streaming loads.
