@@ -43,8 +43,8 @@ pub struct AccessError {
 /// 32-256 entries the slow accesses come to about 15 per fault.
 pub const SPEC_LOADS: u32 = 16;
 
-/// Pages either side of a faulting address whose entries the speculative
-/// walks are assumed to have read (same page table only).
+/// Pages after a faulting address whose entries the speculative walks
+/// are assumed to have read (same page table only).
 const SPEC_SPAN: u64 = 16;
 
 /// What the CPU saw when it walked ahead of a faulting load: the entries
@@ -62,10 +62,11 @@ const SPEC_SPAN: u64 = 16;
 #[derive(Clone, Copy, Debug)]
 struct SpecWalk {
     mm: MmId,
-    /// Virtual page number of bit 0 of `not_present`.
+    /// Virtual page number of bit 0 of `not_present` (the page after the
+    /// fault).
     base: u64,
-    /// Pages in `base..base + 64` that were not present before the fault
-    /// (the faulting page excluded).
+    /// Pages in `base..base + SPEC_SPAN` that were not present before the
+    /// fault.
     not_present: u64,
     /// Accesses left in the speculative window.
     left: u32,
@@ -77,6 +78,9 @@ struct SpecWalk {
 pub struct Cpu {
     last: Option<(MmId, u64, u64, PmdSlot)>,
     spec: Option<SpecWalk>,
+    /// Loads the running touch makes between two [`Cpu::access`] calls
+    /// ([`Cpu::set_loads_between`]).
+    loads_between: u64,
     /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
     /// later sees); true unless a workload writes zeroes.
     pub store_nonzero: bool,
@@ -91,6 +95,7 @@ impl Default for Cpu {
         Cpu {
             last: None,
             spec: None,
+            loads_between: 0,
             store_nonzero: true,
             id: 0,
         }
@@ -175,7 +180,7 @@ impl Cpu {
                 return Ok(());
             }
             if attempt == 0 {
-                self.spec = if write {
+                self.spec = if write || self.loads_between >= u64::from(SPEC_LOADS) {
                     None
                 } else {
                     self.spec_walk(k, mm, addr)
@@ -200,6 +205,15 @@ impl Cpu {
             }
         }
         panic!("model bug: access at {addr:#x} still faults after three faults");
+    }
+
+    /// Declare that the running touch issues `n` further loads after each
+    /// access it makes through [`Cpu::access`] (and reports them with
+    /// [`Cpu::other_loads`]). With `n` at least [`SPEC_LOADS`] no access
+    /// can fall in a speculative window, so faults skip the snapshot of
+    /// their neighbours (a sequential word touch: 511).
+    pub fn set_loads_between(&mut self, n: u64) {
+        self.loads_between = n;
     }
 
     /// Loads the program issues between two accesses made through
@@ -238,26 +252,25 @@ impl Cpu {
         hit
     }
 
-    /// The speculative walks ahead of a read fault at `addr`: which
-    /// entries near it, in its page table, are not present now (before
-    /// the fault). None when there is no page table to walk into.
+    /// The speculative walks ahead of a read fault at `addr`: which of
+    /// the [`SPEC_SPAN`] entries after it, in its page table, are not
+    /// present now (before the fault). Only the entries after it: every
+    /// touch pattern of a scenario runs upwards, apart from the random one,
+    /// whose next accesses rarely land near the fault. None when there is
+    /// no page table to walk into, or nothing after the fault is missing.
     fn spec_walk<A: Arch>(&mut self, k: &Kernel<A>, mm: MmId, addr: u64) -> Option<SpecWalk> {
         let slot = self.pmd_slot(k, mm, addr)?;
         let tid = k.entry_table(k.pt.get(slot.table, slot.idx))?;
-        let vpn = addr >> 12;
-        let idx = pte_index(addr) as u64;
-        let lo = idx.saturating_sub(SPEC_SPAN);
-        let hi = (idx + SPEC_SPAN).min(511);
-        let base = vpn - idx + lo;
+        let idx = pte_index(addr);
+        let end = (idx + 1 + SPEC_SPAN as usize).min(512);
+        // Bit i: the entry of page idx + 1 + i.
         let mut not_present = 0u64;
-        for i in lo..=hi {
-            if i != idx && A::hw_access(k.pt.get(tid, i as usize), false).is_none() {
-                not_present |= 1 << (i - lo);
-            }
+        for &pte in k.pt.table(tid)[idx + 1..end].iter().rev() {
+            not_present = (not_present << 1) | u64::from(A::hw_access(pte, false).is_none());
         }
         (not_present != 0).then_some(SpecWalk {
             mm,
-            base,
+            base: (addr >> 12) + 1,
             not_present,
             left: SPEC_LOADS,
         })

@@ -404,6 +404,7 @@ impl<A: Arch> Engine<A> {
             (TouchUnit::Word, Pattern::Sequential) => PAGE_SIZE / WORD_SIZE - 1,
             _ => 0,
         };
+        self.cpu.set_loads_between(between);
         let one = |e: &mut Self, addr: u64| {
             e.cpu
                 .access(&mut e.k, mm, addr, write, &mut e.faults)

@@ -5,8 +5,8 @@
 //! them. The rules the counts below follow:
 //!
 //! * a read fault in an existing page table arms a window of the next
-//!   `SPEC_LOADS` (16) accesses; it counts each read in that window of a
-//!   page within 16 pages of the fault, in its page table, that was not
+//!   `SPEC_LOADS` (16) accesses; it counts each read in that window of
+//!   one of the 16 pages after the fault, in its page table, that was not
 //!   present before the fault and is present now;
 //! * a fault into a missing page table arms nothing (the walks stopped at
 //!   the PMD);
@@ -76,8 +76,8 @@ fn whole_folio_faults_rewalk_the_window_of_accesses() {
     // mapped by 16 window faults. 15 + 16 = 31 faults.
     // The first folio of each 2 MiB faults into a missing table: nothing.
     // Folios 1, 3, .., 13 fault into the table the one before allocated;
-    // the next 16 accesses read pages 1..=16 of the folio, all within 16
-    // pages of the fault: 7 * 16. The last folio's 16 windows are all in
+    // the next 16 accesses read pages 1..=16 of the folio, the 16 after
+    // the fault: 7 * 16. The last folio's 16 windows are all in
     // an existing table: 16 * 15.
     let r = run(&file_scenario("1M", "r", &touch("f", "read", "")));
     assert_eq!(c(&r, "p", "pgfault"), 31);
@@ -87,8 +87,9 @@ fn whole_folio_faults_rewalk_the_window_of_accesses() {
 #[test]
 fn random_reads_rarely_rewalk() {
     // The accesses after a fault land on random pages: each of the 16 hits
-    // the fault's window with probability about 15/4096, so about
-    // 248 * 16 * 15 / 4096 = 15 in all.
+    // one of the 15 pages after the fault that it mapped with probability
+    // about 15/4096, so about 248 * 16 * 15 / 4096 = 15 in all (fewer: a
+    // page reached earlier in the random order was mapped already).
     let r = run(&file_scenario(
         "4K",
         "r",
