@@ -1,6 +1,7 @@
 /*
  * touch-after-fault: how much a user access costs right after the fault
- * that mapped its page (docs/benchmarks.md, "Modelled time", file-seq-64k).
+ * that mapped its page (docs/benchmarks.md, "Speculative walks ahead of a
+ * fault"; modelled as sim/user_access_rewalk, crates/hw SpecWalk).
  *
  *   cc -O2 -o /tmp/taf crates/cli/scripts/touch-after-fault.c
  *   /tmp/taf FILE MODE        (FILE: 256 MiB, warm in the page cache)
