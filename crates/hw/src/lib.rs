@@ -53,6 +53,11 @@ const SPEC_SPAN: u64 = 16;
 /// present, pay a fresh page walk (`sim/user_access_rewalk`): the result
 /// of the speculative one was "not present" and is not reused.
 ///
+/// The kernel maps the pages without an invalidation (`set_pte_range()`
+/// -> `update_mmu_cache_range()` is empty on x86: a not-present entry is
+/// never cached), which is architecturally right; the cost is the walk
+/// the CPU makes again.
+///
 /// Only a read fault arms it and only reads count (anonymous write faults
 /// followed by writes to the rest of a new mTHP cost about 8 ns an access
 /// on the calibration host). A fault in a missing page table arms
@@ -68,8 +73,8 @@ struct SpecWalk {
     /// Pages in `base..base + SPEC_SPAN` that were not present before the
     /// fault.
     not_present: u64,
-    /// Accesses left in the speculative window.
-    left: u32,
+    /// Loads left in the speculative window.
+    left: u64,
 }
 
 /// One simulated CPU. It remembers the last PMD slot it walked through
@@ -78,8 +83,8 @@ struct SpecWalk {
 pub struct Cpu {
     last: Option<(MmId, u64, u64, PmdSlot)>,
     spec: Option<SpecWalk>,
-    /// Loads the running touch makes between two [`Cpu::access`] calls
-    /// ([`Cpu::set_loads_between`]).
+    /// Loads the running touch makes after each [`Cpu::access`]
+    /// ([`Cpu::set_loads_between`]); they use up the speculative window.
     loads_between: u64,
     /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
     /// later sees); true unless a workload writes zeroes.
@@ -180,7 +185,7 @@ impl Cpu {
                 return Ok(());
             }
             if attempt == 0 {
-                self.spec = if write || self.loads_between >= u64::from(SPEC_LOADS) {
+                self.spec = if write {
                     None
                 } else {
                     self.spec_walk(k, mm, addr)
@@ -208,44 +213,29 @@ impl Cpu {
     }
 
     /// Declare that the running touch issues `n` further loads after each
-    /// access it makes through [`Cpu::access`] (and reports them with
-    /// [`Cpu::other_loads`]). With `n` at least [`SPEC_LOADS`] no access
-    /// can fall in a speculative window, so faults skip the snapshot of
-    /// their neighbours (a sequential word touch: 511).
+    /// access it makes through [`Cpu::access`] (a sequential word touch:
+    /// the other 511 words of the page). They use up the speculative
+    /// window; with `n` at least [`SPEC_LOADS`] the faulting page's own
+    /// loads fill it, and faults skip the snapshot of their neighbours.
     pub fn set_loads_between(&mut self, n: u64) {
         self.loads_between = n;
     }
 
-    /// Loads the program issues between two accesses made through
-    /// [`Cpu::access`] (the further words of a word touch): they use up
-    /// the speculative window.
-    #[inline]
-    pub fn other_loads(&mut self, n: u64) {
-        if let Some(s) = &mut self.spec {
-            if n >= u64::from(s.left) {
-                self.spec = None;
-            } else {
-                s.left -= n as u32;
-            }
-        }
-    }
-
-    /// Take one access out of the speculative window; true if it reads a
-    /// page that the speculative walks found not present.
+    /// Take one access, and the loads the touch makes after it, out of
+    /// the speculative window; true if the access reads a page that the
+    /// speculative walks found not present.
     #[inline]
     fn spec_consume(&mut self, mm: MmId, addr: u64, write: bool) -> bool {
         let Some(s) = &mut self.spec else {
             return false;
         };
-        s.left -= 1;
-        let vpn = addr >> 12;
-        let hit = !write
-            && s.mm == mm
-            && vpn.wrapping_sub(s.base) < 64
-            && s.not_present & (1 << (vpn - s.base)) != 0;
+        let off = (addr >> 12).wrapping_sub(s.base);
+        let bit = if off < SPEC_SPAN { 1 << off } else { 0 };
+        let hit = !write && s.mm == mm && s.not_present & bit != 0;
         if hit {
-            s.not_present &= !(1 << (vpn - s.base));
+            s.not_present &= !bit;
         }
+        s.left = s.left.saturating_sub(1 + self.loads_between);
         if s.left == 0 {
             self.spec = None;
         }
@@ -257,8 +247,13 @@ impl Cpu {
     /// present now (before the fault). Only the entries after it: every
     /// touch pattern of a scenario runs upwards, apart from the random one,
     /// whose next accesses rarely land near the fault. None when there is
-    /// no page table to walk into, or nothing after the fault is missing.
+    /// no page table to walk into, nothing after the fault is missing, or
+    /// the faulting page's own further loads fill the window.
     fn spec_walk<A: Arch>(&mut self, k: &Kernel<A>, mm: MmId, addr: u64) -> Option<SpecWalk> {
+        let left = u64::from(SPEC_LOADS).checked_sub(self.loads_between)?;
+        if left == 0 {
+            return None;
+        }
         let slot = self.pmd_slot(k, mm, addr)?;
         let tid = k.entry_table(k.pt.get(slot.table, slot.idx))?;
         let idx = pte_index(addr);
@@ -272,7 +267,7 @@ impl Cpu {
             mm,
             base: (addr >> 12) + 1,
             not_present,
-            left: SPEC_LOADS,
+            left,
         })
     }
 

@@ -401,7 +401,7 @@ impl<A: Arch> Engine<A> {
         // The native loop of a sequential word touch reads the rest of a
         // page before the next page's first word.
         let between = match (unit, pattern) {
-            (TouchUnit::Word, Pattern::Sequential) => PAGE_SIZE / WORD_SIZE - 1,
+            (TouchUnit::Word, Pattern::Sequential) => FURTHER_WORDS,
             _ => 0,
         };
         self.cpu.set_loads_between(between);
@@ -412,11 +412,7 @@ impl<A: Arch> Engine<A> {
                     at: at(loc),
                     signal: err.signal,
                     addr: err.addr,
-                })?;
-            if between != 0 {
-                e.cpu.other_loads(between);
-            }
-            Ok(())
+                })
         };
         match pattern {
             Pattern::Sequential => {
@@ -463,7 +459,7 @@ impl<A: Arch> Engine<A> {
     /// are counted, not walked, and priced by the cost profile by order
     /// (`sim/user_loads` streaming, `sim/user_loads_random` one miss each).
     fn word_loads(&mut self, len: u64, pattern: Pattern) {
-        let further = (len / PAGE_SIZE) * (PAGE_SIZE / WORD_SIZE - 1);
+        let further = (len / PAGE_SIZE) * FURTHER_WORDS;
         let sim = &mut self.k.vmstat.sim;
         match pattern {
             Pattern::Random { .. } => sim.user_loads_random += further,
@@ -474,6 +470,9 @@ impl<A: Arch> Engine<A> {
 
 /// The load size of a word touch.
 const WORD_SIZE: u64 = 8;
+
+/// The loads of a word touch after the first of each page.
+const FURTHER_WORDS: u64 = PAGE_SIZE / WORD_SIZE - 1;
 
 fn madv(a: Advice, loc: &foliosim_scenario::Loc) -> Result<Madv, SimError> {
     Ok(match a {
