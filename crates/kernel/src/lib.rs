@@ -45,23 +45,7 @@ use mm::page_alloc::FreeArea;
 use mm::pgtable_generic::PageTables;
 use mm::vmstat::VmStat;
 
-/// `transparent_hugepage/enabled` (TRANSPARENT_HUGEPAGE_FLAG and
-/// TRANSPARENT_HUGEPAGE_REQ_MADV_FLAG).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThpMode {
-    Always,
-    Madvise,
-    Never,
-}
-
-/// Per-size anon setting `hugepages-<size>kB/enabled`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AnonOrderMode {
-    Always,
-    Inherit,
-    Madvise,
-    Never,
-}
+pub use foliosim_uapi::{MthpMode, Series, ThpMode};
 
 /// Boot-time and sysfs configuration of the simulated kernel.
 #[derive(Clone, Debug)]
@@ -73,7 +57,7 @@ pub struct Config {
     /// `transparent_hugepage/use_zero_page`
     pub use_zero_page: bool,
     /// `hugepages-<size>kB/enabled` for orders 2..=9 (index = order).
-    pub anon_orders: [AnonOrderMode; HPAGE_PMD_ORDER as usize + 1],
+    pub anon_orders: [MthpMode; HPAGE_PMD_ORDER as usize + 1],
     /// `fault_around_bytes` as written to debugfs.
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the backing device.
@@ -82,7 +66,7 @@ pub struct Config {
     /// performs (tests turn this on).
     pub check_invariants: bool,
     /// Swap areas, highest priority first: (kind, size in bytes).
-    pub swap: Vec<(mm::swapfile::SwapDevKind, u64)>,
+    pub swap: Vec<(mm::swapfile::SwapKind, u64)>,
     /// Patch-series switches.
     pub series: Series,
     /// Keep the root cgroup's LRU lists ordered, so that global direct
@@ -93,27 +77,11 @@ pub struct Config {
     pub lru_order_root: bool,
 }
 
-/// The patch series modelled as switches (all off = vanilla 6.18).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Series {
-    /// Seed 000: batched unmap of anon swap-backed large folios.
-    pub batch_anon_unmap: bool,
-    /// Seed 002 patches 1-4: batched young checks in folio_referenced_one().
-    pub batch_folio_referenced: bool,
-    /// Seed 002 patch 5: batched unmap of file large folios.
-    pub batch_file_unmap: bool,
-    /// Seed 004: pagemap reports the swap location of swapped-out shmem
-    /// pages, found in the mapping's page cache.
-    pub pagemap_shmem_swap: bool,
-    /// Linux before 6.5: every pagemap read(2) walks to the end of its
-    /// 2 MiB chunk and copies only what was asked for.
-    pub pagemap_walk_to_pmd_end: bool,
-}
 
 impl Default for Config {
     fn default() -> Self {
-        let mut anon_orders = [AnonOrderMode::Never; HPAGE_PMD_ORDER as usize + 1];
-        anon_orders[HPAGE_PMD_ORDER as usize] = AnonOrderMode::Inherit;
+        let mut anon_orders = [MthpMode::Never; HPAGE_PMD_ORDER as usize + 1];
+        anon_orders[HPAGE_PMD_ORDER as usize] = MthpMode::Inherit;
         Config {
             memory: 24 << 30,
             thp_enabled: ThpMode::Madvise,

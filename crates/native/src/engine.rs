@@ -12,7 +12,7 @@ use crate::guard::HostGuard;
 use crate::histogram::{self, KpageFlags};
 use crate::memcg::Cgroups;
 use crate::perf::{Counters, Events};
-use crate::plan::Plan;
+use foliosim_workload::Workload as Plan;
 use crate::sys;
 use crate::workload::{self, Msg, MSG_BYTES};
 use crate::{host, NativeError};

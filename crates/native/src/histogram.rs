@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use crate::plan::{PAGE_SIZE, PMD_SIZE};
+use foliosim_workload::{PAGE_SIZE, PMD_SIZE};
 
 pub(crate) const KPF_COMPOUND_HEAD: u64 = 1 << 15;
 pub(crate) const KPF_COMPOUND_TAIL: u64 = 1 << 16;

@@ -37,7 +37,6 @@ mod host;
 mod memcg;
 mod pagemap;
 mod perf;
-mod plan;
 mod probe;
 mod swapdev;
 mod sys;
@@ -51,7 +50,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use foliosim_report::{ExpectOutcome, Report};
-use foliosim_scenario::{Arch, MthpEnabled, Scenario, ThpEnabled, Tolerance};
+use foliosim_scenario::{Arch, MthpMode, Scenario, Tolerance};
+use foliosim_workload::Workload;
 
 /// How to run natively.
 #[derive(Clone, Debug)]
@@ -158,29 +158,12 @@ const EXPECTED_MTHP: [&str; 8] = [
 
 const THP_DIR: &str = host::THP_DIR;
 
-fn thp_word(e: ThpEnabled) -> &'static str {
-    match e {
-        ThpEnabled::Always => "always",
-        ThpEnabled::Madvise => "madvise",
-        ThpEnabled::Never => "never",
-    }
-}
-
-fn mthp_word(e: MthpEnabled) -> &'static str {
-    match e {
-        MthpEnabled::Always => "always",
-        MthpEnabled::Inherit => "inherit",
-        MthpEnabled::Madvise => "madvise",
-        MthpEnabled::Never => "never",
-    }
-}
-
 /// The sysfs writes the scenario's THP knobs need, in order.
 fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
     let s = &sc.system;
     let dir = Path::new(THP_DIR);
     let mut out = vec![
-        (dir.join("enabled"), thp_word(s.thp_enabled).to_string()),
+        (dir.join("enabled"), s.thp_enabled.as_str().to_string()),
         (
             dir.join("use_zero_page"),
             if s.thp_use_zero_page { "1" } else { "0" }.to_string(),
@@ -198,9 +181,9 @@ fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
         let kb = size / 1024;
         let p = dir.join(format!("hugepages-{kb}kB/enabled"));
         let default = if size == 2 << 20 {
-            MthpEnabled::Inherit
+            MthpMode::Inherit
         } else {
-            MthpEnabled::Never
+            MthpMode::Never
         };
         if !p.exists() {
             if mode == default {
@@ -209,18 +192,18 @@ fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
             return Err(NativeError::Refused(format!(
                 "transparent_hugepage.hugepages-{kb}kB.enabled = {}: {} does not exist on this \
                  host (no multi-size THP of that size)",
-                mthp_word(mode),
+                mode.as_str(),
                 p.display()
             )));
         }
-        out.push((p, mthp_word(mode).to_string()));
+        out.push((p, mode.as_str().to_string()));
     }
     Ok(out)
 }
 
 /// What the checks found.
 struct Preflight {
-    plan: plan::Plan,
+    plan: Workload,
     /// Where the memory cgroups of memcg steps go (None: no memcg step).
     memcg: Option<memcg::Hierarchy>,
     notes: Vec<String>,
@@ -255,12 +238,8 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
     }
     // Every series switch off is the host's kernel, vanilla 6.18: a switch
     // that is on describes a kernel the host does not run.
-    if let Some((key, _)) = sc
-        .system
-        .knobs
-        .iter()
-        .find(|(k, v)| k.starts_with("series.") && v.as_str() != "0")
-    {
+    if let Some(switch) = sc.system.series.on().next() {
+        let key = format!("series.{}", switch.name);
         return Err(NativeError::Refused(format!(
             "{key} = 1 models a kernel change the host kernel ({}) does not have; a native run \
              measures the host as it is: run it with --set {key}=0, or simulate the switch with \
@@ -269,7 +248,10 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
                 .map_or_else(|_| "unknown".into(), |r| r.trim().to_owned())
         )));
     }
-    let p = plan::compile(sc)?;
+    let p = foliosim_workload::compile(sc).map_err(|e| NativeError::Unsupported {
+        at: e.at,
+        what: e.what,
+    })?;
     let cpus = host_cpus(&p)?;
     let memcg = match memcg::preflight(&p)? {
         Some((h, n)) => {
@@ -381,7 +363,7 @@ fn workload_cpu() -> Result<usize, NativeError> {
 /// thread may use (the simulator's CPU 0), scenario thread `i` (the
 /// simulator's CPU `i + 1`) on the `i`-th of the others in ascending order.
 /// Refused, naming the threads step, when there are too few.
-fn host_cpus(p: &plan::Plan) -> Result<(usize, Vec<usize>), NativeError> {
+fn host_cpus(p: &Workload) -> Result<(usize, Vec<usize>), NativeError> {
     let main = workload_cpu()?;
     if p.max_threads == 0 {
         return Ok((main, Vec::new()));
@@ -455,7 +437,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
 fn run_guarded(
     sc: &Scenario,
     opts: &NativeOptions,
-    plan: &plan::Plan,
+    plan: &Workload,
     memcg: Option<memcg::Hierarchy>,
     writes: &[(PathBuf, String)],
     (cpu, thread_cpus): &(usize, Vec<usize>),

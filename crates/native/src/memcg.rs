@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::guard::{HostGuard, Undo};
-use crate::plan::Plan;
+use foliosim_workload::Workload as Plan;
 use crate::{sys, NativeError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

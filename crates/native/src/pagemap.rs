@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use foliosim_kernel::fs::proc::task_mmu::{PM_PFRAME_MASK, PM_PRESENT};
 
-use crate::plan::PAGE_SIZE;
+use foliosim_workload::PAGE_SIZE;
 
 /// What one pagemap step read.
 pub(crate) struct PagemapRead {

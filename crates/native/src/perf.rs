@@ -12,32 +12,16 @@ use std::path::{Path, PathBuf};
 use crate::guard::HostGuard;
 
 /// The tracepoints counted, by counter name.
-pub(crate) const TRACEPOINTS: [&str; 8] = [
-    "exceptions:page_fault_user",
-    "filemap:mm_filemap_map_pages",
-    "filemap:mm_filemap_fault",
-    "filemap:mm_filemap_add_to_page_cache",
-    "tlb:tlb_flush",
-    "vmscan:mm_vmscan_reclaim_pages",
-    "vmscan:mm_vmscan_write_folio",
-    "kmem:mm_page_alloc",
-];
+pub(crate) use foliosim_uapi::counters::TRACEPOINTS;
 
 /// `kmem:mm_page_alloc` is counted per order 2..=9 only, as
 /// `kmem:mm_page_alloc/order=<n>`: the workload's large-folio allocations
 /// (order 0 and 1 also count the kernel's own allocations on its behalf).
 const ALLOC_ORDERS: std::ops::RangeInclusive<u32> = 2..=9;
 
-/// `tlb:tlb_flush` split by its `reason` field (enum tlb_flush_reason,
-/// host-notes 5), as `tlb:tlb_flush/<reason>`.
-const TLB_REASONS: [(u32, &str); 6] = [
-    (0, "task_switch"),
-    (1, "remote_shootdown"),
-    (2, "local_shootdown"),
-    (3, "local_mm_shootdown"),
-    (4, "remote_ipi_send"),
-    (5, "remote_wrong_cpu"),
-];
+/// `tlb:tlb_flush` split by its `reason` field (enum tlb_flush_reason),
+/// as `tlb:tlb_flush/<reason>`.
+use foliosim_uapi::counters::TLB_FLUSH_REASONS as TLB_REASONS;
 
 /// One counter to open: its output name, tracepoint id and filter.
 #[derive(Clone, Debug)]

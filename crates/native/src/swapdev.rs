@@ -69,14 +69,6 @@ struct LoopConfig {
 
 const _: () = assert!(std::mem::size_of::<LoopConfig>() == 304);
 
-fn kind_word(k: SwapKind) -> &'static str {
-    match k {
-        SwapKind::File => "file",
-        SwapKind::Block { .. } => "block",
-        SwapKind::Zram => "zram",
-    }
-}
-
 /// The swap areas the host has: (name, type, priority) from /proc/swaps.
 pub(crate) fn host_swaps() -> Vec<(String, String, String)> {
     let text = fs::read_to_string("/proc/swaps").unwrap_or_default();
@@ -437,7 +429,7 @@ pub(crate) fn create_all(
 ) -> Result<Vec<Created>, NativeError> {
     let mut out = Vec::new();
     for (i, d) in devs.iter().enumerate() {
-        let at = format!("system.swap[{}] (kind = \"{}\")", i + 1, kind_word(d.kind));
+        let at = format!("system.swap[{}] (kind = \"{}\")", i + 1, d.kind.name());
         let prio = TOP_PRIORITY - i as i32;
         let io = |what: String| NativeError::Io {
             at: at.clone(),

@@ -29,7 +29,7 @@ use std::ffi::CString;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
-use crate::plan::Op;
+use foliosim_workload::Op;
 
 /// Being created.
 const T_START: u32 = 0;

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
-use crate::plan::{Op, Pat, Plan, PAGE_SIZE, PMD_SIZE};
+use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
 pub(crate) const MSG_WORDS: usize = 6;
 pub(crate) const MSG_BYTES: usize = MSG_WORDS * 8;
@@ -730,7 +730,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (u64, u64)> {
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             let a = regions[*region as usize] + offset;
-            if !madvise_calls(a, *len, *per_call, *advice) {
+            if !madvise_calls(a, *len, *per_call, advice.raw()) {
                 return Err((E_MADVISE, errno()));
             }
         }
@@ -1078,7 +1078,13 @@ impl Proc<'_> {
             } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 let mut fd = -1;
-                if let Some((fi, oflags)) = file {
+                if let Some(fi) = file {
+                    let oflags = if *prot & libc::PROT_WRITE != 0 && *flags & libc::MAP_SHARED != 0
+                    {
+                        libc::O_RDWR
+                    } else {
+                        libc::O_RDONLY
+                    };
                     // SAFETY: the path is a NUL-terminated string.
                     fd = unsafe {
                         libc::open(self.paths[*fi as usize].as_ptr(), oflags | libc::O_CLOEXEC)
@@ -1110,7 +1116,7 @@ impl Proc<'_> {
                 self.regions[*region as usize] = addr as u64;
                 for &a in advise {
                     // SAFETY: advice on the mapping just created.
-                    if unsafe { libc::madvise(addr, *size as usize, a) } != 0 {
+                    if unsafe { libc::madvise(addr, *size as usize, a.raw()) } != 0 {
                         self.fail(E_MADVISE, errno());
                     }
                 }

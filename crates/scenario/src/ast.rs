@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+pub use foliosim_uapi::{Arch, Madv, MthpMode, Series, SwapKind, ThpMode};
+
 /// A place in a scenario file (1-based line and column).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
@@ -41,37 +43,6 @@ pub struct Scenario {
     pub expects: Vec<Expect>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arch {
-    X86_64,
-    Arm64,
-}
-
-impl Arch {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Arm64 => "arm64",
-        }
-    }
-}
-
-/// `transparent_hugepage.enabled`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThpEnabled {
-    Always,
-    Madvise,
-    Never,
-}
-
-/// `transparent_hugepage.hugepages-<size>kB.enabled`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MthpEnabled {
-    Always,
-    Inherit,
-    Madvise,
-    Never,
-}
 
 /// The `[system]` table: machine and kernel knobs under the kernel's names.
 #[derive(Clone, Debug)]
@@ -85,13 +56,13 @@ pub struct System {
     pub cpus: u32,
     /// `transparent_hugepage.enabled` (default madvise, the test kernel's
     /// Kconfig default).
-    pub thp_enabled: ThpEnabled,
+    pub thp_enabled: ThpMode,
     /// `transparent_hugepage.use_zero_page` (default true).
     pub thp_use_zero_page: bool,
     /// `transparent_hugepage.hugepages-<size>kB.enabled`, keyed by the size in
     /// bytes (16 KiB .. 2 MiB, powers of two). Every size is present: the
     /// default is `inherit` for 2 MiB and `never` for the others.
-    pub mthp_enabled: BTreeMap<u64, MthpEnabled>,
+    pub mthp_enabled: BTreeMap<u64, MthpMode>,
     /// `fault_around_bytes` as written (default 65536); the kernel model
     /// applies the kernel's rounding.
     pub fault_around_bytes: u64,
@@ -112,47 +83,11 @@ pub struct System {
     pub knobs: BTreeMap<String, String>,
 }
 
-/// The kind of a swap device (`[[system.swap]] kind = ...`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SwapKind {
-    /// `kind = "file"`: a swap file on the filesystem (never takes large
-    /// folios whole).
-    File,
-    /// `kind = "block"`, `rotational = true|false` (default false): a block
-    /// device (natively a loop device over a file).
-    Block { rotational: bool },
-    /// `kind = "zram"`: a synchronous compressed RAM device.
-    Zram,
-}
-
 /// A `[[system.swap]]` table: `kind`, `size` (required).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwapDevice {
     pub kind: SwapKind,
     pub size: u64,
-}
-
-/// Patch-series switches under `series.` in `[system]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Series {
-    /// `series.batch_anon_unmap`: seed 000, batched unmapping of anonymous
-    /// swap-backed large folios into swap entries in try_to_unmap_one().
-    pub batch_anon_unmap: bool,
-    /// `series.batch_folio_referenced`: seed 002, batched young-bit checks
-    /// in folio_referenced_one() (arm64 contpte batch young clearing).
-    pub batch_folio_referenced: bool,
-    /// `series.batch_file_unmap`: seed 002 patch 5, batched unmapping of
-    /// file large folios in try_to_unmap_one().
-    pub batch_file_unmap: bool,
-    /// `series.pagemap_shmem_swap`: seed 004, pagemap reports the swap
-    /// type and offset of swapped-out shared (shmem) pages.
-    pub pagemap_shmem_swap: bool,
-    /// `series.pagemap_walk_to_pmd_end`: pagemap_read() as before Linux 6.5
-    /// (the kernel of seed 004's measurements): each read(2) walks to the
-    /// end of its 2 MiB chunk whatever the count, and copies only `count`
-    /// bytes; 6.5 ("mm: pagemap: restrict pagewalk to the requested range")
-    /// stops the walk at the requested end.
-    pub pagemap_walk_to_pmd_end: bool,
 }
 
 /// How a file's page cache is populated before the first step.
@@ -195,38 +130,6 @@ pub struct Prot {
     pub read: bool,
     pub write: bool,
     pub exec: bool,
-}
-
-/// madvise(2) advice values the language knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Advice {
-    Hugepage,
-    Nohugepage,
-    Dontneed,
-    Random,
-    Sequential,
-    Normal,
-    Willneed,
-    Cold,
-    Pageout,
-    Free,
-}
-
-impl Advice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Advice::Hugepage => "hugepage",
-            Advice::Nohugepage => "nohugepage",
-            Advice::Dontneed => "dontneed",
-            Advice::Random => "random",
-            Advice::Sequential => "sequential",
-            Advice::Normal => "normal",
-            Advice::Willneed => "willneed",
-            Advice::Cold => "cold",
-            Advice::Pageout => "pageout",
-            Advice::Free => "free",
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +208,7 @@ pub enum StepKind {
         prot: Prot,
         /// `madvise = [...]`: advice applied to the whole region right after
         /// the mmap (default none).
-        advise: Vec<Advice>,
+        advise: Vec<Madv>,
     },
     /// `op = "touch"`
     Touch {
@@ -319,7 +222,7 @@ pub enum StepKind {
     /// `op = "madvise"`
     Madvise {
         region: String,
-        advice: Advice,
+        advice: Madv,
         range: Range,
         /// `per_call`: bytes per madvise(2) call (a positive multiple of the
         /// page size). The range is advised in consecutive calls of this

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{
-    Access, Advice, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
+use crate::ast::{Madv, 
+    Access, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -118,17 +118,17 @@ const ACCESSES: &[(&str, Access)] = &[
     ("write-zero", Access::WriteZero),
 ];
 
-pub(crate) const ADVICE: &[(&str, Advice)] = &[
-    ("hugepage", Advice::Hugepage),
-    ("nohugepage", Advice::Nohugepage),
-    ("dontneed", Advice::Dontneed),
-    ("random", Advice::Random),
-    ("sequential", Advice::Sequential),
-    ("normal", Advice::Normal),
-    ("willneed", Advice::Willneed),
-    ("cold", Advice::Cold),
-    ("pageout", Advice::Pageout),
-    ("free", Advice::Free),
+pub(crate) const ADVICE: &[(&str, Madv)] = &[
+    ("hugepage", Madv::Hugepage),
+    ("nohugepage", Madv::Nohugepage),
+    ("dontneed", Madv::Dontneed),
+    ("random", Madv::Random),
+    ("sequential", Madv::Sequential),
+    ("normal", Madv::Normal),
+    ("willneed", Madv::Willneed),
+    ("cold", Madv::Cold),
+    ("pageout", Madv::Pageout),
+    ("free", Madv::Free),
 ];
 
 /// What one process has at a point of its steps: the regions it can use
@@ -573,7 +573,7 @@ fn prot(ctx: &Ctx, node: &Node, field: &str) -> Result<Prot> {
 }
 
 /// `madvise = [...]`: advice words applied right after the mmap.
-fn advice_list(ctx: &Ctx, node: &Node, field: &str) -> Result<Vec<Advice>> {
+fn advice_list(ctx: &Ctx, node: &Node, field: &str) -> Result<Vec<Madv>> {
     let items = ctx.array(node, field, "an array of advice strings")?;
     items
         .iter()

@@ -2,13 +2,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ast::{Arch, MthpEnabled, SwapDevice, SwapKind, System, ThpEnabled};
+use crate::ast::{Arch, MthpMode, SwapDevice, SwapKind, System, ThpMode};
+use foliosim_uapi::series::SWITCHES;
 use crate::check::{Fields, PAGE_SIZE};
 use crate::error::{Ctx, Result};
 use crate::tree::{join, Data, Node, Origin};
 
 /// The mTHP sizes in KiB that `hugepages-<N>kB` may name.
-pub(crate) const MTHP_SIZES_KB: [u64; 8] = [16, 32, 64, 128, 256, 512, 1024, 2048];
+pub(crate) use foliosim_uapi::thp::MTHP_SIZES_KB;
 
 const KEYS: &[&str] = &[
     "arch",
@@ -20,21 +21,8 @@ const KEYS: &[&str] = &[
     "fault_around_bytes",
     "read_ahead_kb",
     "swap (an array of tables, [[system.swap]])",
-    "series.batch_anon_unmap",
-    "series.batch_folio_referenced",
-    "series.batch_file_unmap",
-    "series.pagemap_shmem_swap",
-    "series.pagemap_walk_to_pmd_end",
 ];
 
-/// The patch-series switches, under `series.` in `[system]`.
-const SERIES: &[&str] = &[
-    "batch_anon_unmap",
-    "batch_folio_referenced",
-    "batch_file_unmap",
-    "pagemap_shmem_swap",
-    "pagemap_walk_to_pmd_end",
-];
 
 /// The keys of a `[[system.swap]]` table.
 const SWAP_KEYS: &[&str] = &["kind", "size", "rotational"];
@@ -57,17 +45,17 @@ pub(crate) const MIN_SWAP: u64 = 1 << 20;
 
 const ARCHES: &[(&str, Arch)] = &[("x86_64", Arch::X86_64), ("arm64", Arch::Arm64)];
 
-const THP: &[(&str, ThpEnabled)] = &[
-    ("always", ThpEnabled::Always),
-    ("madvise", ThpEnabled::Madvise),
-    ("never", ThpEnabled::Never),
+const THP: &[(&str, ThpMode)] = &[
+    ("always", ThpMode::Always),
+    ("madvise", ThpMode::Madvise),
+    ("never", ThpMode::Never),
 ];
 
-const MTHP: &[(&str, MthpEnabled)] = &[
-    ("always", MthpEnabled::Always),
-    ("inherit", MthpEnabled::Inherit),
-    ("madvise", MthpEnabled::Madvise),
-    ("never", MthpEnabled::Never),
+const MTHP: &[(&str, MthpMode)] = &[
+    ("always", MthpMode::Always),
+    ("inherit", MthpMode::Inherit),
+    ("madvise", MthpMode::Madvise),
+    ("never", MthpMode::Never),
 ];
 
 const MIB: u64 = 1 << 20;
@@ -80,9 +68,9 @@ impl Default for System {
             .iter()
             .map(|&kb| {
                 let mode = if kb == 2048 {
-                    MthpEnabled::Inherit
+                    MthpMode::Inherit
                 } else {
-                    MthpEnabled::Never
+                    MthpMode::Never
                 };
                 (kb * 1024, mode)
             })
@@ -91,7 +79,7 @@ impl Default for System {
             arch: Arch::X86_64,
             memory: 24 << 30,
             cpus: 2,
-            thp_enabled: ThpEnabled::Madvise,
+            thp_enabled: ThpMode::Madvise,
             thp_use_zero_page: true,
             mthp_enabled,
             fault_around_bytes: 65536,
@@ -127,29 +115,15 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     put("read_ahead_kb", system.read_ahead_kb.to_string());
     put("swap", system.swap.len().to_string());
     for (i, dev) in system.swap.iter().enumerate() {
-        let kind = match dev.kind {
-            SwapKind::File => "file",
-            SwapKind::Block { .. } => "block",
-            SwapKind::Zram => "zram",
-        };
-        put(&format!("swap.{i}.kind"), kind.to_owned());
+        put(&format!("swap.{i}.kind"), dev.kind.name().to_owned());
         put(&format!("swap.{i}.size"), dev.size.to_string());
         if let SwapKind::Block { rotational } = dev.kind {
             put(&format!("swap.{i}.rotational"), bit(rotational));
         }
     }
-    let series = &system.series;
-    put("series.batch_anon_unmap", bit(series.batch_anon_unmap));
-    put(
-        "series.batch_folio_referenced",
-        bit(series.batch_folio_referenced),
-    );
-    put("series.batch_file_unmap", bit(series.batch_file_unmap));
-    put("series.pagemap_shmem_swap", bit(series.pagemap_shmem_swap));
-    put(
-        "series.pagemap_walk_to_pmd_end",
-        bit(series.pagemap_walk_to_pmd_end),
-    );
+    for (switch, on) in system.series.iter() {
+        put(&format!("series.{}", switch.name), bit(on));
+    }
     knobs
 }
 
@@ -308,19 +282,14 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
         }
         "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
         "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,
-        "series.batch_anon_unmap" => system.series.batch_anon_unmap = flag(ctx, node, &field)?,
-        "series.batch_folio_referenced" => {
-            system.series.batch_folio_referenced = flag(ctx, node, &field)?;
-        }
-        "series.batch_file_unmap" => system.series.batch_file_unmap = flag(ctx, node, &field)?,
-        "series.pagemap_shmem_swap" => {
-            system.series.pagemap_shmem_swap = flag(ctx, node, &field)?;
-        }
-        "series.pagemap_walk_to_pmd_end" => {
-            system.series.pagemap_walk_to_pmd_end = flag(ctx, node, &field)?;
-        }
         path if path.starts_with("series.") || path == "series" => {
-            let valid: Vec<String> = SERIES.iter().map(|s| format!("series.{s}")).collect();
+            let name = path.strip_prefix("series.").unwrap_or("");
+            if system.series.get(name).is_some() {
+                let on = flag(ctx, node, &field)?;
+                system.series.set(name, on);
+                return Ok(leaf.path.clone());
+            }
+            let valid: Vec<String> = SWITCHES.iter().map(|s| format!("series.{}", s.name)).collect();
             let msg = format!(
                 "unknown patch-series switch `{path}`; expected one of: {}",
                 valid.join(", ")
@@ -335,9 +304,11 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
                 return Ok(format!("{THP_PREFIX}{}kB.enabled", bytes / 1024));
             }
             None => {
+                let series = SWITCHES.iter().map(|s| format!("series.{}", s.name));
+                let keys: Vec<String> = KEYS.iter().map(|k| k.to_string()).chain(series).collect();
                 let msg = format!(
                     "unknown key `{path}` in [system]; expected one of: {}",
-                    KEYS.join(", ")
+                    keys.join(", ")
                 );
                 return Err(ctx.err(leaf.last_key_origin(), &field, msg));
             }

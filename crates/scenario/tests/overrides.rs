@@ -57,8 +57,8 @@ fn system_keys_with_and_without_prefix() {
     let sys = &s.system;
     assert_eq!(sys.fault_around_bytes, 4096);
     assert_eq!(sys.read_ahead_kb, 512);
-    assert_eq!(sys.mthp_enabled[&65536], MthpEnabled::Always);
-    assert_eq!(sys.thp_enabled, ThpEnabled::Never);
+    assert_eq!(sys.mthp_enabled[&65536], MthpMode::Always);
+    assert_eq!(sys.thp_enabled, ThpMode::Never);
     assert_eq!(sys.memory, 4 << 30);
     assert_eq!(sys.arch, Arch::Arm64);
     assert!(!sys.thp_use_zero_page);
@@ -78,7 +78,7 @@ fn overrides_replace_file_values_in_both_spellings() {
             text,
             &[("transparent_hugepage.hugepages-64kB.enabled", "madvise")],
         );
-        assert_eq!(s.system.mthp_enabled[&65536], MthpEnabled::Madvise);
+        assert_eq!(s.system.mthp_enabled[&65536], MthpMode::Madvise);
     }
 }
 
@@ -89,7 +89,7 @@ fn override_replaces_a_non_table_on_the_way() {
         "[system]\ntransparent_hugepage = 3\n",
         &[("transparent_hugepage.enabled", "always")],
     );
-    assert_eq!(s.system.thp_enabled, ThpEnabled::Always);
+    assert_eq!(s.system.thp_enabled, ThpMode::Always);
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn toml_values_and_plain_strings() {
     let StepKind::Mmap { advise, .. } = &s.steps[0].kind else {
         panic!("not an mmap");
     };
-    assert_eq!(advise, &[Advice::Hugepage, Advice::Cold]);
+    assert_eq!(advise, &[Madv::Hugepage, Madv::Cold]);
     let StepKind::Touch { pattern, range, .. } = &s.steps[1].kind else {
         panic!("not a touch");
     };

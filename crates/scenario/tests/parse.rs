@@ -158,11 +158,11 @@ fn full_scenario_top_level_and_system() {
     let sys = &s.system;
     assert_eq!(sys.arch, Arch::Arm64);
     assert_eq!(sys.memory, 1 << 30);
-    assert_eq!(sys.thp_enabled, ThpEnabled::Always);
+    assert_eq!(sys.thp_enabled, ThpMode::Always);
     assert!(!sys.thp_use_zero_page);
-    assert_eq!(sys.mthp_enabled[&65536], MthpEnabled::Always);
-    assert_eq!(sys.mthp_enabled[&(2 << 20)], MthpEnabled::Inherit);
-    assert_eq!(sys.mthp_enabled[&16384], MthpEnabled::Never);
+    assert_eq!(sys.mthp_enabled[&65536], MthpMode::Always);
+    assert_eq!(sys.mthp_enabled[&(2 << 20)], MthpMode::Inherit);
+    assert_eq!(sys.mthp_enabled[&16384], MthpMode::Never);
     assert_eq!(sys.fault_around_bytes, 16384);
     assert_eq!(sys.read_ahead_kb, 256);
     assert_eq!(sys.knobs["arch"], "arm64");
@@ -218,7 +218,7 @@ fn full_scenario_mmaps() {
             exec: false
         }
     );
-    assert_eq!(advise, &[Advice::Hugepage, Advice::Willneed]);
+    assert_eq!(advise, &[Madv::Hugepage, Madv::Willneed]);
     assert_eq!(s.steps[0].loc.line, 26);
     let StepKind::Mmap {
         backing,
@@ -307,7 +307,7 @@ fn full_scenario_fork_and_the_rest() {
     assert!(matches!(steps[10], StepKind::PhaseEnd));
     let dontneed = StepKind::Madvise {
         region: "heap".into(),
-        advice: Advice::Dontneed,
+        advice: Madv::Dontneed,
         range: Range {
             offset: 0,
             len: Some(1 << 20),
@@ -344,7 +344,7 @@ fn empty_scenario_has_every_default() {
     let sys = &s.system;
     assert_eq!(sys.arch, Arch::X86_64);
     assert_eq!(sys.memory, 24 << 30);
-    assert_eq!(sys.thp_enabled, ThpEnabled::Madvise);
+    assert_eq!(sys.thp_enabled, ThpMode::Madvise);
     assert!(sys.thp_use_zero_page);
     assert_eq!(sys.fault_around_bytes, 65536);
     assert_eq!(sys.read_ahead_kb, 128);
@@ -355,9 +355,9 @@ fn empty_scenario_has_every_default() {
     );
     assert!(sys.mthp_enabled.iter().all(|(&size, &mode)| mode
         == if size == 2 << 20 {
-            MthpEnabled::Inherit
+            MthpMode::Inherit
         } else {
-            MthpEnabled::Never
+            MthpMode::Never
         }));
 }
 
@@ -464,9 +464,9 @@ system = { transparent_hugepage = { enabled = "never", use_zero_page = false, hu
         assert_eq!(a.knobs, b.knobs);
         assert_eq!(a.mthp_enabled, b.mthp_enabled);
     }
-    assert_eq!(a.thp_enabled, ThpEnabled::Never);
+    assert_eq!(a.thp_enabled, ThpMode::Never);
     assert!(!a.thp_use_zero_page);
-    assert_eq!(a.mthp_enabled[&65536], MthpEnabled::Always);
+    assert_eq!(a.mthp_enabled[&65536], MthpMode::Always);
 }
 
 #[test]
@@ -577,7 +577,7 @@ fn examples_in_the_language_reference_parse() {
     }
     let first = parse(blocks[0]);
     assert_eq!(first.name, "mthp-64k-anon");
-    assert_eq!(first.system.mthp_enabled[&65536], MthpEnabled::Always);
+    assert_eq!(first.system.mthp_enabled[&65536], MthpMode::Always);
     assert!(matches!(
         first.steps[4].kind,
         StepKind::Touch {

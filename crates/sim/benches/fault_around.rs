@@ -34,6 +34,7 @@ fn setup(file_size: u64, fault_around_bytes: u64) -> Setup {
     k.fill_by_write(f, 4096).unwrap();
     let mm = k.mm_alloc();
     let args = MmapArgs {
+        addr: 0,
         len: file_size,
         prot_read: true,
         prot_write: false,

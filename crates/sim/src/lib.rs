@@ -11,10 +11,10 @@ mod engine;
 
 use std::fmt;
 
-use foliosim_kernel::mm::swapfile::SwapDevKind;
-use foliosim_kernel::{AnonOrderMode, Arm64, Config, ThpMode, X86_64};
+use foliosim_kernel::{Arm64, Config, X86_64};
 use foliosim_report::Report;
-use foliosim_scenario::{Arch, Backing, Loc, MthpEnabled, Scenario, Step, StepKind, ThpEnabled};
+use foliosim_workload::Workload;
+use foliosim_scenario::{Arch, Backing, Scenario, Step, StepKind};
 
 /// How to run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,55 +60,23 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-fn at(loc: &Loc) -> String {
-    loc.to_string()
-}
-
 /// The kernel configuration a scenario's `[system]` describes.
 pub fn kernel_config(sc: &Scenario) -> Config {
     let s = &sc.system;
     let mut cfg = Config {
         memory: s.memory,
-        thp_enabled: match s.thp_enabled {
-            ThpEnabled::Always => ThpMode::Always,
-            ThpEnabled::Madvise => ThpMode::Madvise,
-            ThpEnabled::Never => ThpMode::Never,
-        },
+        thp_enabled: s.thp_enabled,
         use_zero_page: s.thp_use_zero_page,
         fault_around_bytes: s.fault_around_bytes,
         read_ahead_kb: s.read_ahead_kb,
+        swap: s.swap.iter().map(|d| (d.kind, d.size)).collect(),
+        series: s.series,
+        lru_order_root: !fits_in_memory(sc),
         ..Config::default()
     };
-    cfg.swap = s
-        .swap
-        .iter()
-        .map(|d| {
-            let kind = match d.kind {
-                foliosim_scenario::SwapKind::File => SwapDevKind::File,
-                foliosim_scenario::SwapKind::Block { rotational } => {
-                    SwapDevKind::Block { rotational }
-                }
-                foliosim_scenario::SwapKind::Zram => SwapDevKind::Zram,
-            };
-            (kind, d.size)
-        })
-        .collect();
-    cfg.series = foliosim_kernel::Series {
-        batch_anon_unmap: s.series.batch_anon_unmap,
-        batch_folio_referenced: s.series.batch_folio_referenced,
-        batch_file_unmap: s.series.batch_file_unmap,
-        pagemap_shmem_swap: s.series.pagemap_shmem_swap,
-        pagemap_walk_to_pmd_end: s.series.pagemap_walk_to_pmd_end,
-    };
-    cfg.lru_order_root = !fits_in_memory(sc);
     for (&size, &mode) in &s.mthp_enabled {
         let order = (size / 4096).trailing_zeros() as usize;
-        cfg.anon_orders[order] = match mode {
-            MthpEnabled::Always => AnonOrderMode::Always,
-            MthpEnabled::Inherit => AnonOrderMode::Inherit,
-            MthpEnabled::Madvise => AnonOrderMode::Madvise,
-            MthpEnabled::Never => AnonOrderMode::Never,
-        };
+        cfg.anon_orders[order] = mode;
     }
     cfg
 }
@@ -166,11 +134,21 @@ fn fits_in_memory(sc: &Scenario) -> bool {
 
 /// Simulate `sc` and return its report (expectations evaluated).
 pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
+    let wl = foliosim_workload::compile(sc).map_err(|e| SimError::Unsupported {
+        at: e.at,
+        what: e.what,
+    })?;
+    run_workload(sc, &wl, opts)
+}
+
+/// Simulate the compiled workload `wl` of `sc` and return its report
+/// (expectations evaluated).
+pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Report, SimError> {
     let mut cfg = kernel_config(sc);
     cfg.check_invariants = opts.check;
     let mut report = match sc.system.arch {
-        Arch::X86_64 => engine::Engine::<X86_64>::run(sc, cfg)?,
-        Arch::Arm64 => engine::Engine::<Arm64>::run(sc, cfg)?,
+        Arch::X86_64 => engine::Engine::<X86_64>::run(sc, wl, cfg)?,
+        Arch::Arm64 => engine::Engine::<Arm64>::run(sc, wl, cfg)?,
     };
     report.expectations = evaluate_expectations(sc, &report);
     Ok(report)
@@ -196,7 +174,7 @@ pub fn evaluate_expectations(
                 ),
             };
             foliosim_report::ExpectOutcome {
-                at: at(&e.loc),
+                at: e.loc.to_string(),
                 phase: e.phase.clone(),
                 counter: e.counter.clone(),
                 expected: e.value,

@@ -26,7 +26,7 @@ use crate::include::linux::pgtable::{
 use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
 use crate::mm::vmstat::{MthpStat, VmEvent};
-use crate::{AnonOrderMode, Kernel, MmId, ThpMode};
+use crate::{MthpMode, Kernel, MmId, ThpMode};
 
 /// `THP_ORDERS_ALL_ANON`: orders 2..=PMD_ORDER.
 pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
@@ -71,12 +71,12 @@ impl<A: Arch> Kernel<A> {
         let mut mask = 0;
         for order in 2..=HPAGE_PMD_ORDER {
             let on = match self.cfg.anon_orders[order as usize] {
-                AnonOrderMode::Always => true,
-                AnonOrderMode::Madvise => huge,
-                AnonOrderMode::Inherit => {
+                MthpMode::Always => true,
+                MthpMode::Madvise => huge,
+                MthpMode::Inherit => {
                     top == ThpMode::Always || (huge && top == ThpMode::Madvise)
                 }
-                AnonOrderMode::Never => false,
+                MthpMode::Never => false,
             };
             if on {
                 mask |= 1 << order;

@@ -28,19 +28,7 @@ use crate::include::linux::pgtable::{
 use crate::mm::mmap::{Vma, VmaKind, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_RAND_READ, VM_SEQ_READ};
 use crate::{Kernel, KernelError, MmId};
 
-/// The advice values the model knows (`MADV_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Madv {
-    Normal,
-    Random,
-    Sequential,
-    Dontneed,
-    Hugepage,
-    Nohugepage,
-    Pageout,
-    Cold,
-    Free,
-}
+pub use foliosim_uapi::Madv;
 
 /// The range an mmu_gather collected (`tlb->start`, `tlb->end`) and
 /// whether PTEs (not only PMDs) were cleared (`tlb->cleared_ptes`), which
@@ -68,6 +56,23 @@ impl Gather {
 }
 
 impl<A: Arch> Kernel<A> {
+    /// The madvise(2) system call: `behavior` is the raw `MADV_*` value
+    /// (an unknown one fails with EINVAL, as madvise_behavior_valid()
+    /// makes it).
+    pub fn sys_madvise(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        len: u64,
+        behavior: i32,
+    ) -> Result<(), KernelError> {
+        let advice = Madv::from_raw(behavior).ok_or_else(|| {
+            KernelError::Errno("EINVAL", format!("madvise advice {behavior} is not valid"))
+        })?;
+        self.vmstat.sim.syscall_mm += 1;
+        self.do_madvise(mm, start, len, advice)
+    }
+
     /// `do_madvise()` on `[start, start + len)`.
     pub fn do_madvise(
         &mut self,
@@ -111,6 +116,18 @@ impl<A: Arch> Kernel<A> {
             Madv::Sequential => (VM_SEQ_READ, VM_RAND_READ),
             Madv::Hugepage => (VM_HUGEPAGE, VM_NOHUGEPAGE),
             Madv::Nohugepage => (VM_NOHUGEPAGE, VM_HUGEPAGE),
+            Madv::Willneed => {
+                return Err(KernelError::Unsupported(
+                    "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
+                        .into(),
+                ))
+            }
+            Madv::PopulateRead | Madv::PopulateWrite => {
+                return Err(KernelError::Unsupported(format!(
+                    "madvise({}) (madvise_populate() is not modelled)",
+                    advice.name()
+                )))
+            }
             Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
         };
         for mut v in self.vmas_in_range_split(mm, start, end) {

@@ -8,7 +8,9 @@
 //! "already aligned moves up one PMD" rule), merging of compatible neighbours,
 //! splitting on partial munmap/madvise, and freeing of PTE tables whose 2 MiB
 //! no longer intersects a VMA.
-//! Not modelled: address hints and MAP_FIXED, stack and brk, ASLR (the base
+//! Address hints are honoured where the range is free, as
+//! generic_get_unmapped_area_topdown() honours them.
+//! Not modelled: MAP_FIXED, stack and brk, ASLR (the base
 //! is fixed), mremap/mprotect, freeing of upper-level tables, shmem's
 //! huge-aware placement (shmem huge pages are not modelled).
 
@@ -128,9 +130,11 @@ pub struct Mm {
     pub children: Vec<MmId>,
 }
 
-/// Arguments of an mmap call.
+/// Arguments of an mmap call, decoded by [`Kernel::sys_mmap`].
 #[derive(Clone, Copy, Debug)]
 pub struct MmapArgs {
+    /// The address hint (0: none).
+    pub addr: u64,
     pub len: u64,
     pub prot_read: bool,
     pub prot_write: bool,
@@ -173,6 +177,28 @@ impl<A: Arch> Kernel<A> {
         self.mm_mut(mm).vmas.insert(vma.vm_start, *vma);
     }
 
+    /// Is `[addr, addr + len)` inside the mmap area and free of VMAs? (the
+    /// hint check of generic_get_unmapped_area_topdown(); the model has no
+    /// stack, so there are no guard gaps).
+    fn hint_fits(&self, mm: MmId, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        addr >= MMAP_MIN_ADDR
+            && is_aligned(addr, PAGE_SIZE)
+            && end <= MMAP_BASE
+            && self.mm(mm).vmas.range(..end).next_back().is_none_or(|(_, v)| v.vm_end <= addr)
+    }
+
+    /// `mm_get_unmapped_area_vmflags()`: the hint if it fits, else the
+    /// top-down search.
+    fn mm_get_unmapped_area(&self, mm: MmId, hint: u64, len: u64) -> Option<u64> {
+        if hint != 0 && self.hint_fits(mm, hint, len) {
+            return Some(hint);
+        }
+        self.unmapped_area_topdown(mm, len)
+    }
+
     /// Top-down search for a free range of `len` bytes
     /// (`unmapped_area_topdown()`).
     fn unmapped_area_topdown(&self, mm: MmId, len: u64) -> Option<u64> {
@@ -190,14 +216,18 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__thp_get_unmapped_area()` with `size = PMD_SIZE`: Some(aligned
-    /// address), or None to fall back to the plain search.
-    fn thp_get_unmapped_area(&self, mm: MmId, len: u64, off: u64) -> Option<u64> {
+    /// address, or the hint when the padded length fits there), or None to
+    /// fall back to the plain search.
+    fn thp_get_unmapped_area(&self, mm: MmId, hint: u64, len: u64, off: u64) -> Option<u64> {
         let off_end = off + len;
         let off_align = off.next_multiple_of(PMD_SIZE);
         if off_end <= off_align || off_end - off_align < PMD_SIZE {
             return None;
         }
-        let ret = self.unmapped_area_topdown(mm, len + PMD_SIZE)?;
+        let ret = self.mm_get_unmapped_area(mm, hint, len + PMD_SIZE)?;
+        if hint != 0 && ret == hint {
+            return Some(hint);
+        }
         let off_sub = off.wrapping_sub(ret) & (PMD_SIZE - 1);
         // Top-down layout: an already aligned result moves up by one PMD.
         Some(if off_sub == 0 {
@@ -207,20 +237,79 @@ impl<A: Arch> Kernel<A> {
         })
     }
 
-    /// `__get_unmapped_area()` for the mapping kinds the model knows.
+    /// `__get_unmapped_area()` for the mapping kinds the model knows: file
+    /// mappings through the filesystem's thp_get_unmapped_area() (ext4,
+    /// xfs), anonymous mappings of a PMD multiple without a hint through
+    /// thp_get_unmapped_area_vmflags(), shmem (shmem_get_unmapped_area(),
+    /// without huge shmem) and the rest through the plain search.
     fn get_unmapped_area(&self, mm: MmId, a: &MmapArgs) -> Option<u64> {
         let thp = match a.kind {
-            VmaKind::Anon => is_aligned(a.len, PMD_SIZE),
-            VmaKind::File => true, // ext4/xfs use thp_get_unmapped_area()
+            VmaKind::Anon => a.addr == 0 && is_aligned(a.len, PMD_SIZE),
+            VmaKind::File => true,
             VmaKind::Shmem => false,
         };
         let off = if a.kind == VmaKind::File { a.offset } else { 0 };
-        thp.then(|| self.thp_get_unmapped_area(mm, a.len, off))
+        thp.then(|| self.thp_get_unmapped_area(mm, a.addr, a.len, off))
             .flatten()
-            .or_else(|| self.unmapped_area_topdown(mm, a.len))
+            .or_else(|| self.mm_get_unmapped_area(mm, a.addr, a.len))
     }
 
-    /// `do_mmap()` without a hint. Returns the address.
+    /// The mmap(2) system call (ksys_mmap_pgoff() → do_mmap()): `prot` and
+    /// `flags` are the raw `PROT_*` / `MAP_*` values and `file` the open
+    /// file of a file mapping. What the flags mean is decided here, as the
+    /// kernel decides it: MAP_ANONYMOUS with MAP_SHARED is shmem
+    /// (shmem_zero_setup()), with MAP_PRIVATE private anonymous memory.
+    /// Returns the address.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sys_mmap(
+        &mut self,
+        mm: MmId,
+        addr: u64,
+        len: u64,
+        prot: i32,
+        flags: i32,
+        file: Option<FileId>,
+        offset: u64,
+    ) -> Result<u64, KernelError> {
+        use foliosim_uapi::mman::*;
+        let known = MAP_TYPE | MAP_ANONYMOUS | MAP_NORESERVE;
+        if flags & !known != 0 {
+            return Err(KernelError::Unsupported(format!(
+                "mmap flags {:#x} (only MAP_SHARED, MAP_PRIVATE, MAP_ANONYMOUS and \
+                 MAP_NORESERVE are modelled)",
+                flags & !known
+            )));
+        }
+        let shared = match flags & MAP_TYPE {
+            MAP_SHARED => true,
+            MAP_PRIVATE => false,
+            t => return Err(KernelError::Errno("EINVAL", format!("mmap type {t:#x}"))),
+        };
+        let kind = match (flags & MAP_ANONYMOUS != 0, shared) {
+            (true, true) => VmaKind::Shmem,
+            (true, false) => VmaKind::Anon,
+            (false, _) => VmaKind::File,
+        };
+        if kind == VmaKind::File && file.is_none() {
+            return Err(KernelError::Errno("EBADF", "file mapping without a file".into()));
+        }
+        self.do_mmap(
+            mm,
+            MmapArgs {
+                addr,
+                len,
+                prot_read: prot & PROT_READ != 0,
+                prot_write: prot & PROT_WRITE != 0,
+                prot_exec: prot & PROT_EXEC != 0,
+                shared,
+                kind,
+                file: if kind == VmaKind::File { file } else { None },
+                offset: if kind == VmaKind::File { offset } else { 0 },
+            },
+        )
+    }
+
+    /// `do_mmap()`. Returns the address.
     pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> Result<u64, KernelError> {
         if a.len == 0 || !a.len.is_multiple_of(PAGE_SIZE) || !a.offset.is_multiple_of(PAGE_SIZE) {
             return Err(KernelError::Errno(
@@ -361,6 +450,12 @@ impl<A: Arch> Kernel<A> {
             .range(start..end)
             .map(|(_, v)| *v)
             .collect()
+    }
+
+    /// The munmap(2) system call (`__vm_munmap()`).
+    pub fn sys_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
+        self.vmstat.sim.syscall_mm += 1;
+        self.do_munmap(mm, start, len)
     }
 
     /// `do_vmi_munmap()`: unmap `[start, start + len)`.

@@ -37,16 +37,10 @@ pub const SWAP_MAP_MAX: u8 = 0x3e;
 /// `SWAP_MAP_BAD`
 pub const SWAP_MAP_BAD: u8 = 0x3f;
 
-/// What backs a swap area.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SwapDevKind {
-    /// A swap file on a filesystem (no SWP_BLKDEV).
-    File,
-    /// A block device (SWP_BLKDEV), rotational or not (SWP_SOLIDSTATE).
-    Block { rotational: bool },
-    /// zram: block device, SWP_SYNCHRONOUS_IO, solid state.
-    Zram,
-}
+/// What backs a swap area: a file (no SWP_BLKDEV), a block device
+/// (SWP_BLKDEV, SWP_SOLIDSTATE unless rotational) or zram (SWP_BLKDEV,
+/// SWP_SYNCHRONOUS_IO, solid state).
+pub use foliosim_uapi::SwapKind;
 
 /// A swap entry (`swp_entry_t`): area type and slot offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,7 +60,7 @@ struct Cluster {
 /// `struct swap_info_struct`
 #[derive(Debug)]
 pub struct SwapInfo {
-    pub kind: SwapDevKind,
+    pub kind: SwapKind,
     pub nr_slots: u64,
     pub swap_map: Vec<u8>,
     /// The swap table: PFN of the swap-cache page of each slot.
@@ -83,7 +77,7 @@ pub struct SwapInfo {
 
 impl SwapInfo {
     /// `swapon()`: a fresh area of `size` bytes (slot 0 is the header).
-    pub fn new(kind: SwapDevKind, size: u64) -> SwapInfo {
+    pub fn new(kind: SwapKind, size: u64) -> SwapInfo {
         let nr_slots = (size / 4096).max(2);
         let nr_clusters = nr_slots.div_ceil(SWAPFILE_CLUSTER) as usize;
         let mut si = SwapInfo {
@@ -105,12 +99,12 @@ impl SwapInfo {
 
     /// SWP_BLKDEV
     pub fn blkdev(&self) -> bool {
-        !matches!(self.kind, SwapDevKind::File)
+        !matches!(self.kind, SwapKind::File)
     }
 
     /// SWP_SYNCHRONOUS_IO
     pub fn synchronous(&self) -> bool {
-        matches!(self.kind, SwapDevKind::Zram)
+        matches!(self.kind, SwapKind::Zram)
     }
 
     /// The swap count of a slot (without SWAP_HAS_CACHE).

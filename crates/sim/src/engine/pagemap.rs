@@ -5,20 +5,22 @@
 use foliosim_kernel::fs::proc::task_mmu::{pagemap_step_counters, PM_PFRAME_MASK, PM_PRESENT};
 use foliosim_kernel::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use foliosim_kernel::{Arch, MmId};
-use foliosim_scenario::{Loc, PagemapStep};
 
 use super::{kerr, Engine};
 use crate::SimError;
 
-impl<A: Arch> Engine<A> {
-    /// Run a pagemap step in `mm` and record its results in the open
+impl<A: Arch> Engine<'_, A> {
+    /// Run pagemap step `idx` in `mm` and record its results in the open
     /// phase (outside a phase they are not reported, like any counter).
-    pub(super) fn pagemap(&mut self, mm: MmId, p: &PagemapStep, loc: &Loc) -> Result<(), SimError> {
-        let (start, len) = self.region(&p.region, &p.range);
+    pub(super) fn pagemap(&mut self, mm: MmId, idx: u32, at: &str) -> Result<(), SimError> {
+        let wl = self.wl;
+        let decl = &wl.pagemaps[idx as usize];
+        let p = &decl.step;
+        let (start, len) = self.range(decl.region, decl.offset, decl.len);
         let mut entries = Vec::with_capacity((len / PAGE_SIZE) as usize);
         self.k
             .pagemap_read_range(mm, start, len, p.read_size, p.privileged, &mut entries)
-            .map_err(|e| kerr(loc, e))?;
+            .map_err(|e| kerr(at, e))?;
         let scan: Option<Vec<(u64, u64, u64)>> = p.scan.then(|| {
             self.k
                 .pagemap_scan(mm, start, start + len)

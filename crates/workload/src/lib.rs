@@ -1,42 +1,71 @@
-//! The scenario compiled into what the workload process executes: regions as
-//! numbers, ranges resolved to (offset, length) inside their region, random
-//! orders computed in advance, madvise advice as `MADV_*` values.
+//! A scenario compiled once into the syscall-level operations that every
+//! engine executes: the simulator through the kernel model's system-call
+//! entry points (`sys_mmap`, `sys_madvise`, `sys_munmap`, ...), the native
+//! workload (on the host or in a guest kernel) by making the calls.
 //!
-//! Everything that can be decided before the host is touched is decided here,
-//! so that an unsupported step is refused before any host setting changes,
-//! and so that the workload allocates nothing while it is measured.
+//! Regions become numbers, ranges are resolved to (offset, length) inside
+//! their region, random orders are computed in advance, mmap steps carry
+//! their real `PROT_*` / `MAP_*` values and an address hint, advice its
+//! `MADV_*` value. What a flag combination means (MAP_SHARED|MAP_ANONYMOUS
+//! is shmem) is not decided here but by the kernel each engine runs.
+//!
+//! Everything that can be decided before a kernel is touched is decided
+//! here, so that an unsupported step is refused before any host setting
+//! changes, and so that the native workload allocates nothing while it is
+//! measured.
+//!
+//! Address hints: the compiler lays the scenario's mappings out once with
+//! the kernel model's placement (`__get_unmapped_area()`: top-down, THP
+//! alignment), per process (a fork copies the layout). Every engine passes
+//! these addresses to mmap(2) as hints, so the simulator and the host map
+//! at the same addresses and see the same alignment, which decides mTHP
+//! orders and fault-around windows.
+
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 
-use foliosim_kernel::mm::mmap::{MmapArgs, VmaKind};
+use std::fmt;
+
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
-
 use foliosim_scenario::{
-    Access, Advice, Backing, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
+use foliosim_uapi::mman::{MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE};
+use foliosim_uapi::Madv;
 
-use crate::NativeError;
+/// The base page size of every architecture foliosim runs (4 KiB granule).
+pub const PAGE_SIZE: u64 = 4096;
+/// The PMD size with 4 KiB pages.
+pub const PMD_SIZE: u64 = 2 << 20;
 
-pub(crate) const PAGE_SIZE: u64 = 4096;
-pub(crate) const PMD_SIZE: u64 = 2 << 20;
+/// A step the compiler cannot turn into operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError {
+    /// `file:line:col` of the step.
+    pub at: String,
+    pub what: String,
+}
 
-/// What a named region is.
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.at, self.what)
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// What a named region is: one per mmap step (a later mmap step of the
+/// same name is a new region that takes the name over).
 #[derive(Clone, Debug)]
-pub(crate) struct RegionDecl {
+pub struct RegionDecl {
     pub name: String,
     pub size: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RegionKind {
-    Anon,
-    Shmem,
-    File { private_writable: bool },
-}
-
 /// Which pages a touch accesses.
 #[derive(Clone, Debug)]
-pub(crate) enum Pat {
+pub enum Pat {
     Seq,
     Stride(u64),
     OnePerPt,
@@ -53,18 +82,21 @@ pub(crate) enum Pat {
 
 /// One operation of one process.
 #[derive(Clone, Debug)]
-pub(crate) enum Op {
+pub enum Op {
     Mmap {
         step: u32,
         region: u32,
-        /// `MAP_*` flags (without the fd-related ones).
+        /// `MAP_*` flags.
         flags: i32,
+        /// `PROT_*` flags.
         prot: i32,
-        /// File index and open(2) flags, for file mappings.
-        file: Option<(u32, i32)>,
+        /// The file of a file mapping: an index into `Workload::files`.
+        file: Option<u32>,
         size: u64,
         file_offset: u64,
-        advise: Vec<i32>,
+        /// Advice applied to the whole mapping right after the mmap (part
+        /// of the step, not a separate madvise step).
+        advise: Vec<Madv>,
         /// The address the simulator gives this mapping, passed to mmap(2)
         /// as a hint so both engines see the same alignment (see
         /// [`AddrModel`]).
@@ -85,7 +117,7 @@ pub(crate) enum Op {
         region: u32,
         offset: u64,
         len: u64,
-        advice: i32,
+        advice: Madv,
         /// Bytes per madvise(2) call (`per_call`; `len` when not given):
         /// the range is advised in consecutive calls of this size.
         per_call: u64,
@@ -149,9 +181,32 @@ pub(crate) enum Op {
     },
 }
 
+impl Op {
+    /// The index of the step this operation comes from (into
+    /// `Workload::locs`).
+    pub fn step(&self) -> u32 {
+        match self {
+            Op::Mmap { step, .. }
+            | Op::Touch { step, .. }
+            | Op::Madvise { step, .. }
+            | Op::Munmap { step, .. }
+            | Op::Fork { step, .. }
+            | Op::Wait { step }
+            | Op::Phase { step, .. }
+            | Op::PhaseEnd { step }
+            | Op::Memcg { step, .. }
+            | Op::MemcgReclaim { step, .. }
+            | Op::ForceEmpty { step, .. }
+            | Op::Pagemap { step, .. }
+            | Op::Threads { step, .. }
+            | Op::Join { step } => *step,
+        }
+    }
+}
+
 /// A pagemap step: its keys and the range as (region, offset, length).
 #[derive(Clone, Debug)]
-pub(crate) struct PagemapDecl {
+pub struct PagemapDecl {
     pub step: foliosim_scenario::PagemapStep,
     pub region: u32,
     pub offset: u64,
@@ -160,7 +215,7 @@ pub(crate) struct PagemapDecl {
 
 /// A memory cgroup one `memcg` step makes.
 #[derive(Clone, Debug)]
-pub(crate) struct MemcgDecl {
+pub struct MemcgDecl {
     /// Where the step is (for messages).
     pub at: String,
     /// Its `limit` (None: unlimited).
@@ -169,7 +224,9 @@ pub(crate) struct MemcgDecl {
 
 /// The whole compiled scenario.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub struct Workload {
+    /// The `[[file]]`s, created before the first operation.
+    pub files: Vec<FileSpec>,
     pub regions: Vec<RegionDecl>,
     /// `file:line:col` of every step, indexed by the ops' `step`.
     pub locs: Vec<String>,
@@ -196,27 +253,9 @@ pub(crate) struct Plan {
     pub threads_at: Option<String>,
 }
 
-/// The `MADV_*` value of an advice.
-pub(crate) fn madv(a: Advice) -> i32 {
-    match a {
-        Advice::Hugepage => libc::MADV_HUGEPAGE,
-        Advice::Nohugepage => libc::MADV_NOHUGEPAGE,
-        Advice::Dontneed => libc::MADV_DONTNEED,
-        Advice::Random => libc::MADV_RANDOM,
-        Advice::Sequential => libc::MADV_SEQUENTIAL,
-        Advice::Normal => libc::MADV_NORMAL,
-        Advice::Willneed => libc::MADV_WILLNEED, // 3
-        Advice::Cold => libc::MADV_COLD,         // 20
-        Advice::Pageout => libc::MADV_PAGEOUT,   // 21
-        Advice::Free => libc::MADV_FREE,         // 8
-    }
-}
-
-/// The simulator's address-space layout, replayed while compiling: every
-/// mmap/munmap of the scenario runs on a small kernel model (no faults), so
-/// the native workload can ask the host for the very addresses the
-/// simulator uses. Alignment decides mTHP orders and fault-around windows;
-/// where the host keeps the hint, both engines see the same layout.
+/// The layout pass: every mmap/munmap/fork of the scenario runs through
+/// the kernel model's system calls on a small machine (nothing faults), to
+/// learn the address each mapping gets without a hint.
 struct AddrModel {
     k: Kernel<X86_64>,
     cur: MmId,
@@ -230,6 +269,8 @@ impl AddrModel {
             memory: 64 << 20,
             ..Default::default()
         };
+        // A 64 MiB machine always boots; placement does not depend on the
+        // architecture (same mmap base, 4 KiB granule).
         let mut k = Kernel::<X86_64>::new(cfg).expect("a 64 MiB model boots");
         let cur = k.mm_alloc();
         let files = sc
@@ -268,7 +309,7 @@ struct Compiler<'a> {
 }
 
 /// Compile a validated scenario.
-pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
+pub fn compile(sc: &Scenario) -> Result<Workload, CompileError> {
     let mut c = Compiler {
         addr: AddrModel::new(sc),
         sc,
@@ -288,7 +329,8 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
         threads_at: None,
     };
     let root = c.steps(&sc.steps)?;
-    Ok(Plan {
+    Ok(Workload {
+        files: sc.files.clone(),
         regions: c.regions,
         locs: c.locs,
         phases: c.phases,
@@ -306,38 +348,23 @@ pub(crate) fn compile(sc: &Scenario) -> Result<Plan, NativeError> {
 }
 
 impl Compiler<'_> {
-    /// Where the simulator places this mapping (0 if it cannot say).
-    fn sim_address(
+    /// Where the kernel model places this mapping without a hint (0 if it
+    /// cannot say).
+    fn layout_address(
         &mut self,
-        backing: &Backing,
-        shared: bool,
+        prot: i32,
+        flags: i32,
+        file: Option<u32>,
         size: u64,
         offset: u64,
-        write: bool,
     ) -> u64 {
-        let (kind, file) = match backing {
-            Backing::Anon if shared => (VmaKind::Shmem, None),
-            Backing::Anon => (VmaKind::Anon, None),
-            Backing::Shmem => (VmaKind::Shmem, None),
-            Backing::File { file } => {
-                let i = self.sc.files.iter().position(|f| &f.name == file);
-                (VmaKind::File, i.map(|i| self.addr.files[i]))
-            }
-        };
-        let args = MmapArgs {
-            len: size,
-            prot_read: true,
-            prot_write: write,
-            prot_exec: false,
-            shared,
-            kind,
-            file,
-            offset,
-        };
-        self.addr.k.do_mmap(self.addr.cur, args).unwrap_or(0)
+        let file = file.map(|i| self.addr.files[i as usize]);
+        let (k, mm) = (&mut self.addr.k, self.addr.cur);
+        k.sys_mmap(mm, 0, size, prot, flags, file, offset)
+            .unwrap_or(0)
     }
 
-    fn steps(&mut self, steps: &[Step]) -> Result<Vec<Op>, NativeError> {
+    fn steps(&mut self, steps: &[Step]) -> Result<Vec<Op>, CompileError> {
         let forks = steps
             .iter()
             .filter(|s| matches!(s.kind, StepKind::Fork { .. }))
@@ -346,21 +373,21 @@ impl Compiler<'_> {
         steps.iter().map(|s| self.step(s)).collect()
     }
 
-    fn region(&self, name: &str, at: &str) -> Result<(u32, u64), NativeError> {
+    fn region(&self, name: &str, at: &str) -> Result<(u32, u64), CompileError> {
         let &id = self
             .by_name
             .get(name)
-            .ok_or_else(|| NativeError::Unsupported {
+            .ok_or_else(|| CompileError {
                 at: at.to_string(),
                 what: format!("region {name:?} is not mapped by an earlier step"),
             })?;
         Ok((id, self.regions[id as usize].size))
     }
 
-    fn range(&self, size: u64, r: &Range, at: &str) -> Result<(u64, u64), NativeError> {
+    fn range(&self, size: u64, r: &Range, at: &str) -> Result<(u64, u64), CompileError> {
         let len = r.len.unwrap_or(size.saturating_sub(r.offset));
         if r.offset.checked_add(len).is_none_or(|e| e > size) {
-            return Err(NativeError::Unsupported {
+            return Err(CompileError {
                 at: at.to_string(),
                 what: format!("range {:#x}+{len:#x} is outside the region", r.offset),
             });
@@ -368,7 +395,7 @@ impl Compiler<'_> {
         Ok((r.offset, len))
     }
 
-    fn step(&mut self, s: &Step) -> Result<Op, NativeError> {
+    fn step(&mut self, s: &Step) -> Result<Op, CompileError> {
         let at = s.loc.to_string();
         let step = self.locs.len() as u32;
         self.locs.push(at.clone());
@@ -383,69 +410,41 @@ impl Compiler<'_> {
                 advise,
             } => {
                 let mut p = 0;
-                if prot.read {
-                    p |= libc::PROT_READ;
+                for (on, bit) in [
+                    (prot.read, PROT_READ),
+                    (prot.write, PROT_WRITE),
+                    (prot.exec, PROT_EXEC),
+                ] {
+                    if on {
+                        p |= bit;
+                    }
                 }
-                if prot.write {
-                    p |= libc::PROT_WRITE;
-                }
-                if prot.exec {
-                    p |= libc::PROT_EXEC;
-                }
-                let share = if *shared {
-                    libc::MAP_SHARED
-                } else {
-                    libc::MAP_PRIVATE
-                };
-                let (flags, file, kind) = match backing {
-                    Backing::Anon => (
-                        share | libc::MAP_ANONYMOUS,
-                        None,
-                        if *shared {
-                            RegionKind::Shmem
-                        } else {
-                            RegionKind::Anon
-                        },
-                    ),
-                    Backing::Shmem => (
-                        libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                        None,
-                        RegionKind::Shmem,
-                    ),
+                let share = if *shared { MAP_SHARED } else { MAP_PRIVATE };
+                let (flags, file) = match backing {
+                    Backing::Anon => (share | MAP_ANONYMOUS, None),
+                    // `kind = "shmem"` is the language's name for
+                    // MAP_SHARED|MAP_ANONYMOUS (the parser requires shared).
+                    Backing::Shmem => (MAP_SHARED | MAP_ANONYMOUS, None),
                     Backing::File { file } => {
                         let idx = self
                             .sc
                             .files
                             .iter()
                             .position(|f| &f.name == file)
-                            .ok_or_else(|| NativeError::Unsupported {
+                            .ok_or_else(|| CompileError {
                                 at: at.clone(),
                                 what: format!("no [[file]] named {file:?}"),
                             })?;
-                        let oflags = if prot.write && *shared {
-                            libc::O_RDWR
-                        } else {
-                            libc::O_RDONLY
-                        };
                         self.maps_files = true;
-                        (
-                            share,
-                            Some((idx as u32, oflags)),
-                            RegionKind::File {
-                                private_writable: prot.write && !*shared,
-                            },
-                        )
+                        (share, Some(idx as u32))
                     }
                 };
-                if kind
-                    != (RegionKind::File {
-                        private_writable: false,
-                    })
-                {
+                // Memory the mapping may populate beyond the page cache:
+                // anonymous and shmem pages, private copies of file pages.
+                if file.is_none() || (prot.write && !*shared) {
                     self.anon_bytes = self.anon_bytes.saturating_add(*size);
                 }
-                let advise = advise.iter().map(|&a| madv(a)).collect();
-                let hint = self.sim_address(backing, *shared, *size, *file_offset, prot.write);
+                let hint = self.layout_address(p, flags, file, *size, *file_offset);
                 self.addr.regions.insert(region.clone(), hint);
                 let id = self.regions.len() as u32;
                 self.regions.push(RegionDecl {
@@ -461,7 +460,7 @@ impl Compiler<'_> {
                     file,
                     size: *size,
                     file_offset: *file_offset,
-                    advise,
+                    advise: advise.clone(),
                     hint,
                 }
             }
@@ -480,7 +479,7 @@ impl Compiler<'_> {
                     Pattern::OnePerPageTable => Pat::OnePerPt,
                     Pattern::Random { seed } => {
                         let n = u32::try_from(len / PAGE_SIZE).map_err(|_| {
-                            NativeError::Unsupported {
+                            CompileError {
                                 at: at.clone(),
                                 what: "random touch of more than 2^32 pages".into(),
                             }
@@ -512,7 +511,7 @@ impl Compiler<'_> {
             } => {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
-                let advice = madv(*advice);
+                let advice = *advice;
                 Op::Madvise {
                     step,
                     region: id,
@@ -526,7 +525,7 @@ impl Compiler<'_> {
                 let (id, size) = self.region(region, &at)?;
                 let (offset, len) = self.range(size, range, &at)?;
                 if let Some(&base) = self.addr.regions.get(region) {
-                    let _ = self.addr.k.do_munmap(self.addr.cur, base + offset, len);
+                    let _ = self.addr.k.sys_munmap(self.addr.cur, base + offset, len);
                 }
                 Op::Munmap {
                     step,
@@ -541,7 +540,7 @@ impl Compiler<'_> {
                     self.addr
                         .k
                         .dup_mm(parent)
-                        .map_err(|e| NativeError::Unsupported {
+                        .map_err(|e| CompileError {
                             at: at.clone(),
                             what: e.to_string(),
                         })?;
@@ -612,7 +611,7 @@ impl Compiler<'_> {
                 let threads = threads
                     .iter()
                     .map(|steps| steps.iter().map(|s| self.step(s)).collect())
-                    .collect::<Result<Vec<Vec<Op>>, NativeError>>()?;
+                    .collect::<Result<Vec<Vec<Op>>, CompileError>>()?;
                 Op::Threads {
                     step,
                     sleep: *after == ThreadAfter::Sleep,
@@ -625,8 +624,8 @@ impl Compiler<'_> {
 
     /// The memory cgroup a reclaim step acts on: the process's, which a
     /// memcg step made (the scenario crate checks there is one).
-    fn memcg(&self, at: &str) -> Result<u32, NativeError> {
-        self.cur_memcg.ok_or_else(|| NativeError::Unsupported {
+    fn memcg(&self, at: &str) -> Result<u32, CompileError> {
+        self.cur_memcg.ok_or_else(|| CompileError {
             at: at.to_string(),
             what: "the process is not in a memory cgroup of the scenario (no memcg step before \
                    this one); the native engine never reclaims the host's cgroups"
@@ -639,7 +638,7 @@ impl Compiler<'_> {
 mod tests {
     use super::*;
 
-    fn plan(text: &str) -> Result<Plan, NativeError> {
+    fn plan(text: &str) -> Result<Workload, CompileError> {
         let sc = foliosim_scenario::parse_str("t.toml", text, &[]).expect("valid scenario");
         compile(&sc)
     }
@@ -724,8 +723,9 @@ op = "wait"
         assert_eq!(p.locs.len(), 6);
         match &p.root[0] {
             Op::Mmap { advise, flags, .. } => {
-                assert_eq!(advise, &[libc::MADV_HUGEPAGE]);
-                assert_eq!(*flags, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS);
+                assert_eq!(advise, &[Madv::Hugepage]);
+                // include/uapi/asm-generic/mman-common.h: MAP_PRIVATE 0x02, MAP_ANONYMOUS 0x20
+                assert_eq!(*flags, 0x22);
             }
             o => panic!("{o:?}"),
         }
@@ -773,13 +773,13 @@ advice = "free"
         )
         .unwrap();
         match &p.root[0] {
-            Op::Mmap { advise, .. } => assert_eq!(advise, &[3, 20]),
+            Op::Mmap { advise, .. } => assert_eq!(advise, &[Madv::Willneed, Madv::Cold]),
             o => panic!("{o:?}"),
         }
         let advice: Vec<i32> = p.root[1..]
             .iter()
             .map(|o| match o {
-                Op::Madvise { advice, .. } => *advice,
+                Op::Madvise { advice, .. } => advice.raw(),
                 o => panic!("{o:?}"),
             })
             .collect();
@@ -834,7 +834,7 @@ op = "join"
             assert!(matches!(
                 ops[1],
                 Op::Madvise {
-                    advice: libc::MADV_DONTNEED,
+                    advice: Madv::Dontneed,
                     len: 4096,
                     ..
                 }

@@ -1,0 +1,130 @@
+//! Counter names and who can observe them.
+//!
+//! Every counter a report carries is named as the kernel's own tools name
+//! it, so that the engines' reports line up:
+//! * `/proc/vmstat` fields (`pgfault`, `pswpout`, ...) and the per-size
+//!   mTHP stats (`hugepages-64kB/anon_fault_alloc`): system-wide;
+//! * `minor-faults` / `major-faults` (getrusage of the workload's
+//!   processes), tracepoints counted for the workload (`tlb:tlb_flush`,
+//!   with per-reason and per-order parts after a `/`), pagemap step
+//!   results (`pagemap/<step>/...`) and folio histograms
+//!   (`folios/<region>/<size>`): per process;
+//! * `kfunc/<function>`: calls of a kernel function counted by kprobes in a
+//!   guest kernel, system-wide in that guest;
+//! * `sim/...`: operations only the model can count.
+
+/// Who can observe a counter, which decides how a native measurement of
+/// it is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CounterKind {
+    /// Counted for the workload's own processes: a native run measures
+    /// exactly the scenario's events.
+    PerProcess,
+    /// Counted for the whole machine: other processes move it too.
+    SystemWide,
+    /// Only the model can count it.
+    ModelOnly,
+}
+
+/// `exceptions:page_fault_user` (x86 only).
+pub const PAGE_FAULT_USER: &str = "exceptions:page_fault_user";
+/// `filemap:mm_filemap_map_pages`
+pub const FILEMAP_MAP_PAGES: &str = "filemap:mm_filemap_map_pages";
+/// `filemap:mm_filemap_fault`
+pub const FILEMAP_FAULT: &str = "filemap:mm_filemap_fault";
+/// `filemap:mm_filemap_add_to_page_cache`
+pub const FILEMAP_ADD_TO_PAGE_CACHE: &str = "filemap:mm_filemap_add_to_page_cache";
+/// `tlb:tlb_flush` (x86 only), with a part per reason.
+pub const TLB_FLUSH: &str = "tlb:tlb_flush";
+/// `vmscan:mm_vmscan_reclaim_pages`
+pub const VMSCAN_RECLAIM_PAGES: &str = "vmscan:mm_vmscan_reclaim_pages";
+/// `vmscan:mm_vmscan_write_folio`
+pub const VMSCAN_WRITE_FOLIO: &str = "vmscan:mm_vmscan_write_folio";
+/// `kmem:mm_page_alloc`, counted per order (`kmem:mm_page_alloc/order=N`).
+pub const MM_PAGE_ALLOC: &str = "kmem:mm_page_alloc";
+
+/// The tracepoints the native engine counts for the workload, in the order
+/// it opens them.
+pub const TRACEPOINTS: [&str; 8] = [
+    PAGE_FAULT_USER,
+    FILEMAP_MAP_PAGES,
+    FILEMAP_FAULT,
+    FILEMAP_ADD_TO_PAGE_CACHE,
+    TLB_FLUSH,
+    VMSCAN_RECLAIM_PAGES,
+    VMSCAN_WRITE_FOLIO,
+    MM_PAGE_ALLOC,
+];
+
+/// The tracepoints only x86 has: on arm64 they are absent, never 0.
+pub const X86_ONLY: [&str; 2] = [PAGE_FAULT_USER, TLB_FLUSH];
+
+/// `enum tlb_flush_reason` (include/linux/mm_types.h) with the part names
+/// `tlb:tlb_flush/<name>`.
+pub const TLB_FLUSH_REASONS: [(u32, &str); 6] = [
+    (0, "task_switch"),
+    (1, "remote_shootdown"),
+    (2, "local_shootdown"),
+    (3, "local_mm_shootdown"),
+    (4, "remote_ipi_send"),
+    (5, "remote_wrong_cpu"),
+];
+
+/// getrusage(2) fault counts of the workload's processes.
+pub const MINOR_FAULTS: &str = "minor-faults";
+pub const MAJOR_FAULTS: &str = "major-faults";
+
+/// Prefixes of the counter families.
+pub const SIM_PREFIX: &str = "sim/";
+pub const KFUNC_PREFIX: &str = "kfunc/";
+pub const PAGEMAP_PREFIX: &str = "pagemap/";
+pub const FOLIOS_PREFIX: &str = "folios/";
+pub const MTHP_PREFIX: &str = "hugepages-";
+
+/// Who can observe counter `name`.
+pub fn kind(name: &str) -> CounterKind {
+    let family = name.split('/').next().unwrap_or(name);
+    if name.starts_with(SIM_PREFIX) {
+        CounterKind::ModelOnly
+    } else if name.starts_with(KFUNC_PREFIX) || name.starts_with(MTHP_PREFIX) {
+        CounterKind::SystemWide
+    } else if name == MINOR_FAULTS
+        || name == MAJOR_FAULTS
+        || family.contains(':')
+        || name.starts_with(PAGEMAP_PREFIX)
+        || name.starts_with(FOLIOS_PREFIX)
+    {
+        CounterKind::PerProcess
+    } else {
+        CounterKind::SystemWide
+    }
+}
+
+/// Whether `name` is a tracepoint counter only x86 kernels have.
+pub fn x86_only(name: &str) -> bool {
+    let base = name.split('/').next().unwrap_or(name);
+    X86_ONLY.contains(&base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_how_each_family_is_counted() {
+        assert_eq!(kind("minor-faults"), CounterKind::PerProcess);
+        assert_eq!(kind("tlb:tlb_flush/remote_ipi_send"), CounterKind::PerProcess);
+        assert_eq!(kind("kmem:mm_page_alloc/order=9"), CounterKind::PerProcess);
+        assert_eq!(kind("folios/heap/64K"), CounterKind::PerProcess);
+        assert_eq!(kind("pagemap/a/present"), CounterKind::PerProcess);
+        assert_eq!(kind("pgfault"), CounterKind::SystemWide);
+        assert_eq!(
+            kind("hugepages-64kB/anon_fault_alloc"),
+            CounterKind::SystemWide
+        );
+        assert_eq!(kind("kfunc/try_to_unmap_one"), CounterKind::SystemWide);
+        assert_eq!(kind("sim/ptep_get"), CounterKind::ModelOnly);
+        assert!(x86_only("tlb:tlb_flush/local_shootdown"));
+        assert!(!x86_only("filemap:mm_filemap_fault"));
+    }
+}
