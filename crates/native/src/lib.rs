@@ -49,8 +49,8 @@ use std::ffi::CString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use foliosim_report::{ExpectOutcome, Report};
-use foliosim_scenario::{Arch, MthpMode, Scenario, Tolerance};
+use foliosim_report::Report;
+use foliosim_scenario::{Arch, MthpMode, Scenario};
 use foliosim_workload::Workload;
 
 /// How to run natively.
@@ -320,35 +320,6 @@ fn require_readable(path: &str, what: &str) -> Result<(), NativeError> {
         .map_err(|e| NativeError::Refused(format!("cannot read {path} ({e}): {what}")))
 }
 
-/// Evaluate the scenario's expectations (as the simulator does).
-fn expectations(sc: &Scenario, r: &Report) -> Vec<ExpectOutcome> {
-    sc.expects
-        .iter()
-        .map(|e| {
-            let actual = r.value(&e.phase, &e.counter);
-            let (ok, tolerance) = match e.tolerance {
-                Tolerance::Abs(t) => (
-                    actual.is_some_and(|a| (a - e.value).abs() <= t),
-                    format!("{t}"),
-                ),
-                Tolerance::Rel(p) => (
-                    actual.is_some_and(|a| (a - e.value).abs() <= e.value.abs() * p / 100.0),
-                    format!("{p}%"),
-                ),
-            };
-            ExpectOutcome {
-                at: e.loc.to_string(),
-                phase: e.phase.clone(),
-                counter: e.counter.clone(),
-                expected: e.value,
-                actual,
-                tolerance,
-                ok,
-            }
-        })
-        .collect()
-}
-
 /// The CPU the workload is pinned to: the last one this thread may use.
 fn workload_cpu() -> Result<usize, NativeError> {
     let set =
@@ -430,7 +401,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
             what: errs.join("; "),
         });
     }
-    report.expectations = expectations(sc, &report);
+    report.evaluate(&sc.expects);
     Ok(report)
 }
 

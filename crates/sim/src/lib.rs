@@ -150,40 +150,8 @@ pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Re
         Arch::X86_64 => engine::Engine::<X86_64>::run(sc, wl, cfg)?,
         Arch::Arm64 => engine::Engine::<Arm64>::run(sc, wl, cfg)?,
     };
-    report.expectations = evaluate_expectations(sc, &report);
+    report.evaluate(&sc.expects);
     Ok(report)
-}
-
-/// Compare every `[[expect]]` with the report.
-pub fn evaluate_expectations(
-    sc: &Scenario,
-    report: &Report,
-) -> Vec<foliosim_report::ExpectOutcome> {
-    sc.expects
-        .iter()
-        .map(|e| {
-            let actual = report.value(&e.phase, &e.counter);
-            let (ok, tolerance) = match e.tolerance {
-                foliosim_scenario::Tolerance::Abs(t) => (
-                    actual.is_some_and(|a| (a - e.value).abs() <= t),
-                    format!("{t}"),
-                ),
-                foliosim_scenario::Tolerance::Rel(p) => (
-                    actual.is_some_and(|a| (a - e.value).abs() <= e.value.abs() * p / 100.0),
-                    format!("{p}%"),
-                ),
-            };
-            foliosim_report::ExpectOutcome {
-                at: e.loc.to_string(),
-                phase: e.phase.clone(),
-                counter: e.counter.clone(),
-                expected: e.value,
-                actual,
-                tolerance,
-                ok,
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
