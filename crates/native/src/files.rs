@@ -115,41 +115,20 @@ impl HostFile {
         Ok((n, v.len() as u64, v))
     }
 
-    /// Bring the page cache of a warm file back to its filled state where
-    /// pages were evicted: a `write` file has the write(2) calls that
-    /// covered the missing pages redone, a `read` file the read(2) calls.
-    /// Returns whether anything was missing.
+    /// Bring the page cache of a warm file back to its filled state when
+    /// pages were evicted (the host's proactive reclaim takes cold page
+    /// cache). A fault that met an evicted page read it back through
+    /// readahead, in larger folios than the fill made, so redoing only the
+    /// missing pages would keep those: the whole cache is dropped and the
+    /// file filled again as `create` fills it. Returns whether anything
+    /// was missing.
     pub(crate) fn repopulate(&self) -> io::Result<bool> {
-        let (n, total, v) = self.resident()?;
+        let (n, total, _) = self.resident()?;
         if n == total || !self.warm() {
             return Ok(false);
         }
-        let chunk = match self.spec.fill {
-            CacheFill::Write { write_size } => write_size,
-            CacheFill::Read { read_size } => read_size,
-            CacheFill::Cold => unreachable!(),
-        };
-        let f = self.open_rw()?;
-        let mut buf = vec![0u8; chunk as usize];
-        let pat = pattern(chunk as usize);
-        let mut off = 0u64;
-        while off < self.spec.size {
-            let n = chunk.min(self.spec.size - off);
-            let first = (off / 4096) as usize;
-            let last = ((off + n).div_ceil(4096) as usize).min(v.len());
-            if v[first..last].iter().any(|&b| b & 1 == 0) {
-                match self.spec.fill {
-                    CacheFill::Write { .. } => f.write_all_at(&pat[..n as usize], off)?,
-                    _ => {
-                        f.read_exact_at(&mut buf[..n as usize], off)?;
-                    }
-                }
-            }
-            off += n;
-        }
-        if matches!(self.spec.fill, CacheFill::Write { .. }) {
-            f.sync_all()?;
-        }
+        self.evict(&self.open_rw()?)?;
+        self.create()?;
         Ok(true)
     }
 }

@@ -245,7 +245,15 @@ pub fn quiet_host_devices() -> (HostDevices, bool) {
 /// The `scenarios/corpus/*.toml` files whose name starts with `prefix`,
 /// sorted.
 pub fn corpus_files(prefix: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/corpus");
+    scenario_files("corpus", prefix)
+}
+
+/// Every scenario file in `scenarios/<dir>/` whose name starts with
+/// `prefix`, sorted.
+pub fn scenario_files(dir: &str, prefix: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -258,6 +266,19 @@ pub fn corpus_files(prefix: &str) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// Every folder under `scenarios/`, sorted (corpus, calibrate, seeds).
+pub fn scenario_dirs() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut dirs: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 /// `path` loaded with the probed host's value for every `[system]` knob
