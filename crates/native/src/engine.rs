@@ -14,7 +14,8 @@ use crate::memcg::Cgroups;
 use crate::perf::{Counters, Events};
 use foliosim_workload::Workload as Plan;
 use crate::sys;
-use crate::workload::{self, Msg, MSG_BYTES};
+use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES};
+use crate::workload;
 use crate::{host, NativeError};
 
 /// Everything an attempt needs from the run.
@@ -208,11 +209,7 @@ impl Workload<'_> {
                     format!("short message from the workload ({n} bytes)"),
                 ));
             }
-            let mut m = [0u64; 6];
-            for (w, c) in m.iter_mut().zip(buf.chunks_exact(8)) {
-                *w = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
-            }
-            return Ok(m);
+            return Msg::decode(&buf).map_err(|e| io_err("native engine", e));
         }
     }
 
@@ -236,61 +233,56 @@ impl Workload<'_> {
     }
 }
 
-/// The step location (or `none` outside a step) and the errno of a
-/// workload message.
-fn msg_at_errno(ctx: &Ctx<'_>, m: &Msg, none: &str) -> (String, std::io::Error) {
-    let at = ctx
-        .plan
+/// The location of step `step` (or `none` outside a step).
+fn step_at(ctx: &Ctx<'_>, step: u64, none: &str) -> String {
+    ctx.plan
         .locs
-        .get(m[1] as usize)
+        .get(step as usize)
         .cloned()
-        .unwrap_or_else(|| none.into());
-    (at, std::io::Error::from_raw_os_error(m[3] as i32))
+        .unwrap_or_else(|| none.into())
 }
 
-fn note_message(ctx: &Ctx<'_>, m: &Msg) -> String {
-    let (at, errno) = msg_at_errno(ctx, m, "workload");
-    match m[2] {
-        workload::N_RECLAIM_SHORT => {
+fn note_message(ctx: &Ctx<'_>, step: u64, what: Notice, err: u64) -> String {
+    let at = step_at(ctx, step, "workload");
+    let errno = std::io::Error::from_raw_os_error(err as i32);
+    match what {
+        Notice::ReclaimShort => {
             format!("{at}: the kernel reclaimed less than the step asks ({errno}); the run goes on")
         }
-        c => format!("{at}: workload note {c} ({errno})"),
     }
 }
 
-fn error_message(ctx: &Ctx<'_>, m: &Msg) -> NativeError {
-    let (at, errno) = msg_at_errno(ctx, m, "workload set-up");
-    let what = match m[2] {
-        workload::E_OPEN => format!("open(2) of the scenario file failed: {errno}"),
-        workload::E_MMAP => format!("mmap(2) failed: {errno}"),
-        workload::E_MADVISE => format!("madvise(2) failed: {errno}"),
-        workload::E_MUNMAP => format!("munmap(2) failed: {errno}"),
-        workload::E_FORK => format!("fork(2) failed: {errno}"),
-        workload::E_PIPE => format!("pipe(2) failed: {errno}"),
-        workload::E_CHILD_DIED => format!("the forked child (pid {}) died", m[3]),
-        workload::E_SIGNAL => format!(
-            "the workload process {} received {} at address {:#x}",
-            m[5],
-            sys::signal_name(m[3] as i32),
-            m[4]
+fn error_message(ctx: &Ctx<'_>, step: u64, why: Failure, err: u64, addr: u64, pid: u64) -> NativeError {
+    let at = step_at(ctx, step, "workload set-up");
+    let errno = std::io::Error::from_raw_os_error(err as i32);
+    let what = match why {
+        Failure::Open => format!("open(2) of the scenario file failed: {errno}"),
+        Failure::Mmap => format!("mmap(2) failed: {errno}"),
+        Failure::Madvise => format!("madvise(2) failed: {errno}"),
+        Failure::Munmap => format!("munmap(2) failed: {errno}"),
+        Failure::Fork => format!("fork(2) failed: {errno}"),
+        Failure::Pipe => format!("pipe(2) failed: {errno}"),
+        Failure::ChildDied => format!("the forked child (pid {err}) died"),
+        Failure::Signal => format!(
+            "the workload process {pid} received {} at address {addr:#x}",
+            sys::signal_name(err as i32),
         ),
-        workload::E_MEMCG_MOVE => {
+        Failure::MemcgMove => {
             format!("moving the process into its memory cgroup (cgroup.procs) failed: {errno}")
         }
-        workload::E_MEMCG_USAGE => format!("reading the memory cgroup's usage failed: {errno}"),
-        workload::E_MEMCG_LIMIT => {
+        Failure::MemcgUsage => format!("reading the memory cgroup's usage failed: {errno}"),
+        Failure::MemcgLimit => {
             format!("writing the memory cgroup's limit (v1 reclaim emulation) failed: {errno}")
         }
-        workload::E_MEMCG_RECLAIM => format!("writing memory.reclaim failed: {errno}"),
-        workload::E_FORCE_EMPTY => format!("writing memory.force_empty failed: {errno}"),
-        workload::E_THREAD => format!("pthread_create of a scenario thread failed: {errno}"),
-        workload::E_AFFINITY => {
+        Failure::MemcgReclaim => format!("writing memory.reclaim failed: {errno}"),
+        Failure::ForceEmpty => format!("writing memory.force_empty failed: {errno}"),
+        Failure::Thread => format!("pthread_create of a scenario thread failed: {errno}"),
+        Failure::Affinity => {
             format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
         }
-        workload::E_RSEQ => format!(
+        Failure::Rseq => format!(
             "unregistering glibc's rseq area (so the kernel never writes it copy-on-write after a fork) failed: {errno}"
         ),
-        c => format!("workload error {c}"),
     };
     NativeError::Io { at, what }
 }
@@ -518,36 +510,52 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
     let mut last_warm: Option<std::time::Instant> = None;
     let all_files_warm = !ctx.files.is_empty() && ctx.files.iter().all(HostFile::warm);
     loop {
-        let m = wl.recv()?;
-        match m[0] {
-            workload::MSG_READY => {
+        match wl.recv()? {
+            Msg::Ready { .. } => {
                 perf = Some(Counters::open(wl.pid, ctx.events, &mut missing));
                 wl.go()?;
             }
-            workload::MSG_MAPPED => {
-                let name = ctx.plan.regions[m[1] as usize].name.clone();
-                regions.insert(name, (m[2], m[3]));
+            Msg::Mapped { region, addr, len } => {
+                let name = ctx.plan.regions[region as usize].name.clone();
+                regions.insert(name, (addr, len));
             }
-            workload::MSG_THREAD => tids.push(m[2]),
-            workload::MSG_OVERHEAD => {
-                overhead.faults.0 += m[1];
-                overhead.faults.1 += m[2];
+            Msg::Thread { tid, .. } => tids.push(tid),
+            Msg::Overhead { minflt, majflt } => {
+                overhead.faults.0 += minflt;
+                overhead.faults.1 += majflt;
             }
-            workload::MSG_OVERHEAD_EV => {
-                if let Some(e) = ctx.events.events.get(m[1] as usize) {
-                    *overhead.events.entry(e.name.clone()).or_insert(0) += m[2];
+            Msg::OverheadEvent { event, count } => {
+                if let Some(e) = ctx.events.events.get(event as usize) {
+                    *overhead.events.entry(e.name.clone()).or_insert(0) += count;
                 }
             }
-            workload::MSG_ERROR => return Err(error_message(ctx, &m)),
-            workload::MSG_PAGEMAP => {
-                pagemap_step(ctx, wl.pid, m[1] as usize, &regions, open.as_mut())?;
+            Msg::Error {
+                step,
+                why,
+                err,
+                addr,
+                pid,
+            } => return Err(error_message(ctx, step, why, err, addr, pid)),
+            Msg::Pagemap { idx } => {
+                pagemap_step(ctx, wl.pid, idx as usize, &regions, open.as_mut())?;
                 wl.go()?;
             }
-            workload::MSG_NOTE => eprintln!("foliosim native: note: {}", note_message(ctx, &m)),
-            workload::MSG_MARK => {
+            Msg::Note {
+                step, what, err, ..
+            } => eprintln!(
+                "foliosim native: note: {}",
+                note_message(ctx, step, what, err)
+            ),
+            Msg::Mark {
+                mark,
+                phase: idx,
+                wall_ns,
+                cpu_ns,
+            } => {
                 if let Some(o) = open.take() {
                     let end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
-                    let phase = end_phase(ctx, wl.pid, o, end, (m[3], m[4]), &regions, &mut flags)?;
+                    let phase =
+                        end_phase(ctx, wl.pid, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
                     let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
                     if !changed.is_empty() {
                         return Err(NativeError::Changed(format!(
@@ -568,9 +576,9 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                     }
                     phases.push(phase);
                 }
-                match m[1] {
-                    workload::MARK_PHASE => {
-                        let name = ctx.plan.phases[m[2] as usize].clone();
+                match mark {
+                    Mark::Phase => {
+                        let name = ctx.plan.phases[idx as usize].clone();
                         // Free page reporting hands memory back after ~2 s.
                         if last_warm.is_none_or(|t| t.elapsed().as_millis() > 1000) {
                             warm_host_memory(ctx.warm_bytes);
@@ -595,15 +603,9 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                         });
                         wl.go()?;
                     }
-                    workload::MARK_PHASE_END => wl.go()?,
-                    _ => break,
+                    Mark::PhaseEnd => wl.go()?,
+                    Mark::End => break,
                 }
-            }
-            k => {
-                return Err(io_err(
-                    "native engine",
-                    format!("unknown message {k} from the workload"),
-                ))
             }
         }
     }

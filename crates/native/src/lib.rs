@@ -38,6 +38,7 @@ mod memcg;
 mod pagemap;
 mod perf;
 mod probe;
+mod protocol;
 mod swapdev;
 mod sys;
 mod threads;

@@ -25,8 +25,8 @@
 //!   exceptions:page_fault_user does not, glibc's rseq area is unregistered
 //!   at set-up: the kernel would write it copy-on-write after each fork.
 //!
-//! Messages to the engine are fixed-size (48 bytes, below PIPE_BUF, so
-//! writes from several processes never interleave). Only the root process
+//! Messages to the engine are `crate::protocol::Msg` records (fixed-size,
+//! below PIPE_BUF, so writes from several processes never interleave). Only the root process
 //! waits for the engine (at phase markers); a forking process waits for its
 //! child's steps through a pipe, so exactly one workload process runs at a
 //! time.
@@ -38,35 +38,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
+use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
-
-pub(crate) const MSG_WORDS: usize = 6;
-pub(crate) const MSG_BYTES: usize = MSG_WORDS * 8;
-pub(crate) type Msg = [u64; MSG_WORDS];
-
-/// [READY, pid]
-pub(crate) const MSG_READY: u64 = 1;
-/// [MAPPED, region, addr, len]
-pub(crate) const MSG_MAPPED: u64 = 2;
-/// [OVERHEAD, minflt, majflt]
-pub(crate) const MSG_OVERHEAD: u64 = 3;
-/// [MARK, kind, phase index, wall ns, thread cpu ns]
-pub(crate) const MSG_MARK: u64 = 4;
-/// [ERROR, step, code, errno or signal, address, pid]
-pub(crate) const MSG_ERROR: u64 = 5;
-/// [OVERHEAD_EV, event index, count]: tracepoint hits of the overhead.
-pub(crate) const MSG_OVERHEAD_EV: u64 = 6;
-/// [NOTE, step, code, errno, 0, pid]: something the engine says on stderr.
-pub(crate) const MSG_NOTE: u64 = 7;
-/// `[MSG_PAGEMAP, idx, ..]`: pagemap step `idx`; the engine reads this
-/// process's pagemap and says go.
-pub(crate) const MSG_PAGEMAP: u64 = 8;
-/// `[MSG_THREAD, index, tid]`: a scenario thread was created (set-up).
-pub(crate) const MSG_THREAD: u64 = 9;
-
-/// A memcg reclaim step reclaimed less than asked (errno: EAGAIN from
-/// memory.reclaim, EBUSY from the v1 limit or force_empty).
-pub(crate) const N_RECLAIM_SHORT: u64 = 1;
 
 /// At most this many tracepoint counters (crate::perf opens 13).
 pub(crate) const MAX_EVENTS: usize = 16;
@@ -76,39 +49,6 @@ fn page_fault_user(events: &[Event]) -> Option<usize> {
         .iter()
         .position(|e| e.name == "exceptions:page_fault_user")
 }
-
-pub(crate) const MARK_PHASE: u64 = 0;
-pub(crate) const MARK_PHASE_END: u64 = 1;
-pub(crate) const MARK_END: u64 = 2;
-
-pub(crate) const E_OPEN: u64 = 1;
-pub(crate) const E_MMAP: u64 = 2;
-pub(crate) const E_MADVISE: u64 = 3;
-pub(crate) const E_MUNMAP: u64 = 4;
-pub(crate) const E_FORK: u64 = 5;
-pub(crate) const E_PIPE: u64 = 6;
-pub(crate) const E_CHILD_DIED: u64 = 7;
-pub(crate) const E_SIGNAL: u64 = 8;
-/// Writing cgroup.procs of the step's memory cgroup failed.
-pub(crate) const E_MEMCG_MOVE: u64 = 9;
-/// Reading the memory usage of the cgroup failed.
-pub(crate) const E_MEMCG_USAGE: u64 = 10;
-/// Writing the cgroup's memory limit failed.
-pub(crate) const E_MEMCG_LIMIT: u64 = 11;
-/// Writing memory.reclaim failed.
-pub(crate) const E_MEMCG_RECLAIM: u64 = 12;
-/// Writing memory.force_empty failed.
-pub(crate) const E_FORCE_EMPTY: u64 = 13;
-/// pthread_create of a scenario thread failed.
-pub(crate) const E_THREAD: u64 = 14;
-/// sched_setaffinity of a scenario thread failed.
-pub(crate) const E_AFFINITY: u64 = 15;
-
-/// Unregistering glibc's rseq area failed (set-up).
-pub(crate) const E_RSEQ: u64 = 16;
-
-/// No step yet (set-up).
-pub(crate) const NO_STEP: u64 = u64::MAX;
 
 /// The step being executed (for the fault reporter).
 static CUR_STEP: AtomicU64 = AtomicU64::new(NO_STEP);
@@ -173,9 +113,10 @@ fn errno() -> u64 {
 }
 
 fn send(fd: RawFd, m: &Msg) {
+    let rec = m.encode();
     loop {
         // SAFETY: `m` is 48 readable bytes.
-        let n = unsafe { libc::write(fd, m.as_ptr().cast(), MSG_BYTES) };
+        let n = unsafe { libc::write(fd, rec.as_ptr().cast(), MSG_BYTES) };
         if n == MSG_BYTES as isize {
             return;
         }
@@ -222,16 +163,17 @@ fn raw_fork() -> i32 {
 extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as u64;
-    let m: Msg = [
-        MSG_ERROR,
-        CUR_STEP.load(Ordering::Relaxed),
-        E_SIGNAL,
-        sig as u64,
+    let m = Msg::Error {
+        step: CUR_STEP.load(Ordering::Relaxed),
+        why: Failure::Signal,
+        err: sig as u64,
         addr,
         // SAFETY: getpid is async-signal-safe.
-        unsafe { libc::getpid() } as u64,
-    ];
-    // SAFETY: write and _exit are async-signal-safe; `m` is 48 bytes.
+        pid: unsafe { libc::getpid() } as u64,
+    }
+    .encode();
+    // SAFETY: write and _exit are async-signal-safe (encoding allocates
+    // nothing); `m` is MSG_BYTES long.
     unsafe {
         libc::write(MSG_FD.load(Ordering::Relaxed), m.as_ptr().cast(), MSG_BYTES);
         libc::_exit(3);
@@ -705,7 +647,7 @@ fn load_word(addr: u64) {
 /// A touch, madvise or munmap step on the scenario regions mapped at
 /// `regions` (the steps a scenario thread may run as well as the main
 /// one). Err: the error code and errno of a failed system call.
-fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (u64, u64)> {
+fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
     match op {
         Op::Touch {
             step,
@@ -731,7 +673,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (u64, u64)> {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             let a = regions[*region as usize] + offset;
             if !madvise_calls(a, *len, *per_call, advice.raw()) {
-                return Err((E_MADVISE, errno()));
+                return Err((Failure::Madvise, errno()));
             }
         }
         Op::Munmap {
@@ -745,7 +687,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (u64, u64)> {
             // SAFETY: unmapping part of a scenario region, which Rust never
             // refers to.
             if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
-                return Err((E_MUNMAP, errno()));
+                return Err((Failure::Munmap, errno()));
             }
         }
         // The callers pass only the three above.
@@ -762,14 +704,13 @@ fn exec_thread_op(op: &Op, regions: &[u64]) {
     if let Err((code, err)) = exec_region_op(op, regions) {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u64;
-        let m = [
-            MSG_ERROR,
-            CUR_STEP.load(Ordering::Relaxed),
-            code,
+        let m = Msg::Error {
+            step: CUR_STEP.load(Ordering::Relaxed),
+            why: code,
             err,
-            0,
+            addr: 0,
             pid,
-        ];
+        };
         send(MSG_FD.load(Ordering::Relaxed), &m);
         exit(2)
     }
@@ -815,7 +756,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         live_threads: 0,
     };
     if let Err(e) = rseq {
-        p.fail(E_RSEQ, e);
+        p.fail(Failure::Rseq, e);
     }
     p.own = vec![-1; p.events.len()];
     p.open_own();
@@ -823,55 +764,74 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
     p.prewarm();
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
-    p.sync(&[MSG_READY, pid, 0, 0, 0, 0]);
+    p.sync(&Msg::Ready { pid });
     if !s.thread_cpus.is_empty() {
         // After READY: the engine's inherited counters count the threads.
         match crate::threads::start(s.thread_cpus, &p.regions, exec_thread_op) {
             Ok(t) => p.threads = t,
-            Err(e) => p.fail(E_THREAD, e),
+            Err(e) => p.fail(Failure::Thread, e),
         }
         for (i, t) in p.threads.iter().enumerate() {
             let tid = t.ctl.tid.load(Ordering::Acquire) as u64;
-            send(p.msg_w, &[MSG_THREAD, i as u64, tid, 0, 0, 0]);
+            send(
+                p.msg_w,
+                &Msg::Thread {
+                    index: i as u32,
+                    tid,
+                },
+            );
         }
         p.prewarm();
     }
     let plan = p.plan;
     p.exec(&plan.root);
-    p.mark(MARK_END, 0);
+    p.mark(Mark::End, 0);
     exit(0)
 }
 
 impl Proc<'_> {
-    /// Send the engine a message of `kind` about the current step.
-    fn report(&self, kind: u64, code: u64, err: u64) {
+    /// Tell the engine something it reports on stderr (the run goes on).
+    fn note(&self, what: Notice, err: u64) {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u64;
+        let step = CUR_STEP.load(Ordering::Relaxed);
         send(
             self.msg_w,
-            &[kind, CUR_STEP.load(Ordering::Relaxed), code, err, 0, pid],
+            &Msg::Note {
+                step,
+                what,
+                err,
+                pid,
+            },
         );
-    }
-
-    /// Tell the engine something it reports on stderr (the run goes on).
-    fn note(&self, code: u64, err: u64) {
-        self.report(MSG_NOTE, code, err);
     }
 
     /// A write to a cgroup file whose EAGAIN / EBUSY means "reclaimed less
     /// than asked" (a note); other errors end the run with `code`.
-    fn reclaim_write(&self, path: &std::ffi::CStr, data: &[u8], code: u64) {
+    fn reclaim_write(&self, path: &std::ffi::CStr, data: &[u8], code: Failure) {
         match write_file(path, data) {
             Ok(()) => {}
             Err(e) if e == libc::EAGAIN as u64 || e == libc::EBUSY as u64 => {
-                self.note(N_RECLAIM_SHORT, e)
+                self.note(Notice::ReclaimShort, e)
             }
             Err(e) => self.fail(code, e),
         }
     }
 
-    fn fail(&self, code: u64, err: u64) -> ! {
-        self.report(MSG_ERROR, code, err);
+    fn fail(&self, why: Failure, err: u64) -> ! {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u64;
+        let step = CUR_STEP.load(Ordering::Relaxed);
+        send(
+            self.msg_w,
+            &Msg::Error {
+                step,
+                why,
+                err,
+                addr: 0,
+                pid,
+            },
+        );
         exit(2)
     }
 
@@ -906,7 +866,13 @@ impl Proc<'_> {
         after: &[u64; MAX_EVENTS],
         extra_pfu: u64,
     ) {
-        send(self.msg_w, &[MSG_OVERHEAD, faults.0, faults.1, 0, 0, 0]);
+        send(
+            self.msg_w,
+            &Msg::Overhead {
+                minflt: faults.0,
+                majflt: faults.1,
+            },
+        );
         let pfu = page_fault_user(self.events);
         for i in 0..self.own.len() {
             if self.own[i] < 0 {
@@ -917,7 +883,13 @@ impl Proc<'_> {
                 d += extra_pfu;
             }
             if d != 0 {
-                send(self.msg_w, &[MSG_OVERHEAD_EV, i as u64, d, 0, 0, 0]);
+                send(
+                    self.msg_w,
+                    &Msg::OverheadEvent {
+                        event: i as u32,
+                        count: d,
+                    },
+                );
             }
         }
     }
@@ -941,10 +913,15 @@ impl Proc<'_> {
         self.t_cpu = clock(libc::CLOCK_THREAD_CPUTIME_ID);
     }
 
-    fn mark(&mut self, kind: u64, idx: u64) {
+    fn mark(&mut self, mark: Mark, idx: u32) {
         let wall = clock(libc::CLOCK_MONOTONIC).saturating_sub(self.t_wall);
         let cpu = clock(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(self.t_cpu);
-        self.sync(&[MSG_MARK, kind, idx, wall, cpu, 0]);
+        self.sync(&Msg::Mark {
+            mark,
+            phase: idx,
+            wall_ns: wall,
+            cpu_ns: cpu,
+        });
     }
 
     /// Run every code path the steps use once, on a scratch mapping, so
@@ -1090,7 +1067,7 @@ impl Proc<'_> {
                         libc::open(self.paths[*fi as usize].as_ptr(), oflags | libc::O_CLOEXEC)
                     };
                     if fd < 0 {
-                        self.fail(E_OPEN, errno());
+                        self.fail(Failure::Open, errno());
                     }
                 }
                 // SAFETY: without MAP_FIXED the hint is only a hint: the
@@ -1111,18 +1088,22 @@ impl Proc<'_> {
                     unsafe { libc::close(fd) };
                 }
                 if addr == libc::MAP_FAILED {
-                    self.fail(E_MMAP, err);
+                    self.fail(Failure::Mmap, err);
                 }
                 self.regions[*region as usize] = addr as u64;
                 for &a in advise {
                     // SAFETY: advice on the mapping just created.
                     if unsafe { libc::madvise(addr, *size as usize, a.raw()) } != 0 {
-                        self.fail(E_MADVISE, errno());
+                        self.fail(Failure::Madvise, errno());
                     }
                 }
                 send(
                     self.msg_w,
-                    &[MSG_MAPPED, *region as u64, addr as u64, *size, 0, 0],
+                    &Msg::Mapped {
+                        region: *region,
+                        addr: addr as u64,
+                        len: *size,
+                    },
                 );
             }
             Op::Touch { .. } | Op::Madvise { .. } | Op::Munmap { .. } => {
@@ -1140,17 +1121,17 @@ impl Proc<'_> {
             }
             Op::Phase { step, idx } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(MARK_PHASE, *idx as u64);
+                self.mark(Mark::Phase, *idx);
             }
             Op::PhaseEnd { step } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(MARK_PHASE_END, 0);
+                self.mark(Mark::PhaseEnd, 0);
             }
             Op::Pagemap { step, idx } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 // The phase's clocks keep running across the engine's read.
                 let (wall, cpu) = (self.t_wall, self.t_cpu);
-                self.sync(&[MSG_PAGEMAP, *idx as u64, 0, 0, 0, 0]);
+                self.sync(&Msg::Pagemap { idx: *idx });
                 self.t_wall = wall;
                 self.t_cpu = cpu;
             }
@@ -1158,7 +1139,7 @@ impl Proc<'_> {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 // "0" moves the writing process (cgroup_procs_write_start).
                 if let Err(e) = write_file(&self.cgroups[*cg as usize].procs, b"0\n") {
-                    self.fail(E_MEMCG_MOVE, e);
+                    self.fail(Failure::MemcgMove, e);
                 }
             }
             Op::MemcgReclaim { step, cg, amount } => {
@@ -1167,7 +1148,7 @@ impl Proc<'_> {
                 let mut buf = [0u8; 24];
                 match &c.reclaim {
                     Some(reclaim) => {
-                        self.reclaim_write(reclaim, fmt_u64(*amount, &mut buf), E_MEMCG_RECLAIM)
+                        self.reclaim_write(reclaim, fmt_u64(*amount, &mut buf), Failure::MemcgReclaim)
                     }
                     None => {
                         // cgroup v1: lower the limit below the usage by the
@@ -1175,12 +1156,12 @@ impl Proc<'_> {
                         // then put it back.
                         let usage = match read_u64(&c.usage) {
                             Ok(u) => u,
-                            Err(e) => self.fail(E_MEMCG_USAGE, e),
+                            Err(e) => self.fail(Failure::MemcgUsage, e),
                         };
                         let target = fmt_u64(usage.saturating_sub(*amount), &mut buf);
-                        self.reclaim_write(&c.limit, target, E_MEMCG_LIMIT);
+                        self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
                         if let Err(e) = write_file(&c.limit, &c.restore_limit) {
-                            self.fail(E_MEMCG_LIMIT, e);
+                            self.fail(Failure::MemcgLimit, e);
                         }
                     }
                 }
@@ -1193,7 +1174,7 @@ impl Proc<'_> {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 for (t, ops) in self.threads.iter().zip(threads) {
                     if let Err(e) = t.run(ops, *sleep) {
-                        self.fail(E_AFFINITY, e);
+                        self.fail(Failure::Affinity, e);
                     }
                 }
                 self.live_threads = threads.len();
@@ -1209,9 +1190,9 @@ impl Proc<'_> {
             Op::ForceEmpty { step, cg } => {
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
                 if let Some(f) = &self.cgroups[*cg as usize].force_empty {
-                    self.reclaim_write(f, b"0\n", E_FORCE_EMPTY);
+                    self.reclaim_write(f, b"0\n", Failure::ForceEmpty);
                 } else {
-                    self.fail(E_FORCE_EMPTY, libc::ENOENT as u64);
+                    self.fail(Failure::ForceEmpty, libc::ENOENT as u64);
                 }
             }
         }
@@ -1223,7 +1204,7 @@ impl Proc<'_> {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            self.fail(E_PIPE, errno());
+            self.fail(Failure::Pipe, errno());
         }
         let [done_r, done_w] = fds;
         // SAFETY: getpid has no preconditions.
@@ -1246,7 +1227,7 @@ impl Proc<'_> {
             o_mid[i] = o0[i];
         }
         if pid < 0 {
-            self.fail(E_FORK, errno());
+            self.fail(Failure::Fork, errno());
         }
         // SAFETY: our copy of the write end.
         unsafe { libc::close(done_w) };
@@ -1267,7 +1248,7 @@ impl Proc<'_> {
         // SAFETY: our descriptor.
         unsafe { libc::close(done_r) };
         if n != 1 {
-            self.fail(E_CHILD_DIED, pid as u64);
+            self.fail(Failure::ChildDied, pid as u64);
         }
     }
 
