@@ -141,3 +141,16 @@ mod tests {
         assert_eq!(Series::defaults(), Series::default());
     }
 }
+
+#[cfg(test)]
+mod docs {
+    /// The scenario language reference documents every switch of the table.
+    #[test]
+    fn every_switch_is_in_the_scenario_reference() {
+        let doc = include_str!("../../../docs/scenarios.md");
+        for sw in super::SWITCHES {
+            let key = format!("`series.{}`", sw.name);
+            assert!(doc.contains(&key), "docs/scenarios.md lacks {key}");
+        }
+    }
+}
