@@ -176,7 +176,7 @@ impl Profile {
         }
         let name = cx.string(root, "name", true)?;
         let arch = cx.string(root, "arch", true)?;
-        if arch != "x86_64" && arch != "arm64" {
+        if foliosim_uapi::Arch::from_name(&arch).is_none_or(|a| a.as_str() != arch) {
             let span = root.get("arch").and_then(Item::span);
             return Err(cx.err(
                 span,
