@@ -14,15 +14,19 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::Report;
+use foliosim_uapi::counters::{
+    self, CounterKind, FILEMAP_FAULT, FILEMAP_MAP_PAGES, FOLIOS_PREFIX, MAJOR_FAULTS, MINOR_FAULTS,
+    PAGEMAP_PREFIX, PAGE_FAULT_USER, TLB_FLUSH,
+};
 use serde_json::{json, Value};
 
 /// Counters compared exactly by default.
 pub const EXACT: [&str; 5] = [
-    "minor-faults",
-    "major-faults",
-    "exceptions:page_fault_user",
-    "filemap:mm_filemap_map_pages",
-    "filemap:mm_filemap_fault",
+    MINOR_FAULTS,
+    MAJOR_FAULTS,
+    PAGE_FAULT_USER,
+    FILEMAP_MAP_PAGES,
+    FILEMAP_FAULT,
 ];
 
 /// Swap counters: system-wide, but nothing else on the host swaps.
@@ -40,10 +44,10 @@ const SIZE_EXACT: [&str; 4] = ["/swpout", "/swpout_fallback", "/swpin", "/split"
 /// How far the native value may be from the simulated one: Some(relative
 /// tolerance) (0.0 = exact), None = shown for information only.
 pub fn default_tolerance(name: &str) -> Option<f64> {
-    if EXACT.contains(&name) || name.starts_with("folios/") || SWAP_EXACT.contains(&name) {
+    if EXACT.contains(&name) || name.starts_with(FOLIOS_PREFIX) || SWAP_EXACT.contains(&name) {
         return Some(0.0);
     }
-    if name.starts_with("pagemap/") {
+    if name.starts_with(PAGEMAP_PREFIX) {
         return pagemap_tolerance(name);
     }
     if name.starts_with("kmem:mm_page_alloc/order=") {
@@ -52,7 +56,7 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
     if name.starts_with("hugepages-") && SIZE_EXACT.iter().any(|s| name.ends_with(s)) {
         return Some(0.0);
     }
-    if name == "tlb:tlb_flush" || TLB_REASONS.contains(&name) {
+    if name == TLB_FLUSH || TLB_REASONS.contains(&name) {
         return Some(0.01);
     }
     if name.starts_with("pgscan_") || name.starts_with("pgsteal_") {
@@ -67,7 +71,7 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
 /// (swap) are; `tlb:tlb_flush` as a whole and the other system-wide
 /// counters pick up other processes' work and are shown for information.
 pub fn judged_natively(name: &str) -> bool {
-    default_tolerance(name).is_some() && name != "tlb:tlb_flush"
+    default_tolerance(name).is_some() && name != TLB_FLUSH
 }
 
 /// Pagemap step results are exact, except the kpageflags bits that follow
@@ -158,7 +162,7 @@ impl Row {
     /// Absolute slack: a few TLB flushes come from the host's background
     /// work on the workload's mm (khugepaged, page-cache eviction).
     fn slack(&self) -> f64 {
-        if self.name == "tlb:tlb_flush" || TLB_REASONS.contains(&self.name.as_str()) {
+        if self.name == TLB_FLUSH || TLB_REASONS.contains(&self.name.as_str()) {
             TLB_FLUSH_SLACK
         } else {
             0.0
@@ -202,7 +206,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
     if let Some(p) = np {
         let judged = |k: &String| {
             default_tolerance(k).is_some()
-                && (sp.is_some_and(|s| s.counters.contains_key(k)) || k.starts_with("pagemap/"))
+                && (sp.is_some_and(|s| s.counters.contains_key(k)) || k.starts_with(PAGEMAP_PREFIX))
         };
         names.extend(
             p.counters
@@ -214,7 +218,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
     for name in names {
         let s = sp.and_then(|p| p.counters.get(&name).copied());
         let n = np.and_then(|p| p.counters.get(&name).copied());
-        if n.is_none() && name.starts_with("sim/") {
+        if n.is_none() && counters::kind(&name) == CounterKind::ModelOnly {
             continue;
         }
         let host_state = if name == "kmem:mm_page_alloc/order=9" {

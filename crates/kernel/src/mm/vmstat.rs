@@ -455,3 +455,33 @@ impl VmStat {
         }
     }
 }
+
+#[cfg(test)]
+mod registry {
+    use super::Trace;
+    use foliosim_uapi::counters::{self, CounterKind, MM_PAGE_ALLOC, TLB_FLUSH, TLB_FLUSH_REASONS};
+
+    /// The model's tracepoint counters carry the names of the counter
+    /// registry, so the engines' reports line up.
+    #[test]
+    fn tracepoint_names_are_the_registrys() {
+        for tp in counters::TRACEPOINTS {
+            if tp != MM_PAGE_ALLOC {
+                assert!(
+                    Trace::ALL.iter().any(|t| t.name() == tp),
+                    "the model does not count {tp}"
+                );
+            }
+        }
+        for t in Trace::ALL {
+            let name = t.name();
+            assert_eq!(counters::kind(name), CounterKind::PerProcess, "{name}");
+            if let Some(reason) = name.strip_prefix(TLB_FLUSH).and_then(|r| r.strip_prefix('/')) {
+                assert!(
+                    TLB_FLUSH_REASONS.iter().any(|(_, r)| *r == reason),
+                    "{name} is not a tlb_flush_reason"
+                );
+            }
+        }
+    }
+}
