@@ -77,7 +77,6 @@ pub struct Config {
     pub lru_order_root: bool,
 }
 
-
 impl Default for Config {
     fn default() -> Self {
         let mut anon_orders = [MthpMode::Never; HPAGE_PMD_ORDER as usize + 1];
@@ -156,8 +155,6 @@ pub struct Kernel<A: Arch> {
     pub shmem_swap: mm::shmem::ShmemSwap,
     /// Reclaim's deferred TLB flush state.
     pub tlb_ubc: mm::vmscan::TlbUbc,
-    /// An mm is being torn down (`tlb->fullmm`): its unmaps need no flush.
-    pub exiting: bool,
     /// Memory cgroups, the charge of every folio, the charge stock.
     pub memcg: mm::memcontrol::MemcgState,
     /// The links of the ordered LRU lists (`folio->lru`).
@@ -221,7 +218,6 @@ impl<A: Arch> Kernel<A> {
             swap_of: Default::default(),
             shmem_swap: Default::default(),
             tlb_ubc: Default::default(),
-            exiting: false,
             memcg: Default::default(),
             lru: Default::default(),
             locked: Vec::new(),

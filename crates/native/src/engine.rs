@@ -12,11 +12,11 @@ use crate::guard::HostGuard;
 use crate::histogram::{self, KpageFlags};
 use crate::memcg::Cgroups;
 use crate::perf::{Counters, Events};
-use foliosim_workload::Workload as Plan;
-use crate::sys;
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES};
+use crate::sys;
 use crate::workload;
 use crate::{host, NativeError};
+use foliosim_workload::Workload as Plan;
 
 /// Everything an attempt needs from the run.
 pub(crate) struct Ctx<'a> {
@@ -252,7 +252,14 @@ fn note_message(ctx: &Ctx<'_>, step: u64, what: Notice, err: u64) -> String {
     }
 }
 
-fn error_message(ctx: &Ctx<'_>, step: u64, why: Failure, err: u64, addr: u64, pid: u64) -> NativeError {
+fn error_message(
+    ctx: &Ctx<'_>,
+    step: u64,
+    why: Failure,
+    err: u64,
+    addr: u64,
+    pid: u64,
+) -> NativeError {
     let at = step_at(ctx, step, "workload set-up");
     let errno = std::io::Error::from_raw_os_error(err as i32);
     let what = match why {

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::guard::{HostGuard, Undo};
-use foliosim_workload::Workload as Plan;
 use crate::{sys, NativeError};
+use foliosim_workload::Workload as Plan;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Version {

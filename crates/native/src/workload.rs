@@ -1147,9 +1147,11 @@ impl Proc<'_> {
                 let c = &self.cgroups[*cg as usize];
                 let mut buf = [0u8; 24];
                 match &c.reclaim {
-                    Some(reclaim) => {
-                        self.reclaim_write(reclaim, fmt_u64(*amount, &mut buf), Failure::MemcgReclaim)
-                    }
+                    Some(reclaim) => self.reclaim_write(
+                        reclaim,
+                        fmt_u64(*amount, &mut buf),
+                        Failure::MemcgReclaim,
+                    ),
                     None => {
                         // cgroup v1: lower the limit below the usage by the
                         // amount (the kernel reclaims until the usage fits),

@@ -43,7 +43,6 @@ pub struct Scenario {
     pub expects: Vec<Expect>,
 }
 
-
 /// The `[system]` table: machine and kernel knobs under the kernel's names.
 #[derive(Clone, Debug)]
 pub struct System {

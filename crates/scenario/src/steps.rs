@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Madv, 
-    Access, Backing, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
+use crate::ast::{
+    Access, Backing, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};

@@ -3,10 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ast::{Arch, MthpMode, SwapDevice, SwapKind, System, ThpMode};
-use foliosim_uapi::series::SWITCHES;
 use crate::check::{Fields, PAGE_SIZE};
 use crate::error::{Ctx, Result};
 use crate::tree::{join, Data, Node, Origin};
+use foliosim_uapi::series::SWITCHES;
 
 /// The mTHP sizes in KiB that `hugepages-<N>kB` may name.
 pub(crate) use foliosim_uapi::thp::MTHP_SIZES_KB;
@@ -22,7 +22,6 @@ const KEYS: &[&str] = &[
     "read_ahead_kb",
     "swap (an array of tables, [[system.swap]])",
 ];
-
 
 /// The keys of a `[[system.swap]]` table.
 const SWAP_KEYS: &[&str] = &["kind", "size", "rotational"];
@@ -289,7 +288,10 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
                 system.series.set(name, on);
                 return Ok(leaf.path.clone());
             }
-            let valid: Vec<String> = SWITCHES.iter().map(|s| format!("series.{}", s.name)).collect();
+            let valid: Vec<String> = SWITCHES
+                .iter()
+                .map(|s| format!("series.{}", s.name))
+                .collect();
             let msg = format!(
                 "unknown patch-series switch `{path}`; expected one of: {}",
                 valid.join(", ")

@@ -59,7 +59,12 @@ fn kerr(at: &str, e: KernelError) -> SimError {
 impl<'w, A: Arch> Engine<'w, A> {
     pub(crate) fn run(sc: &Scenario, wl: &'w Workload, cfg: Config) -> Result<Report, SimError> {
         let check = cfg.check_invariants;
-        let file_loc = |i: usize| sc.files.get(i).map(|f| f.loc.to_string()).unwrap_or_default();
+        let file_loc = |i: usize| {
+            sc.files
+                .get(i)
+                .map(|f| f.loc.to_string())
+                .unwrap_or_default()
+        };
         let mut k = Kernel::<A>::new(cfg).map_err(|e| SimError::Unsupported {
             at: "[system]".into(),
             what: e.to_string(),

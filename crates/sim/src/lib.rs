@@ -13,8 +13,8 @@ use std::fmt;
 
 use foliosim_kernel::{Arm64, Config, X86_64};
 use foliosim_report::Report;
-use foliosim_workload::Workload;
 use foliosim_scenario::{Arch, Backing, Scenario, Step, StepKind};
+use foliosim_workload::Workload;
 
 /// How to run.
 #[derive(Clone, Copy, Debug, Default)]

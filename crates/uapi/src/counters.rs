@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn kinds_follow_how_each_family_is_counted() {
         assert_eq!(kind("minor-faults"), CounterKind::PerProcess);
-        assert_eq!(kind("tlb:tlb_flush/remote_ipi_send"), CounterKind::PerProcess);
+        assert_eq!(
+            kind("tlb:tlb_flush/remote_ipi_send"),
+            CounterKind::PerProcess
+        );
         assert_eq!(kind("kmem:mm_page_alloc/order=9"), CounterKind::PerProcess);
         assert_eq!(kind("folios/heap/64K"), CounterKind::PerProcess);
         assert_eq!(kind("pagemap/a/present"), CounterKind::PerProcess);

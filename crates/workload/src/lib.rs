@@ -31,7 +31,9 @@ use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 use foliosim_scenario::{
     Access, Backing, FileSpec, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
-use foliosim_uapi::mman::{MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE};
+use foliosim_uapi::mman::{
+    MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
+};
 use foliosim_uapi::Madv;
 
 /// The base page size of every architecture foliosim runs (4 KiB granule).
@@ -374,13 +376,10 @@ impl Compiler<'_> {
     }
 
     fn region(&self, name: &str, at: &str) -> Result<(u32, u64), CompileError> {
-        let &id = self
-            .by_name
-            .get(name)
-            .ok_or_else(|| CompileError {
-                at: at.to_string(),
-                what: format!("region {name:?} is not mapped by an earlier step"),
-            })?;
+        let &id = self.by_name.get(name).ok_or_else(|| CompileError {
+            at: at.to_string(),
+            what: format!("region {name:?} is not mapped by an earlier step"),
+        })?;
         Ok((id, self.regions[id as usize].size))
     }
 
@@ -478,11 +477,9 @@ impl Compiler<'_> {
                     Pattern::Stride { stride } => Pat::Stride(stride.max(1)),
                     Pattern::OnePerPageTable => Pat::OnePerPt,
                     Pattern::Random { seed } => {
-                        let n = u32::try_from(len / PAGE_SIZE).map_err(|_| {
-                            CompileError {
-                                at: at.clone(),
-                                what: "random touch of more than 2^32 pages".into(),
-                            }
+                        let n = u32::try_from(len / PAGE_SIZE).map_err(|_| CompileError {
+                            at: at.clone(),
+                            what: "random touch of more than 2^32 pages".into(),
                         })?;
                         Pat::Random(foliosim_scenario::random_order(n, seed))
                     }
@@ -536,14 +533,10 @@ impl Compiler<'_> {
             }
             StepKind::Fork { child } => {
                 let parent = self.addr.cur;
-                self.addr.cur =
-                    self.addr
-                        .k
-                        .dup_mm(parent)
-                        .map_err(|e| CompileError {
-                            at: at.clone(),
-                            what: e.to_string(),
-                        })?;
+                self.addr.cur = self.addr.k.dup_mm(parent).map_err(|e| CompileError {
+                    at: at.clone(),
+                    what: e.to_string(),
+                })?;
                 let memcg = self.cur_memcg;
                 let child = self.steps(child);
                 self.cur_memcg = memcg;

@@ -57,22 +57,7 @@ pub struct Cpus {
     /// `arch_tlbflush_unmap_batch.cpumask` (x86).
     pub batch_cpumask: u64,
     /// The mmu_gather in progress.
-    pub gather: Gather,
-}
-
-/// The part of `struct mmu_gather` that decides the final flush.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Gather {
-    /// Between `tlb_gather_mmu()` and `tlb_finish_mmu()` of a munmap: the
-    /// zaps add to one flush instead of flushing each.
-    pub active: bool,
-    /// Pages of the gathered range (the model takes the whole unmapped
-    /// ranges, not only the span of the cleared entries).
-    pub nr_pages: u64,
-    /// Entries were cleared.
-    pub cleared: bool,
-    /// `tlb->freed_tables`: page tables were freed.
-    pub freed_tables: bool,
+    pub gather: crate::mm::mmu_gather::MmuGather,
 }
 
 impl Default for Cpus {
@@ -94,7 +79,7 @@ impl Cpus {
             mm_tlb_gen: Vec::new(),
             mm_batch_pending: Vec::new(),
             batch_cpumask: 0,
-            gather: Gather::default(),
+            gather: Default::default(),
         }
     }
 
@@ -246,38 +231,6 @@ impl<A: Arch> Kernel<A> {
         if self.cpus.cpu[cpu].loaded_mm.is_none() && self.cpus.cpu[cpu].ours {
             self.cpus
                 .switch_mm_irqs_off(cpu, Some(mm), &mut self.vmstat);
-        }
-    }
-
-    /// `tlb_gather_mmu()`: start gathering one munmap's flush.
-    pub fn tlb_gather_mmu(&mut self) {
-        self.cpus.gather = Gather {
-            active: true,
-            ..Gather::default()
-        };
-    }
-
-    /// The end of one `unmap_page_range()` of `nr_pages` pages (`cleared`:
-    /// entries were cleared): MADV_DONTNEED's own mmu_gather ends here
-    /// (`tlb_finish_mmu()`); a munmap's adds to its gather.
-    pub fn tlb_gather_range(&mut self, mm: MmId, nr_pages: u64, cleared: bool) {
-        let g = &mut self.cpus.gather;
-        g.nr_pages += nr_pages;
-        g.cleared |= cleared;
-        if !g.active {
-            self.tlb_finish_mmu(mm);
-        }
-    }
-
-    /// `tlb_finish_mmu()`: one flush of the gathered range if entries were
-    /// cleared or page tables freed (`tlb_flush_mmu()`).
-    pub fn tlb_finish_mmu(&mut self, mm: MmId) {
-        let g = std::mem::take(&mut self.cpus.gather);
-        if g.cleared {
-            self.vmstat.sim.tlb_gather_flush += 1;
-        }
-        if g.cleared || g.freed_tables {
-            self.flush_tlb_mm_range(mm, g.nr_pages, g.freed_tables);
         }
     }
 

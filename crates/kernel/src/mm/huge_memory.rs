@@ -26,7 +26,7 @@ use crate::include::linux::pgtable::{
 use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
 use crate::mm::vmstat::{MthpStat, VmEvent};
-use crate::{MthpMode, Kernel, MmId, ThpMode};
+use crate::{Kernel, MmId, MthpMode, ThpMode};
 
 /// `THP_ORDERS_ALL_ANON`: orders 2..=PMD_ORDER.
 pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
@@ -73,9 +73,7 @@ impl<A: Arch> Kernel<A> {
             let on = match self.cfg.anon_orders[order as usize] {
                 MthpMode::Always => true,
                 MthpMode::Madvise => huge,
-                MthpMode::Inherit => {
-                    top == ThpMode::Always || (huge && top == ThpMode::Madvise)
-                }
+                MthpMode::Inherit => top == ThpMode::Always || (huge && top == ThpMode::Madvise),
                 MthpMode::Never => false,
             };
             if on {
@@ -411,9 +409,14 @@ impl<A: Arch> Kernel<A> {
             self.pgtable_free(tpfn);
         }
         if A::pte_special(pmdval) {
+            self.tlb_remove_tlb_entry();
             return;
         }
         let folio = A::pte_pfn(pmdval);
+        // tlb_remove_page_size(): one pointer; a full gather flushes now.
+        if self.tlb_remove_folio_pages(1) {
+            self.tlb_flush_mmu(mm);
+        }
         if vma.kind == VmaKind::Anon {
             self.add_mm_counter(mm, MM_ANONPAGES, -(HPAGE_PMD_NR as i64));
         } else {

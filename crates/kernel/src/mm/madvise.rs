@@ -110,26 +110,25 @@ impl<A: Arch> Kernel<A> {
             }
             return Ok(());
         }
-        let (set, clear) = match advice {
-            Madv::Normal => (0, VM_RAND_READ | VM_SEQ_READ),
-            Madv::Random => (VM_RAND_READ, VM_SEQ_READ),
-            Madv::Sequential => (VM_SEQ_READ, VM_RAND_READ),
-            Madv::Hugepage => (VM_HUGEPAGE, VM_NOHUGEPAGE),
-            Madv::Nohugepage => (VM_NOHUGEPAGE, VM_HUGEPAGE),
-            Madv::Willneed => {
-                return Err(KernelError::Unsupported(
+        let (set, clear) =
+            match advice {
+                Madv::Normal => (0, VM_RAND_READ | VM_SEQ_READ),
+                Madv::Random => (VM_RAND_READ, VM_SEQ_READ),
+                Madv::Sequential => (VM_SEQ_READ, VM_RAND_READ),
+                Madv::Hugepage => (VM_HUGEPAGE, VM_NOHUGEPAGE),
+                Madv::Nohugepage => (VM_NOHUGEPAGE, VM_HUGEPAGE),
+                Madv::Willneed => return Err(KernelError::Unsupported(
                     "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
                         .into(),
-                ))
-            }
-            Madv::PopulateRead | Madv::PopulateWrite => {
-                return Err(KernelError::Unsupported(format!(
-                    "madvise({}) (madvise_populate() is not modelled)",
-                    advice.name()
-                )))
-            }
-            Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
-        };
+                )),
+                Madv::PopulateRead | Madv::PopulateWrite => {
+                    return Err(KernelError::Unsupported(format!(
+                        "madvise({}) (madvise_populate() is not modelled)",
+                        advice.name()
+                    )))
+                }
+                Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
+            };
         for mut v in self.vmas_in_range_split(mm, start, end) {
             v.vm_flags = (v.vm_flags & !clear) | set;
             self.vma_update(mm, &v);

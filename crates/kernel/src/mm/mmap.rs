@@ -187,7 +187,12 @@ impl<A: Arch> Kernel<A> {
         addr >= MMAP_MIN_ADDR
             && is_aligned(addr, PAGE_SIZE)
             && end <= MMAP_BASE
-            && self.mm(mm).vmas.range(..end).next_back().is_none_or(|(_, v)| v.vm_end <= addr)
+            && self
+                .mm(mm)
+                .vmas
+                .range(..end)
+                .next_back()
+                .is_none_or(|(_, v)| v.vm_end <= addr)
     }
 
     /// `mm_get_unmapped_area_vmflags()`: the hint if it fits, else the
@@ -291,7 +296,10 @@ impl<A: Arch> Kernel<A> {
             (false, _) => VmaKind::File,
         };
         if kind == VmaKind::File && file.is_none() {
-            return Err(KernelError::Errno("EBADF", "file mapping without a file".into()));
+            return Err(KernelError::Errno(
+                "EBADF",
+                "file mapping without a file".into(),
+            ));
         }
         self.do_mmap(
             mm,
@@ -468,7 +476,7 @@ impl<A: Arch> Kernel<A> {
         }
         let end = start + len;
         // One mmu_gather for the unmap and the page-table freeing.
-        self.tlb_gather_mmu();
+        self.tlb_gather_mmu(false);
         for v in self.vmas_in_range_split(mm, start, end) {
             self.unmap_vma_range(mm, &v, v.vm_start, v.vm_end, false);
             self.mm_mut(mm).vmas.remove(&v.vm_start);
@@ -503,15 +511,15 @@ impl<A: Arch> Kernel<A> {
     /// `exit_mmap()`: tear the whole address space down.
     pub fn exit_mmap(&mut self, mm: MmId) {
         let vmas: Vec<Vma> = self.mm(mm).vmas.values().copied().collect();
-        self.exiting = true;
+        self.tlb_gather_mmu(true);
         for v in &vmas {
             self.unmap_vma_range(mm, v, v.vm_start, v.vm_end, false);
         }
-        self.exiting = false;
         self.mm_mut(mm).vmas.clear();
         for v in &vmas {
             self.free_pgtables(mm, v.vm_start, v.vm_end);
         }
+        self.tlb_finish_mmu(mm);
         self.free_upper_tables(mm);
         self.mms[mm.0 as usize] = None;
     }

@@ -7,6 +7,7 @@ pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
 pub mod mmap;
+pub mod mmu_gather;
 pub mod page_alloc;
 pub mod pgtable_generic;
 pub mod readahead;

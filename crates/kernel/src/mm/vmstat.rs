@@ -476,7 +476,10 @@ mod registry {
         for t in Trace::ALL {
             let name = t.name();
             assert_eq!(counters::kind(name), CounterKind::PerProcess, "{name}");
-            if let Some(reason) = name.strip_prefix(TLB_FLUSH).and_then(|r| r.strip_prefix('/')) {
+            if let Some(reason) = name
+                .strip_prefix(TLB_FLUSH)
+                .and_then(|r| r.strip_prefix('/'))
+            {
                 assert!(
                     TLB_FLUSH_REASONS.iter().any(|(_, r)| *r == reason),
                     "{name} is not a tlb_flush_reason"

@@ -6,7 +6,9 @@
 //! (`folio_pte_batch()`: consecutive PFNs of the same folio inside the range
 //! and the table) with one rmap call per batch. A PMD leaf is zapped whole or
 //! split first. MADV_DONTNEED frees a PTE table its range covered entirely
-//! (CONFIG_PT_RECLAIM). TLB flushing is not modelled yet.
+//! (CONFIG_PT_RECLAIM). Every cleared page goes into the mmu_gather
+//! (mm/mmu_gather.rs); a full gather, or a dirty file PTE (delayed rmap),
+//! flushes before the zap goes on.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::PG_DIRTY;
@@ -31,11 +33,8 @@ impl<A: Arch> Kernel<A> {
             }
             addr = next;
         }
-        // An exiting mm (fullmm) is no longer loaded anywhere: no flush.
         let cleared = self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared;
-        if !self.exiting {
-            self.tlb_gather_range(mm, (end - start) / PAGE_SIZE, cleared);
-        }
+        self.tlb_gather_range(mm, (end - start) / PAGE_SIZE, cleared);
     }
 
     /// One step of `zap_pmd_range()`.
@@ -104,12 +103,17 @@ impl<A: Arch> Kernel<A> {
         nr.min(max)
     }
 
-    /// `zap_pte_range()`
+    /// `zap_pte_range()`. A full gather stops the walk (force_break):
+    /// the gather is flushed and the walk goes on from the next entry; a
+    /// dirty PTE of a file folio (its rmap removal is delayed until after
+    /// the flush, `tlb_delay_rmap()`) makes the table end with a flush
+    /// (force_flush).
     fn zap_pte_range(&mut self, mm: MmId, vma: &Vma, tid: u32, start: u64, end: u64) {
         self.flush_tlb_batched_pending(mm);
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
         let mut rss = [0i64; NR_MM_COUNTERS];
+        let mut force_flush = false;
         while idx < end_idx {
             let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
             if pte == 0 {
@@ -123,6 +127,7 @@ impl<A: Arch> Kernel<A> {
             }
             let Some(page) = self.vm_normal_page(pte) else {
                 A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
+                self.tlb_remove_tlb_entry();
                 idx += 1;
                 continue;
             };
@@ -134,10 +139,17 @@ impl<A: Arch> Kernel<A> {
             };
             let cleared =
                 A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);
+            force_flush |= !self.mem.folio_test_anon(folio) && A::pte_dirty(cleared);
             self.zap_present_folio(mm, vma, (folio, page), nr as u64, cleared, &mut rss);
             idx += nr;
+            if self.tlb_remove_folio_pages(nr as u64) {
+                self.tlb_flush_mmu(mm);
+            }
         }
         self.add_mm_rss_vec(mm, &rss);
+        if force_flush {
+            self.tlb_flush_mmu(mm);
+        }
     }
 
     /// `zap_nonpresent_ptes()` for a swap entry: clear it and drop the swap
