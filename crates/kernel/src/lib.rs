@@ -154,7 +154,7 @@ pub struct Kernel<A: Arch> {
     /// entries of swapped-out shmem pages).
     pub shmem_swap: mm::shmem::ShmemSwap,
     /// Reclaim's deferred TLB flush state.
-    pub tlb_ubc: mm::vmscan::TlbUbc,
+    pub tlb_ubc: mm::rmap::TlbUbc,
     /// Memory cgroups, the charge of every folio, the charge stock.
     pub memcg: mm::memcontrol::MemcgState,
     /// The links of the ordered LRU lists (`folio->lru`).

@@ -19,7 +19,6 @@
 
 use crate::arch::Arch;
 use crate::include::linux::pgtable::HPAGE_PMD_NR;
-use crate::mm::vmstat::VmStat;
 use crate::{Kernel, MmId};
 
 /// At most this many simulated CPUs (`mm_cpumask()` is a `u64`).
@@ -87,7 +86,7 @@ impl Cpus {
         self.cpu.len()
     }
 
-    fn grow(&mut self, mm: MmId) {
+    pub(crate) fn grow(&mut self, mm: MmId) {
         let n = mm.0 as usize + 1;
         if self.mm_cpumask.len() < n {
             self.mm_cpumask.resize(n, 0);
@@ -133,47 +132,6 @@ impl Cpus {
     pub fn clear_cpumask(&mut self, mm: MmId, cpu: usize) {
         self.grow(mm);
         self.mm_cpumask[mm.0 as usize] &= !(1 << cpu);
-    }
-
-    /// `switch_mm_irqs_off()` on `cpu` to `next` (None = `init_mm`):
-    /// returns whether the switch flushed the TLB (a `tlb:tlb_flush` event
-    /// with reason TLB_FLUSH_ON_TASK_SWITCH either way).
-    pub fn switch_mm_irqs_off(&mut self, cpu: usize, next: Option<MmId>, vs: &mut VmStat) -> bool {
-        let prev = self.cpu[cpu].loaded_mm;
-        let was_lazy = std::mem::take(&mut self.cpu[cpu].is_lazy);
-        let need_flush = match next {
-            Some(mm) if prev == Some(mm) => {
-                // Same mm: a flush only if it went stale while lazy.
-                if !was_lazy {
-                    return false;
-                }
-                let gen = self.mm_gen(mm);
-                if self.local_gen(cpu, mm) == gen {
-                    false
-                } else {
-                    self.set_local_gen(cpu, mm, gen);
-                    true
-                }
-            }
-            Some(mm) => {
-                self.grow(mm);
-                self.mm_cpumask[mm.0 as usize] |= 1 << cpu;
-                // choose_new_asid(): the ASID this mm had here is stale if
-                // the mm was flushed since (a new one always is).
-                let gen = self.mm_gen(mm);
-                let stale = self.cpu[cpu].tlb_gen.get(mm.0 as usize).is_none()
-                    || self.local_gen(cpu, mm) < gen;
-                self.set_local_gen(cpu, mm, gen);
-                stale
-            }
-            None => true,
-        };
-        self.cpu[cpu].loaded_mm = next;
-        vs.sim.tlb_switch += 1;
-        if need_flush {
-            vs.sim.tlb_switch_flush += 1;
-        }
-        need_flush
     }
 }
 
@@ -226,7 +184,7 @@ impl<A: Arch> Kernel<A> {
     /// The current CPU runs `mm` (loads it the first time an mm flushes on
     /// a CPU that never ran a user task, so that callers without a
     /// scheduler behave as one CPU running that mm).
-    fn tlb_this_cpu(&mut self, mm: MmId) {
+    pub(crate) fn tlb_this_cpu(&mut self, mm: MmId) {
         let cpu = self.cpus.current;
         if self.cpus.cpu[cpu].loaded_mm.is_none() && self.cpus.cpu[cpu].ours {
             self.cpus
@@ -266,39 +224,5 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.young_flush += 1;
         self.flush_tlb_range(mm, HPAGE_PMD_NR);
         true
-    }
-
-    /// `should_defer_flush()` of reclaim's unmap (TTU_BATCH_FLUSH set):
-    /// `arch_tlbbatch_should_defer(mm)`.
-    pub fn should_defer_flush(&self, mm: MmId) -> bool {
-        A::tlbbatch_should_defer(&self.cpus, mm)
-    }
-
-    /// `set_tlb_ubc_flush_pending()`'s `arch_tlbbatch_add_pending()` of
-    /// `nr_pages` pages of `mm`, and the mm's `tlb_flush_batched` pending
-    /// generation.
-    pub fn tlbbatch_add_pending(&mut self, mm: MmId, nr_pages: u64) {
-        self.tlb_this_cpu(mm);
-        A::tlbbatch_add_pending(&mut self.cpus, mm, nr_pages, &mut self.vmstat);
-        self.cpus.grow(mm);
-        self.cpus.mm_batch_pending[mm.0 as usize] = true;
-    }
-
-    /// `arch_tlbbatch_flush()` of reclaim's batch (from
-    /// `try_to_unmap_flush()`).
-    pub fn arch_tlbbatch_flush(&mut self) {
-        A::tlbbatch_flush(&mut self.cpus, &mut self.vmstat);
-    }
-
-    /// `flush_tlb_batched_pending()`: an earlier deferred reclaim flush of
-    /// `mm` may have left stale entries on other CPUs; the first page-table
-    /// walk that changes entries after it flushes the whole mm.
-    pub fn flush_tlb_batched_pending(&mut self, mm: MmId) {
-        if let Some(p) = self.cpus.mm_batch_pending.get_mut(mm.0 as usize) {
-            if std::mem::take(p) {
-                self.vmstat.sim.tlb_batched_pending += 1;
-                self.flush_tlb_mm(mm);
-            }
-        }
     }
 }

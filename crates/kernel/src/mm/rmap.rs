@@ -15,6 +15,10 @@
 //! Lazyfree (MADV_FREE) folios: `try_to_unmap_one()` unmaps a large one in
 //! `folio_pte_batch()` runs (vanilla 6.18) or whole at PMD level
 //! (`unmap_huge_pmd_locked()`), and gives up if it was dirtied again.
+//! Reclaim's deferred TLB flush: should_defer_flush(),
+//! set_tlb_ubc_flush_pending() (arch_tlbbatch_add_pending()),
+//! try_to_unmap_flush(), try_to_unmap_flush_dirty(),
+//! flush_tlb_batched_pending().
 //! Not modelled: NR_ANON_MAPPED/NR_FILE_MAPPED.
 
 use crate::arch::Arch;
@@ -875,5 +879,69 @@ impl<A: Arch> Kernel<A> {
             pra.vm_flags |= hit.vma.vm_flags;
         }
         pra.mapcount != 0
+    }
+}
+
+/// The deferred-TLB-flush state of reclaim's unmaps (`struct
+/// tlbflush_unmap_batch`, `current->tlb_ubc`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TlbUbc {
+    pub flush_required: bool,
+    pub writable: bool,
+}
+
+/// Reclaim's batched TLB flushing (mm/rmap.c): try_to_unmap_one() with
+/// TTU_BATCH_FLUSH defers its flush (should_defer_flush(),
+/// set_tlb_ubc_flush_pending()) until shrink_folio_list() calls
+/// try_to_unmap_flush(); a later page-table change of the same mm first
+/// flushes what is still pending (flush_tlb_batched_pending()).
+impl<A: Arch> Kernel<A> {
+    /// `try_to_unmap_flush()`
+    pub fn try_to_unmap_flush(&mut self) {
+        if self.tlb_ubc.flush_required {
+            self.arch_tlbbatch_flush();
+            self.tlb_ubc = TlbUbc::default();
+        }
+    }
+
+    /// `try_to_unmap_flush_dirty()`
+    pub(crate) fn try_to_unmap_flush_dirty(&mut self) {
+        if self.tlb_ubc.writable {
+            self.try_to_unmap_flush();
+        }
+    }
+
+    /// `should_defer_flush()` of reclaim's unmap (TTU_BATCH_FLUSH set):
+    /// `arch_tlbbatch_should_defer(mm)`.
+    pub fn should_defer_flush(&self, mm: MmId) -> bool {
+        A::tlbbatch_should_defer(&self.cpus, mm)
+    }
+
+    /// `set_tlb_ubc_flush_pending()`'s `arch_tlbbatch_add_pending()` of
+    /// `nr_pages` pages of `mm`, and the mm's `tlb_flush_batched` pending
+    /// generation.
+    pub fn tlbbatch_add_pending(&mut self, mm: MmId, nr_pages: u64) {
+        self.tlb_this_cpu(mm);
+        A::tlbbatch_add_pending(&mut self.cpus, mm, nr_pages, &mut self.vmstat);
+        self.cpus.grow(mm);
+        self.cpus.mm_batch_pending[mm.0 as usize] = true;
+    }
+
+    /// `arch_tlbbatch_flush()` of reclaim's batch (from
+    /// `try_to_unmap_flush()`).
+    pub fn arch_tlbbatch_flush(&mut self) {
+        A::tlbbatch_flush(&mut self.cpus, &mut self.vmstat);
+    }
+
+    /// `flush_tlb_batched_pending()`: an earlier deferred reclaim flush of
+    /// `mm` may have left stale entries on other CPUs; the first page-table
+    /// walk that changes entries after it flushes the whole mm.
+    pub fn flush_tlb_batched_pending(&mut self, mm: MmId) {
+        if let Some(p) = self.cpus.mm_batch_pending.get_mut(mm.0 as usize) {
+            if std::mem::take(p) {
+                self.vmstat.sim.tlb_batched_pending += 1;
+                self.flush_tlb_mm(mm);
+            }
+        }
     }
 }

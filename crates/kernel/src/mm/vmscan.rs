@@ -62,13 +62,6 @@ const MAX_SWAPPINESS: u64 = 200;
 const DEACTIVATE_ANON: u8 = 1;
 const DEACTIVATE_FILE: u8 = 2;
 
-/// The deferred-TLB-flush state of reclaim (`struct tlbflush_unmap_batch`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TlbUbc {
-    pub flush_required: bool,
-    pub writable: bool,
-}
-
 /// What one `shrink_folio_list()` call did (`struct reclaim_stat`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimStat {
@@ -163,21 +156,6 @@ pub struct Kept {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// `try_to_unmap_flush()`
-    pub fn try_to_unmap_flush(&mut self) {
-        if self.tlb_ubc.flush_required {
-            self.arch_tlbbatch_flush();
-            self.tlb_ubc = TlbUbc::default();
-        }
-    }
-
-    /// `try_to_unmap_flush_dirty()`
-    fn try_to_unmap_flush_dirty(&mut self) {
-        if self.tlb_ubc.writable {
-            self.try_to_unmap_flush();
-        }
-    }
-
     /// `folio_isolate_lru()`: take one folio off its LRU list.
     pub fn folio_isolate_lru(&mut self, folio: Pfn) {
         self.lruvec_del_folio(folio);

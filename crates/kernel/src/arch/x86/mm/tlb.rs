@@ -1,5 +1,5 @@
 //! x86 TLB flushing across the simulated CPUs (arch/x86/mm/tlb.c:
-//! flush_tlb_mm_range(), get_flush_tlb_info(), native_flush_tlb_multi(),
+//! switch_mm_irqs_off(), flush_tlb_mm_range(), get_flush_tlb_info(), native_flush_tlb_multi(),
 //! should_flush_tlb(), flush_tlb_func(), arch_tlbbatch_flush();
 //! arch/x86/include/asm/tlbflush.h: arch_tlbbatch_should_defer(),
 //! arch_tlbbatch_add_pending()), Linux 6.18.
@@ -202,5 +202,50 @@ pub fn arch_tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat) {
         flush_tlb_multi(c, mask, &info, vs);
     } else if mask & (1 << cpu) != 0 {
         flush_tlb_func(c, cpu, &info, vs);
+    }
+}
+
+impl Cpus {
+    /// `switch_mm_irqs_off()` on `cpu` to `next` (None = `init_mm`):
+    /// the ASID and TLB-generation bookkeeping of a context switch, which
+    /// the model also uses for arm64's check_and_switch_context();
+    /// returns whether the switch flushed the TLB (a `tlb:tlb_flush` event
+    /// with reason TLB_FLUSH_ON_TASK_SWITCH either way).
+    pub fn switch_mm_irqs_off(&mut self, cpu: usize, next: Option<MmId>, vs: &mut VmStat) -> bool {
+        let prev = self.cpu[cpu].loaded_mm;
+        let was_lazy = std::mem::take(&mut self.cpu[cpu].is_lazy);
+        let need_flush = match next {
+            Some(mm) if prev == Some(mm) => {
+                // Same mm: a flush only if it went stale while lazy.
+                if !was_lazy {
+                    return false;
+                }
+                let gen = self.mm_gen(mm);
+                if self.local_gen(cpu, mm) == gen {
+                    false
+                } else {
+                    self.set_local_gen(cpu, mm, gen);
+                    true
+                }
+            }
+            Some(mm) => {
+                self.grow(mm);
+                self.mm_cpumask[mm.0 as usize] |= 1 << cpu;
+                // choose_new_asid(): the ASID this mm had here is stale if
+                // the mm was flushed since (a new one always is).
+                let gen = self.mm_gen(mm);
+                let stale = self.cpu[cpu].tlb_gen.get(mm.0 as usize).is_none()
+                    || self.local_gen(cpu, mm) < gen;
+                self.set_local_gen(cpu, mm, gen);
+                stale
+            }
+            None => true,
+        };
+        self.cpu[cpu].loaded_mm = next;
+        vs.sim.tlb_switch += 1;
+        if need_flush {
+            vs.sim.tlb_switch_flush += 1;
+        }
+        need_flush
     }
 }
