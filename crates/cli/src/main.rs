@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 mod calibrate;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use foliosim_report::{render, Format, Report};
+use foliosim_scenario::Arch;
 
 #[derive(Parser)]
 #[command(
@@ -22,19 +23,18 @@ struct Cli {
     cmd: Cmd,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum OutFormat {
-    Table,
-    Json,
-    Csv,
+/// `--format`: one of the report's formats.
+fn format_arg() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Format::NAMES)
+        .map(|s: String| Format::from_name(&s).expect("a listed format"))
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ArchArg {
-    #[value(name = "x86_64")]
-    X86_64,
-    #[value(name = "arm64")]
-    Arm64,
+/// `--arch`: an architecture the model simulates.
+fn arch_arg() -> impl clap::builder::TypedValueParser<Value = Arch> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Arch::ALL.map(Arch::as_str))
+        .map(|s: String| Arch::from_name(&s).expect("a listed architecture"))
 }
 
 #[derive(clap::Args)]
@@ -43,15 +43,15 @@ struct Common {
     #[arg(required = true)]
     scenarios: Vec<PathBuf>,
     /// Simulated architecture (overrides the scenario's `arch`).
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
+    #[arg(long, value_parser = arch_arg())]
+    arch: Option<Arch>,
     /// Override any scenario key: `fault_around_bytes=4096`,
     /// `transparent_hugepage.hugepages-64kB.enabled=always`, `step.3.len=1M`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    format: OutFormat,
+    #[arg(long, value_parser = format_arg(), default_value = "table")]
+    format: Format,
     /// Write the output to FILE (atomically) instead of stdout.
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
@@ -187,11 +187,7 @@ fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
         out.push((k.trim().to_string(), v.trim().to_string()));
     }
     if let Some(a) = c.arch {
-        let v = match a {
-            ArchArg::X86_64 => "x86_64",
-            ArchArg::Arm64 => "arm64",
-        };
-        out.push(("arch".into(), v.into()));
+        out.push(("arch".into(), a.as_str().into()));
     }
     if let Some(seed) = c.seed {
         out.push(("seed".into(), seed.to_string()));
@@ -296,12 +292,7 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
         };
         reports.push(report.map_err(|e| format!("{}: {e}", path.display()))?);
     }
-    let format = match c.format {
-        OutFormat::Table => Format::Table,
-        OutFormat::Json => Format::Json,
-        OutFormat::Csv => Format::Csv,
-    };
-    let text = render(&reports, format);
+    let text = render(&reports, c.format);
     match &c.output {
         Some(p) => write_atomically(p, &text).map_err(|e| format!("{}: {e}", p.display()))?,
         None => print!("{text}"),
@@ -345,7 +336,7 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
         ok &= o;
     }
     let out = match c.format {
-        OutFormat::Json => serde_json::to_string_pretty(&json).expect("serialisable") + "\n",
+        Format::Json => serde_json::to_string_pretty(&json).expect("serialisable") + "\n",
         _ => text,
     };
     match &c.output {

@@ -341,6 +341,21 @@ pub enum Format {
     Csv,
 }
 
+impl Format {
+    /// The names `--format` accepts, in the order of the enum.
+    pub const NAMES: [&'static str; 3] = ["table", "json", "csv"];
+
+    /// The format named `s` (one of [`Format::NAMES`]).
+    pub fn from_name(s: &str) -> Option<Format> {
+        match s {
+            "table" => Some(Format::Table),
+            "json" => Some(Format::Json),
+            "csv" => Some(Format::Csv),
+            _ => None,
+        }
+    }
+}
+
 /// Render several reports in one document.
 pub fn render(reports: &[Report], format: Format) -> String {
     let mut out = String::new();
