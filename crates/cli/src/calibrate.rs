@@ -23,7 +23,8 @@ use foliosim_cost::fit::{fit, median, rel_err, Sample};
 use foliosim_cost::Profile;
 use foliosim_report::Report;
 
-use super::{run_guarded, with_host_defaults, write_atomically, CalibrateArgs};
+use super::output::write_output;
+use super::{run_guarded, with_host_defaults, CalibrateArgs};
 
 /// One phase over the repeats.
 struct Measured {
@@ -273,8 +274,12 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         recount(&mut phases, &a.corpus, &a.exclude)?;
     }
     if let Some(path) = &a.save_runs {
-        write_atomically(path, &save_runs(&phases, &load_start, &load_end, traced))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        write_output(
+            path,
+            &save_runs(&phases, &load_start, &load_end, traced),
+            &[],
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let min_ns = a.min_ms * 1e6;
     let mut samples = Vec::new();
@@ -453,7 +458,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                 ),
             }
         }
-        write_atomically(out, &profile.to_toml(&header))
+        write_output(out, &profile.to_toml(&header), &[])
             .map_err(|e| format!("{}: {e}", out.display()))?;
         eprintln!("foliosim calibrate: wrote {}", out.display());
     }

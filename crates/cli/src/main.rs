@@ -2,11 +2,11 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod calibrate;
+mod output;
 
 use clap::{Parser, Subcommand};
 use foliosim_report::{render, Format, Report};
@@ -195,27 +195,6 @@ fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// Write `text` to `path` through a temporary file and a rename, so a
-/// failed run never leaves a partial file.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.foliosim-tmp-{}", std::process::id()));
-    let res = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()));
-    if let Err(e) = res.and_then(|_| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(())
-}
-
 /// Run one simulation; a panic inside the model (a model limit or a bug)
 /// becomes an error message instead of a crash.
 fn run_guarded(
@@ -294,7 +273,8 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     }
     let text = render(&reports, c.format);
     match &c.output {
-        Some(p) => write_atomically(p, &text).map_err(|e| format!("{}: {e}", p.display()))?,
+        Some(p) => output::write_output(p, &text, &c.scenarios)
+            .map_err(|e| format!("{}: {e}", p.display()))?,
         None => print!("{text}"),
     }
     Ok(reports.iter().all(Report::expectations_ok))
@@ -340,7 +320,8 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
         _ => text,
     };
     match &c.output {
-        Some(p) => write_atomically(p, &out).map_err(|e| format!("{}: {e}", p.display()))?,
+        Some(p) => output::write_output(p, &out, &c.scenarios)
+            .map_err(|e| format!("{}: {e}", p.display()))?,
         None => print!("{out}"),
     }
     Ok(ok)
