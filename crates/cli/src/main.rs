@@ -244,6 +244,17 @@ fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
     foliosim_cost::annotate(report, &prof)
 }
 
+/// An error of the run of scenario `path`, naming the file once: errors
+/// that point into the file already start with its path.
+fn in_file(path: &Path, e: String) -> String {
+    let p = path.display().to_string();
+    if e.starts_with(&format!("{p}:")) {
+        e
+    } else {
+        format!("{p}: {e}")
+    }
+}
+
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     let ov = overrides(c)?;
     if engine != Engine::Sim && c.profile.is_some() {
@@ -269,7 +280,7 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
                 foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
             }
         };
-        reports.push(report.map_err(|e| format!("{}: {e}", path.display()))?);
+        reports.push(report.map_err(|e| in_file(path, e))?);
     }
     let text = render(&reports, c.format);
     match &c.output {
@@ -304,7 +315,7 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
         let sc = with_host_defaults(path, sc, &ov, &host)?;
-        let here = |e: String| format!("{}: {e}", path.display());
+        let here = |e: String| in_file(path, e);
         let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
             .map_err(|e| here(e.to_string()))?;
         let mut sim =

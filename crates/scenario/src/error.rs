@@ -32,6 +32,8 @@ impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.file == SET_FILE {
             write!(f, "--set {}: {}", self.field, self.message)
+        } else if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
         } else if self.field.is_empty() {
             write!(
                 f,

@@ -48,14 +48,32 @@ const TOP_KEYS: &[&str] = &[
 /// pairs, in order) and validate.
 pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
         file: label.clone(),
         line: 0,
         col: 0,
         field: String::new(),
         message: format!("cannot read the scenario: {e}"),
     })?;
-    parse_str(&label, &text, overrides)
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        // Point at the first byte that is not UTF-8: its line and column
+        // (in characters, 1-based) in the valid text before it.
+        let good = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+        let line = good.matches('\n').count() + 1;
+        let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        ScenarioError {
+            file: label.clone(),
+            line: line as u32,
+            col: col as u32,
+            field: String::new(),
+            message: format!(
+                "the scenario is not UTF-8 text (byte {:#04x} at offset {})",
+                bytes[e.valid_up_to()],
+                e.valid_up_to()
+            ),
+        }
+    })?;
+    parse_str(&label, text, overrides)
 }
 
 /// Parse scenario `text`, naming it `file_label` in errors (its file stem is

@@ -75,17 +75,34 @@ impl Node {
 }
 
 /// Byte offset to 1-based line and column (columns count characters).
+/// Linear in the text: the line starts are found once, and on a line of
+/// ASCII text (the usual case) a column is a subtraction; only a line with
+/// other characters is counted from its start.
 pub(crate) struct LineIndex<'a> {
     text: &'a str,
     starts: Vec<usize>,
+    /// Whether each line is all ASCII.
+    ascii: Vec<bool>,
 }
 
 impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> Self {
-        let starts = std::iter::once(0)
+        let starts: Vec<usize> = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        LineIndex { text, starts }
+        let ascii = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let e = starts.get(i + 1).copied().unwrap_or(text.len());
+                text.as_bytes()[s..e].is_ascii()
+            })
+            .collect();
+        LineIndex {
+            text,
+            starts,
+            ascii,
+        }
     }
 
     pub fn origin(&self, offset: usize) -> Origin {
@@ -95,10 +112,13 @@ impl<'a> LineIndex<'a> {
             Err(i) => i.saturating_sub(1),
         };
         let start = self.starts.get(index).copied().unwrap_or(0).min(offset);
-        let col = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count());
+        let col = if self.ascii.get(index).copied().unwrap_or(true) {
+            offset - start
+        } else {
+            self.text
+                .get(start..offset)
+                .map_or(offset - start, |s| s.chars().count())
+        };
         Origin::File {
             line: to_u32(index + 1),
             col: to_u32(col + 1),

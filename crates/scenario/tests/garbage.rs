@@ -126,3 +126,18 @@ fn deeply_nested_input_is_an_error_not_a_crash() {
     assert_eq!(s.steps.len(), 1);
     assert!(parse_str("g.toml", &forks(500), &[]).is_err());
 }
+
+/// Line and column of every node come from a line-start table: a
+/// 500,000-element inline array on one line parses (and is reported) in
+/// time linear in its length, and its last element is located exactly.
+#[test]
+fn a_long_line_is_located_without_rescanning_it() {
+    let n = 500_000;
+    let items = vec!["1"; n].join(",");
+    let text = format!("seed = 1\nx = [{items}, \"last\"]\n");
+    let e = foliosim_scenario::parse_str("long.toml", &text, &[]).unwrap_err();
+    assert_eq!((e.line, e.col), (2, 1), "{e}");
+    let bad = format!("seed = [{items}]\n");
+    let e = foliosim_scenario::parse_str("long.toml", &bad, &[]).unwrap_err();
+    assert_eq!(e.line, 1, "{e}");
+}

@@ -552,10 +552,23 @@ fn load_reads_a_file_and_reports_io_errors() {
     let missing = load(&dir.join("missing.toml"), &[]).unwrap_err();
     assert_eq!(missing.line, 0);
     assert!(
-        missing
-            .to_string()
-            .contains("missing.toml:0:0: cannot read"),
+        missing.to_string().contains("missing.toml: cannot read"),
         "{missing}"
+    );
+    // Invalid UTF-8 is located: line 2, column 7 (after `seed =`).
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        b"seed = 3
+name =\xff\n",
+    )
+    .expect("write");
+    let e = load(&bad, &[]).unwrap_err();
+    assert_eq!((e.line, e.col), (2, 7), "{e}");
+    assert!(
+        e.to_string()
+            .contains("bad.toml:2:7: the scenario is not UTF-8"),
+        "{e}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
