@@ -594,7 +594,8 @@ fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
             let mut a = start;
             while a < end {
                 access(a, write);
-                a += *s;
+                // A stride past the end of the address space ends the touch.
+                a = a.saturating_add(*s);
             }
         }
         Pat::OnePerPt => {

@@ -433,7 +433,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let mut a = start;
                 while a < end {
                     one(self, a)?;
-                    a += stride;
+                    // A stride past the end of the address space ends the
+                    // touch, as it does natively.
+                    a = a.saturating_add(*stride);
                 }
             }
             Pat::OnePerPt => {

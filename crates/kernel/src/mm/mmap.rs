@@ -325,6 +325,18 @@ impl<A: Arch> Kernel<A> {
                 "length and offset must be page multiples".into(),
             ));
         }
+        // __get_unmapped_area(): a length beyond the address space fails
+        // before any search (`len > TASK_SIZE`, `len > mmap_end -
+        // mmap_min_addr`).
+        if a.len > MMAP_BASE - MMAP_MIN_ADDR {
+            return Err(KernelError::Errno(
+                "ENOMEM",
+                format!(
+                    "a mapping of {} bytes does not fit in the address space",
+                    a.len
+                ),
+            ));
+        }
         if a.kind == VmaKind::Shmem && !a.shared {
             return Err(KernelError::Unsupported("private shmem mappings".into()));
         }
