@@ -297,10 +297,10 @@ impl Report {
                     (false, true) => "FAIL",
                     (false, false) => "info",
                 };
-                let note = if e.judged {
-                    ""
-                } else {
-                    " (system-wide: other processes move it; not judged)"
+                let note = match (e.judged, e.actual) {
+                    (true, _) => "",
+                    (false, None) => " (this engine does not measure it; not judged)",
+                    (false, Some(_)) => " (other processes move it natively; not judged)",
                 };
                 let _ = writeln!(
                     out,
