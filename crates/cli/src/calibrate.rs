@@ -108,7 +108,14 @@ fn measure_scenario(
     let here = |e: String| format!("{}: {e}", path.display());
     let sc = foliosim_scenario::load(path, &[]).map_err(|e| e.to_string())?;
     let sc = with_host_defaults(path, sc, &[], host)?;
-    let sim: Report = run_guarded(&sc, foliosim_sim::RunOptions { check: false }).map_err(here)?;
+    let sim: Report = run_guarded(
+        &sc,
+        foliosim_sim::RunOptions {
+            check: false,
+            ..Default::default()
+        },
+    )
+    .map_err(here)?;
     let mut out: Vec<Measured> = sim
         .phases
         .iter()
@@ -148,8 +155,14 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
     for f in corpus_files(corpus, exclude)? {
         let sc = foliosim_scenario::load(&f, &[]).map_err(|e| e.to_string())?;
         let sc = with_host_defaults(&f, sc, &[], &host)?;
-        let r = run_guarded(&sc, foliosim_sim::RunOptions { check: false })
-            .map_err(|e| format!("{}: {e}", f.display()))?;
+        let r = run_guarded(
+            &sc,
+            foliosim_sim::RunOptions {
+                check: false,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| format!("{}: {e}", f.display()))?;
         for p in r.phases {
             fresh.insert(format!("{}/{}", sc.name, p.name), p.counters);
         }

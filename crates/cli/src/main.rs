@@ -23,6 +23,11 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// A size like `16G` (the scenario language's size syntax).
+fn size_arg(s: &str) -> Result<u64, String> {
+    foliosim_scenario::parse_size(s).map_err(|e| e.to_string())
+}
+
 /// `--format`: one of the report's formats.
 fn format_arg() -> impl clap::builder::TypedValueParser<Value = Format> {
     use clap::builder::TypedValueParser as _;
@@ -58,6 +63,10 @@ struct Common {
     /// Seed for random choices without their own seed (the scenario's `seed`).
     #[arg(long)]
     seed: Option<u64>,
+    /// Refuse a simulation whose estimated memory exceeds SIZE (like
+    /// `16G`); the default is the host's available memory.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    max_memory: Option<u64>,
     /// Run the model's invariant checker after every step (slow on large
     /// memories).
     #[arg(long)]
@@ -268,8 +277,14 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     for path in &c.scenarios {
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
         let report = match engine {
-            Engine::Sim => run_guarded(&sc, foliosim_sim::RunOptions { check: c.check })
-                .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
+            Engine::Sim => run_guarded(
+                &sc,
+                foliosim_sim::RunOptions {
+                    check: c.check,
+                    max_memory: c.max_memory,
+                },
+            )
+            .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
             // No panic hook here: the host guard restores settings while
             // unwinding.
             Engine::Native { trace } => {
@@ -318,8 +333,14 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
         let here = |e: String| in_file(path, e);
         let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
             .map_err(|e| here(e.to_string()))?;
-        let mut sim =
-            run_guarded(&sc, foliosim_sim::RunOptions { check: c.check }).map_err(here)?;
+        let mut sim = run_guarded(
+            &sc,
+            foliosim_sim::RunOptions {
+                check: c.check,
+                max_memory: c.max_memory,
+            },
+        )
+        .map_err(here)?;
         add_time(&mut sim, c.profile.as_deref()).map_err(here)?;
         let (t, j, o) = foliosim_report::compare::compare(&sim, &native);
         text.push_str(&t);

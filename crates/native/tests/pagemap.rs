@@ -28,8 +28,14 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
         let sc = load_with_host_knobs(path, &work.0);
         let native =
             run(&sc, &opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
-        let sim =
-            foliosim_sim::run(&sc, foliosim_sim::RunOptions { check: true }).expect("simulation");
+        let sim = foliosim_sim::run(
+            &sc,
+            foliosim_sim::RunOptions {
+                check: true,
+                ..Default::default()
+            },
+        )
+        .expect("simulation");
         for (sp, np) in sim.phases.iter().zip(&native.phases) {
             for (name, s) in &sp.pagemap {
                 let n = np

@@ -8,6 +8,9 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+mod estimate;
+
+pub use estimate::{estimate_peak, Estimate};
 
 use std::fmt;
 
@@ -21,6 +24,9 @@ use foliosim_workload::Workload;
 pub struct RunOptions {
     /// Run the invariant checker after every step.
     pub check: bool,
+    /// Refuse a scenario whose estimated memory ([`estimate_peak`])
+    /// exceeds this many bytes (None: the host's available memory).
+    pub max_memory: Option<u64>,
 }
 
 /// Why a simulation stopped.
@@ -38,6 +44,8 @@ pub enum SimError {
     Syscall { at: String, what: String },
     /// A broken model invariant (a bug in foliosim).
     Invariant { at: String, what: String },
+    /// The simulation would need more memory than it may use.
+    TooBig { estimate: Estimate, limit: u64 },
 }
 
 impl fmt::Display for SimError {
@@ -53,6 +61,20 @@ impl fmt::Display for SimError {
             SimError::Syscall { at, what } => write!(f, "{at}: {what}"),
             SimError::Invariant { at, what } => {
                 write!(f, "{at}: model invariant broken (foliosim bug): {what}")
+            }
+            SimError::TooBig { estimate, limit } => {
+                write!(
+                    f,
+                    "the simulation would need about {} MiB of memory, more than the {} MiB it \
+                     may use (the host's available memory or address-space limit, or \
+                     --max-memory); most of it:",
+                    estimate.total >> 20,
+                    limit >> 20
+                )?;
+                for (what, bytes) in estimate.parts.iter().take(3) {
+                    write!(f, "\n  {} MiB for {what}", bytes >> 20)?;
+                }
+                Ok(())
             }
         }
     }
@@ -79,6 +101,25 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         cfg.anon_orders[order] = mode;
     }
     cfg
+}
+
+/// `MemAvailable` of the host (None if /proc/meminfo cannot say).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The soft limit of this process's address space (`ulimit -v`), if any.
+fn address_space_limit() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
+    let soft = line
+        .trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?;
+    soft.parse().ok()
 }
 
 /// Whether `sc` provably cannot run the simulated machine out of memory,
@@ -134,6 +175,17 @@ fn fits_in_memory(sc: &Scenario) -> bool {
 
 /// Simulate `sc` and return its report (expectations evaluated).
 pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
+    let estimate = estimate_peak(sc);
+    let limit = opts
+        .max_memory
+        .or_else(|| match (mem_available(), address_space_limit()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+        .unwrap_or(u64::MAX);
+    if estimate.total > limit {
+        return Err(SimError::TooBig { estimate, limit });
+    }
     let wl = foliosim_workload::compile(sc).map_err(|e| SimError::Unsupported {
         at: e.at,
         what: e.what,

@@ -62,7 +62,13 @@ fn run_one(path: &Path) -> (Option<String>, Outcome) {
     if sc.expects.is_empty() {
         return (xfail, Outcome::Error("has no [[expect]]".into()));
     }
-    let report = match run(&sc, RunOptions { check: true }) {
+    let report = match run(
+        &sc,
+        RunOptions {
+            check: true,
+            ..Default::default()
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return (xfail, Outcome::Error(format!("run failed: {e}"))),
     };

@@ -36,3 +36,58 @@ fn a_stride_past_the_end_of_the_address_space_touches_once() {
     let r = run(&sc);
     assert_eq!(c(&r, "touch", "minor-faults"), 1);
 }
+
+#[test]
+fn a_machine_too_big_for_the_host_is_refused_before_it_starts() {
+    // 15 TiB of simulated RAM: 20 bytes of `struct page` state per 4 KiB
+    // frame (flags 4, index 4, mapping 2, LRU links 8, memcg id 2) is
+    // 75 GiB, plus a 4 KiB page table per 2 MiB (30 GiB): refused under a
+    // 64 GiB limit, naming the page frames as the largest part.
+    let sc = foliosim_scenario::parse_str(
+        "big.toml",
+        &[system_mem("15T", ""), anon_written("a", "14T")].concat(),
+        &[],
+    )
+    .unwrap();
+    let est = foliosim_sim::estimate_peak(&sc);
+    assert_eq!(est.parts[0].1, (15u64 << 40) / 4096 * 20);
+    let opts = foliosim_sim::RunOptions {
+        check: true,
+        max_memory: Some(64 << 30),
+    };
+    match foliosim_sim::run(&sc, opts) {
+        Err(e @ SimError::TooBig { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("simulated page frames"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn swap_areas_files_and_raw_pagemaps_count_per_unit() {
+    // A 16 TiB swap area: 8 bytes per slot (swap_map, swap cache,
+    // zeromap, memcg) = 32 GiB; an 8 TiB file: a 4-byte page-cache slot
+    // per page = 8 GiB; a raw pagemap of 1 TiB: 32 bytes per entry kept
+    // and written out = 8 GiB.
+    let text = [
+        system_mem("1G", ""),
+        swap("zram", "16T"),
+        "[[file]]\nname = \"f\"\nsize = \"8T\"\nfill = \"cold\"\n".to_string(),
+        mmap_anon("a", "1T"),
+        "[[step]]\nop = \"pagemap\"\nregion = \"a\"\nraw = true\n".to_string(),
+    ]
+    .concat();
+    let sc = foliosim_scenario::parse_str("big.toml", &text, &[]).unwrap();
+    let est = foliosim_sim::estimate_peak(&sc);
+    let part = |what: &str| {
+        est.parts
+            .iter()
+            .find(|(w, _)| w.contains(what))
+            .map(|(_, b)| *b)
+            .unwrap_or_else(|| panic!("no part {what}: {:?}", est.parts))
+    };
+    assert_eq!(part("system.swap[1]"), 32 << 30);
+    assert_eq!(part("file \"f\""), 8 << 30);
+    assert_eq!(part("raw pagemap"), 8 << 30);
+}

@@ -26,12 +26,26 @@ fn run_file(rel: &str, sets: &[(&str, &str)]) -> Report {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let sc = foliosim_scenario::load(&path(rel), &ov).expect("scenario parses");
-    run(&sc, RunOptions { check: true }).expect("scenario runs")
+    run(
+        &sc,
+        RunOptions {
+            check: true,
+            ..Default::default()
+        },
+    )
+    .expect("scenario runs")
 }
 
 fn run_str(text: &str) -> Result<Report, String> {
     let sc = foliosim_scenario::parse_str("t.toml", text, &[]).map_err(|e| e.to_string())?;
-    run(&sc, RunOptions { check: true }).map_err(|e| e.to_string())
+    run(
+        &sc,
+        RunOptions {
+            check: true,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn get(r: &Report, phase: &str, counter: &str) -> i64 {

@@ -19,7 +19,13 @@ pub fn try_run_with(text: &str, overrides: &[(&str, &str)]) -> Result<Report, Si
         Ok(sc) => sc,
         Err(e) => panic!("scenario does not parse: {e}\n--- scenario ---\n{text}"),
     };
-    foliosim_sim::run(&sc, RunOptions { check: true })
+    foliosim_sim::run(
+        &sc,
+        RunOptions {
+            check: true,
+            ..Default::default()
+        },
+    )
 }
 
 /// [`try_run_with`] that must succeed.
