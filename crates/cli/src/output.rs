@@ -114,7 +114,7 @@ mod tests {
         assert!(e.to_string().contains("directory"), "{e}");
         let input = d.join("s.toml");
         fs::write(&input, "name = \"s\"\n").unwrap();
-        let e = write_output(&input, "x", &[input.clone()]).unwrap_err();
+        let e = write_output(&input, "x", std::slice::from_ref(&input)).unwrap_err();
         assert!(e.to_string().contains("input"), "{e}");
         assert_eq!(fs::read_to_string(&input).unwrap(), "name = \"s\"\n");
         fs::remove_dir_all(&d).unwrap();

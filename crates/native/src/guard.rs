@@ -2,9 +2,15 @@
 //! before the change and put back on success, on error, on panic (Drop), on
 //! SIGINT / SIGTERM / SIGHUP / SIGQUIT (a handler wakes a restorer thread
 //! through a self-pipe; the thread restores, kills the workload, removes the
-//! work directory and re-raises the signal), and even after SIGKILL (the
-//! saved values are also written to /run/foliosim-native.saved, which the
-//! next run restores from).
+//! work directory and re-raises the signal), and even after SIGKILL: the
+//! saved values and the undo list are written to
+//! /run/foliosim-native.saved before each change, and a supervisor process
+//! forked before the first change (in its own session, so terminal signals
+//! miss it) waits on a pipe whose write end only the engine holds. When the
+//! engine dies without saying it restored the host (SIGKILL, the OOM
+//! killer), the pipe reads end-of-file and the supervisor restores from
+//! the file, holding the run lock it inherited until it is done. The next
+//! run also restores from a file it finds (a second line of defence).
 //!
 //! Besides knobs, the guard undoes what the run created on the host (an
 //! [`Undo`] list, undone newest first): swap devices (swapoff), loop devices
@@ -196,6 +202,9 @@ pub(crate) fn recover_stale() -> Vec<String> {
             ["workdir", path] if fs::remove_dir_all(path).is_ok() => {
                 done.push(format!("removed {path}"));
             }
+            ["tracefs", path] if sys::umount(Path::new(path)).is_ok() => {
+                done.push(format!("unmounted tracefs at {path}"));
+            }
             _ => {}
         }
     }
@@ -212,6 +221,9 @@ fn persist(sh: &Shared) {
     // the work directory (which holds swap files) goes, then the knobs.
     if let Some(w) = &sh.workdir {
         text.push_str(&format!("workdir\t{}\n", w.display()));
+    }
+    if let Some(t) = &sh.tracefs {
+        text.push_str(&format!("tracefs\t{}\n", t.display()));
     }
     for u in &sh.undo {
         text.push_str(&u.line());
@@ -312,6 +324,54 @@ fn restore(sh: &mut Shared) -> Vec<String> {
     errs
 }
 
+/// Fork the supervisor: it outlives the engine, and restores the host from
+/// the state file if the engine dies without writing `DONE` to the
+/// returned pipe. Called before the first host change, while the engine
+/// holds the run lock (which the supervisor inherits and keeps until it
+/// has restored).
+fn spawn_supervisor() -> io::Result<(OwnedFd, i32)> {
+    let (rx, tx) = sys::pipe()?;
+    match sys::fork()? {
+        0 => {
+            drop(tx);
+            supervise(rx)
+        }
+        pid => {
+            drop(rx);
+            Ok((tx, pid))
+        }
+    }
+}
+
+/// What the engine writes to the supervisor's pipe when the host is
+/// restored (or was never changed).
+const DONE: u8 = b'D';
+
+/// The supervisor's life: leave the engine's session (so a Ctrl-C to the
+/// terminal's foreground group does not kill it), wait for `DONE` or
+/// end-of-file, restore on end-of-file, exit. It only uses the state file,
+/// never memory shared with the engine's threads.
+fn supervise(rx: OwnedFd) -> ! {
+    sys::setsid();
+    for sig in SIGNALS {
+        sys::ignore_signal(sig);
+    }
+    let mut b = [0u8; 1];
+    let said_done = matches!(sys::read(rx.as_raw_fd(), &mut b), Ok(1) if b[0] == DONE);
+    if !said_done {
+        // The engine died. Its workload dies with it (PR_SET_PDEATHSIG):
+        // give it a moment to release its memory, swap and cgroups.
+        std::thread::sleep(Duration::from_millis(100));
+        for what in recover_stale() {
+            let _ = sys::write_all(
+                2,
+                format!("foliosim native: the engine was killed; restored {what}\n").as_bytes(),
+            );
+        }
+    }
+    sys::exit_now(0)
+}
+
 extern "C" fn on_signal(sig: libc::c_int) {
     let fd = SIG_PIPE.load(Ordering::SeqCst);
     let b = sig as u8;
@@ -376,6 +436,8 @@ static OLD_ACTIONS: Mutex<Vec<(libc::c_int, Action)>> = Mutex::new(Vec::new());
 
 /// The guard of one run.
 pub(crate) struct HostGuard {
+    /// The write end of the supervisor's pipe, and its pid.
+    supervisor: Option<(OwnedFd, i32)>,
     tx: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
     done: bool,
@@ -385,6 +447,8 @@ impl HostGuard {
     /// Install the signal handlers and the restorer thread.
     pub(crate) fn install() -> io::Result<HostGuard> {
         INTERRUPTED.store(0, Ordering::SeqCst);
+        // Before any thread of ours and any host change.
+        let supervisor = Some(spawn_supervisor()?);
         let (rx, tx) = sys::pipe()?;
         SIG_PIPE.store(tx.as_raw_fd(), Ordering::SeqCst);
         let thread = std::thread::Builder::new()
@@ -414,6 +478,7 @@ impl HostGuard {
             olds.push((sig, Action(old)));
         }
         Ok(HostGuard {
+            supervisor,
             tx: Some(tx),
             thread: Some(thread),
             done: false,
@@ -437,8 +502,15 @@ impl HostGuard {
 
     pub(crate) fn mount_tracefs(&self, at: &Path) -> io::Result<()> {
         let mut sh = shared();
-        sys::mount_tracefs(at)?;
+        interrupted()?;
+        // Recorded before the mount, so no kill leaves it unrecorded.
         sh.tracefs = Some(at.to_path_buf());
+        persist(&sh);
+        if let Err(e) = sys::mount_tracefs(at) {
+            sh.tracefs = None;
+            persist(&sh);
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -547,6 +619,21 @@ impl HostGuard {
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        self.release_supervisor();
+    }
+
+    /// Tell the supervisor the host is restored (if it is: otherwise the
+    /// state file still lists what is left, and the supervisor tries too).
+    fn release_supervisor(&mut self) {
+        if let Some((tx, pid)) = self.supervisor.take() {
+            if !Path::new(STATE_FILE).exists() {
+                let _ = sys::write_all(tx.as_raw_fd(), &[DONE]);
+            }
+            drop(tx);
+            // It exits at once (restoring first if the state file is
+            // still there): reap it.
+            let _ = sys::waitpid(pid, false);
         }
     }
 }

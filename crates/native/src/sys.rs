@@ -308,3 +308,32 @@ pub(crate) fn clock(id: libc::clockid_t) -> u64 {
     unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// fork(2): 0 in the child, the child's pid in the parent.
+pub(crate) fn fork() -> io::Result<i32> {
+    // SAFETY: the child only reads a pipe, works on files and exits (see
+    // guard::supervise); it never touches locks other threads may hold.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
+/// setsid(2): a new session without a controlling terminal.
+pub(crate) fn setsid() {
+    // SAFETY: setsid has no memory-safety preconditions.
+    unsafe { libc::setsid() };
+}
+
+/// Ignore signal `sig` from now on.
+pub(crate) fn ignore_signal(sig: i32) {
+    // SAFETY: SIG_IGN is a valid disposition for these signals.
+    unsafe { libc::signal(sig, libc::SIG_IGN) };
+}
+
+/// _exit(2): end the process at once (no atexit handlers, no unwinding).
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(code) }
+}

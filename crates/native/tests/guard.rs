@@ -116,3 +116,81 @@ fn sigint_and_sigterm_mid_phase_restore_the_host() {
     interrupt_mid_run(libc::SIGINT);
     interrupt_mid_run(libc::SIGTERM);
 }
+
+/// A scenario that changes every kind of host state the engine can: THP
+/// knobs, a swap file, a loop device (block swap), a zram device, a memory
+/// cgroup, tracefs counters, and works for seconds.
+fn every_change_scenario() -> String {
+    let mut s = long_scenario();
+    let at = s.find("[[file]]").unwrap();
+    let swaps = "[[system.swap]]\nkind = \"file\"\nsize = \"16M\"\n\
+                 [[system.swap]]\nkind = \"block\"\nsize = \"16M\"\n\
+                 [[system.swap]]\nkind = \"zram\"\nsize = \"16M\"\n";
+    s.insert_str(at, swaps);
+    let at = s.find("[[step]]").unwrap();
+    s.insert_str(at, "[[step]]\nop = \"memcg\"\nlimit = \"2G\"\n");
+    s
+}
+
+/// SIGKILL cannot be caught: the supervisor the engine forked before its
+/// first change restores the host from the state file once the engine is
+/// gone. Killed before, during and after the set-up, the host is back as
+/// it was within a second.
+#[test]
+fn sigkill_at_any_moment_restores_the_host_within_a_second() {
+    let _s = serial();
+    if skip_unless_root("sigkill_at_any_moment_restores_the_host_within_a_second")
+        || skip_unless_memcg_v1("sigkill_at_any_moment_restores_the_host_within_a_second")
+        || skip_unless_zram("sigkill_at_any_moment_restores_the_host_within_a_second")
+    {
+        return;
+    }
+    let before = quiet(|| (thp_knobs(), host_devices()));
+    let scn_dir = TempDir::new("guard-kill-scn");
+    let scn = scn_dir.0.join("every.toml");
+    std::fs::write(&scn, every_change_scenario()).unwrap();
+    for delay_ms in [30, 150, 600, 1500] {
+        let work = TempDir::new(&format!("guard-kill-{delay_ms}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
+            .arg(&scn)
+            .arg(&work.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the kill at {delay_ms} ms"
+        );
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        // Within a second the supervisor has restored everything.
+        let t0 = Instant::now();
+        let restored = || (thp_knobs(), host_devices()) == before && work.is_empty();
+        while !restored() && t0.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let took = t0.elapsed();
+        let (after, saved) = quiet(|| {
+            (
+                (thp_knobs(), host_devices()),
+                Path::new("/run/foliosim-native.saved").exists(),
+            )
+        });
+        assert_eq!(
+            after, before,
+            "host not restored after SIGKILL at {delay_ms} ms"
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "restoring after SIGKILL at {delay_ms} ms took {took:?}"
+        );
+        assert!(work.is_empty(), "files left in {}", work.0.display());
+        assert!(
+            !saved,
+            "the saved state was left after SIGKILL at {delay_ms} ms"
+        );
+    }
+}

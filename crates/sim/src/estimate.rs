@@ -68,7 +68,7 @@ pub fn estimate_peak(sc: &Scenario) -> Estimate {
     }
     steps(&sc.steps, &mut HashMap::new(), &mut parts);
     parts.retain(|(_, b)| *b > 0);
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     let total = parts.iter().fold(BASE, |t, (_, b)| t.saturating_add(*b));
     Estimate { total, parts }
 }
