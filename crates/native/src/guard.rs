@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::sys;
 
-const STATE_FILE: &str = "/run/foliosim-native.saved";
+pub(crate) const STATE_FILE: &str = "/run/foliosim-native.saved";
 const LOCK_FILE: &str = "/run/foliosim-native.lock";
 
 /// The signals after which the host is restored before the process ends.
@@ -54,6 +54,11 @@ pub(crate) enum Undo {
     },
     /// zram device `id` added through zram-control: reset and hot-removed.
     Zram(u32),
+    /// A zram device is being hot-added (recorded before the write to
+    /// zram-control, whose answer names it): every zram device not in
+    /// `existing` is reset and hot-removed. Replaced by [`Undo::Zram`]
+    /// once the id is known.
+    ZramAdding { existing: Vec<u32> },
     /// A memory cgroup: its processes are moved to `parent` (a cgroup
     /// directory), then it is removed.
     Cgroup { dir: PathBuf, parent: PathBuf },
@@ -71,6 +76,10 @@ impl Undo {
                 created,
             } => format!("loop\t{index}\t{}\t{}", backing.display(), *created as u8),
             Undo::Zram(id) => format!("zram\t{id}"),
+            Undo::ZramAdding { existing } => {
+                let ids: Vec<String> = existing.iter().map(u32::to_string).collect();
+                format!("zram-adding\t{}", ids.join(","))
+            }
             Undo::Cgroup { dir, parent } => {
                 format!("cgroup\t{}\t{}", dir.display(), parent.display())
             }
@@ -92,6 +101,14 @@ impl Undo {
                 parent: p.into(),
             },
             ["zram-module"] => Undo::ZramModule,
+            ["zram-adding", ids] => Undo::ZramAdding {
+                existing: ids
+                    .split(',')
+                    .filter(|i| !i.is_empty())
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .ok()?,
+            },
             _ => return None,
         })
     }
@@ -101,6 +118,7 @@ impl Undo {
             Undo::Swapon(p) => format!("swapoff {}", p.display()),
             Undo::Loop { index, .. } => format!("detached /dev/loop{index}"),
             Undo::Zram(id) => format!("removed /dev/zram{id}"),
+            Undo::ZramAdding { .. } => "removed a zram device being added".to_string(),
             Undo::Cgroup { dir, .. } => format!("removed cgroup {}", dir.display()),
             Undo::ZramModule => "unloaded the zram module".to_string(),
         }
@@ -270,6 +288,15 @@ pub(crate) fn undo_one(u: &Undo) -> Result<bool, String> {
             created,
         } => crate::swapdev::detach_loop(*index, backing, *created),
         Undo::Zram(id) => crate::swapdev::remove_zram(*id),
+        Undo::ZramAdding { existing } => {
+            let mut any = false;
+            for id in crate::swapdev::zram_ids() {
+                if !existing.contains(&id) {
+                    any |= crate::swapdev::remove_zram(id)?;
+                }
+            }
+            Ok(any)
+        }
         Undo::Cgroup { dir, parent } => crate::memcg::remove(dir, parent),
         Undo::ZramModule => crate::swapdev::unload_zram(),
     }
@@ -527,14 +554,19 @@ impl HostGuard {
     pub(crate) fn create_workdir(&self, parent: &Path) -> io::Result<PathBuf> {
         let mut sh = shared();
         interrupted()?;
-        let fresh = |sh: &mut Shared, p: &Path| {
-            sh.workdir = Some(p.to_path_buf());
+        // Recorded before it is created, so no kill leaves it unrecorded
+        // (removing a directory that was never made is harmless).
+        let record = |sh: &mut Shared, p: Option<&Path>| {
+            sh.workdir = p.map(Path::to_path_buf);
             persist(sh);
-            p.to_path_buf()
         };
         if !parent.exists() {
-            fs::create_dir(parent)?;
-            return Ok(fresh(&mut sh, parent));
+            record(&mut sh, Some(parent));
+            if let Err(e) = fs::create_dir(parent) {
+                record(&mut sh, None);
+                return Err(e);
+            }
+            return Ok(parent.to_path_buf());
         }
         for i in 0..1000u64 {
             let p = parent.join(format!(
@@ -542,10 +574,19 @@ impl HostGuard {
                 sys::getpid(),
                 sys::now_ns() % 1_000_000_007 + i
             ));
+            if p.exists() {
+                continue;
+            }
+            record(&mut sh, Some(&p));
             match fs::create_dir(&p) {
-                Ok(()) => return Ok(fresh(&mut sh, &p)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
+                Ok(()) => return Ok(p),
+                Err(e) => {
+                    record(&mut sh, None);
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        continue;
+                    }
+                    return Err(e);
+                }
             }
         }
         Err(io::Error::other("could not create a fresh work directory"))
@@ -650,6 +691,13 @@ impl Locked<'_> {
     pub(crate) fn push(&mut self, u: Undo) {
         self.sh.undo.push(u);
         persist(&self.sh);
+    }
+
+    /// Replace the newest record (a [`Undo::ZramAdding`] once the device's
+    /// id is known).
+    pub(crate) fn replace_last(&mut self, u: Undo) {
+        self.sh.undo.pop();
+        self.push(u);
     }
 }
 

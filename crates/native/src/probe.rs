@@ -21,6 +21,18 @@ pub fn probe(workdir: &Path) -> String {
     let _ = writeln!(out, "# foliosim probe of this host");
     let _ = writeln!(out, "# kernel = \"{}\"", release.trim());
     let _ = writeln!(out, "# page_size = 4096");
+    if let Ok(left) = fs::read_to_string(crate::guard::STATE_FILE) {
+        // A native run is in progress, or one was killed and nothing has
+        // restored its changes yet: what is read below may be its settings.
+        let _ = writeln!(
+            out,
+            "# WARNING: {} lists {} host change(s) of a native run that is running or was \
+             killed; the values below may be that run's, not the host's own (the next \
+             `foliosim native` restores them)",
+            crate::guard::STATE_FILE,
+            left.lines().count()
+        );
+    }
     let _ = writeln!(out, "[system]");
     let _ = writeln!(
         out,

@@ -353,6 +353,19 @@ pub(crate) fn detach_loop(index: u32, backing: &Path, created: bool) -> Result<b
 }
 
 /// Reset and hot-remove zram device `id`. Ok(false) if it is gone.
+/// The ids of the zram devices that exist (`/sys/block/zram<id>`).
+pub(crate) fn zram_ids() -> Vec<u32> {
+    let mut ids: Vec<u32> = fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort_unstable();
+    ids
+}
+
 pub(crate) fn remove_zram(id: u32) -> Result<bool, String> {
     let dir = PathBuf::from(format!("/sys/block/zram{id}"));
     if !dir.exists() {
@@ -483,12 +496,17 @@ pub(crate) fn create_all(
             SwapKind::Zram => {
                 ensure_zram(g, &at)?;
                 let mut l = g.lock()?;
+                // Recorded before the device exists: a kill before its id
+                // is known removes every zram device that was not there.
+                l.push(Undo::ZramAdding {
+                    existing: zram_ids(),
+                });
                 let id: u32 = fs::read_to_string(Path::new(ZRAM_CONTROL).join("hot_add"))
                     .map_err(|e| io(format!("{ZRAM_CONTROL}/hot_add: {e}")))?
                     .trim()
                     .parse()
                     .map_err(|e| io(format!("{ZRAM_CONTROL}/hot_add: {e}")))?;
-                l.push(Undo::Zram(id));
+                l.replace_last(Undo::Zram(id));
                 let name = format!("zram{id}");
                 fs::write(format!("/sys/block/{name}/disksize"), d.size.to_string())
                     .map_err(|e| io(format!("setting /sys/block/{name}/disksize: {e}")))?;
