@@ -22,9 +22,8 @@
 //! * `FOLIOSIM_PROP_CASES=N` — cases per architecture (default 1500);
 //! * `FOLIOSIM_PROP_SEED=S` — run only the case with seed S (its TOML is
 //!   printed with `--nocapture`);
-//! * `FOLIOSIM_PROP_OPTS=switch,...` — turn on generator switches that are
-//!   off by default because they run into known model bugs (see
-//!   [`Options`]).
+//! * `FOLIOSIM_PROP_OFF=switch,...` — turn generator switches off, to
+//!   narrow a failing case down (see [`Options`]).
 
 mod common;
 
@@ -82,29 +81,29 @@ struct FileDef {
     pages: u64,
 }
 
-/// What the generator may do. Each switch that is off in [`SAFE`] avoids a
-/// model bug (a deterministic reproduction of each is in faults.rs); the
-/// ignored `random_scenarios_unrestricted` turns them all on.
+/// What the generator may do: every switch is on in the tests ([`ALL`]);
+/// `FOLIOSIM_PROP_OFF=a,b` turns some off, to narrow down a failing case.
+/// Each switch once found a model bug, now pinned by a regression test in
+/// faults.rs (named below).
 #[derive(Clone, Copy)]
 struct Options {
     /// Allow writes to private regions that existed at a fork (COW of anon
     /// pages, reuse of pages that are exclusive again).
     cow_writes: bool,
     /// Allow a fork after such a write: a large folio whose PTEs then differ
-    /// in their write bits is copied as one batch (BUG:
-    /// `fork_merges_write_bit_of_large_folio_batch`).
+    /// in their write bits (`fork_merges_write_bit_of_large_folio_batch`).
     fork_after_cow_write: bool,
     /// Allow a fork after a madvise that changed VM flags on part of a
-    /// region, i.e. a VMA split that may cut a PMD-mapped THP (BUG:
-    /// `vma_split_inside_pmd_thp_then_fork`).
+    /// region, i.e. a VMA split that may cut a PMD-mapped THP
+    /// (`vma_split_inside_pmd_thp_then_fork`).
     split_then_fork: bool,
     /// Allow a fork after a write to a private file mapping: the VMA then has
     /// an anon_vma and fork copies its page tables, PMD-mapped page-cache
-    /// THPs included (BUG: `fork_after_private_file_cow_with_file_pmd`).
+    /// THPs included (`fork_after_private_file_cow_with_file_pmd`).
     private_file_fork: bool,
     /// Allow more than two processes at a time (nested forks, several live
-    /// children), so that a large folio can be mapped by three mms (BUG:
-    /// `three_processes_then_slot_reuse`).
+    /// children), so that a large folio can be mapped by three mms
+    /// (`three_processes_then_slot_reuse`).
     three_processes: bool,
 }
 
@@ -551,17 +550,17 @@ fn seeds(salt: u64, default: u64) -> Vec<u64> {
     (0..n).map(|i| i ^ salt).collect()
 }
 
-/// `FOLIOSIM_PROP_OPTS=a,b` turns generator switches on (by field name).
+/// `FOLIOSIM_PROP_OFF=a,b` turns generator switches off (by field name).
 fn env_options(mut o: Options) -> Options {
-    if let Ok(list) = std::env::var("FOLIOSIM_PROP_OPTS") {
+    if let Ok(list) = std::env::var("FOLIOSIM_PROP_OFF") {
         for name in list.split(',').filter(|s| !s.is_empty()) {
             match name {
-                "cow_writes" => o.cow_writes = true,
-                "fork_after_cow_write" => o.fork_after_cow_write = true,
-                "split_then_fork" => o.split_then_fork = true,
-                "private_file_fork" => o.private_file_fork = true,
-                "three_processes" => o.three_processes = true,
-                _ => panic!("FOLIOSIM_PROP_OPTS: unknown switch {name:?}"),
+                "cow_writes" => o.cow_writes = false,
+                "fork_after_cow_write" => o.fork_after_cow_write = false,
+                "split_then_fork" => o.split_then_fork = false,
+                "private_file_fork" => o.private_file_fork = false,
+                "three_processes" => o.three_processes = false,
+                _ => panic!("FOLIOSIM_PROP_OFF: unknown switch {name:?}"),
             }
         }
     }
@@ -590,13 +589,6 @@ fn run_cases(arch: &str, salt: u64, default: u64, opts: Options) {
     }
 }
 
-const SAFE: Options = Options {
-    cow_writes: true,
-    fork_after_cow_write: false,
-    split_then_fork: false,
-    private_file_fork: false,
-    three_processes: false,
-};
 const ALL: Options = Options {
     cow_writes: true,
     fork_after_cow_write: true,
@@ -608,27 +600,14 @@ const ALL: Options = Options {
 /// 1500 random scenarios on x86_64 (checker after every step, determinism).
 #[test]
 fn random_scenarios_x86_64() {
-    run_cases("x86_64", 0, 1500, SAFE);
+    run_cases("x86_64", 0, 1500, ALL);
 }
 
 /// 1500 random scenarios on arm64 (contpte painting, folding and
 /// unfolding under the same workloads).
 #[test]
 fn random_scenarios_arm64() {
-    run_cases("arm64", 0x5eed_0000, 1500, SAFE);
-}
-
-/// The same generator with every switch of [`Options`] on. Each switch
-/// that [`SAFE`] keeps off runs into a model bug, reproduced minimally in
-/// faults.rs: `fork_merges_write_bit_of_large_folio_batch`,
-/// `vma_split_inside_pmd_thp_then_fork`,
-/// `fork_after_private_file_cow_with_file_pmd` and
-/// `three_processes_then_slot_reuse`. (About 1% of these cases fail; turn
-/// single switches on in the main tests with `FOLIOSIM_PROP_OPTS`.)
-#[test]
-fn random_scenarios_unrestricted() {
-    run_cases("x86_64", 0xa1, 1500, ALL);
-    run_cases("arm64", 0xa2, 1500, ALL);
+    run_cases("arm64", 0x5eed_0000, 1500, ALL);
 }
 
 /// x86_64 and arm64 fault alike on random workloads too (see
@@ -641,7 +620,7 @@ fn random_scenarios_unrestricted() {
 fn random_scenarios_conform_across_architectures() {
     let mut failures = Vec::new();
     for seed in seeds(0xa5c4, 400) {
-        let text = generate(seed, "x86_64", SAFE);
+        let text = generate(seed, "x86_64", ALL);
         let x = common::run_with(&text, &[]);
         let a = common::run_with(&text, &[("system.arch", "arm64")]);
         for (px, pa) in x.phases.iter().zip(&a.phases) {
@@ -683,7 +662,7 @@ fn random_scenarios_reach_the_interesting_paths() {
     for (arch, salt) in [("x86_64", 0x11), ("arm64", 0x12)] {
         let mut total: std::collections::BTreeMap<String, i64> = Default::default();
         for seed in (0..300u64).map(|i| i ^ salt) {
-            let text = generate(seed, arch, SAFE);
+            let text = generate(seed, arch, ALL);
             let r = common::run_with(&text, &[]);
             for p in &r.phases {
                 for (k, v) in &p.counters {
