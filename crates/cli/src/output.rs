@@ -9,6 +9,10 @@
 //!   such as /dev/null or /dev/full, a FIFO) is written in place, never
 //!   replaced; its write errors (ENOSPC from /dev/full) are reported.
 //! * A directory, and the run's own input files, are refused.
+//!
+//! Terminal signals are held back while the temporary file exists, so an
+//! interrupt never leaves it behind: it takes effect once the file is
+//! renamed (or removed).
 
 use std::fs;
 use std::io::{self, Write as _};
@@ -18,6 +22,10 @@ use std::path::{Path, PathBuf};
 /// Write `text` to `path`; `inputs` are the files the run read (never
 /// overwritten).
 pub(crate) fn write_output(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
+    foliosim_native::with_signals_blocked(|| write_unblocked(path, text, inputs))
+}
+
+fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
     let meta = match fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,

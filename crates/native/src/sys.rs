@@ -337,3 +337,25 @@ pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: _exit has no preconditions and does not return.
     unsafe { libc::_exit(code) }
 }
+
+/// Run `f` with SIGINT, SIGTERM, SIGHUP and SIGQUIT blocked: one that
+/// arrives meanwhile is delivered (with its usual effect) only once `f`
+/// has returned.
+pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t is plain data; all-zero is a valid value to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` and `old` are valid sigset_t values owned here.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+    }
+    let out = f();
+    // SAFETY: `old` is the mask pthread_sigmask returned.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    out
+}
