@@ -23,7 +23,13 @@
 //! * `FOLIOSIM_PROP_SEED=S` — run only the case with seed S (its TOML is
 //!   printed with `--nocapture`);
 //! * `FOLIOSIM_PROP_OFF=switch,...` — turn generator switches off, to
-//!   narrow a failing case down (see [`Options`]).
+//!   narrow a failing case down (see [`Options`]);
+//! * `FOLIOSIM_PROP_STEPS=N` — top-level steps per generated scenario
+//!   (default: 4 to 23, drawn per case).
+//!
+//! The long run before a release (docs/benchmarks.md records each):
+//! `FOLIOSIM_PROP_STEPS=1000000 FOLIOSIM_PROP_CASES=100 cargo test --release
+//! -p foliosim-sim --test properties -- --ignored long_random_runs`.
 
 mod common;
 
@@ -509,7 +515,10 @@ fn generate(seed: u64, arch: &str, opts: Options) -> String {
     // Something to work on, then a phase so the report has content.
     g.step_mmap(&mut regions, "step");
     g.out += "\n[[step]]\nop = \"phase\"\nname = \"p0\"\n";
-    let n = g.rng.range(4, 24);
+    let n = match std::env::var("FOLIOSIM_PROP_STEPS") {
+        Ok(v) => v.parse().expect("FOLIOSIM_PROP_STEPS is a number"),
+        Err(_) => g.rng.range(4, 24),
+    };
     g.steps(&mut regions, n, 0);
     g.out
 }
@@ -596,6 +605,22 @@ const ALL: Options = Options {
     private_file_fork: true,
     three_processes: true,
 };
+
+/// The long mode: `FOLIOSIM_PROP_CASES` scenarios (default 100) of
+/// `FOLIOSIM_PROP_STEPS` steps (default 10^6) per architecture, checker
+/// after every step, each run twice for determinism. Hours; run before a
+/// release, not in CI.
+#[test]
+#[ignore]
+fn long_random_runs() {
+    if std::env::var("FOLIOSIM_PROP_STEPS").is_err() {
+        std::env::set_var("FOLIOSIM_PROP_STEPS", "1000000");
+    }
+    let t0 = std::time::Instant::now();
+    run_cases("x86_64", 0x10_0000, 100, ALL);
+    run_cases("arm64", 0x20_0000, 100, ALL);
+    println!("long_random_runs: all cases passed in {:?}", t0.elapsed());
+}
 
 /// 1500 random scenarios on x86_64 (checker after every step, determinism).
 #[test]
