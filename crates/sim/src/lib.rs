@@ -186,6 +186,26 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
     if estimate.total > limit {
         return Err(SimError::TooBig { estimate, limit });
     }
+    // A warm page cache larger than the machine cannot be warm: its fill
+    // would only run global reclaim against itself (and slowly).
+    let mut warm = 0u64;
+    for f in &sc.files {
+        if f.fill != foliosim_scenario::CacheFill::Cold {
+            warm = warm.saturating_add(f.size);
+            if warm > sc.system.memory {
+                return Err(SimError::Unsupported {
+                    at: f.loc.to_string(),
+                    what: format!(
+                        "file {:?} is filled warm, but the warm files ({} MiB up to here) do \
+                         not fit in memory = {} MiB; raise memory or use fill = \"cold\"",
+                        f.name,
+                        warm >> 20,
+                        sc.system.memory >> 20
+                    ),
+                });
+            }
+        }
+    }
     let wl = foliosim_workload::compile(sc).map_err(|e| SimError::Unsupported {
         at: e.at,
         what: e.what,

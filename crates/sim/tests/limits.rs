@@ -91,3 +91,24 @@ fn swap_areas_files_and_raw_pagemaps_count_per_unit() {
     assert_eq!(part("file \"f\""), 8 << 30);
     assert_eq!(part("raw pagemap"), 8 << 30);
 }
+
+#[test]
+fn warm_files_larger_than_the_machine_are_refused() {
+    // A 1 GiB file filled by writes on a 64 MiB machine cannot be warm:
+    // its fill would only reclaim itself. Refused, pointing at the file.
+    let text = [
+        system_mem("64M", ""),
+        "[[file]]\nname = \"data\"\nsize = \"1G\"\nfill = \"write\"\n".to_string(),
+    ]
+    .concat();
+    match try_run_with(&text, &[]) {
+        Err(SimError::Unsupported { at, what }) => {
+            assert!(at.starts_with("test.toml:"), "{at}");
+            assert!(what.contains("do not fit in memory"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Cold, the same file is fine: nothing is cached before the steps.
+    let cold = text.replace("fill = \"write\"", "fill = \"cold\"");
+    assert!(try_run_with(&cold, &[]).is_ok());
+}
