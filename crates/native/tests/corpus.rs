@@ -7,6 +7,8 @@
 //! The simulation runs with the probed host's values for every knob the
 //! scenario leaves at its default (`foliosim probe` fed back to `run`).
 //!
+//! A scenario that disagrees is run natively once more and fails only if
+//! it disagrees again (the host's background work can add a few events).
 //! A scenario whose description has a line `NATIVE-XFAIL: <reason>` may
 //! disagree (a kernel behaviour the model does not have, named in the
 //! reason); its outcome is printed either way, and an XFAIL that agrees is
@@ -47,10 +49,21 @@ fn compare_dir(dir: &str, opts: &NativeOptions) -> (Vec<String>, usize) {
             .find_map(|l| l.trim().strip_prefix("NATIVE-XFAIL:"))
             .map(str::trim);
         xfails += xfail.is_some() as usize;
-        let native =
-            run(&sc, opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
         let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("simulation");
-        let (text, _, ok) = foliosim_report::compare::compare(&sim, &native);
+        let compare_once = || {
+            let native =
+                run(&sc, opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
+            foliosim_report::compare::compare(&sim, &native)
+        };
+        // The model is deterministic; the host is not quite (other CPUs'
+        // work on the workload's mm, proactive reclaim): a scenario that
+        // disagrees runs once more natively and fails only if it disagrees
+        // again.
+        let (mut text, _, mut ok) = compare_once();
+        if !ok && xfail.is_none() {
+            eprintln!("{}: disagreed once; running it again", path.display());
+            (text, _, ok) = compare_once();
+        }
         match (ok, xfail) {
             (true, None) => {}
             (true, Some(why)) => eprintln!(
