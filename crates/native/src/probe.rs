@@ -322,6 +322,22 @@ fn probe_config(out: &mut String) {
 /// `read_ahead_kb` (`compare` applies those a scenario leaves at their
 /// defaults, so the model runs with the host's configuration).
 pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
+    // Wait for a native run (or the supervisor of a killed one) to put the
+    // host back, so that its settings are never taken for the host's own.
+    // Without root there is no lock to take, and no run of ours changed
+    // anything.
+    let _quiet = (crate::sys::geteuid() == 0)
+        .then(crate::guard::RunLock::acquire)
+        .and_then(Result::ok);
+    if crate::sys::geteuid() == 0 {
+        let stale = crate::guard::recover_stale();
+        if !stale.is_empty() {
+            eprintln!(
+                "foliosim: a killed native run had left host changes; restored: {}",
+                stale.join(", ")
+            );
+        }
+    }
     let mut out = Vec::new();
     if let Some(n) = host_cpus() {
         out.push(("cpus".into(), n.to_string()));

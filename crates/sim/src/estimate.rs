@@ -22,9 +22,11 @@ const PER_SWAP_SLOT: u64 = 8;
 const PER_CACHE_PAGE: u64 = 4;
 /// Bytes per page of a random touch: its precomputed order.
 const PER_RANDOM_PAGE: u64 = 4;
-/// Bytes per raw pagemap entry kept for the report (the entry, and about
-/// 24 more once written out as JSON or CSV).
-const PER_RAW_ENTRY: u64 = 32;
+/// Bytes per raw pagemap entry kept for the report: the entry (8), its
+/// `serde_json::Value` when the report is rendered (32) and its text in
+/// the rendered document (up to 20 digits, a comma, a newline and the
+/// indentation: 32), plus slack (8).
+const PER_RAW_ENTRY: u64 = 80;
 /// The program itself, its allocator and small tables.
 const BASE: u64 = 64 << 20;
 const PAGE: u64 = 4096;

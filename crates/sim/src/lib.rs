@@ -66,8 +66,8 @@ impl fmt::Display for SimError {
                 write!(
                     f,
                     "the simulation would need about {} MiB of memory, more than the {} MiB it \
-                     may use (the host's available memory or address-space limit, or \
-                     --max-memory); most of it:",
+                     may use (3/4 of the host's available memory, its address-space limit, \
+                     or --max-memory); most of it:",
                     estimate.total >> 20,
                     limit >> 20
                 )?;
@@ -176,11 +176,17 @@ fn fits_in_memory(sc: &Scenario) -> bool {
 /// Simulate `sc` and return its report (expectations evaluated).
 pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
     let estimate = estimate_peak(sc);
+    // Without --max-memory: three quarters of the available memory (the
+    // estimate is not exact, and the rest of the machine needs some too),
+    // or the address-space limit.
     let limit = opts
         .max_memory
-        .or_else(|| match (mem_available(), address_space_limit()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        .or_else(|| {
+            let avail = mem_available().map(|a| a / 4 * 3);
+            match (avail, address_space_limit()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
         })
         .unwrap_or(u64::MAX);
     if estimate.total > limit {
