@@ -62,10 +62,12 @@ pub fn estimate_peak(sc: &Scenario) -> Estimate {
             (d.size / PAGE).saturating_mul(PER_SWAP_SLOT),
         ));
     }
+    // A file's page-cache index exists twice: in the compiler's layout
+    // pass (foliosim_workload::compile) and in the simulated kernel.
     for f in &sc.files {
         parts.push((
             format!("{}: file {:?} ({} MiB)", f.loc, f.name, f.size >> 20),
-            f.size.div_ceil(PAGE).saturating_mul(PER_CACHE_PAGE),
+            f.size.div_ceil(PAGE).saturating_mul(2 * PER_CACHE_PAGE),
         ));
     }
     steps(&sc.steps, &mut HashMap::new(), &mut parts);
