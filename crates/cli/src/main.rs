@@ -141,6 +141,86 @@ struct NativeArgs {
     no_trace: bool,
 }
 
+/// Where and how a guest runs.
+#[derive(clap::Args, Clone)]
+struct VmFlags {
+    /// The guest's kernel: a name from `foliosim vm kernel list` (like
+    /// `6.18.35-arm64`, or `6.18.35` with --arch) or a path to an image.
+    #[arg(long, value_name = "NAME|PATH")]
+    kernel: Option<String>,
+    /// Stop a guest that has not finished after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    timeout: u64,
+    /// QEMU accelerator: kvm when the host can run the guest with it.
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(foliosim_vm::Accel::NAMES))]
+    accel: String,
+}
+
+impl VmFlags {
+    fn options(&self, arch: Option<Arch>) -> Result<foliosim_vm::VmOptions, String> {
+        let kernel = self
+            .kernel
+            .clone()
+            .ok_or("--kernel is required: `foliosim vm kernel list` shows the kernels available")?;
+        Ok(foliosim_vm::VmOptions {
+            kernel,
+            arch,
+            timeout: std::time::Duration::from_secs(self.timeout),
+            accel: foliosim_vm::Accel::from_name(&self.accel).expect("a listed accelerator"),
+        })
+    }
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct VmArgs {
+    #[command(subcommand)]
+    cmd: Option<VmCmd>,
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    vm: VmFlags,
+}
+
+#[derive(Subcommand)]
+enum VmCmd {
+    /// Guest kernels: list them, or build one from a source tree.
+    #[command(subcommand)]
+    Kernel(KernelCmd),
+}
+
+#[derive(Subcommand)]
+enum KernelCmd {
+    /// The kernels `--kernel` can name, and where they are.
+    List,
+    /// Build a kernel from a Linux source tree with the project's config
+    /// fragments and keep it in ~/.cache/foliosim/kernels.
+    Build {
+        /// The Linux source tree.
+        #[arg(long)]
+        src: PathBuf,
+        /// The kernel's architecture.
+        #[arg(long, value_parser = arch_arg())]
+        arch: Arch,
+        /// Parallel make jobs (default: the CPUs of this machine).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
+}
+
+/// `compare`: the scenario options and the engine to compare with.
+#[derive(clap::Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The engine the model is compared with: the host kernel (native) or
+    /// a kernel booted in a virtual machine (vm, with --kernel).
+    #[arg(long, default_value = "native", value_parser = ["native", "vm"])]
+    engine: String,
+    #[command(flatten)]
+    vm: VmFlags,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Simulate scenarios on the kernel model.
@@ -170,7 +250,22 @@ enum Cmd {
     /// Example:
     ///   sudo foliosim compare scenarios/corpus/file-warm-4k-writes.toml
     #[command(verbatim_doc_comment)]
-    Compare(Common),
+    Compare(CompareArgs),
+    /// Run scenarios natively in a Linux kernel booted in a virtual machine
+    /// (QEMU), for any kernel and architecture; the host is not changed.
+    ///
+    /// The guest's RAM is the scenario's `memory` (or, when the scenario
+    /// leaves it at its default, the working set and room for the kernel),
+    /// its CPUs the scenario's `cpus`; the series switches the kernel's
+    /// release contains are on. Output, expectations and exit codes as for
+    /// `run`.
+    ///
+    /// Examples:
+    ///   foliosim vm scenarios/seed003/anon-scan.toml --kernel 6.18.35-arm64
+    ///   foliosim vm kernel list
+    ///   foliosim vm kernel build --src ~/linux --arch arm64
+    #[command(verbatim_doc_comment)]
+    Vm(VmArgs),
     /// Describe the host as a scenario `[system]` fragment.
     Probe,
     /// Fit a cost profile to native measurements (root; x86_64 hosts).
@@ -230,13 +325,15 @@ fn run_guarded(
 }
 
 /// Which engine a command runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 enum Engine {
     Sim,
     /// Native, counting tracepoints with perf or not.
     Native {
         trace: bool,
     },
+    /// In a guest booted in QEMU.
+    Vm(foliosim_vm::VmOptions),
 }
 
 /// Add modelled time to a simulated report: the `--profile` given, else
@@ -266,7 +363,7 @@ fn in_file(path: &Path, e: String) -> String {
 
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     let ov = overrides(c)?;
-    if engine != Engine::Sim && c.profile.is_some() {
+    if !matches!(engine, Engine::Sim) && c.profile.is_some() {
         return Err(
             "--profile applies to simulated runs (run, compare); a native run \
                     reports measured time (native/wall_ns, native/thread_cpu_ns)"
@@ -275,8 +372,24 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     }
     let mut reports: Vec<Report> = Vec::new();
     for path in &c.scenarios {
+        if let Engine::Vm(opts) = &engine {
+            let run = foliosim_vm::run(path, &ov, opts).map_err(|e| in_file(path, e))?;
+            eprintln!(
+                "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
+                path.display(),
+                run.kernel.name,
+                run.release,
+                run.accel,
+                run.seconds
+            );
+            let sc = foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
+            let mut r = run.report;
+            r.evaluate(&sc.expects);
+            reports.push(r);
+            continue;
+        }
         let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
-        let report = match engine {
+        let report = match &engine {
             Engine::Sim => run_guarded(
                 &sc,
                 foliosim_sim::RunOptions {
@@ -287,9 +400,10 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
             .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
             // No panic hook here: the host guard restores settings while
             // unwinding.
+            Engine::Vm(_) => unreachable!("handled above"),
             Engine::Native { trace } => {
                 let opts = foliosim_native::NativeOptions {
-                    trace,
+                    trace: *trace,
                     ..foliosim_native::NativeOptions::default()
                 };
                 foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
@@ -323,16 +437,48 @@ fn with_host_defaults(
     foliosim_scenario::load(path, &all).map_err(|e| e.to_string())
 }
 
-fn cmd_compare(c: &Common) -> Result<bool, String> {
+fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
+    let c = &a.common;
     let ov = overrides(c)?;
     let (mut text, mut json, mut ok) = (String::new(), Vec::new(), true);
-    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
+    let vm = match a.engine.as_str() {
+        "vm" => Some(a.vm.options(c.arch)?),
+        _ => None,
+    };
+    let host = match vm {
+        None => {
+            foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir)
+        }
+        Some(_) => Vec::new(),
+    };
     for path in &c.scenarios {
-        let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
-        let sc = with_host_defaults(path, sc, &ov, &host)?;
         let here = |e: String| in_file(path, e);
-        let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
-            .map_err(|e| here(e.to_string()))?;
+        let (sc, native) = match &vm {
+            None => {
+                let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
+                let sc = with_host_defaults(path, sc, &ov, &host)?;
+                let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
+                    .map_err(|e| here(e.to_string()))?;
+                (sc, native)
+            }
+            Some(opts) => {
+                let run = foliosim_vm::run(path, &ov, opts).map_err(here)?;
+                eprintln!(
+                    "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
+                    path.display(),
+                    run.kernel.name,
+                    run.release,
+                    run.accel,
+                    run.seconds
+                );
+                let sc =
+                    foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
+                let sc = with_host_defaults(path, sc, &run.overrides, &run.probe)?;
+                let mut r = run.report;
+                r.evaluate(&sc.expects);
+                (sc, r)
+            }
+        };
         let mut sim = run_guarded(
             &sc,
             foliosim_sim::RunOptions {
@@ -359,7 +505,66 @@ fn cmd_compare(c: &Common) -> Result<bool, String> {
     Ok(ok)
 }
 
+fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
+    match &a.cmd {
+        Some(VmCmd::Kernel(KernelCmd::List)) => {
+            let list = foliosim_vm::kernels::list();
+            if list.is_empty() {
+                let dirs: Vec<String> = foliosim_vm::kernels::search_dirs()
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect();
+                println!(
+                    "no kernels in {}; build one with `foliosim vm kernel build --src \
+                     LINUX_SOURCE --arch ARCH`",
+                    dirs.join(", ")
+                );
+            }
+            for (dir, k) in list {
+                match k {
+                    Ok(k) => println!(
+                        "{:<20} {:<7} Linux {:<10} {}",
+                        k.name,
+                        k.arch.as_str(),
+                        if k.release.is_empty() {
+                            "?"
+                        } else {
+                            &k.release
+                        },
+                        dir.display()
+                    ),
+                    Err(e) => println!("{:<20} (unusable: {e})", dir.display()),
+                }
+            }
+            Ok(true)
+        }
+        Some(VmCmd::Kernel(KernelCmd::Build { src, arch, jobs })) => {
+            let jobs = jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            });
+            let k = foliosim_vm::kernels::build(src, *arch, jobs, &|l| {
+                eprintln!("foliosim vm kernel build: {l}")
+            })?;
+            println!(
+                "built {} (Linux {}): {}",
+                k.name,
+                k.release,
+                k.image.display()
+            );
+            Ok(true)
+        }
+        None => {
+            let opts = a.vm.options(a.common.arch)?;
+            cmd_run(&a.common, Engine::Vm(opts))
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // The init process of a guest that `foliosim vm` booted.
+    if foliosim_vm::guest::is_guest_init() {
+        foliosim_vm::guest::main();
+    }
     let cli = Cli::parse();
     let result = match &cli.cmd {
         Cmd::Run(c) => cmd_run(c, Engine::Sim),
@@ -372,6 +577,7 @@ fn main() -> ExitCode {
             Ok(true)
         }
         Cmd::Compare(c) => cmd_compare(c),
+        Cmd::Vm(a) => cmd_vm(a),
         Cmd::Calibrate(a) => calibrate::cmd_calibrate(a),
     };
     match result {

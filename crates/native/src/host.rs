@@ -152,16 +152,45 @@ pub(crate) fn tree_faults(pid: i32) -> io::Result<(u64, u64)> {
     let [min, cmin, maj, cmaj] = parse_stat_faults(&stat)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{pid}/stat")))?;
     let (mut min, mut maj) = (min + cmin, maj + cmaj);
-    let children = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))?;
-    for c in children.split_whitespace() {
-        if let Ok(c) = c.parse::<i32>() {
-            if let Ok((a, b)) = tree_faults(c) {
-                min += a;
-                maj += b;
-            }
+    for c in children(pid)? {
+        if let Ok((a, b)) = tree_faults(c) {
+            min += a;
+            maj += b;
         }
     }
     Ok((min, maj))
+}
+
+/// The live children of `pid`: its `children` file, or on kernels without
+/// PROC_CHILDREN (small guest kernels) the processes whose parent it is.
+fn children(pid: i32) -> io::Result<Vec<i32>> {
+    match fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+        Ok(text) => Ok(text
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut out = Vec::new();
+            for e in fs::read_dir("/proc")?.flatten() {
+                let Some(c) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let Ok(stat) = fs::read_to_string(format!("/proc/{c}/stat")) else {
+                    continue;
+                };
+                // Field 4, after the command in parentheses, is the parent.
+                let ppid = stat
+                    .rfind(')')
+                    .and_then(|i| stat[i + 1..].split_whitespace().nth(1)?.parse::<i32>().ok());
+                if ppid == Some(pid) {
+                    out.push(c);
+                }
+            }
+            out.sort_unstable();
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The block device holding `path` and its read_ahead_kb.

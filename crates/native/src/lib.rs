@@ -32,6 +32,7 @@
 mod engine;
 mod files;
 mod guard;
+pub mod guest;
 mod histogram;
 mod host;
 mod memcg;
@@ -71,6 +72,10 @@ pub struct NativeOptions {
     /// that want the kernel's own cost (`foliosim calibrate`) turn it off;
     /// the tracepoint counters are then reported missing.
     pub trace: bool,
+    /// The run is the whole machine: a guest that `foliosim vm` booted
+    /// with the scenario's `memory` as its RAM (no note that `memory` is
+    /// only a simulator knob).
+    pub guest: bool,
 }
 
 impl Default for NativeOptions {
@@ -78,6 +83,7 @@ impl Default for NativeOptions {
         NativeOptions {
             workdir: PathBuf::from("/var/tmp"),
             trace: true,
+            guest: false,
         }
     }
 }
@@ -238,17 +244,27 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
             sc.system.fault_around_bytes
         )));
     }
-    // Every series switch off is the host's kernel, vanilla 6.18: a switch
-    // that is on describes a kernel the host does not run.
-    if let Some(switch) = sc.system.series.on().next() {
+    // The series switches describe the kernel: one that is on must be in
+    // the running kernel's release, one that is off must not be (vanilla
+    // 6.18 has none, Linux 7.0 contains seed 002).
+    let release = guest::kernel_release();
+    for (switch, on) in sc.system.series.iter() {
         let key = format!("series.{}", switch.name);
-        return Err(NativeError::Refused(format!(
-            "{key} = 1 models a kernel change the host kernel ({}) does not have; a native run \
-             measures the host as it is: run it with --set {key}=0, or simulate the switch with \
-             `foliosim run`",
-            std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .map_or_else(|_| "unknown".into(), |r| r.trim().to_owned())
-        )));
+        let merged = switch.merged_by(&release);
+        if on && !merged {
+            return Err(NativeError::Refused(format!(
+                "{key} = 1 models a kernel change this kernel (Linux {release}) does not \
+                 have; a native run measures the kernel as it is: run it with --set {key}=0, \
+                 or simulate the switch with `foliosim run`"
+            )));
+        }
+        if !on && merged {
+            return Err(NativeError::Refused(format!(
+                "{key} = 0 but this kernel (Linux {release}) contains the change (merged in \
+                 {}): run it with --set {key}=1",
+                switch.merged_in.unwrap_or("?")
+            )));
+        }
     }
     let p = foliosim_workload::compile(sc).map_err(|e| NativeError::Unsupported {
         at: e.at,
@@ -292,13 +308,15 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
         }
     }
     let (total, avail) = host::meminfo();
-    notes.push(format!(
+    if !opts.guest {
+        notes.push(format!(
         "memory = {} MiB is a simulator knob; natively the host's memory is used ({} MiB, {} MiB \
          available)",
         sc.system.memory >> 20,
         total >> 20,
         avail >> 20
     ));
+    }
     let needed = p.anon_bytes + sc.files.iter().map(|f| f.size).sum::<u64>();
     if avail > 0 && needed > avail {
         return Err(NativeError::Refused(format!(

@@ -157,7 +157,7 @@ pub(crate) fn open_raw(pid: i32, e: &Event, inherit: bool) -> i32 {
     if let Some(f) = &e.filter {
         // SAFETY: `f` is a NUL-terminated filter string that outlives the
         // call; the ioctl only reads it.
-        if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_SET_FILTER, f.as_ptr()) } < 0 {
+        if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_SET_FILTER as _, f.as_ptr()) } < 0 {
             let err = std::io::Error::last_os_error().raw_os_error().unwrap_or(1);
             // SAFETY: `fd` is the descriptor just opened, not used elsewhere.
             unsafe { libc::close(fd) };

@@ -307,7 +307,7 @@ fn loop_ctl(req: libc::c_ulong, arg: libc::c_long) -> io::Result<i32> {
         .write(true)
         .open(LOOP_CONTROL)?;
     // SAFETY: a loop-control ioctl with an integer argument.
-    sys::cvt(unsafe { libc::ioctl(ctl.as_raw_fd(), req, arg) })
+    sys::cvt(unsafe { libc::ioctl(ctl.as_raw_fd(), req as _, arg) })
 }
 
 /// Detach loop device `index` if it is still attached to `backing`, and
@@ -326,7 +326,7 @@ pub(crate) fn detach_loop(index: u32, backing: &Path, created: bool) -> Result<b
         }
         let f = open_block(&name).map_err(|e| format!("opening /dev/{name}: {e}"))?;
         // SAFETY: LOOP_CLR_FD takes no argument.
-        if unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) } != 0 {
+        if unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD as _, 0) } != 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::ENXIO) {
                 return Err(format!("detaching /dev/{name}: {e}"));
@@ -575,7 +575,7 @@ fn attach_loop(
             cfg.block_size = 4096;
             cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | if dio { LO_FLAGS_DIRECT_IO } else { 0 };
             // SAFETY: LOOP_CONFIGURE reads a loop_config, which `cfg` is.
-            let r = unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE, &cfg) };
+            let r = unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE as _, &cfg) };
             if r == 0 {
                 // With AUTOCLEAR the device detaches when its last user
                 // (swap, once enabled) closes it; the guard detaches it too.

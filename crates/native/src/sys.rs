@@ -273,18 +273,52 @@ pub(crate) fn fadvise_dontneed(fd: &impl AsRawFd) -> io::Result<()> {
 }
 
 pub(crate) fn mount_tracefs(at: &Path) -> io::Result<()> {
+    mount("nodev", at, "tracefs", 0, "")
+}
+
+/// mount(2) of filesystem `fstype` from `source` on `at` with `data`
+/// (empty: none).
+pub(crate) fn mount(
+    source: &str,
+    at: &Path,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> io::Result<()> {
     let target = cstr(at)?;
-    // SAFETY: all arguments are NUL-terminated strings that outlive the call.
+    let c = |s: &str| cstr(Path::new(s));
+    let (source, fstype, data) = (c(source)?, c(fstype)?, c(data)?);
+    let data_ptr = if data.as_bytes().is_empty() {
+        std::ptr::null()
+    } else {
+        data.as_ptr().cast()
+    };
+    // SAFETY: all arguments are NUL-terminated strings (or NULL data) that
+    // outlive the call.
     cvt(unsafe {
         libc::mount(
-            c"nodev".as_ptr(),
+            source.as_ptr(),
             target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
+            fstype.as_ptr(),
+            flags,
+            data_ptr,
         )
     })?;
     Ok(())
+}
+
+/// Write back every dirty page, then restart the machine (reboot(2) with
+/// LINUX_REBOOT_CMD_RESTART). Only the init process of a guest calls this:
+/// QEMU started with `-no-reboot` exits instead of restarting, also on
+/// kernels without ACPI where a power-off would hang.
+pub(crate) fn restart_machine() -> ! {
+    // SAFETY: sync and reboot take no pointers; reboot only returns on
+    // failure (not the init process, or no CAP_SYS_BOOT).
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::LINUX_REBOOT_CMD_RESTART);
+    }
+    exit_now(1)
 }
 
 pub(crate) fn umount(at: &Path) -> io::Result<()> {

@@ -130,11 +130,20 @@ extern "C" fn thread_main(arg: *mut libc::c_void) -> *mut libc::c_void {
     // Real-time priority 1 (else nice -20): fair tasks and kernel threads do
     // not preempt it (see the module comment). A failure only makes
     // preemption likelier.
-    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain data; every field is an integer.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = 1;
     // SAFETY: these only change this thread's scheduling policy or nice
-    // value.
+    // value. The raw system call: musl's sched_setscheduler() is a stub
+    // that fails with ENOSYS.
     unsafe {
-        if libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) != 0 {
+        if libc::syscall(
+            libc::SYS_sched_setscheduler,
+            tid,
+            libc::SCHED_FIFO,
+            &param as *const libc::sched_param,
+        ) != 0
+        {
             libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -20);
         }
     }
@@ -193,7 +202,8 @@ pub(crate) fn start(
         }));
         // SAFETY: plain data, initialised by pthread_attr_init.
         let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
-        let mut th: libc::pthread_t = 0;
+        // SAFETY: an integer or a pointer (musl), written by pthread_create.
+        let mut th: libc::pthread_t = unsafe { std::mem::zeroed() };
         // SAFETY: standard pthread use; `ctl` outlives the thread.
         let r = unsafe {
             libc::pthread_attr_init(&mut attr);

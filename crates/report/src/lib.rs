@@ -198,6 +198,93 @@ impl Report {
         })
     }
 
+    /// The report back from [`Report::to_json_value`]'s shape (a report
+    /// another process or machine wrote, like a `foliosim vm` guest).
+    pub fn from_json_value(v: &Value) -> Result<Report, String> {
+        let obj = v.as_object().ok_or("a report is a JSON object")?;
+        let text = |k: &str| -> Result<String, String> {
+            obj.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| format!("report field `{k}` is missing or not a string"))
+        };
+        let int_map = |v: Option<&Value>, what: &str| -> Result<BTreeMap<String, i64>, String> {
+            let Some(v) = v else {
+                return Ok(BTreeMap::new());
+            };
+            let m = v
+                .as_object()
+                .ok_or_else(|| format!("`{what}` is not an object"))?;
+            m.iter()
+                .map(|(k, n)| {
+                    n.as_i64()
+                        .map(|n| (k.clone(), n))
+                        .ok_or_else(|| format!("`{what}.{k}` is not an integer"))
+                })
+                .collect()
+        };
+        let system = obj
+            .get("system")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut phases = Vec::new();
+        for p in obj
+            .get("phases")
+            .and_then(Value::as_array)
+            .ok_or("report field `phases` is missing")?
+        {
+            let name = p
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("a phase without a name")?
+                .to_string();
+            let counters = int_map(p.get("counters"), "counters")?;
+            let mut folios = BTreeMap::new();
+            if let Some(f) = p.get("folios").and_then(Value::as_object) {
+                for (region, h) in f {
+                    let h = int_map(Some(h), "folios")?;
+                    folios.insert(
+                        region.clone(),
+                        h.into_iter().map(|(b, n)| (b, n.max(0) as u64)).collect(),
+                    );
+                }
+            }
+            let mut pagemap = BTreeMap::new();
+            if let Some(m) = p.get("pagemap").and_then(Value::as_object) {
+                for (step, entries) in m {
+                    let e: Option<Vec<u64>> = entries
+                        .as_array()
+                        .map(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
+                        .unwrap_or(None);
+                    pagemap.insert(
+                        step.clone(),
+                        e.ok_or_else(|| format!("pagemap `{step}` is not a list of integers"))?,
+                    );
+                }
+            }
+            phases.push(Phase {
+                name,
+                counters,
+                folios,
+                time: None,
+                pagemap,
+            });
+        }
+        Ok(Report {
+            scenario: text("scenario")?,
+            arch: text("arch")?,
+            engine: text("engine")?,
+            system,
+            phases,
+            expectations: Vec::new(),
+        })
+    }
+
     /// Long-format CSV rows (no header): scenario,arch,engine,phase,kind,name,value.
     fn csv_rows(&self, out: &mut String) {
         for p in &self.phases {
@@ -426,6 +513,19 @@ mod tests {
                 "expectations"
             ]
         );
+    }
+
+    #[test]
+    fn json_reads_back() {
+        let mut r = sample();
+        r.system.insert("memory".into(), "1G".into());
+        r.phases[0]
+            .pagemap
+            .insert("scan".into(), vec![1 << 63 | 42, 0, u64::MAX]);
+        let back = Report::from_json_value(&r.to_json_value()).unwrap();
+        assert_eq!(back, r);
+        let err = Report::from_json_value(&serde_json::json!({"scenario": "s"})).unwrap_err();
+        assert!(err.contains("arch"), "{err}");
     }
 
     #[test]

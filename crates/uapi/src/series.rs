@@ -81,6 +81,26 @@ pub const SWITCHES: &[Switch] = &[
     },
 ];
 
+impl Switch {
+    /// Whether a kernel of `release` (`uname -r`, like "7.1.5" or
+    /// "6.18.35-foo") contains the change: its major.minor is at least
+    /// `merged_in`'s. An unparsable release contains nothing.
+    pub fn merged_by(&self, release: &str) -> bool {
+        match (self.merged_in.and_then(major_minor), major_minor(release)) {
+            (Some(m), Some(r)) => r >= m,
+            _ => false,
+        }
+    }
+}
+
+/// (major, minor) of a kernel release string.
+fn major_minor(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
 impl Series {
     /// The value of switch `name` (without `series.`).
     pub fn get(&self, name: &str) -> Option<bool> {
@@ -139,6 +159,23 @@ mod tests {
         }
         assert!(!Series::default().set("no_such_switch", true));
         assert_eq!(Series::defaults(), Series::default());
+    }
+
+    #[test]
+    fn merged_by_compares_major_and_minor() {
+        let sw = SWITCHES
+            .iter()
+            .find(|s| s.name == "batch_file_unmap")
+            .unwrap();
+        // Seed 002 went into 7.0.
+        assert!(!sw.merged_by("6.18.35"));
+        assert!(!sw.merged_by("6.19.0-rc1"));
+        assert!(sw.merged_by("7.0.0"));
+        assert!(sw.merged_by("7.1.5"));
+        assert!(sw.merged_by("10.2"));
+        assert!(!sw.merged_by("garbage"));
+        let never = SWITCHES.iter().find(|s| s.merged_in.is_none()).unwrap();
+        assert!(!never.merged_by("99.0"));
     }
 }
 

@@ -1,0 +1,83 @@
+//! The native engine as the first process of a virtual machine that
+//! `foliosim vm` booted with nothing but an initramfs: the filesystems a
+//! native run reads and writes, the kernel it runs on, and the restart
+//! that ends the machine (crates/vm drives this).
+
+use std::fs;
+use std::path::Path;
+
+use crate::sys;
+
+/// Where the guest's scenario files, swap files and loop backing files
+/// live: the ext4 filesystem of the work disk when there is one.
+pub const WORK_MOUNT: &str = "/work";
+
+/// Mount what a native run needs: /proc, /sys, /dev, /run, /tmp, tracefs,
+/// debugfs, the memory cgroup controller (cgroup v1 at
+/// /sys/fs/cgroup/memory as on the reference host when the kernel has
+/// it, else cgroup v2 at /sys/fs/cgroup with the memory controller
+/// enabled for children), and the work disk `disk` (ext4) on
+/// [`WORK_MOUNT`]. Returns notes on what could not be mounted; an error
+/// for what a run cannot do without.
+pub fn mount_all(disk: Option<&str>) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    let must = |src: &str, at: &str, fs_type: &str| -> Result<(), String> {
+        fs::create_dir_all(at).map_err(|e| format!("mkdir {at}: {e}"))?;
+        sys::mount(src, Path::new(at), fs_type, 0, "")
+            .map_err(|e| format!("mounting {fs_type} on {at}: {e}"))
+    };
+    must("proc", "/proc", "proc")?;
+    must("sysfs", "/sys", "sysfs")?;
+    // The kernel may have mounted devtmpfs itself (DEVTMPFS_MOUNT).
+    if !Path::new("/dev/null").exists() {
+        must("devtmpfs", "/dev", "devtmpfs")?;
+    }
+    must("tmpfs", "/run", "tmpfs")?;
+    must("tmpfs", "/tmp", "tmpfs")?;
+    if let Err(e) = must("nodev", "/sys/kernel/tracing", "tracefs") {
+        notes.push(format!("{e}: tracepoints will not be counted"));
+    }
+    if let Err(e) = must("nodev", "/sys/kernel/debug", "debugfs") {
+        notes.push(e);
+    }
+    must("tmpfs", "/sys/fs/cgroup", "tmpfs")?;
+    let v1 = Path::new("/sys/fs/cgroup/memory");
+    let _ = fs::create_dir_all(v1);
+    if sys::mount("cgroup", v1, "cgroup", 0, "memory").is_err() {
+        let _ = sys::umount(Path::new("/sys/fs/cgroup"));
+        match must("cgroup2", "/sys/fs/cgroup", "cgroup2") {
+            Ok(()) => {
+                if let Err(e) = fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory") {
+                    notes.push(format!(
+                        "cgroup v2: enabling the memory controller: {e}; memcg steps will \
+                         be refused"
+                    ));
+                }
+            }
+            Err(e) => notes.push(format!("{e}: memcg steps will be refused")),
+        }
+    }
+    if let Some(dev) = disk {
+        if !Path::new(dev).exists() {
+            return Err(format!(
+                "the work disk {dev} is missing: the kernel has no virtio-blk driver \
+                 (CONFIG_VIRTIO_BLK, CONFIG_VIRTIO_PCI)"
+            ));
+        }
+        must(dev, WORK_MOUNT, "ext4")?;
+    }
+    Ok(notes)
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Write back dirty data and end the machine: QEMU, started with
+/// `-no-reboot`, exits on the restart.
+pub fn restart() -> ! {
+    sys::restart_machine()
+}

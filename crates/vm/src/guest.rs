@@ -1,0 +1,93 @@
+//! The guest side: foliosim as the init process of the virtual machine.
+//!
+//! The initramfs holds the static foliosim as `/init`, the scenario file
+//! and `/foliosim/job.json` (what to run). The kernel starts `/init` with
+//! the console as its standard streams; it mounts what a native run needs
+//! (`foliosim_native::guest::mount_all`), runs the scenario with the
+//! native engine, sends the result back on the console
+//! ([`crate::wire`]) and restarts the machine, which ends QEMU.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::wire;
+
+/// Where the host puts the job description in the initramfs.
+pub const JOB: &str = "/foliosim/job.json";
+
+/// Whether this process is a guest's init (process 1 of a machine that
+/// `foliosim vm` booted: the job file is there).
+pub fn is_guest_init() -> bool {
+    std::process::id() == 1 && std::path::Path::new(JOB).exists()
+}
+
+/// Run the job, send the result, end the machine. Never returns.
+pub fn main() -> ! {
+    say(&wire::status("booted"));
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("foliosim: guest engine panicked: {info}");
+    }));
+    let result = match std::panic::catch_unwind(run_job) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => json!({ "error": e }),
+        Err(_) => {
+            json!({ "error": "the guest's native engine panicked (its message is in the console lines above)" })
+        }
+    };
+    let mut v = result;
+    v["release"] = json!(foliosim_native::guest::kernel_release());
+    let bytes = serde_json::to_vec(&v).expect("serialisable");
+    say(&wire::encode(&bytes));
+    foliosim_native::guest::restart()
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn run_job() -> Result<Value, String> {
+    let job: Value =
+        serde_json::from_slice(&std::fs::read(JOB).map_err(|e| format!("reading {JOB}: {e}"))?)
+            .map_err(|e| format!("{JOB}: {e}"))?;
+    let field = |k: &str| {
+        job.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{JOB}: no `{k}`"))
+    };
+    let disk = job.get("disk").and_then(Value::as_str);
+    let notes = foliosim_native::guest::mount_all(disk)?;
+    for n in &notes {
+        eprintln!("foliosim vm: note: {n}");
+    }
+    let label = field("label")?;
+    let file = field("file")?;
+    let overrides: Vec<(String, String)> = job
+        .get("overrides")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let text = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+    let sc = foliosim_scenario::parse_str(label, &text, &overrides).map_err(|e| e.to_string())?;
+    let workdir = PathBuf::from(if disk.is_some() {
+        foliosim_native::guest::WORK_MOUNT
+    } else {
+        "/tmp"
+    });
+    let opts = foliosim_native::NativeOptions {
+        workdir: workdir.clone(),
+        trace: true,
+        guest: true,
+    };
+    say(&wire::status("running"));
+    let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
+    let probe = foliosim_native::probe_overrides(&workdir);
+    Ok(json!({ "report": report.to_json_value(), "probe": probe }))
+}

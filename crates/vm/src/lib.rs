@@ -1,0 +1,721 @@
+//! The VM engine: a scenario run by the native engine inside a Linux
+//! kernel booted in QEMU, for any kernel and architecture.
+//!
+//! How a run goes:
+//! 1. the kernel is found ([`kernels::resolve`]) and the scenario is
+//!    loaded on the host with the guest's architecture, the series
+//!    switches the kernel's release contains, and the guest's RAM as
+//!    `memory`;
+//! 2. a static foliosim for the guest's architecture is found or built
+//!    (`cargo build --profile guest --target <arch>-unknown-linux-musl`);
+//! 3. an initramfs is written (the binary as `/init`, the scenario, the
+//!    job) and, when the scenario has files or swap files, an ext4 work
+//!    disk (virtio-blk), both in a temporary folder removed on every way
+//!    out;
+//! 4. QEMU boots the kernel with `-no-reboot` and no network; the guest
+//!    runs the scenario with the native engine ([`guest`]) and sends the
+//!    report on its console ([`wire`]), then restarts, which ends QEMU;
+//! 5. a guest that panics, hangs or stops early is reported with the last
+//!    lines of its console.
+//!
+//! Nothing on the host is changed: THP settings, swap, memory cgroups are
+//! the guest's.
+
+#![forbid(unsafe_code)]
+
+pub mod guest;
+mod initramfs;
+pub mod kernels;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use foliosim_report::Report;
+use foliosim_scenario::Scenario;
+use foliosim_uapi::{series::SWITCHES, Arch, SwapKind};
+use serde_json::{json, Value};
+
+pub use kernels::KernelImage;
+
+/// How to accelerate the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when the host can run the guest with it, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub const NAMES: [&'static str; 3] = ["auto", "kvm", "tcg"];
+
+    pub fn from_name(s: &str) -> Option<Accel> {
+        match s {
+            "auto" => Some(Accel::Auto),
+            "kvm" => Some(Accel::Kvm),
+            "tcg" => Some(Accel::Tcg),
+            _ => None,
+        }
+    }
+}
+
+/// How to run in a virtual machine.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// A kernel name (see [`kernels::resolve`]) or path.
+    pub kernel: String,
+    /// The guest's architecture, if the user named one (must match the
+    /// kernel's).
+    pub arch: Option<Arch>,
+    /// The whole run (boot, scenario, power-off) must end within this.
+    pub timeout: Duration,
+    pub accel: Accel,
+}
+
+/// A finished guest run.
+#[derive(Debug)]
+pub struct VmRun {
+    /// The guest's report (engine "vm"), expectations not evaluated.
+    pub report: Report,
+    /// The overrides the scenario ran with (the user's plus the guest's
+    /// arch, memory and series switches): simulate with these.
+    pub overrides: Vec<(String, String)>,
+    /// The guest's knob values, like `foliosim probe` on a host.
+    pub probe: Vec<(String, String)>,
+    pub kernel: KernelImage,
+    /// `uname -r` in the guest.
+    pub release: String,
+    /// "kvm" or "tcg".
+    pub accel: &'static str,
+    /// Boot, run and power-off.
+    pub seconds: f64,
+}
+
+/// Set by SIGINT/SIGTERM/SIGHUP while a guest runs: the run stops, QEMU
+/// is killed and the temporary files removed.
+fn interrupted() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let f = Arc::new(AtomicBool::new(false));
+        for sig in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
+            let _ = signal_hook::flag::register(sig, Arc::clone(&f));
+        }
+        f
+    })
+    .clone()
+}
+
+/// The overrides that make scenario `path` describe the guest: the user's
+/// `ov`, then the kernel's architecture, the series switches its release
+/// contains (unless the scenario sets them), and a `memory` for the guest
+/// when the scenario leaves it at its default. Returns them with notes.
+pub fn guest_overrides(
+    path: &Path,
+    ov: &[(String, String)],
+    kernel: &KernelImage,
+) -> Result<(Vec<(String, String)>, Vec<String>), String> {
+    let mut out: Vec<(String, String)> = ov.to_vec();
+    let mut notes = Vec::new();
+    out.push(("arch".into(), kernel.arch.as_str().into()));
+    let sc = foliosim_scenario::load(path, &out).map_err(|e| e.to_string())?;
+    for sw in SWITCHES {
+        let key = format!("series.{}", sw.name);
+        if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
+            out.push((key, "1".into()));
+        }
+    }
+    if !sc.system.explicit.contains("memory") {
+        let mib = guest_memory_mib(&sc)?;
+        notes.push(format!(
+            "memory is not set: the guest gets {mib} MiB (the working set and room for the \
+             kernel); set memory to choose"
+        ));
+        out.push(("memory".into(), format!("{mib}M")));
+    }
+    Ok((out, notes))
+}
+
+/// RAM for a guest whose scenario does not say: the anonymous memory and
+/// files it uses, zram's worst case, a quarter more, and 512 MiB for the
+/// kernel and the initramfs; at least 1 GiB, in 256 MiB steps.
+fn guest_memory_mib(sc: &Scenario) -> Result<u64, String> {
+    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
+    let files: u64 = sc.files.iter().map(|f| f.size).sum();
+    let zram: u64 = sc
+        .system
+        .swap
+        .iter()
+        .filter(|d| d.kind == SwapKind::Zram)
+        .map(|d| d.size)
+        .sum();
+    let need = (w.anon_bytes + files + zram) >> 20;
+    let mib = (need + need / 4 + 512).max(1024);
+    Ok(mib.div_ceil(256) * 256)
+}
+
+/// Run scenario `path` with overrides `ov` in a guest.
+pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmRun, String> {
+    let kernel = kernels::resolve(&opts.kernel, opts.arch)?;
+    if let Some(a) = opts.arch {
+        if a != kernel.arch {
+            return Err(format!(
+                "--arch {} but kernel {} is for {}",
+                a.as_str(),
+                kernel.name,
+                kernel.arch.as_str()
+            ));
+        }
+    }
+    let (overrides, notes) = guest_overrides(path, ov, &kernel)?;
+    for n in &notes {
+        eprintln!("foliosim vm: note: {n}");
+    }
+    let sc = foliosim_scenario::load(path, &overrides).map_err(|e| e.to_string())?;
+    let qemu = qemu_binary(kernel.arch)?;
+    let (total, _) = meminfo();
+    if total > 0 && sc.system.memory > total {
+        return Err(format!(
+            "memory = {} MiB is more than this host has ({} MiB): the guest's RAM is the \
+             scenario's memory; run with --set memory=SIZE",
+            sc.system.memory >> 20,
+            total >> 20
+        ));
+    }
+    let needs_disk = needs_disk(&sc)?;
+    if needs_disk && kernel.has("VIRTIO_BLK") == Some(false) {
+        return Err(format!(
+            "kernel {} has no virtio-blk driver (CONFIG_VIRTIO_BLK), and this scenario needs a \
+             disk for its files or swap files; build a kernel with the project's fragment: \
+             `foliosim vm kernel build --src LINUX_SOURCE --arch {}`",
+            kernel.name,
+            kernel.arch.as_str()
+        ));
+    }
+    let binary = guest_binary(kernel.arch)?;
+    let stop = interrupted();
+    let work = RunDir::new()?;
+    let initrd = work.path().join("initramfs.cpio");
+    write_initramfs(&initrd, &binary, path, &overrides, needs_disk)?;
+    let disk = if needs_disk {
+        Some(make_disk(&work.path().join("work.img"), &sc)?)
+    } else {
+        None
+    };
+    let (accel, accel_note) = choose_accel(opts.accel, kernel.arch);
+    if let Some(n) = accel_note {
+        eprintln!("foliosim vm: note: {n}");
+    }
+    let mut cmd = Command::new(&qemu);
+    cmd.args(qemu_args(&kernel, accel, &sc, &initrd, disk.as_deref()));
+    let started = Instant::now();
+    let out = boot(cmd, &kernel, &sc.name, opts.timeout, &stop)?;
+    let seconds = started.elapsed().as_secs_f64();
+    drop(work);
+    let release = out
+        .get("release")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if let Some(e) = out.get("error").and_then(Value::as_str) {
+        return Err(format!("in the guest (Linux {release}): {e}"));
+    }
+    let mut report =
+        Report::from_json_value(&out["report"]).map_err(|e| format!("the guest's report: {e}"))?;
+    report.engine = "vm".into();
+    report
+        .system
+        .insert("vm.kernel".into(), format!("{} ({release})", kernel.name));
+    let probe = out
+        .get("probe")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(VmRun {
+        report,
+        overrides,
+        probe,
+        kernel,
+        release,
+        accel,
+        seconds,
+    })
+}
+
+/// Whether the scenario needs the work disk: files, or swap on a file or
+/// a loop device (whose backing file lives there).
+fn needs_disk(sc: &Scenario) -> Result<bool, String> {
+    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
+    Ok(!sc.files.is_empty()
+        || w.maps_files
+        || sc.system.swap.iter().any(|d| d.kind != SwapKind::Zram))
+}
+
+/// A temporary folder of this run, under the cache as `run/vm-<pid>`, so
+/// that one a killed run left is found and removed by the next.
+struct RunDir(PathBuf);
+
+impl RunDir {
+    fn new() -> Result<RunDir, String> {
+        let base = kernels::cache_dir().join("run");
+        fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+        if let Ok(rd) = fs::read_dir(&base) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let dead = name
+                    .strip_prefix("vm-")
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if dead {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let d = base.join(format!("vm-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        Ok(RunDir(d))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn meminfo() -> (u64, u64) {
+    let text = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb << 10)
+    };
+    (get("MemTotal:"), get("MemAvailable:"))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+fn qemu_binary(arch: Arch) -> Result<PathBuf, String> {
+    let (bin, pkg) = match arch {
+        Arch::X86_64 => ("qemu-system-x86_64", "qemu-system-x86"),
+        Arch::Arm64 => ("qemu-system-aarch64", "qemu-system-arm"),
+    };
+    which(bin).ok_or_else(|| {
+        format!("{bin} is not installed: apt-get install {pkg} (Debian/Ubuntu package)")
+    })
+}
+
+/// The Rust target of a static foliosim for `arch`.
+pub fn guest_target(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "x86_64-unknown-linux-musl",
+        Arch::Arm64 => "aarch64-unknown-linux-musl",
+    }
+}
+
+/// A static foliosim for the guest: `FOLIOSIM_GUEST_X86_64` /
+/// `FOLIOSIM_GUEST_ARM64` if set, else built from the checkout foliosim
+/// was built from (cargo does nothing when it is up to date).
+pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
+    let var = format!("FOLIOSIM_GUEST_{}", arch.as_str().to_uppercase());
+    if let Some(p) = std::env::var_os(&var) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{var}={}: no such file", p.display()))
+        };
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if !root.join("Cargo.toml").is_file() {
+        return Err(format!(
+            "no foliosim for the guest: set {var} to a statically linked foliosim built with \
+             `cargo build --profile guest --target {}`",
+            guest_target(arch)
+        ));
+    }
+    let target = guest_target(arch);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("foliosim vm: building the guest's foliosim ({target}) if it changed");
+    let out = Command::new(&cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            "guest",
+            "-p",
+            "foliosim",
+            "--target",
+            target,
+        ])
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("may not be installed") || err.contains("can't find crate for `core`") {
+            return Err(format!(
+                "the Rust target {target} is missing: rustup target add {target}"
+            ));
+        }
+        let tail: Vec<&str> = err.lines().rev().take(12).collect();
+        return Err(format!(
+            "building the guest's foliosim failed:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let bin = target_dir.join(target).join("guest/foliosim");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!("cargo built no {}", bin.display()))
+    }
+}
+
+fn write_initramfs(
+    at: &Path,
+    binary: &Path,
+    scenario: &Path,
+    overrides: &[(String, String)],
+    disk: bool,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("writing {}: {e}", at.display());
+    let bin = fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let text = fs::read(scenario).map_err(|e| format!("{}: {e}", scenario.display()))?;
+    let job = json!({
+        "label": scenario.display().to_string(),
+        "file": "/foliosim/scenario.toml",
+        "overrides": overrides,
+        "disk": disk.then_some("/dev/vda"),
+    });
+    let f = fs::File::create(at).map_err(io)?;
+    let mut c = initramfs::Cpio::new(std::io::BufWriter::new(f));
+    for d in ["dev", "proc", "sys", "run", "tmp", "work", "foliosim"] {
+        c.dir(d).map_err(io)?;
+    }
+    // The kernel opens /dev/console for init before anything is mounted.
+    c.char_dev("dev/console", 0o600, (5, 1)).map_err(io)?;
+    c.file("init", 0o755, &bin).map_err(io)?;
+    c.file("foliosim/scenario.toml", 0o644, &text).map_err(io)?;
+    c.file(
+        "foliosim/job.json",
+        0o644,
+        serde_json::to_string(&job)
+            .expect("serialisable")
+            .as_bytes(),
+    )
+    .map_err(io)?;
+    c.finish().map_err(io)?;
+    Ok(())
+}
+
+/// An empty ext4 filesystem for the scenario's files and swap files
+/// (without a journal: no journal thread writes during a phase; inode
+/// tables initialised now, so no lazy-init thread runs in the guest).
+fn make_disk(at: &Path, sc: &Scenario) -> Result<PathBuf, String> {
+    let files: u64 = sc.files.iter().map(|f| f.size).sum();
+    let swap: u64 = sc
+        .system
+        .swap
+        .iter()
+        .filter(|d| d.kind != SwapKind::Zram)
+        .map(|d| d.size)
+        .sum();
+    let mib = ((files + swap) >> 20) * 11 / 10 + 128;
+    let f = fs::File::create(at).map_err(|e| format!("{}: {e}", at.display()))?;
+    f.set_len(mib << 20)
+        .map_err(|e| format!("{}: {e}", at.display()))?;
+    drop(f);
+    let mkfs = which("mkfs.ext4")
+        .or_else(|| {
+            ["/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext4"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+        })
+        .ok_or("mkfs.ext4 is not installed: apt-get install e2fsprogs")?;
+    let out = Command::new(mkfs)
+        .args([
+            "-q",
+            "-F",
+            "-b",
+            "4096",
+            "-O",
+            "^has_journal",
+            "-E",
+            "lazy_itable_init=0,nodiscard",
+        ])
+        .arg(at)
+        .output()
+        .map_err(|e| format!("mkfs.ext4: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mkfs.ext4 of the work disk failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(at.to_path_buf())
+}
+
+/// The accelerator: KVM when asked or when it can run this guest (same
+/// architecture, /dev/kvm usable, not the kvm_pvm module, which runs only
+/// paravirtualised guests), else TCG; with a note when auto falls back.
+fn choose_accel(want: Accel, arch: Arch) -> (&'static str, Option<String>) {
+    let host = match std::env::consts::ARCH {
+        "x86_64" => Some(Arch::X86_64),
+        "aarch64" => Some(Arch::Arm64),
+        _ => None,
+    };
+    match want {
+        Accel::Tcg => ("tcg", None),
+        Accel::Kvm => ("kvm", None),
+        Accel::Auto => {
+            if host != Some(arch) {
+                return ("tcg", None);
+            }
+            let usable = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/kvm")
+                .is_ok();
+            if !usable {
+                ("tcg", Some("/dev/kvm is not usable here: the guest runs under TCG (slower, same counts)".into()))
+            } else if Path::new("/sys/module/kvm_pvm").exists() {
+                ("tcg", Some("/dev/kvm is served by kvm_pvm, which cannot run a standard guest: the guest runs under TCG (slower, same counts)".into()))
+            } else {
+                ("kvm", None)
+            }
+        }
+    }
+}
+
+fn qemu_args(
+    k: &KernelImage,
+    accel: &str,
+    sc: &Scenario,
+    initrd: &Path,
+    disk: Option<&Path>,
+) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let s = |v: &str| v.to_string();
+    let (console, cpu) = match (k.arch, accel) {
+        // 4-level paging as on the reference host and in the model.
+        (Arch::X86_64, "kvm") => ("ttyS0", "host"),
+        (Arch::X86_64, _) => ("ttyS0", "max,la57=off"),
+        (Arch::Arm64, "kvm") => ("ttyAMA0", "host"),
+        (Arch::Arm64, _) => ("ttyAMA0", "max"),
+    };
+    if k.arch == Arch::Arm64 {
+        a.extend([s("-M"), s("virt")]);
+    }
+    a.extend([
+        s("-accel"),
+        s(accel),
+        s("-cpu"),
+        s(cpu),
+        s("-m"),
+        format!("{}M", sc.system.memory >> 20),
+        s("-smp"),
+        sc.system.cpus.to_string(),
+        s("-nodefaults"),
+        s("-no-user-config"),
+        s("-display"),
+        s("none"),
+        s("-serial"),
+        s("stdio"),
+        s("-net"),
+        s("none"),
+        s("-no-reboot"),
+        s("-kernel"),
+        k.image.display().to_string(),
+        s("-initrd"),
+        initrd.display().to_string(),
+        s("-append"),
+        format!("console={console} panic=-1 loglevel=4 rdinit=/init"),
+    ]);
+    if let Some(d) = disk {
+        a.extend([
+            s("-drive"),
+            format!(
+                "file={},format=raw,if=none,id=work,cache=unsafe",
+                d.display()
+            ),
+            s("-device"),
+            s("virtio-blk-pci,drive=work"),
+        ]);
+    }
+    a
+}
+
+/// Boot, follow the console until the result arrives, and return it.
+fn boot(
+    mut cmd: Command,
+    k: &KernelImage,
+    scenario: &str,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<Value, String> {
+    use std::os::unix::process::CommandExt as _;
+    // Its own process group: a Ctrl-C reaches foliosim, which stops QEMU
+    // and removes the temporary files.
+    cmd.process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
+    let (tx, rx) = mpsc::channel::<Option<String>>();
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx
+                        .send(Some(String::from_utf8_lossy(&buf).into_owned()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(None);
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .expect("a valid template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar.set_message(format!("vm {}: booting", k.name));
+    let deadline = Instant::now() + timeout;
+    let mut tail: VecDeque<String> = VecDeque::new();
+    let mut data = String::new();
+    let mut result: Option<Result<Value, String>> = None;
+    let mut why_stopped = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            why_stopped = Some("interrupted".to_string());
+            break;
+        }
+        if Instant::now() > deadline {
+            why_stopped = Some(format!(
+                "the guest did not finish within {} s (a hang, or a run too long for \
+                 --timeout)",
+                timeout.as_secs()
+            ));
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Some(line)) => match wire::parse(&line) {
+                wire::Line::Status(st) => {
+                    let what = match st {
+                        "booted" => format!("vm {}: booted", k.name),
+                        "running" => format!("vm {}: running {scenario}", k.name),
+                        other => format!("vm {}: {other}", k.name),
+                    };
+                    bar.set_message(what);
+                }
+                wire::Line::Data(d) => data.push_str(d),
+                wire::Line::End { len, crc } => {
+                    result = Some(wire::decode(&data, len, crc).and_then(|b| {
+                        serde_json::from_slice(&b)
+                            .map_err(|e| format!("the guest's result is not JSON: {e}"))
+                    }));
+                }
+                wire::Line::Console(text) => {
+                    if text.starts_with("foliosim") {
+                        bar.suspend(|| eprintln!("guest: {text}"));
+                    }
+                    if tail.len() == 30 {
+                        tail.pop_front();
+                    }
+                    tail.push_back(text.to_string());
+                }
+            },
+            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if result.is_some() {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    // The guest restarts after its result, which ends QEMU; give it a
+    // moment, then stop it.
+    let end = Instant::now() + Duration::from_secs(if result.is_some() { 10 } else { 0 });
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+        }
+    }
+    let qemu_err = err_reader.join().unwrap_or_default();
+    drop(rx);
+    let _ = reader.join();
+    if let Some(r) = result {
+        return r;
+    }
+    let last: Vec<String> = tail.into_iter().filter(|l| !l.trim().is_empty()).collect();
+    let console = if last.is_empty() {
+        "(the console stayed empty)".to_string()
+    } else {
+        last.join("\n  ")
+    };
+    let why = why_stopped.unwrap_or_else(|| "the guest stopped without a result".into());
+    let qemu = qemu_err.trim();
+    Err(format!(
+        "vm {}: {why}{}\nlast console lines:\n  {console}",
+        k.name,
+        if qemu.is_empty() {
+            String::new()
+        } else {
+            format!("\nQEMU said: {qemu}")
+        }
+    ))
+}
