@@ -270,8 +270,8 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
     let mut phases = Vec::new();
     let _ = writeln!(
         text,
-        "scenario {}  (sim {} vs native {})",
-        sim.scenario, sim.arch, native.arch
+        "scenario {}  (sim {} vs {} {})",
+        sim.scenario, sim.arch, native.engine, native.arch
     );
     for p in &sim.phases {
         let rs = rows(sim, native, &p.name);
@@ -280,7 +280,7 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
         let _ = writeln!(
             text,
             "  {:<w$}  {:>12}  {:>12}  {:>10}",
-            "counter", "sim", "native", "diff"
+            "counter", "sim", native.engine, "diff"
         );
         let fmt = |v: Option<i64>| v.map_or("missing".to_string(), |v| v.to_string());
         let mut jrows = Vec::new();
@@ -315,8 +315,8 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
         let tag = if gating { "FAIL" } else { "info (system-wide)" };
         let _ = writeln!(
             text,
-            "  {tag}: native {}:{} = {:?}, expected {} ± {} at {}",
-            e.phase, e.counter, e.actual, e.expected, e.tolerance, e.at
+            "  {tag}: {} {}:{} = {:?}, expected {} ± {} at {}",
+            native.engine, e.phase, e.counter, e.actual, e.expected, e.tolerance, e.at
         );
         ok &= !gating;
     }

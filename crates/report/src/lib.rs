@@ -131,7 +131,12 @@ impl Report {
                     actual,
                     tolerance,
                     ok,
-                    judged: engine == "sim" || compare::judged_natively(&e.counter),
+                    // A counter the architecture does not have (the x86
+                    // tracepoints on arm64) is absent, and not held
+                    // against the run.
+                    judged: !(foliosim_uapi::counters::x86_only(&e.counter)
+                        && self.arch != "x86_64")
+                        && (engine == "sim" || compare::judged_natively(&e.counter)),
                 }
             })
             .collect();
@@ -386,6 +391,9 @@ impl Report {
                 };
                 let note = match (e.judged, e.actual) {
                     (true, _) => "",
+                    (false, None) if foliosim_uapi::counters::x86_only(&e.counter) => {
+                        " (an x86 tracepoint; this architecture has none; not judged)"
+                    }
                     (false, None) => " (this engine does not measure it; not judged)",
                     (false, Some(_)) => " (other processes move it natively; not judged)",
                 };
