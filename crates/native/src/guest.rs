@@ -69,6 +69,28 @@ pub fn mount_all(disk: Option<&str>) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
+/// Register a kprobe event for each function of
+/// [`foliosim_uapi::counters::KFUNCS`] (the machine is thrown away after
+/// the run, so they are never removed); the native engine then counts
+/// them as `kfunc/<function>`. Returns the functions that could not be
+/// probed, with why.
+pub fn register_kfuncs() -> Vec<(String, String)> {
+    use std::io::Write as _;
+    let path = "/sys/kernel/tracing/kprobe_events";
+    let mut failed = Vec::new();
+    for (f, _) in foliosim_uapi::counters::KFUNCS {
+        let line = format!("p:{}/{f} {f}\n", crate::perf::KFUNC_GROUP);
+        let res = fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut k| k.write_all(line.as_bytes()));
+        if let Err(e) = res {
+            failed.push((format!("kfunc/{f}"), format!("no kprobe on {f} ({e})")));
+        }
+    }
+    failed
+}
+
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")

@@ -84,8 +84,26 @@ fn read_ids(root: &Path) -> Events {
                 .push((name.to_string(), format!("{} is missing", p.display()))),
         }
     }
+    // Kernel functions a guest registered kprobe events for (in the group
+    // KFUNC_GROUP, see `guest::register_kfuncs`).
+    for (f, _) in foliosim_uapi::counters::KFUNCS {
+        let p = root.join("events").join(KFUNC_GROUP).join(f).join("id");
+        if let Some(id) = fs::read_to_string(&p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
+            ev.events.push(Event {
+                name: format!("{}{f}", foliosim_uapi::counters::KFUNC_PREFIX),
+                id,
+                filter: None,
+            });
+        }
+    }
     ev
 }
+
+/// The kprobe event group of the counted kernel functions.
+pub(crate) const KFUNC_GROUP: &str = "foliosim_kfunc";
 
 /// Look the tracepoint ids up in tracefs, mounting it for the moment if it
 /// is not mounted (the mount is undone at once, and by the guard if the run

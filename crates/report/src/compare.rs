@@ -91,6 +91,30 @@ fn pagemap_tolerance(name: &str) -> Option<f64> {
     }
 }
 
+/// Kernel function calls a guest counted beside the model counters they
+/// equal ([`counters::KFUNCS`]), exactly; functions the guest could not
+/// probe are left out.
+fn kfunc_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> {
+    let (Some(sp), Some(np)) = (sp, np) else {
+        return Vec::new();
+    };
+    counters::KFUNCS
+        .iter()
+        .filter(|(_, sims)| !sims.is_empty())
+        .filter_map(|(f, sims)| {
+            let n = *np.counters.get(&format!("{}{f}", counters::KFUNC_PREFIX))?;
+            let s: i64 = sims.iter().filter_map(|c| sp.counters.get(*c)).sum();
+            Some(Row {
+                name: format!("{}{f} = {}", counters::KFUNC_PREFIX, sims.join(" + ")),
+                sim: Some(s),
+                native: Some(n),
+                tolerance: Some(0.0),
+                host_state: 0,
+            })
+        })
+        .collect()
+}
+
 /// Raw pagemap entries of the steps both reports kept: for each step, the
 /// entries that differ once the PFNs of present entries are masked (swap
 /// frames are compared as they are).
@@ -235,6 +259,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             native: n,
         });
     }
+    out.extend(kfunc_rows(sp, np));
     out.extend(raw_pagemap_rows(sp, np));
     let mut cells: BTreeSet<(String, String)> = BTreeSet::new();
     for p in [sp, np].into_iter().flatten() {

@@ -9,8 +9,9 @@
 //!   with per-reason and per-order parts after a `/`), pagemap step
 //!   results (`pagemap/<step>/...`) and folio histograms
 //!   (`folios/<region>/<size>`): per process;
-//! * `kfunc/<function>`: calls of a kernel function counted by kprobes in a
-//!   guest kernel, system-wide in that guest;
+//! * `kfunc/<function>`: calls of a kernel function by the workload's
+//!   processes, counted with kprobe events in a `foliosim vm` guest
+//!   ([`KFUNCS`]): per process;
 //! * `sim/...`: operations only the model can count.
 
 /// Who can observe a counter, which decides how a native measurement of
@@ -70,6 +71,35 @@ pub const TLB_FLUSH_REASONS: [(u32, &str); 6] = [
     (5, "remote_wrong_cpu"),
 ];
 
+/// The kernel functions a `foliosim vm` guest counts (a kprobe event each,
+/// counted with perf for the workload's processes like the tracepoints),
+/// reported as `kfunc/<function>`, with the model counters whose sum is
+/// the number of calls (empty: reported, not compared). A function the
+/// guest kernel cannot probe (absent on that architecture, or inlined) is
+/// reported missing.
+pub const KFUNCS: &[(&str, &[&str])] = &[
+    // arm64 contpte (arch/arm64/mm/contpte.c): every fold and every unfold
+    // repaints the block through contpte_convert(); the inline
+    // contpte_try_unfold() calls __contpte_try_unfold() only for a
+    // contiguous entry, which always unfolds.
+    (
+        "contpte_convert",
+        &["sim/contpte_fold", "sim/contpte_unfold"],
+    ),
+    ("__contpte_try_unfold", &["sim/contpte_unfold"]),
+    ("__contpte_try_fold", &[]),
+    // The rmap walks of reclaim (mm/rmap.c): one rmap_one call per VMA
+    // the walk lets through.
+    ("folio_referenced_one", &["sim/folio_referenced_one"]),
+    ("try_to_unmap_one", &["sim/try_to_unmap_one"]),
+    ("folio_referenced", &[]),
+    // Swap slots (mm/swapfile.c).
+    ("folio_alloc_swap", &["sim/swap_alloc"]),
+    // Page tables (mm/memory.c): PTE tables allocated by faults, fork and
+    // zaps' callers; upper levels and THP deposits are not in it.
+    ("__pte_alloc", &[]),
+];
+
 /// getrusage(2) fault counts of the workload's processes.
 pub const MINOR_FAULTS: &str = "minor-faults";
 pub const MAJOR_FAULTS: &str = "major-faults";
@@ -86,9 +116,10 @@ pub fn kind(name: &str) -> CounterKind {
     let family = name.split('/').next().unwrap_or(name);
     if name.starts_with(SIM_PREFIX) {
         CounterKind::ModelOnly
-    } else if name.starts_with(KFUNC_PREFIX) || name.starts_with(MTHP_PREFIX) {
+    } else if name.starts_with(MTHP_PREFIX) {
         CounterKind::SystemWide
     } else if name == MINOR_FAULTS
+        || name.starts_with(KFUNC_PREFIX)
         || name == MAJOR_FAULTS
         || family.contains(':')
         || name.starts_with(PAGEMAP_PREFIX)
@@ -125,7 +156,7 @@ mod tests {
             kind("hugepages-64kB/anon_fault_alloc"),
             CounterKind::SystemWide
         );
-        assert_eq!(kind("kfunc/try_to_unmap_one"), CounterKind::SystemWide);
+        assert_eq!(kind("kfunc/try_to_unmap_one"), CounterKind::PerProcess);
         assert_eq!(kind("sim/ptep_get"), CounterKind::ModelOnly);
         assert!(x86_only("tlb:tlb_flush/local_shootdown"));
         assert!(!x86_only("filemap:mm_filemap_fault"));

@@ -63,6 +63,7 @@ fn run_job() -> Result<Value, String> {
     for n in &notes {
         eprintln!("foliosim vm: note: {n}");
     }
+    let unprobed = foliosim_native::guest::register_kfuncs();
     let label = field("label")?;
     let file = field("file")?;
     let overrides: Vec<(String, String)> = job
@@ -89,5 +90,5 @@ fn run_job() -> Result<Value, String> {
     say(&wire::status("running"));
     let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
     let probe = foliosim_native::probe_overrides(&workdir);
-    Ok(json!({ "report": report.to_json_value(), "probe": probe }))
+    Ok(json!({ "report": report.to_json_value(), "probe": probe, "unprobed": unprobed }))
 }

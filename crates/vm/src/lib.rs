@@ -450,7 +450,8 @@ fn make_disk(at: &Path, sc: &Scenario) -> Result<PathBuf, String> {
         .filter(|d| d.kind != SwapKind::Zram)
         .map(|d| d.size)
         .sum();
-    let mib = ((files + swap) >> 20) * 11 / 10 + 128;
+    // The native engine keeps a 256 MiB margin free on the work directory.
+    let mib = ((files + swap) >> 20) * 11 / 10 + 384;
     let f = fs::File::create(at).map_err(|e| format!("{}: {e}", at.display()))?;
     f.set_len(mib << 20)
         .map_err(|e| format!("{}: {e}", at.display()))?;

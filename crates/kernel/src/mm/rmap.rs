@@ -362,6 +362,7 @@ impl<A: Arch> Kernel<A> {
     /// again or referenced elsewhere).
     fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) -> bool {
         use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE, PMD_SIZE};
+        self.vmstat.sim.ttu_one += 1;
         let nr_folio = self.mem.folio_nr_pages(folio);
         let start = hit.addr.max(hit.vma.vm_start);
         let end = (hit.addr + nr_folio * PAGE_SIZE).min(hit.vma.vm_end);
@@ -830,6 +831,7 @@ impl<A: Arch> Kernel<A> {
     /// walk (every mapping found).
     fn folio_referenced_one(&mut self, folio: Pfn, hit: RmapHit, pra: &mut ReferencedArg) -> bool {
         use crate::include::linux::pgtable::{pmd_addr_end, PAGE_SIZE};
+        self.vmstat.sim.referenced_one += 1;
         let nr_pages = self.mem.folio_nr_pages(folio);
         let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
         let mut w = Pvmw {

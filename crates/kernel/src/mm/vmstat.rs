@@ -283,6 +283,11 @@ sim_stat! {
     young_flush => "sim/young_flush",
     /// rmap walks (`rmap_walk()`: try_to_unmap, folio_referenced).
     rmap_walk => "sim/rmap_walk",
+    /// `try_to_unmap_one()` calls: one per VMA the unmap walk visits.
+    ttu_one => "sim/try_to_unmap_one",
+    /// `folio_referenced_one()` calls: one per VMA the young-bit walk
+    /// visits (those `invalid_folio_referenced_vma()` lets through).
+    referenced_one => "sim/folio_referenced_one",
     /// `try_to_unmap_one()` PTE-clear calls (one per PTE or per batch).
     ttu_clear_calls => "sim/ttu_clear_calls",
     /// Swap PTEs written.

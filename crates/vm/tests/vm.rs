@@ -1,0 +1,187 @@
+//! The VM engine against real kernels booted in QEMU (TCG on hosts without
+//! a usable KVM). Each test needs QEMU for the guest's architecture, the
+//! Rust musl target and a kernel named `6.18.35-<arch>` (see
+//! `foliosim vm kernel list`); where one is missing the test says which
+//! and passes without running.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use foliosim_report::Report;
+use foliosim_uapi::Arch;
+use foliosim_vm::{kernels, Accel, VmOptions, VmRun};
+
+fn scenario(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel)
+}
+
+/// Options for the 6.18.35 kernel of `arch`, or None (with the reason
+/// printed) when this machine cannot boot it.
+fn kernel_618(arch: Arch) -> Option<VmOptions> {
+    let qemu = match arch {
+        Arch::X86_64 => "qemu-system-x86_64",
+        Arch::Arm64 => "qemu-system-aarch64",
+    };
+    let have = |bin: &str| {
+        std::process::Command::new("which")
+            .arg(bin)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have(qemu) {
+        eprintln!(
+            "SKIP: {qemu} is not installed (apt-get install qemu-system-x86 qemu-system-arm)"
+        );
+        return None;
+    }
+    if let Err(e) = kernels::resolve("6.18.35", Some(arch)) {
+        eprintln!("SKIP: no 6.18.35 kernel for {}: {e}", arch.as_str());
+        return None;
+    }
+    let target = foliosim_vm::guest_target(arch);
+    let installed = std::process::Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains(target))
+        .unwrap_or(false);
+    if !installed {
+        eprintln!("SKIP: the Rust target {target} is missing (rustup target add {target})");
+        return None;
+    }
+    Some(VmOptions {
+        kernel: "6.18.35".into(),
+        arch: Some(arch),
+        timeout: Duration::from_secs(600),
+        accel: Accel::Auto,
+    })
+}
+
+fn count(r: &Report, phase: &str, counter: &str) -> Option<i64> {
+    r.phases
+        .iter()
+        .find(|p| p.name == phase)?
+        .counters
+        .get(counter)
+        .copied()
+}
+
+fn folios(r: &Report, phase: &str, region: &str, bucket: &str) -> u64 {
+    r.phases
+        .iter()
+        .find(|p| p.name == phase)
+        .and_then(|p| p.folios.get(region))
+        .and_then(|h| h.get(bucket))
+        .copied()
+        .unwrap_or(0)
+}
+
+fn run(rel: &str, opts: &VmOptions) -> VmRun {
+    foliosim_vm::run(&scenario(rel), &[], opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// corpus/anon-mthp-64k-always writes every page of a 2 MiB anonymous
+/// mapping with only 64 KiB mTHP allowed: do_anonymous_page() maps a whole
+/// 64 KiB folio per fault (alloc_anon_folio() picks order 4), so 2 MiB /
+/// 64 KiB = 32 faults, 32 anon_fault_alloc at 64 KiB and 32 folios of
+/// 64 KiB, on both architectures.
+fn check_anon_64k(arch: Arch) {
+    let Some(opts) = kernel_618(arch) else { return };
+    let r = run("corpus/anon-mthp-64k-always.toml", &opts);
+    assert_eq!(r.release, "6.18.35");
+    assert_eq!(r.report.engine, "vm");
+    assert_eq!(r.report.arch, arch.as_str());
+    assert_eq!(count(&r.report, "write", "minor-faults"), Some(32));
+    assert_eq!(count(&r.report, "write", "major-faults"), Some(0));
+    assert_eq!(
+        count(&r.report, "write", "hugepages-64kB/anon_fault_alloc"),
+        Some(32)
+    );
+    assert_eq!(folios(&r.report, "write", "heap", "64kB"), 32);
+    assert_eq!(folios(&r.report, "write", "heap", "4kB"), 0);
+    // The x86 tracepoints: counted on x86, absent (never 0) on arm64.
+    let pfu = count(&r.report, "write", "exceptions:page_fault_user");
+    match arch {
+        Arch::X86_64 => assert_eq!(pfu, Some(32)),
+        Arch::Arm64 => assert_eq!(pfu, None),
+    }
+    // The model, run with the guest's settings, agrees.
+    let sc = foliosim_scenario::load(&scenario("corpus/anon-mthp-64k-always.toml"), &r.overrides)
+        .unwrap();
+    let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).unwrap();
+    let (text, _, ok) = foliosim_report::compare::compare(&sim, &r.report);
+    assert!(ok, "{text}");
+}
+
+#[test]
+fn anon_mthp_in_an_x86_64_guest() {
+    check_anon_64k(Arch::X86_64);
+}
+
+#[test]
+fn anon_mthp_in_an_arm64_guest() {
+    check_anon_64k(Arch::Arm64);
+}
+
+/// A guest that does not finish in time is stopped and reported with its
+/// console; the run's temporary folder is gone afterwards.
+#[test]
+fn a_guest_past_its_time_limit_is_stopped() {
+    let Some(mut opts) = kernel_618(Arch::X86_64) else {
+        return;
+    };
+    opts.timeout = Duration::from_millis(300);
+    let err =
+        foliosim_vm::run(&scenario("corpus/anon-mthp-64k-always.toml"), &[], &opts).unwrap_err();
+    assert!(err.contains("did not finish within"), "{err}");
+    assert!(err.contains("last console lines"), "{err}");
+    let dir = kernels::cache_dir()
+        .join("run")
+        .join(format!("vm-{}", std::process::id()));
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn an_unknown_kernel_names_the_build_command() {
+    let opts = VmOptions {
+        kernel: "no-such-kernel-9.9".into(),
+        arch: None,
+        timeout: Duration::from_secs(5),
+        accel: Accel::Tcg,
+    };
+    let err = foliosim_vm::run(&scenario("corpus/anon-never.toml"), &[], &opts).unwrap_err();
+    assert!(err.contains("no kernel named no-such-kernel-9.9"), "{err}");
+    assert!(err.contains("foliosim vm kernel build"), "{err}");
+}
+
+/// A 7.x kernel contains seed 002: its switches are turned on unless the
+/// scenario sets them; a scenario without `memory` gets a guest-sized one.
+#[test]
+fn a_kernel_release_turns_on_the_switches_it_contains() {
+    let k = |release: &str| kernels::KernelImage {
+        name: format!("{release}-x86_64"),
+        image: PathBuf::from("/nonexistent"),
+        arch: Arch::X86_64,
+        release: release.into(),
+        config: None,
+    };
+    let path = scenario("corpus/anon-never.toml");
+    let on = |ov: &[(String, String)]| -> Vec<String> {
+        ov.iter()
+            .filter(|(k, v)| k.starts_with("series.") && v == "1")
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("6.18.35")).unwrap();
+    assert!(on(&ov).is_empty(), "{ov:?}");
+    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.1.5")).unwrap();
+    assert_eq!(
+        on(&ov),
+        ["series.batch_folio_referenced", "series.batch_file_unmap"]
+    );
+    // Set by the user: left as given.
+    let user = [("series.batch_file_unmap".to_string(), "0".to_string())];
+    let (ov, _) = foliosim_vm::guest_overrides(&path, &user, &k("7.1.5")).unwrap();
+    assert_eq!(on(&ov), ["series.batch_folio_referenced"]);
+}
