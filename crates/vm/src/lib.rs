@@ -202,6 +202,15 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
             kernel.arch.as_str()
         ));
     }
+    if uses_madvise(&sc)? && kernel.has("ADVISE_SYSCALLS") == Some(false) {
+        return Err(format!(
+            "kernel {} was built without madvise(2) (CONFIG_ADVISE_SYSCALLS, which tinyconfig \
+             leaves out) and this scenario calls it; build a kernel with the project's \
+             fragment: `foliosim vm kernel build --src LINUX_SOURCE --arch {}`",
+            kernel.name,
+            kernel.arch.as_str()
+        ));
+    }
     let binary = guest_binary(kernel.arch)?;
     let stop = interrupted();
     let work = RunDir::new()?;
@@ -263,6 +272,23 @@ fn needs_disk(sc: &Scenario) -> Result<bool, String> {
     Ok(!sc.files.is_empty()
         || w.maps_files
         || sc.system.swap.iter().any(|d| d.kind != SwapKind::Zram))
+}
+
+/// Whether the compiled workload calls madvise(2) (a step, or advice
+/// given with an mmap).
+fn uses_madvise(sc: &Scenario) -> Result<bool, String> {
+    use foliosim_workload::Op;
+    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
+    fn any(ops: &[Op]) -> bool {
+        ops.iter().any(|op| match op {
+            Op::Madvise { .. } => true,
+            Op::Mmap { advise, .. } => !advise.is_empty(),
+            Op::Fork { child, .. } => any(child),
+            Op::Threads { threads, .. } => threads.iter().any(|t| any(t)),
+            _ => false,
+        })
+    }
+    Ok(any(&w.root))
 }
 
 /// A temporary folder of this run, under the cache as `run/vm-<pid>`, so
