@@ -13,10 +13,9 @@ use crate::sys;
 pub const WORK_MOUNT: &str = "/work";
 
 /// Mount what a native run needs: /proc, /sys, /dev, /run, /tmp, tracefs,
-/// debugfs, the memory cgroup controller (cgroup v1 at
-/// /sys/fs/cgroup/memory as on the reference host when the kernel has
-/// it, else cgroup v2 at /sys/fs/cgroup with the memory controller
-/// enabled for children), and the work disk `disk` (ext4) on
+/// debugfs, the memory cgroup controller (cgroup v2 at /sys/fs/cgroup
+/// with the memory controller enabled for children; cgroup v1 at
+/// /sys/fs/cgroup/memory on a kernel without v2), and the work disk `disk` (ext4) on
 /// [`WORK_MOUNT`]. Returns notes on what could not be mounted; an error
 /// for what a run cannot do without.
 pub fn mount_all(disk: Option<&str>) -> Result<Vec<String>, String> {
@@ -40,21 +39,26 @@ pub fn mount_all(disk: Option<&str>) -> Result<Vec<String>, String> {
     if let Err(e) = must("nodev", "/sys/kernel/debug", "debugfs") {
         notes.push(e);
     }
-    must("tmpfs", "/sys/fs/cgroup", "tmpfs")?;
-    let v1 = Path::new("/sys/fs/cgroup/memory");
-    let _ = fs::create_dir_all(v1);
-    if sys::mount("cgroup", v1, "cgroup", 0, "memory").is_err() {
-        let _ = sys::umount(Path::new("/sys/fs/cgroup"));
-        match must("cgroup2", "/sys/fs/cgroup", "cgroup2") {
-            Ok(()) => {
-                if let Err(e) = fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory") {
-                    notes.push(format!(
-                        "cgroup v2: enabling the memory controller: {e}; memcg steps will \
-                         be refused"
-                    ));
-                }
-            }
-            Err(e) => notes.push(format!("{e}: memcg steps will be refused")),
+    // cgroup v2, Linux's default, where memory.reclaim is the kernel's
+    // own (cgroup v1 has none, and the native engine would emulate it by
+    // lowering the limit, which reclaims as direct reclaim); v1 only for
+    // a kernel without v2.
+    let root = Path::new("/sys/fs/cgroup");
+    fs::create_dir_all(root).map_err(|e| format!("mkdir /sys/fs/cgroup: {e}"))?;
+    if sys::mount("cgroup2", root, "cgroup2", 0, "").is_ok() {
+        if let Err(e) = fs::write(root.join("cgroup.subtree_control"), "+memory") {
+            notes.push(format!(
+                "cgroup v2: enabling the memory controller: {e}; memcg steps will be refused"
+            ));
+        }
+    } else {
+        must("tmpfs", "/sys/fs/cgroup", "tmpfs")?;
+        let v1 = root.join("memory");
+        let _ = fs::create_dir_all(&v1);
+        if let Err(e) = sys::mount("cgroup", &v1, "cgroup", 0, "memory") {
+            notes.push(format!(
+                "no memory cgroup controller ({e}): memcg steps will be refused"
+            ));
         }
     }
     if let Some(dev) = disk {
@@ -78,14 +82,23 @@ pub fn register_kfuncs() -> Vec<(String, String)> {
     use std::io::Write as _;
     let path = "/sys/kernel/tracing/kprobe_events";
     let mut failed = Vec::new();
-    for (f, _) in foliosim_uapi::counters::KFUNCS {
-        let line = format!("p:{}/{f} {f}\n", crate::perf::KFUNC_GROUP);
+    for k in foliosim_uapi::counters::KFUNCS {
+        let line = format!(
+            "p:{}/{} {} {}\n",
+            crate::perf::KFUNC_GROUP,
+            k.event,
+            k.function,
+            k.fetch
+        );
         let res = fs::OpenOptions::new()
             .append(true)
             .open(path)
-            .and_then(|mut k| k.write_all(line.as_bytes()));
+            .and_then(|mut f| f.write_all(line.as_bytes()));
         if let Err(e) = res {
-            failed.push((format!("kfunc/{f}"), format!("no kprobe on {f} ({e})")));
+            failed.push((
+                format!("kfunc/{}", k.name),
+                format!("no kprobe on {} ({e})", k.function),
+            ));
         }
     }
     failed

@@ -165,6 +165,8 @@ const EXPECTED_MTHP: [&str; 8] = [
 ];
 
 const THP_DIR: &str = host::THP_DIR;
+/// The fault-around window, a debugfs file (mm/memory.c).
+const FAULT_AROUND_BYTES: &str = "/sys/kernel/debug/fault_around_bytes";
 
 /// The sysfs writes the scenario's THP knobs need, in order.
 fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
@@ -236,7 +238,7 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
             sc.system.arch.as_str()
         )));
     }
-    if sc.system.fault_around_bytes != 65536 {
+    if sc.system.fault_around_bytes != 65536 && !opts.guest {
         return Err(NativeError::Refused(format!(
             "fault_around_bytes = {}: the host's fault_around_bytes (debugfs) cannot be read or \
              written here (EPERM), so natively only the kernel default 65536 can run; use \
@@ -395,7 +397,15 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     }
     require_readable("/proc/kpageflags", "folio histograms need it")?;
     require_readable("/proc/self/pagemap", "folio histograms need it")?;
-    let writes = thp_writes(sc)?;
+    let mut writes = thp_writes(sc)?;
+    if opts.guest && sc.system.fault_around_bytes != 65536 {
+        // A guest's debugfs is its own: the value is written there (and
+        // put back by the guard like the THP knobs).
+        writes.push((
+            PathBuf::from(FAULT_AROUND_BYTES),
+            sc.system.fault_around_bytes.to_string(),
+        ));
+    }
     for n in &notes {
         eprintln!("foliosim native: note: {n}");
     }

@@ -86,16 +86,20 @@ fn read_ids(root: &Path) -> Events {
     }
     // Kernel functions a guest registered kprobe events for (in the group
     // KFUNC_GROUP, see `guest::register_kfuncs`).
-    for (f, _) in foliosim_uapi::counters::KFUNCS {
-        let p = root.join("events").join(KFUNC_GROUP).join(f).join("id");
+    for k in foliosim_uapi::counters::KFUNCS {
+        let p = root
+            .join("events")
+            .join(KFUNC_GROUP)
+            .join(k.event)
+            .join("id");
         if let Some(id) = fs::read_to_string(&p)
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
         {
             ev.events.push(Event {
-                name: format!("{}{f}", foliosim_uapi::counters::KFUNC_PREFIX),
+                name: format!("{}{}", foliosim_uapi::counters::KFUNC_PREFIX, k.name),
                 id,
-                filter: None,
+                filter: (!k.filter.is_empty()).then(|| CString::new(k.filter).expect("no NUL")),
             });
         }
     }

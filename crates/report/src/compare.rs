@@ -100,12 +100,22 @@ fn kfunc_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> 
     };
     counters::KFUNCS
         .iter()
-        .filter(|(_, sims)| !sims.is_empty())
-        .filter_map(|(f, sims)| {
-            let n = *np.counters.get(&format!("{}{f}", counters::KFUNC_PREFIX))?;
-            let s: i64 = sims.iter().filter_map(|c| sp.counters.get(*c)).sum();
+        .filter(|k| !k.model.is_empty())
+        .filter_map(|k| {
+            let n = *np
+                .counters
+                .get(&format!("{}{}", counters::KFUNC_PREFIX, k.name))?;
+            let s: i64 = k.model.iter().filter_map(|c| sp.counters.get(*c)).sum();
+            if s == 0 && n == 0 {
+                return None;
+            }
             Some(Row {
-                name: format!("{}{f} = {}", counters::KFUNC_PREFIX, sims.join(" + ")),
+                name: format!(
+                    "{}{} = {}",
+                    counters::KFUNC_PREFIX,
+                    k.name,
+                    k.model.join(" + ")
+                ),
                 sim: Some(s),
                 native: Some(n),
                 tolerance: Some(0.0),

@@ -71,34 +71,76 @@ pub const TLB_FLUSH_REASONS: [(u32, &str); 6] = [
     (5, "remote_wrong_cpu"),
 ];
 
-/// The kernel functions a `foliosim vm` guest counts (a kprobe event each,
-/// counted with perf for the workload's processes like the tracepoints),
-/// reported as `kfunc/<function>`, with the model counters whose sum is
-/// the number of calls (empty: reported, not compared). A function the
-/// guest kernel cannot probe (absent on that architecture, or inlined) is
-/// reported missing.
-pub const KFUNCS: &[(&str, &[&str])] = &[
+/// A kernel function a `foliosim vm` guest counts: a kprobe event on
+/// `function` (in the event group `foliosim_kfunc`, named `event`),
+/// counted with perf for the workload's processes like the tracepoints,
+/// and reported as `kfunc/<name>`.
+#[derive(Clone, Copy, Debug)]
+pub struct Kfunc {
+    /// The counter's name after `kfunc/`.
+    pub name: &'static str,
+    /// The kprobe event's name (an identifier).
+    pub event: &'static str,
+    /// The probed function.
+    pub function: &'static str,
+    /// Fetch arguments of the probe (`name=$argN:type`), for `filter`.
+    pub fetch: &'static str,
+    /// A perf filter on the fetched arguments ("" for every call).
+    pub filter: &'static str,
+    /// The model counters whose sum is the number of counted calls
+    /// (empty: reported, not compared).
+    pub model: &'static [&'static str],
+}
+
+const fn kf(name: &'static str, model: &'static [&'static str]) -> Kfunc {
+    Kfunc {
+        name,
+        event: name,
+        function: name,
+        fetch: "",
+        filter: "",
+        model,
+    }
+}
+
+/// The kernel functions a guest counts. A function the guest kernel cannot
+/// probe (another architecture's, or inlined everywhere) is reported
+/// missing. Only functions whose every call the probe sees are compared:
+/// a function also inlined into callers of its own file
+/// (`__contpte_try_unfold()` into `contpte_ptep_set_access_flags()`) is
+/// counted from a function it always calls instead.
+pub const KFUNCS: &[Kfunc] = &[
     // arm64 contpte (arch/arm64/mm/contpte.c): every fold and every unfold
-    // repaints the block through contpte_convert(); the inline
-    // contpte_try_unfold() calls __contpte_try_unfold() only for a
-    // contiguous entry, which always unfolds.
-    (
+    // repaints the block through contpte_convert(), once; its `pte`
+    // argument carries PTE_CONT when it folds.
+    kf(
         "contpte_convert",
         &["sim/contpte_fold", "sim/contpte_unfold"],
     ),
-    ("__contpte_try_unfold", &["sim/contpte_unfold"]),
-    ("__contpte_try_fold", &[]),
+    Kfunc {
+        name: "contpte_convert/fold",
+        event: "contpte_convert_fold",
+        function: "contpte_convert",
+        fetch: "pte=$arg4:u64",
+        filter: FOLD_FILTER,
+        model: &["sim/contpte_fold"],
+    },
+    kf("__contpte_try_fold", &[]),
     // The rmap walks of reclaim (mm/rmap.c): one rmap_one call per VMA
     // the walk lets through.
-    ("folio_referenced_one", &["sim/folio_referenced_one"]),
-    ("try_to_unmap_one", &["sim/try_to_unmap_one"]),
-    ("folio_referenced", &[]),
+    kf("folio_referenced_one", &["sim/folio_referenced_one"]),
+    kf("try_to_unmap_one", &["sim/try_to_unmap_one"]),
+    kf("folio_referenced", &[]),
     // Swap slots (mm/swapfile.c).
-    ("folio_alloc_swap", &["sim/swap_alloc"]),
-    // Page tables (mm/memory.c): PTE tables allocated by faults, fork and
-    // zaps' callers; upper levels and THP deposits are not in it.
-    ("__pte_alloc", &[]),
+    kf("folio_alloc_swap", &["sim/swap_alloc"]),
+    // PTE tables (mm/memory.c); upper levels and THP deposits are not in
+    // it, so it is not compared with sim/pgtable_alloc.
+    kf("__pte_alloc", &[]),
 ];
+
+/// The filter of `contpte_convert/fold`: "pte & PTE_CONT", PTE_CONT being
+/// bit 52 of an arm64 PTE (arch/arm64/include/asm/pgtable-hwdef.h).
+const FOLD_FILTER: &str = "pte & 4503599627370496";
 
 /// getrusage(2) fault counts of the workload's processes.
 pub const MINOR_FAULTS: &str = "minor-faults";
@@ -140,6 +182,20 @@ pub fn x86_only(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fold_filter_tests_pte_cont() {
+        assert_eq!(FOLD_FILTER, format!("pte & {}", 1u64 << 52));
+        for k in KFUNCS {
+            assert!(
+                k.event
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{}",
+                k.event
+            );
+        }
+    }
 
     #[test]
     fn kinds_follow_how_each_family_is_counted() {

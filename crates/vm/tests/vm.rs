@@ -185,3 +185,60 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
     let (ov, _) = foliosim_vm::guest_overrides(&path, &user, &k("7.1.5")).unwrap();
     assert_eq!(on(&ov), ["series.batch_folio_referenced"]);
 }
+
+/// The model beside the guest on `rel` with overrides `ov`: every judged
+/// counter agrees; returns the guest's report.
+fn agrees(rel: &str, ov: &[(String, String)], opts: &VmOptions) -> Report {
+    let r = foliosim_vm::run(&scenario(rel), ov, opts).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let sc = foliosim_scenario::load(&scenario(rel), &r.overrides).unwrap();
+    let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).unwrap();
+    let (text, _, ok) = foliosim_report::compare::compare(&sim, &r.report);
+    assert!(ok, "{rel}:\n{text}");
+    r.report
+}
+
+/// seed000/pageout-256m with 64 KiB mTHP on arm64: MADV_PAGEOUT of 256 MiB
+/// = 4,096 contpte-mapped 64 KiB folios. try_to_unmap_one() visits each
+/// folio's one VMA once (4,096 calls), its first get-and-clear unfolds the
+/// block (contpte_convert() without PTE_CONT: 4,096 unfolds, no fold), and
+/// each folio gets one swap-slot allocation attempt (folio_alloc_swap()).
+#[test]
+fn contpte_unfolds_of_a_pageout_agree_with_the_arm64_kernel() {
+    let Some(opts) = kernel_618(Arch::Arm64) else {
+        return;
+    };
+    let ov = [(
+        "transparent_hugepage.hugepages-64kB.enabled".to_string(),
+        "always".to_string(),
+    )];
+    let r = agrees("seed000/pageout-256m.toml", &ov, &opts);
+    for (k, want) in [
+        ("kfunc/contpte_convert", 4096),
+        ("kfunc/contpte_convert/fold", 0),
+        ("kfunc/try_to_unmap_one", 4096),
+        ("kfunc/folio_alloc_swap", 4096),
+    ] {
+        assert_eq!(count(&r, "measured", k), Some(want), "{k}");
+    }
+}
+
+/// Scenarios that only a guest can run (knobs the host's debugfs keeps).
+#[test]
+fn guest_only_scenarios_agree_on_arm64() {
+    let Some(opts) = kernel_618(Arch::Arm64) else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/guest");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        let rel = format!("guest/{}", f.file_name().unwrap().to_string_lossy());
+        agrees(&rel, &[], &opts);
+    }
+}
