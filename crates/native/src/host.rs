@@ -217,6 +217,19 @@ pub(crate) fn device_read_ahead_kb(path: &Path) -> Option<(String, u64)> {
     None
 }
 
+/// The writable read_ahead_kb of the filesystem holding `path` (its
+/// backing device's bdi).
+pub(crate) fn bdi_read_ahead_path(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(path).ok()?.dev();
+    let p = PathBuf::from(format!(
+        "/sys/class/bdi/{}:{}/read_ahead_kb",
+        libc::major(dev),
+        libc::minor(dev)
+    ));
+    p.exists().then_some(p)
+}
+
 /// MemTotal and MemAvailable in bytes.
 pub(crate) fn meminfo() -> (u64, u64) {
     let text = fs::read_to_string("/proc/meminfo").unwrap_or_default();

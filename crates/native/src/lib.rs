@@ -219,11 +219,14 @@ struct Preflight {
     notes: Vec<String>,
     /// The workload's CPU and its scenario threads' CPUs.
     cpus: (usize, Vec<usize>),
+    /// Knobs a guest sets that a host run only checks (read_ahead_kb).
+    guest_writes: Vec<(PathBuf, String)>,
 }
 
 /// The checks that need nothing from the host but reading it.
 fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeError> {
     let mut notes = Vec::new();
+    let mut guest_writes = Vec::new();
     let host_arch = match sys::machine().as_str() {
         "x86_64" => Some(Arch::X86_64),
         "aarch64" | "arm64" => Some(Arch::Arm64),
@@ -291,6 +294,17 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
                 .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
         };
         match host::device_read_ahead_kb(&dir) {
+            // A guest's disk is its own: set its readahead to the
+            // scenario's (put back by the guard).
+            Some((_, kb)) if kb != sc.system.read_ahead_kb && opts.guest => {
+                let p = host::bdi_read_ahead_path(&dir).ok_or_else(|| {
+                    NativeError::Refused(format!(
+                        "read_ahead_kb of {}: no bdi read_ahead_kb file",
+                        dir.display()
+                    ))
+                })?;
+                guest_writes.push((p, sc.system.read_ahead_kb.to_string()));
+            }
             Some((dev, kb)) if kb != sc.system.read_ahead_kb => {
                 return Err(NativeError::Refused(format!(
                     "read_ahead_kb = {} but the device holding {} ({dev}) has read_ahead_kb = \
@@ -333,6 +347,7 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
         memcg,
         notes,
         cpus,
+        guest_writes,
     })
 }
 
@@ -387,6 +402,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
         memcg,
         notes,
         cpus,
+        guest_writes,
     } = preflight(sc, opts)?;
     if sys::geteuid() != 0 {
         return Err(NativeError::Refused(
@@ -398,6 +414,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     require_readable("/proc/kpageflags", "folio histograms need it")?;
     require_readable("/proc/self/pagemap", "folio histograms need it")?;
     let mut writes = thp_writes(sc)?;
+    writes.extend(guest_writes);
     if opts.guest && sc.system.fault_around_bytes != 65536 {
         // A guest's debugfs is its own: the value is written there (and
         // put back by the guard like the THP knobs).

@@ -15,9 +15,15 @@ use crate::guard::HostGuard;
 pub(crate) use foliosim_uapi::counters::TRACEPOINTS;
 
 /// `kmem:mm_page_alloc` is counted per order 2..=9 only, as
-/// `kmem:mm_page_alloc/order=<n>`: the workload's large-folio allocations
-/// (order 0 and 1 also count the kernel's own allocations on its behalf).
+/// `kmem:mm_page_alloc/order=<n>`, and only movable allocations: the
+/// workload's large folios (anonymous, page cache, shmem and swap-in
+/// folios are all allocated movable). Order 0 and 1, and unmovable
+/// allocations of any order, are mostly the kernel's own on the
+/// workload's behalf: slabs, and on arm64 the 16 KiB order-2 kernel stack
+/// of every fork.
 const ALLOC_ORDERS: std::ops::RangeInclusive<u32> = 2..=9;
+/// MIGRATE_MOVABLE of `enum migratetype` (include/linux/mmzone.h).
+const MIGRATE_MOVABLE: u32 = 1;
 
 /// `tlb:tlb_flush` split by its `reason` field (enum tlb_flush_reason),
 /// as `tlb:tlb_flush/<reason>`.
@@ -59,7 +65,12 @@ fn read_ids(root: &Path) -> Events {
                     ev.events.push(Event {
                         name: format!("{name}/order={o}"),
                         id,
-                        filter: Some(CString::new(format!("order == {o}")).expect("no NUL")),
+                        filter: Some(
+                            CString::new(format!(
+                                "order == {o} && migratetype == {MIGRATE_MOVABLE}"
+                            ))
+                            .expect("no NUL"),
+                        ),
                     });
                 }
             }
