@@ -239,6 +239,17 @@ fn guest_only_scenarios_agree_on_arm64() {
     assert!(!files.is_empty());
     for f in files {
         let rel = format!("guest/{}", f.file_name().unwrap().to_string_lossy());
+        // A `GUEST-XFAIL: reason` line names what the model lacks; such a
+        // scenario documents the difference and is not held to agree.
+        let sc = foliosim_scenario::load(&f, &[]).unwrap();
+        if let Some(why) = sc
+            .description
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("GUEST-XFAIL:"))
+        {
+            eprintln!("{rel}: not compared ({})", why.trim());
+            continue;
+        }
         agrees(&rel, &[], &opts);
     }
 }
