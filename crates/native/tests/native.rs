@@ -86,6 +86,7 @@ fn untraced_run_counts_no_tracepoints_but_the_same_faults() {
     let opts = NativeOptions {
         workdir: dir.0.clone(),
         trace: false,
+        ..NativeOptions::default()
     };
     let r = run(&scenario(ANON_64K), &opts).expect("native run");
     let p = &r.phases[0];

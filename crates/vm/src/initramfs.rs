@@ -109,8 +109,11 @@ impl<W: Write> Cpio<W> {
 mod tests {
     use super::*;
 
-    /// Parse a newc archive back: (name, mode, rdev, data) per entry.
-    fn entries(mut b: &[u8]) -> Vec<(String, u32, (u32, u32), Vec<u8>)> {
+    /// One entry read back: name, mode, rdev, data.
+    type Entry = (String, u32, (u32, u32), Vec<u8>);
+
+    /// Parse a newc archive back.
+    fn entries(mut b: &[u8]) -> Vec<Entry> {
         let mut out = Vec::new();
         let mut off = 0usize;
         loop {

@@ -44,6 +44,9 @@ use serde_json::{json, Value};
 
 pub use kernels::KernelImage;
 
+/// `--set`-style (key, value) pairs.
+pub type Overrides = Vec<(String, String)>;
+
 /// How to accelerate the guest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accel {
@@ -124,7 +127,7 @@ pub fn guest_overrides(
     path: &Path,
     ov: &[(String, String)],
     kernel: &KernelImage,
-) -> Result<(Vec<(String, String)>, Vec<String>), String> {
+) -> Result<(Overrides, Vec<String>), String> {
     let mut out: Vec<(String, String)> = ov.to_vec();
     let mut notes = Vec::new();
     out.push(("arch".into(), kernel.arch.as_str().into()));
