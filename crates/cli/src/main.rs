@@ -520,19 +520,31 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
                     dirs.join(", ")
                 );
             }
+            let mut seen = std::collections::BTreeSet::new();
             for (dir, k) in list {
                 match k {
-                    Ok(k) => println!(
-                        "{:<20} {:<7} Linux {:<10} {}",
-                        k.name,
-                        k.arch.as_str(),
-                        if k.release.is_empty() {
+                    Ok(k) => {
+                        // The first folder of a name is the one `--kernel`
+                        // finds.
+                        let shadowed = !seen.insert(k.name.clone());
+                        let release = if k.release.is_empty() {
                             "?"
                         } else {
                             &k.release
-                        },
-                        dir.display()
-                    ),
+                        };
+                        println!(
+                            "{:<20} {:<7} Linux {:<10} {}{}",
+                            k.name,
+                            k.arch.as_str(),
+                            release,
+                            dir.display(),
+                            if shadowed {
+                                "  (shadowed by the one above)"
+                            } else {
+                                ""
+                            }
+                        )
+                    }
                     Err(e) => println!("{:<20} (unusable: {e})", dir.display()),
                 }
             }

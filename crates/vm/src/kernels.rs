@@ -113,7 +113,8 @@ pub fn search_dirs() -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     out.push(cache_dir().join("kernels"));
-    out.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernels"));
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernels");
+    out.push(fs::canonicalize(&shared).unwrap_or(shared));
     out
 }
 

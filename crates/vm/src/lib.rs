@@ -169,7 +169,14 @@ fn guest_memory_mib(sc: &Scenario) -> Result<u64, String> {
 
 /// Run scenario `path` with overrides `ov` in a guest.
 pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmRun, String> {
-    let kernel = kernels::resolve(&opts.kernel, opts.arch)?;
+    // A bare release (`6.18.35`) takes the architecture from --arch, else
+    // from the scenario.
+    let arch = opts.arch.or_else(|| {
+        foliosim_scenario::load(path, ov)
+            .ok()
+            .map(|s| s.system.arch)
+    });
+    let kernel = kernels::resolve(&opts.kernel, arch)?;
     if let Some(a) = opts.arch {
         if a != kernel.arch {
             return Err(format!(
