@@ -89,6 +89,5 @@ fn run_job() -> Result<Value, String> {
     };
     say(&wire::status("running"));
     let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
-    let probe = foliosim_native::probe_overrides(&workdir);
-    Ok(json!({ "report": report.to_json_value(), "probe": probe, "unprobed": unprobed }))
+    Ok(json!({ "report": report.to_json_value(), "unprobed": unprobed }))
 }

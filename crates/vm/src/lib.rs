@@ -90,8 +90,6 @@ pub struct VmRun {
     /// The overrides the scenario ran with (the user's plus the guest's
     /// arch, memory and series switches): simulate with these.
     pub overrides: Vec<(String, String)>,
-    /// The guest's knob values, like `foliosim probe` on a host.
-    pub probe: Vec<(String, String)>,
     pub kernel: KernelImage,
     /// `uname -r` in the guest.
     pub release: String,
@@ -255,19 +253,9 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
     report
         .system
         .insert("vm.kernel".into(), format!("{} ({release})", kernel.name));
-    let probe = out
-        .get("probe")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
     Ok(VmRun {
         report,
         overrides,
-        probe,
         kernel,
         release,
         accel,
