@@ -18,6 +18,9 @@ pub struct Series {
     /// Seed 004: pagemap reports the swap location of swapped-out shmem
     /// pages, found in the mapping's page cache.
     pub pagemap_shmem_swap: bool,
+    /// Linux 7.x: reclaim's pgscan/pgsteal/pgrefill events are per-lruvec
+    /// statistics, so /proc/vmstat counts cgroup reclaim too.
+    pub reclaim_stats_per_lruvec: bool,
     /// pagemap_read() as before Linux 6.5: every read(2) walks to the end
     /// of its 2 MiB chunk and copies only what was asked for.
     pub pagemap_walk_to_pmd_end: bool,
@@ -69,6 +72,16 @@ pub const SWITCHES: &[Switch] = &[
         default: false,
         merged_in: None,
         field: |s| &mut s.pagemap_shmem_swap,
+    },
+    Switch {
+        name: "reclaim_stats_per_lruvec",
+        doc: "reclaim's pgscan_*, pgsteal_* and pgrefill are per-lruvec statistics \
+              (mod_lruvec_state() in shrink_inactive_list() and shrink_active_list()), \
+              so /proc/vmstat counts memory-cgroup reclaim too; 6.18 counts the \
+              global events only for reclaim outside a cgroup (seen in Linux 7.1.5)",
+        default: false,
+        merged_in: Some("7.1"),
+        field: |s| &mut s.reclaim_stats_per_lruvec,
     },
     Switch {
         name: "pagemap_walk_to_pmd_end",

@@ -175,15 +175,31 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
     };
     let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("6.18.35")).unwrap();
     assert!(on(&ov).is_empty(), "{ov:?}");
-    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.1.5")).unwrap();
+    // Seed 002 went into 7.0; per-lruvec reclaim statistics are in 7.1.
+    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.0.3")).unwrap();
     assert_eq!(
         on(&ov),
         ["series.batch_folio_referenced", "series.batch_file_unmap"]
     );
+    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.1.5")).unwrap();
+    assert_eq!(
+        on(&ov),
+        [
+            "series.batch_folio_referenced",
+            "series.batch_file_unmap",
+            "series.reclaim_stats_per_lruvec"
+        ]
+    );
     // Set by the user: left as given.
     let user = [("series.batch_file_unmap".to_string(), "0".to_string())];
     let (ov, _) = foliosim_vm::guest_overrides(&path, &user, &k("7.1.5")).unwrap();
-    assert_eq!(on(&ov), ["series.batch_folio_referenced"]);
+    assert_eq!(
+        on(&ov),
+        [
+            "series.batch_folio_referenced",
+            "series.reclaim_stats_per_lruvec"
+        ]
+    );
 }
 
 /// The model beside the guest on `rel` with overrides `ov`: every judged

@@ -776,6 +776,15 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// Whether this reclaim's pgscan/pgsteal/pgrefill events go to
+    /// /proc/vmstat: 6.18 counts them there only for reclaim outside a
+    /// memory cgroup (`if (!cgroup_reclaim(sc)) __count_vm_events()`);
+    /// with `series.reclaim_stats_per_lruvec` (7.x) they are lruvec
+    /// statistics (`mod_lruvec_state()`), counted for every reclaim.
+    fn reclaim_counts_globally(&self, sc: &ScanControl) -> bool {
+        !sc.cgroup_reclaim() || self.cfg.series.reclaim_stats_per_lruvec
+    }
+
     /// `shrink_inactive_list()`: isolate up to `nr_to_scan` pages from the
     /// tail, `shrink_folio_list()` them with references, put the rest back
     /// and count pgscan/pgsteal (the global per-reclaimer counters only for
@@ -790,7 +799,8 @@ impl<A: Arch> Kernel<A> {
         let file = is_file_lru(lru);
         let (isolated, nr_scanned) = self.isolate_lru_folios(nr_to_scan, memcg, lru);
         let (m_scan, m_steal, g_scan, g_steal) = Self::reclaim_events(sc);
-        if !sc.cgroup_reclaim() {
+        let global = self.reclaim_counts_globally(sc);
+        if global {
             self.vmstat.count_vm_events(g_scan, nr_scanned);
         }
         self.vmstat.count_memcg_events(memcg, m_scan, nr_scanned);
@@ -811,7 +821,7 @@ impl<A: Arch> Kernel<A> {
             self.folio_end_writeback_reclaim(f);
         }
         let nr_reclaimed = stat.nr_reclaimed;
-        if !sc.cgroup_reclaim() {
+        if global {
             self.vmstat.count_vm_events(g_steal, nr_reclaimed);
         }
         self.vmstat.count_memcg_events(memcg, m_steal, nr_reclaimed);
@@ -837,7 +847,7 @@ impl<A: Arch> Kernel<A> {
         sc: &mut ScanControl,
     ) {
         let (l_hold, nr_scanned) = self.isolate_lru_folios(nr_to_scan, memcg, lru);
-        if !sc.cgroup_reclaim() {
+        if self.reclaim_counts_globally(sc) {
             self.vmstat.count_vm_events(VmEvent::PgRefill, nr_scanned);
         }
         self.vmstat
