@@ -228,6 +228,7 @@ impl Report {
                 })
                 .collect()
         };
+        let (scenario, arch, engine) = (text("scenario")?, text("arch")?, text("engine")?);
         let system = obj
             .get("system")
             .and_then(Value::as_object)
@@ -281,9 +282,9 @@ impl Report {
             });
         }
         Ok(Report {
-            scenario: text("scenario")?,
-            arch: text("arch")?,
-            engine: text("engine")?,
+            scenario,
+            arch,
+            engine,
             system,
             phases,
             expectations: Vec::new(),

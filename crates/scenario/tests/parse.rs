@@ -381,6 +381,7 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("series.batch_folio_referenced", "0"),
         ("series.pagemap_shmem_swap", "0"),
         ("series.pagemap_walk_to_pmd_end", "0"),
+        ("series.reclaim_stats_per_lruvec", "0"),
         ("swap", "0"),
         ("transparent_hugepage.enabled", "madvise"),
         ("transparent_hugepage.hugepages-1024kB.enabled", "never"),
