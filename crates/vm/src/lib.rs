@@ -289,12 +289,15 @@ fn uses_madvise(sc: &Scenario) -> Result<bool, String> {
     Ok(any(&w.root))
 }
 
-/// A temporary folder of this run, under the cache as `run/vm-<pid>`, so
-/// that one a killed run left is found and removed by the next.
+/// A temporary folder of one guest run, under the cache as
+/// `run/vm-<pid>-<n>`, so that one a killed run left is found and removed
+/// by the next (its process is gone), while runs of one process (tests,
+/// threads) never share one.
 struct RunDir(PathBuf);
 
 impl RunDir {
     fn new() -> Result<RunDir, String> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let base = kernels::cache_dir().join("run");
         fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
         if let Ok(rd) = fs::read_dir(&base) {
@@ -302,14 +305,15 @@ impl RunDir {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let dead = name
                     .strip_prefix("vm-")
-                    .and_then(|p| p.parse::<u32>().ok())
+                    .and_then(|rest| rest.split('-').next()?.parse::<u32>().ok())
                     .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
                 if dead {
                     let _ = fs::remove_dir_all(e.path());
                 }
             }
         }
-        let d = base.join(format!("vm-{}", std::process::id()));
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let d = base.join(format!("vm-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
         Ok(RunDir(d))
@@ -743,4 +747,28 @@ fn boot(
             format!("\nQEMU said: {qemu}")
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_folders_are_private_and_removed() {
+        let (a, b) = (RunDir::new().unwrap(), RunDir::new().unwrap());
+        assert_ne!(a.path(), b.path());
+        let (pa, pb) = (a.path().to_path_buf(), b.path().to_path_buf());
+        fs::write(pa.join("x"), b"x").unwrap();
+        drop(a);
+        assert!(!pa.exists());
+        assert!(pb.exists());
+        drop(b);
+        assert!(!pb.exists());
+        // A folder of a process that is gone is removed by the next run.
+        let stale = kernels::cache_dir().join("run/vm-999999999-0");
+        fs::create_dir_all(&stale).unwrap();
+        let c = RunDir::new().unwrap();
+        assert!(!stale.exists());
+        drop(c);
+    }
 }
