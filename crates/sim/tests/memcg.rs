@@ -298,7 +298,9 @@ fn seed002_switches_arm64() {
     assert_eq!(c(&both, "reclaim", "sim/pvmw_iterations"), f);
     for r in [&vanilla, &refs, &both] {
         assert_eq!(c(r, "reclaim", "pgsteal_file"), p);
-        assert_eq!(c(r, "reclaim", "tlb:tlb_flush"), 0);
+        // arm64 has no tlb:tlb_flush tracepoint: absent, not 0.
+        let phase = r.phases.iter().find(|ph| ph.name == "reclaim").unwrap();
+        assert!(!phase.counters.contains_key("tlb:tlb_flush"));
     }
 }
 
