@@ -75,6 +75,40 @@ pub struct ExpectOutcome {
     pub judged: bool,
 }
 
+/// What a tidy row holds (the `kind` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RowKind {
+    /// A counter delta over the phase (kernel names, `sim/...`, `kfunc/...`).
+    Counter,
+    /// A folio-histogram cell at the end of the phase.
+    Folios,
+    /// A raw pagemap entry of a `raw = true` pagemap step.
+    Pagemap,
+    /// Modelled time in ns (simulated runs with a cost profile).
+    Time,
+}
+
+impl RowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowKind::Counter => "counter",
+            RowKind::Folios => "folios",
+            RowKind::Pagemap => "pagemap",
+            RowKind::Time => "time",
+        }
+    }
+}
+
+/// One value of a report: see [`Report::tidy_rows`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TidyRow<'a> {
+    pub phase: &'a str,
+    pub kind: RowKind,
+    pub name: String,
+    /// Wide enough for a raw pagemap entry (u64) and a counter delta (i64).
+    pub value: i128,
+}
+
 /// A whole result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
@@ -291,41 +325,67 @@ impl Report {
         })
     }
 
-    /// Long-format CSV rows (no header): scenario,arch,engine,phase,kind,name,value.
-    fn csv_rows(&self, out: &mut String) {
+    /// Every value of the report as tidy rows, in a stable order: the one
+    /// naming that the CSV output, sweeps, plots and the Python API share.
+    /// Names never collide across kinds: counters keep the kernel's names,
+    /// folio cells are `folios/<region>/<bucket>` (as [`Report::value`]
+    /// looks them up), raw pagemap entries `pagemap/<step>/<index>`, and
+    /// modelled time `modelled_ns` (the total) and `modelled_ns/<counter>`
+    /// (its breakdown).
+    pub fn tidy_rows(&self) -> Vec<TidyRow<'_>> {
+        let mut rows = Vec::new();
         for p in &self.phases {
+            let row = |kind, name: String, value: i128| TidyRow {
+                phase: &p.name,
+                kind,
+                name,
+                value,
+            };
             for (k, v) in &p.counters {
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},counter,{},{}",
-                    self.scenario, self.arch, self.engine, p.name, k, v
-                );
+                rows.push(row(RowKind::Counter, k.clone(), *v as i128));
             }
             for (r, h) in &p.folios {
                 for (b, n) in h {
-                    let _ = writeln!(
-                        out,
-                        "{},{},{},{},folios,{}/{},{}",
-                        self.scenario, self.arch, self.engine, p.name, r, b, n
-                    );
+                    rows.push(row(RowKind::Folios, format!("folios/{r}/{b}"), *n as i128));
                 }
             }
             for (name, entries) in &p.pagemap {
                 for (i, e) in entries.iter().enumerate() {
-                    let _ = writeln!(
-                        out,
-                        "{},{},{},{},pagemap,{name}/{i},{e}",
-                        self.scenario, self.arch, self.engine, p.name
-                    );
+                    rows.push(row(
+                        RowKind::Pagemap,
+                        format!("pagemap/{name}/{i}"),
+                        *e as i128,
+                    ));
                 }
             }
             if let Some(t) = &p.time {
-                let pre = format!("{},{},{},{}", self.scenario, self.arch, self.engine, p.name);
-                let _ = writeln!(out, "{pre},time,modelled_ns,{}", t.modelled_ns);
+                rows.push(row(
+                    RowKind::Time,
+                    "modelled_ns".into(),
+                    t.modelled_ns as i128,
+                ));
                 for (k, v) in &t.breakdown {
-                    let _ = writeln!(out, "{pre},time,{k},{v}");
+                    rows.push(row(RowKind::Time, format!("modelled_ns/{k}"), *v as i128));
                 }
             }
+        }
+        rows
+    }
+
+    /// Long-format CSV rows (no header): scenario,arch,engine,phase,kind,name,value.
+    fn csv_rows(&self, out: &mut String) {
+        for r in self.tidy_rows() {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{}",
+                self.scenario,
+                self.arch,
+                self.engine,
+                r.phase,
+                r.kind.as_str(),
+                r.name,
+                r.value
+            );
         }
     }
 
@@ -541,7 +601,28 @@ mod tests {
     fn csv_is_long_format() {
         let s = render(&[sample()], Format::Csv);
         assert!(s.contains("s,x86_64,sim,measured,counter,pgfault,16\n"));
-        assert!(s.contains("s,x86_64,sim,measured,folios,data/64kB,4\n"));
+        assert!(s.contains("s,x86_64,sim,measured,folios,folios/data/64kB,4\n"));
+    }
+
+    #[test]
+    fn tidy_names_never_collide_across_kinds() {
+        let mut r = sample();
+        r.phases[0].time = Some(PhaseTime {
+            profile: "p".into(),
+            modelled_ns: 100,
+            breakdown: BTreeMap::from([("pgfault".to_string(), 60u64)]),
+        });
+        let rows = r.tidy_rows();
+        let names: std::collections::BTreeSet<&str> =
+            rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names.len(), rows.len(), "{rows:?}");
+        assert!(rows
+            .iter()
+            .any(|r| r.kind == RowKind::Time && r.name == "modelled_ns/pgfault" && r.value == 60));
+        // Every folio row's name is what Report::value looks up.
+        for row in rows.iter().filter(|r| r.kind == RowKind::Folios) {
+            assert_eq!(r.value("measured", &row.name), Some(row.value as f64));
+        }
     }
 
     #[test]
