@@ -46,6 +46,10 @@ pub enum SimError {
     Invariant { at: String, what: String },
     /// The simulation would need more memory than it may use.
     TooBig { estimate: Estimate, limit: u64 },
+    /// The host refused a trial reservation of the estimated memory (its
+    /// overcommit policy or address-space limit), so the run would abort
+    /// part-way in an allocation.
+    HostRefused { estimate: Estimate },
 }
 
 impl fmt::Display for SimError {
@@ -71,13 +75,40 @@ impl fmt::Display for SimError {
                     estimate.total >> 20,
                     limit >> 20
                 )?;
-                for (what, bytes) in estimate.parts.iter().take(3) {
-                    write!(f, "\n  {} MiB for {what}", bytes >> 20)?;
-                }
-                Ok(())
+                estimate_parts(estimate, f)
+            }
+            SimError::HostRefused { estimate } => {
+                write!(
+                    f,
+                    "the host refused to reserve the {} MiB of memory the simulation would \
+                     need (vm.overcommit_memory and the machine's RAM and swap decide); most \
+                     of it:",
+                    estimate.total >> 20
+                )?;
+                estimate_parts(estimate, f)
             }
         }
     }
+}
+
+/// The three largest parts of an estimate, a line each.
+fn estimate_parts(estimate: &Estimate, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for (what, bytes) in estimate.parts.iter().take(3) {
+        write!(f, "\n  {} MiB for {what}", bytes >> 20)?;
+    }
+    Ok(())
+}
+
+/// Can the host give this process `bytes` more memory? A reservation that
+/// is released at once: the allocator maps address space without touching
+/// it, so the host's overcommit check answers, and a refusal becomes an
+/// error here instead of an abort in the middle of the run.
+fn host_can_reserve(bytes: u64) -> bool {
+    let Ok(n) = usize::try_from(bytes) else {
+        return false;
+    };
+    let mut trial: Vec<u8> = Vec::new();
+    trial.try_reserve_exact(n).is_ok()
 }
 
 impl std::error::Error for SimError {}
@@ -191,6 +222,9 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
         .unwrap_or(u64::MAX);
     if estimate.total > limit {
         return Err(SimError::TooBig { estimate, limit });
+    }
+    if !host_can_reserve(estimate.total) {
+        return Err(SimError::HostRefused { estimate });
     }
     // A warm page cache larger than the machine cannot be warm: its fill
     // would only run global reclaim against itself (and slowly).

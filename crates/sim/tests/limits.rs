@@ -64,6 +64,53 @@ fn a_machine_too_big_for_the_host_is_refused_before_it_starts() {
     }
 }
 
+/// With the available-memory check lifted (`--max-memory` of 1 PiB), the
+/// host itself must refuse the 107 GiB the 15 TiB machine needs on a host
+/// with less RAM and swap than that under the heuristic or strict
+/// overcommit policy (`__vm_enough_memory()`); the run then ends with an
+/// error naming the estimate, never an abort in an allocation.
+#[test]
+fn an_allocation_the_host_refuses_is_an_error_not_an_abort() {
+    let policy = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(u64::MAX / 1024)
+    };
+    let host = (kib("MemTotal:") + kib("SwapTotal:")) * 1024;
+    let sc = foliosim_scenario::parse_str(
+        "big.toml",
+        &[system_mem("15T", ""), anon_written("a", "14T")].concat(),
+        &[],
+    )
+    .unwrap();
+    let need = foliosim_sim::estimate_peak(&sc).total;
+    if policy.trim() == "1" || need <= host {
+        eprintln!(
+            "SKIP: this host would grant {} MiB (overcommit_memory {}, {} MiB RAM + swap)",
+            need >> 20,
+            policy.trim(),
+            host >> 20
+        );
+        return;
+    }
+    let opts = foliosim_sim::RunOptions {
+        check: false,
+        max_memory: Some(1 << 50),
+    };
+    match foliosim_sim::run(&sc, opts) {
+        Err(e @ SimError::HostRefused { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("simulated page frames"), "{msg}");
+            assert!(msg.contains(&format!("{} MiB", need >> 20)), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn swap_areas_files_and_raw_pagemaps_count_per_unit() {
     // A 16 TiB swap area: 8 bytes per slot (swap_map, swap cache,
