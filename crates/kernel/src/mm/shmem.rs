@@ -1,9 +1,12 @@
 //! Shared anonymous memory (mm/shmem.c: shmem_zero_setup(), shmem_fault(),
 //! shmem_get_folio_gfp(), shmem_writeout(), shmem_swapin_folio()), Linux
 //! 6.18 with `shmem_enabled = never` and every per-size `shmem_enabled` at
-//! `never` (the defaults): every hole is filled with a zeroed order-0 folio
-//! on its first fault (read or write), and `filemap_map_pages()` maps cached
-//! pages around later faults.
+//! `never` (the defaults): every hole is filled with a zeroed, clean
+//! order-0 folio on its first fault (read or write; a write fault then
+//! dirties it), and `filemap_map_pages()` maps cached pages around later
+//! faults. Reclaim drops a clean shmem folio from the page cache without
+//! writing it (`__remove_mapping()`, no shadow entry for a swap-backed
+//! folio), so the next fault there allocates a new one.
 //!
 //! Swap: reclaim unmaps a shmem folio from every mapper (its PTEs become
 //! none, `try_to_unmap()` of a file folio), then `shmem_writeout()` gives it
@@ -71,7 +74,12 @@ impl<A: Arch> Kernel<A> {
             return (VM_FAULT_OOM, None);
         }
         debug_assert_eq!(added, crate::mm::filemap::AddFolio::Added);
-        self.mem.set(folio, PG_UPTODATE | PG_DIRTY);
+        // shmem_get_folio_gfp() zeroes a new folio and marks it uptodate,
+        // not dirty: a hole that is only read stays clean, and reclaim
+        // drops it from the page cache instead of writing it to swap (a
+        // write fault dirties it in do_shared_fault(), a write through a
+        // clean writable PTE through the PTE's dirty bit).
+        self.mem.set(folio, PG_UPTODATE);
         (VM_FAULT_LOCKED, Some(folio))
     }
 
