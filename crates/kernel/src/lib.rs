@@ -166,6 +166,9 @@ pub struct Kernel<A: Arch> {
     /// allocation (`folio_get()` in do_wp_page()): reclaim may unmap it but
     /// cannot free it (`__remove_mapping()`'s refcount freeze fails).
     pub pinned: Option<Pfn>,
+    /// Faults get_user_pages() took for the running task (MADV_POPULATE_*),
+    /// drained by the engine into the task's fault counts.
+    pub gup_faults: mm::gup::GupFaults,
     /// Behaviour the model met inside an operation that completed but does
     /// not implement (the memcg OOM killer, shmem swap-out); the engine
     /// reports the step as unsupported.
@@ -222,6 +225,7 @@ impl<A: Arch> Kernel<A> {
             lru: Default::default(),
             locked: Vec::new(),
             pinned: None,
+            gup_faults: Default::default(),
             unsupported: None,
             cpus: Default::default(),
             _arch: PhantomData,

@@ -129,6 +129,8 @@ pub(crate) const ADVICE: &[(&str, Madv)] = &[
     ("cold", Madv::Cold),
     ("pageout", Madv::Pageout),
     ("free", Madv::Free),
+    ("populate_read", Madv::PopulateRead),
+    ("populate_write", Madv::PopulateWrite),
 ];
 
 /// What one process has at a point of its steps: the regions it can use

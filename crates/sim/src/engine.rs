@@ -223,9 +223,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let name = &wl.regions[*region as usize].name;
                 self.regions.insert(name.clone(), (addr, *size));
                 for &a in advise {
-                    self.k
-                        .do_madvise(mm, addr, *size, a)
-                        .map_err(|e| kerr(at, e))?;
+                    let res = self.k.do_madvise(mm, addr, *size, a);
+                    self.take_gup_faults();
+                    res.map_err(|e| kerr(at, e))?;
                 }
             }
             Op::Touch {
@@ -256,9 +256,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let mut done = 0;
                 loop {
                     let n = chunk.min(len - done);
-                    self.k
-                        .sys_madvise(mm, start + done, n, advice.raw())
-                        .map_err(|e| kerr(at, e))?;
+                    let res = self.k.sys_madvise(mm, start + done, n, advice.raw());
+                    self.take_gup_faults();
+                    res.map_err(|e| kerr(at, e))?;
                     done += n;
                     if done >= len {
                         break;
@@ -381,6 +381,15 @@ impl<'w, A: Arch> Engine<'w, A> {
         }
         self.thread_cpus.clear();
         self.k.set_current_cpu(self.cpu.id);
+    }
+
+    /// The faults get_user_pages() took for the running task
+    /// (MADV_POPULATE_*) count as its own (mm_account_fault() charges
+    /// `current`), without a CPU exception.
+    fn take_gup_faults(&mut self) {
+        let gup = std::mem::take(&mut self.k.gup_faults);
+        self.faults.min_flt += gup.min_flt;
+        self.faults.maj_flt += gup.maj_flt;
     }
 
     /// Every live child of `mm` (and their children) exits.

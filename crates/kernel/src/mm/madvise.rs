@@ -17,6 +17,8 @@
 //! bits are cleared also pays `pmdp_invalidate()`'s own flush.
 //! Approximated: the per-CPU LRU batches (`lru_deactivate`, `lru_lazyfree`)
 //! are applied at once, so a folio never sits in a batch off the LRU.
+//! MADV_POPULATE_READ / MADV_POPULATE_WRITE fault the range in through
+//! get_user_pages() (mm/gup.rs).
 //! Unsupported (loud error at the engine): MADV_WILLNEED.
 
 use crate::arch::Arch;
@@ -110,6 +112,11 @@ impl<A: Arch> Kernel<A> {
             }
             return Ok(());
         }
+        if matches!(advice, Madv::PopulateRead | Madv::PopulateWrite) {
+            // is_madvise_populate(): no walk over the VMAs' flags, straight
+            // to get_user_pages() (mm/gup.rs).
+            return self.madvise_populate(mm, start, end, advice == Madv::PopulateWrite);
+        }
         let (set, clear) =
             match advice {
                 Madv::Normal => (0, VM_RAND_READ | VM_SEQ_READ),
@@ -121,12 +128,7 @@ impl<A: Arch> Kernel<A> {
                     "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
                         .into(),
                 )),
-                Madv::PopulateRead | Madv::PopulateWrite => {
-                    return Err(KernelError::Unsupported(format!(
-                        "madvise({}) (madvise_populate() is not modelled)",
-                        advice.name()
-                    )))
-                }
+                Madv::PopulateRead | Madv::PopulateWrite => unreachable!(),
                 Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
             };
         for mut v in self.vmas_in_range_split(mm, start, end) {

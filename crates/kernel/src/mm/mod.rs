@@ -2,6 +2,7 @@
 
 pub mod debug;
 pub mod filemap;
+pub mod gup;
 pub mod huge_memory;
 pub mod madvise;
 pub mod memcontrol;

@@ -124,7 +124,22 @@ impl<A: Arch> Kernel<A> {
         if write {
             flags |= FAULT_FLAG_WRITE;
         }
-        let mut first = true;
+        self.handle_mm_fault_retry(mm, address, flags, true)
+    }
+
+    /// `handle_mm_fault()` with its retries and `mm_account_fault()`:
+    /// `per_vma_lock` says whether the first attempt runs under the
+    /// per-VMA lock (the user fault handler's `lock_vma_under_rcu()`), whose
+    /// retry adds FAULT_FLAG_TRIED only after a major fault; a retry under
+    /// mmap_lock (every retry of get_user_pages()) always adds it.
+    pub(crate) fn handle_mm_fault_retry(
+        &mut self,
+        mm: MmId,
+        address: u64,
+        mut flags: u32,
+        per_vma_lock: bool,
+    ) -> FaultOutcome {
+        let mut first = per_vma_lock;
         // The faulting task's cgroup takes the page-cache charges.
         let memcg = self.mm_memcg(mm);
         let saved = std::mem::replace(&mut self.memcg.current, memcg);
