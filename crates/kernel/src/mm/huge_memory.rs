@@ -308,6 +308,22 @@ impl<A: Arch> Kernel<A> {
         haddr: u64,
         pmd: crate::mm::pgtable_generic::PmdSlot,
     ) {
+        self.__split_huge_pmd(mm, vma, haddr, pmd, false);
+    }
+
+    /// `__split_huge_pmd()` with `freeze` (a folio split's `unmap_folio()`):
+    /// the 512 entries stand for migration entries that remap_page()
+    /// restores after the split, one order-0 folio each, so arm64 never
+    /// folds them into contiguous blocks (`set_ptes()` of a large folio
+    /// does, without freeze).
+    pub(crate) fn __split_huge_pmd(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        haddr: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+        freeze: bool,
+    ) {
         let pmdval = self.pmdp_get(pmd);
         if !A::pmd_trans_huge(pmdval) {
             return;
@@ -351,14 +367,24 @@ impl<A: Arch> Kernel<A> {
                 pfn: folio,
                 nr: HPAGE_PMD_NR,
             };
-            A::set_ptes(
-                self.pt.table_mut(tid),
-                0,
-                pte,
-                HPAGE_PMD_NR as usize,
-                span,
-                &mut self.vmstat.sim,
-            );
+            if freeze {
+                // One migration entry at a time (set_pte_at()), restored
+                // after the split as order-0 folios: no contiguous blocks.
+                let t = self.pt.table_mut(tid);
+                for i in 0..HPAGE_PMD_NR as usize {
+                    let e = A::pte_advance_pfn(pte, i as u64);
+                    A::set_pte_at(t, i, e, FolioSpan::NONE, &mut self.vmstat.sim);
+                }
+            } else {
+                A::set_ptes(
+                    self.pt.table_mut(tid),
+                    0,
+                    pte,
+                    HPAGE_PMD_NR as usize,
+                    span,
+                    &mut self.vmstat.sim,
+                );
+            }
         } else {
             // __split_huge_zero_page_pmd(): 512 entries of the small zero page.
             let prot = PteProt {

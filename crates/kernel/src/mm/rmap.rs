@@ -249,6 +249,46 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// `try_to_map_unused_to_zeropage()` for the order-0 anon folio `page`
+    /// just split off a large one: a zero-filled page that a PTE maps is
+    /// mapped by the shared zero page instead (read-only, special), its
+    /// rmap and RSS dropped; nothing is flushed (the kernel replaces a
+    /// migration entry, never a present one). The page itself stays on
+    /// the split's list, unmapped.
+    pub(crate) fn try_to_map_unused_to_zeropage(&mut self, page: Pfn) {
+        use crate::include::linux::pgtable::pte_index;
+        if self.mem.page_nonzero(page) || !self.mem.folio_mapped(page) {
+            return;
+        }
+        for hit in self.rmap_walk(page) {
+            if !hit.vma.contains(hit.addr) {
+                continue;
+            }
+            let Some(tid) = self
+                .walk_to_pmd(hit.mm, hit.addr)
+                .and_then(|p| self.entry_table(self.pmdp_get(p)))
+            else {
+                continue;
+            };
+            let idx = pte_index(hit.addr);
+            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            if !A::pte_present(pte) || A::pte_pfn(pte) != page {
+                continue;
+            }
+            let prot = crate::arch::PteProt {
+                special: true,
+                write: false,
+                dirty: false,
+                ..Self::vma_page_prot(&hit.vma)
+            };
+            let zero = A::pfn_pte(self.zero_pfn, prot);
+            self.pt.set(tid, idx, zero);
+            self.vmstat.sim.pte_write += 1;
+            self.folio_remove_rmap_ptes(page, page, 1, hit.mm);
+            self.add_mm_counter(hit.mm, crate::mm::mmap::MM_ANONPAGES, -1);
+        }
+    }
+
     /// `free_swap_cache()` + `folio_put()` as the zap path does
     /// (`free_pages_and_swap_cache()`): an unmapped swap-cache folio whose
     /// slots no PTE references any more leaves the swap cache and is freed.
@@ -620,7 +660,8 @@ impl<A: Arch> Kernel<A> {
             if let Some(pmd) = self.walk_to_pmd(hit.mm, hit.addr) {
                 let v = self.pmdp_get(pmd);
                 if A::pmd_trans_huge(v) && A::pte_pfn(v) == folio {
-                    self.split_huge_pmd(hit.mm, &hit.vma, align_down(hit.addr, PMD_SIZE), pmd);
+                    let haddr = align_down(hit.addr, PMD_SIZE);
+                    self.__split_huge_pmd(hit.mm, &hit.vma, haddr, pmd, true);
                 }
             }
         }

@@ -48,6 +48,18 @@ impl<A: Arch> Kernel<A> {
     /// `folio_putback_lru()`: an isolated folio goes back (at the head of
     /// the list its flags say).
     pub fn folio_putback_lru(&mut self, folio: Pfn) {
+        // The isolation held the last reference of an anon folio that
+        // nothing maps and the swap cache does not hold (a zero-filled page
+        // a split mapped to the zero page): `folio_put()` frees it.
+        if self.mem.folio_test_anon(folio)
+            && !self.mem.folio_mapped(folio)
+            && !self
+                .mem
+                .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
+        {
+            self.folio_free(folio);
+            return;
+        }
         self.folio_add_lru(folio);
     }
 

@@ -36,6 +36,8 @@ pub const SWAP_HAS_CACHE: u8 = 0x40;
 pub const SWAP_MAP_MAX: u8 = 0x3e;
 /// `SWAP_MAP_BAD`
 pub const SWAP_MAP_BAD: u8 = 0x3f;
+/// `SWAP_NR_ORDERS`: orders 0 to the PMD order.
+const SWAP_NR_ORDERS: u32 = HPAGE_PMD_ORDER + 1;
 
 /// What backs a swap area: a file (no SWP_BLKDEV), a block device
 /// (SWP_BLKDEV, SWP_SOLIDSTATE unless rotational) or zram (SWP_BLKDEV,
@@ -51,10 +53,32 @@ pub struct SwpEntry {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Cluster {
-    /// Slots in use (any count or cache).
+    /// Slots in use (any count or cache; the header and slots past the
+    /// end of the area count, as inc_cluster_info_page() counts them).
     count: u32,
     /// The order this cluster serves (valid while count > 0).
     order: u32,
+    /// The list the cluster is on (`ci->flags`).
+    list: ClusterList,
+    /// Its place on that list: clusters join a list's tail
+    /// (`move_cluster()`), so the smallest `seq` is the list's head.
+    seq: u64,
+}
+
+/// `CLUSTER_FLAG_FREE` / `_NONFULL` / `_FRAG` / `_FULL`: which of the
+/// area's lists holds a cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum ClusterList {
+    /// `free_clusters`: no slot in use.
+    #[default]
+    Free,
+    /// `nonfull_clusters[order]`: a slot was freed since the last
+    /// allocation in it.
+    Nonfull,
+    /// `frag_clusters[order]`: allocated in, and not full.
+    Frag,
+    /// `full_clusters`
+    Full,
 }
 
 /// `struct swap_info_struct`
@@ -70,8 +94,12 @@ pub struct SwapInfo {
     /// folio swapped out to each slot.
     pub memcg: Vec<u16>,
     clusters: Vec<Cluster>,
-    /// Next offset to scan per order (the cluster being filled).
+    /// Next offset to scan per order (the cluster being filled: the
+    /// global cluster of a rotating device, the CPU's of a solid-state
+    /// one; the model has one allocating CPU).
     next: Vec<Option<u64>>,
+    /// The sequence number the next list move takes.
+    seq: u64,
     pub inuse_pages: u64,
 }
 
@@ -89,11 +117,24 @@ impl SwapInfo {
             memcg: vec![0; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
+            seq: nr_clusters as u64,
             inuse_pages: 0,
         };
         si.swap_map[0] = SWAP_MAP_BAD;
+        // setup_clusters(): the header and the slots past the end are in
+        // use; a cluster with a slot in use starts on nonfull_clusters[0],
+        // the others on the free list, in index order.
         si.clusters[0].count = 1;
-        // Slots past the end of the last cluster do not exist.
+        let tail = nr_slots % SWAPFILE_CLUSTER;
+        if tail != 0 {
+            si.clusters[nr_clusters - 1].count += (SWAPFILE_CLUSTER - tail) as u32;
+        }
+        for (i, c) in si.clusters.iter_mut().enumerate() {
+            c.seq = i as u64;
+            if c.count > 0 {
+                c.list = ClusterList::Nonfull;
+            }
+        }
         si
     }
 
@@ -128,55 +169,138 @@ impl SwapInfo {
         None
     }
 
+    /// `move_cluster()`: to the tail of `list`.
+    fn move_cluster(&mut self, c: usize, list: ClusterList) {
+        self.clusters[c].list = list;
+        self.clusters[c].seq = self.seq;
+        self.seq += 1;
+    }
+
+    /// `relocate_cluster()` after an allocation attempt: full, or
+    /// fragmented (with room left), or free.
+    fn relocate_cluster(&mut self, c: usize) {
+        let (count, list) = (self.clusters[c].count, self.clusters[c].list);
+        let to = match count {
+            0 => ClusterList::Free,
+            n if n as u64 == SWAPFILE_CLUSTER => ClusterList::Full,
+            _ => ClusterList::Frag,
+        };
+        if list != to {
+            self.move_cluster(c, to);
+        }
+    }
+
+    /// `alloc_swap_scan_cluster()`: 2^order slots in cluster `c` from
+    /// `start`, claimed; sets the next offset to scan (none once the
+    /// cluster is full or scanned to its end, or after a failure).
+    fn alloc_scan_cluster(&mut self, c: usize, start: u64, order: u32) -> Option<u64> {
+        let nr = 1u64 << order;
+        let found = if self.clusters[c].count as u64 + nr > SWAPFILE_CLUSTER {
+            None
+        } else {
+            self.scan_cluster(c, start, order)
+        };
+        let mut next = None;
+        if let Some(off) = found {
+            if self.clusters[c].count == 0 {
+                self.clusters[c].order = order;
+            }
+            self.clusters[c].count += nr as u32;
+            for o in off..off + nr {
+                self.swap_map[o as usize] = SWAP_HAS_CACHE;
+            }
+            self.inuse_pages += nr;
+            let end = ((c as u64 + 1) * SWAPFILE_CLUSTER).min(self.nr_slots);
+            if (self.clusters[c].count as u64) < SWAPFILE_CLUSTER && off + nr + nr <= end {
+                next = Some(off + nr);
+            }
+        }
+        self.relocate_cluster(c);
+        self.next[order as usize] = next;
+        found
+    }
+
+    /// `alloc_swap_scan_list()`: clusters of `list` (serving `order`,
+    /// except the free list) from its head; all of them or only the first.
+    fn alloc_scan_list(
+        &mut self,
+        list: ClusterList,
+        list_order: u32,
+        order: u32,
+        scan_all: bool,
+    ) -> Option<u64> {
+        let mut on_list: Vec<(u64, usize)> = self
+            .clusters
+            .iter()
+            .enumerate()
+            .filter(|(_, cl)| {
+                cl.list == list && (list == ClusterList::Free || cl.order == list_order)
+            })
+            .map(|(i, cl)| (cl.seq, i))
+            .collect();
+        on_list.sort_unstable();
+        for (_, c) in on_list {
+            let base = c as u64 * SWAPFILE_CLUSTER;
+            if let Some(off) = self.alloc_scan_cluster(c, base, order) {
+                return Some(off);
+            }
+            if !scan_all {
+                break;
+            }
+        }
+        None
+    }
+
     /// `cluster_alloc_swap_entry()`: the cluster being filled for this
-    /// order, then other clusters of the order, then a free cluster; order 0
-    /// may also use any cluster with room.
+    /// order (while it is in use and serves the order), then
+    /// `nonfull_clusters[order]`, the free list, the first of
+    /// `frag_clusters[order]`, and for order 0 any other order's fragmented
+    /// or non-full clusters. A cluster emptied by frees went to the free
+    /// list's tail and no longer holds a swap table, so the next offset
+    /// into it is not used (`cluster_is_usable()`).
     fn cluster_alloc(&mut self, order: u32) -> Option<u64> {
         if order > 0 && !self.blkdev() {
             return None;
         }
-        let nr_clusters = self.clusters.len();
-        let try_cluster = |si: &SwapInfo, c: usize, start: u64| -> Option<u64> {
-            let cl = *si.clusters.get(c)?;
-            let fits = cl.count == 0 || cl.order == order || (c == 0 && cl.count == 1);
-            if fits {
-                si.scan_cluster(c, start, order)
-            } else {
-                None
+        if let Some(n) = self.next[order as usize] {
+            let c = (n / SWAPFILE_CLUSTER) as usize;
+            let cl = self.clusters[c];
+            if cl.count > 0 && (order == 0 || cl.order == order) {
+                if let Some(off) = self.alloc_scan_cluster(c, n, order) {
+                    return Some(off);
+                }
             }
-        };
-        let mut found = self.next[order as usize]
-            .and_then(|n| try_cluster(self, (n / SWAPFILE_CLUSTER) as usize, n));
-        if found.is_none() {
-            found = (0..nr_clusters)
-                .filter(|&c| self.clusters[c].count > 0)
-                .find_map(|c| try_cluster(self, c, 0));
         }
-        if found.is_none() {
-            found = (0..nr_clusters)
-                .filter(|&c| self.clusters[c].count == 0)
-                .find_map(|c| try_cluster(self, c, 0));
+        if order < HPAGE_PMD_ORDER {
+            if let Some(off) = self.alloc_scan_list(ClusterList::Nonfull, order, order, true) {
+                return Some(off);
+            }
         }
-        if found.is_none() && order == 0 {
-            found = (0..nr_clusters).find_map(|c| self.scan_cluster(c, 0, 0));
+        if let Some(off) = self.alloc_scan_list(ClusterList::Free, order, order, false) {
+            return Some(off);
         }
-        let off = found?;
-        let nr = 1u64 << order;
-        let c = (off / SWAPFILE_CLUSTER) as usize;
-        if self.clusters[c].count == 0 || (c == 0 && self.clusters[c].count == 1) {
-            self.clusters[c].order = order;
+        if order < HPAGE_PMD_ORDER {
+            if let Some(off) = self.alloc_scan_list(ClusterList::Frag, order, order, false) {
+                return Some(off);
+            }
         }
-        self.clusters[c].count += nr as u32;
-        for o in off..off + nr {
-            self.swap_map[o as usize] = SWAP_HAS_CACHE;
+        if order > 0 {
+            return None;
         }
-        self.inuse_pages += nr;
-        self.next[order as usize] = Some(off + nr);
-        Some(off)
+        for o in 1..SWAP_NR_ORDERS {
+            for list in [ClusterList::Frag, ClusterList::Nonfull] {
+                if let Some(off) = self.alloc_scan_list(list, o, 0, true) {
+                    return Some(off);
+                }
+            }
+        }
+        None
     }
 
     /// Free a slot whose count and cache are both gone
-    /// (`swap_entries_free()` → `swap_range_free()`).
+    /// (`swap_entries_free()` → `swap_range_free()`): the cluster goes to
+    /// the free list's tail when it empties (`free_cluster()`), else to
+    /// its order's non-full list (`partial_free_cluster()`).
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.zeromap[offset as usize] = false;
@@ -184,6 +308,12 @@ impl SwapInfo {
         self.inuse_pages -= 1;
         let c = (offset / SWAPFILE_CLUSTER) as usize;
         self.clusters[c].count -= 1;
+        if self.clusters[c].count == 0 {
+            self.move_cluster(c, ClusterList::Free);
+            self.clusters[c].order = 0;
+        } else if self.clusters[c].list != ClusterList::Nonfull {
+            self.move_cluster(c, ClusterList::Nonfull);
+        }
     }
 }
 
@@ -299,15 +429,20 @@ impl<A: Arch> Kernel<A> {
         (e.offset..e.offset + nr).all(|o| self.swap[e.ty as usize].swap_count(o) == 0)
     }
 
-    /// `swap_writeout()`: zero-filled → zeromap; else count the write-out.
-    /// Returns true when the device finished synchronously (or no I/O was
-    /// needed), so the folio can be freed in the same pass.
+    /// `swap_writeout()`: a folio whose slots no swap entry references
+    /// leaves the swap cache unwritten (`folio_free_swap()`, dirty again:
+    /// returns false); zero-filled → zeromap; else count the write-out.
+    /// Returns true when the folio was written (or needed no I/O).
     pub fn swap_writeout(&mut self, folio: Pfn) -> bool {
         let entry = self.folio_swap(folio).expect("folio in swap cache");
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
+        // pageout() traces the write whatever swap_writeout() did.
         self.vmstat.trace(Trace::VmscanWriteFolio);
         self.mem.clear(folio, PG_DIRTY);
+        if self.folio_free_swap(folio) {
+            return false;
+        }
         let zero = (0..nr).all(|i| !self.mem.page_nonzero(folio.plus(i)));
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {

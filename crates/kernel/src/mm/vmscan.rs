@@ -147,6 +147,18 @@ enum Verdict {
     Activate(u64),
 }
 
+/// What `pageout()` did with a swap-cache folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pageout {
+    /// Written (or zero-filled): clean and free to go.
+    Written,
+    /// An asynchronous write in flight.
+    Writeback,
+    /// No swap entry referenced its slots: they were freed and the folio
+    /// is dirty again (`folio_free_swap()` in `swap_writeout()`).
+    Redirtied,
+}
+
 /// The folios `shrink_folio_list()` did not free, in processing order,
 /// and those among them waiting for their write to complete.
 #[derive(Default)]
@@ -345,8 +357,12 @@ impl<A: Arch> Kernel<A> {
                 }
             }
             stat.nr_pageout += nr_pages;
-            if !self.pageout(folio) {
-                return Verdict::KeepWriteback;
+            match self.pageout(folio) {
+                Pageout::Written => {}
+                Pageout::Writeback => return Verdict::KeepWriteback,
+                // folio_free_swap() redirtied it: kept (and freed at the
+                // putback when nothing maps it).
+                Pageout::Redirtied => return Verdict::Keep,
             }
         }
         if self.pinned == Some(folio) {
@@ -356,17 +372,23 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `pageout()` → `swap_writeout()` with PG_reclaim set for the write:
-    /// true if the folio is clean and free to go now (zero-filled, or a
-    /// synchronous device), false while the (asynchronous) write runs.
-    fn pageout(&mut self, folio: Pfn) -> bool {
+    /// written and free to go now (zero-filled, or a synchronous device),
+    /// under writeback while the (asynchronous) write runs, or redirtied
+    /// when `folio_free_swap()` dropped its unreferenced slots instead.
+    fn pageout(&mut self, folio: Pfn) -> Pageout {
         self.mem.set(folio, PG_READAHEAD);
-        self.swap_writeout(folio);
+        if !self.swap_writeout(folio) {
+            self.mem.clear(folio, PG_READAHEAD);
+            return Pageout::Redirtied;
+        }
         let ty = self.folio_swap(folio).map(|e| e.ty as usize).unwrap_or(0);
         let done = self.swap[ty].synchronous() || self.folio_all_zeromap(folio);
         if done {
             self.mem.clear(folio, PG_READAHEAD);
+            Pageout::Written
+        } else {
+            Pageout::Writeback
         }
-        done
     }
 
     /// Every slot of the swap-cache folio is in the zeromap
@@ -436,12 +458,25 @@ impl<A: Arch> Kernel<A> {
         if order == HPAGE_PMD_ORDER {
             self.vmstat.count_vm_event(VmEvent::ThpSplitPage);
         }
+        if self.mem.folio_test_anon(folio) {
+            // __folio_split() → remap_page(RMP_USE_SHARED_ZEROPAGE).
+            for i in 0..nr {
+                self.try_to_map_unused_to_zeropage(folio.plus(i));
+            }
+        }
         match list {
             Some(list) => list.extend((1..nr).map(|i| folio.plus(i))),
             None => {
                 debug_assert!(on_lru, "splitting an isolated folio without a list");
                 for i in 1..nr {
                     self.lru_add_split_folio(folio, folio.plus(i));
+                }
+                // The split's own reference was the last of every new anon
+                // folio that nothing maps any more (`free_folio_and_swap_cache()`
+                // at the end of __folio_split()): zero-filled pages just
+                // mapped to the zero page, pages a partial unmap left.
+                for i in 0..nr {
+                    self.folio_put_if_unused(folio.plus(i));
                 }
             }
         }
