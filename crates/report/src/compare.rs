@@ -359,3 +359,72 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
     let v = json!({"scenario": sim.scenario, "phases": phases, "ok": ok});
     (text, v, ok)
 }
+
+/// The JSON document of `compare`: always
+/// `{"foliosim": VERSION, "comparisons": [...]}`, each comparison the
+/// object [`compare`] returns with its `provenance`.
+pub fn json_document(comparisons: &[Value], version: &str) -> Value {
+    json!({"foliosim": version, "comparisons": comparisons})
+}
+
+/// The CSV columns of `compare --format csv`.
+pub const CSV_COLUMNS: [&str; 13] = [
+    "scenario",
+    "phase",
+    "name",
+    "sim",
+    "native",
+    "tolerance",
+    "ok",
+    "foliosim",
+    "scenario_path",
+    "seed",
+    "overrides",
+    "kernel",
+    "kernel_release",
+];
+
+/// `compare --format csv`: one record per compared value of every
+/// comparison (the objects [`compare`] returns, with `provenance`); a
+/// value an engine does not report, and a missing tolerance, are empty.
+pub fn csv(comparisons: &[Value]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS).expect("writing to memory");
+    let cell = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    for c in comparisons {
+        let prov = crate::Provenance::from_json_value(&c["provenance"]).ok();
+        let (foliosim, path, seed, overrides, kernel, release) = match &prov {
+            Some(p) => {
+                let (k, r) = p.kernel.clone().unwrap_or_default();
+                let (v, path) = (p.foliosim.clone(), p.scenario_path.clone());
+                (v, path, p.seed.to_string(), p.overrides_shell(), k, r)
+            }
+            None => Default::default(),
+        };
+        for p in c["phases"].as_array().into_iter().flatten() {
+            for r in p["rows"].as_array().into_iter().flatten() {
+                w.write_record([
+                    cell(&c["scenario"]),
+                    cell(&p["name"]),
+                    cell(&r["name"]),
+                    cell(&r["sim"]),
+                    cell(&r["native"]),
+                    cell(&r["tolerance"]),
+                    cell(&r["ok"]),
+                    foliosim.clone(),
+                    path.clone(),
+                    seed.clone(),
+                    overrides.clone(),
+                    kernel.clone(),
+                    release.clone(),
+                ])
+                .expect("writing to memory");
+            }
+        }
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("UTF-8")
+}

@@ -89,5 +89,7 @@ fn run_job() -> Result<Value, String> {
     };
     say(&wire::status("running"));
     let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
-    Ok(json!({ "report": report.to_json_value(), "unprobed": unprobed }))
+    // The report travels as the documented JSON document (one report).
+    let document = foliosim_report::json_document(&[report], foliosim_report::VERSION);
+    Ok(json!({ "document": document, "unprobed": unprobed }))
 }
