@@ -98,7 +98,8 @@ pub(crate) struct Common {
     #[arg(long)]
     check: bool,
     /// Do not judge the scenario's `[[expect]]`s (for sweeps that move
-    /// counters away from them): no expectations in the output, exit 0.
+    /// counters away from them): the output has no expectations, and none
+    /// can fail the run.
     #[arg(long)]
     no_expect: bool,
     /// Cost profile for the modelled time of simulated phases: a file or
