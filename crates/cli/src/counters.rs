@@ -99,7 +99,10 @@ pub(crate) fn catalogue() -> Vec<Entry> {
     ));
     for k in KFUNCS {
         let doc = if k.model.is_empty() {
-            format!("calls of {}() by the workload (kprobe; reported, not compared)", k.function)
+            format!(
+                "calls of {}() by the workload (kprobe; reported, not compared)",
+                k.function
+            )
         } else {
             format!(
                 "calls of {}() by the workload (kprobe); compared with {}",
@@ -173,7 +176,9 @@ mod tests {
                 e.name == n
                     || e.name.split_once('<').is_some_and(|(pre, _)| {
                         n.starts_with(pre)
-                            && e.name.rsplit_once('>').is_some_and(|(_, post)| n.ends_with(post))
+                            && e.name
+                                .rsplit_once('>')
+                                .is_some_and(|(_, post)| n.ends_with(post))
                     })
             })
         };
@@ -199,7 +204,10 @@ mod tests {
         // Counted by the model only: the native engine does not open it.
         assert_eq!(get("vmscan:mm_vmscan_lru_isolate").engines, ["sim"]);
         let k = get("kfunc/try_to_unmap_one");
-        assert_eq!((k.kind, k.engines.as_slice()), ("kernel-function", &["vm"][..]));
+        assert_eq!(
+            (k.kind, k.engines.as_slice()),
+            ("kernel-function", &["vm"][..])
+        );
         assert!(k.doc.contains("sim/try_to_unmap_one"));
         assert_eq!(get("native/wall_ns").engines, HOST);
     }

@@ -479,7 +479,10 @@ fn run_one(
 /// Say how a run went (with `--verbose`), and warn when its report has
 /// no phase.
 fn ran(r: &Report, started: std::time::Instant) {
-    let path = r.provenance.as_ref().map_or("", |p| p.scenario_path.as_str());
+    let path = r
+        .provenance
+        .as_ref()
+        .map_or("", |p| p.scenario_path.as_str());
     foliosim_uapi::detail!(
         "foliosim: {path}: scenario {} on {} ({}): {} phases in {:.2} s",
         r.scenario,
@@ -541,8 +544,7 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
         Ok(r)
     })?;
     if !reports.is_empty() {
-        let colour =
-            c.output.is_none() && c.format == Format::Table && inputs::stdout_colour();
+        let colour = c.output.is_none() && c.format == Format::Table && inputs::stdout_colour();
         let text = render_styled(&reports, c.format, colour);
         inputs::emit(c.output.as_deref(), &text, &c.scenarios)?;
     }
@@ -716,7 +718,7 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
             let k = foliosim_vm::kernels::build(src, *arch, jobs, &|l| {
-                eprintln!("foliosim vm kernel build: {l}")
+                foliosim_uapi::note!("foliosim vm kernel build: {l}")
             })?;
             println!(
                 "built {} (Linux {}): {}",
@@ -733,20 +735,9 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
     }
 }
 
-fn main() -> ExitCode {
-    // The init process of a guest that `foliosim vm` booted.
-    if foliosim_vm::guest::is_guest_init() {
-        foliosim_vm::guest::main();
-    }
-    let cli = Cli::parse();
-    foliosim_uapi::diag::set_verbosity(if cli.quiet {
-        foliosim_uapi::diag::Verbosity::Quiet
-    } else if cli.verbose {
-        foliosim_uapi::diag::Verbosity::Verbose
-    } else {
-        foliosim_uapi::diag::Verbosity::Normal
-    });
-    let result = match &cli.cmd {
+/// Run the command `cli` names.
+fn dispatch(cli: &Cli) -> Result<bool, String> {
+    match &cli.cmd {
         Cmd::Run(c) => cmd_run(c, Engine::Sim),
         Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
         Cmd::Probe => inputs::print(&foliosim_native::probe(
@@ -761,11 +752,32 @@ fn main() -> ExitCode {
             .and_then(counters::render)
             .and_then(|t| inputs::print(&t))
             .map(|_| true),
-        Cmd::Completions { shell } => inputs::print(&completions::completions(*shell)).map(|_| true),
+        Cmd::Completions { shell } => {
+            inputs::print(&completions::completions(*shell)).map(|_| true)
+        }
         Cmd::Man { out } => completions::man(out.as_deref())
             .and_then(|t| inputs::print(&t))
             .map(|_| true),
-    };
+    }
+}
+
+fn main() -> ExitCode {
+    // The init process of a guest that `foliosim vm` booted.
+    if foliosim_vm::guest::is_guest_init() {
+        foliosim_vm::guest::main();
+    }
+    let cli = Cli::parse();
+    foliosim_uapi::diag::set_verbosity(if cli.quiet {
+        foliosim_uapi::diag::Verbosity::Quiet
+    } else if cli.verbose {
+        foliosim_uapi::diag::Verbosity::Verbose
+    } else {
+        foliosim_uapi::diag::Verbosity::Normal
+    });
+    // A panic (a foliosim bug) is a tool error, exit status 2, like any
+    // other; the default hook has printed its message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(&cli)))
+        .unwrap_or_else(|_| Err("internal error (a foliosim bug; its message is above)".into()));
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -256,7 +256,11 @@ fn stdin_scenarios_and_their_errors_name_stdin() {
 fn one_bad_file_in_a_batch_does_not_hide_the_others() {
     let d = scratch("batch");
     let a = write(&d, "a.toml", SMALL);
-    let bad = write(&d, "bad.toml", "name = \"bad\"\n[system]\nmemory = \"lots\"\n");
+    let bad = write(
+        &d,
+        "bad.toml",
+        "name = \"bad\"\n[system]\nmemory = \"lots\"\n",
+    );
     let c = write(&d, "c.toml", &SMALL.replace("\"small\"", "\"third\""));
     let o = run(&["run", "--format", "json", &a, &bad, &c], "");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -337,7 +341,11 @@ fn a_scenario_without_a_phase_warns_unless_quiet() {
     // Quiet keeps errors.
     let o = run(&["run", "-q", "-"], "name = 3\n");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).starts_with("foliosim: <stdin>:1:8: "), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("foliosim: <stdin>:1:8: "),
+        "{}",
+        stderr(&o)
+    );
     // Verbose says what ran.
     let o = run(&["run", "--verbose", "-"], SMALL);
     assert!(
@@ -354,7 +362,11 @@ fn colour_only_when_allowed_and_never_with_no_color() {
     assert!(!o.stdout.contains(&0x1b), "{}", stdout(&o));
     // Forced (as on a terminal): the verdict is red.
     let o = run_env(&["run", "-"], &failing(), &[("CLICOLOR_FORCE", "1")]);
-    assert!(stdout(&o).contains("\x1b[31mFAIL\x1b[0m"), "{:?}", stdout(&o));
+    assert!(
+        stdout(&o).contains("\x1b[31mFAIL\x1b[0m"),
+        "{:?}",
+        stdout(&o)
+    );
     // NO_COLOR wins over everything.
     let o = run_env(
         &["run", "-"],
@@ -457,7 +469,9 @@ fn counters_lists_the_registry() {
     assert_eq!(get("filemap:mm_filemap_fault")["x86_only"], false);
     let t = stdout(&run(&["counters"], ""));
     assert!(t.starts_with("name "), "{t}");
-    assert!(t.lines().any(|l| l.starts_with("tlb:tlb_flush ") && l.contains(" yes ")));
+    assert!(t
+        .lines()
+        .any(|l| l.starts_with("tlb:tlb_flush ") && l.contains(" yes ")));
     assert_eq!(
         run(&["counters", "--format", "csv"], "").status.code(),
         Some(2)
@@ -470,7 +484,12 @@ fn output_errors_are_tool_errors() {
         let o = Command::new(env!("CARGO_BIN_EXE_foliosim"))
             .args(["run", "-"])
             .stdin(Stdio::piped())
-            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
             .stderr(Stdio::piped())
             .spawn()
             .and_then(|mut c| {

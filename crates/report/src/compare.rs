@@ -428,3 +428,65 @@ pub fn csv(comparisons: &[Value]) -> String {
     }
     String::from_utf8(w.into_inner().expect("writing to memory")).expect("UTF-8")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Phase, Provenance};
+
+    fn report(engine: &str, pgfault: i64) -> Report {
+        let mut p = Phase {
+            name: "write".into(),
+            ..Default::default()
+        };
+        p.counters.insert("minor-faults".into(), pgfault);
+        Report {
+            scenario: "a, \"b\"".into(),
+            arch: "x86_64".into(),
+            engine: engine.into(),
+            phases: vec![p],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn compare_json_and_csv_carry_every_row_and_the_provenance() {
+        let (_, mut j, ok) = compare(&report("sim", 16), &report("native", 17));
+        assert!(!ok, "minor-faults are compared exactly: 16 against 17");
+        let prov = Provenance {
+            foliosim: "1.2.3".into(),
+            scenario_path: "x.toml".into(),
+            seed: 3,
+            ..Default::default()
+        };
+        j["provenance"] = prov.to_json_value();
+        let doc = json_document(std::slice::from_ref(&j), "1.2.3");
+        assert_eq!(doc["comparisons"][0]["ok"], false);
+        let text = csv(&[j]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
+        let recs: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        let row = recs.iter().find(|r| &r[2] == "minor-faults").unwrap();
+        assert_eq!(
+            row.iter().collect::<Vec<_>>(),
+            [
+                "a, \"b\"",
+                "write",
+                "minor-faults",
+                "16",
+                "17",
+                "0.0",
+                "false",
+                "1.2.3",
+                "x.toml",
+                "3",
+                "",
+                "",
+                ""
+            ]
+        );
+    }
+}

@@ -152,8 +152,7 @@ impl Provenance {
     /// `shlex.split` or a shell turns back into the arguments.
     pub fn overrides_shell(&self) -> String {
         let words: Vec<String> = self.overrides.iter().flat_map(Override::words).collect();
-        shlex::try_join(words.iter().map(String::as_str))
-            .unwrap_or_else(|_| words.join(" "))
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
     }
 
     /// The `provenance` object of the JSON output.
@@ -485,7 +484,11 @@ impl Report {
     fn csv_rows<W: std::io::Write>(&self, w: &mut csv::Writer<W>) -> csv::Result<()> {
         let p = self.provenance.clone().unwrap_or_default();
         let known = self.provenance.is_some();
-        let seed = if known { p.seed.to_string() } else { String::new() };
+        let seed = if known {
+            p.seed.to_string()
+        } else {
+            String::new()
+        };
         let overrides = p.overrides_shell();
         let (kernel, release) = p.kernel.clone().unwrap_or_default();
         for r in self.tidy_rows() {
@@ -829,7 +832,10 @@ mod tests {
         r.scenario = "odd, \"name\"".into();
         let text = render(&[r.clone()], Format::Csv);
         let mut rd = csv::Reader::from_reader(text.as_bytes());
-        assert_eq!(rd.headers().unwrap().iter().collect::<Vec<_>>(), CSV_COLUMNS);
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
         let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
         // One record per tidy row, each with all 13 fields.
         assert_eq!(recs.len(), r.tidy_rows().len());
@@ -843,7 +849,10 @@ mod tests {
         }
         // The overrides column is shell words that give the arguments back.
         let words = shlex::split(&recs[0][10]).unwrap();
-        assert_eq!(words, ["--set", "step.0.name=x, \"y\" z", "--arch", "arm64"]);
+        assert_eq!(
+            words,
+            ["--set", "step.0.name=x, \"y\" z", "--arch", "arm64"]
+        );
         assert_eq!(&recs[0][5], "pgfault");
         assert_eq!(&recs[0][6], "16");
     }
@@ -893,14 +902,20 @@ mod tests {
             judged: true,
         }];
         let plain = render(&[r.clone()], Format::Table);
-        assert!(plain.contains(
-            "  foliosim 9.9.9  file dir/a, \"b\".toml  seed 7  --set 'step.0.name=x, \"y\" z' \
+        assert!(
+            plain.contains(
+                "  foliosim 9.9.9  file dir/a, \"b\".toml  seed 7  --set 'step.0.name=x, \"y\" z' \
              --arch arm64  kernel 6.18.35-arm64 (Linux 6.18.35)\n"
-        ), "{plain}");
+            ),
+            "{plain}"
+        );
         assert!(plain.contains("  FAIL measured:pgfault = 16"), "{plain}");
         assert!(!plain.contains('\x1b'));
         let coloured = render_styled(&[r], Format::Table, true);
-        assert!(coloured.contains("\x1b[1m\x1b[31mFAIL\x1b[0m measured:pgfault"), "{coloured:?}");
+        assert!(
+            coloured.contains("\x1b[1m\x1b[31mFAIL\x1b[0m measured:pgfault"),
+            "{coloured:?}"
+        );
     }
 
     #[test]

@@ -183,10 +183,16 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
 
 /// Run the scenario `src` (a file's or standard input's text) with
 /// overrides `ov` in a guest.
-pub fn run_source(src: &Source, ov: &[(String, String)], opts: &VmOptions) -> Result<VmRun, String> {
+pub fn run_source(
+    src: &Source,
+    ov: &[(String, String)],
+    opts: &VmOptions,
+) -> Result<VmRun, String> {
     // A bare release (`6.18.35`) takes the architecture from --arch, else
     // from the scenario.
-    let arch = opts.arch.or_else(|| src.parse(ov).ok().map(|s| s.system.arch));
+    let arch = opts
+        .arch
+        .or_else(|| src.parse(ov).ok().map(|s| s.system.arch));
     let kernel = kernels::resolve(&opts.kernel, arch)?;
     if let Some(a) = opts.arch {
         if a != kernel.arch {
