@@ -266,15 +266,7 @@ pub fn run_source(
     if let Some(e) = out.get("error").and_then(Value::as_str) {
         return Err(format!("in the guest (Linux {release}): {e}"));
     }
-    let mut reports = foliosim_report::reports_from_json(&out["document"])
-        .map_err(|e| format!("the guest's report: {e}"))?;
-    if reports.len() != 1 {
-        return Err(format!(
-            "the guest sent {} reports for one scenario",
-            reports.len()
-        ));
-    }
-    let mut report = reports.remove(0);
+    let mut report = guest::report_of(&out)?;
     report.engine = "vm".into();
     report
         .system
