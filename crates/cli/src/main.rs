@@ -314,6 +314,11 @@ enum Cmd {
     /// List every counter a report can carry: its kind (per-process,
     /// system-wide, model-only, kernel-function), the engines that report
     /// it, and whether only x86 kernels have it.
+    ///
+    /// Examples:
+    ///   foliosim counters
+    ///   foliosim counters --format json | jq -r '.counters[] | select(.kind == "model-only") | .name'
+    #[command(verbatim_doc_comment)]
     Counters {
         /// Output format.
         #[arg(long, value_parser = ["table", "json"], default_value = "table")]
