@@ -688,12 +688,20 @@ pub fn json_document(reports: &[Report], version: &str) -> Value {
     })
 }
 
-/// The reports of a JSON document [`json_document`] wrote.
+/// The reports of a JSON document [`json_document`] wrote. Files that
+/// earlier foliosim versions wrote read too: a bare report (one scenario)
+/// or a list of reports (several).
 pub fn reports_from_json(v: &Value) -> Result<Vec<Report>, String> {
-    let list = v
-        .get("reports")
-        .and_then(Value::as_array)
-        .ok_or("not a foliosim JSON document: no `reports` list")?;
+    let list = match v {
+        Value::Array(list) => list,
+        Value::Object(o) if !o.contains_key("reports") && o.contains_key("phases") => {
+            return Report::from_json_value(v).map(|r| vec![r]);
+        }
+        _ => v
+            .get("reports")
+            .and_then(Value::as_array)
+            .ok_or("not a foliosim JSON document: no `reports` list")?,
+    };
     list.iter()
         .enumerate()
         .map(|(i, r)| Report::from_json_value(r).map_err(|e| format!("reports[{i}]: {e}")))
@@ -866,8 +874,16 @@ mod tests {
             assert_eq!(v["reports"].as_array().unwrap().len(), n);
             assert_eq!(reports_from_json(&v).unwrap(), reports);
         }
-        let e = reports_from_json(&json!([])).unwrap_err();
+        let e = reports_from_json(&json!({"foliosim": "x"})).unwrap_err();
         assert!(e.contains("reports"), "{e}");
+        // The shapes earlier versions wrote: one report, or a list.
+        let r = sample();
+        assert_eq!(
+            reports_from_json(&r.to_json_value()).unwrap(),
+            std::slice::from_ref(&r)
+        );
+        let list = json!([r.to_json_value(), r.to_json_value()]);
+        assert_eq!(reports_from_json(&list).unwrap(), [r.clone(), r]);
     }
 
     #[test]
