@@ -10,7 +10,7 @@ for f in scenarios/corpus/*.toml; do
   n=$($B native "$f" --format json 2>/dev/null | python3 -c 'import json,sys
 try:
   d=json.load(sys.stdin)
-  r=d[0] if isinstance(d,list) else d
+  r=d["reports"][0]
   print(sum(p["counters"].get("native/wall_ns",0) for p in r["phases"]))
 except Exception: print(0)')
   phase_ns=$((phase_ns + n))

@@ -31,9 +31,10 @@ COLS = ["sim/pagemap_read_calls", "sim/pagemap_walks", "sim/pagemap_entries",
 
 
 def run(binary, engine, path):
+    """The report of one scenario (the JSON document's only report)."""
     out = subprocess.run([binary, engine, path, "--format", "json"], check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out)
+    return json.loads(out)["reports"][0]
 
 
 def solve(a, b):

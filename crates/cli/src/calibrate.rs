@@ -106,8 +106,9 @@ fn measure_scenario(
     host: &[(String, String)],
 ) -> Result<Vec<Measured>, String> {
     let here = |e: String| format!("{}: {e}", path.display());
-    let sc = foliosim_scenario::load(path, &[]).map_err(|e| e.to_string())?;
-    let sc = with_host_defaults(path, sc, &[], host)?;
+    let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
+    let sc = src.parse(&[]).map_err(|e| e.to_string())?;
+    let sc = with_host_defaults(&src, sc, &[], host)?;
     let sim: Report = run_guarded(
         &sc,
         foliosim_sim::RunOptions {
@@ -153,8 +154,9 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
     let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     let mut fresh = BTreeMap::new();
     for f in corpus_files(corpus, exclude)? {
-        let sc = foliosim_scenario::load(&f, &[]).map_err(|e| e.to_string())?;
-        let sc = with_host_defaults(&f, sc, &[], &host)?;
+        let src = foliosim_scenario::Source::read(&f).map_err(|e| e.to_string())?;
+        let sc = src.parse(&[]).map_err(|e| e.to_string())?;
+        let sc = with_host_defaults(&src, sc, &[], &host)?;
         let r = run_guarded(
             &sc,
             foliosim_sim::RunOptions {
@@ -267,7 +269,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         None => {
             let files = corpus_files(&a.corpus, &a.exclude)?;
             let load_start = loadavg();
-            eprintln!(
+            foliosim_uapi::note!(
                 "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
                 files.len(),
                 a.repeat
@@ -277,7 +279,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             );
             let mut phases = Vec::new();
             for f in &files {
-                eprintln!("  {}", f.display());
+                foliosim_uapi::note!("  {}", f.display());
                 phases.extend(measure_scenario(f, a.repeat, &host)?);
             }
             (phases, load_start, loadavg(), false)
@@ -456,7 +458,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                         if let std::collections::btree_map::Entry::Vacant(e) =
                             profile.costs.entry(k)
                         {
-                            eprintln!(
+                            foliosim_uapi::note!(
                                 "foliosim calibrate: keeping {} from {}",
                                 e.key(),
                                 out.display()
@@ -465,7 +467,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
                         }
                     }
                 }
-                Err(e) => eprintln!(
+                Err(e) => foliosim_uapi::note!(
                     "foliosim calibrate: warning: not carrying costs over from {}: {e}",
                     out.display()
                 ),
@@ -473,7 +475,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         }
         write_output(out, &profile.to_toml(&header), &[])
             .map_err(|e| format!("{}: {e}", out.display()))?;
-        eprintln!("foliosim calibrate: wrote {}", out.display());
+        foliosim_uapi::note!("foliosim calibrate: wrote {}", out.display());
     }
     Ok(true)
 }

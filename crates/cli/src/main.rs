@@ -2,23 +2,49 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod calibrate;
+mod completions;
+mod counters;
+mod inputs;
 mod output;
 
 use clap::{Parser, Subcommand};
-use foliosim_report::{render, Format, Report};
+use foliosim_report::{render_styled, Format, Report};
 use foliosim_scenario::Arch;
+
+/// The end of the top-level `--help`.
+const AFTER_HELP: &str = "\
+Results go to standard output (or -o FILE), notes and errors to standard error.
+Formats, provenance and the JSON shape: docs/output.md.
+
+Exit status:
+  0  success: every scenario ran and every judged expectation held
+     (compare: the engines agree)
+  1  an expectation failed, or compare found a disagreement
+  2  a usage, input or tool error (bad option, unreadable or invalid
+     scenario, a run that could not complete); in a batch the scenarios
+     that ran are still reported
+
+Colour: the table's verdicts are coloured only on a terminal; NO_COLOR
+(https://no-color.org) turns colour off, CLICOLOR_FORCE=1 forces it.";
 
 #[derive(Parser)]
 #[command(
     name = "foliosim",
     version,
-    about = "An executable model of Linux folio-based memory management (Linux 6.18)"
+    about = "An executable model of Linux folio-based memory management (Linux 6.18)",
+    after_help = AFTER_HELP
 )]
-struct Cli {
+pub(crate) struct Cli {
+    /// Print only errors on standard error: no notes, warnings or progress.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also print each run's scenario, engine and duration on standard error.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -43,8 +69,8 @@ fn arch_arg() -> impl clap::builder::TypedValueParser<Value = Arch> {
 }
 
 #[derive(clap::Args)]
-struct Common {
-    /// Scenario files (TOML).
+pub(crate) struct Common {
+    /// Scenario files (TOML); `-` reads one from standard input.
     #[arg(required = true)]
     scenarios: Vec<PathBuf>,
     /// Simulated architecture (overrides the scenario's `arch`).
@@ -71,6 +97,11 @@ struct Common {
     /// memories).
     #[arg(long)]
     check: bool,
+    /// Do not judge the scenario's `[[expect]]`s (for sweeps that move
+    /// counters away from them): the output has no expectations, and none
+    /// can fail the run.
+    #[arg(long)]
+    no_expect: bool,
     /// Cost profile for the modelled time of simulated phases: a file or
     /// the name of a shipped profile (x86_64-kvm-host, arm64-neoverse).
     /// Default: the simulated architecture's shipped profile.
@@ -280,6 +311,42 @@ enum Cmd {
     ///   foliosim calibrate --repeat 5 --out profiles/x86_64-kvm-host.toml
     #[command(verbatim_doc_comment)]
     Calibrate(CalibrateArgs),
+    /// List every counter a report can carry: its kind (per-process,
+    /// system-wide, model-only, kernel-function), the engines that report
+    /// it, and whether only x86 kernels have it.
+    ///
+    /// Examples:
+    ///   foliosim counters
+    ///   foliosim counters --format json | jq -r '.counters[] | select(.kind == "model-only") | .name'
+    #[command(verbatim_doc_comment)]
+    Counters {
+        /// Output format.
+        #[arg(long, value_parser = ["table", "json"], default_value = "table")]
+        format: String,
+    },
+    /// Print a shell completion script.
+    ///
+    /// Examples:
+    ///   foliosim completions bash > ~/.local/share/bash-completion/completions/foliosim
+    ///   foliosim completions zsh > ~/.zfunc/_foliosim
+    ///   foliosim completions fish > ~/.config/fish/completions/foliosim.fish
+    #[command(verbatim_doc_comment)]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command to DIR.
+    ///
+    /// Examples:
+    ///   foliosim man | man -l -
+    ///   foliosim man -o ~/.local/share/man/man1
+    #[command(verbatim_doc_comment)]
+    Man {
+        /// Write foliosim.1, foliosim-run.1, ... into DIR.
+        #[arg(short = 'o', value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
@@ -350,15 +417,120 @@ fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
     foliosim_cost::annotate(report, &prof)
 }
 
-/// An error of the run of scenario `path`, naming the file once: errors
-/// that point into the file already start with its path.
-fn in_file(path: &Path, e: String) -> String {
-    let p = path.display().to_string();
-    if e.starts_with(&format!("{p}:")) {
+/// An error of the run of scenario `label`, naming the file once: errors
+/// that point into the file already start with its label.
+fn in_file(label: &str, e: String) -> String {
+    if e.starts_with(&format!("{label}:")) {
         e
     } else {
-        format!("{p}: {e}")
+        format!("{label}: {e}")
     }
+}
+
+/// Run one scenario on `engine`; the report carries its provenance.
+fn run_one(
+    c: &Common,
+    engine: &Engine,
+    ov: &[(String, String)],
+    src: &foliosim_scenario::Source,
+) -> Result<Report, String> {
+    if let Engine::Vm(opts) = engine {
+        let run = foliosim_vm::run_source(src, ov, opts)?;
+        foliosim_uapi::note!(
+            "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
+            src.label,
+            run.kernel.name,
+            run.release,
+            run.accel,
+            run.seconds
+        );
+        let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
+        let mut r = run.report;
+        if !c.no_expect {
+            r.evaluate(&sc.expects);
+        }
+        let kernel = Some((run.kernel.name.clone(), run.release.clone()));
+        r.provenance = Some(inputs::provenance(c, src, sc.seed, kernel));
+        return Ok(r);
+    }
+    let mut sc = src.parse(ov).map_err(|e| e.to_string())?;
+    if c.no_expect {
+        sc.expects.clear();
+    }
+    let mut report = match engine {
+        Engine::Sim => run_guarded(
+            &sc,
+            foliosim_sim::RunOptions {
+                check: c.check,
+                max_memory: c.max_memory,
+            },
+        )
+        .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
+        // No panic hook here: the host guard restores settings while
+        // unwinding.
+        Engine::Vm(_) => unreachable!("handled above"),
+        Engine::Native { trace } => {
+            let opts = foliosim_native::NativeOptions {
+                trace: *trace,
+                ..foliosim_native::NativeOptions::default()
+            };
+            foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
+        }
+    }?;
+    report.provenance = Some(inputs::provenance(c, src, sc.seed, None));
+    Ok(report)
+}
+
+/// Say how a run went (with `--verbose`), and warn when its report has
+/// no phase.
+fn ran(r: &Report, started: std::time::Instant) {
+    let path = r
+        .provenance
+        .as_ref()
+        .map_or("", |p| p.scenario_path.as_str());
+    foliosim_uapi::detail!(
+        "foliosim: {path}: scenario {} on {} ({}): {} phases in {:.2} s",
+        r.scenario,
+        r.engine,
+        r.arch,
+        r.phases.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if r.phases.is_empty() {
+        foliosim_uapi::note!(
+            "foliosim: warning: {path}: the scenario has no phase (no `op = \"phase\"` \
+             step), so its report has no values"
+        );
+    }
+}
+
+/// Run `one` on every scenario; the errors of those that fail are printed
+/// as they happen and the others go on. Returns the results and, when
+/// some failed, the error that ends the command with exit status 2. Err:
+/// a usage error (nothing ran), or the error of the only scenario.
+fn run_batch<T>(
+    scenarios: &[PathBuf],
+    mut one: impl FnMut(&foliosim_scenario::Source) -> Result<T, String>,
+) -> Result<(Vec<T>, Option<String>), String> {
+    let sources = inputs::read_all(scenarios)?;
+    let (mut done, mut failed) = (Vec::new(), 0);
+    for src in sources {
+        match src.and_then(|src| one(&src).map_err(|e| in_file(&src.label, e))) {
+            Ok(r) => done.push(r),
+            Err(e) if scenarios.len() == 1 => return Err(e),
+            Err(e) => {
+                eprintln!("foliosim: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let failed = (failed > 0).then(|| {
+        format!(
+            "{failed} of {} scenarios could not run (errors above); the output holds the others",
+            scenarios.len()
+        )
+    });
+    Ok((done, failed))
 }
 
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
@@ -370,60 +542,27 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
                 .into(),
         );
     }
-    let mut reports: Vec<Report> = Vec::new();
-    for path in &c.scenarios {
-        if let Engine::Vm(opts) = &engine {
-            let run = foliosim_vm::run(path, &ov, opts).map_err(|e| in_file(path, e))?;
-            eprintln!(
-                "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
-                path.display(),
-                run.kernel.name,
-                run.release,
-                run.accel,
-                run.seconds
-            );
-            let sc = foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
-            let mut r = run.report;
-            r.evaluate(&sc.expects);
-            reports.push(r);
-            continue;
-        }
-        let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
-        let report = match &engine {
-            Engine::Sim => run_guarded(
-                &sc,
-                foliosim_sim::RunOptions {
-                    check: c.check,
-                    max_memory: c.max_memory,
-                },
-            )
-            .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
-            // No panic hook here: the host guard restores settings while
-            // unwinding.
-            Engine::Vm(_) => unreachable!("handled above"),
-            Engine::Native { trace } => {
-                let opts = foliosim_native::NativeOptions {
-                    trace: *trace,
-                    ..foliosim_native::NativeOptions::default()
-                };
-                foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
-            }
-        };
-        reports.push(report.map_err(|e| in_file(path, e))?);
+    let (reports, failed) = run_batch(&c.scenarios, |src| {
+        let started = std::time::Instant::now();
+        let r = run_one(c, &engine, &ov, src)?;
+        ran(&r, started);
+        Ok(r)
+    })?;
+    if !reports.is_empty() {
+        let colour = c.output.is_none() && c.format == Format::Table && inputs::stdout_colour();
+        let text = render_styled(&reports, c.format, colour);
+        inputs::emit(c.output.as_deref(), &text, &c.scenarios)?;
     }
-    let text = render(&reports, c.format);
-    match &c.output {
-        Some(p) => output::write_output(p, &text, &c.scenarios)
-            .map_err(|e| format!("{}: {e}", p.display()))?,
-        None => print!("{text}"),
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(reports.iter().all(Report::expectations_ok)),
     }
-    Ok(reports.iter().all(Report::expectations_ok))
 }
 
 /// The scenario with the probed host's value for every knob it leaves at
 /// its default (the host fragment merged in, as `compare` promises).
 fn with_host_defaults(
-    path: &Path,
+    src: &foliosim_scenario::Source,
     sc: foliosim_scenario::Scenario,
     ov: &[(String, String)],
     host: &[(String, String)],
@@ -434,13 +573,72 @@ fn with_host_defaults(
         .cloned()
         .collect();
     all.extend(ov.iter().cloned());
-    foliosim_scenario::load(path, &all).map_err(|e| e.to_string())
+    src.parse(&all).map_err(|e| e.to_string())
+}
+
+/// One scenario of `compare`: the table text, the JSON object, agreement.
+fn compare_one(
+    a: &CompareArgs,
+    vm: Option<&foliosim_vm::VmOptions>,
+    host: &[(String, String)],
+    ov: &[(String, String)],
+    src: &foliosim_scenario::Source,
+) -> Result<(String, serde_json::Value, bool), String> {
+    let c = &a.common;
+    let (mut sc, mut native, kernel) = match vm {
+        None => {
+            let sc = src.parse(ov).map_err(|e| e.to_string())?;
+            let mut sc = with_host_defaults(src, sc, ov, host)?;
+            if c.no_expect {
+                sc.expects.clear();
+            }
+            let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
+                .map_err(|e| e.to_string())?;
+            (sc, native, None)
+        }
+        Some(opts) => {
+            let run = foliosim_vm::run_source(src, ov, opts)?;
+            foliosim_uapi::note!(
+                "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
+                src.label,
+                run.kernel.name,
+                run.release,
+                run.accel,
+                run.seconds
+            );
+            let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
+            // The guest ran exactly the scenario's settings (its THP
+            // knobs, readahead and fault-around written from it), so
+            // the model runs them too: no host defaults to merge.
+            let mut r = run.report;
+            if !c.no_expect {
+                r.evaluate(&sc.expects);
+            }
+            (sc, r, Some((run.kernel.name.clone(), run.release.clone())))
+        }
+    };
+    if c.no_expect {
+        sc.expects.clear();
+    }
+    let mut sim = run_guarded(
+        &sc,
+        foliosim_sim::RunOptions {
+            check: c.check,
+            max_memory: c.max_memory,
+        },
+    )?;
+    add_time(&mut sim, c.profile.as_deref())?;
+    let prov = inputs::provenance(c, src, sc.seed, kernel);
+    native.provenance = Some(prov.clone());
+    sim.provenance = Some(prov.clone());
+    let (t, mut j, o) = foliosim_report::compare::compare(&sim, &native);
+    j["provenance"] = prov.to_json_value();
+    Ok((t, j, o))
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let c = &a.common;
     let ov = overrides(c)?;
-    let (mut text, mut json, mut ok) = (String::new(), Vec::new(), true);
     let vm = match a.engine.as_str() {
         "vm" => Some(a.vm.options(c.arch)?),
         _ => None,
@@ -451,60 +649,28 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         }
         Some(_) => Vec::new(),
     };
-    for path in &c.scenarios {
-        let here = |e: String| in_file(path, e);
-        let (sc, native) = match &vm {
-            None => {
-                let sc = foliosim_scenario::load(path, &ov).map_err(|e| e.to_string())?;
-                let sc = with_host_defaults(path, sc, &ov, &host)?;
-                let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
-                    .map_err(|e| here(e.to_string()))?;
-                (sc, native)
+    let (done, failed) = run_batch(&c.scenarios, |src| {
+        compare_one(a, vm.as_ref(), &host, &ov, src)
+    })?;
+    if !done.is_empty() {
+        let out = match c.format {
+            Format::Json => {
+                let list: Vec<serde_json::Value> = done.iter().map(|d| d.1.clone()).collect();
+                let doc = foliosim_report::compare::json_document(&list, foliosim_report::VERSION);
+                serde_json::to_string_pretty(&doc).expect("serialisable") + "\n"
             }
-            Some(opts) => {
-                let run = foliosim_vm::run(path, &ov, opts).map_err(here)?;
-                eprintln!(
-                    "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
-                    path.display(),
-                    run.kernel.name,
-                    run.release,
-                    run.accel,
-                    run.seconds
-                );
-                let sc =
-                    foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
-                // The guest ran exactly the scenario's settings (its THP
-                // knobs, readahead and fault-around written from it), so
-                // the model runs them too: no host defaults to merge.
-                let mut r = run.report;
-                r.evaluate(&sc.expects);
-                (sc, r)
+            Format::Csv => {
+                let list: Vec<serde_json::Value> = done.iter().map(|d| d.1.clone()).collect();
+                foliosim_report::compare::csv(&list)
             }
+            Format::Table => done.iter().map(|d| d.0.as_str()).collect(),
         };
-        let mut sim = run_guarded(
-            &sc,
-            foliosim_sim::RunOptions {
-                check: c.check,
-                max_memory: c.max_memory,
-            },
-        )
-        .map_err(here)?;
-        add_time(&mut sim, c.profile.as_deref()).map_err(here)?;
-        let (t, j, o) = foliosim_report::compare::compare(&sim, &native);
-        text.push_str(&t);
-        json.push(j);
-        ok &= o;
+        inputs::emit(c.output.as_deref(), &out, &c.scenarios)?;
     }
-    let out = match c.format {
-        Format::Json => serde_json::to_string_pretty(&json).expect("serialisable") + "\n",
-        _ => text,
-    };
-    match &c.output {
-        Some(p) => output::write_output(p, &out, &c.scenarios)
-            .map_err(|e| format!("{}: {e}", p.display()))?,
-        None => print!("{out}"),
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(done.iter().all(|d| d.2)),
     }
-    Ok(ok)
 }
 
 fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
@@ -557,7 +723,7 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
             let k = foliosim_vm::kernels::build(src, *arch, jobs, &|l| {
-                eprintln!("foliosim vm kernel build: {l}")
+                foliosim_uapi::note!("foliosim vm kernel build: {l}")
             })?;
             println!(
                 "built {} (Linux {}): {}",
@@ -574,30 +740,56 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
     }
 }
 
+/// Run the command `cli` names.
+fn dispatch(cli: &Cli) -> Result<bool, String> {
+    match &cli.cmd {
+        Cmd::Run(c) => cmd_run(c, Engine::Sim),
+        Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
+        Cmd::Probe => inputs::print(&foliosim_native::probe(
+            &foliosim_native::NativeOptions::default().workdir,
+        ))
+        .map(|_| true),
+        Cmd::Compare(c) => cmd_compare(c),
+        Cmd::Vm(a) => cmd_vm(a),
+        Cmd::Calibrate(a) => calibrate::cmd_calibrate(a),
+        Cmd::Counters { format } => Format::from_name(format)
+            .ok_or_else(|| format!("--format {format}"))
+            .and_then(counters::render)
+            .and_then(|t| inputs::print(&t))
+            .map(|_| true),
+        Cmd::Completions { shell } => {
+            inputs::print(&completions::completions(*shell)).map(|_| true)
+        }
+        Cmd::Man { out } => completions::man(out.as_deref())
+            .and_then(|t| inputs::print(&t))
+            .map(|_| true),
+    }
+}
+
 fn main() -> ExitCode {
     // The init process of a guest that `foliosim vm` booted.
     if foliosim_vm::guest::is_guest_init() {
         foliosim_vm::guest::main();
     }
     let cli = Cli::parse();
-    let result = match &cli.cmd {
-        Cmd::Run(c) => cmd_run(c, Engine::Sim),
-        Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
-        Cmd::Probe => {
-            print!(
-                "{}",
-                foliosim_native::probe(&foliosim_native::NativeOptions::default().workdir)
-            );
-            Ok(true)
-        }
-        Cmd::Compare(c) => cmd_compare(c),
-        Cmd::Vm(a) => cmd_vm(a),
-        Cmd::Calibrate(a) => calibrate::cmd_calibrate(a),
-    };
+    foliosim_uapi::diag::set_verbosity(if cli.quiet {
+        foliosim_uapi::diag::Verbosity::Quiet
+    } else if cli.verbose {
+        foliosim_uapi::diag::Verbosity::Verbose
+    } else {
+        foliosim_uapi::diag::Verbosity::Normal
+    });
+    // A panic (a foliosim bug) is a tool error, exit status 2, like any
+    // other; the default hook has printed its message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(&cli)))
+        .unwrap_or_else(|_| Err("internal error (a foliosim bug; its message is above)".into()));
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
-            eprintln!("foliosim: some expectations were not met");
+            match cli.cmd {
+                Cmd::Compare(_) => eprintln!("foliosim: the engines disagree"),
+                _ => eprintln!("foliosim: some expectations were not met"),
+            }
             ExitCode::from(1)
         }
         Err(e) => {

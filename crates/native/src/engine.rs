@@ -549,7 +549,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
             }
             Msg::Note {
                 step, what, err, ..
-            } => eprintln!(
+            } => foliosim_uapi::note!(
                 "foliosim native: note: {}",
                 note_message(ctx, step, what, err)
             ),

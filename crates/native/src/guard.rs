@@ -195,7 +195,9 @@ impl RunLock {
                     _inproc: inproc,
                 });
             }
-            eprintln!("foliosim native: waiting for another native run to finish ({LOCK_FILE})");
+            foliosim_uapi::note!(
+                "foliosim native: waiting for another native run to finish ({LOCK_FILE})"
+            );
             // SAFETY: as above.
             sys::cvt(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) })?;
         }

@@ -426,7 +426,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
         ));
     }
     for n in &notes {
-        eprintln!("foliosim native: note: {n}");
+        foliosim_uapi::note!("foliosim native: note: {n}");
     }
 
     let _lock = guard::RunLock::acquire()
@@ -479,7 +479,7 @@ fn run_guarded(
             ),
         })?;
     for c in swapdev::create_all(g, &sc.system.swap, &dir)? {
-        eprintln!(
+        foliosim_uapi::note!(
             "foliosim native: note: swap: {}: {}",
             c.path.display(),
             c.what
@@ -533,7 +533,7 @@ fn run_guarded(
         let a = engine::attempt(&ctx, reruns)?;
         match &a.not_warm {
             Some(why) if reruns + 1 < ATTEMPTS => {
-                eprintln!(
+                foliosim_uapi::note!(
                     "foliosim native: the page cache was not warm ({why}); rebuilding it and \
                      running again"
                 );
@@ -579,14 +579,14 @@ fn run_guarded(
     let (quiet, loud): (Vec<_>, Vec<_>) =
         missing.iter().partition(|(_, why)| why == perf::UNTRACED);
     if !quiet.is_empty() {
-        eprintln!(
+        foliosim_uapi::note!(
             "foliosim native: note: tracepoints not counted (timing run): {} counters left out",
             quiet.len()
         );
     }
     if !loud.is_empty() {
         let list: Vec<String> = loud.iter().map(|(n, why)| format!("{n} ({why})")).collect();
-        eprintln!(
+        foliosim_uapi::note!(
             "foliosim native: counters the host cannot provide (left out): {}",
             list.join(", ")
         );
@@ -599,7 +599,7 @@ fn run_guarded(
         }
     }
     if let Some(why) = &attempt.not_warm {
-        eprintln!(
+        foliosim_uapi::note!(
             "foliosim native: warning: the page cache was still not warm after {ATTEMPTS} \
              attempts ({why}); counters marked native/not_warm = 1"
         );
@@ -608,6 +608,7 @@ fn run_guarded(
         scenario: sc.name.clone(),
         arch: sc.system.arch.as_str().to_string(),
         engine: "native".into(),
+        provenance: None,
         system: sc.system.knobs.clone(),
         phases,
         expectations: Vec::new(),

@@ -359,3 +359,134 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
     let v = json!({"scenario": sim.scenario, "phases": phases, "ok": ok});
     (text, v, ok)
 }
+
+/// The JSON document of `compare`: always
+/// `{"foliosim": VERSION, "comparisons": [...]}`, each comparison the
+/// object [`compare`] returns with its `provenance`.
+pub fn json_document(comparisons: &[Value], version: &str) -> Value {
+    json!({"foliosim": version, "comparisons": comparisons})
+}
+
+/// The CSV columns of `compare --format csv`.
+pub const CSV_COLUMNS: [&str; 13] = [
+    "scenario",
+    "phase",
+    "name",
+    "sim",
+    "native",
+    "tolerance",
+    "ok",
+    "foliosim",
+    "scenario_path",
+    "seed",
+    "overrides",
+    "kernel",
+    "kernel_release",
+];
+
+/// `compare --format csv`: one record per compared value of every
+/// comparison (the objects [`compare`] returns, with `provenance`); a
+/// value an engine does not report, and a missing tolerance, are empty.
+pub fn csv(comparisons: &[Value]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS).expect("writing to memory");
+    let cell = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    for c in comparisons {
+        let prov = crate::Provenance::from_json_value(&c["provenance"]).ok();
+        let (foliosim, path, seed, overrides, kernel, release) = match &prov {
+            Some(p) => {
+                let (k, r) = p.kernel.clone().unwrap_or_default();
+                let (v, path) = (p.foliosim.clone(), p.scenario_path.clone());
+                (v, path, p.seed.to_string(), p.overrides_shell(), k, r)
+            }
+            None => Default::default(),
+        };
+        for p in c["phases"].as_array().into_iter().flatten() {
+            for r in p["rows"].as_array().into_iter().flatten() {
+                w.write_record([
+                    cell(&c["scenario"]),
+                    cell(&p["name"]),
+                    cell(&r["name"]),
+                    cell(&r["sim"]),
+                    cell(&r["native"]),
+                    cell(&r["tolerance"]),
+                    cell(&r["ok"]),
+                    foliosim.clone(),
+                    path.clone(),
+                    seed.clone(),
+                    overrides.clone(),
+                    kernel.clone(),
+                    release.clone(),
+                ])
+                .expect("writing to memory");
+            }
+        }
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Phase, Provenance};
+
+    fn report(engine: &str, pgfault: i64) -> Report {
+        let mut p = Phase {
+            name: "write".into(),
+            ..Default::default()
+        };
+        p.counters.insert("minor-faults".into(), pgfault);
+        Report {
+            scenario: "a, \"b\"".into(),
+            arch: "x86_64".into(),
+            engine: engine.into(),
+            phases: vec![p],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn compare_json_and_csv_carry_every_row_and_the_provenance() {
+        let (_, mut j, ok) = compare(&report("sim", 16), &report("native", 17));
+        assert!(!ok, "minor-faults are compared exactly: 16 against 17");
+        let prov = Provenance {
+            foliosim: "1.2.3".into(),
+            scenario_path: "x.toml".into(),
+            seed: 3,
+            ..Default::default()
+        };
+        j["provenance"] = prov.to_json_value();
+        let doc = json_document(std::slice::from_ref(&j), "1.2.3");
+        assert_eq!(doc["comparisons"][0]["ok"], false);
+        let text = csv(&[j]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
+        let recs: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        let row = recs.iter().find(|r| &r[2] == "minor-faults").unwrap();
+        assert_eq!(
+            row.iter().collect::<Vec<_>>(),
+            [
+                "a, \"b\"",
+                "write",
+                "minor-faults",
+                "16",
+                "17",
+                "0.0",
+                "false",
+                "1.2.3",
+                "x.toml",
+                "3",
+                "",
+                "",
+                ""
+            ]
+        );
+    }
+}

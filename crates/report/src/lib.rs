@@ -1,11 +1,14 @@
 //! Results of a run, as every engine reports them, and their three renderings
 //! (JSON, long-format CSV, a plain-text table for mails to linux-mm).
 //!
-//! The JSON shape is part of the user-facing contract:
-//! `{"scenario", "arch", "engine", "system": {...}, "phases": [{"name",
+//! The shapes are part of the user-facing contract (docs/output.md): a JSON
+//! document is always `{"foliosim": VERSION, "reports": [REPORT, ...]}`,
+//! whatever the number of scenarios, and a report is `{"scenario", "arch",
+//! "engine", "provenance": {...}, "system": {...}, "phases": [{"name",
 //! "counters": {NAME: NUMBER}, "folios": {REGION: {BUCKET: NUMBER}}}],
-//! "expectations": [...]}`. Maps are sorted, so the same inputs give
-//! byte-identical output.
+//! "expectations": [...]}`. The CSV is written by the `csv` crate (RFC 4180
+//! quoting), one row per value of [`Report::tidy_rows`]. Maps are sorted,
+//! so the same inputs give byte-identical output.
 
 #![forbid(unsafe_code)]
 
@@ -109,13 +112,111 @@ pub struct TidyRow<'a> {
     pub value: i128,
 }
 
+/// One override of the scenario given on the command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Override {
+    /// The option that gave it: `--set`, `--arch` or `--seed`.
+    pub option: String,
+    pub key: String,
+    pub value: String,
+}
+
+impl Override {
+    /// The override as command-line words (`--set`, `KEY=VALUE`).
+    pub fn words(&self) -> [String; 2] {
+        match self.option.as_str() {
+            "--set" => [self.option.clone(), format!("{}={}", self.key, self.value)],
+            _ => [self.option.clone(), self.value.clone()],
+        }
+    }
+}
+
+/// Where a report came from: what it takes to run it again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Provenance {
+    /// The version of foliosim that ran it.
+    pub foliosim: String,
+    /// The scenario file as given on the command line; `<stdin>` for `-`.
+    pub scenario_path: String,
+    /// The seed of the run's random choices (the scenario's `seed`, or
+    /// `--seed`).
+    pub seed: u64,
+    /// Every override, in the order given.
+    pub overrides: Vec<Override>,
+    /// The guest kernel of a `foliosim vm` run: its name and release.
+    pub kernel: Option<(String, String)>,
+}
+
+impl Provenance {
+    /// The overrides as shell words (`--set 'k=v w' --arch arm64`), which
+    /// `shlex.split` or a shell turns back into the arguments.
+    pub fn overrides_shell(&self) -> String {
+        let words: Vec<String> = self.overrides.iter().flat_map(Override::words).collect();
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+    }
+
+    /// The `provenance` object of the JSON output.
+    pub fn to_json_value(&self) -> Value {
+        let overrides: Vec<Value> = self
+            .overrides
+            .iter()
+            .map(|o| json!({"option": o.option, "key": o.key, "value": o.value}))
+            .collect();
+        json!({
+            "foliosim": self.foliosim,
+            "scenario_path": self.scenario_path,
+            "seed": self.seed,
+            "overrides": overrides,
+            "kernel": self.kernel.as_ref().map(|(name, release)| json!({"name": name, "release": release})),
+        })
+    }
+
+    pub(crate) fn from_json_value(v: &Value) -> Result<Provenance, String> {
+        let text = |v: &Value, k: &str| -> Result<String, String> {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| format!("provenance field `{k}` is missing or not a string"))
+        };
+        let mut overrides = Vec::new();
+        for o in v
+            .get("overrides")
+            .and_then(Value::as_array)
+            .ok_or("provenance field `overrides` is missing or not a list")?
+        {
+            overrides.push(Override {
+                option: text(o, "option")?,
+                key: text(o, "key")?,
+                value: text(o, "value")?,
+            });
+        }
+        let kernel = match v.get("kernel") {
+            None | Some(Value::Null) => None,
+            Some(k) => Some((text(k, "name")?, text(k, "release")?)),
+        };
+        Ok(Provenance {
+            foliosim: text(v, "foliosim")?,
+            scenario_path: text(v, "scenario_path")?,
+            seed: v
+                .get("seed")
+                .and_then(Value::as_u64)
+                .ok_or("provenance field `seed` is missing or not an integer")?,
+            overrides,
+            kernel,
+        })
+    }
+}
+
 /// A whole result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     pub scenario: String,
     pub arch: String,
-    /// "sim" or "native".
+    /// "sim", "native" or "vm".
     pub engine: String,
+    /// How the run was made (set by the command line; None in a report
+    /// an engine returns, and in JSON written before it existed).
+    pub provenance: Option<Provenance>,
     pub system: BTreeMap<String, String>,
     pub phases: Vec<Phase>,
     pub expectations: Vec<ExpectOutcome>,
@@ -231,6 +332,7 @@ impl Report {
             "scenario": self.scenario,
             "arch": self.arch,
             "engine": self.engine,
+            "provenance": self.provenance.as_ref().map(Provenance::to_json_value),
             "system": system,
             "phases": phases,
             "expectations": expectations,
@@ -263,6 +365,10 @@ impl Report {
                 .collect()
         };
         let (scenario, arch, engine) = (text("scenario")?, text("arch")?, text("engine")?);
+        let provenance = match obj.get("provenance") {
+            None | Some(Value::Null) => None,
+            Some(p) => Some(Provenance::from_json_value(p)?),
+        };
         let system = obj
             .get("system")
             .and_then(Value::as_object)
@@ -319,6 +425,7 @@ impl Report {
             scenario,
             arch,
             engine,
+            provenance,
             system,
             phases,
             expectations: Vec::new(),
@@ -372,30 +479,59 @@ impl Report {
         rows
     }
 
-    /// Long-format CSV rows (no header): scenario,arch,engine,phase,kind,name,value.
-    fn csv_rows(&self, out: &mut String) {
+    /// Long-format CSV records (no header, [`CSV_COLUMNS`]): one per tidy
+    /// row, with the report's identity and provenance on every record.
+    fn csv_rows<W: std::io::Write>(&self, w: &mut csv::Writer<W>) -> csv::Result<()> {
+        let p = self.provenance.clone().unwrap_or_default();
+        let known = self.provenance.is_some();
+        let seed = if known {
+            p.seed.to_string()
+        } else {
+            String::new()
+        };
+        let overrides = p.overrides_shell();
+        let (kernel, release) = p.kernel.clone().unwrap_or_default();
         for r in self.tidy_rows() {
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{}",
-                self.scenario,
-                self.arch,
-                self.engine,
+            w.write_record([
+                self.scenario.as_str(),
+                &self.arch,
+                &self.engine,
                 r.phase,
                 r.kind.as_str(),
-                r.name,
-                r.value
-            );
+                &r.name,
+                &r.value.to_string(),
+                &p.foliosim,
+                &p.scenario_path,
+                &seed,
+                &overrides,
+                &kernel,
+                &release,
+            ])?;
         }
+        Ok(())
     }
 
     /// The plain-text table: non-zero counters, histograms, expectations.
-    fn table(&self, out: &mut String) {
+    fn table(&self, out: &mut String, color: bool) {
         let _ = writeln!(
             out,
             "scenario {}  arch {}  engine {}",
             self.scenario, self.arch, self.engine
         );
+        if let Some(p) = &self.provenance {
+            let _ = write!(
+                out,
+                "  foliosim {}  file {}  seed {}",
+                p.foliosim, p.scenario_path, p.seed
+            );
+            if !p.overrides.is_empty() {
+                let _ = write!(out, "  {}", p.overrides_shell());
+            }
+            if let Some((name, release)) = &p.kernel {
+                let _ = write!(out, "  kernel {name} (Linux {release})");
+            }
+            out.push('\n');
+        }
         let knobs: Vec<String> = self
             .system
             .iter()
@@ -445,10 +581,16 @@ impl Report {
             let _ = writeln!(out, "\nexpectations");
             for e in &self.expectations {
                 let actual = e.actual.map_or("missing".to_string(), |a| format!("{a}"));
-                let verdict = match (e.ok, e.judged) {
-                    (true, _) => "ok",
-                    (false, true) => "FAIL",
-                    (false, false) => "info",
+                let (verdict, style) = match (e.ok, e.judged) {
+                    (true, _) => ("ok", OK_STYLE),
+                    (false, true) => ("FAIL", FAIL_STYLE),
+                    (false, false) => ("info", anstyle::Style::new()),
+                };
+                // Pad outside the escape sequences, so columns line up.
+                let verdict = if color {
+                    format!("{style}{verdict}{style:#}{}", " ".repeat(4 - verdict.len()))
+                } else {
+                    format!("{verdict:<4}")
                 };
                 let note = match (e.judged, e.actual) {
                     (true, _) => "",
@@ -460,7 +602,7 @@ impl Report {
                 };
                 let _ = writeln!(
                     out,
-                    "  {verdict:<4} {}:{} = {actual} (expected {} ± {}) at {}{note}",
+                    "  {verdict} {}:{} = {actual} (expected {} ± {}) at {}{note}",
                     e.phase, e.counter, e.expected, e.tolerance, e.at
                 );
             }
@@ -512,31 +654,94 @@ impl Format {
     }
 }
 
-/// Render several reports in one document.
+/// The CSV header: the columns of every CSV record, in order.
+pub const CSV_COLUMNS: [&str; 13] = [
+    "scenario",
+    "arch",
+    "engine",
+    "phase",
+    "kind",
+    "name",
+    "value",
+    "foliosim",
+    "scenario_path",
+    "seed",
+    "overrides",
+    "kernel",
+    "kernel_release",
+];
+
+/// The verdict styles of the table's expectations (with colour).
+const OK_STYLE: anstyle::Style =
+    anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Green)));
+const FAIL_STYLE: anstyle::Style = anstyle::Style::new()
+    .bold()
+    .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Red)));
+
+/// The JSON document of several reports: always
+/// `{"foliosim": VERSION, "reports": [...]}`, one shape for any number of
+/// reports. `version` is the writing foliosim's version.
+pub fn json_document(reports: &[Report], version: &str) -> Value {
+    json!({
+        "foliosim": version,
+        "reports": reports.iter().map(Report::to_json_value).collect::<Vec<_>>(),
+    })
+}
+
+/// The reports of a JSON document [`json_document`] wrote. Files that
+/// earlier foliosim versions wrote read too: a bare report (one scenario)
+/// or a list of reports (several).
+pub fn reports_from_json(v: &Value) -> Result<Vec<Report>, String> {
+    let list = match v {
+        Value::Array(list) => list,
+        Value::Object(o) if !o.contains_key("reports") && o.contains_key("phases") => {
+            return Report::from_json_value(v).map(|r| vec![r]);
+        }
+        _ => v
+            .get("reports")
+            .and_then(Value::as_array)
+            .ok_or("not a foliosim JSON document: no `reports` list")?,
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| Report::from_json_value(r).map_err(|e| format!("reports[{i}]: {e}")))
+        .collect()
+}
+
+/// The version of this library, which the `foliosim` binary shares (one
+/// workspace version).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Render several reports in one document, without colour.
 pub fn render(reports: &[Report], format: Format) -> String {
+    render_styled(reports, format, false)
+}
+
+/// Render several reports in one document; `color` colours the table's
+/// verdicts (ANSI escapes; the caller decides: a terminal, no `NO_COLOR`).
+pub fn render_styled(reports: &[Report], format: Format, color: bool) -> String {
     let mut out = String::new();
     match format {
         Format::Json => {
-            let v = if reports.len() == 1 {
-                reports[0].to_json_value()
-            } else {
-                Value::Array(reports.iter().map(Report::to_json_value).collect())
-            };
-            out = serde_json::to_string_pretty(&v).expect("serialisable");
+            out = serde_json::to_string_pretty(&json_document(reports, VERSION))
+                .expect("serialisable");
             out.push('\n');
         }
         Format::Csv => {
-            out.push_str("scenario,arch,engine,phase,kind,name,value\n");
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(CSV_COLUMNS).expect("writing to memory");
             for r in reports {
-                r.csv_rows(&mut out);
+                r.csv_rows(&mut w).expect("writing to memory");
             }
+            let bytes = w.into_inner().expect("writing to memory");
+            out = String::from_utf8(bytes).expect("the records are UTF-8");
         }
         Format::Table => {
             for (i, r) in reports.iter().enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
-                r.table(&mut out);
+                r.table(&mut out, color);
             }
         }
     }
@@ -577,6 +782,7 @@ mod tests {
                 "scenario",
                 "arch",
                 "engine",
+                "provenance",
                 "system",
                 "phases",
                 "expectations"
@@ -597,11 +803,135 @@ mod tests {
         assert!(err.contains("arch"), "{err}");
     }
 
+    fn with_provenance(mut r: Report) -> Report {
+        r.provenance = Some(Provenance {
+            foliosim: "9.9.9".into(),
+            scenario_path: "dir/a, \"b\".toml".into(),
+            seed: 7,
+            overrides: vec![
+                Override {
+                    option: "--set".into(),
+                    key: "step.0.name".into(),
+                    value: "x, \"y\" z".into(),
+                },
+                Override {
+                    option: "--arch".into(),
+                    key: "arch".into(),
+                    value: "arm64".into(),
+                },
+            ],
+            kernel: Some(("6.18.35-arm64".into(), "6.18.35".into())),
+        });
+        r
+    }
+
     #[test]
     fn csv_is_long_format() {
         let s = render(&[sample()], Format::Csv);
-        assert!(s.contains("s,x86_64,sim,measured,counter,pgfault,16\n"));
-        assert!(s.contains("s,x86_64,sim,measured,folios,folios/data/64kB,4\n"));
+        assert!(s.starts_with(&(CSV_COLUMNS.join(",") + "\n")), "{s}");
+        // Without provenance its columns are empty.
+        assert!(s.contains("s,x86_64,sim,measured,counter,pgfault,16,,,,,,\n"));
+        assert!(s.contains("s,x86_64,sim,measured,folios,folios/data/64kB,4,,,,,,\n"));
+    }
+
+    #[test]
+    fn csv_quotes_commas_and_quotes_and_reads_back() {
+        let mut r = with_provenance(sample());
+        r.scenario = "odd, \"name\"".into();
+        let text = render(&[r.clone()], Format::Csv);
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
+        let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        // One record per tidy row, each with all 13 fields.
+        assert_eq!(recs.len(), r.tidy_rows().len());
+        for rec in &recs {
+            assert_eq!(rec.len(), CSV_COLUMNS.len());
+            assert_eq!(&rec[0], "odd, \"name\"");
+            assert_eq!(&rec[8], "dir/a, \"b\".toml");
+            assert_eq!(&rec[9], "7");
+            assert_eq!(&rec[11], "6.18.35-arm64");
+            assert_eq!(&rec[12], "6.18.35");
+        }
+        // The overrides column is shell words that give the arguments back.
+        let words = shlex::split(&recs[0][10]).unwrap();
+        assert_eq!(
+            words,
+            ["--set", "step.0.name=x, \"y\" z", "--arch", "arm64"]
+        );
+        assert_eq!(&recs[0][5], "pgfault");
+        assert_eq!(&recs[0][6], "16");
+    }
+
+    #[test]
+    fn json_document_has_one_shape() {
+        for n in [0, 1, 3] {
+            let reports = vec![with_provenance(sample()); n];
+            let v: Value = serde_json::from_str(&render(&reports, Format::Json)).unwrap();
+            assert_eq!(v["foliosim"], VERSION);
+            assert_eq!(v["reports"].as_array().unwrap().len(), n);
+            assert_eq!(reports_from_json(&v).unwrap(), reports);
+        }
+        let e = reports_from_json(&json!({"foliosim": "x"})).unwrap_err();
+        assert!(e.contains("reports"), "{e}");
+        // The shapes earlier versions wrote: one report, or a list.
+        let r = sample();
+        assert_eq!(
+            reports_from_json(&r.to_json_value()).unwrap(),
+            std::slice::from_ref(&r)
+        );
+        let list = json!([r.to_json_value(), r.to_json_value()]);
+        assert_eq!(reports_from_json(&list).unwrap(), [r.clone(), r]);
+    }
+
+    #[test]
+    fn provenance_reads_back_and_may_be_absent() {
+        let r = with_provenance(sample());
+        let v = r.to_json_value();
+        assert_eq!(v["provenance"]["seed"], 7);
+        assert_eq!(v["provenance"]["overrides"][1]["option"], "--arch");
+        assert_eq!(v["provenance"]["kernel"]["release"], "6.18.35");
+        assert_eq!(Report::from_json_value(&v).unwrap(), r);
+        // A report written without provenance (older foliosim) reads back.
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("provenance");
+        assert_eq!(Report::from_json_value(&old).unwrap().provenance, None);
+        let mut bad = v;
+        bad["provenance"]["seed"] = json!("seven");
+        let e = Report::from_json_value(&bad).unwrap_err();
+        assert!(e.contains("seed"), "{e}");
+    }
+
+    #[test]
+    fn table_shows_provenance_and_colours_only_when_asked() {
+        let mut r = with_provenance(sample());
+        r.expectations = vec![ExpectOutcome {
+            at: "s.toml:9:1".into(),
+            phase: "measured".into(),
+            counter: "pgfault".into(),
+            expected: 15.0,
+            actual: Some(16.0),
+            tolerance: "0".into(),
+            ok: false,
+            judged: true,
+        }];
+        let plain = render(&[r.clone()], Format::Table);
+        assert!(
+            plain.contains(
+                "  foliosim 9.9.9  file dir/a, \"b\".toml  seed 7  --set 'step.0.name=x, \"y\" z' \
+             --arch arm64  kernel 6.18.35-arm64 (Linux 6.18.35)\n"
+            ),
+            "{plain}"
+        );
+        assert!(plain.contains("  FAIL measured:pgfault = 16"), "{plain}");
+        assert!(!plain.contains('\x1b'));
+        let coloured = render_styled(&[r], Format::Table, true);
+        assert!(
+            coloured.contains("\x1b[1m\x1b[31mFAIL\x1b[0m measured:pgfault"),
+            "{coloured:?}"
+        );
     }
 
     #[test]

@@ -43,37 +43,73 @@ const TOP_KEYS: &[&str] = &[
     "expect",
 ];
 
-/// Read and parse the scenario file at `path` (an I/O error is a
-/// [`ScenarioError`] with line 0), then apply `overrides` (`--set KEY=VALUE`
-/// pairs, in order) and validate.
-pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario> {
-    let label = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
-        file: label.clone(),
-        line: 0,
-        col: 0,
-        field: String::new(),
-        message: format!("cannot read the scenario: {e}"),
-    })?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        // Point at the first byte that is not UTF-8: its line and column
-        // (in characters, 1-based) in the valid text before it.
-        let good = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
-        let line = good.matches('\n').count() + 1;
-        let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        ScenarioError {
+/// The label that errors give a scenario read from standard input.
+pub const STDIN_LABEL: &str = "<stdin>";
+
+/// A scenario's text and the label its errors name (the path as given, or
+/// [`STDIN_LABEL`]): read once, parsed as often as a run needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub label: String,
+    pub text: String,
+}
+
+impl Source {
+    /// Read the scenario file at `path`; `-` reads standard input to its
+    /// end. An I/O error is a [`ScenarioError`] with line 0; text that is
+    /// not UTF-8 names the line and column of the first bad byte.
+    pub fn read(path: &Path) -> Result<Source> {
+        let stdin = path.as_os_str() == "-";
+        let label = if stdin {
+            STDIN_LABEL.to_string()
+        } else {
+            path.display().to_string()
+        };
+        let read = if stdin {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b).map(|_| b)
+        } else {
+            std::fs::read(path)
+        };
+        let bytes = read.map_err(|e| ScenarioError {
             file: label.clone(),
-            line: line as u32,
-            col: col as u32,
+            line: 0,
+            col: 0,
             field: String::new(),
-            message: format!(
-                "the scenario is not UTF-8 text (byte {:#04x} at offset {})",
-                bytes[e.valid_up_to()],
-                e.valid_up_to()
-            ),
-        }
-    })?;
-    parse_str(&label, text, overrides)
+            message: format!("cannot read the scenario: {e}"),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            // Point at the first byte that is not UTF-8: its line and
+            // column (in characters, 1-based) in the valid text before it.
+            let (bytes, at) = (e.as_bytes(), e.utf8_error().valid_up_to());
+            let good = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let line = good.matches('\n').count() + 1;
+            let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            ScenarioError {
+                file: label.clone(),
+                line: line as u32,
+                col: col as u32,
+                field: String::new(),
+                message: format!(
+                    "the scenario is not UTF-8 text (byte {:#04x} at offset {at})",
+                    bytes[at]
+                ),
+            }
+        })?;
+        Ok(Source { label, text })
+    }
+
+    /// Parse the text, apply `overrides` and validate (see [`parse_str`]).
+    pub fn parse(&self, overrides: &[(String, String)]) -> Result<Scenario> {
+        parse_str(&self.label, &self.text, overrides)
+    }
+}
+
+/// Read and parse the scenario file at `path` (`-`: standard input; see
+/// [`Source::read`]), then apply `overrides` (`--set KEY=VALUE` pairs, in
+/// order) and validate.
+pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario> {
+    Source::read(path)?.parse(overrides)
 }
 
 /// Parse scenario `text`, naming it `file_label` in errors (its file stem is
@@ -115,6 +151,9 @@ fn scenario(ctx: &Ctx, root: &Node, file_label: &str) -> Result<Scenario> {
 
 /// The file stem of `file_label` (the label itself if it has none).
 fn default_name(file_label: &str) -> String {
+    if file_label == STDIN_LABEL {
+        return "stdin".to_owned();
+    }
     Path::new(file_label).file_stem().map_or_else(
         || file_label.to_owned(),
         |s| s.to_string_lossy().into_owned(),

@@ -109,6 +109,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             scenario: sc.name.clone(),
             arch: A::NAME.to_string(),
             engine: "sim".into(),
+            provenance: None,
             system: sc.system.knobs.clone(),
             phases: e.phases,
             expectations: Vec::new(),
@@ -312,7 +313,7 @@ impl<'w, A: Arch> Engine<'w, A> {
     fn memcg_reclaim(&mut self, mm: MmId, amount: u64, at: &str) {
         let memcg = self.k.mm_memcg(mm);
         if let Err(got) = self.k.memory_reclaim(memcg, amount / PAGE_SIZE) {
-            eprintln!(
+            foliosim_uapi::note!(
                 "{at}: note: memory.reclaim reclaimed {got} of {} pages (EAGAIN); the run goes on",
                 amount / PAGE_SIZE
             );

@@ -173,6 +173,84 @@ pub fn kind(name: &str) -> CounterKind {
     }
 }
 
+/// Prefix of the counters the native engine adds about its own
+/// measurement.
+pub const NATIVE_PREFIX: &str = "native/";
+
+/// The counters the native engine (also inside a `foliosim vm` guest) adds
+/// about its own measurement, with what each is: `<step>` is a pagemap
+/// step's name.
+pub const NATIVE_COUNTERS: &[(&str, &str)] = &[
+    ("native/wall_ns", "wall-clock time of the phase, ns"),
+    (
+        "native/thread_cpu_ns",
+        "CPU time of the workload's measuring thread over the phase, ns",
+    ),
+    (
+        "native/overhead_faults",
+        "faults the engine's own bookkeeping took in the workload process (already subtracted from minor-faults / major-faults)",
+    ),
+    (
+        "native/thread_preemptions",
+        "involuntary context switches of the scenario's threads (threads steps only)",
+    ),
+    (
+        "native/repopulated",
+        "page-cache pages the engine read again to keep a warm file warm (scenarios with warm files)",
+    ),
+    (
+        "native/pagemap_ns/<step>",
+        "wall time of the pagemap step's read loop, ns",
+    ),
+    (
+        "native/pagemap_cpu_ns/<step>",
+        "CPU time of the thread reading pagemap for the step, ns",
+    ),
+    (
+        "native/missing_counters",
+        "how many expected counters the host could not provide (listed on stderr)",
+    ),
+    (
+        "native/not_warm",
+        "1 when the page cache was still not warm after the engine's attempts",
+    ),
+];
+
+/// Counter families a report names by pattern (`<...>` is a name or a
+/// number the scenario decides), with the engines that report them and
+/// what they are. The names of `pagemap/<step>/...` values are listed in
+/// docs/scenarios.md (the pagemap step).
+pub const FAMILIES: &[(&str, &[&str], &str)] = &[
+    (
+        "pagemap/<step>/<value>",
+        &["sim", "native", "vm"],
+        "values of a pagemap step's read (entries, read_calls, pages_present, ...), not deltas",
+    ),
+    (
+        "memcg/<n>/<field>",
+        &["sim", "native", "vm"],
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes)",
+    ),
+];
+
+/// What `foliosim counters` shows as a counter's kind: [`kind`], with
+/// the kernel-function counts (`kfunc/...`, per process) and the native
+/// engine's measurements of its own run (`native/...`, per process) told
+/// apart.
+pub fn class(name: &str) -> &'static str {
+    if name.starts_with(KFUNC_PREFIX) {
+        return "kernel-function";
+    }
+    if name.starts_with(NATIVE_PREFIX) {
+        return "per-process";
+    }
+    match kind(name) {
+        CounterKind::PerProcess => "per-process",
+        CounterKind::SystemWide => "system-wide",
+        CounterKind::ModelOnly => "model-only",
+    }
+}
+
 /// Whether `name` is a tracepoint counter only x86 kernels have.
 pub fn x86_only(name: &str) -> bool {
     let base = name.split('/').next().unwrap_or(name);
@@ -216,5 +294,9 @@ mod tests {
         assert_eq!(kind("sim/ptep_get"), CounterKind::ModelOnly);
         assert!(x86_only("tlb:tlb_flush/local_shootdown"));
         assert!(!x86_only("filemap:mm_filemap_fault"));
+        assert_eq!(class("kfunc/try_to_unmap_one"), "kernel-function");
+        assert_eq!(class("native/wall_ns"), "per-process");
+        assert_eq!(class("pgfault"), "system-wide");
+        assert_eq!(class("sim/ptep_get"), "model-only");
     }
 }

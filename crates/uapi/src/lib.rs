@@ -15,10 +15,13 @@
 //! * [`counters`]: the counter names and who can observe each one
 //!   (per process, system-wide, model only).
 //! * [`Arch`]: the simulated or measured architecture.
+//! * [`diag`]: what goes to standard error besides errors (`--quiet`,
+//!   `--verbose`).
 
 #![forbid(unsafe_code)]
 
 pub mod counters;
+pub mod diag;
 pub mod mman;
 pub mod series;
 pub mod swap;

@@ -89,5 +89,54 @@ fn run_job() -> Result<Value, String> {
     };
     say(&wire::status("running"));
     let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
-    Ok(json!({ "report": report.to_json_value(), "unprobed": unprobed }))
+    Ok(wire_result(report, &unprobed))
+}
+
+/// What the guest sends back for its run: the report as the documented
+/// JSON document (docs/output.md) with one report, and the kernel
+/// functions it could not probe.
+fn wire_result(report: foliosim_report::Report, unprobed: &[(String, String)]) -> Value {
+    let document = foliosim_report::json_document(&[report], foliosim_report::VERSION);
+    json!({ "document": document, "unprobed": unprobed })
+}
+
+/// The report of what [`wire_result`] sent (on the host).
+pub(crate) fn report_of(out: &Value) -> Result<foliosim_report::Report, String> {
+    let mut reports = foliosim_report::reports_from_json(&out["document"])
+        .map_err(|e| format!("the guest's report: {e}"))?;
+    if reports.len() != 1 {
+        return Err(format!(
+            "the guest sent {} reports for one scenario",
+            reports.len()
+        ));
+    }
+    Ok(reports.remove(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_reads_the_report_the_guest_sends() {
+        let mut p = foliosim_report::Phase {
+            name: "write".into(),
+            ..Default::default()
+        };
+        p.counters.insert("kfunc/try_to_unmap_one".into(), 3);
+        let r = foliosim_report::Report {
+            scenario: "s".into(),
+            arch: "arm64".into(),
+            engine: "native".into(),
+            phases: vec![p],
+            ..Default::default()
+        };
+        let sent = wire_result(r.clone(), &[("f".into(), "why".into())]);
+        // Through the wire's JSON text, as on the console.
+        let text = serde_json::to_string(&sent).unwrap();
+        let back = report_of(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let e = report_of(&json!({"report": {}})).unwrap_err();
+        assert!(e.contains("reports"), "{e}");
+    }
 }

@@ -38,7 +38,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use foliosim_report::Report;
-use foliosim_scenario::Scenario;
+use foliosim_scenario::{Scenario, Source};
 use foliosim_uapi::{series::SWITCHES, Arch, SwapKind};
 use serde_json::{json, Value};
 
@@ -126,10 +126,20 @@ pub fn guest_overrides(
     ov: &[(String, String)],
     kernel: &KernelImage,
 ) -> Result<(Overrides, Vec<String>), String> {
+    let src = Source::read(path).map_err(|e| e.to_string())?;
+    guest_overrides_of(&src, ov, kernel)
+}
+
+/// [`guest_overrides`] of a scenario already read.
+fn guest_overrides_of(
+    src: &Source,
+    ov: &[(String, String)],
+    kernel: &KernelImage,
+) -> Result<(Overrides, Vec<String>), String> {
     let mut out: Vec<(String, String)> = ov.to_vec();
     let mut notes = Vec::new();
     out.push(("arch".into(), kernel.arch.as_str().into()));
-    let sc = foliosim_scenario::load(path, &out).map_err(|e| e.to_string())?;
+    let sc = src.parse(&out).map_err(|e| e.to_string())?;
     for sw in SWITCHES {
         let key = format!("series.{}", sw.name);
         if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
@@ -167,13 +177,22 @@ fn guest_memory_mib(sc: &Scenario) -> Result<u64, String> {
 
 /// Run scenario `path` with overrides `ov` in a guest.
 pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmRun, String> {
+    let src = Source::read(path).map_err(|e| e.to_string())?;
+    run_source(&src, ov, opts)
+}
+
+/// Run the scenario `src` (a file's or standard input's text) with
+/// overrides `ov` in a guest.
+pub fn run_source(
+    src: &Source,
+    ov: &[(String, String)],
+    opts: &VmOptions,
+) -> Result<VmRun, String> {
     // A bare release (`6.18.35`) takes the architecture from --arch, else
     // from the scenario.
-    let arch = opts.arch.or_else(|| {
-        foliosim_scenario::load(path, ov)
-            .ok()
-            .map(|s| s.system.arch)
-    });
+    let arch = opts
+        .arch
+        .or_else(|| src.parse(ov).ok().map(|s| s.system.arch));
     let kernel = kernels::resolve(&opts.kernel, arch)?;
     if let Some(a) = opts.arch {
         if a != kernel.arch {
@@ -185,11 +204,11 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
             ));
         }
     }
-    let (overrides, notes) = guest_overrides(path, ov, &kernel)?;
+    let (overrides, notes) = guest_overrides_of(src, ov, &kernel)?;
     for n in &notes {
-        eprintln!("foliosim vm: note: {n}");
+        foliosim_uapi::note!("foliosim vm: note: {n}");
     }
-    let sc = foliosim_scenario::load(path, &overrides).map_err(|e| e.to_string())?;
+    let sc = src.parse(&overrides).map_err(|e| e.to_string())?;
     let qemu = qemu_binary(kernel.arch)?;
     let (total, _) = meminfo();
     if total > 0 && sc.system.memory > total {
@@ -223,7 +242,7 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
     let stop = interrupted();
     let work = RunDir::new()?;
     let initrd = work.path().join("initramfs.cpio");
-    write_initramfs(&initrd, &binary, path, &overrides, needs_disk)?;
+    write_initramfs(&initrd, &binary, src, &overrides, needs_disk)?;
     let disk = if needs_disk {
         Some(make_disk(&work.path().join("work.img"), &sc)?)
     } else {
@@ -231,7 +250,7 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
     };
     let (accel, accel_note) = choose_accel(opts.accel, kernel.arch);
     if let Some(n) = accel_note {
-        eprintln!("foliosim vm: note: {n}");
+        foliosim_uapi::note!("foliosim vm: note: {n}");
     }
     let mut cmd = Command::new(&qemu);
     cmd.args(qemu_args(&kernel, accel, &sc, &initrd, disk.as_deref()));
@@ -247,8 +266,7 @@ pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmR
     if let Some(e) = out.get("error").and_then(Value::as_str) {
         return Err(format!("in the guest (Linux {release}): {e}"));
     }
-    let mut report =
-        Report::from_json_value(&out["report"]).map_err(|e| format!("the guest's report: {e}"))?;
+    let mut report = guest::report_of(&out)?;
     report.engine = "vm".into();
     report
         .system
@@ -390,7 +408,7 @@ pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
     }
     let target = guest_target(arch);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("foliosim vm: building the guest's foliosim ({target}) if it changed");
+    foliosim_uapi::note!("foliosim vm: building the guest's foliosim ({target}) if it changed");
     let out = Command::new(&cargo)
         .current_dir(&root)
         .args([
@@ -432,15 +450,15 @@ pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
 fn write_initramfs(
     at: &Path,
     binary: &Path,
-    scenario: &Path,
+    scenario: &Source,
     overrides: &[(String, String)],
     disk: bool,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("writing {}: {e}", at.display());
     let bin = fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
-    let text = fs::read(scenario).map_err(|e| format!("{}: {e}", scenario.display()))?;
+    let text = scenario.text.as_bytes();
     let job = json!({
-        "label": scenario.display().to_string(),
+        "label": scenario.label,
         "file": "/foliosim/scenario.toml",
         "overrides": overrides,
         "disk": disk.then_some("/dev/vda"),
@@ -453,7 +471,7 @@ fn write_initramfs(
     // The kernel opens /dev/console for init before anything is mounted.
     c.char_dev("dev/console", 0o600, (5, 1)).map_err(io)?;
     c.file("init", 0o755, &bin).map_err(io)?;
-    c.file("foliosim/scenario.toml", 0o644, &text).map_err(io)?;
+    c.file("foliosim/scenario.toml", 0o644, text).map_err(io)?;
     c.file(
         "foliosim/job.json",
         0o644,

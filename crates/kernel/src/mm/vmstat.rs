@@ -130,11 +130,15 @@ counter_enum!(
 );
 
 macro_rules! sim_stat {
-    ($($(#[$m:meta])* $field:ident => $label:literal,)*) => {
+    ($($(#[doc = $doc:literal])* $field:ident => $label:literal,)*) => {
         /// Primitive operations counted by the model (`sim/...`).
         #[derive(Clone, Debug, Default)]
-        pub struct SimStat { $($(#[$m])* pub $field: u64,)* }
+        pub struct SimStat { $($(#[doc = $doc])* pub $field: u64,)* }
         impl SimStat {
+            /// Every counter's name and its documentation (the field's doc
+            /// comment, for `foliosim counters`).
+            pub const DOCS: &'static [(&'static str, &'static str)] =
+                &[$(($label, concat!($($doc),*)),)*];
             fn each(&self, mut f: impl FnMut(&'static str, u64)) {
                 $(f($label, self.$field);)*
             }

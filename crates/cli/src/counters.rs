@@ -1,0 +1,214 @@
+//! `foliosim counters`: every counter a report can carry, from the
+//! registries that name them: the kernel model's counter tables
+//! (`crates/kernel/src/mm/vmstat.rs`: vmstat events, mTHP stats,
+//! tracepoints, `sim/` primitives with their documentation) and the
+//! counter registry (`crates/uapi/src/counters.rs`: kinds, the tracepoints
+//! the native engine opens, the counted kernel functions, the native
+//! engine's own measurements, x86-only tracepoints).
+
+use foliosim_kernel::mm::vmstat::{MthpStat, SimStat, Trace, VmEvent, VmStat};
+use foliosim_report::Format;
+use foliosim_uapi::counters::{
+    self, FAMILIES, KFUNCS, KFUNC_PREFIX, MAJOR_FAULTS, MINOR_FAULTS, MM_PAGE_ALLOC,
+    NATIVE_COUNTERS, TRACEPOINTS,
+};
+use serde_json::json;
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    /// The name, or a pattern with `<...>` parts.
+    pub name: String,
+    /// per-process, system-wide, model-only or kernel-function.
+    pub kind: &'static str,
+    /// The engines whose reports carry it.
+    pub engines: Vec<&'static str>,
+    /// Only x86 kernels have it (absent on arm64, never 0).
+    pub x86_only: bool,
+    pub doc: String,
+}
+
+const ALL: &[&str] = &["sim", "native", "vm"];
+const HOST: &[&str] = &["native", "vm"];
+
+fn entry(name: String, engines: &[&'static str], doc: impl Into<String>) -> Entry {
+    Entry {
+        kind: counters::class(&name),
+        x86_only: counters::x86_only(&name),
+        engines: engines.to_vec(),
+        name,
+        doc: doc.into(),
+    }
+}
+
+/// The catalogue, in a stable order: fault counts, vmstat, mTHP stats,
+/// tracepoints, kernel functions, the model's primitives, the native
+/// engine's measurements, families.
+pub(crate) fn catalogue() -> Vec<Entry> {
+    let mut out = vec![
+        entry(
+            MINOR_FAULTS.into(),
+            ALL,
+            "minor faults of the workload's processes (getrusage; the model counts its own)",
+        ),
+        entry(
+            MAJOR_FAULTS.into(),
+            ALL,
+            "major faults of the workload's processes (getrusage; the model counts its own)",
+        ),
+    ];
+    for ev in VmEvent::ALL {
+        out.push(entry(
+            ev.name().into(),
+            ALL,
+            "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
+        ));
+    }
+    let model = VmStat::default().snapshot();
+    for name in model.keys().filter(|k| k.starts_with("nr_")) {
+        out.push(entry(
+            name.clone(),
+            ALL,
+            "/proc/vmstat LRU size, pages (its change over the phase)",
+        ));
+    }
+    for st in MthpStat::ALL {
+        out.push(entry(
+            format!("hugepages-<size>kB/{}", st.name()),
+            ALL,
+            "per-size mTHP statistic (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats)",
+        ));
+    }
+    for t in Trace::ALL {
+        let base = t.name().split('/').next().unwrap_or(t.name());
+        let engines: &[&str] = if TRACEPOINTS.contains(&base) {
+            ALL
+        } else {
+            &["sim"]
+        };
+        out.push(entry(
+            t.name().into(),
+            engines,
+            "tracepoint hits of the workload's processes (perf)",
+        ));
+    }
+    out.push(entry(
+        format!("{MM_PAGE_ALLOC}/order=<n>"),
+        ALL,
+        "kmem:mm_page_alloc tracepoint hits per allocation order",
+    ));
+    for k in KFUNCS {
+        let doc = if k.model.is_empty() {
+            format!(
+                "calls of {}() by the workload (kprobe; reported, not compared)",
+                k.function
+            )
+        } else {
+            format!(
+                "calls of {}() by the workload (kprobe); compared with {}",
+                k.function,
+                k.model.join(" + ")
+            )
+        };
+        out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
+    }
+    for (name, doc) in SimStat::DOCS {
+        out.push(entry((*name).into(), &["sim"], doc.trim()));
+    }
+    for (name, doc) in NATIVE_COUNTERS {
+        out.push(entry((*name).into(), HOST, *doc));
+    }
+    for (name, engines, doc) in FAMILIES {
+        out.push(entry((*name).into(), engines, *doc));
+    }
+    out
+}
+
+/// The catalogue as a table or a JSON document
+/// (`{"foliosim": VERSION, "counters": [...]}`); CSV is refused.
+pub(crate) fn render(format: Format) -> Result<String, String> {
+    let list = catalogue();
+    match format {
+        Format::Json => {
+            let items: Vec<serde_json::Value> = list
+                .iter()
+                .map(|e| {
+                    json!({"name": e.name, "kind": e.kind, "engines": e.engines,
+                           "x86_only": e.x86_only, "doc": e.doc})
+                })
+                .collect();
+            let v = json!({"foliosim": foliosim_report::VERSION, "counters": items});
+            Ok(serde_json::to_string_pretty(&v).expect("serialisable") + "\n")
+        }
+        Format::Table => {
+            let w = list.iter().map(|e| e.name.len()).max().unwrap_or(0);
+            let mut s = format!(
+                "{:<w$}  {:<15}  {:<15}  {:<3}  what\n",
+                "name", "kind", "engines", "x86"
+            );
+            for e in &list {
+                s.push_str(&format!(
+                    "{:<w$}  {:<15}  {:<15}  {:<3}  {}\n",
+                    e.name,
+                    e.kind,
+                    e.engines.join(","),
+                    if e.x86_only { "yes" } else { "" },
+                    e.doc
+                ));
+            }
+            Ok(s)
+        }
+        Format::Csv => Err("foliosim counters: --format is table or json".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_counter_is_listed() {
+        // Every name the model's counter snapshot produces is in the list,
+        // as itself or through its pattern.
+        let list = catalogue();
+        let listed = |n: &str| {
+            list.iter().any(|e| {
+                e.name == n
+                    || e.name.split_once('<').is_some_and(|(pre, _)| {
+                        n.starts_with(pre)
+                            && e.name
+                                .rsplit_once('>')
+                                .is_some_and(|(_, post)| n.ends_with(post))
+                    })
+            })
+        };
+        for n in VmStat::default().snapshot().keys() {
+            assert!(listed(n), "{n} is not in `foliosim counters`");
+        }
+        let names: std::collections::BTreeSet<&str> =
+            list.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names.len(), list.len(), "duplicate names");
+    }
+
+    #[test]
+    fn kinds_engines_and_x86_come_from_the_registry() {
+        let list = catalogue();
+        let get = |n: &str| list.iter().find(|e| e.name == n).unwrap();
+        assert_eq!(get("pgfault").kind, "system-wide");
+        assert_eq!(get("sim/ptep_get").kind, "model-only");
+        assert_eq!(get("sim/ptep_get").engines, ["sim"]);
+        assert!(get("sim/ptep_get").doc.contains("ptep_get()"));
+        let tlb = get("tlb:tlb_flush");
+        assert!(tlb.x86_only && tlb.kind == "per-process" && tlb.engines == ALL);
+        assert!(!get("filemap:mm_filemap_fault").x86_only);
+        // Counted by the model only: the native engine does not open it.
+        assert_eq!(get("vmscan:mm_vmscan_lru_isolate").engines, ["sim"]);
+        let k = get("kfunc/try_to_unmap_one");
+        assert_eq!(
+            (k.kind, k.engines.as_slice()),
+            ("kernel-function", &["vm"][..])
+        );
+        assert!(k.doc.contains("sim/try_to_unmap_one"));
+        assert_eq!(get("native/wall_ns").engines, HOST);
+    }
+}
