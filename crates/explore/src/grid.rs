@@ -22,6 +22,8 @@ pub enum Source {
     SetArg(String),
     /// The `--arch` option.
     ArchArg,
+    /// A `foliosim run --ab KEY[=BASE,PATCHED]` argument.
+    AbArg(String),
     /// A line of a sweep file (1-based).
     File { path: PathBuf, line: u32 },
 }
@@ -32,6 +34,7 @@ impl fmt::Display for Source {
             Source::GridArg(a) => write!(f, "--grid {a}"),
             Source::SetArg(a) => write!(f, "--set {a}"),
             Source::ArchArg => write!(f, "--arch"),
+            Source::AbArg(a) => write!(f, "--ab {a}"),
             Source::File { path, line } => write!(f, "{}:{line}", path.display()),
         }
     }
@@ -140,6 +143,32 @@ pub fn parse_grid_arg(arg: &str) -> Result<Dim, String> {
     })
 }
 
+/// The two-value dimension of `foliosim run --ab KEY[=BASE,PATCHED]`: a
+/// bare KEY is a switch compared off (`0`) and on (`1`).
+pub fn parse_ab_arg(arg: &str) -> Result<Dim, String> {
+    let source = Source::AbArg(arg.to_string());
+    let (key, values) = match arg.split_once('=') {
+        None => (arg.trim(), vec!["0".to_string(), "1".to_string()]),
+        Some((k, spec)) => (
+            k.trim(),
+            parse_values(spec).map_err(|e| format!("--ab {arg}: {e}"))?,
+        ),
+    };
+    if key.is_empty() {
+        return Err(format!("--ab {arg}: the key is empty"));
+    }
+    if values.len() != 2 || values[0] == values[1] {
+        return Err(format!(
+            "--ab {arg}: expected two different values, BASE,PATCHED (--ab {key}=4096,65536)"
+        ));
+    }
+    Ok(Dim {
+        key: key.to_string(),
+        values,
+        source,
+    })
+}
+
 /// Expand a value list in the `--grid` syntax (without the key).
 pub fn parse_values(spec: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
@@ -153,8 +182,9 @@ pub fn parse_values(spec: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// One item: a plain value, `[A..B]` or `BASE<<[A..B]`.
-fn parse_item(item: &str) -> Result<Vec<String>, String> {
+/// One item: a plain value, `[A..B]` or `BASE<<[A..B]` (commas are not
+/// special here: a sweep file's list elements are single items).
+pub fn parse_item(item: &str) -> Result<Vec<String>, String> {
     let Some(open) = item.find('[') else {
         return Ok(vec![item.to_string()]);
     };

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{Document, Item, Value};
 
-use crate::grid::{expand_helper, parse_values, Dim, Grid, Source};
+use crate::grid::{expand_helper, parse_item, parse_values, Dim, Grid, Source};
 
 /// The largest sweep that runs without `allow_large` (`--yes`).
 pub const MAX_POINTS: usize = 10_000;
@@ -186,7 +186,9 @@ fn blame(e: foliosim_scenario::ScenarioError, ov: &[(String, String, &Source)]) 
     match src {
         Some((k, v, source)) => {
             let via = match source {
-                Source::GridArg(_) | Source::File { .. } => format!(" (as {k}={v})"),
+                Source::GridArg(_) | Source::AbArg(_) | Source::File { .. } => {
+                    format!(" (as {k}={v})")
+                }
                 _ => String::new(),
             };
             format!("{source}{via}: {}", e.message)
@@ -307,9 +309,10 @@ fn dims(
                 let mut vals = Vec::new();
                 for x in a.iter() {
                     match x {
-                        // A string element may itself be a range.
+                        // A string element is one value (commas and all),
+                        // or a range.
                         Value::String(s) => vals.extend(
-                            parse_values(s.value())
+                            parse_item(s.value())
                                 .map_err(|m| format!("{source}: {table}.{k}: {m}"))?,
                         ),
                         other => vals.push(

@@ -54,6 +54,20 @@ impl TableFormat {
     }
 }
 
+impl TableFormat {
+    /// The format of a table file's contents: Arrow's magic `ARROW1`, a
+    /// JSON object per line, else CSV.
+    pub fn sniff(bytes: &[u8]) -> TableFormat {
+        if bytes.starts_with(b"ARROW1") {
+            TableFormat::Arrow
+        } else if bytes.first() == Some(&b'{') {
+            TableFormat::Jsonl
+        } else {
+            TableFormat::Csv
+        }
+    }
+}
+
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
