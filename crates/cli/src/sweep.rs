@@ -293,6 +293,10 @@ pub(crate) struct DiffArgs {
     /// of rows.
     #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    /// Show only these values (counter names, `modelled_ns`); with one
+    /// name, the blocks become the lines of one table.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    only: Option<Vec<String>>,
     /// Show every value, not only those that changed.
     #[arg(long)]
     all: bool,
@@ -328,7 +332,7 @@ fn emit(text: &str, out: Option<&Path>, inputs: &[PathBuf]) -> Result<(), String
 
 pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let d = match (&a.by, a.files.as_slice()) {
+    let mut d = match (&a.by, a.files.as_slice()) {
         (Some(by), [t]) => {
             let bytes = read(t)?;
             let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
@@ -368,6 +372,9 @@ pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
             )
         }
     };
+    if let Some(names) = &a.only {
+        d.retain_names(names);
+    }
     let text = render_diff(&d, &a.format, a.all)?;
     emit(&text, a.output.as_deref(), &a.files)?;
     Ok(true)

@@ -464,55 +464,105 @@ impl Diff {
         }
     }
 
+    /// Keep only the rows named in `names` (counter names, `modelled_ns`);
+    /// `foliosim diff --only`.
+    pub fn retain_names(&mut self, names: &[String]) {
+        for b in &mut self.blocks {
+            b.rows.retain(|r| names.contains(&r.name));
+        }
+    }
+
+    /// Whether every block has one row (after [`Diff::retain_names`] of one
+    /// name): then the blocks become the rows of one table.
+    fn compact(&self) -> bool {
+        self.blocks.len() > 1 && self.blocks.iter().all(|b| b.rows.len() == 1)
+    }
+
+    /// The sections to print: (heading, first column's title, rows with
+    /// their labels). One per block; in the compact form one in all, each
+    /// row labelled with its block's values (every block shown).
+    #[allow(clippy::type_complexity)]
+    fn sections(&self, all: bool) -> Vec<(String, String, Vec<(String, &DiffRow)>)> {
+        if self.compact() {
+            let keys: Vec<&str> = self.blocks[0]
+                .label
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            let rows = self
+                .blocks
+                .iter()
+                .map(|b| {
+                    let l: Vec<&str> = b.label.iter().map(|(_, v)| v.as_str()).collect();
+                    (l.join(" "), &b.rows[0])
+                })
+                .collect();
+            let r = &self.blocks[0].rows[0];
+            return vec![(self.row_label(r), keys.join(" "), rows)];
+        }
+        self.blocks
+            .iter()
+            .map(|b| {
+                let l: Vec<String> = b.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let rows = self
+                    .shown(b, all)
+                    .into_iter()
+                    .map(|r| (self.row_label(r), r))
+                    .collect();
+                (l.join(" "), String::new(), rows)
+            })
+            .collect()
+    }
+
     /// Plain fixed-width ASCII text: a title, the notes, then for each
-    /// block a header line per column group and a line per row. Every
-    /// row of the changed ones (or `all` of them).
+    /// block its label, a header line per column group and a line per
+    /// row: the changed ones, or `all` of them. When every block has one
+    /// row (`--only NAME`), the blocks are the lines of one table.
     pub fn text(&self, all: bool) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.title());
         for n in &self.notes {
             let _ = writeln!(out, "{n}");
         }
-        // Widths over every block, so the blocks line up.
-        let label_w = self
-            .blocks
+        let sections = self.sections(all);
+        // Widths over every section, so the sections line up.
+        let label_w = sections
             .iter()
-            .flat_map(|b| self.shown(b, all))
-            .map(|r| self.row_label(r).len())
+            .flat_map(|(_, first, rows)| rows.iter().map(|(l, _)| l.len()).chain([first.len()]))
             .chain([7])
             .max()
             .unwrap_or(7);
         let heads = ["base", "patched", "change", "%"];
-        let mut w = [0usize; 4];
-        for (i, h) in heads.iter().enumerate() {
-            w[i] = h.len();
-        }
-        for r in self.blocks.iter().flat_map(|b| self.shown(b, all)) {
+        let mut w = heads.map(str::len);
+        for (_, r) in sections.iter().flat_map(|(_, _, rows)| rows) {
             for c in &r.cells {
-                let cols = [
-                    Cell::fmt_value(c.base),
-                    Cell::fmt_value(c.patched),
-                    c.fmt_change(),
-                    c.fmt_percent(),
-                ];
-                for (i, s) in cols.iter().enumerate() {
+                for (i, s) in Self::cols(c).iter().enumerate() {
                     w[i] = w[i].max(s.len());
                 }
             }
         }
-        let group_w = w.iter().sum::<usize>() + 2 * 3;
+        let inner = w.iter().sum::<usize>() + 6;
         let group_w = self
             .groups
             .iter()
             .map(|g| self.group_label(g).len())
-            .fold(group_w, usize::max);
-        let pad = group_w - (w.iter().sum::<usize>() + 6);
-        for b in &self.blocks {
-            let rows = self.shown(b, all);
+            .fold(inner, usize::max);
+        let pad = group_w - inner;
+        let cells = |line: &mut String, cols: &[String; 4]| {
+            let _ = write!(line, "   {:pad$}", "");
+            for (i, s) in cols.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "  " };
+                let _ = write!(line, "{sep}{s:>width$}", width = w[i]);
+            }
+        };
+        for (heading, first, rows) in &sections {
             out.push('\n');
-            if !b.label.is_empty() {
-                let l: Vec<String> = b.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let _ = writeln!(out, "{}", l.join(" "));
+            if !heading.is_empty() {
+                let _ = writeln!(out, "{heading}");
+            }
+            if rows.is_empty() {
+                let _ = writeln!(out, "(no value changed)");
+                continue;
             }
             if !self.column_keys.is_empty() {
                 let mut line = format!("{:label_w$}", "");
@@ -521,32 +571,15 @@ impl Diff {
                 }
                 let _ = writeln!(out, "{}", line.trim_end());
             }
-            let mut line = format!("{:label_w$}", "");
+            let mut line = format!("{first:label_w$}");
             for _ in &self.groups {
-                let _ = write!(line, "   {:pad$}", "");
-                for (i, h) in heads.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { "  " };
-                    let _ = write!(line, "{sep}{h:>width$}", width = w[i]);
-                }
+                cells(&mut line, &heads.map(String::from));
             }
             let _ = writeln!(out, "{}", line.trim_end());
-            if rows.is_empty() {
-                let _ = writeln!(out, "(no value changed)");
-            }
-            for r in rows {
-                let mut line = format!("{:label_w$}", self.row_label(r));
+            for (label, r) in rows {
+                let mut line = format!("{label:label_w$}");
                 for c in &r.cells {
-                    let cols = [
-                        Cell::fmt_value(c.base),
-                        Cell::fmt_value(c.patched),
-                        c.fmt_change(),
-                        c.fmt_percent(),
-                    ];
-                    let _ = write!(line, "   {:pad$}", "");
-                    for (i, s) in cols.iter().enumerate() {
-                        let sep = if i == 0 { "" } else { "  " };
-                        let _ = write!(line, "{sep}{s:>width$}", width = w[i]);
-                    }
+                    cells(&mut line, &Self::cols(c));
                 }
                 let _ = writeln!(out, "{}", line.trim_end());
             }
@@ -554,20 +587,35 @@ impl Diff {
         out
     }
 
-    /// Markdown: the title and notes as paragraphs, a table per block.
+    /// A cell's four columns as text.
+    fn cols(c: &Cell) -> [String; 4] {
+        [
+            Cell::fmt_value(c.base),
+            Cell::fmt_value(c.patched),
+            c.fmt_change(),
+            c.fmt_percent(),
+        ]
+    }
+
+    /// Markdown: the title and notes as paragraphs, a table per block (one
+    /// table in the compact form, as for [`Diff::text`]).
     pub fn markdown(&self, all: bool) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "**{}**\n", self.title().replace('*', "\\*"));
         for n in &self.notes {
             let _ = writeln!(out, "{n}  ");
         }
-        for b in &self.blocks {
+        for (heading, first, rows) in self.sections(all) {
             out.push('\n');
-            if !b.label.is_empty() {
-                let l: Vec<String> = b.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let _ = writeln!(out, "`{}`\n", l.join(" "));
+            if !heading.is_empty() {
+                let _ = writeln!(out, "`{heading}`\n");
             }
-            let mut head = "| counter |".to_string();
+            if rows.is_empty() {
+                let _ = writeln!(out, "(no value changed)");
+                continue;
+            }
+            let first = if first.is_empty() { "counter" } else { &first };
+            let mut head = format!("| {first} |");
             let mut rule = "|---|".to_string();
             for g in &self.groups {
                 let gl = self.group_label(g);
@@ -582,17 +630,11 @@ impl Diff {
                 }
             }
             let _ = writeln!(out, "{head}\n{rule}");
-            for r in self.shown(b, all) {
-                let mut line = format!("| `{}` |", self.row_label(r));
+            for (label, r) in rows {
+                let mut line = format!("| `{label}` |");
                 for c in &r.cells {
-                    let _ = write!(
-                        line,
-                        " {} | {} | {} | {} |",
-                        Cell::fmt_value(c.base),
-                        Cell::fmt_value(c.patched),
-                        c.fmt_change(),
-                        c.fmt_percent()
-                    );
+                    let [a, b, ch, pct] = Self::cols(c);
+                    let _ = write!(line, " {a} | {b} | {ch} | {pct} |");
                 }
                 let _ = writeln!(out, "{line}");
             }

@@ -146,6 +146,41 @@ fn text_shows_changed_rows_per_arch() {
 }
 
 #[test]
+fn one_value_makes_one_table() {
+    let mut d = diff::diff_table(&table(), "switch", None, None).unwrap();
+    d.retain_names(&["modelled_ns".to_string()]);
+    let text = d.text(false);
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(lines.contains(&vec!["modelled_ns"]), "{text}");
+    assert!(
+        lines.contains(&vec![
+            "folio_size",
+            "base",
+            "patched",
+            "change",
+            "%",
+            "base",
+            "patched",
+            "change",
+            "%"
+        ]),
+        "{text}"
+    );
+    // Both blocks, one line each: 1000 → 1100 ns is +100, +10.00 %.
+    for size in ["4K", "64K"] {
+        assert!(
+            lines.contains(&vec![
+                size, "1000", "1100", "+100", "+10.00%", "1000", "1100", "+100", "+10.00%"
+            ]),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn markdown_and_csv() {
     let d = diff::diff_table(&table(), "switch", Some(("0", "1")), None).unwrap();
     let md = d.markdown(false);
