@@ -228,6 +228,7 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
             progress: !a.quiet,
         },
     );
+    let run_time = start.elapsed();
     let failed = results.iter().filter(|r| r.result.is_err()).count();
     table.append(Table::from_results(&keys, &results))?;
     let bytes = table.encode(format)?;
@@ -243,9 +244,9 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
     }
     if !a.quiet {
         eprintln!(
-            "foliosim sweep: {} points in {:.1} s ({} {}, engine {}){}",
+            "foliosim sweep: {} points run in {:.2} s ({} {}, engine {}){}",
             results.len(),
-            start.elapsed().as_secs_f64(),
+            run_time.as_secs_f64(),
             jobs,
             if jobs == 1 { "job" } else { "jobs" },
             engine.name(),
