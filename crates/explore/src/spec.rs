@@ -125,15 +125,24 @@ pub fn expand(spec: &SweepSpec) -> Result<Vec<Point>, String> {
     }
     let mut points = Vec::with_capacity(total);
     for path in &spec.scenarios {
+        // Read once; every point parses the text with its overrides.
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the scenario: {e}", path.display()))?;
         for pos in 0..per_scenario {
-            points.push(point(spec, path, pos, points.len())?);
+            points.push(point(spec, path, &text, pos, points.len())?);
         }
     }
     Ok(points)
 }
 
 /// The point at product position `pos` of scenario `path`.
-fn point(spec: &SweepSpec, path: &Path, pos: usize, index: usize) -> Result<Point, String> {
+fn point(
+    spec: &SweepSpec,
+    path: &Path,
+    text: &str,
+    pos: usize,
+    index: usize,
+) -> Result<Point, String> {
     let mut coords: Vec<(&Dim, &str)> = Vec::new();
     let mut rest = pos;
     for axis in spec.grid.axes.iter().rev() {
@@ -158,7 +167,8 @@ fn point(spec: &SweepSpec, path: &Path, pos: usize, index: usize) -> Result<Poin
         }
     }
     let plain: Vec<(String, String)> = ov.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect();
-    let sc = foliosim_scenario::load(path, &plain).map_err(|e| blame(e, &ov))?;
+    let label = path.display().to_string();
+    let sc = foliosim_scenario::parse_str(&label, text, &plain).map_err(|e| blame(e, &ov))?;
     Ok(Point {
         index,
         scenario: path.to_path_buf(),

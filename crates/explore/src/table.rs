@@ -237,11 +237,13 @@ impl Table {
                 self.grid_columns, other.grid_columns
             ));
         }
-        let next = self.rows.iter().map(|r| r.point + 1).max().unwrap_or(0);
-        let mut order: Vec<u64> = other.rows.iter().map(|r| r.point).collect();
-        order.dedup();
+        let mut next = self.rows.iter().map(|r| r.point + 1).max().unwrap_or(0);
+        let mut renumber: std::collections::HashMap<u64, u64> = Default::default();
         for mut r in other.rows {
-            r.point = next + order.iter().position(|&p| p == r.point).unwrap_or(0) as u64;
+            r.point = *renumber.entry(r.point).or_insert_with(|| {
+                next += 1;
+                next - 1
+            });
             self.rows.push(r);
         }
         Ok(())
