@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 /// read (never overwritten).
 pub(crate) fn write_output(
     path: &Path,
-    text: impl AsRef<[u8]>,
+    text: &(impl AsRef<[u8]> + ?Sized),
     inputs: &[PathBuf],
 ) -> io::Result<()> {
     foliosim_native::with_signals_blocked(|| write_unblocked(path, text.as_ref(), inputs))
