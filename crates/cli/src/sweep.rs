@@ -186,25 +186,13 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
     let mut table = Table::new(&keys);
     let mut skipped = 0;
     if let Some(o) = a.output.as_deref().filter(|o| has_data(o)) {
-        let old = Table::read(o, format)?;
-        if old.grid_columns != table.grid_columns {
-            return Err(format!(
-                "{}: holds a sweep over {} and this sweep is over {}; write it to another file",
-                o.display(),
-                shown_keys(&old.grid_columns),
-                shown_keys(&table.grid_columns)
-            ));
-        }
-        let done = old.completed();
+        let mut old = Table::read(o, format)?;
         let before = points.len();
-        points.retain(|p| !done.contains(&old.point_key(p, engine.name())));
+        points = old
+            .resume(&keys, points, engine.name())
+            .map_err(|e| format!("{}: {e}", o.display()))?;
         skipped = before - points.len();
-        let rerun = points
-            .iter()
-            .map(|p| old.point_key(p, engine.name()))
-            .collect();
         table = old;
-        table.drop_failed(&rerun);
     }
     let jobs = if engine.parallel() {
         a.jobs
@@ -263,14 +251,6 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         std::process::exit(1);
     }
     Ok(true)
-}
-
-fn shown_keys(k: &[String]) -> String {
-    if k.is_empty() {
-        "no key but arch".into()
-    } else {
-        k.join(", ")
-    }
 }
 
 /// Whether `path` is a regular file with contents (a table to resume).

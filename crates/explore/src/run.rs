@@ -243,3 +243,16 @@ pub fn sweep(points: &[Point], engine: &Engine, opts: &SweepOptions) -> Vec<Poin
     bar.finish_and_clear();
     results
 }
+
+/// Expand `spec`, run its points on `engine` and return the tidy table:
+/// [`crate::expand`], [`sweep`] and [`crate::Table::from_results`] in one
+/// call.
+pub fn run_sweep(
+    spec: &crate::SweepSpec,
+    engine: &Engine,
+    opts: &SweepOptions,
+) -> Result<crate::Table, String> {
+    let points = crate::expand(spec)?;
+    let results = sweep(&points, engine, opts);
+    Ok(crate::Table::from_results(&spec.grid.keys(), &results))
+}

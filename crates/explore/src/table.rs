@@ -228,6 +228,39 @@ impl Table {
         });
     }
 
+    /// Prepare this table (read from a sweep's output file) for a re-run
+    /// of a sweep over `grid_keys` on engine `engine`: refuse a table of
+    /// another grid, drop the rows of failed points that run again, and
+    /// return the `points` it does not hold. Append the new results with
+    /// [`Table::append`].
+    pub fn resume(
+        &mut self,
+        grid_keys: &[String],
+        mut points: Vec<Point>,
+        engine: &str,
+    ) -> Result<Vec<Point>, String> {
+        let want = Table::new(grid_keys).grid_columns;
+        if self.grid_columns != want {
+            let shown = |k: &[String]| {
+                if k.is_empty() {
+                    "no key but arch".to_string()
+                } else {
+                    k.join(", ")
+                }
+            };
+            return Err(format!(
+                "holds a sweep over {} and this sweep is over {}; write it to another file",
+                shown(&self.grid_columns),
+                shown(&want)
+            ));
+        }
+        let done = self.completed();
+        points.retain(|p| !done.contains(&self.point_key(p, engine)));
+        let rerun = points.iter().map(|p| self.point_key(p, engine)).collect();
+        self.drop_failed(&rerun);
+        Ok(points)
+    }
+
     /// Append `other`'s rows (same grid columns), numbering its points
     /// after this table's last point so that numbers stay unique.
     pub fn append(&mut self, other: Table) -> Result<(), String> {

@@ -2,6 +2,8 @@
 //! points, the table formats and resuming.
 
 use std::collections::BTreeSet;
+
+use foliosim_explore::SimOptions;
 use std::path::{Path, PathBuf};
 
 use foliosim_explore::{
@@ -224,17 +226,27 @@ fn resume_skips_completed_points_and_reruns_failed_ones() {
         value: "64M".into(),
         source: foliosim_explore::Source::SetArg("memory=64M".into()),
     });
-    let mut points = expand(&spec).unwrap();
-    let done = old.completed();
-    points.retain(|p| !done.contains(&old.point_key(p, "sim")));
+    let points = expand(&spec).unwrap();
+    let points = old.resume(&keys, points, "sim").unwrap();
     let sizes: Vec<&str> = points.iter().map(|p| p.grid[0].1.as_str()).collect();
     assert_eq!(
         sizes,
         ["128M", "2M"],
         "1M is done; the failed 128M runs again"
     );
-    let rerun: BTreeSet<_> = points.iter().map(|p| old.point_key(p, "sim")).collect();
-    old.drop_failed(&rerun);
+    assert!(
+        !old.rows.iter().any(|r| r.failed()),
+        "the failed row is dropped"
+    );
+    // A table of another grid is refused.
+    let e = old
+        .clone()
+        .resume(&["memory".to_string()], expand(&spec).unwrap(), "sim")
+        .unwrap_err();
+    assert!(
+        e.contains("over step.1.size") && e.contains("over memory"),
+        "{e}"
+    );
     let new = sweep(&points, &Engine::sim(), &SweepOptions::default());
     old.append(Table::from_results(&keys, &new)).unwrap();
     // Point numbers stay unique: 1 (kept), then 2 and 3.
@@ -254,4 +266,44 @@ fn parallel_and_serial_sweeps_agree() {
     let (k, a) = run(warm_file(tmp.path()), &g, 1);
     let (_, b) = run(warm_file(tmp.path()), &g, 2);
     assert_eq!(Table::from_results(&k, &a), Table::from_results(&k, &b));
+}
+
+#[test]
+fn parallel_workers_share_the_memory_limit() {
+    // The 64 MiB anon scenario needs about 64.5 MiB by the simulator's
+    // estimate (64 MiB base + 16,384 frames × 20 bytes + page tables).
+    // With a 100 MiB limit one worker may use all of it; two workers get
+    // 50 MiB each, and every point is refused before it runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut spec = SweepSpec::new(vec![anon(tmp.path())]);
+    spec.grid.add(
+        vec![grid::parse_grid_arg("arch=x86_64,arm64").unwrap()],
+        false,
+    );
+    let points = expand(&spec).unwrap();
+    let engine = Engine::Sim(SimOptions {
+        max_memory: Some(100 << 20),
+        ..SimOptions::default()
+    });
+    let one = sweep(
+        &points,
+        &engine,
+        &SweepOptions {
+            jobs: Some(1),
+            progress: false,
+        },
+    );
+    assert!(one.iter().all(|r| r.result.is_ok()));
+    let two = sweep(
+        &points,
+        &engine,
+        &SweepOptions {
+            jobs: Some(2),
+            progress: false,
+        },
+    );
+    for r in &two {
+        let e = r.result.as_ref().unwrap_err();
+        assert!(e.contains("more than the 50 MiB"), "{e}");
+    }
 }
