@@ -691,9 +691,11 @@ impl Diff {
         (head, recs)
     }
 
-    /// CSV: one record per row and column group (see [`Diff::records`]);
-    /// `pct_change` a number without the sign of percent, `n/a` for a zero
-    /// base.
+    /// CSV: one record per changed cell (every cell with `all`), with the
+    /// columns: the row-block keys, the column-group keys, `phase`, `kind`,
+    /// `name`, `base`, `patched`, `change`, `pct_change` (a number with
+    /// four decimals and no percent sign; `n/a` for a zero base, and
+    /// `change` `n/a` for a value missing on one side).
     pub fn csv(&self, all: bool) -> Result<String, String> {
         let (head, recs) = self.records(all);
         let mut w = csv::Writer::from_writer(Vec::new());
