@@ -39,4 +39,4 @@ pub use run::{run_point, run_sweep, sweep, Engine, PointResult, SimOptions, Swee
 pub use spec::{
     expand, parse_sweep_file, parse_sweep_str, Point, Setting, SweepSpec, MAX_POINTS, RESERVED_KEYS,
 };
-pub use table::{check_writable, Row, Table, TableFormat};
+pub use table::{check_writable, PointKey, Row, Table, TableFormat};
