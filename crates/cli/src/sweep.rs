@@ -3,11 +3,12 @@
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use foliosim_explore::{
-    diff, expand, grid, sweep, Engine, Setting, SimOptions, Source, SweepOptions, SweepSpec, Table,
-    TableFormat,
+    diff, expand, grid, sweep, sweep_with, Engine, PointResult, Setting, SimOptions, Source,
+    SweepOptions, SweepSpec, Table, TableFormat,
 };
 use foliosim_scenario::Arch;
 
@@ -63,6 +64,11 @@ pub(crate) struct SweepArgs {
     /// (points recorded as failed run again).
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
+    /// With -o: write the points run so far to FILE at most every SECS
+    /// seconds (0: after every point), so that an interrupted sweep
+    /// resumes where it stopped.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    checkpoint: u64,
     /// Table format (default: from the -o file's extension, .csv, .jsonl,
     /// .arrow; else csv).
     #[arg(long, value_parser = table_format_arg())]
@@ -208,28 +214,55 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         );
     }
     let start = Instant::now();
-    let results = sweep(
+    // Checkpoints: the table so far replaces the -o file (atomically) at
+    // most every --checkpoint seconds, so an interrupted sweep resumes.
+    let done: Mutex<(Vec<PointResult>, Instant)> = Mutex::new((Vec::new(), Instant::now()));
+    let every = Duration::from_secs(a.checkpoint);
+    let write = |t: &Table| -> Result<(), String> {
+        let bytes = t.encode(format)?;
+        match &a.output {
+            Some(o) => output::write_output(o, &bytes, &spec.scenarios)
+                .map_err(|e| format!("{}: {e}", o.display())),
+            None => {
+                use std::io::Write as _;
+                std::io::stdout()
+                    .write_all(&bytes)
+                    .map_err(|e| format!("stdout: {e}"))
+            }
+        }
+    };
+    let checkpoint = |r: &PointResult| {
+        if a.output.is_none() {
+            return;
+        }
+        let mut g = done.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.push(r.clone());
+        if g.1.elapsed() < every || g.0.len() == points.len() {
+            return;
+        }
+        g.0.sort_by_key(|r| r.point.index);
+        let mut t = table.clone();
+        let snapshot = t
+            .append(Table::from_results(&keys, &g.0))
+            .and_then(|()| write(&t));
+        if let Err(e) = snapshot {
+            eprintln!("foliosim sweep: checkpoint not written: {e}");
+        }
+        g.1 = Instant::now();
+    };
+    let results = sweep_with(
         &points,
         &engine,
         &SweepOptions {
             jobs: Some(jobs),
             progress: !a.quiet,
         },
+        &checkpoint,
     );
     let run_time = start.elapsed();
     let failed = results.iter().filter(|r| r.result.is_err()).count();
     table.append(Table::from_results(&keys, &results))?;
-    let bytes = table.encode(format)?;
-    match &a.output {
-        Some(o) => output::write_output(o, &bytes, &spec.scenarios)
-            .map_err(|e| format!("{}: {e}", o.display()))?,
-        None => {
-            use std::io::Write as _;
-            std::io::stdout()
-                .write_all(&bytes)
-                .map_err(|e| format!("stdout: {e}"))?
-        }
-    }
+    write(&table)?;
     if !a.quiet {
         eprintln!(
             "foliosim sweep: {} points run in {:.2} s ({} {}, engine {}){}",

@@ -385,3 +385,84 @@ fn diff_of_a_sweep_by_key_per_arch() {
     );
     assert!(text(&md.stdout).contains("| counter | x86_64 base |"));
 }
+
+#[test]
+fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
+    use std::os::unix::process::ExitStatusExt as _;
+    // 40 points of 32 MiB written and paged out (MADV_PAGEOUT writes
+    // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
+    // the table written after every point.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("anon.toml"),
+        PAGEOUT.replace("size = \"4M\"", "size = \"32M\""),
+    )
+    .unwrap();
+    let args = [
+        "sweep",
+        "anon.toml",
+        "--grid",
+        "seed=[1..40]",
+        "-o",
+        "t.jsonl",
+        "--jobs",
+        "1",
+        "-q",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .args(["--checkpoint", "0"])
+        .current_dir(d)
+        .spawn()
+        .unwrap();
+    let t = d.join("t.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !t.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(2),
+        "the sweep ended before SIGINT: {status:?}"
+    );
+    // What is there is a whole table of whole points, and nothing else.
+    assert_eq!(files(d), ["anon.toml", "t.jsonl"]);
+    let part = foliosim_explore::Table::read(&t, foliosim_explore::TableFormat::Jsonl).unwrap();
+    let kept: std::collections::BTreeSet<u64> = part.rows.iter().map(|r| r.point).collect();
+    assert!(
+        !kept.is_empty() && kept.len() < 40,
+        "{} points kept",
+        kept.len()
+    );
+    for p in &kept {
+        // Every kept point has its pswpout row: 32 MiB / 4 KiB = 8,192.
+        assert!(part
+            .rows
+            .iter()
+            .any(|r| r.point == *p && r.name == "pswpout" && r.value == Some(8192)));
+    }
+    // The re-run runs the rest only.
+    let out = foliosim(&args[..args.len() - 1], d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} points already in t.jsonl, {} to run",
+            kept.len(),
+            40 - kept.len()
+        )),
+        "{err}"
+    );
+    let all = foliosim_explore::Table::read(&t, foliosim_explore::TableFormat::Jsonl).unwrap();
+    let seeds: std::collections::BTreeSet<&str> =
+        all.rows.iter().map(|r| r.grid[0].as_str()).collect();
+    let ids: std::collections::BTreeSet<u64> = all.rows.iter().map(|r| r.point).collect();
+    assert_eq!((seeds.len(), ids.len()), (40, 40));
+}

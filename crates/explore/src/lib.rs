@@ -35,7 +35,9 @@ mod table;
 mod table_arrow;
 
 pub use grid::{parse_ab_arg, parse_grid_arg, Axis, Dim, Grid, Source, HELPER_KEYS};
-pub use run::{run_point, run_sweep, sweep, Engine, PointResult, SimOptions, SweepOptions};
+pub use run::{
+    run_point, run_sweep, sweep, sweep_with, Engine, PointResult, SimOptions, SweepOptions,
+};
 pub use spec::{
     expand, parse_sweep_file, parse_sweep_str, Point, Setting, SweepSpec, MAX_POINTS, RESERVED_KEYS,
 };

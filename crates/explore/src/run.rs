@@ -197,6 +197,18 @@ pub(crate) fn workers(engine: &Engine, opts: &SweepOptions) -> usize {
 /// with the simulator's "would need about N MiB" error (run it with fewer
 /// jobs). Native and VM points run one at a time, in order.
 pub fn sweep(points: &[Point], engine: &Engine, opts: &SweepOptions) -> Vec<PointResult> {
+    sweep_with(points, engine, opts, &|_| {})
+}
+
+/// [`sweep`], calling `on_done` with each result as soon as its point has
+/// run (from the worker thread that ran it, in completion order): for
+/// checkpoints of long sweeps.
+pub fn sweep_with(
+    points: &[Point],
+    engine: &Engine,
+    opts: &SweepOptions,
+    on_done: &(dyn Fn(&PointResult) + Sync),
+) -> Vec<PointResult> {
     let jobs = workers(engine, opts);
     let engine = match engine {
         Engine::Sim(o) if jobs > 1 => {
@@ -226,11 +238,13 @@ pub fn sweep(points: &[Point], engine: &Engine, opts: &SweepOptions) -> Vec<Poin
             bar.set_message(format!("point {} failed", p.index));
         }
         bar.inc(1);
-        PointResult {
+        let r = PointResult {
             point: p.clone(),
             engine: engine.name().to_string(),
             result,
-        }
+        };
+        on_done(&r);
+        r
     };
     let results = if jobs > 1 {
         match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
