@@ -13,6 +13,13 @@
 //! [`diff`] compares two runs (or two values of a swept key) as the table
 //! kernel developers post to linux-mm.
 //!
+//! [`run_sweep`] does expand, sweep and table in one call; [`sweep_with`]
+//! reports each point as it finishes (checkpoints); [`Table::encode`] /
+//! [`Table::read`] write and read the CSV, JSON-lines and Arrow IPC files,
+//! and [`Table::resume`] turns a previous output into the points still to
+//! run. Errors are messages (`String`) that name the file and line, or
+//! the command-line argument, they come from.
+//!
 //! ```no_run
 //! use foliosim_explore::{expand, grid, sweep, Engine, SweepOptions, SweepSpec, Table};
 //!
