@@ -10,6 +10,7 @@ mod completions;
 mod counters;
 mod inputs;
 mod output;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use foliosim_report::{render_styled, Format, Report};
@@ -107,6 +108,18 @@ pub(crate) struct Common {
     /// Default: the simulated architecture's shipped profile.
     #[arg(long, value_name = "FILE|NAME")]
     profile: Option<String>,
+}
+
+/// `run`: the scenario options and `--ab`.
+#[derive(clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Run each scenario twice, with KEY off (0) and on (1), and print the
+    /// base-vs-patched diff of every changed counter instead of the
+    /// reports; KEY=BASE,PATCHED names the two values of another key.
+    #[arg(long, value_name = "KEY[=BASE,PATCHED]")]
+    ab: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -260,8 +273,51 @@ enum Cmd {
     ///   foliosim run scenarios/seed001/seq-16g.toml
     ///   foliosim run scenarios/seed001/seq-16g.toml --set fault_around_bytes=4096 --format json
     ///   foliosim run scenarios/seed003/anon-scan.toml --set transparent_hugepage.hugepages-64kB.enabled=always
+    ///   foliosim run scenarios/seed000/pageout-256m.toml --set transparent_hugepage.hugepages-64kB.enabled=always \
+    ///       --ab series.batch_anon_unmap
+    ///   foliosim run scenarios/seed001/seq-16g.toml --ab fault_around_bytes=4096,65536
     #[command(verbatim_doc_comment)]
-    Run(Common),
+    Run(RunArgs),
+    /// Run a scenario over a grid of keys and write one tidy table.
+    ///
+    /// Each --grid key takes a list of values; the keys combine as a
+    /// Cartesian product (--zip: advance together). Any scenario key can be
+    /// swept (knobs, `arch`, `series.*`, `swap.0.kind`, `step.N.field`),
+    /// and `folio_size` (4K, 16K, ..., 1M, 2M) sets the THP knobs of one
+    /// anonymous folio size. Simulations run in parallel (--jobs); the
+    /// table has a row per point, phase and value, with the columns
+    ///   point, <one per grid key>, scenario, arch, engine, phase, kind, name, value, error
+    /// (a failed point is one row with its error; the sweep goes on, and
+    /// exits 1 at the end). Re-run with the same -o FILE, a sweep runs only
+    /// the points the file lacks. Formats: csv, jsonl, arrow (Arrow IPC).
+    ///
+    /// Examples:
+    ///   foliosim sweep scenarios/seed001/seq-16g.toml --grid 'fault_around_bytes=4096<<[0..9]' -o fa.csv
+    ///   foliosim sweep scenarios/seed000/pageout-256m.toml --grid arch=x86_64,arm64 \
+    ///       --grid series.batch_anon_unmap=0,1 --grid folio_size=4K,16K,64K,256K,1M,2M \
+    ///       --grid swap.0.kind=file,block,zram -o pageout.csv
+    ///   foliosim sweep s.toml --zip --grid step.1.size=64M,256M --grid memory=1G,2G
+    ///   foliosim sweep --file sweeps/seed000-pageout.toml -o pageout.arrow
+    #[command(verbatim_doc_comment)]
+    Sweep(sweep::SweepArgs),
+    /// Compare base and patched: the table posted to linux-mm.
+    ///
+    /// A and B are reports (`foliosim run --format json -o a.json`); or A
+    /// is a sweep table and --by KEY compares its points with KEY's first
+    /// value (base) against those with its second (patched), column groups
+    /// per arch (--columns: other keys), row blocks per remaining key.
+    /// Columns: base, patched, change and % change (n/a where base is 0),
+    /// for every counter and the modelled time `modelled_ns`; only values
+    /// that changed unless --all. Text is fixed-width ASCII for a mail;
+    /// --format md, csv or json.
+    ///
+    /// Examples:
+    ///   foliosim diff vanilla.json patched.json
+    ///   foliosim diff pageout.csv --by series.batch_anon_unmap
+    ///   foliosim diff pageout.csv --by series.batch_anon_unmap --columns arch --format md
+    ///   foliosim diff fa.csv --by fault_around_bytes=4096,65536 --all
+    #[command(verbatim_doc_comment)]
+    Diff(sweep::DiffArgs),
     /// Run scenarios natively on the host kernel (root; x86_64 hosts).
     ///
     /// Every THP setting the scenario changes is restored afterwards, also on
@@ -743,7 +799,12 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
 /// Run the command `cli` names.
 fn dispatch(cli: &Cli) -> Result<bool, String> {
     match &cli.cmd {
-        Cmd::Run(c) => cmd_run(c, Engine::Sim),
+        Cmd::Run(a) => match &a.ab {
+            Some(ab) => sweep::run_ab(&a.common, ab),
+            None => cmd_run(&a.common, Engine::Sim),
+        },
+        Cmd::Sweep(a) => sweep::cmd_sweep(a),
+        Cmd::Diff(a) => sweep::cmd_diff(a),
         Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
         Cmd::Probe => inputs::print(&foliosim_native::probe(
             &foliosim_native::NativeOptions::default().workdir,

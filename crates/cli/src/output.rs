@@ -19,13 +19,17 @@ use std::io::{self, Write as _};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-/// Write `text` to `path`; `inputs` are the files the run read (never
-/// overwritten).
-pub(crate) fn write_output(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
-    foliosim_native::with_signals_blocked(|| write_unblocked(path, text, inputs))
+/// Write `text` (text or bytes) to `path`; `inputs` are the files the run
+/// read (never overwritten).
+pub(crate) fn write_output(
+    path: &Path,
+    text: &(impl AsRef<[u8]> + ?Sized),
+    inputs: &[PathBuf],
+) -> io::Result<()> {
+    foliosim_native::with_signals_blocked(|| write_unblocked(path, text.as_ref(), inputs))
 }
 
-fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
+fn write_unblocked(path: &Path, text: &[u8], inputs: &[PathBuf]) -> io::Result<()> {
     let meta = match fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -45,7 +49,7 @@ fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()
         }
         if !m.is_file() {
             let mut f = fs::OpenOptions::new().write(true).open(path)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(text)?;
             return f.flush();
         }
     }
@@ -60,7 +64,7 @@ fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()
         .prefix(&format!(".{name}."))
         .suffix(".foliosim-tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
+    tmp.write_all(text)?;
     if let Some(m) = &meta {
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(m.mode() & 0o7777))?;
         if m.uid() != tmp.as_file().metadata()?.uid() || m.gid() != tmp.as_file().metadata()?.gid()

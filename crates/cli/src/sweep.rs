@@ -1,0 +1,435 @@
+//! `foliosim sweep`, `foliosim diff` and `foliosim run --ab`: the command
+//! line over `foliosim_explore`.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use foliosim_explore::{
+    diff, expand, grid, sweep, sweep_with, Engine, PointResult, Setting, SimOptions, Source,
+    SweepOptions, SweepSpec, Table, TableFormat,
+};
+use foliosim_scenario::Arch;
+
+use crate::output;
+
+/// `--format` of a sweep: csv, jsonl, arrow.
+fn table_format_arg() -> impl clap::builder::TypedValueParser<Value = TableFormat> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(TableFormat::NAMES)
+        .map(|s: String| TableFormat::from_name(&s).expect("a listed format"))
+}
+
+#[derive(clap::Args)]
+pub(crate) struct SweepArgs {
+    /// Scenario files (TOML); every grid point runs on each.
+    scenarios: Vec<PathBuf>,
+    /// A sweep file (TOML): scenarios, engine, base overrides, [grid] and
+    /// [[zip]] tables (docs/scenarios.md, "Sweep files"). --grid and --set
+    /// add to it.
+    #[arg(long, value_name = "SWEEP.toml")]
+    file: Option<PathBuf>,
+    /// A key and its values: `KEY=V1,V2,...`, `KEY=[A..B]` (A to B),
+    /// `KEY=BASE<<[A..B]` (BASE shifted by A to B). Any scenario key, or
+    /// `folio_size` (4K, 16K, ..., 2M). Repeatable; keys combine as a
+    /// Cartesian product.
+    #[arg(long, value_name = "KEY=VALUES")]
+    grid: Vec<String>,
+    /// Zip the --grid keys (equal-length lists, advancing together)
+    /// instead of taking their product.
+    #[arg(long)]
+    zip: bool,
+    /// Override a scenario key at every point (applied before the grid).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Simulated architecture of every point (a grid over `arch` sweeps it).
+    #[arg(long, value_parser = crate::arch_arg())]
+    arch: Option<Arch>,
+    /// Seed for random choices without their own seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The engine: the simulator, the host kernel (root), or a kernel in
+    /// QEMU (with --kernel). Native and VM points run one at a time.
+    #[arg(long, value_parser = ["sim", "native", "vm"])]
+    engine: Option<String>,
+    /// The guest kernel of --engine vm (see `foliosim vm kernel list`).
+    #[arg(long, value_name = "NAME|PATH")]
+    kernel: Option<String>,
+    /// Simulations run in parallel (default: every core).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+    /// Write the table to FILE (atomically). Run again with the same FILE,
+    /// a sweep skips the points it already holds and appends the others
+    /// (points recorded as failed run again).
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// With -o: write the points run so far to FILE at most every SECS
+    /// seconds (0: after every point), so that an interrupted sweep
+    /// resumes where it stopped.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    checkpoint: u64,
+    /// Table format (default: from the -o file's extension, .csv, .jsonl,
+    /// .arrow; else csv).
+    #[arg(long, value_parser = table_format_arg())]
+    format: Option<TableFormat>,
+    /// Run a sweep of more than 10,000 points.
+    #[arg(long)]
+    yes: bool,
+    /// No progress bar and no summary on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Memory all parallel simulations together may use (like `16G`);
+    /// each of N jobs gets 1/N. Default: 3/4 of the available memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    max_memory: Option<u64>,
+    /// Run the model's invariant checker after every step.
+    #[arg(long)]
+    check: bool,
+    /// Cost profile of the modelled time (file or shipped name).
+    #[arg(long, value_name = "FILE|NAME")]
+    profile: Option<String>,
+    /// Native engine: do not count tracepoints (timing runs).
+    #[arg(long)]
+    no_trace: bool,
+}
+
+/// Base overrides from `--set`, `--arch` and `--seed`.
+fn base_settings(
+    set: &[String],
+    arch: Option<Arch>,
+    seed: Option<u64>,
+) -> Result<Vec<Setting>, String> {
+    let mut out = Vec::new();
+    for s in set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--set {s}: expected KEY=VALUE"))?;
+        out.push(Setting {
+            key: k.trim().to_string(),
+            value: v.trim().to_string(),
+            source: Source::SetArg(s.clone()),
+        });
+    }
+    if let Some(a) = arch {
+        out.push(Setting {
+            key: "arch".into(),
+            value: a.as_str().into(),
+            source: Source::ArchArg,
+        });
+    }
+    if let Some(seed) = seed {
+        out.push(Setting {
+            key: "seed".into(),
+            value: seed.to_string(),
+            source: Source::SetArg(format!("seed={seed}")),
+        });
+    }
+    Ok(out)
+}
+
+/// The engine named `name` (`sim` by default).
+fn engine(a: &SweepArgs, name: Option<&str>, kernel: Option<&str>) -> Result<Engine, String> {
+    let sim_only = |what: &str, set: bool| {
+        if set && name.is_some_and(|n| n != "sim") {
+            Err(format!("{what} applies to simulated runs (--engine sim)"))
+        } else {
+            Ok(())
+        }
+    };
+    sim_only("--profile", a.profile.is_some())?;
+    sim_only("--check", a.check)?;
+    Ok(match name.unwrap_or("sim") {
+        "native" => Engine::Native { trace: !a.no_trace },
+        "vm" => Engine::Vm(foliosim_vm::VmOptions {
+            kernel: kernel.map(str::to_string).ok_or(
+                "--engine vm needs --kernel: `foliosim vm kernel list` shows the kernels available",
+            )?,
+            arch: a.arch,
+            timeout: std::time::Duration::from_secs(1800),
+            accel: foliosim_vm::Accel::from_name("auto").expect("a listed accelerator"),
+        }),
+        _ => Engine::Sim(SimOptions {
+            check: a.check,
+            profile: a.profile.clone(),
+            max_memory: a.max_memory,
+        }),
+    })
+}
+
+pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
+    let mut spec = match &a.file {
+        Some(f) => foliosim_explore::parse_sweep_file(f)?,
+        None => SweepSpec::new(Vec::new()),
+    };
+    spec.scenarios.extend(a.scenarios.iter().cloned());
+    spec.base.extend(base_settings(&a.set, a.arch, a.seed)?);
+    let dims = a
+        .grid
+        .iter()
+        .map(|g| grid::parse_grid_arg(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    spec.grid.add(dims, a.zip);
+    spec.allow_large = a.yes;
+    let engine = engine(
+        a,
+        a.engine.as_deref().or(spec.engine.as_deref()),
+        a.kernel.as_deref().or(spec.kernel.as_deref()),
+    )?;
+    let format = a
+        .format
+        .or_else(|| a.output.as_deref().and_then(TableFormat::from_path))
+        .unwrap_or(TableFormat::Csv);
+    if format == TableFormat::Arrow && a.output.is_none() && std::io::stdout().is_terminal() {
+        return Err("--format arrow is binary: write it to a file with -o FILE".into());
+    }
+    // Everything that can be refused is refused before a point runs.
+    if let Some(o) = &a.output {
+        foliosim_explore::check_writable(o)?;
+    }
+    let mut points = expand(&spec)?;
+    let keys = spec.grid.keys();
+    let mut table = Table::new(&keys);
+    let mut skipped = 0;
+    if let Some(o) = a.output.as_deref().filter(|o| has_data(o)) {
+        let mut old = Table::read(o, format)?;
+        let before = points.len();
+        points = old
+            .resume(&keys, points, engine.name())
+            .map_err(|e| format!("{}: {e}", o.display()))?;
+        skipped = before - points.len();
+        table = old;
+    }
+    let jobs = if engine.parallel() {
+        a.jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    } else {
+        1
+    };
+    if !a.quiet && skipped > 0 {
+        eprintln!(
+            "foliosim sweep: {skipped} points already in {}, {} to run",
+            a.output.as_deref().unwrap_or(Path::new("-")).display(),
+            points.len()
+        );
+    }
+    let start = Instant::now();
+    // Checkpoints: the table so far replaces the -o file (atomically) at
+    // most every --checkpoint seconds, so an interrupted sweep resumes.
+    let done: Mutex<(Vec<PointResult>, Instant)> = Mutex::new((Vec::new(), Instant::now()));
+    let every = Duration::from_secs(a.checkpoint);
+    let write = |t: &Table| -> Result<(), String> {
+        let bytes = t.encode(format)?;
+        match &a.output {
+            Some(o) => output::write_output(o, &bytes, &spec.scenarios)
+                .map_err(|e| format!("{}: {e}", o.display())),
+            None => {
+                use std::io::Write as _;
+                std::io::stdout()
+                    .write_all(&bytes)
+                    .map_err(|e| format!("stdout: {e}"))
+            }
+        }
+    };
+    let checkpoint = |r: &PointResult| {
+        if a.output.is_none() {
+            return;
+        }
+        let mut g = done.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.push(r.clone());
+        if g.1.elapsed() < every || g.0.len() == points.len() {
+            return;
+        }
+        g.0.sort_by_key(|r| r.point.index);
+        let mut t = table.clone();
+        let snapshot = t
+            .append(Table::from_results(&keys, &g.0))
+            .and_then(|()| write(&t));
+        if let Err(e) = snapshot {
+            eprintln!("foliosim sweep: checkpoint not written: {e}");
+        }
+        g.1 = Instant::now();
+    };
+    let results = sweep_with(
+        &points,
+        &engine,
+        &SweepOptions {
+            jobs: Some(jobs),
+            progress: !a.quiet,
+        },
+        &checkpoint,
+    );
+    let run_time = start.elapsed();
+    let failed = results.iter().filter(|r| r.result.is_err()).count();
+    table.append(Table::from_results(&keys, &results))?;
+    write(&table)?;
+    if !a.quiet {
+        eprintln!(
+            "foliosim sweep: {} points run in {:.2} s ({} {}, engine {}){}",
+            results.len(),
+            run_time.as_secs_f64(),
+            jobs,
+            if jobs == 1 { "job" } else { "jobs" },
+            engine.name(),
+            a.output
+                .as_ref()
+                .map_or(String::new(), |o| format!(", table in {}", o.display()))
+        );
+    }
+    if failed > 0 {
+        eprintln!(
+            "foliosim sweep: {failed} of {} points failed; the `error` column says why",
+            results.len()
+        );
+        std::process::exit(1);
+    }
+    Ok(true)
+}
+
+/// Whether `path` is a regular file with contents (a table to resume).
+fn has_data(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+#[derive(clap::Args)]
+pub(crate) struct DiffArgs {
+    /// Base and patched reports (`foliosim run --format json -o FILE`),
+    /// or, with --by, one sweep table.
+    #[arg(required = true, num_args = 1..=2, value_name = "A [B]")]
+    files: Vec<PathBuf>,
+    /// Compare the points of a sweep table whose KEY has its first value
+    /// (base) with those where it has the second (patched); KEY=BASE,PATCHED
+    /// names the pair.
+    #[arg(long, value_name = "KEY[=BASE,PATCHED]")]
+    by: Option<String>,
+    /// Keys of the sweep that make the column groups (default: arch when it
+    /// varies, else every varying key); the other varying keys make blocks
+    /// of rows.
+    #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+    /// Show only these values (counter names, `modelled_ns`); with one
+    /// name, the blocks become the lines of one table.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    only: Option<Vec<String>>,
+    /// Show every value, not only those that changed.
+    #[arg(long)]
+    all: bool,
+    /// Output: fixed-width text for a mail, Markdown, CSV or JSON.
+    #[arg(long, default_value = "text", value_parser = ["text", "md", "csv", "json"])]
+    format: String,
+    /// Write the table to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// The diff `d` in `format` (text, md, csv, json).
+fn render_diff(d: &diff::Diff, format: &str, all: bool) -> Result<String, String> {
+    Ok(match format {
+        "md" => d.markdown(all),
+        "csv" => d.csv(all)?,
+        "json" => d.json(all),
+        _ => d.text(all),
+    })
+}
+
+fn emit(text: &str, out: Option<&Path>, inputs: &[PathBuf]) -> Result<(), String> {
+    match out {
+        Some(o) => {
+            output::write_output(o, text, inputs).map_err(|e| format!("{}: {e}", o.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
+    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut d = match (&a.by, a.files.as_slice()) {
+        (Some(by), [t]) => {
+            let bytes = read(t)?;
+            let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
+            let table =
+                Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
+            let (key, pair) = match by.split_once('=') {
+                None => (by.as_str(), None),
+                Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
+                    [b, p] => (k, Some((b.trim(), p.trim()))),
+                    _ => return Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
+                },
+            };
+            diff::diff_table(&table, key, pair, a.columns.as_deref())
+                .map_err(|e| format!("{}: {e}", t.display()))?
+        }
+        (Some(_), _) => return Err("--by compares the points of one sweep table".into()),
+        (None, [x, y]) => {
+            let load = |p: &PathBuf| -> Result<Vec<foliosim_report::Report>, String> {
+                let text =
+                    String::from_utf8(read(p)?).map_err(|e| format!("{}: {e}", p.display()))?;
+                diff::reports_from_json(&text).map_err(|e| {
+                    format!(
+                        "{}: {e} (expected `foliosim run --format json` output; a sweep \
+                         table needs --by KEY)",
+                        p.display()
+                    )
+                })
+            };
+            if a.columns.is_some() {
+                return Err("--columns applies to a sweep table with --by".into());
+            }
+            diff::diff_reports(&load(x)?, &load(y)?)?
+        }
+        (None, _) => {
+            return Err(
+                "give two report files (base, patched) or one sweep table with --by KEY".into(),
+            )
+        }
+    };
+    if let Some(names) = &a.only {
+        d.retain_names(names);
+    }
+    let text = render_diff(&d, &a.format, a.all)?;
+    emit(&text, a.output.as_deref(), &a.files)?;
+    Ok(true)
+}
+
+/// `foliosim run --ab KEY[=BASE,PATCHED]`: run the scenarios with KEY at
+/// both values and print the diff (`--format table` is the text table).
+pub(crate) fn run_ab(c: &crate::Common, ab: &str) -> Result<bool, String> {
+    let mut spec = SweepSpec::new(c.scenarios.clone());
+    spec.base = base_settings(&c.set, c.arch, c.seed)?;
+    let dim = grid::parse_ab_arg(ab)?;
+    let (key, base, patched) = (
+        dim.key.clone(),
+        dim.values[0].clone(),
+        dim.values[1].clone(),
+    );
+    spec.grid.add(vec![dim], false);
+    let points = expand(&spec).map_err(|e| {
+        if ab.contains('=') {
+            e
+        } else {
+            format!("{e}\n(for a key that is not a switch: --ab {ab}=BASE,PATCHED)")
+        }
+    })?;
+    let engine = Engine::Sim(SimOptions {
+        check: c.check,
+        profile: c.profile.clone(),
+        max_memory: c.max_memory,
+    });
+    let results = sweep(&points, &engine, &SweepOptions::default());
+    if let Some(e) = results.iter().find_map(|r| r.result.as_ref().err()) {
+        return Err(e.clone());
+    }
+    let table = Table::from_results(&spec.grid.keys(), &results);
+    let d = diff::diff_table(&table, &key, Some((&base, &patched)), None)?;
+    let format = match c.format {
+        foliosim_report::Format::Table => "text",
+        foliosim_report::Format::Csv => "csv",
+        foliosim_report::Format::Json => "json",
+    };
+    let text = render_diff(&d, format, false)?;
+    emit(&text, c.output.as_deref(), &c.scenarios)?;
+    Ok(true)
+}

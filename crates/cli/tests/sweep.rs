@@ -1,0 +1,468 @@
+//! `foliosim sweep`, `diff` and `run --ab` as a user runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn foliosim(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// MADV_PAGEOUT of 4 MiB of anonymous memory to a block swap device.
+const PAGEOUT: &str = r#"name = "pageout-4m"
+[system]
+memory = "256M"
+
+[[system.swap]]
+kind = "block"
+size = "64M"
+
+[[step]]
+op = "mmap"
+region = "buf"
+kind = "anon"
+size = "4M"
+
+[[step]]
+op = "touch"
+region = "buf"
+access = "write"
+
+[[step]]
+op = "phase"
+name = "measured"
+
+[[step]]
+op = "madvise"
+region = "buf"
+advice = "pageout"
+"#;
+
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("pageout.toml");
+    std::fs::write(&s, PAGEOUT).unwrap();
+    (tmp, s)
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn errors_leave_no_file() {
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    for args in [
+        // An unknown key, named with its --grid argument.
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "fault_around_byts=4K,8K",
+            "-o",
+            "out.csv",
+        ][..],
+        // An empty grid.
+        &["sweep", "pageout.toml", "-o", "out.csv"],
+        // Too many points without --yes.
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "seed=[0..10000]",
+            "-o",
+            "out.csv",
+        ],
+        // A folder that does not exist.
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "seed=1,2",
+            "-o",
+            "no/out.csv",
+        ],
+    ] {
+        let out = foliosim(args, d);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(files(d), ["pageout.toml"], "{args:?}");
+    }
+    let out = foliosim(
+        &["sweep", "pageout.toml", "--grid", "fault_around_byts=4K,8K"],
+        d,
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--grid fault_around_byts=4K,8K") && err.contains("unknown key"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // An existing table is left as it was when a sweep is refused.
+    std::fs::write(d.join("old.csv"), "keep\n").unwrap();
+    let out = foliosim(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "seed=[5..1]",
+            "-o",
+            "old.csv",
+        ],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read_to_string(d.join("old.csv")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(files(d), ["old.csv", "pageout.toml"]);
+}
+
+#[test]
+fn rerun_appends_only_new_points() {
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let g = "series.batch_anon_unmap=0,1";
+    let out = foliosim(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            g,
+            "--grid",
+            "arch=x86_64",
+            "-o",
+            "t.csv",
+        ],
+        d,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Not a terminal: no progress bar, only the summary line.
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("2 points"), "{err}");
+    let first = std::fs::read_to_string(d.join("t.csv")).unwrap();
+    let out = foliosim(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            g,
+            "--grid",
+            "arch=x86_64,arm64",
+            "-o",
+            "t.csv",
+        ],
+        d,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("2 points already in t.csv, 2 to run"),
+        "{}",
+        text(&out.stderr)
+    );
+    let second = std::fs::read_to_string(d.join("t.csv")).unwrap();
+    // The first run's rows are kept byte for byte; the arm64 points follow.
+    assert!(second.starts_with(&first));
+    let points: std::collections::BTreeSet<(String, String)> = second
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_string(), f[3].to_string())
+        })
+        .collect();
+    let want: std::collections::BTreeSet<(String, String)> = [
+        ("0", "x86_64"),
+        ("1", "x86_64"),
+        ("2", "arm64"),
+        ("3", "arm64"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(points, want);
+    // A third run has nothing to do and leaves the file as it is.
+    let out = foliosim(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            g,
+            "--grid",
+            "arch=x86_64,arm64",
+            "-o",
+            "t.csv",
+            "-q",
+        ],
+        d,
+    );
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(d.join("t.csv")).unwrap(), second);
+    // Another grid does not mix into the file.
+    let out = foliosim(
+        &["sweep", "pageout.toml", "--grid", "seed=1,2", "-o", "t.csv"],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("another file"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Every line of the diff text that starts with `name`, split on blanks.
+fn diff_line(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn ab_and_diff_agree_on_the_batching_series() {
+    // 4 MiB of 64 KiB folios: vanilla try_to_unmap_one() walks one PTE per
+    // page_vma_mapped_walk() iteration, 4 MiB / 4 KiB = 1024 of them; with
+    // batch_anon_unmap one iteration unmaps a whole folio, 4 MiB / 64 KiB
+    // = 64. Change 64 − 1024 = −960, −93.75 %. The swap-outs are the same
+    // (1024 pages, pswpout) either way, so they are not listed.
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let thp = "transparent_hugepage.hugepages-64kB.enabled=always";
+    let out = foliosim(
+        &[
+            "run",
+            "pageout.toml",
+            "--set",
+            thp,
+            "--ab",
+            "series.batch_anon_unmap",
+        ],
+        d,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ab = text(&out.stdout);
+    assert!(
+        ab.starts_with("series.batch_anon_unmap=0 (base) vs series.batch_anon_unmap=1 (patched)"),
+        "{ab}"
+    );
+    assert_eq!(
+        diff_line(&ab, "sim/pvmw_iterations"),
+        ["sim/pvmw_iterations", "1024", "64", "-960", "-93.75%"]
+    );
+    assert!(!ab.contains("pswpout"), "{ab}");
+    // The same from two JSON reports.
+    for (sw, f) in [("0", "a.json"), ("1", "b.json")] {
+        let set = format!("series.batch_anon_unmap={sw}");
+        let out = foliosim(
+            &[
+                "run",
+                "pageout.toml",
+                "--set",
+                thp,
+                "--set",
+                &set,
+                "--format",
+                "json",
+                "-o",
+                f,
+            ],
+            d,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = foliosim(&["diff", "a.json", "b.json"], d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let two = text(&out.stdout);
+    assert_eq!(
+        diff_line(&two, "sim/pvmw_iterations"),
+        diff_line(&ab, "sim/pvmw_iterations")
+    );
+    assert_eq!(
+        diff_line(&two, "modelled_ns"),
+        diff_line(&ab, "modelled_ns")
+    );
+    // pswpout is there with --all: 1024 pages on both sides.
+    let out = foliosim(&["diff", "a.json", "b.json", "--all"], d);
+    assert_eq!(
+        diff_line(&text(&out.stdout), "pswpout"),
+        ["pswpout", "1024", "1024", "0", "+0.00%"]
+    );
+    // A non-switch key needs its two values.
+    let out = foliosim(&["run", "pageout.toml", "--ab", "fault_around_bytes"], d);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--ab fault_around_bytes=BASE,PATCHED"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn diff_of_a_sweep_by_key_per_arch() {
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let out = foliosim(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "arch=x86_64,arm64",
+            "--grid",
+            "series.batch_anon_unmap=0,1",
+            "--grid",
+            "folio_size=4K,64K",
+            "-o",
+            "t.arrow",
+            "-q",
+        ],
+        d,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = foliosim(&["diff", "t.arrow", "--by", "series.batch_anon_unmap"], d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    // Column groups per arch, blocks per folio size.
+    let head = t.lines().find(|l| l.contains("x86_64")).unwrap();
+    assert!(head.trim_end().ends_with("arm64"), "{t}");
+    let b64 = t.split("folio_size=64K").nth(1).expect("a 64K block");
+    // 64 KiB folios: 1024 → 64 iterations on both architectures.
+    assert_eq!(
+        diff_line(b64, "sim/pvmw_iterations"),
+        [
+            "sim/pvmw_iterations",
+            "1024",
+            "64",
+            "-960",
+            "-93.75%",
+            "1024",
+            "64",
+            "-960",
+            "-93.75%"
+        ]
+    );
+    // 4 KiB folios: a folio is one page, nothing to batch.
+    let b4 = t
+        .split("folio_size=4K")
+        .nth(1)
+        .unwrap()
+        .split("folio_size=64K")
+        .next()
+        .unwrap();
+    assert!(!b4.contains("pvmw_iterations"), "{b4}");
+    let md = foliosim(
+        &[
+            "diff",
+            "t.arrow",
+            "--by",
+            "series.batch_anon_unmap",
+            "--format",
+            "md",
+        ],
+        d,
+    );
+    assert!(text(&md.stdout).contains("| counter | x86_64 base |"));
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
+    use std::os::unix::process::ExitStatusExt as _;
+    // 40 points of 32 MiB written and paged out (MADV_PAGEOUT writes
+    // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
+    // the table written after every point.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("anon.toml"),
+        PAGEOUT.replace("size = \"4M\"", "size = \"32M\""),
+    )
+    .unwrap();
+    let args = [
+        "sweep",
+        "anon.toml",
+        "--grid",
+        "seed=[1..40]",
+        "-o",
+        "t.jsonl",
+        "--jobs",
+        "1",
+        "-q",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .args(["--checkpoint", "0"])
+        .current_dir(d)
+        .spawn()
+        .unwrap();
+    let t = d.join("t.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !t.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(2),
+        "the sweep ended before SIGINT: {status:?}"
+    );
+    // What is there is a whole table of whole points, and nothing else.
+    assert_eq!(files(d), ["anon.toml", "t.jsonl"]);
+    let part = foliosim_explore::Table::read(&t, foliosim_explore::TableFormat::Jsonl).unwrap();
+    let kept: std::collections::BTreeSet<u64> = part.rows.iter().map(|r| r.point).collect();
+    assert!(
+        !kept.is_empty() && kept.len() < 40,
+        "{} points kept",
+        kept.len()
+    );
+    for p in &kept {
+        // Every kept point has its pswpout row: 32 MiB / 4 KiB = 8,192.
+        assert!(part
+            .rows
+            .iter()
+            .any(|r| r.point == *p && r.name == "pswpout" && r.value == Some(8192)));
+    }
+    // The re-run runs the rest only.
+    let out = foliosim(&args[..args.len() - 1], d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} points already in t.jsonl, {} to run",
+            kept.len(),
+            40 - kept.len()
+        )),
+        "{err}"
+    );
+    let all = foliosim_explore::Table::read(&t, foliosim_explore::TableFormat::Jsonl).unwrap();
+    let seeds: std::collections::BTreeSet<&str> =
+        all.rows.iter().map(|r| r.grid[0].as_str()).collect();
+    let ids: std::collections::BTreeSet<u64> = all.rows.iter().map(|r| r.point).collect();
+    assert_eq!((seeds.len(), ids.len()), (40, 40));
+}

@@ -1,0 +1,272 @@
+//! Running points: one ([`run_point`]) or a whole sweep in parallel
+//! ([`sweep`]).
+
+use std::cell::Cell;
+use std::io::IsTerminal as _;
+use std::sync::Once;
+
+use foliosim_report::Report;
+use rayon::prelude::*;
+
+use crate::spec::Point;
+
+/// Options of simulated runs.
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    /// Run the invariant checker after every step.
+    pub check: bool,
+    /// Cost profile (file or shipped name) for modelled time; None: the
+    /// architecture's shipped profile.
+    pub profile: Option<String>,
+    /// Refuse a point whose estimated memory exceeds this many bytes
+    /// (`foliosim_sim::RunOptions::max_memory`). In a sweep this is the
+    /// memory of the whole sweep; [`sweep`] gives each worker its share.
+    /// None: 3/4 of the host's available memory.
+    pub max_memory: Option<u64>,
+}
+
+/// Which engine runs the points.
+#[derive(Clone, Debug)]
+pub enum Engine {
+    /// The simulator (`foliosim run`).
+    Sim(SimOptions),
+    /// The host kernel (`foliosim native`, root); counting tracepoints or not.
+    Native { trace: bool },
+    /// A kernel booted in QEMU (`foliosim vm`).
+    Vm(foliosim_vm::VmOptions),
+}
+
+impl Engine {
+    /// The simulator with default options.
+    pub fn sim() -> Engine {
+        Engine::Sim(SimOptions::default())
+    }
+
+    /// The engine's name, as reports spell it (`sim`, `native`, `vm`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Engine::Sim(_) => "sim",
+            Engine::Native { .. } => "native",
+            Engine::Vm(_) => "vm",
+        }
+    }
+
+    /// Whether points may run in parallel: only simulated ones (the host
+    /// and a VM are measured one run at a time).
+    pub fn parallel(&self) -> bool {
+        matches!(self, Engine::Sim(_))
+    }
+}
+
+/// How [`sweep`] runs.
+#[derive(Clone, Debug, Default)]
+pub struct SweepOptions {
+    /// Worker threads for simulated points; None: every core.
+    pub jobs: Option<usize>,
+    /// Draw a progress bar on stderr (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// A point and what running it gave.
+#[derive(Clone, Debug)]
+pub struct PointResult {
+    pub point: Point,
+    /// The engine's name (the `engine` column).
+    pub engine: String,
+    /// The report, or why the point failed (the `error` column).
+    pub result: Result<Report, String>,
+}
+
+thread_local! {
+    /// Whether a panic on this thread is caught by [`guarded`] (and so not
+    /// printed by the panic hook).
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `f`, turning a panic inside the model (a model limit or a bug) into
+/// an error message. Thread-safe: the process's panic hook is wrapped once
+/// and stays silent only on threads inside this function.
+fn guarded(f: impl FnOnce() -> Result<Report, String>) -> Result<Report, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CATCHING.with(Cell::get) {
+                prev(info)
+            }
+        }));
+    });
+    let was = CATCHING.with(|c| c.replace(true));
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(was));
+    res.unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(format!(
+            "internal error in the model (a foliosim bug or limit): {msg}"
+        ))
+    })
+}
+
+/// Add modelled time to a simulated report: `profile`, else the shipped
+/// profile of the report's architecture.
+fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => match foliosim_cost::default_profile_name(&report.arch) {
+            Some(n) => n.to_string(),
+            None => return Ok(()),
+        },
+    };
+    let prof = foliosim_cost::Profile::resolve(&name).map_err(|e| e.to_string())?;
+    foliosim_cost::annotate(report, &prof)
+}
+
+/// Run one point on `engine`: load its scenario with its overrides, run
+/// it, and return the report (expectations evaluated; modelled time added
+/// to simulated runs), or the error, which names the scenario file.
+pub fn run_point(point: &Point, engine: &Engine) -> Result<Report, String> {
+    let path = &point.scenario;
+    let in_file = |e: String| {
+        let p = path.display().to_string();
+        if e.starts_with(&format!("{p}:")) {
+            e
+        } else {
+            format!("{p}: {e}")
+        }
+    };
+    if let Engine::Vm(opts) = engine {
+        let run = foliosim_vm::run(path, &point.overrides, opts).map_err(in_file)?;
+        let sc = foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
+        let mut r = run.report;
+        r.evaluate(&sc.expects);
+        return Ok(r);
+    }
+    let sc = foliosim_scenario::load(path, &point.overrides).map_err(|e| e.to_string())?;
+    match engine {
+        Engine::Sim(o) => guarded(|| {
+            let opts = foliosim_sim::RunOptions {
+                check: o.check,
+                max_memory: o.max_memory,
+            };
+            let mut r = foliosim_sim::run(&sc, opts).map_err(|e| e.to_string())?;
+            add_time(&mut r, o.profile.as_deref())?;
+            Ok(r)
+        }),
+        Engine::Native { trace } => {
+            let opts = foliosim_native::NativeOptions {
+                trace: *trace,
+                ..foliosim_native::NativeOptions::default()
+            };
+            foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
+        }
+        Engine::Vm(_) => unreachable!("handled above"),
+    }
+    .map_err(in_file)
+}
+
+/// `MemAvailable` of the host (None if /proc/meminfo cannot say).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The number of workers `opts` asks for on `engine`.
+pub(crate) fn workers(engine: &Engine, opts: &SweepOptions) -> usize {
+    if !engine.parallel() {
+        return 1;
+    }
+    opts.jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+/// Run `points` on `engine` and return their results in point order. A
+/// failed point is an `Err` result; the others still run.
+///
+/// Simulated points run on `opts.jobs` rayon workers (default: every
+/// core). The simulator's memory guard then applies per worker: each
+/// point may use `max_memory / jobs` (of `SimOptions::max_memory`, else
+/// of 3/4 of the host's available memory), so the workers together stay
+/// within what one run may use; a point too large for its share fails
+/// with the simulator's "would need about N MiB" error (run it with fewer
+/// jobs). Native and VM points run one at a time, in order.
+pub fn sweep(points: &[Point], engine: &Engine, opts: &SweepOptions) -> Vec<PointResult> {
+    sweep_with(points, engine, opts, &|_| {})
+}
+
+/// [`sweep`], calling `on_done` with each result as soon as its point has
+/// run (from the worker thread that ran it, in completion order): for
+/// checkpoints of long sweeps.
+pub fn sweep_with(
+    points: &[Point],
+    engine: &Engine,
+    opts: &SweepOptions,
+    on_done: &(dyn Fn(&PointResult) + Sync),
+) -> Vec<PointResult> {
+    let jobs = workers(engine, opts);
+    let engine = match engine {
+        Engine::Sim(o) if jobs > 1 => {
+            let total = o.max_memory.or_else(|| mem_available().map(|a| a / 4 * 3));
+            Engine::Sim(SimOptions {
+                max_memory: total.map(|t| t / jobs as u64),
+                ..o.clone()
+            })
+        }
+        e => e.clone(),
+    };
+    let bar = if opts.progress && std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(points.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} points  {elapsed_precise} (eta {eta})  {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let one = |p: &Point| {
+        let result = run_point(p, &engine);
+        if result.is_err() {
+            bar.set_message(format!("point {} failed", p.index));
+        }
+        bar.inc(1);
+        let r = PointResult {
+            point: p.clone(),
+            engine: engine.name().to_string(),
+            result,
+        };
+        on_done(&r);
+        r
+    };
+    let results = if jobs > 1 {
+        match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+            Ok(pool) => pool.install(|| points.par_iter().map(one).collect()),
+            Err(_) => points.iter().map(one).collect(),
+        }
+    } else {
+        points.iter().map(one).collect()
+    };
+    bar.finish_and_clear();
+    results
+}
+
+/// Expand `spec`, run its points on `engine` and return the tidy table:
+/// [`crate::expand`], [`sweep`] and [`crate::Table::from_results`] in one
+/// call.
+pub fn run_sweep(
+    spec: &crate::SweepSpec,
+    engine: &Engine,
+    opts: &SweepOptions,
+) -> Result<crate::Table, String> {
+    let points = crate::expand(spec)?;
+    let results = sweep(&points, engine, opts);
+    Ok(crate::Table::from_results(&spec.grid.keys(), &results))
+}

@@ -1,0 +1,263 @@
+//! Grid parsing, sweep files and expansion: counts, order, and errors that
+//! name the key and where it was written.
+
+use std::path::{Path, PathBuf};
+
+use foliosim_explore::{expand, grid, parse_sweep_str, Source, SweepSpec};
+
+/// A small anonymous scenario: 1 MiB written on a 256 MiB machine.
+const ANON: &str = r#"
+name = "anon-1m"
+[system]
+memory = "256M"
+
+[[step]]
+op = "mmap"
+region = "buf"
+kind = "anon"
+size = "1M"
+
+[[step]]
+op = "phase"
+name = "measured"
+
+[[step]]
+op = "touch"
+region = "buf"
+access = "write"
+"#;
+
+fn scenario(dir: &Path) -> PathBuf {
+    let p = dir.join("anon-1m.toml");
+    std::fs::write(&p, ANON).unwrap();
+    p
+}
+
+fn spec_with(dir: &Path, args: &[&str], zip: bool) -> SweepSpec {
+    let mut spec = SweepSpec::new(vec![scenario(dir)]);
+    let dims = args
+        .iter()
+        .map(|a| grid::parse_grid_arg(a).unwrap())
+        .collect();
+    spec.grid.add(dims, zip);
+    spec
+}
+
+#[test]
+fn ranges_expand_inclusively() {
+    let d = grid::parse_grid_arg("fault_around_bytes=4096<<[0..9]").unwrap();
+    assert_eq!(d.key, "fault_around_bytes");
+    // 4096<<0 .. 4096<<9: ten values, 4 KiB to 2 MiB.
+    assert_eq!(d.values.len(), 10);
+    assert_eq!(d.values.first().unwrap(), "4096");
+    assert_eq!(d.values.last().unwrap(), "2097152");
+    assert_eq!(
+        grid::parse_grid_arg("x=[1..4]").unwrap().values,
+        ["1", "2", "3", "4"]
+    );
+    // Sizes stay strings, lists and ranges mix.
+    assert_eq!(
+        grid::parse_grid_arg("step.1.size=64K,[1..2],2M")
+            .unwrap()
+            .values,
+        ["64K", "1", "2", "2M"]
+    );
+}
+
+#[test]
+fn bad_ranges_name_the_argument() {
+    for (arg, why) in [
+        ("x=[4..1]", "empty range"),
+        ("x=[a..3]", "not an integer"),
+        ("x=[1..3", "[A..B]"),
+        ("x=1,,2", "empty value"),
+        ("x=4096<<[60..70]", "does not fit"),
+        ("x", "KEY="),
+    ] {
+        let e = grid::parse_grid_arg(arg).unwrap_err();
+        assert!(e.starts_with(&format!("--grid {arg}")), "{e}");
+        assert!(e.contains(why), "{arg}: {e}");
+    }
+}
+
+#[test]
+fn product_and_zip_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Product: 2 × 3 × 2 = 12, the last key varying fastest.
+    let spec = spec_with(
+        tmp.path(),
+        &[
+            "arch=x86_64,arm64",
+            "fault_around_bytes=4096<<[0..2]",
+            "series.batch_anon_unmap=0,1",
+        ],
+        false,
+    );
+    let pts = expand(&spec).unwrap();
+    assert_eq!(pts.len(), 12);
+    assert_eq!(pts[0].grid[2].1, "0");
+    assert_eq!(pts[1].grid[2].1, "1");
+    assert_eq!(pts[1].grid[1].1, "4096");
+    assert_eq!(pts[2].grid[1].1, "8192");
+    assert_eq!(pts[6].arch, "arm64");
+    assert!(pts.iter().enumerate().all(|(i, p)| p.index == i));
+    assert_eq!(pts[0].name, "anon-1m");
+    // Zipped: the two lists advance together, 3 points.
+    let spec = spec_with(
+        tmp.path(),
+        &["memory=256M,512M,1G", "fault_around_bytes=4K,8K,16K"],
+        true,
+    );
+    let pts = expand(&spec).unwrap();
+    assert_eq!(pts.len(), 3);
+    assert_eq!(
+        pts[2].overrides,
+        [
+            ("memory".to_string(), "1G".to_string()),
+            ("fault_around_bytes".to_string(), "16K".to_string())
+        ]
+    );
+    // Zipped lists of different lengths are refused, naming the keys.
+    let spec = spec_with(tmp.path(), &["memory=256M,512M", "read_ahead_kb=1"], true);
+    let e = expand(&spec).unwrap_err();
+    assert!(
+        e.contains("`memory` has 2") && e.contains("`read_ahead_kb` has 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_key_names_the_grid_argument() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = spec_with(tmp.path(), &["fault_around_byts=4096,8192"], false);
+    let e = expand(&spec).unwrap_err();
+    assert!(e.starts_with("--grid fault_around_byts=4096,8192"), "{e}");
+    assert!(e.contains("unknown key `fault_around_byts`"), "{e}");
+    // A value the scenario refuses, too.
+    let spec = spec_with(tmp.path(), &["fault_around_bytes=0,4096"], false);
+    let e = expand(&spec).unwrap_err();
+    assert!(e.starts_with("--grid fault_around_bytes=0,4096"), "{e}");
+    assert!(e.contains("fault_around_bytes=0"), "{e}");
+}
+
+#[test]
+fn empty_reserved_duplicate_and_large_grids_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = expand(&SweepSpec::new(vec![scenario(tmp.path())])).unwrap_err();
+    assert!(e.contains("grid is empty"), "{e}");
+    let e = expand(&spec_with(tmp.path(), &["name=a,b"], false)).unwrap_err();
+    assert!(e.contains("column"), "{e}");
+    let e = expand(&spec_with(
+        tmp.path(),
+        &["memory=256M", "memory=512M"],
+        false,
+    ))
+    .unwrap_err();
+    assert!(e.contains("already swept by --grid memory=256M"), "{e}");
+    // 101 × 100 = 10,100 points: more than 10,000 needs --yes; the count
+    // is refused before any scenario is loaded.
+    let mut spec = spec_with(
+        tmp.path(),
+        &["seed=[0..100]", "read_ahead_kb=[1..100]"],
+        false,
+    );
+    let e = expand(&spec).unwrap_err();
+    assert!(e.contains("10100 points") && e.contains("--yes"), "{e}");
+    spec.allow_large = true;
+    assert_eq!(expand(&spec).unwrap().len(), 10_100);
+}
+
+#[test]
+fn folio_size_sets_the_thp_knobs_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = spec_with(tmp.path(), &["folio_size=4K,64K,2M"], false);
+    let pts = expand(&spec).unwrap();
+    let knob = |i: usize, k: &str| {
+        pts[i]
+            .overrides
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(pts[0].grid, [("folio_size".to_string(), "4K".to_string())]);
+    assert_eq!(
+        knob(0, "transparent_hugepage.enabled").as_deref(),
+        Some("never")
+    );
+    assert_eq!(
+        knob(1, "transparent_hugepage.hugepages-64kB.enabled").as_deref(),
+        Some("always")
+    );
+    assert_eq!(
+        knob(1, "transparent_hugepage.hugepages-16kB.enabled").as_deref(),
+        Some("never")
+    );
+    assert_eq!(
+        knob(2, "transparent_hugepage.enabled").as_deref(),
+        Some("always")
+    );
+    let e = expand(&spec_with(tmp.path(), &["folio_size=8K"], false)).unwrap_err();
+    assert!(
+        e.starts_with("--grid folio_size=8K") && e.contains("4K, 16K"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sweep_files_give_lines_in_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    scenario(tmp.path());
+    let file = tmp.path().join("s.toml");
+    let text = r#"scenarios = ["anon-1m.toml"]
+engine = "sim"
+
+[set]
+read_ahead_kb = 64
+
+[grid]
+arch = ["x86_64", "arm64"]
+fault_around_bytes = "4096<<[0..3]"
+
+[[zip]]
+memory = ["256M", "512M"]
+"series.batch_anon_unmap" = [false, true]
+"#;
+    let spec = parse_sweep_str(&file, text).unwrap();
+    assert_eq!(spec.scenarios, [tmp.path().join("anon-1m.toml")]);
+    assert_eq!(spec.engine.as_deref(), Some("sim"));
+    assert_eq!(spec.base[0].key, "read_ahead_kb");
+    assert_eq!(spec.base[0].value, "64");
+    assert_eq!(
+        spec.grid.keys(),
+        [
+            "arch",
+            "fault_around_bytes",
+            "memory",
+            "series.batch_anon_unmap"
+        ]
+    );
+    // 2 × 4 × 2 (the zipped pair is one axis).
+    assert_eq!(expand(&spec).unwrap().len(), 16);
+    assert_eq!(
+        spec.grid.axes[1].dims[0].source,
+        Source::File {
+            path: file.clone(),
+            line: 9
+        }
+    );
+    // An unknown key on line 13 of the file is blamed on that line.
+    let bad = text.replace(
+        "\"series.batch_anon_unmap\"",
+        "\"series.batch_anon_unmapp\"",
+    );
+    let e = expand(&parse_sweep_str(&file, &bad).unwrap()).unwrap_err();
+    let at = format!("{}:13", file.display());
+    assert!(e.starts_with(&at), "{e}");
+    assert!(e.contains("series.batch_anon_unmapp"), "{e}");
+    // An unknown table of the sweep file, with its line.
+    let e = parse_sweep_str(&file, &format!("{text}\n[grids]\nx = [1]\n")).unwrap_err();
+    // The text ends with a newline, then a blank line: [grids] is line 15.
+    assert!(e.starts_with(&format!("{}:15", file.display())), "{e}");
+    assert!(e.contains("unknown key"), "{e}");
+}
