@@ -14,11 +14,13 @@
 //!   default.
 //! * [`counters`]: the counter names and who can observe each one
 //!   (per process, system-wide, model only).
+//! * [`foliomap`]: the per-page states of a folio map.
 //! * [`Arch`]: the simulated or measured architecture.
 
 #![forbid(unsafe_code)]
 
 pub mod counters;
+pub mod foliomap;
 pub mod mman;
 pub mod series;
 pub mod swap;
