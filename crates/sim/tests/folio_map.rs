@@ -1,0 +1,169 @@
+//! Folio maps (`map = true` on an mmap step): the per-page state of a region
+//! at the end of every phase, checked against the kernel's rules (facts in
+//! /work/shared/docs/kernel-facts-faults.md and kernel-facts-reclaim.md,
+//! "§N" below). Every expected state is derived in the comment next to it.
+
+mod common;
+
+use common::*;
+use foliosim_report::{FolioMap, PageState, Report};
+
+/// An anon mmap step with a folio map, `madvise` advice optional.
+fn mapped_anon(region: &str, size: &str, advise: &str) -> String {
+    format!(
+        "[[step]]\nop = \"mmap\"\nregion = \"{region}\"\nkind = \"anon\"\nsize = \"{size}\"\nmap = true\nmadvise = [{advise}]\n"
+    )
+}
+
+fn map<'a>(r: &'a Report, phase: &str, region: &str) -> &'a FolioMap {
+    let p = r.phases.iter().find(|p| p.name == phase).expect("phase");
+    p.maps
+        .get(region)
+        .unwrap_or_else(|| panic!("no folio map of {region:?} in {phase:?}"))
+}
+
+fn states(m: &FolioMap) -> Vec<PageState> {
+    m.pages
+        .iter()
+        .map(|&b| PageState::decode(b).expect("a valid state"))
+        .collect()
+}
+
+const PTE_64K: PageState = PageState::Present {
+    order: 4,
+    pmd: false,
+    contpte: false,
+};
+const CONT_64K: PageState = PageState::Present {
+    order: 4,
+    pmd: false,
+    contpte: true,
+};
+
+/// 1 MiB written in a 2 MiB region (2 MiB-aligned: §2.5) with only 64 KiB
+/// mTHP `always` (the PMD size is `inherit` under `madvise`, so not
+/// allowed: §2.2). Each fault at an empty, naturally aligned 64 KiB block
+/// inside the VMA installs a whole order-4 folio (§2.1 steps 5-9, §2.4):
+/// the first 256 pages are 16 folios of 16 pages, the other 256 pages were
+/// never touched and have no entry (the first 1 MiB's table is the region's
+/// only one and covers them, so they are none entries). On arm64
+/// `contpte_set_ptes()` folds every naturally aligned 16-entry block of one
+/// folio (§11.1.1), so all 256 are contpte; x86_64 has no contiguous bit.
+/// Then MADV_PAGEOUT to zram (§1.4, §12.2): every folio is unmapped by
+/// `try_to_unmap_one()`, each PTE replaced by a swap entry, so the 256
+/// pages become swap entries and the rest stays empty.
+fn write_then_pageout(arch: &str) -> Report {
+    let text = [
+        system_mem("256M", &mthp(64, "always")),
+        swap("zram", "64M"),
+        mapped_anon("a", "2M", ""),
+        phase("fault"),
+        touch("a", "write", "len = \"1M\""),
+        phase("pageout"),
+        madvise("a", "pageout", "len = \"1M\""),
+    ]
+    .concat();
+    run_arch(&text, arch)
+}
+
+#[test]
+fn write_64k_mthp_then_pageout() {
+    for arch in ["x86_64", "arm64"] {
+        let r = write_then_pageout(arch);
+        let m = map(&r, "fault", "a");
+        assert_eq!(m.pages.len(), 512, "{arch}: one state per page");
+        assert_eq!(m.first_index, 0, "{arch}: the region is 2 MiB-aligned");
+        let s = states(m);
+        let want = if arch == "arm64" { CONT_64K } else { PTE_64K };
+        assert!(s[..256].iter().all(|&p| p == want), "{arch}: {:?}", &s[..20]);
+        assert!(s[256..].iter().all(|&p| p == PageState::None), "{arch}");
+        // 16 folios: the folio histogram agrees with the map.
+        assert_eq!(folios(&r, "fault", "a"), hist(&[("64kB", 16)]), "{arch}");
+        let census = m.census();
+        assert_eq!(census.get(&want), Some(&256), "{arch}");
+
+        let s = states(map(&r, "pageout", "a"));
+        assert!(s[..256].iter().all(|&p| p == PageState::Swap), "{arch}");
+        assert!(s[256..].iter().all(|&p| p == PageState::None), "{arch}");
+        assert_eq!(c(&r, "pageout", "pswpout"), 256, "{arch}");
+    }
+}
+
+/// A read fault on anonymous memory with the default THP settings
+/// (`madvise`, no MADV_HUGEPAGE: no THP at all) maps the shared zero page
+/// (`do_anonymous_page()`: a read with `!mm_forbids_zeropage()`, §2.1 step
+/// 2), one PTE per fault, no fault-around for anon: 16 zero-page entries
+/// for 64 KiB read.
+#[test]
+fn read_fault_maps_the_zero_page() {
+    let text = [
+        system(""),
+        mapped_anon("a", "2M", ""),
+        phase("read"),
+        touch("a", "read", "len = \"64K\""),
+    ]
+    .concat();
+    let r = run(&text);
+    let s = states(map(&r, "read", "a"));
+    assert!(s[..16]
+        .iter()
+        .all(|&p| p == PageState::Zero { huge: false }));
+    assert!(s[16..].iter().all(|&p| p == PageState::None));
+}
+
+/// With MADV_HUGEPAGE and `use_zero_page = 1` (the default) a read fault
+/// in a PMD-aligned 2 MiB range maps the huge zero folio with one PMD
+/// (§2.3 step 3): all 512 pages are the huge zero page. A write then
+/// replaces it with a PMD-mapped THP (§2.3): 512 pages of one order-9
+/// folio, each mapped by the PMD.
+#[test]
+fn huge_zero_then_pmd_thp() {
+    let text = [
+        system(""),
+        mapped_anon("a", "2M", "\"hugepage\""),
+        phase("read"),
+        touch("a", "read", ""),
+        phase("write"),
+        touch("a", "write", ""),
+    ]
+    .concat();
+    for arch in ["x86_64", "arm64"] {
+        let r = run_arch(&text, arch);
+        let s = states(map(&r, "read", "a"));
+        assert_eq!(s.len(), 512);
+        assert!(s.iter().all(|&p| p == PageState::Zero { huge: true }));
+        let s = states(map(&r, "write", "a"));
+        let thp = PageState::Present {
+            order: 9,
+            pmd: true,
+            contpte: false,
+        };
+        assert!(s.iter().all(|&p| p == thp), "{arch}: {:?}", &s[..4]);
+    }
+}
+
+/// Maps are opt-in: a region without `map = true` has none, and the map
+/// of a phase survives the JSON report and its reading back.
+#[test]
+fn maps_are_opt_in_and_read_back() {
+    let text = [
+        system(&mthp(64, "always")),
+        mapped_anon("a", "2M", ""),
+        mmap_anon("b", "2M"),
+        phase("w"),
+        touch("a", "write", "len = \"1M\""),
+        touch("b", "write", ""),
+    ]
+    .concat();
+    let r = run(&text);
+    let p = &r.phases[0];
+    assert_eq!(p.maps.keys().collect::<Vec<_>>(), ["a"]);
+    let back = Report::from_json_value(&r.to_json_value()).unwrap();
+    assert_eq!(back.phases[0].maps, p.maps);
+    // 256 64 KiB pages then 256 empty ones: two runs in the JSON.
+    let json = r.to_json_value();
+    assert_eq!(
+        json["phases"][0]["maps"]["a"]["runs"].to_string(),
+        format!("[[{},256],[0,256]]", PTE_64K.encode())
+    );
+}
