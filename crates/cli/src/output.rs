@@ -22,10 +22,15 @@ use std::path::{Path, PathBuf};
 /// Write `text` to `path`; `inputs` are the files the run read (never
 /// overwritten).
 pub(crate) fn write_output(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
-    foliosim_native::with_signals_blocked(|| write_unblocked(path, text, inputs))
+    write_output_bytes(path, text.as_bytes(), inputs)
 }
 
-fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
+/// [`write_output`] of bytes (a PNG picture).
+pub(crate) fn write_output_bytes(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> io::Result<()> {
+    foliosim_native::with_signals_blocked(|| write_unblocked(path, bytes, inputs))
+}
+
+fn write_unblocked(path: &Path, text: &[u8], inputs: &[PathBuf]) -> io::Result<()> {
     let meta = match fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -45,7 +50,7 @@ fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()
         }
         if !m.is_file() {
             let mut f = fs::OpenOptions::new().write(true).open(path)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(text)?;
             return f.flush();
         }
     }
@@ -60,7 +65,7 @@ fn write_unblocked(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()
         .prefix(&format!(".{name}."))
         .suffix(".foliosim-tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
+    tmp.write_all(text)?;
     if let Some(m) = &meta {
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(m.mode() & 0o7777))?;
         if m.uid() != tmp.as_file().metadata()?.uid() || m.gid() != tmp.as_file().metadata()?.gid()

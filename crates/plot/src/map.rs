@@ -176,7 +176,9 @@ impl MapPlot {
         if has(&|s| *s == PageState::Zero { huge: true }) {
             out.push(("huge zero page".into(), Some(HUGE_ZERO), None));
         }
-        out.push(("not mapped".into(), Some(WHITE), None));
+        if has(&|s| *s == PageState::None) {
+            out.push(("not mapped".into(), Some(WHITE), None));
+        }
         out
     }
 
