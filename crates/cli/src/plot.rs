@@ -82,7 +82,8 @@ pub(crate) struct ReportArgs {
 /// The reports in a JSON file: one report object or a list of them.
 fn reports_in(path: &Path, v: &serde_json::Value) -> Result<Vec<Report>, String> {
     let one = |v: &serde_json::Value| {
-        Report::from_json_value(v).map_err(|e| format!("{}: not a foliosim report: {e}", path.display()))
+        Report::from_json_value(v)
+            .map_err(|e| format!("{}: not a foliosim report: {e}", path.display()))
     };
     match v {
         serde_json::Value::Array(list) => list.iter().map(one).collect(),

@@ -63,36 +63,75 @@ fn folio_maps_from_a_run() {
     let json = run_json(dir.path(), "r.json", &[]);
     let j = json.to_str().unwrap();
     let svg = dir.path().join("map.svg");
-    ok(&["plot", "--map", j, "--phase", "fault", "--region", "buf", "-o", svg.to_str().unwrap()]);
+    ok(&[
+        "plot",
+        "--map",
+        j,
+        "--phase",
+        "fault",
+        "--region",
+        "buf",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
     let text = std::fs::read_to_string(&svg).unwrap();
     // 16 MiB of 64 KiB folios on arm64: all contpte (docs/report's
     // scenario; the rules are in crates/sim/tests/folio_map.rs).
-    assert!(text.contains("4096 pages: 4096 in 64KB folios, 4096 contpte"), "{text}");
+    assert!(
+        text.contains("4096 pages: 4096 in 64 KiB folios, 4096 contpte"),
+        "{text}"
+    );
     let png = dir.path().join("map.png");
-    ok(&["plot", "--map", j, "--phase", "pageout", "--region", "buf", "-o", png.to_str().unwrap()]);
+    ok(&[
+        "plot",
+        "--map",
+        j,
+        "--phase",
+        "pageout",
+        "--region",
+        "buf",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
     assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
 
     let bad = dir.path().join("bad.svg");
     let b = bad.to_str().unwrap();
     fails(
-        &["plot", "--map", j, "--phase", "nope", "--region", "buf", "-o", b],
+        &[
+            "plot", "--map", j, "--phase", "nope", "--region", "buf", "-o", b,
+        ],
         "no such phase; the report has: fault, pageout",
         &bad,
     );
     fails(
-        &["plot", "--map", j, "--phase", "fault", "--region", "x", "-o", b],
+        &[
+            "plot", "--map", j, "--phase", "fault", "--region", "x", "-o", b,
+        ],
         "--region x: no folio map of it in phase fault; maps: buf",
         &bad,
     );
     fails(
-        &["plot", "--map", j, "--phase", "fault", "--region", "buf", "-o", "m.gif"],
+        &[
+            "plot", "--map", j, "--phase", "fault", "--region", "buf", "-o", "m.gif",
+        ],
         ".svg or .png",
         Path::new("m.gif"),
     );
     // A run without map = true has no maps, and says how to get one.
     let plain = run_json(dir.path(), "plain.json", &["--set", "step.1.map=false"]);
     fails(
-        &["plot", "--map", plain.to_str().unwrap(), "--phase", "fault", "--region", "buf", "-o", b],
+        &[
+            "plot",
+            "--map",
+            plain.to_str().unwrap(),
+            "--phase",
+            "fault",
+            "--region",
+            "buf",
+            "-o",
+            b,
+        ],
         "map = true",
         &bad,
     );
@@ -139,7 +178,15 @@ fn sweep_plots_and_the_report() {
     let s = sweep.to_str().unwrap();
     let svg = dir.path().join("time.svg");
     ok(&[
-        "plot", s, "--y", "modelled_ns", "--x", "step.1.size", "--phase", "pageout", "-o",
+        "plot",
+        s,
+        "--y",
+        "modelled_ns",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+        "-o",
         svg.to_str().unwrap(),
     ]);
     let text = std::fs::read_to_string(&svg).unwrap();
@@ -200,7 +247,12 @@ fn sweep_plots_and_the_report() {
     std::fs::write(&broken, lines.join("\n")).unwrap();
     let out = dir.path().join("r2.html");
     fails(
-        &["report", broken.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &[
+            "report",
+            broken.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
         "broken.csv:3: column `value`: expected a number, found \"12x\"",
         &out,
     );

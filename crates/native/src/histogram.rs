@@ -244,9 +244,7 @@ impl<F: FlagSource> Walk<'_, F> {
         }
         let (head, n) = self.folio(pfn)?;
         let order = n.trailing_zeros() as u8;
-        let pmd = pmd.unwrap_or_else(|| {
-            n == BLOCK && pfn - head == (va % PMD_SIZE) / PAGE_SIZE
-        });
+        let pmd = pmd.unwrap_or_else(|| n == BLOCK && pfn - head == (va % PMD_SIZE) / PAGE_SIZE);
         Ok(PageState::Present {
             order,
             pmd,
@@ -264,16 +262,15 @@ pub(crate) fn folio_map(
     flags: &mut impl FlagSource,
 ) -> io::Result<FolioMap> {
     let pagemap = File::open(format!("/proc/{pid}/pagemap"))?;
-    let huge: Option<Vec<(u64, u64)>> =
-        crate::pagemap::pagemap_scan(&pagemap, addr, addr + len)
-            .ok()
-            .map(|regions| {
-                regions
-                    .into_iter()
-                    .filter(|r| r.2 & PAGE_IS_HUGE != 0)
-                    .map(|r| (r.0, r.1))
-                    .collect()
-            });
+    let huge: Option<Vec<(u64, u64)>> = crate::pagemap::pagemap_scan(&pagemap, addr, addr + len)
+        .ok()
+        .map(|regions| {
+            regions
+                .into_iter()
+                .filter(|r| r.2 & PAGE_IS_HUGE != 0)
+                .map(|r| (r.0, r.1))
+                .collect()
+        });
     let mut walk = Walk::new(flags);
     let npages = len / PAGE_SIZE;
     let mut pages = Vec::with_capacity(npages as usize);
@@ -382,9 +379,8 @@ mod tests {
     fn map_states_like_the_model() {
         let mut f = Fake;
         let mut w = Walk::new(&mut f);
-        let st = |w: &mut Walk<Fake>, va: u64, e: u64, pmd: Option<bool>| {
-            w.state(va, e, pmd).unwrap()
-        };
+        let st =
+            |w: &mut Walk<Fake>, va: u64, e: u64, pmd: Option<bool>| w.state(va, e, pmd).unwrap();
         assert_eq!(st(&mut w, 0, 0, None), PageState::None);
         assert_eq!(st(&mut w, 0, PM_SWAP | 5, None), PageState::Swap);
         // A page of the 64 KiB folio at PFN 16: order 4, PTE-mapped.
@@ -410,9 +406,18 @@ mod tests {
             pmd,
             contpte: false,
         };
-        assert_eq!(st(&mut w, 3 * PAGE_SIZE, present(1027), Some(true)), thp(true));
-        assert_eq!(st(&mut w, 3 * PAGE_SIZE, present(1027), Some(false)), thp(false));
-        assert_eq!(st(&mut w, PMD_SIZE + 3 * PAGE_SIZE, present(1027), None), thp(true));
+        assert_eq!(
+            st(&mut w, 3 * PAGE_SIZE, present(1027), Some(true)),
+            thp(true)
+        );
+        assert_eq!(
+            st(&mut w, 3 * PAGE_SIZE, present(1027), Some(false)),
+            thp(false)
+        );
+        assert_eq!(
+            st(&mut w, PMD_SIZE + 3 * PAGE_SIZE, present(1027), None),
+            thp(true)
+        );
         assert_eq!(st(&mut w, 4 * PAGE_SIZE, present(1027), None), thp(false));
     }
 }

@@ -80,7 +80,8 @@ tr.changed td { background: #fff6d5; }
 .ok { color: #1a7f37; font-weight: bold; }
 .fail { color: #cf222e; font-weight: bold; }
 .info { color: #777; }
-.knobs td { font-family: 'DejaVu Sans Mono', monospace; }
+.knobs td, .knobs code { font-family: 'DejaVu Sans Mono', monospace; }
+.knobs code { margin-right: 1em; white-space: nowrap; font-size: 0.85em; }
 .pic { overflow-x: auto; margin: 0.8em 0; }
 .note { color: #555; font-size: 0.9em; }
 .cols { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
@@ -142,11 +143,27 @@ fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Re
         esc(file)
     );
     if !r.system.is_empty() {
-        h.push_str("<h3>System knobs</h3>\n<table class=\"knobs\"><tr><th>knob</th><th>value</th></tr>\n");
+        h.push_str("<p class=\"knobs\"><b>System knobs:</b>\n");
         for (k, v) in &r.system {
-            let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+            let _ = writeln!(h, "<code>{}={}</code>", esc(k), esc(v));
         }
-        h.push_str("</table>\n");
+        h.push_str("</p>\n");
+    }
+    if r.phases.iter().any(|p| !p.maps.is_empty()) {
+        h.push_str("<h3>Folio maps</h3>\n");
+    }
+    for p in &r.phases {
+        for region in p.maps.keys() {
+            let m = MapPlot::new(r, &p.name, region)?;
+            notes.extend(
+                m.notes
+                    .iter()
+                    .filter(|n| n.starts_with("showing"))
+                    .map(|n| format!("{file}: {region} in {}: {n}", p.name)),
+            );
+            let svg = String::from_utf8(m.render(ImageFormat::Svg)?).expect("SVG is text");
+            let _ = writeln!(h, "<div class=\"pic\">{svg}</div>");
+        }
     }
     for p in &r.phases {
         let _ = writeln!(h, "<h3>Phase {}</h3>\n<div class=\"cols\">", esc(&p.name));
@@ -190,22 +207,6 @@ fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Re
             h.push_str("</table>\n");
         }
         h.push_str("</div>\n");
-        for region in p.maps.keys() {
-            let m = MapPlot::new(r, &p.name, region)?;
-            notes.extend(
-                m.notes
-                    .iter()
-                    .filter(|n| n.starts_with("showing"))
-                    .map(|n| format!("{file}: {region} in {}: {n}", p.name)),
-            );
-            let svg = String::from_utf8(m.render(ImageFormat::Svg)?).expect("SVG is text");
-            let _ = writeln!(
-                h,
-                "<p><b>Folio map of {} at the end of {}</b></p>\n<div class=\"pic\">{svg}</div>",
-                esc(region),
-                esc(&p.name)
-            );
-        }
     }
     if !r.expectations.is_empty() {
         h.push_str(
@@ -240,7 +241,7 @@ fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Re
 fn diff(h: &mut String, (bf, base): &(String, Report), (pf, new): &(String, Report)) {
     let _ = writeln!(
         h,
-        "<h2>Difference</h2>\n<p>base: {} ({}), patched: {} ({}). Changed rows are highlighted.</p>",
+        "<h2>Difference</h2>\n<p>base: {} ({}), patched: {} ({}): the counters that changed.</p>",
         esc(bf),
         esc(&base.arch),
         esc(pf),
@@ -288,23 +289,40 @@ fn diff(h: &mut String, (bf, base): &(String, Report), (pf, new): &(String, Repo
                 (a.modelled_ns as i128, b.modelled_ns as i128),
             );
         }
-        for (k, (a, b)) in rows.into_iter().filter(|(_, (a, b))| *a != 0 || *b != 0) {
+        let (changed, same): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .filter(|(_, (a, b))| *a != 0 || *b != 0)
+            .partition(|(_, (a, b))| a != b);
+        for (k, (a, b)) in &changed {
             let d = b - a;
-            let pct = if a != 0 {
-                format!("{:+.1}%", 100.0 * d as f64 / a as f64)
+            let pct = if *a != 0 {
+                format!("{:+.1}%", 100.0 * d as f64 / *a as f64)
             } else {
                 "new".into()
             };
             let _ = writeln!(
                 h,
-                "<tr{}><td>{}</td><td class=\"n\">{a}</td><td class=\"n\">{b}</td>\
-                 <td class=\"n\">{d:+}</td><td class=\"n\">{}</td></tr>",
-                if d != 0 { " class=\"changed\"" } else { "" },
-                esc(&k),
-                if d == 0 { String::new() } else { pct }
+                "<tr class=\"changed\"><td>{}</td><td class=\"n\">{a}</td><td class=\"n\">{b}</td>\
+                 <td class=\"n\">{d:+}</td><td class=\"n\">{pct}</td></tr>",
+                esc(k),
             );
         }
+        if changed.is_empty() {
+            h.push_str("<tr><td colspan=\"5\">(no counter changed)</td></tr>\n");
+        }
         h.push_str("</table>\n");
+        if !same.is_empty() {
+            let _ = writeln!(
+                h,
+                "<details><summary>{} counters unchanged</summary>\n<table>\
+                 <tr><th>counter</th><th>both</th></tr>",
+                same.len()
+            );
+            for (k, (a, _)) in &same {
+                let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{a}</td></tr>", esc(k));
+            }
+            h.push_str("</table></details>\n");
+        }
     }
 }
 
@@ -363,7 +381,11 @@ fn sweep(
         }
         if phases.is_empty() {
             notes.push(format!("{file}: no value {y} to plot"));
-            let _ = writeln!(h, "<p class=\"note\">No value {} in this sweep.</p>", esc(&y));
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">No value {} in this sweep.</p>",
+                esc(&y)
+            );
             continue;
         }
         for phase in phases {
@@ -435,7 +457,10 @@ mod tests {
     #[test]
     fn two_reports_give_a_diff() {
         let inputs = Inputs {
-            reports: vec![("a.json".into(), report("s", 10)), ("b.json".into(), report("s", 15))],
+            reports: vec![
+                ("a.json".into(), report("s", 10)),
+                ("b.json".into(), report("s", 15)),
+            ],
             sweeps: vec![],
         };
         let (html, _) = page(&inputs, &Options::default()).unwrap();

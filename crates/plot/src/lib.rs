@@ -113,6 +113,17 @@ pub(crate) fn de<E: std::fmt::Debug>(e: E) -> String {
     format!("drawing failed: {e:?}")
 }
 
+/// A folio of `order` as the kernel's documentation writes its size
+/// (`4 KiB`, `64 KiB`, `2 MiB`).
+pub fn folio_size(order: u8) -> String {
+    let kib = 4u64 << order;
+    if kib >= 1024 && kib % 1024 == 0 {
+        format!("{} MiB", kib / 1024)
+    } else {
+        format!("{kib} KiB")
+    }
+}
+
 /// `n` bytes as the scenario language writes sizes (`4K`, `64K`, `2M`,
 /// `1G`; plain bytes when not a multiple of 1 KiB).
 pub fn size_label(n: f64) -> String {

@@ -110,13 +110,17 @@ impl LinePlot {
     /// Build the plot of `spec` from `sweep`; an error says which key,
     /// value or phase is missing and what there is.
     pub fn new(sweep: &Sweep, spec: &PlotSpec) -> Result<LinePlot, String> {
-        let xk = sweep.keys.iter().position(|k| *k == spec.x).ok_or_else(|| {
-            format!(
-                "--x {}: not a grid key of the sweep; its keys are: {}",
-                spec.x,
-                sweep.keys.join(", ")
-            )
-        })?;
+        let xk = sweep
+            .keys
+            .iter()
+            .position(|k| *k == spec.x)
+            .ok_or_else(|| {
+                format!(
+                    "--x {}: not a grid key of the sweep; its keys are: {}",
+                    spec.x,
+                    sweep.keys.join(", ")
+                )
+            })?;
         let rows: Vec<_> = sweep.rows.iter().filter(|r| r.name == spec.y).collect();
         if rows.is_empty() {
             let names = sweep.names();
@@ -179,9 +183,9 @@ impl LinePlot {
         let axis = match &parsed {
             Some(p) => {
                 let pow2 = p.iter().all(|(v, _)| is_pow2(*v));
-                let (lo, hi) = p
-                    .iter()
-                    .fold((f64::MAX, f64::MIN), |(a, b), (v, _)| (a.min(*v), b.max(*v)));
+                let (lo, hi) = p.iter().fold((f64::MAX, f64::MIN), |(a, b), (v, _)| {
+                    (a.min(*v), b.max(*v))
+                });
                 let log2 = match spec.x_scale {
                     XScale::Linear => false,
                     XScale::Log2 if p.iter().all(|(v, _)| *v > 0.0) => true,
@@ -305,7 +309,10 @@ impl LinePlot {
             XAxis::Numeric { sizes, log2 } => {
                 let unit = if *sizes { "bytes" } else { "" };
                 let scale = if *log2 { "log2 scale" } else { "" };
-                let paren: Vec<&str> = [unit, scale].into_iter().filter(|s| !s.is_empty()).collect();
+                let paren: Vec<&str> = [unit, scale]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 let label = if paren.is_empty() {
                     spec.x.clone()
                 } else {
@@ -328,7 +335,12 @@ impl LinePlot {
             }
             XAxis::Categories(c) => (
                 spec.x.clone(),
-                Some(c.iter().enumerate().map(|(i, s)| (i as f64, s.clone())).collect()),
+                Some(
+                    c.iter()
+                        .enumerate()
+                        .map(|(i, s)| (i as f64, s.clone()))
+                        .collect(),
+                ),
             ),
         };
         let scen: Vec<&str> = {
@@ -359,6 +371,30 @@ impl LinePlot {
     /// The number of lines.
     pub fn lines(&self) -> usize {
         self.series.len()
+    }
+}
+
+/// The colour of line `i`: Tableau's ten (readable on white), then
+/// plotters' larger palette.
+fn line_colour(i: usize) -> RGBColor {
+    const TAB10: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    match TAB10.get(i) {
+        Some(&(r, g, b)) => RGBColor(r, g, b),
+        None => {
+            let c = Palette99::pick(i).to_rgba();
+            RGBColor(c.0, c.1, c.2)
+        }
     }
 }
 
@@ -450,7 +486,7 @@ impl Picture for LinePlot {
         }
         mesh.draw().map_err(de)?;
         for (i, (label, pts)) in self.series.iter().enumerate() {
-            let c = Palette99::pick(i).to_rgba();
+            let c = line_colour(i).to_rgba();
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
                 .map_err(de)?
@@ -459,10 +495,7 @@ impl Picture for LinePlot {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });
             chart
-                .draw_series(
-                    pts.iter()
-                        .map(|&p| Circle::new(p, 3, c.filled())),
-                )
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
                 .map_err(de)?;
         }
         chart
@@ -520,10 +553,21 @@ mod tests {
         assert_eq!(p.x_label, "fault_around_bytes (bytes, log2 scale)");
         assert_eq!(p.series[0].1[0], (12.0, 1000.0));
         assert_eq!(p.series[0].1[3], (18.0, 15.0));
-        let ticks: Vec<&str> = p.x_ticks.as_ref().unwrap().iter().map(|t| t.1.as_str()).collect();
+        let ticks: Vec<&str> = p
+            .x_ticks
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|t| t.1.as_str())
+            .collect();
         assert_eq!(ticks, ["4K", "16K", "64K", "256K"]);
         let svg = String::from_utf8(p.render(ImageFormat::Svg).unwrap()).unwrap();
-        for t in ["x86_64, series.batch=0", "arm64, series.batch=1", "256K", "pgfault (count)"] {
+        for t in [
+            "x86_64, series.batch=0",
+            "arm64, series.batch=1",
+            "256K",
+            "pgfault (count)",
+        ] {
             assert!(svg.contains(t), "{t} missing from the SVG");
         }
         let png = p.render(ImageFormat::Png).unwrap();

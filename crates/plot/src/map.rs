@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use foliosim_report::{FolioMap, PageState, Report};
 
-use crate::{de, size_label, ImageFormat, Picture, FAMILY};
+use crate::{de, folio_size, size_label, ImageFormat, Picture, FAMILY};
 
 /// Pages per row: one page table.
 pub const ROW: usize = 512;
@@ -76,7 +76,10 @@ pub fn find<'r>(report: &'r Report, phase: &str, region: &str) -> Result<&'r Fol
         .find(|p| p.name == phase)
         .ok_or_else(|| {
             let names: Vec<&str> = report.phases.iter().map(|p| p.name.as_str()).collect();
-            format!("--phase {phase}: no such phase; the report has: {}", names.join(", "))
+            format!(
+                "--phase {phase}: no such phase; the report has: {}",
+                names.join(", ")
+            )
         })?;
     p.maps.get(region).ok_or_else(|| {
         if p.maps.is_empty() {
@@ -113,7 +116,9 @@ impl MapPlot {
             .iter()
             .map(|&b| PageState::decode(b).ok_or_else(|| format!("{b:#04x} is not a page state")))
             .collect::<Result<_, _>>()?;
-        let total_rows = (map.first_index as usize + states.len()).div_ceil(ROW).max(1);
+        let total_rows = (map.first_index as usize + states.len())
+            .div_ceil(ROW)
+            .max(1);
         let rows = total_rows.min(MAX_ROWS);
         let mut notes = Vec::new();
         if total_rows > MAX_ROWS {
@@ -154,7 +159,7 @@ impl MapPlot {
             .iter()
             .map(|&o| {
                 (
-                    format!("{}B folio", size_label((4096u64 << o) as f64)),
+                    format!("{} folio", folio_size(o)),
                     Some(order_colour(o)),
                     None,
                 )
@@ -216,7 +221,7 @@ fn census(map: &FolioMap) -> String {
         }
     }
     for (o, n) in by_order {
-        parts.push(format!("{n} in {}B folios", size_label((4096u64 << o) as f64)));
+        parts.push(format!("{n} in {} folios", folio_size(o)));
     }
     for (n, what) in [
         (cont, "contpte"),
@@ -245,11 +250,20 @@ impl Picture for MapPlot {
     ) -> Result<(), String> {
         root.fill(&WHITE).map_err(de)?;
         let text = |s: &str, x: i32, y: i32, size: u32| {
-            root.draw(&Text::new(s.to_string(), (x, y), (FAMILY, size).into_font()))
-                .map_err(de)
+            root.draw(&Text::new(
+                s.to_string(),
+                (x, y),
+                (FAMILY, size).into_font(),
+            ))
+            .map_err(de)
         };
         text(&self.title, 10, 8, 17)?;
-        text("one row = one page table (512 pages, 2 MiB); one cell = one 4 KiB page", 10, 32, 12)?;
+        text(
+            "one row = one page table (512 pages, 2 MiB); one cell = one 4 KiB page",
+            10,
+            32,
+            12,
+        )?;
         let first = self.map.first_index as usize;
         let h = self.cell_h;
         // Row frames and offsets.
@@ -276,7 +290,9 @@ impl Picture for MapPlot {
             }
         }
         // Runs of equal state within a row.
-        let limit = (self.rows * ROW).saturating_sub(first).min(self.states.len());
+        let limit = (self.rows * ROW)
+            .saturating_sub(first)
+            .min(self.states.len());
         let mut i = 0;
         while i < limit {
             let g = first + i;
@@ -359,19 +375,29 @@ mod tests {
 
     #[test]
     fn cells_legend_and_census() {
-        let map = m(0, &[(C64, 256), (PageState::Swap, 16), (PageState::None, 240)]);
+        let map = m(
+            0,
+            &[(C64, 256), (PageState::Swap, 16), (PageState::None, 240)],
+        );
         let p = MapPlot::of("t".into(), map).unwrap();
         assert_eq!(p.rows, 1);
         assert_eq!(
             p.notes,
-            ["512 pages: 256 in 64KB folios, 256 contpte, 16 swap entries, 240 not mapped"]
+            ["512 pages: 256 in 64 KiB folios, 256 contpte, 16 swap entries, 240 not mapped"]
         );
         let labels: Vec<String> = p.legend().into_iter().map(|l| l.0).collect();
-        assert_eq!(labels, ["64KB folio", "contpte block", "swap entry", "not mapped"]);
+        assert_eq!(
+            labels,
+            ["64 KiB folio", "contpte block", "swap entry", "not mapped"]
+        );
         let svg = String::from_utf8(p.render(ImageFormat::Svg).unwrap()).unwrap();
         // 16 contpte outlines in the contpte colour, one fill per run.
         let cont = format!("stroke=\"#{:02X}{:02X}{:02X}\"", CONT.0, CONT.1, CONT.2);
-        assert_eq!(svg.matches(&cont).count(), 16 + 1, "{cont}: blocks + legend");
+        assert_eq!(
+            svg.matches(&cont).count(),
+            16 + 1,
+            "{cont}: blocks + legend"
+        );
         let g = order_colour(4);
         let fill64 = format!("fill=\"#{:02X}{:02X}{:02X}\"", g.0, g.1, g.2);
         assert_eq!(svg.matches(&fill64).count(), 1 + 1, "one run + legend");

@@ -99,10 +99,12 @@ fn keys_of(file: &str, line: u64, cols: &[String]) -> Result<Vec<String>, String
 /// A row from its cells (the header's order), checking the numbers.
 fn row(file: &str, line: u64, nkeys: usize, cells: Vec<String>) -> Result<SweepRow, String> {
     let at = |col: &str, what: String| format!("{file}:{line}: column `{col}`: {what}");
-    let point = cells[0]
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| at("point", format!("expected a point number, found {:?}", cells[0])))?;
+    let point = cells[0].trim().parse::<u64>().map_err(|_| {
+        at(
+            "point",
+            format!("expected a point number, found {:?}", cells[0]),
+        )
+    })?;
     let tail = &cells[1 + nkeys..];
     let value = match tail[6].trim() {
         "" => None,
@@ -217,7 +219,8 @@ fn parse_jsonl(file: &str, text: &str) -> Result<Sweep, String> {
 mod tests {
     use super::*;
 
-    const CSV: &str = "point,fault_around_bytes,series.x,scenario,arch,engine,phase,kind,name,value,error
+    const CSV: &str =
+        "point,fault_around_bytes,series.x,scenario,arch,engine,phase,kind,name,value,error
 0,4096,0,s,x86_64,sim,measured,counter,pgfault,16,
 1,65536,0,s,x86_64,sim,measured,counter,pgfault,1,
 2,\"4096<<2\",1,s,arm64,sim,measured,counter,pgfault,,\"boom, badly\"

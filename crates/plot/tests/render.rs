@@ -179,7 +179,11 @@ fn report_renders_in_chromium() {
     // one or two colours.
     assert!(colours.len() > 100, "{} colours", colours.len());
     let share = ink as f64 / (1280.0 * 3000.0);
-    assert!(share > 0.02, "only {:.2}% of the page is not white", share * 100.0);
+    assert!(
+        share > 0.02,
+        "only {:.2}% of the page is not white",
+        share * 100.0
+    );
 
     // The DOM after loading holds every picture and table.
     let (dom, log) = headless(

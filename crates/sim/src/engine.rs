@@ -182,10 +182,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                     self.k.folio_histogram(self.root, addr, addr + len),
                 );
                 if self.mapped.contains(name) {
-                    maps.insert(
-                        name.clone(),
-                        self.k.folio_map(self.root, addr, addr + len),
-                    );
+                    maps.insert(name.clone(), self.k.folio_map(self.root, addr, addr + len));
                 }
             }
         }

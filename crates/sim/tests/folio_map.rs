@@ -75,7 +75,11 @@ fn write_64k_mthp_then_pageout() {
         assert_eq!(m.first_index, 0, "{arch}: the region is 2 MiB-aligned");
         let s = states(m);
         let want = if arch == "arm64" { CONT_64K } else { PTE_64K };
-        assert!(s[..256].iter().all(|&p| p == want), "{arch}: {:?}", &s[..20]);
+        assert!(
+            s[..256].iter().all(|&p| p == want),
+            "{arch}: {:?}",
+            &s[..20]
+        );
         assert!(s[256..].iter().all(|&p| p == PageState::None), "{arch}");
         // 16 folios: the folio histogram agrees with the map.
         assert_eq!(folios(&r, "fault", "a"), hist(&[("64kB", 16)]), "{arch}");
