@@ -134,9 +134,9 @@ fn num(v: f64) -> String {
 /// One report: knobs, then per phase counters, time, folios and maps,
 /// then expectations.
 fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Result<(), String> {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h2>{} <span class=\"note\">({}, {}; {})</span></h2>\n",
+        "<h2>{} <span class=\"note\">({}, {}; {})</span></h2>",
         esc(&r.scenario),
         esc(&r.arch),
         esc(&r.engine),

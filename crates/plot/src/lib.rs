@@ -117,7 +117,7 @@ pub(crate) fn de<E: std::fmt::Debug>(e: E) -> String {
 /// (`4 KiB`, `64 KiB`, `2 MiB`).
 pub fn folio_size(order: u8) -> String {
     let kib = 4u64 << order;
-    if kib >= 1024 && kib % 1024 == 0 {
+    if kib >= 1024 && kib.trailing_zeros() >= 10 {
         format!("{} MiB", kib / 1024)
     } else {
         format!("{kib} KiB")
@@ -132,7 +132,7 @@ pub fn size_label(n: f64) -> String {
     }
     let n = n as u64;
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.trailing_zeros() >= shift {
             return format!("{}{unit}", n >> shift);
         }
     }

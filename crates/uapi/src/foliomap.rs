@@ -112,7 +112,7 @@ impl FolioMap {
             if PageState::decode(b).is_none() {
                 return Err(format!("{b:#04x} is not a page state"));
             }
-            pages.extend(std::iter::repeat(b).take(n as usize));
+            pages.resize(pages.len() + n as usize, b);
         }
         Ok(FolioMap { first_index, pages })
     }

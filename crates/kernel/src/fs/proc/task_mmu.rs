@@ -115,7 +115,7 @@ impl<A: Arch> Kernel<A> {
                         contpte: false,
                     }
                 };
-                pages.extend(std::iter::repeat(s.encode()).take(n));
+                pages.resize(pages.len() + n, s.encode());
             } else if let Some(tid) = self.entry_table(pmdval) {
                 let first = pte_index(addr);
                 for &e in &self.pt.table(tid)[first..first + n] {
@@ -136,7 +136,7 @@ impl<A: Arch> Kernel<A> {
                     pages.push(s.encode());
                 }
             } else {
-                pages.extend(std::iter::repeat(PageState::None.encode()).take(n));
+                pages.resize(pages.len() + n, PageState::None.encode());
             }
             addr = next;
         }
