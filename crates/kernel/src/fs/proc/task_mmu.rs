@@ -1,6 +1,9 @@
 //! What `/proc/PID/pagemap` + `/proc/kpageflags` tell about a range
 //! (fs/proc/task_mmu.c: pagemap_pmd_range(), pte_to_pagemap_entry()),
-//! reduced to the folio-size histogram the outputs report.
+//! reduced to the folio-size histogram the outputs report, and the folio
+//! map of a `map = true` region (one `PageState` per page: the histogram's
+//! walk plus the mapping level and arm64's contiguous bit, which only the
+//! page tables show).
 //!
 //! Buckets: `4kB`, `8kB` ... `2048kB` count the distinct folios with at least
 //! one page mapped in the range (a PMD mapping counts its folio once);
