@@ -4,7 +4,8 @@
 //! The JSON shape is part of the user-facing contract:
 //! `{"scenario", "arch", "engine", "system": {...}, "phases": [{"name",
 //! "counters": {NAME: NUMBER}, "folios": {REGION: {BUCKET: NUMBER}}}],
-//! "expectations": [...]}`. Maps are sorted, so the same inputs give
+//! "expectations": [...]}`; a phase may also have `pagemap`, `maps` (folio
+//! maps, docs/scenarios.md) and `modelled_ns` / `profile` / `breakdown`. Maps are sorted, so the same inputs give
 //! byte-identical output.
 
 #![forbid(unsafe_code)]
@@ -377,7 +378,8 @@ impl Report {
     /// folio cells are `folios/<region>/<bucket>` (as [`Report::value`]
     /// looks them up), raw pagemap entries `pagemap/<step>/<index>`, and
     /// modelled time `modelled_ns` (the total) and `modelled_ns/<counter>`
-    /// (its breakdown).
+    /// (its breakdown). Folio maps are not rows (a row per page would
+    /// swamp a sweep): they are in the JSON output only.
     pub fn tidy_rows(&self) -> Vec<TidyRow<'_>> {
         let mut rows = Vec::new();
         for p in &self.phases {
@@ -706,8 +708,35 @@ mod tests {
         r.phases[0]
             .pagemap
             .insert("scan".into(), vec![1 << 63 | 42, 0, u64::MAX]);
+        r.phases[0].maps.insert(
+            "data".into(),
+            FolioMap {
+                first_index: 3,
+                pages: vec![0x14, 0x14, 1, 0, 0x59],
+            },
+        );
+        r.phases[0].time = Some(PhaseTime {
+            profile: "p".into(),
+            modelled_ns: 1234,
+            breakdown: BTreeMap::from([("pgfault".to_string(), 1000u64)]),
+        });
+        r.expectations.push(ExpectOutcome {
+            at: "s.toml:9:1".into(),
+            phase: "measured".into(),
+            counter: "pgfault".into(),
+            expected: 16.0,
+            actual: Some(16.0),
+            tolerance: "0".into(),
+            ok: true,
+            judged: true,
+        });
         let back = Report::from_json_value(&r.to_json_value()).unwrap();
         assert_eq!(back, r);
+        // A map byte that is no page state is refused, naming the map.
+        let mut v = r.to_json_value();
+        v["phases"][0]["maps"]["data"]["runs"][0][0] = serde_json::json!(200);
+        let err = Report::from_json_value(&v).unwrap_err();
+        assert!(err.contains("maps.data") && err.contains("0xc8"), "{err}");
         let err = Report::from_json_value(&serde_json::json!({"scenario": "s"})).unwrap_err();
         assert!(err.contains("arch"), "{err}");
     }
