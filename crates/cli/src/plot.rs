@@ -50,9 +50,9 @@ pub(crate) struct PlotArgs {
     /// The region of the folio map.
     #[arg(long, requires = "map")]
     region: Option<String>,
-    /// The picture to write: `.svg` or `.png`.
-    #[arg(short = 'o', value_name = "FILE", required = true)]
-    output: PathBuf,
+    /// The picture to write: `.svg` or `.png` (default: SVG on stdout).
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -117,7 +117,10 @@ fn write(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), String> {
 }
 
 pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
-    let format = ImageFormat::from_path(&a.output)?;
+    let format = match &a.output {
+        Some(p) => ImageFormat::from_path(p)?,
+        None => ImageFormat::Svg,
+    };
     let (bytes, notes, input) = match &a.map {
         Some(path) => {
             let phase = a.phase.as_deref().expect("clap requires --phase");
@@ -168,7 +171,15 @@ pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
     for n in notes.iter().filter(|n| !n.contains(" pages: ")) {
         eprintln!("foliosim plot: note: {n}");
     }
-    write(&a.output, &bytes, &[input])?;
+    match &a.output {
+        Some(p) => write(p, &bytes, &[input])?,
+        None => {
+            use std::io::Write as _;
+            std::io::stdout()
+                .write_all(&bytes)
+                .map_err(|e| format!("stdout: {e}"))?;
+        }
+    }
     Ok(true)
 }
 

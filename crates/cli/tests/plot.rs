@@ -198,6 +198,21 @@ fn sweep_plots_and_the_report() {
     ] {
         assert!(text.contains(want), "{want} not in the plot");
     }
+    // Without -o: the SVG on stdout.
+    let stdout = ok(&[
+        "plot",
+        s,
+        "--y",
+        "pswpout",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+    ]);
+    assert!(
+        stdout.starts_with("<svg") && stdout.contains("pswpout (count)"),
+        "{stdout}"
+    );
     let bad = dir.path().join("bad.png");
     let b = bad.to_str().unwrap();
     fails(
