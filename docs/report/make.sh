@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes the pictures in docs/report/ and docs/report.png: seed 000's
+# Makes the pictures in docs/report/ and docs/report.png: folio maps of
+# every page state (mixed.toml), and seed 000's
 # MADV_PAGEOUT of 256 MiB on arm64 with 64 KiB folios, vanilla (base)
 # against series.batch_anon_unmap (patched), folio maps after the fault and
 # the pageout phases, and a sweep of the buffer size × the series × the
@@ -33,6 +34,9 @@ for arch in x86_64 arm64; do
     done
 done
 
+"$F" run $out/mixed.toml --arch arm64 --format json -o "$tmp/mixed.json"
+"$F" plot --map "$tmp/mixed.json" --phase end --region buf -o $out/map-mixed.png
+"$F" plot --map "$tmp/mixed.json" --phase end --region thp -o $out/map-thp.png
 "$F" plot --map "$tmp/base.json" --phase fault --region buf -o $out/map-fault.png
 "$F" plot --map "$tmp/base.json" --phase pageout --region buf -o $out/map-pageout.png
 "$F" plot "$tmp/sweep.csv" --y modelled_ns --x step.1.size --phase pageout -o $out/sweep-pageout.svg

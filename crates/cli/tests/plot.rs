@@ -118,6 +118,40 @@ fn folio_maps_from_a_run() {
         ".svg or .png",
         Path::new("m.gif"),
     );
+    // docs/report/mixed.toml: 1024 pages; 768 written (3 MiB), 16 read
+    // (the zero page), 240 never touched. Of the written: the refaults
+    // after the unaligned DONTNEED give 6 pages of 4 KiB, 4 of 16 KiB and
+    // 8 of 32 KiB folios (crates/sim/tests/folio_map.rs derives them), the
+    // pageout of 256 KiB 64 swap entries, the other 686 pages are in
+    // 64 KiB folios, all contpte but the 9 + 5 pages left of the two
+    // partly zapped folios (unfolded).
+    let mixed = dir.path().join("mixed.json");
+    ok(&[
+        "run",
+        "docs/report/mixed.toml",
+        "--arch",
+        "arm64",
+        "--format",
+        "json",
+        "-o",
+        mixed.to_str().unwrap(),
+    ]);
+    let svg = ok(&[
+        "plot",
+        "--map",
+        mixed.to_str().unwrap(),
+        "--phase",
+        "end",
+        "--region",
+        "buf",
+    ]);
+    assert!(
+        svg.contains(
+            "1024 pages: 6 in 4 KiB folios, 4 in 16 KiB folios, 8 in 32 KiB folios, \
+             686 in 64 KiB folios, 672 contpte, 64 swap entries, 16 zero page, 240 not mapped"
+        ),
+        "{svg}"
+    );
     // A run without map = true has no maps, and says how to get one.
     let plain = run_json(dir.path(), "plain.json", &["--set", "step.1.map=false"]);
     fails(

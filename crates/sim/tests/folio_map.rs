@@ -171,3 +171,60 @@ fn maps_are_opt_in_and_read_back() {
         format!("[[{},256],[0,256]]", PTE_64K.encode())
     );
 }
+
+/// A 2 MiB region written with 16, 32 and 64 KiB mTHP `always` (all 64 KiB
+/// folios: the highest enabled order whose naturally aligned range is
+/// empty, §2.1 step 5), then MADV_DONTNEED of pages 25..75 (100 KiB +
+/// 200 KiB, unaligned) and the same range written again. Zapping part of a
+/// folio leaves the rest mapped (pages 16..24 and 75..79 of two 64 KiB
+/// folios); on arm64 clearing part of a contpte block unfolds it
+/// (`contpte_try_unfold()`, §11.1), so those remnants are not contpte.
+/// Each refault takes the largest enabled order whose aligned range is all
+/// none (`alloc_anon_folio()`): pages 25, 26, 27 → 4 KiB (their 16 KiB
+/// block holds page 24), 28..31 → 16 KiB, 32..63 → two 64 KiB, 64..71 →
+/// 32 KiB (the 64 KiB block holds 75..79), 72, 73, 74 → 4 KiB (their
+/// 16 KiB block holds page 75). The histogram agrees: 32 64 KiB folios
+/// (30 old, 2 new), one 16 KiB, one 32 KiB, six 4 KiB.
+#[test]
+fn unaligned_dontneed_then_refault() {
+    let text = [
+        system(&(mthp(16, "always") + &mthp(32, "always") + &mthp(64, "always"))),
+        mapped_anon("a", "2M", ""),
+        touch("a", "write", ""),
+        madvise("a", "dontneed", "offset = \"100K\"\nlen = \"200K\""),
+        phase("refault"),
+        touch("a", "write", "offset = \"100K\"\nlen = \"200K\""),
+    ]
+    .concat();
+    for arch in ["x86_64", "arm64"] {
+        let r = run_arch(&text, arch);
+        let s = states(map(&r, "refault", "a"));
+        let cont = arch == "arm64";
+        let p = |order, contpte| PageState::Present {
+            order,
+            pmd: false,
+            contpte,
+        };
+        let mut want = vec![p(4, cont); 512];
+        for i in (16..25).chain(75..80) {
+            want[i] = p(4, false);
+        }
+        for i in [25, 26, 27, 72, 73, 74] {
+            want[i] = p(0, false);
+        }
+        for w in &mut want[28..32] {
+            *w = p(2, false);
+        }
+        for w in &mut want[64..72] {
+            *w = p(3, false);
+        }
+        for (i, (got, w)) in s.iter().zip(&want).enumerate() {
+            assert_eq!(got, w, "{arch}: page {i}");
+        }
+        assert_eq!(
+            folios(&r, "refault", "a"),
+            hist(&[("4kB", 6), ("16kB", 1), ("32kB", 1), ("64kB", 32)]),
+            "{arch}"
+        );
+    }
+}
