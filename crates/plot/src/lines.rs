@@ -584,6 +584,26 @@ mod tests {
     }
 
     #[test]
+    fn scales() {
+        let s = sweep();
+        let mut sp = spec("pgfault", "fault_around_bytes");
+        sp.x_scale = XScale::Linear;
+        let p = LinePlot::new(&s, &sp).unwrap();
+        assert_eq!(p.x_label, "fault_around_bytes (bytes)");
+        assert_eq!(p.series[0].1[0], (4096.0, 1000.0));
+        assert!(p.x_ticks.is_none());
+        sp.log_y = true;
+        let p = LinePlot::new(&s, &sp).unwrap();
+        assert_eq!(p.series[0].1[0], (4096.0, 3.0));
+        assert_eq!(p.y_label, "pgfault (count, log10 scale)");
+        // series.batch is 0 or 1: no log2 axis for a 0.
+        let mut sp = spec("pgfault", "series.batch");
+        sp.x_scale = XScale::Log2;
+        let e = LinePlot::new(&s, &sp).unwrap_err();
+        assert!(e.contains("not positive"), "{e}");
+    }
+
+    #[test]
     fn clear_errors() {
         let s = sweep();
         let e = LinePlot::new(&s, &spec("pgfault", "nope")).unwrap_err();
