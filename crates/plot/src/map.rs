@@ -23,7 +23,7 @@ const RIGHT: i32 = 24;
 /// The fill of a folio order.
 fn order_colour(order: u8) -> RGBColor {
     const C: [(u8, u8, u8); 10] = [
-        (198, 219, 239), // 4 KiB
+        (128, 115, 172), // 4 KiB
         (158, 202, 225), // 8 KiB
         (107, 174, 214), // 16 KiB
         (33, 113, 181),  // 32 KiB
@@ -31,7 +31,7 @@ fn order_colour(order: u8) -> RGBColor {
         (161, 217, 155), // 128 KiB
         (253, 174, 107), // 256 KiB
         (230, 85, 13),   // 512 KiB
-        (158, 154, 200), // 1 MiB
+        (140, 81, 10),   // 1 MiB
         (203, 24, 29),   // 2 MiB
     ];
     let (r, g, b) = C.get(order as usize).copied().unwrap_or((99, 99, 99));
