@@ -19,15 +19,14 @@ use std::io::{self, Write as _};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-/// Write `text` to `path`; `inputs` are the files the run read (never
-/// overwritten).
-pub(crate) fn write_output(path: &Path, text: &str, inputs: &[PathBuf]) -> io::Result<()> {
-    write_output_bytes(path, text.as_bytes(), inputs)
-}
-
-/// [`write_output`] of bytes (a PNG picture).
-pub(crate) fn write_output_bytes(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> io::Result<()> {
-    foliosim_native::with_signals_blocked(|| write_unblocked(path, bytes, inputs))
+/// Write `text` (text or bytes) to `path`; `inputs` are the files the run
+/// read (never overwritten).
+pub(crate) fn write_output(
+    path: &Path,
+    text: &(impl AsRef<[u8]> + ?Sized),
+    inputs: &[PathBuf],
+) -> io::Result<()> {
+    foliosim_native::with_signals_blocked(|| write_unblocked(path, text.as_ref(), inputs))
 }
 
 fn write_unblocked(path: &Path, text: &[u8], inputs: &[PathBuf]) -> io::Result<()> {

@@ -79,16 +79,24 @@ pub(crate) struct ReportArgs {
     output: PathBuf,
 }
 
-/// The reports in a JSON file: one report object or a list of them.
+/// The reports in a JSON file: a document `{"reports": [...]}`, a list of
+/// reports, or one report object.
 fn reports_in(path: &Path, v: &serde_json::Value) -> Result<Vec<Report>, String> {
-    let one = |v: &serde_json::Value| {
-        Report::from_json_value(v)
-            .map_err(|e| format!("{}: not a foliosim report: {e}", path.display()))
+    let bad = |e: String| format!("{}: not a foliosim report: {e}", path.display());
+    let list = match v {
+        serde_json::Value::Array(list) => list,
+        serde_json::Value::Object(o) if !o.contains_key("reports") => {
+            return Report::from_json_value(v).map(|r| vec![r]).map_err(bad);
+        }
+        _ => v
+            .get("reports")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad("`reports` is not a list".into()))?,
     };
-    match v {
-        serde_json::Value::Array(list) => list.iter().map(one).collect(),
-        v => Ok(vec![one(v)?]),
-    }
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| Report::from_json_value(r).map_err(|e| bad(format!("reports[{i}]: {e}"))))
+        .collect()
 }
 
 /// What an input file holds.
@@ -104,7 +112,7 @@ fn read_input(path: &Path) -> Result<Input, String> {
     let t = text.trim_start();
     if t.starts_with('[') || t.starts_with('{') {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-            if v.is_array() || v.get("phases").is_some() {
+            if v.is_array() || v.get("phases").is_some() || v.get("reports").is_some() {
                 return reports_in(path, &v).map(Input::Reports);
             }
         }
@@ -113,7 +121,7 @@ fn read_input(path: &Path) -> Result<Input, String> {
 }
 
 fn write(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), String> {
-    output::write_output_bytes(path, bytes, inputs).map_err(|e| format!("{}: {e}", path.display()))
+    output::write_output(path, bytes, inputs).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {

@@ -152,6 +152,25 @@ fn folio_maps_from_a_run() {
         ),
         "{svg}"
     );
+    // The JSON document of several reports (`{"reports": [...]}`) too.
+    let one: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = dir.path().join("doc.json");
+    std::fs::write(
+        &doc,
+        serde_json::json!({"foliosim": "0", "reports": [one]}).to_string(),
+    )
+    .unwrap();
+    let svg = ok(&[
+        "plot",
+        "--map",
+        doc.to_str().unwrap(),
+        "--phase",
+        "pageout",
+        "--region",
+        "buf",
+    ]);
+    assert!(svg.contains("4096 pages: 4096 swap entries"), "{svg}");
     // A run without map = true has no maps, and says how to get one.
     let plain = run_json(dir.path(), "plain.json", &["--set", "step.1.map=false"]);
     fails(
