@@ -1,7 +1,7 @@
 //! Folio maps (`map = true` on an mmap step): the per-page state of a region
-//! at the end of every phase, checked against the kernel's rules (facts in
-//! /work/shared/docs/kernel-facts-faults.md and kernel-facts-reclaim.md,
-//! "§N" below). Every expected state is derived in the comment next to it.
+//! at the end of every phase, checked against the kernel's rules (Linux
+//! 6.18); each comment names the kernel function a rule comes from. Every
+//! expected state is derived in the comment next to it.
 
 mod common;
 
@@ -40,18 +40,22 @@ const CONT_64K: PageState = PageState::Present {
     contpte: true,
 };
 
-/// 1 MiB written in a 2 MiB region (2 MiB-aligned: §2.5) with only 64 KiB
-/// mTHP `always` (the PMD size is `inherit` under `madvise`, so not
-/// allowed: §2.2). Each fault at an empty, naturally aligned 64 KiB block
-/// inside the VMA installs a whole order-4 folio (§2.1 steps 5-9, §2.4):
+/// 1 MiB written in a 2 MiB region (2 MiB-aligned:
+/// `__thp_get_unmapped_area()`, mm/huge_memory.c) with only 64 KiB mTHP
+/// `always` (the PMD size is `inherit` under `madvise`, so not allowed:
+/// `__thp_vma_allowable_orders()`). Each fault at an empty, naturally
+/// aligned 64 KiB block inside the VMA installs a whole order-4 folio
+/// (`alloc_anon_folio()`, `do_anonymous_page()`, mm/memory.c):
 /// the first 256 pages are 16 folios of 16 pages, the other 256 pages were
 /// never touched and have no entry (the first 1 MiB's table is the region's
 /// only one and covers them, so they are none entries). On arm64
-/// `contpte_set_ptes()` folds every naturally aligned 16-entry block of one
-/// folio (§11.1.1), so all 256 are contpte; x86_64 has no contiguous bit.
-/// Then MADV_PAGEOUT to zram (§1.4, §12.2): every folio is unmapped by
-/// `try_to_unmap_one()`, each PTE replaced by a swap entry, so the 256
-/// pages become swap entries and the rest stays empty.
+/// `contpte_set_ptes()` (arch/arm64/mm/contpte.c) folds every naturally
+/// aligned 16-entry block of one folio, so all 256 are contpte; x86_64 has
+/// no contiguous bit. Then MADV_PAGEOUT to zram
+/// (`madvise_cold_or_pageout_pte_range()`, `reclaim_pages()`): every folio
+/// is unmapped by `try_to_unmap_one()` (mm/rmap.c), each PTE replaced by a
+/// swap entry, so the 256 pages become swap entries and the rest stays
+/// empty.
 fn write_then_pageout(arch: &str) -> Report {
     let text = [
         system_mem("256M", &mthp(64, "always")),
@@ -95,8 +99,8 @@ fn write_64k_mthp_then_pageout() {
 
 /// A read fault on anonymous memory with the default THP settings
 /// (`madvise`, no MADV_HUGEPAGE: no THP at all) maps the shared zero page
-/// (`do_anonymous_page()`: a read with `!mm_forbids_zeropage()`, §2.1 step
-/// 2), one PTE per fault, no fault-around for anon: 16 zero-page entries
+/// (`do_anonymous_page()`: a read with `!mm_forbids_zeropage()`), one PTE
+/// per fault, no fault-around for anon: 16 zero-page entries
 /// for 64 KiB read.
 #[test]
 fn read_fault_maps_the_zero_page() {
@@ -117,8 +121,9 @@ fn read_fault_maps_the_zero_page() {
 
 /// With MADV_HUGEPAGE and `use_zero_page = 1` (the default) a read fault
 /// in a PMD-aligned 2 MiB range maps the huge zero folio with one PMD
-/// (§2.3 step 3): all 512 pages are the huge zero page. A write then
-/// replaces it with a PMD-mapped THP (§2.3): 512 pages of one order-9
+/// (`do_huge_pmd_anonymous_page()`, mm/huge_memory.c): all 512 pages are
+/// the huge zero page. A write then replaces it with a PMD-mapped THP
+/// (`do_huge_zero_wp_pmd()`): 512 pages of one order-9
 /// folio, each mapped by the PMD.
 #[test]
 fn huge_zero_then_pmd_thp() {
@@ -174,11 +179,11 @@ fn maps_are_opt_in_and_read_back() {
 
 /// A 2 MiB region written with 16, 32 and 64 KiB mTHP `always` (all 64 KiB
 /// folios: the highest enabled order whose naturally aligned range is
-/// empty, §2.1 step 5), then MADV_DONTNEED of pages 25..75 (100 KiB +
+/// empty, `alloc_anon_folio()`), then MADV_DONTNEED of pages 25..75 (100 KiB +
 /// 200 KiB, unaligned) and the same range written again. Zapping part of a
 /// folio leaves the rest mapped (pages 16..24 and 75..79 of two 64 KiB
 /// folios); on arm64 clearing part of a contpte block unfolds it
-/// (`contpte_try_unfold()`, §11.1), so those remnants are not contpte.
+/// (`contpte_try_unfold()`), so those remnants are not contpte.
 /// Each refault takes the largest enabled order whose aligned range is all
 /// none (`alloc_anon_folio()`): pages 25, 26, 27 → 4 KiB (their 16 KiB
 /// block holds page 24), 28..31 → 16 KiB, 32..63 → two 64 KiB, 64..71 →
