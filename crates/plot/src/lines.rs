@@ -161,12 +161,21 @@ impl LinePlot {
         };
         let rows: Vec<_> = rows.into_iter().filter(|r| r.phase == phase).collect();
         let mut notes = Vec::new();
-        let failed = rows.iter().filter(|r| r.value.is_none()).count();
-        if failed > 0 {
-            let first = rows.iter().find(|r| r.value.is_none()).expect("one failed");
+        // A failed point is one row with the error and no phase or name
+        // (`foliosim sweep`), or rows of this value without one.
+        let failed: Vec<_> = sweep
+            .rows
+            .iter()
+            .filter(|r| r.value.is_none() && (r.name.is_empty() || r.name == spec.y))
+            .collect();
+        if let Some(first) = failed.first() {
+            let mut points: Vec<u64> = failed.iter().map(|r| r.point).collect();
+            points.dedup();
             notes.push(format!(
-                "{failed} point(s) failed and are not drawn (line {}: {})",
-                first.line, first.error
+                "{} point(s) failed and are not drawn (line {}: {})",
+                points.len(),
+                first.line,
+                first.error
             ));
         }
         // The x axis.
@@ -581,6 +590,31 @@ mod tests {
         // 0/1 parse as numbers: linear axis, points at 0 and 1, 5 ms.
         assert_eq!(p.series[0].1, vec![(0.0, 5.0), (1.0, 5.0)]);
         assert_eq!(p.lines(), 8);
+    }
+
+    #[test]
+    fn failed_points_are_noted() {
+        let mut s = sweep();
+        s.rows.push(crate::sweep::SweepRow {
+            point: 99,
+            grid: vec!["8K".into(), "0".into()],
+            scenario: "s".into(),
+            arch: "x86_64".into(),
+            engine: "sim".into(),
+            phase: String::new(),
+            kind: String::new(),
+            name: String::new(),
+            value: None,
+            error: "out of memory".into(),
+            line: 42,
+        });
+        let p = LinePlot::new(&s, &spec("pgfault", "fault_around_bytes")).unwrap();
+        assert_eq!(
+            p.notes,
+            ["1 point(s) failed and are not drawn (line 42: out of memory)"]
+        );
+        // Still 4 points per line: the failed one has no value.
+        assert!(p.series.iter().all(|(_, v)| v.len() == 4));
     }
 
     #[test]
