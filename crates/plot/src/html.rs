@@ -110,13 +110,35 @@ pub fn page(inputs: &Inputs, opts: &Options) -> Result<(String, Vec<String>), St
         esc(&title),
         esc(&names.join(", "))
     );
+    // Contents: links to the sections (plain anchors, no script).
+    h.push_str("<ul class=\"note\">\n");
     if inputs.reports.len() == 2 {
+        h.push_str("<li><a href=\"#diff\">Difference</a></li>\n");
+    }
+    for (i, (file, r)) in inputs.reports.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<li><a href=\"#report-{i}\">{} ({}, {}; {})</a></li>",
+            esc(&r.scenario),
+            esc(&r.arch),
+            esc(&r.engine),
+            esc(file)
+        );
+    }
+    for (i, (file, _)) in inputs.sweeps.iter().enumerate() {
+        let _ = writeln!(h, "<li><a href=\"#sweep-{i}\">Sweep {}</a></li>", esc(file));
+    }
+    h.push_str("</ul>\n");
+    if inputs.reports.len() == 2 {
+        h.push_str("<div id=\"diff\"></div>\n");
         diff(&mut h, &inputs.reports[0], &inputs.reports[1]);
     }
-    for (file, r) in &inputs.reports {
+    for (i, (file, r)) in inputs.reports.iter().enumerate() {
+        let _ = writeln!(h, "<div id=\"report-{i}\"></div>");
         report(&mut h, file, r, &mut notes)?;
     }
-    for (file, s) in &inputs.sweeps {
+    for (i, (file, s)) in inputs.sweeps.iter().enumerate() {
+        let _ = writeln!(h, "<div id=\"sweep-{i}\"></div>");
         sweep(&mut h, file, s, opts, &mut notes)?;
     }
     h.push_str("</body>\n</html>\n");
