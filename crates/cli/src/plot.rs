@@ -124,6 +124,28 @@ fn write(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), String> {
     output::write_output(path, bytes, inputs).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The folio map of `region` at the end of `phase` from the one report of
+/// the JSON file `path` that has it.
+fn map_of(path: &Path, phase: &str, region: &str) -> Result<MapPlot, String> {
+    let in_file = |e: String| format!("{}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| in_file(e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| in_file(format!("not JSON: {e}")))?;
+    let reports = reports_in(path, &v)?;
+    let find = |r: &Report| foliosim_plot::map::find(r, phase, region).map(|_| ());
+    let with: Vec<&Report> = reports.iter().filter(|r| find(r).is_ok()).collect();
+    match (with.as_slice(), reports.first()) {
+        ([r], _) => MapPlot::new(r, phase, region),
+        ([], None) => Err(in_file("the document holds no report".into())),
+        // The first report's reason.
+        ([], Some(r)) => Err(in_file(find(r).expect_err("no report has the map"))),
+        (many, _) => Err(in_file(format!(
+            "{} reports have a folio map of {region} in {phase}; write one report per file",
+            many.len()
+        ))),
+    }
+}
+
 pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
     let format = match &a.output {
         Some(p) => ImageFormat::from_path(p)?,
@@ -133,33 +155,7 @@ pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
         Some(path) => {
             let phase = a.phase.as_deref().expect("clap requires --phase");
             let region = a.region.as_deref().expect("clap requires --region");
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-            let reports = reports_in(path, &v)?;
-            let with: Vec<&Report> = reports
-                .iter()
-                .filter(|r| foliosim_plot::map::find(r, phase, region).is_ok())
-                .collect();
-            let r = match with.as_slice() {
-                [r] => *r,
-                [] => {
-                    // The first report's reason.
-                    foliosim_plot::map::find(&reports[0], phase, region)
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                    unreachable!("find failed above")
-                }
-                _ => {
-                    return Err(format!(
-                        "{}: {} reports have a folio map of {region} in {phase}; write one \
-                         report per file",
-                        path.display(),
-                        with.len()
-                    ))
-                }
-            };
-            let m = MapPlot::new(r, phase, region)?;
+            let m = map_of(path, phase, region)?;
             (m.render(format)?, m.notes.clone(), path.clone())
         }
         None => {

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use foliosim_report::Report;
+use foliosim_report::{ExpectOutcome, Phase, Report};
 
 use crate::lines::{LinePlot, PlotSpec, XScale};
 use crate::map::MapPlot;
@@ -153,7 +153,7 @@ fn num(v: f64) -> String {
     }
 }
 
-/// One report: knobs, then per phase counters, time, folios and maps,
+/// One report: knobs, folio maps, per phase counters, time and folios,
 /// then expectations.
 fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Result<(), String> {
     let _ = writeln!(
@@ -189,77 +189,89 @@ fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Re
     }
     for p in &r.phases {
         let _ = writeln!(h, "<h3>Phase {}</h3>\n<div class=\"cols\">", esc(&p.name));
-        h.push_str("<table><tr><th>counter</th><th>value</th></tr>\n");
-        let mut any = false;
-        for (k, v) in p.counters.iter().filter(|(_, v)| **v != 0) {
-            any = true;
-            let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{v}</td></tr>", esc(k));
-        }
-        if !any {
-            h.push_str("<tr><td colspan=\"2\">(every counter is 0)</td></tr>\n");
-        }
-        h.push_str("</table>\n");
-        if let Some(t) = &p.time {
-            let _ = writeln!(
-                h,
-                "<table><tr><th colspan=\"3\">modelled time {:.3} ms (profile {})</th></tr>",
-                t.modelled_ns as f64 / 1e6,
-                esc(&t.profile)
-            );
-            for (k, ns) in t.top(12) {
-                let pct = 100.0 * ns as f64 / (t.modelled_ns.max(1)) as f64;
-                let _ = writeln!(
-                    h,
-                    "<tr><td>{}</td><td class=\"n\">{:.3} ms</td><td class=\"n\">{pct:.1}%</td></tr>",
-                    esc(k),
-                    ns as f64 / 1e6
-                );
-            }
-            h.push_str("</table>\n");
-        }
-        for (region, hist) in &p.folios {
-            let _ = writeln!(
-                h,
-                "<table><tr><th colspan=\"2\">folios of {}</th></tr>",
-                esc(region)
-            );
-            for (b, n) in hist.iter().filter(|(_, n)| **n != 0) {
-                let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(b));
-            }
-            h.push_str("</table>\n");
-        }
+        phase_tables(h, p);
         h.push_str("</div>\n");
     }
-    if !r.expectations.is_empty() {
-        h.push_str(
-            "<h3>Expectations</h3>\n<table><tr><th></th><th>phase</th><th>counter</th>\
-             <th>actual</th><th>expected</th><th>tolerance</th><th>at</th></tr>\n",
-        );
-        for e in &r.expectations {
-            let (class, verdict) = match (e.ok, e.judged) {
-                (true, _) => ("ok", "ok"),
-                (false, true) => ("fail", "FAIL"),
-                (false, false) => ("info", "info"),
-            };
-            let _ = writeln!(
-                h,
-                "<tr><td class=\"{class}\">{verdict}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&e.phase),
-                esc(&e.counter),
-                e.actual.map_or("missing".into(), num),
-                num(e.expected),
-                esc(&e.tolerance),
-                esc(&e.at)
-            );
-        }
-        h.push_str("</table>\n");
-    }
+    expectations(h, &r.expectations);
     Ok(())
 }
 
-/// Base (first) against patched (second): every counter non-zero in
-/// either, per phase both have, absolute and relative change.
+/// A phase's non-zero counters, its modelled time and folio histograms.
+fn phase_tables(h: &mut String, p: &Phase) {
+    h.push_str("<table><tr><th>counter</th><th>value</th></tr>\n");
+    let mut any = false;
+    for (k, v) in p.counters.iter().filter(|(_, v)| **v != 0) {
+        any = true;
+        let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{v}</td></tr>", esc(k));
+    }
+    if !any {
+        h.push_str("<tr><td colspan=\"2\">(every counter is 0)</td></tr>\n");
+    }
+    h.push_str("</table>\n");
+    if let Some(t) = &p.time {
+        let _ = writeln!(
+            h,
+            "<table><tr><th colspan=\"3\">modelled time {:.3} ms (profile {})</th></tr>",
+            t.modelled_ns as f64 / 1e6,
+            esc(&t.profile)
+        );
+        for (k, ns) in t.top(12) {
+            let pct = 100.0 * ns as f64 / (t.modelled_ns.max(1)) as f64;
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"n\">{:.3} ms</td><td class=\"n\">{pct:.1}%</td></tr>",
+                esc(k),
+                ns as f64 / 1e6
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    for (region, hist) in &p.folios {
+        let _ = writeln!(
+            h,
+            "<table><tr><th colspan=\"2\">folios of {}</th></tr>",
+            esc(region)
+        );
+        for (b, n) in hist.iter().filter(|(_, n)| **n != 0) {
+            let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(b));
+        }
+        h.push_str("</table>\n");
+    }
+}
+
+/// The expectations' verdicts.
+fn expectations(h: &mut String, list: &[ExpectOutcome]) {
+    if list.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h3>Expectations</h3>\n<table><tr><th></th><th>phase</th><th>counter</th>\
+         <th>actual</th><th>expected</th><th>tolerance</th><th>at</th></tr>\n",
+    );
+    for e in list {
+        let (class, verdict) = match (e.ok, e.judged) {
+            (true, _) => ("ok", "ok"),
+            (false, true) => ("fail", "FAIL"),
+            (false, false) => ("info", "info"),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"{class}\">{verdict}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.phase),
+            esc(&e.counter),
+            e.actual.map_or("missing".into(), num),
+            num(e.expected),
+            esc(&e.tolerance),
+            esc(&e.at)
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Base (first) against patched (second): the knobs that differ, then per
+/// phase both have the counters that changed (absolute and relative), the
+/// unchanged ones folded away.
 fn diff(h: &mut String, (bf, base): &(String, Report), (pf, new): &(String, Report)) {
     let _ = writeln!(
         h,
@@ -289,62 +301,64 @@ fn diff(h: &mut String, (bf, base): &(String, Report), (pf, new): &(String, Repo
         h.push_str("</table>\n");
     }
     for bp in &base.phases {
-        let Some(np) = new.phases.iter().find(|p| p.name == bp.name) else {
-            continue;
+        if let Some(np) = new.phases.iter().find(|p| p.name == bp.name) {
+            diff_phase(h, bp, np);
+        }
+    }
+}
+
+/// One phase of [`diff`].
+fn diff_phase(h: &mut String, bp: &Phase, np: &Phase) {
+    let _ = writeln!(
+        h,
+        "<h3>Phase {}</h3>\n<table><tr><th>counter</th><th>base</th><th>patched</th>\
+         <th>change</th><th>%</th></tr>",
+        esc(&bp.name)
+    );
+    let mut rows: BTreeMap<String, (i128, i128)> = BTreeMap::new();
+    for (k, v) in &bp.counters {
+        rows.entry(k.clone()).or_default().0 = *v as i128;
+    }
+    for (k, v) in &np.counters {
+        rows.entry(k.clone()).or_default().1 = *v as i128;
+    }
+    if let (Some(a), Some(b)) = (&bp.time, &np.time) {
+        let ns = (a.modelled_ns as i128, b.modelled_ns as i128);
+        rows.insert("modelled_ns".into(), ns);
+    }
+    let (changed, same): (Vec<_>, Vec<_>) = rows
+        .into_iter()
+        .filter(|(_, (a, b))| *a != 0 || *b != 0)
+        .partition(|(_, (a, b))| a != b);
+    for (k, (a, b)) in &changed {
+        let d = b - a;
+        let pct = if *a != 0 {
+            format!("{:+.1}%", 100.0 * d as f64 / *a as f64)
+        } else {
+            "new".into()
         };
         let _ = writeln!(
             h,
-            "<h3>Phase {}</h3>\n<table><tr><th>counter</th><th>base</th><th>patched</th>\
-             <th>change</th><th>%</th></tr>",
-            esc(&bp.name)
+            "<tr class=\"changed\"><td>{}</td><td class=\"n\">{a}</td><td class=\"n\">{b}</td>\
+             <td class=\"n\">{d:+}</td><td class=\"n\">{pct}</td></tr>",
+            esc(k),
         );
-        let mut rows: BTreeMap<String, (i128, i128)> = BTreeMap::new();
-        for (k, v) in &bp.counters {
-            rows.entry(k.clone()).or_default().0 = *v as i128;
+    }
+    if changed.is_empty() {
+        h.push_str("<tr><td colspan=\"5\">(no counter changed)</td></tr>\n");
+    }
+    h.push_str("</table>\n");
+    if !same.is_empty() {
+        let _ = writeln!(
+            h,
+            "<details><summary>{} counters unchanged</summary>\n<table>\
+             <tr><th>counter</th><th>both</th></tr>",
+            same.len()
+        );
+        for (k, (a, _)) in &same {
+            let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{a}</td></tr>", esc(k));
         }
-        for (k, v) in &np.counters {
-            rows.entry(k.clone()).or_default().1 = *v as i128;
-        }
-        if let (Some(a), Some(b)) = (&bp.time, &np.time) {
-            rows.insert(
-                "modelled_ns".into(),
-                (a.modelled_ns as i128, b.modelled_ns as i128),
-            );
-        }
-        let (changed, same): (Vec<_>, Vec<_>) = rows
-            .into_iter()
-            .filter(|(_, (a, b))| *a != 0 || *b != 0)
-            .partition(|(_, (a, b))| a != b);
-        for (k, (a, b)) in &changed {
-            let d = b - a;
-            let pct = if *a != 0 {
-                format!("{:+.1}%", 100.0 * d as f64 / *a as f64)
-            } else {
-                "new".into()
-            };
-            let _ = writeln!(
-                h,
-                "<tr class=\"changed\"><td>{}</td><td class=\"n\">{a}</td><td class=\"n\">{b}</td>\
-                 <td class=\"n\">{d:+}</td><td class=\"n\">{pct}</td></tr>",
-                esc(k),
-            );
-        }
-        if changed.is_empty() {
-            h.push_str("<tr><td colspan=\"5\">(no counter changed)</td></tr>\n");
-        }
-        h.push_str("</table>\n");
-        if !same.is_empty() {
-            let _ = writeln!(
-                h,
-                "<details><summary>{} counters unchanged</summary>\n<table>\
-                 <tr><th>counter</th><th>both</th></tr>",
-                same.len()
-            );
-            for (k, (a, _)) in &same {
-                let _ = writeln!(h, "<tr><td>{}</td><td class=\"n\">{a}</td></tr>", esc(k));
-            }
-            h.push_str("</table></details>\n");
-        }
+        h.push_str("</table></details>\n");
     }
 }
 

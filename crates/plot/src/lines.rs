@@ -106,201 +106,268 @@ fn y_unit(name: &str) -> (&'static str, f64) {
     }
 }
 
+type Row<'a> = &'a crate::sweep::SweepRow;
+
+/// The distinct values of `f` over `rows`, in order of first appearance.
+fn distinct<'a>(rows: &[Row<'a>], f: impl Fn(Row<'a>) -> &'a str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for &r in rows {
+        if !v.contains(&f(r)) {
+            v.push(f(r));
+        }
+    }
+    v
+}
+
+/// The index of grid key `x`, or an error listing the keys.
+fn x_key(sweep: &Sweep, x: &str) -> Result<usize, String> {
+    if ["arch", "scenario", "engine"].contains(&x) {
+        return Err(format!(
+            "--x {x}: a column of its own, not a grid column; each {x} is a line of its own"
+        ));
+    }
+    sweep.keys.iter().position(|k| k == x).ok_or_else(|| {
+        format!(
+            "--x {x}: not a grid key of the sweep; its keys are: {}",
+            sweep.keys.join(", ")
+        )
+    })
+}
+
+/// The rows of `spec.y` in its phase (the one asked for, or its only one),
+/// and that phase.
+fn value_rows<'a>(sweep: &'a Sweep, spec: &PlotSpec) -> Result<(Vec<Row<'a>>, String), String> {
+    let rows: Vec<Row> = sweep.rows.iter().filter(|r| r.name == spec.y).collect();
+    if rows.is_empty() {
+        let names = sweep.names();
+        let shown: Vec<&str> = names.iter().take(30).copied().collect();
+        return Err(format!(
+            "--y {}: no such value in the sweep; it has {} names, like: {}",
+            spec.y,
+            names.len(),
+            shown.join(", ")
+        ));
+    }
+    let phases = distinct(&rows, |r| &r.phase);
+    let phase = match &spec.phase {
+        Some(p) if phases.contains(&p.as_str()) => p.clone(),
+        Some(p) => {
+            return Err(format!(
+                "--phase {p}: {} is not in that phase; its phases: {}",
+                spec.y,
+                phases.join(", ")
+            ))
+        }
+        None if phases.len() == 1 => phases[0].to_string(),
+        None => {
+            return Err(format!(
+                "{} is in several phases ({}); choose one with --phase",
+                spec.y,
+                phases.join(", ")
+            ))
+        }
+    };
+    let rows = rows.into_iter().filter(|r| r.phase == phase).collect();
+    Ok((rows, phase))
+}
+
+/// A note on the failed points: one row with the error and no phase or
+/// name (`foliosim sweep`), or rows of this value without a value.
+fn failed_note(sweep: &Sweep, y: &str) -> Option<String> {
+    let failed: Vec<Row> = sweep
+        .rows
+        .iter()
+        .filter(|r| r.value.is_none() && (r.name.is_empty() || r.name == y))
+        .collect();
+    let first = failed.first()?;
+    let mut points: Vec<u64> = failed.iter().map(|r| r.point).collect();
+    points.dedup();
+    Some(format!(
+        "{} point(s) failed and are not drawn (line {}: {})",
+        points.len(),
+        first.line,
+        first.error
+    ))
+}
+
+impl XAxis {
+    /// The axis of the values `xs` of key `key`.
+    fn of(xs: &[&str], key: &str, scale: XScale) -> Result<XAxis, String> {
+        let Some(p) = xs.iter().map(|s| parse_x(s)).collect::<Option<Vec<_>>>() else {
+            return Ok(XAxis::Categories(
+                xs.iter().map(|s| s.to_string()).collect(),
+            ));
+        };
+        let (lo, hi) = p.iter().fold((f64::MAX, f64::MIN), |(a, b), (v, _)| {
+            (a.min(*v), b.max(*v))
+        });
+        let log2 = match scale {
+            XScale::Linear => false,
+            XScale::Log2 if lo > 0.0 => true,
+            XScale::Log2 => {
+                return Err(format!(
+                    "--x-scale log2: {key} has values that are not positive"
+                ))
+            }
+            XScale::Auto => p.iter().all(|(v, _)| is_pow2(*v)) && hi >= 8.0 * lo,
+        };
+        Ok(XAxis::Numeric {
+            sizes: p.iter().any(|(_, s)| *s) || key.ends_with("_bytes"),
+            log2,
+        })
+    }
+
+    /// The axis position of value `s`.
+    fn pos(&self, s: &str) -> f64 {
+        match self {
+            XAxis::Numeric { log2, .. } => {
+                let v = parse_x(s).expect("parsed by XAxis::of").0;
+                if *log2 {
+                    v.log2()
+                } else {
+                    v
+                }
+            }
+            XAxis::Categories(c) => c.iter().position(|c| c == s).expect("listed") as f64,
+        }
+    }
+
+    /// The axis label, and tick labels when positions are not the values.
+    fn labels(&self, key: &str, xs: &[&str]) -> (String, Option<Vec<(f64, String)>>) {
+        match self {
+            XAxis::Numeric { sizes, log2 } => {
+                let paren: Vec<&str> = [(*sizes, "bytes"), (*log2, "log2 scale")]
+                    .into_iter()
+                    .filter(|(on, _)| *on)
+                    .map(|(_, s)| s)
+                    .collect();
+                let label = if paren.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{key} ({})", paren.join(", "))
+                };
+                let tick = |s: &&str| {
+                    let v = parse_x(s).expect("parsed by XAxis::of").0;
+                    let text = if *sizes {
+                        size_label(v)
+                    } else {
+                        format!("{v}")
+                    };
+                    (v.log2(), text)
+                };
+                (label, log2.then(|| xs.iter().map(tick).collect()))
+            }
+            XAxis::Categories(c) => (
+                key.to_string(),
+                Some(
+                    c.iter()
+                        .enumerate()
+                        .map(|(i, s)| (i as f64, s.clone()))
+                        .collect(),
+                ),
+            ),
+        }
+    }
+}
+
+/// The line label of each row: the grid keys other than `xk`, the
+/// architecture, scenario and engine, those that vary.
+fn line_labels(sweep: &Sweep, rows: &[Row], xk: usize, y: &str) -> Vec<String> {
+    let varies = |f: &dyn Fn(Row) -> &str| {
+        let mut v: Vec<&str> = rows.iter().map(|r| f(r)).collect();
+        v.sort();
+        v.dedup();
+        v.len() > 1
+    };
+    let others: Vec<usize> = (0..sweep.keys.len())
+        .filter(|&k| k != xk && varies(&|r| &r.grid[k]))
+        .collect();
+    let (by_scenario, by_arch, by_engine) = (
+        varies(&|r| &r.scenario),
+        varies(&|r| &r.arch),
+        varies(&|r| &r.engine),
+    );
+    rows.iter()
+        .map(|r| {
+            let mut parts: Vec<String> = [
+                (by_scenario, &r.scenario),
+                (by_arch, &r.arch),
+                (by_engine, &r.engine),
+            ]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, v)| v.clone())
+            .collect();
+            parts.extend(
+                others
+                    .iter()
+                    .map(|&k| format!("{}={}", sweep.keys[k], r.grid[k])),
+            );
+            if parts.is_empty() {
+                y.to_string()
+            } else {
+                parts.join(", ")
+            }
+        })
+        .collect()
+}
+
+/// The lines: (label, points sorted by x), the mean of repeated rows;
+/// whether any point had repeats.
+type Lines = (Vec<(String, Vec<(f64, f64)>)>, bool);
+
+fn lines(rows: &[Row], labels: &[String], x: impl Fn(Row) -> f64, scale: f64) -> Lines {
+    let mut groups: BTreeMap<&str, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (r, label) in rows.iter().zip(labels) {
+        let Some(v) = r.value else { continue };
+        if !order.contains(&label.as_str()) {
+            order.push(label);
+        }
+        let at = groups.entry(label).or_default();
+        at.entry(x(r).to_bits()).or_default().push(v * scale);
+    }
+    let mut repeats = false;
+    let out = order
+        .into_iter()
+        .map(|label| {
+            let mut v: Vec<(f64, f64)> = groups[label]
+                .iter()
+                .map(|(x, ys)| {
+                    repeats |= ys.len() > 1;
+                    (f64::from_bits(*x), ys.iter().sum::<f64>() / ys.len() as f64)
+                })
+                .collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (label.to_string(), v)
+        })
+        .collect();
+    (out, repeats)
+}
+
 impl LinePlot {
     /// Build the plot of `spec` from `sweep`; an error says which key,
     /// value or phase is missing and what there is.
     pub fn new(sweep: &Sweep, spec: &PlotSpec) -> Result<LinePlot, String> {
-        let xk = sweep
-            .keys
-            .iter()
-            .position(|k| *k == spec.x)
-            .ok_or_else(|| {
-                format!(
-                    "--x {}: not a grid key of the sweep; its keys are: {}",
-                    spec.x,
-                    sweep.keys.join(", ")
-                )
-            })?;
-        let rows: Vec<_> = sweep.rows.iter().filter(|r| r.name == spec.y).collect();
-        if rows.is_empty() {
-            let names = sweep.names();
-            let shown: Vec<&str> = names.iter().take(30).copied().collect();
-            return Err(format!(
-                "--y {}: no such value in the sweep; it has {} names, like: {}",
-                spec.y,
-                names.len(),
-                shown.join(", ")
-            ));
-        }
-        let phases: Vec<&str> = {
-            let mut p: Vec<&str> = Vec::new();
-            for r in &rows {
-                if !p.contains(&r.phase.as_str()) {
-                    p.push(&r.phase);
-                }
-            }
-            p
-        };
-        let phase = match &spec.phase {
-            Some(p) if phases.contains(&p.as_str()) => p.clone(),
-            Some(p) => {
-                return Err(format!(
-                    "--phase {p}: {} is not in that phase; its phases: {}",
-                    spec.y,
-                    phases.join(", ")
-                ))
-            }
-            None if phases.len() == 1 => phases[0].to_string(),
-            None => {
-                return Err(format!(
-                    "{} is in several phases ({}); choose one with --phase",
-                    spec.y,
-                    phases.join(", ")
-                ))
-            }
-        };
-        let rows: Vec<_> = rows.into_iter().filter(|r| r.phase == phase).collect();
-        let mut notes = Vec::new();
-        // A failed point is one row with the error and no phase or name
-        // (`foliosim sweep`), or rows of this value without one.
-        let failed: Vec<_> = sweep
-            .rows
-            .iter()
-            .filter(|r| r.value.is_none() && (r.name.is_empty() || r.name == spec.y))
-            .collect();
-        if let Some(first) = failed.first() {
-            let mut points: Vec<u64> = failed.iter().map(|r| r.point).collect();
-            points.dedup();
-            notes.push(format!(
-                "{} point(s) failed and are not drawn (line {}: {})",
-                points.len(),
-                first.line,
-                first.error
-            ));
-        }
-        // The x axis.
-        let xs: Vec<&str> = {
-            let mut v: Vec<&str> = Vec::new();
-            for r in &rows {
-                if !v.contains(&r.grid[xk].as_str()) {
-                    v.push(&r.grid[xk]);
-                }
-            }
-            v
-        };
-        let parsed: Option<Vec<(f64, bool)>> = xs.iter().map(|s| parse_x(s)).collect();
-        let axis = match &parsed {
-            Some(p) => {
-                let pow2 = p.iter().all(|(v, _)| is_pow2(*v));
-                let (lo, hi) = p.iter().fold((f64::MAX, f64::MIN), |(a, b), (v, _)| {
-                    (a.min(*v), b.max(*v))
-                });
-                let log2 = match spec.x_scale {
-                    XScale::Linear => false,
-                    XScale::Log2 if p.iter().all(|(v, _)| *v > 0.0) => true,
-                    XScale::Log2 => {
-                        return Err(format!(
-                            "--x-scale log2: {} has values that are not positive",
-                            spec.x
-                        ))
-                    }
-                    XScale::Auto => pow2 && hi >= 8.0 * lo,
-                };
-                XAxis::Numeric {
-                    sizes: p.iter().any(|(_, s)| *s) || spec.x.ends_with("_bytes"),
-                    log2,
-                }
-            }
-            None => XAxis::Categories(xs.iter().map(|s| s.to_string()).collect()),
-        };
-        let x_of = |s: &str| -> f64 {
-            match &axis {
-                XAxis::Numeric { log2, .. } => {
-                    let v = parse_x(s).expect("parsed above").0;
-                    if *log2 {
-                        v.log2()
-                    } else {
-                        v
-                    }
-                }
-                XAxis::Categories(c) => c.iter().position(|c| c == s).expect("listed") as f64,
-            }
-        };
-        // The series: the other grid keys, the architecture and the
-        // scenario, those that vary.
-        let others: Vec<usize> = (0..sweep.keys.len())
-            .filter(|&k| k != xk)
-            .filter(|&k| {
-                let mut v: Vec<&str> = rows.iter().map(|r| r.grid[k].as_str()).collect();
-                v.sort();
-                v.dedup();
-                v.len() > 1
-            })
-            .collect();
-        let vary = |f: &dyn Fn(&crate::sweep::SweepRow) -> &str| {
-            let mut v: Vec<&str> = rows.iter().map(|r| f(r)).collect();
-            v.sort();
-            v.dedup();
-            v.len() > 1
-        };
-        let (by_arch, by_scenario, by_engine) = (
-            vary(&|r| &r.arch),
-            vary(&|r| &r.scenario),
-            vary(&|r| &r.engine),
-        );
+        let xk = x_key(sweep, &spec.x)?;
+        let (rows, phase) = value_rows(sweep, spec)?;
+        let mut notes: Vec<String> = failed_note(sweep, &spec.y).into_iter().collect();
+        let xs = distinct(&rows, |r| &r.grid[xk]);
+        let axis = XAxis::of(&xs, &spec.x, spec.x_scale)?;
         let (unit, scale) = y_unit(&spec.y);
-        let mut groups: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
-        let mut order: Vec<String> = Vec::new();
-        for r in &rows {
-            let Some(v) = r.value else { continue };
-            let mut parts = Vec::new();
-            if by_scenario {
-                parts.push(r.scenario.clone());
-            }
-            if by_arch {
-                parts.push(r.arch.clone());
-            }
-            if by_engine {
-                parts.push(r.engine.clone());
-            }
-            for &k in &others {
-                parts.push(format!("{}={}", sweep.keys[k], r.grid[k]));
-            }
-            let label = if parts.is_empty() {
-                spec.y.clone()
-            } else {
-                parts.join(", ")
-            };
-            if !order.contains(&label) {
-                order.push(label.clone());
-            }
-            groups
-                .entry(label)
-                .or_default()
-                .entry(x_of(&r.grid[xk]).to_bits())
-                .or_default()
-                .push(v * scale);
-        }
-        if groups.is_empty() {
+        let labels = line_labels(sweep, &rows, xk, &spec.y);
+        let (mut series, repeats) = lines(&rows, &labels, |r| axis.pos(&r.grid[xk]), scale);
+        if series.is_empty() {
             return Err(format!(
                 "{} in phase {phase}: every point failed; nothing to draw",
                 spec.y
             ));
         }
-        let mut averaged = false;
-        let mut series = Vec::new();
-        for label in order {
-            let pts = &groups[&label];
-            let mut v: Vec<(f64, f64)> = pts
-                .iter()
-                .map(|(x, ys)| {
-                    averaged |= ys.len() > 1;
-                    let y = ys.iter().sum::<f64>() / ys.len() as f64;
-                    (f64::from_bits(*x), y)
-                })
-                .collect();
-            v.sort_by(|a, b| a.0.total_cmp(&b.0));
-            if spec.log_y {
+        if repeats {
+            notes.push("several rows per point (repeats): their mean is drawn".into());
+        }
+        if spec.log_y {
+            for (label, v) in &mut series {
                 if let Some(p) = v.iter().find(|p| p.1 <= 0.0) {
                     return Err(format!(
                         "--log-y: {} is {} at a point of `{label}`; a log scale needs positive values",
@@ -309,62 +376,14 @@ impl LinePlot {
                 }
                 v.iter_mut().for_each(|p| p.1 = p.1.log10());
             }
-            series.push((label, v));
         }
-        if averaged {
-            notes.push("several rows per point (repeats): their mean is drawn".into());
-        }
-        let (x_label, x_ticks) = match &axis {
-            XAxis::Numeric { sizes, log2 } => {
-                let unit = if *sizes { "bytes" } else { "" };
-                let scale = if *log2 { "log2 scale" } else { "" };
-                let paren: Vec<&str> = [unit, scale]
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                let label = if paren.is_empty() {
-                    spec.x.clone()
-                } else {
-                    format!("{} ({})", spec.x, paren.join(", "))
-                };
-                let ticks = log2.then(|| {
-                    let mut t: Vec<(f64, String)> = Vec::new();
-                    for s in &xs {
-                        let v = parse_x(s).expect("parsed").0;
-                        let text = if *sizes {
-                            size_label(v)
-                        } else {
-                            format!("{v}")
-                        };
-                        t.push((v.log2(), text));
-                    }
-                    t
-                });
-                (label, ticks)
-            }
-            XAxis::Categories(c) => (
-                spec.x.clone(),
-                Some(
-                    c.iter()
-                        .enumerate()
-                        .map(|(i, s)| (i as f64, s.clone()))
-                        .collect(),
-                ),
-            ),
-        };
-        let scen: Vec<&str> = {
-            let mut v: Vec<&str> = rows.iter().map(|r| r.scenario.as_str()).collect();
-            v.dedup();
-            v
-        };
+        let (x_label, x_ticks) = axis.labels(&spec.x, &xs);
+        let scenarios = distinct(&rows, |r| &r.scenario);
+        let log = if spec.log_y { ", log10 scale" } else { "" };
         Ok(LinePlot {
-            title: format!("{}: {} in phase {phase}", scen.join(", "), spec.y),
+            title: format!("{}: {} in phase {phase}", scenarios.join(", "), spec.y),
             x_label,
-            y_label: if spec.log_y {
-                format!("{} ({unit}, log10 scale)", spec.y)
-            } else {
-                format!("{} ({unit})", spec.y)
-            },
+            y_label: format!("{} ({unit}{log})", spec.y),
             series,
             x_ticks,
             log_y: spec.log_y,
@@ -423,16 +442,10 @@ fn y_tick(v: f64) -> String {
     }
 }
 
-impl Picture for LinePlot {
-    fn size(&self) -> (u32, u32) {
-        (960, 600)
-    }
-
-    fn draw<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), String> {
-        root.fill(&WHITE).map_err(de)?;
+impl LinePlot {
+    /// The axes' ranges: every point with a margin, y from 0 on a linear
+    /// axis.
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
         let all = self.series.iter().flat_map(|(_, v)| v.iter());
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
         for &(x, y) in all {
@@ -445,14 +458,39 @@ impl Picture for LinePlot {
             (x0, x1) = (x0 - 1.0, x1 + 1.0);
         }
         let pad = (x1 - x0) * 0.04;
-        let (x0, x1) = (x0 - pad, x1 + pad);
         if !self.log_y {
             y0 = y0.min(0.0);
         }
         if y0 == y1 {
             y1 = y0 + 1.0;
         }
-        let y1 = y1 + (y1 - y0) * 0.08;
+        ((x0 - pad, x1 + pad), (y0, y1 + (y1 - y0) * 0.08))
+    }
+
+    /// The tick label of axis position `v` on the x axis.
+    fn x_tick(&self, v: f64) -> String {
+        match &self.x_ticks {
+            Some(t) => t
+                .iter()
+                .find(|(p, _)| (p - v).abs() < 1e-9)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default(),
+            None => y_tick(v),
+        }
+    }
+}
+
+impl Picture for LinePlot {
+    fn size(&self) -> (u32, u32) {
+        (960, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        root.fill(&WHITE).map_err(de)?;
+        let ((x0, x1), (y0, y1)) = self.ranges();
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FAMILY, 18))
             .margin(16)
@@ -460,20 +498,9 @@ impl Picture for LinePlot {
             .y_label_area_size(90)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(de)?;
-        let ticks = self.x_ticks.clone();
-        let x_fmt = move |v: &f64| -> String {
-            match &ticks {
-                Some(t) => t
-                    .iter()
-                    .find(|(p, _)| (p - v).abs() < 1e-9)
-                    .map(|(_, s)| s.clone())
-                    .unwrap_or_default(),
-                None => y_tick(*v),
-            }
-        };
-        let log_y = self.log_y;
-        let y_fmt = move |v: &f64| {
-            if log_y {
+        let x_fmt = |v: &f64| self.x_tick(*v);
+        let y_fmt = |v: &f64| {
+            if self.log_y {
                 y_tick(10f64.powf(*v))
             } else {
                 y_tick(*v)
@@ -642,6 +669,8 @@ mod tests {
         let s = sweep();
         let e = LinePlot::new(&s, &spec("pgfault", "nope")).unwrap_err();
         assert!(e.contains("fault_around_bytes, series.batch"), "{e}");
+        let e = LinePlot::new(&s, &spec("pgfault", "arch")).unwrap_err();
+        assert!(e.contains("each arch is a line of its own"), "{e}");
         let e = LinePlot::new(&s, &spec("nope", "series.batch")).unwrap_err();
         assert!(e.contains("modelled_ns") && e.contains("pgfault"), "{e}");
         let mut sp = spec("pgfault", "series.batch");

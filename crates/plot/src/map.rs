@@ -249,24 +249,33 @@ impl Picture for MapPlot {
         root: &DrawingArea<DB, plotters::coord::Shift>,
     ) -> Result<(), String> {
         root.fill(&WHITE).map_err(de)?;
-        let text = |s: &str, x: i32, y: i32, size: u32| {
-            root.draw(&Text::new(
-                s.to_string(),
-                (x, y),
-                (FAMILY, size).into_font(),
-            ))
-            .map_err(de)
-        };
-        text(&self.title, 10, 8, 17)?;
-        text(
-            "one row = one page table (512 pages, 2 MiB); one cell = one 4 KiB page",
-            10,
-            32,
-            12,
-        )?;
-        let first = self.map.first_index as usize;
+        text(root, &self.title, (10, 8), 17)?;
+        let what = "one row = one page table (512 pages, 2 MiB); one cell = one 4 KiB page";
+        text(root, what, (10, 32), 12)?;
+        self.draw_rows(root)?;
+        self.draw_cells(root)?;
+        self.draw_legend(root)
+    }
+}
+
+/// `s` at `at` in the crate's font of `size` pixels.
+fn text<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    s: &str,
+    at: (i32, i32),
+    size: u32,
+) -> Result<(), String> {
+    root.draw(&Text::new(s.to_string(), at, (FAMILY, size).into_font()))
+        .map_err(de)
+}
+
+impl MapPlot {
+    /// Row frames and their offsets in the region.
+    fn draw_rows<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
         let h = self.cell_h;
-        // Row frames and offsets.
         let label_every = match h {
             16 | 8 => 1,
             4 => 4,
@@ -274,29 +283,35 @@ impl Picture for MapPlot {
         };
         for row in 0..self.rows {
             let (x0, y0) = self.at(row, 0);
-            root.draw(&Rectangle::new(
-                [(x0, y0), (x0 + ROW as i32 * CELL_W, y0 + h)],
-                FRAME.stroke_width(1),
-            ))
-            .map_err(de)?;
+            let frame = [(x0, y0), (x0 + ROW as i32 * CELL_W, y0 + h)];
+            root.draw(&Rectangle::new(frame, FRAME.stroke_width(1)))
+                .map_err(de)?;
             if row % label_every == 0 {
-                let off = (row * ROW) as i64 - first as i64;
+                let off = (row * ROW) as i64 - self.map.first_index as i64;
                 let label = if off <= 0 {
                     "+0".to_string()
                 } else {
                     format!("+{}", size_label((off as u64 * 4096) as f64))
                 };
-                text(&label, 8, y0 + (h - 12).max(0) / 2, 11)?;
+                text(root, &label, (8, y0 + (h - 12).max(0) / 2), 11)?;
             }
         }
-        // Runs of equal state within a row.
+        Ok(())
+    }
+
+    /// The pages: one rectangle per run of equal state within a row, an
+    /// outline per contpte block and around PMD mappings.
+    fn draw_cells<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        let (first, h) = (self.map.first_index as usize, self.cell_h);
         let limit = (self.rows * ROW)
             .saturating_sub(first)
             .min(self.states.len());
         let mut i = 0;
         while i < limit {
-            let g = first + i;
-            let (row, col) = (g / ROW, g % ROW);
+            let (row, col) = ((first + i) / ROW, (first + i) % ROW);
             let s = self.states[i];
             let mut n = 1;
             while i + n < limit && col + n < ROW && self.states[i + n] == s {
@@ -308,35 +323,34 @@ impl Picture for MapPlot {
                 root.draw(&Rectangle::new([(x0, y0), (x1, y0 + h)], c.filled()))
                     .map_err(de)?;
             }
+            let outline = |a: i32, b: i32, style: ShapeStyle| {
+                root.draw(&Rectangle::new([(a, y0), (b - 1, y0 + h - 1)], style))
+                    .map_err(de)
+            };
             match s {
                 PageState::Present { contpte: true, .. } => {
                     // One outline per contiguous block of 16 entries.
-                    let mut c = col - col % 16;
-                    while c < col + n {
+                    for c in (col - col % 16..col + n).step_by(16) {
                         let (bx, _) = self.at(row, c);
-                        let bx0 = bx.max(x0);
-                        let bx1 = (bx + 16 * CELL_W).min(x1);
-                        root.draw(&Rectangle::new(
-                            [(bx0, y0), (bx1 - 1, y0 + h - 1)],
-                            CONT.stroke_width(1),
-                        ))
-                        .map_err(de)?;
-                        c += 16;
+                        outline(bx.max(x0), (bx + 16 * CELL_W).min(x1), CONT.stroke_width(1))?;
                     }
                 }
                 PageState::Present { pmd: true, .. } | PageState::Zero { huge: true } => {
-                    root.draw(&Rectangle::new(
-                        [(x0, y0), (x1 - 1, y0 + h - 1)],
-                        BLACK.stroke_width(2),
-                    ))
-                    .map_err(de)?;
+                    outline(x0, x1, BLACK.stroke_width(2))?;
                 }
                 _ => {}
             }
             i += n;
         }
-        // Legend and notes.
-        let mut y = TOP + self.rows as i32 * h + 12;
+        Ok(())
+    }
+
+    /// The legend and the notes under the map.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        let mut y = TOP + self.rows as i32 * self.cell_h + 12;
         let mut x = 10;
         for (label, fill, outline) in self.legend() {
             let box_ = [(x, y), (x + 14, y + 14)];
@@ -346,12 +360,12 @@ impl Picture for MapPlot {
             let edge = outline.unwrap_or(FRAME);
             root.draw(&Rectangle::new(box_, edge.stroke_width(2)))
                 .map_err(de)?;
-            text(&label, x + 20, y + 1, 12)?;
+            text(root, &label, (x + 20, y + 1), 12)?;
             x += 20 + 8 * label.len() as i32 + 18;
         }
         y += 26;
         for n in &self.notes {
-            text(n, 10, y, 12)?;
+            text(root, n, (10, y), 12)?;
             y += 24;
         }
         Ok(())
