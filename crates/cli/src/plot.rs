@@ -206,6 +206,9 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<bool, String> {
             Input::Sweep(s) => inputs.sweeps.push((name, s)),
         }
     }
+    if inputs.reports.is_empty() && inputs.sweeps.is_empty() {
+        return Err("the inputs hold no report and no sweep: nothing to report".into());
+    }
     let opts = Options {
         ys: a.y.clone(),
         x: a.x.clone(),
