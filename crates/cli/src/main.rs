@@ -10,6 +10,7 @@ mod completions;
 mod counters;
 mod inputs;
 mod output;
+mod plot;
 mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -403,6 +404,34 @@ enum Cmd {
         #[arg(short = 'o', value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Draw a sweep's value against one grid key, or a region's folio map.
+    ///
+    /// A sweep plot has a line per combination of the other grid keys (and
+    /// architectures); a folio map has a row per page table, a cell per
+    /// page coloured by folio size, contpte blocks and PMD mappings
+    /// outlined, swap entries and zero pages shown, holes blank. The
+    /// picture's format comes from the -o extension: .svg or .png.
+    ///
+    /// Examples:
+    ///   foliosim plot sweep.csv --y pgfault --x fault_around_bytes -o faults.svg
+    ///   foliosim plot sweep.jsonl --y modelled_ns --x fault_around_bytes --phase measured -o time.png
+    ///   foliosim run scenarios/seed000/pageout-256m.toml --set step.1.map=true --format json -o r.json
+    ///   foliosim plot --map r.json --phase measured --region buf -o map.svg
+    #[command(verbatim_doc_comment)]
+    Plot(plot::PlotArgs),
+    /// Write one self-contained HTML file (no network, pictures inline)
+    /// from JSON reports and sweep tables.
+    ///
+    /// Per report: the scenario, its system knobs, the non-zero counters,
+    /// modelled time, folio histograms, folio maps and expectations. With
+    /// exactly two reports, also their difference (the first is the base,
+    /// the second the patched run). Per sweep: a plot per --y value.
+    ///
+    /// Examples:
+    ///   foliosim report base.json patched.json -o report.html
+    ///   foliosim report sweep.csv --y modelled_ns --y pgfault --x fault_around_bytes -o sweep.html
+    #[command(verbatim_doc_comment)]
+    Report(plot::ReportArgs),
 }
 
 fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
@@ -821,6 +850,8 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
         Cmd::Completions { shell } => {
             inputs::print(&completions::completions(*shell)).map(|_| true)
         }
+        Cmd::Plot(a) => plot::cmd_plot(a),
+        Cmd::Report(a) => plot::cmd_report(a),
         Cmd::Man { out } => completions::man(out.as_deref())
             .and_then(|t| inputs::print(&t))
             .map(|_| true),

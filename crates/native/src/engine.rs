@@ -442,7 +442,30 @@ fn end_phase(
         folios,
         time: None,
         pagemap: open.pagemap_raw,
+        maps: BTreeMap::new(),
     })
+}
+
+/// The folio maps of the `map = true` regions at the end of a phase.
+fn folio_maps(
+    pid: i32,
+    regions: &BTreeMap<String, (u64, u64)>,
+    mapped: &std::collections::BTreeSet<String>,
+    flags: &mut KpageFlags,
+) -> Result<BTreeMap<String, foliosim_report::FolioMap>, NativeError> {
+    let mut maps = BTreeMap::new();
+    for name in mapped {
+        if let Some(&(addr, len)) = regions.get(name) {
+            let m = histogram::folio_map(pid, addr, len, flags).map_err(|e| {
+                io_err(
+                    "native engine",
+                    format!("reading the folio map of {name}: {e}"),
+                )
+            })?;
+            maps.insert(name.clone(), m);
+        }
+    }
+    Ok(maps)
 }
 
 /// Read the workload's pagemap for pagemap step `idx` and record the
@@ -509,6 +532,8 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
     let mut missing = Vec::new();
     let mut perf: Option<Counters> = None;
     let mut regions: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    // Named regions whose mmap step asked for a folio map (`map = true`).
+    let mut mapped: std::collections::BTreeSet<String> = Default::default();
     let mut tids: Vec<u64> = Vec::new();
     let mut overhead = Overhead::default();
     let mut open: Option<OpenPhase> = None;
@@ -523,8 +548,13 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 wl.go()?;
             }
             Msg::Mapped { region, addr, len } => {
-                let name = ctx.plan.regions[region as usize].name.clone();
-                regions.insert(name, (addr, len));
+                let decl = &ctx.plan.regions[region as usize];
+                regions.insert(decl.name.clone(), (addr, len));
+                if decl.map {
+                    mapped.insert(decl.name.clone());
+                } else {
+                    mapped.remove(&decl.name);
+                }
             }
             Msg::Thread { tid, .. } => tids.push(tid),
             Msg::Overhead { minflt, majflt } => {
@@ -561,8 +591,9 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
             } => {
                 if let Some(o) = open.take() {
                     let end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
-                    let phase =
+                    let mut phase =
                         end_phase(ctx, wl.pid, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
+                    phase.maps = folio_maps(wl.pid, &regions, &mapped, &mut flags)?;
                     let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
                     if !changed.is_empty() {
                         return Err(NativeError::Changed(format!(

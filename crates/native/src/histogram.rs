@@ -16,6 +16,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
+use foliosim_uapi::foliomap::{FolioMap, PageState};
 use foliosim_workload::{PAGE_SIZE, PMD_SIZE};
 
 pub(crate) const KPF_COMPOUND_HEAD: u64 = 1 << 15;
@@ -214,6 +215,87 @@ pub(crate) fn histogram(
     Ok(walk.finish())
 }
 
+/// `PAGE_IS_HUGE` of PAGEMAP_SCAN: a PMD-mapped THP (or hugetlb).
+const PAGE_IS_HUGE: u64 = 1 << 6;
+const PM_SWAP: u64 = 1 << 62;
+
+impl<F: FlagSource> Walk<'_, F> {
+    /// The folio-map state of the page at `va` with pagemap entry `e`;
+    /// `pmd`: whether PAGEMAP_SCAN saw it PMD-mapped (None when the
+    /// kernel has no PAGEMAP_SCAN: then a page of a PMD-sized folio whose
+    /// PMD-aligned block maps the folio in order counts as PMD-mapped,
+    /// which a fully PTE-mapped THP also looks like). The contiguous bit
+    /// of arm64 is invisible to pagemap, so no page is ever contpte.
+    pub(crate) fn state(&mut self, va: u64, e: u64, pmd: Option<bool>) -> io::Result<PageState> {
+        if e & PM_PRESENT == 0 {
+            return Ok(if e & PM_SWAP != 0 {
+                PageState::Swap
+            } else {
+                PageState::None
+            });
+        }
+        let pfn = e & PM_PFN_MASK;
+        let f = self.flags_of(pfn)?.get((pfn % BLOCK) as usize).copied();
+        let f = f.unwrap_or(0);
+        if f & KPF_ZERO_PAGE != 0 {
+            return Ok(PageState::Zero {
+                huge: f & KPF_THP != 0,
+            });
+        }
+        let (head, n) = self.folio(pfn)?;
+        let order = n.trailing_zeros() as u8;
+        let pmd = pmd.unwrap_or_else(|| n == BLOCK && pfn - head == (va % PMD_SIZE) / PAGE_SIZE);
+        Ok(PageState::Present {
+            order,
+            pmd,
+            contpte: false,
+        })
+    }
+}
+
+/// The folio map of `[addr, addr + len)` of process `pid` (see
+/// [`Walk::state`]).
+pub(crate) fn folio_map(
+    pid: i32,
+    addr: u64,
+    len: u64,
+    flags: &mut impl FlagSource,
+) -> io::Result<FolioMap> {
+    let pagemap = File::open(format!("/proc/{pid}/pagemap"))?;
+    let huge: Option<Vec<(u64, u64)>> = crate::pagemap::pagemap_scan(&pagemap, addr, addr + len)
+        .ok()
+        .map(|regions| {
+            regions
+                .into_iter()
+                .filter(|r| r.2 & PAGE_IS_HUGE != 0)
+                .map(|r| (r.0, r.1))
+                .collect()
+        });
+    let mut walk = Walk::new(flags);
+    let npages = len / PAGE_SIZE;
+    let mut pages = Vec::with_capacity(npages as usize);
+    let mut buf = vec![0u8; 8 * 4096];
+    let mut done = 0;
+    while done < npages {
+        let n = (npages - done).min(4096);
+        let bytes = &mut buf[..n as usize * 8];
+        pagemap.read_exact_at(bytes, (addr / PAGE_SIZE + done) * 8)?;
+        for (i, c) in bytes.chunks_exact(8).enumerate() {
+            let e = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            let va = addr + (done + i as u64) * PAGE_SIZE;
+            let pmd = huge
+                .as_ref()
+                .map(|h| h.iter().any(|&(s, end)| (s..end).contains(&va)));
+            pages.push(walk.state(va, e, pmd)?.encode());
+        }
+        done += n;
+    }
+    Ok(FolioMap {
+        first_index: ((addr / PAGE_SIZE) % BLOCK) as u16,
+        pages,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +373,51 @@ mod tests {
         assert_eq!(h["2048kB"], 1);
         assert_eq!(h["pages_present"], 1024);
         assert_eq!(h.len(), 3);
+    }
+
+    #[test]
+    fn map_states_like_the_model() {
+        let mut f = Fake;
+        let mut w = Walk::new(&mut f);
+        let st =
+            |w: &mut Walk<Fake>, va: u64, e: u64, pmd: Option<bool>| w.state(va, e, pmd).unwrap();
+        assert_eq!(st(&mut w, 0, 0, None), PageState::None);
+        assert_eq!(st(&mut w, 0, PM_SWAP | 5, None), PageState::Swap);
+        // A page of the 64 KiB folio at PFN 16: order 4, PTE-mapped.
+        let p = PageState::Present {
+            order: 4,
+            pmd: false,
+            contpte: false,
+        };
+        assert_eq!(st(&mut w, PAGE_SIZE, present(17), Some(false)), p);
+        assert_eq!(st(&mut w, PAGE_SIZE, present(17), None), p);
+        assert_eq!(
+            st(&mut w, 0, present(100), None),
+            PageState::Zero { huge: false }
+        );
+        assert_eq!(
+            st(&mut w, 0, present(512 + 3), None),
+            PageState::Zero { huge: true }
+        );
+        // The PMD-sized folio at PFN 1024: PMD-mapped when PAGEMAP_SCAN
+        // says so; without it, when the VA block maps it in order.
+        let thp = |pmd| PageState::Present {
+            order: 9,
+            pmd,
+            contpte: false,
+        };
+        assert_eq!(
+            st(&mut w, 3 * PAGE_SIZE, present(1027), Some(true)),
+            thp(true)
+        );
+        assert_eq!(
+            st(&mut w, 3 * PAGE_SIZE, present(1027), Some(false)),
+            thp(false)
+        );
+        assert_eq!(
+            st(&mut w, PMD_SIZE + 3 * PAGE_SIZE, present(1027), None),
+            thp(true)
+        );
+        assert_eq!(st(&mut w, 4 * PAGE_SIZE, present(1027), None), thp(false));
     }
 }

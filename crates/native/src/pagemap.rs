@@ -137,7 +137,7 @@ fn kpageflags_of(entries: &[u64]) -> io::Result<Vec<u64>> {
 
 /// PAGEMAP_SCAN of `[start, end)`: every category of interest, no filter,
 /// all categories returned, no write-protection.
-fn pagemap_scan(f: &File, start: u64, end: u64) -> io::Result<Vec<(u64, u64, u64)>> {
+pub(crate) fn pagemap_scan(f: &File, start: u64, end: u64) -> io::Result<Vec<(u64, u64, u64)>> {
     let mut out = Vec::new();
     let mut buf = vec![[0u64; 3]; 512];
     let mut cur = start;

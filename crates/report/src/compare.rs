@@ -159,6 +159,45 @@ fn raw_pagemap_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec
         .collect()
 }
 
+/// `maps/<region>/mismatches`: the pages whose folio-map states differ
+/// when both runs have a map of the region, after clearing the contpte
+/// mark (no host interface shows the contiguous bit) and a length
+/// difference counted as mismatches too.
+fn map_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> {
+    let (Some(sp), Some(np)) = (sp, np) else {
+        return Vec::new();
+    };
+    let strip = |b: u8| match crate::PageState::decode(b) {
+        Some(crate::PageState::Present { order, pmd, .. }) => crate::PageState::Present {
+            order,
+            pmd,
+            contpte: false,
+        }
+        .encode(),
+        _ => b,
+    };
+    sp.maps
+        .iter()
+        .filter_map(|(region, s)| {
+            let n = np.maps.get(region)?;
+            let differ = s
+                .pages
+                .iter()
+                .zip(&n.pages)
+                .filter(|(a, b)| strip(**a) != strip(**b))
+                .count()
+                + s.pages.len().abs_diff(n.pages.len());
+            Some(Row {
+                name: format!("maps/{region}/mismatches"),
+                sim: Some(0),
+                native: Some(differ as i64),
+                tolerance: Some(0.0),
+                host_state: 0,
+            })
+        })
+        .collect()
+}
+
 /// Events `tlb:tlb_flush` (and its remote-shootdown part) may differ by
 /// whatever the relative tolerance.
 pub const TLB_FLUSH_SLACK: f64 = 4.0;
@@ -271,6 +310,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
     }
     out.extend(kfunc_rows(sp, np));
     out.extend(raw_pagemap_rows(sp, np));
+    out.extend(map_rows(sp, np));
     let mut cells: BTreeSet<(String, String)> = BTreeSet::new();
     for p in [sp, np].into_iter().flatten() {
         for (r, h) in &p.folios {
@@ -432,7 +472,7 @@ pub fn csv(comparisons: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Phase, Provenance};
+    use crate::{FolioMap, PageState, Phase, Provenance};
 
     fn report(engine: &str, pgfault: i64) -> Report {
         let mut p = Phase {
@@ -444,6 +484,23 @@ mod tests {
             scenario: "a, \"b\"".into(),
             arch: "x86_64".into(),
             engine: engine.into(),
+            phases: vec![p],
+            ..Default::default()
+        }
+    }
+
+    fn with_map(states: &[(PageState, u64)]) -> Report {
+        let runs: Vec<(u8, u64)> = states.iter().map(|(s, n)| (s.encode(), *n)).collect();
+        let mut p = Phase {
+            name: "m".into(),
+            ..Default::default()
+        };
+        p.maps
+            .insert("buf".into(), FolioMap::from_runs(0, &runs).unwrap());
+        Report {
+            scenario: "s".into(),
+            arch: "arm64".into(),
+            engine: "sim".into(),
             phases: vec![p],
             ..Default::default()
         }
@@ -487,6 +544,33 @@ mod tests {
                 "",
                 ""
             ]
+        );
+    }
+
+    /// The contiguous bit the host cannot show is not a mismatch; any
+    /// other state difference is, page by page.
+    #[test]
+    fn maps_compare_without_the_contiguous_bit() {
+        let page = |contpte| PageState::Present {
+            order: 4,
+            pmd: false,
+            contpte,
+        };
+        let sim = with_map(&[(page(true), 32)]);
+        let mut native = with_map(&[(page(false), 32)]);
+        native.engine = "native".into();
+        let (text, _, ok) = compare(&sim, &native);
+        assert!(ok, "{text}");
+        assert!(text.contains("maps/buf/mismatches"), "{text}");
+        let mut native = with_map(&[(page(false), 30), (PageState::Swap, 2)]);
+        native.engine = "native".into();
+        let (text, _, ok) = compare(&sim, &native);
+        assert!(!ok, "{text}");
+        assert!(
+            text.lines().any(|l| l.contains("maps/buf/mismatches")
+                && l.contains(" 2 ")
+                && l.contains("MISMATCH")),
+            "{text}"
         );
     }
 }

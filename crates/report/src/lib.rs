@@ -6,9 +6,11 @@
 //! whatever the number of scenarios, and a report is `{"scenario", "arch",
 //! "engine", "provenance": {...}, "system": {...}, "phases": [{"name",
 //! "counters": {NAME: NUMBER}, "folios": {REGION: {BUCKET: NUMBER}}}],
-//! "expectations": [...]}`. The CSV is written by the `csv` crate (RFC 4180
-//! quoting), one row per value of [`Report::tidy_rows`]. Maps are sorted,
-//! so the same inputs give byte-identical output.
+//! "expectations": [...]}`; a phase may also have `pagemap`, `maps` (folio
+//! maps, docs/scenarios.md) and `modelled_ns` / `profile` / `breakdown`.
+//! The CSV is written by the `csv` crate (RFC 4180 quoting), one row per
+//! value of [`Report::tidy_rows`]. Maps are sorted, so the same inputs give
+//! byte-identical output.
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
+
+pub use foliosim_uapi::foliomap::{FolioMap, PageState};
 
 /// One measured phase.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -32,6 +36,9 @@ pub struct Phase {
     /// Raw pagemap entries of the phase's `raw = true` pagemap steps, by
     /// step name.
     pub pagemap: BTreeMap<String, Vec<u64>>,
+    /// Per-page folio maps at the end of the phase of the regions mapped
+    /// with `map = true`, by region.
+    pub maps: BTreeMap<String, FolioMap>,
 }
 
 /// The modelled time of a phase under a cost profile (crates/cost).
@@ -301,6 +308,21 @@ impl Report {
                 if !p.pagemap.is_empty() {
                     v["pagemap"] = json!(p.pagemap);
                 }
+                if !p.maps.is_empty() {
+                    let maps: Map<String, Value> = p
+                        .maps
+                        .iter()
+                        .map(|(r, m)| {
+                            let runs: Vec<Value> =
+                                m.runs().iter().map(|(b, n)| json!([b, n])).collect();
+                            (
+                                r.clone(),
+                                json!({"first_index": m.first_index, "runs": runs}),
+                            )
+                        })
+                        .collect();
+                    v["maps"] = Value::Object(maps);
+                }
                 if let Some(t) = &p.time {
                     let breakdown: Map<String, Value> = t
                         .breakdown
@@ -413,14 +435,40 @@ impl Report {
                     );
                 }
             }
+            let maps = match p.get("maps") {
+                Some(m) => read_maps(m).map_err(|e| format!("phase `{name}`: {e}"))?,
+                None => BTreeMap::new(),
+            };
+            let time = match p.get("modelled_ns") {
+                Some(ns) => Some(PhaseTime {
+                    profile: p
+                        .get("profile")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    modelled_ns: ns.as_u64().ok_or_else(|| {
+                        format!("phase `{name}`: `modelled_ns` is not a non-negative integer")
+                    })?,
+                    breakdown: int_map(p.get("breakdown"), "breakdown")?
+                        .into_iter()
+                        .map(|(k, v)| (k, v.max(0) as u64))
+                        .collect(),
+                }),
+                None => None,
+            };
             phases.push(Phase {
                 name,
                 counters,
                 folios,
-                time: None,
+                time,
                 pagemap,
+                maps,
             });
         }
+        let expectations = match obj.get("expectations") {
+            Some(e) => read_expectations(e)?,
+            None => Vec::new(),
+        };
         Ok(Report {
             scenario,
             arch,
@@ -428,7 +476,7 @@ impl Report {
             provenance,
             system,
             phases,
-            expectations: Vec::new(),
+            expectations,
         })
     }
 
@@ -438,7 +486,8 @@ impl Report {
     /// folio cells are `folios/<region>/<bucket>` (as [`Report::value`]
     /// looks them up), raw pagemap entries `pagemap/<step>/<index>`, and
     /// modelled time `modelled_ns` (the total) and `modelled_ns/<counter>`
-    /// (its breakdown).
+    /// (its breakdown). Folio maps are not rows (a row per page would
+    /// swamp a sweep): they are in the JSON output only.
     pub fn tidy_rows(&self) -> Vec<TidyRow<'_>> {
         let mut rows = Vec::new();
         for p in &self.phases {
@@ -576,6 +625,13 @@ impl Report {
                     entries.len()
                 );
             }
+            for (region, m) in &p.maps {
+                let _ = writeln!(
+                    out,
+                    "  folio map {region}: {} pages (in the JSON output; `foliosim plot --map` draws it)",
+                    m.pages.len()
+                );
+            }
         }
         if !self.expectations.is_empty() {
             let _ = writeln!(out, "\nexpectations");
@@ -608,6 +664,68 @@ impl Report {
             }
         }
     }
+}
+
+/// The `maps` object of a phase: `{REGION: {"first_index": N, "runs":
+/// [[BYTE, COUNT], ...]}}`.
+fn read_maps(v: &Value) -> Result<BTreeMap<String, FolioMap>, String> {
+    let obj = v.as_object().ok_or("`maps` is not an object")?;
+    let mut out = BTreeMap::new();
+    for (region, m) in obj {
+        let bad = |what: &str| format!("`maps.{region}`: {what}");
+        let first_index = m
+            .get("first_index")
+            .and_then(Value::as_u64)
+            .filter(|&i| i < 512)
+            .ok_or_else(|| bad("`first_index` is not an integer in 0..512"))?;
+        let runs = m
+            .get("runs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("`runs` is not a list"))?;
+        let mut pairs = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            let pair = r
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .and_then(|a| Some((u8::try_from(a[0].as_u64()?).ok()?, a[1].as_u64()?)))
+                .ok_or_else(|| bad(&format!("run {i} is not [byte, count]")))?;
+            pairs.push(pair);
+        }
+        let map =
+            FolioMap::from_runs(first_index as u16, &pairs).map_err(|e| bad(&e.to_string()))?;
+        out.insert(region.clone(), map);
+    }
+    Ok(out)
+}
+
+/// The `expectations` list of a report.
+fn read_expectations(v: &Value) -> Result<Vec<ExpectOutcome>, String> {
+    let list = v.as_array().ok_or("`expectations` is not a list")?;
+    let mut out = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        let bad = |k: &str| format!("expectation {i}: `{k}` is missing or of the wrong type");
+        let text = |k: &str| {
+            e.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| bad(k))
+        };
+        let flag = |k: &str| e.get(k).and_then(Value::as_bool).ok_or_else(|| bad(k));
+        out.push(ExpectOutcome {
+            at: text("at")?,
+            phase: text("phase")?,
+            counter: text("counter")?,
+            expected: e
+                .get("expected")
+                .and_then(Value::as_f64)
+                .ok_or_else(|| bad("expected"))?,
+            actual: e.get("actual").and_then(Value::as_f64),
+            tolerance: text("tolerance")?,
+            ok: flag("ok")?,
+            judged: flag("judged")?,
+        });
+    }
+    Ok(out)
 }
 
 /// Modelled time in the table: the total and the top contributors.
@@ -797,8 +915,35 @@ mod tests {
         r.phases[0]
             .pagemap
             .insert("scan".into(), vec![1 << 63 | 42, 0, u64::MAX]);
+        r.phases[0].maps.insert(
+            "data".into(),
+            FolioMap {
+                first_index: 3,
+                pages: vec![0x14, 0x14, 1, 0, 0x59],
+            },
+        );
+        r.phases[0].time = Some(PhaseTime {
+            profile: "p".into(),
+            modelled_ns: 1234,
+            breakdown: BTreeMap::from([("pgfault".to_string(), 1000u64)]),
+        });
+        r.expectations.push(ExpectOutcome {
+            at: "s.toml:9:1".into(),
+            phase: "measured".into(),
+            counter: "pgfault".into(),
+            expected: 16.0,
+            actual: Some(16.0),
+            tolerance: "0".into(),
+            ok: true,
+            judged: true,
+        });
         let back = Report::from_json_value(&r.to_json_value()).unwrap();
         assert_eq!(back, r);
+        // A map byte that is no page state is refused, naming the map.
+        let mut v = r.to_json_value();
+        v["phases"][0]["maps"]["data"]["runs"][0][0] = serde_json::json!(200);
+        let err = Report::from_json_value(&v).unwrap_err();
+        assert!(err.contains("maps.data") && err.contains("0xc8"), "{err}");
         let err = Report::from_json_value(&serde_json::json!({"scenario": "s"})).unwrap_err();
         assert!(err.contains("arch"), "{err}");
     }

@@ -208,6 +208,9 @@ pub enum StepKind {
         /// `madvise = [...]`: advice applied to the whole region right after
         /// the mmap (default none).
         advise: Vec<Madv>,
+        /// `map = true`: report the region's per-page folio map at the end
+        /// of every phase (default false).
+        map: bool,
     },
     /// `op = "touch"`
     Touch {

@@ -53,6 +53,7 @@ impl Op {
         match self {
             Op::Mmap => &[
                 "op", "region", "kind", "file", "shared", "size", "offset", "prot", "madvise",
+                "map",
             ],
             Op::Touch => &[
                 "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
@@ -380,6 +381,7 @@ impl StepChecker<'_> {
             exec: false,
         });
         let advise = f.opt("madvise", advice_list)?.unwrap_or_default();
+        let map = f.opt("map", Ctx::boolean)?.unwrap_or(false);
         let mut file_offset = 0;
         let backing = match kind {
             Kind::File => {
@@ -416,6 +418,7 @@ impl StepChecker<'_> {
             file_offset,
             prot,
             advise,
+            map,
         })
     }
 

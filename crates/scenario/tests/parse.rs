@@ -201,11 +201,13 @@ fn full_scenario_mmaps() {
         file_offset,
         prot,
         advise,
+        map,
     } = &s.steps[0].kind
     else {
         panic!("not an mmap: {:?}", s.steps[0]);
     };
     assert_eq!(region, "heap");
+    assert!(!map, "folio maps are opt-in");
     assert_eq!(*backing, Backing::Anon);
     assert!(!shared);
     assert_eq!(*size, 2 << 20);

@@ -491,3 +491,16 @@ fn set_memcg_step_fields() {
         e.message
     );
 }
+
+/// `map` on an mmap step: a boolean, settable with --set.
+#[test]
+fn mmap_map_is_a_boolean() {
+    let mmap = "[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n";
+    let on = |s: &Scenario| matches!(s.steps[0].kind, StepKind::Mmap { map, .. } if map);
+    assert!(!on(&ok(mmap, &[])));
+    assert!(on(&ok(&format!("{mmap}map = true\n"), &[])));
+    assert!(on(&ok(mmap, &[("step.1.map", "true")])));
+    let e = error(&format!("{mmap}map = \"yes\"\n"));
+    assert_eq!(at(&e), (6, 7, "step[1].map"));
+    assert!(e.message.contains("expected a boolean"), "{}", e.message);
+}

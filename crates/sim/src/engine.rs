@@ -1,6 +1,6 @@
 //! The step interpreter, generic over the simulated architecture.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use foliosim_hw::{Cpu, TaskFaults};
 use foliosim_kernel::include::linux::pgtable::{align_down, PAGE_SIZE, PMD_SIZE};
@@ -34,6 +34,8 @@ pub(crate) struct Engine<'w, A: Arch> {
     /// Named regions: (address, length), the same in every process; a
     /// later mmap of the same name takes the name over.
     regions: BTreeMap<String, (u64, u64)>,
+    /// Named regions whose mmap asked for a folio map (`map = true`).
+    mapped: BTreeSet<String>,
     root: MmId,
     faults: TaskFaults,
     phase: Option<OpenPhase>,
@@ -79,6 +81,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             files: Vec::new(),
             base: vec![0; wl.regions.len()],
             regions: BTreeMap::new(),
+            mapped: BTreeSet::new(),
             root,
             faults: TaskFaults::default(),
             phase: None,
@@ -172,12 +175,16 @@ impl<'w, A: Arch> Engine<'w, A> {
             .collect();
         counters.extend(open.pagemap);
         let mut folios = BTreeMap::new();
+        let mut maps = BTreeMap::new();
         if self.k.mms[self.root.0 as usize].is_some() {
             for (name, &(addr, len)) in &self.regions {
                 folios.insert(
                     name.clone(),
                     self.k.folio_histogram(self.root, addr, addr + len),
                 );
+                if self.mapped.contains(name) {
+                    maps.insert(name.clone(), self.k.folio_map(self.root, addr, addr + len));
+                }
             }
         }
         self.phases.push(Phase {
@@ -186,6 +193,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             folios,
             time: None,
             pagemap: open.pagemap_raw,
+            maps,
         });
     }
 
@@ -221,8 +229,13 @@ impl<'w, A: Arch> Engine<'w, A> {
                     .map_err(|e| kerr(at, e))?;
                 self.base[*region as usize] = addr;
                 let wl = self.wl;
-                let name = &wl.regions[*region as usize].name;
-                self.regions.insert(name.clone(), (addr, *size));
+                let decl = &wl.regions[*region as usize];
+                self.regions.insert(decl.name.clone(), (addr, *size));
+                if decl.map {
+                    self.mapped.insert(decl.name.clone());
+                } else {
+                    self.mapped.remove(&decl.name);
+                }
                 for &a in advise {
                     let res = self.k.do_madvise(mm, addr, *size, a);
                     self.take_gup_faults();

@@ -14,6 +14,7 @@
 //!   default.
 //! * [`counters`]: the counter names and who can observe each one
 //!   (per process, system-wide, model only).
+//! * [`foliomap`]: the per-page states of a folio map.
 //! * [`Arch`]: the simulated or measured architecture.
 //! * [`diag`]: what goes to standard error besides errors (`--quiet`,
 //!   `--verbose`).
@@ -22,6 +23,7 @@
 
 pub mod counters;
 pub mod diag;
+pub mod foliomap;
 pub mod mman;
 pub mod series;
 pub mod swap;

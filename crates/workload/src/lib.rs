@@ -63,6 +63,8 @@ impl std::error::Error for CompileError {}
 pub struct RegionDecl {
     pub name: String,
     pub size: u64,
+    /// `map = true`: the engines report its folio map at every phase end.
+    pub map: bool,
 }
 
 /// Which pages a touch accesses.
@@ -407,6 +409,7 @@ impl Compiler<'_> {
                 file_offset,
                 prot,
                 advise,
+                map,
             } => {
                 let mut p = 0;
                 for (on, bit) in [
@@ -449,6 +452,7 @@ impl Compiler<'_> {
                 self.regions.push(RegionDecl {
                     name: region.clone(),
                     size: *size,
+                    map: *map,
                 });
                 self.by_name.insert(region.clone(), id);
                 Op::Mmap {

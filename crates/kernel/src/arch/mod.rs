@@ -88,6 +88,11 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     fn pmd_mkhuge(pte: u64) -> u64;
     /// `pmd_trans_huge()`
     fn pmd_trans_huge(pmd: u64) -> bool;
+    /// `pte_valid_cont()`: a present entry with the contiguous bit (only
+    /// arm64 has one; false elsewhere).
+    fn pte_valid_cont(_pte: u64) -> bool {
+        false
+    }
 
     /// `swp_entry_to_pte()` of (type, offset), with the exclusive marker
     /// (`pte_swp_mkexclusive()`).

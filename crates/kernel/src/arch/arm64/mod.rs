@@ -102,6 +102,10 @@ impl Arch for Arm64 {
     fn pte_special(pte: u64) -> bool {
         pte & PTE_SPECIAL != 0
     }
+    #[inline]
+    fn pte_valid_cont(pte: u64) -> bool {
+        Self::pte_present(pte) && pte & PTE_CONT != 0
+    }
     fn pte_mkwrite(pte: u64) -> u64 {
         let pte = pte | PTE_WRITE;
         if pte & PTE_DIRTY != 0 {

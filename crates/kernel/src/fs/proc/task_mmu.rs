@@ -1,6 +1,9 @@
 //! What `/proc/PID/pagemap` + `/proc/kpageflags` tell about a range
 //! (fs/proc/task_mmu.c: pagemap_pmd_range(), pte_to_pagemap_entry()),
-//! reduced to the folio-size histogram the outputs report.
+//! reduced to the folio-size histogram the outputs report, and the folio
+//! map of a `map = true` region (one `PageState` per page: the histogram's
+//! walk plus the mapping level and arm64's contiguous bit, which only the
+//! page tables show).
 //!
 //! Buckets: `4kB`, `8kB` ... `2048kB` count the distinct folios with at least
 //! one page mapped in the range (a PMD mapping counts its folio once);
@@ -36,6 +39,7 @@ use std::collections::BTreeMap;
 use crate::arch::Arch;
 use crate::include::linux::pgtable::{pmd_addr_end, pte_index, size_label, Pfn, PAGE_SIZE};
 use crate::{FileId, Kernel, KernelError, MmId};
+use foliosim_uapi::foliomap::{FolioMap, PageState};
 
 impl<A: Arch> Kernel<A> {
     /// The folio-size histogram of the mapped pages of `[start, end)`.
@@ -86,6 +90,63 @@ impl<A: Arch> Kernel<A> {
         }
         self.pagemap_summary(mm, start, end, &mut out);
         out
+    }
+
+    /// The folio map of `[start, end)`: one [`PageState`] byte per page,
+    /// from the same walk as [`Kernel::folio_histogram`] (what pagemap and
+    /// kpageflags tell, plus the mapping level and the contiguous bit that
+    /// only the page tables show). Holes and missing tables are
+    /// [`PageState::None`]; a non-present, non-none PTE is a swap entry.
+    pub fn folio_map(&self, mm: MmId, start: u64, end: u64) -> FolioMap {
+        let mut pages = Vec::with_capacity(((end - start) / PAGE_SIZE) as usize);
+        let mut addr = start;
+        while addr < end {
+            let next = pmd_addr_end(addr, end);
+            let n = ((next - addr) / PAGE_SIZE) as usize;
+            let pmdval = self
+                .walk_to_pmd(mm, addr)
+                .map(|p| self.pmdp_get(p))
+                .unwrap_or(0);
+            if A::pmd_trans_huge(pmdval) {
+                let s = if A::pte_special(pmdval) {
+                    PageState::Zero { huge: true }
+                } else {
+                    let folio = self.mem.page_folio(A::pte_pfn(pmdval));
+                    PageState::Present {
+                        order: self.mem.order(folio) as u8,
+                        pmd: true,
+                        contpte: false,
+                    }
+                };
+                pages.resize(pages.len() + n, s.encode());
+            } else if let Some(tid) = self.entry_table(pmdval) {
+                let first = pte_index(addr);
+                for &e in &self.pt.table(tid)[first..first + n] {
+                    let s = if e == 0 {
+                        PageState::None
+                    } else if !A::pte_present(e) {
+                        PageState::Swap
+                    } else if A::pte_special(e) {
+                        PageState::Zero { huge: false }
+                    } else {
+                        let folio = self.mem.page_folio(A::pte_pfn(e));
+                        PageState::Present {
+                            order: self.mem.order(folio) as u8,
+                            pmd: false,
+                            contpte: A::pte_valid_cont(e),
+                        }
+                    };
+                    pages.push(s.encode());
+                }
+            } else {
+                pages.resize(pages.len() + n, PageState::None.encode());
+            }
+            addr = next;
+        }
+        FolioMap {
+            first_index: pte_index(start) as u16,
+            pages,
+        }
     }
 
     /// The per-page pagemap summary of `[start, end)`

@@ -1,0 +1,311 @@
+//! `foliosim plot` and `foliosim report` end to end: runs of the example
+//! scenario (docs/report/pageout-64k.toml, made small with --set), their
+//! folio maps, a sweep table built from several runs, the HTML report, and
+//! the errors (no output file is left behind by a failed command).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn foliosim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("runs foliosim")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = foliosim(args);
+    assert!(
+        o.status.success(),
+        "foliosim {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Exit code 2, a message containing `want`, and no `out` file.
+fn fails(args: &[&str], want: &str, out: &Path) {
+    let o = foliosim(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "foliosim {args:?}: {err}");
+    assert!(err.contains(want), "foliosim {args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "{} left behind", out.display());
+}
+
+/// The example scenario, 16 MiB, arm64 with 64 KiB mTHP, to a JSON file.
+fn run_json(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let mut args = vec![
+        "run",
+        "docs/report/pageout-64k.toml",
+        "--arch",
+        "arm64",
+        "--set",
+        "transparent_hugepage.hugepages-64kB.enabled=always",
+        "--set",
+        "step.1.size=16M",
+        "--format",
+        "json",
+        "-o",
+    ];
+    let o = out.to_str().unwrap().to_string();
+    args.push(&o);
+    args.extend_from_slice(extra);
+    ok(&args);
+    out
+}
+
+#[test]
+fn folio_maps_from_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = run_json(dir.path(), "r.json", &[]);
+    let j = json.to_str().unwrap();
+    let svg = dir.path().join("map.svg");
+    ok(&[
+        "plot",
+        "--map",
+        j,
+        "--phase",
+        "fault",
+        "--region",
+        "buf",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // 16 MiB of 64 KiB folios on arm64: all contpte (docs/report's
+    // scenario; the rules are in crates/sim/tests/folio_map.rs).
+    assert!(
+        text.contains("4096 pages: 4096 in 64 KiB folios, 4096 contpte"),
+        "{text}"
+    );
+    let png = dir.path().join("map.png");
+    ok(&[
+        "plot",
+        "--map",
+        j,
+        "--phase",
+        "pageout",
+        "--region",
+        "buf",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+
+    let bad = dir.path().join("bad.svg");
+    let b = bad.to_str().unwrap();
+    fails(
+        &[
+            "plot", "--map", j, "--phase", "nope", "--region", "buf", "-o", b,
+        ],
+        "no such phase; the report has: fault, pageout",
+        &bad,
+    );
+    fails(
+        &[
+            "plot", "--map", j, "--phase", "fault", "--region", "x", "-o", b,
+        ],
+        "--region x: no folio map of it in phase fault; maps: buf",
+        &bad,
+    );
+    fails(
+        &[
+            "plot", "--map", j, "--phase", "fault", "--region", "buf", "-o", "m.gif",
+        ],
+        ".svg or .png",
+        Path::new("m.gif"),
+    );
+    // docs/report/mixed.toml: 1024 pages; 768 written (3 MiB), 16 read
+    // (the zero page), 240 never touched. Of the written: the refaults
+    // after the unaligned DONTNEED give 6 pages of 4 KiB, 4 of 16 KiB and
+    // 8 of 32 KiB folios (crates/sim/tests/folio_map.rs derives them), the
+    // pageout of 256 KiB 64 swap entries, the other 686 pages are in
+    // 64 KiB folios, all contpte but the 9 + 5 pages left of the two
+    // partly zapped folios (unfolded).
+    let mixed = dir.path().join("mixed.json");
+    ok(&[
+        "run",
+        "docs/report/mixed.toml",
+        "--arch",
+        "arm64",
+        "--format",
+        "json",
+        "-o",
+        mixed.to_str().unwrap(),
+    ]);
+    let svg = ok(&[
+        "plot",
+        "--map",
+        mixed.to_str().unwrap(),
+        "--phase",
+        "end",
+        "--region",
+        "buf",
+    ]);
+    assert!(
+        svg.contains(
+            "1024 pages: 6 in 4 KiB folios, 4 in 16 KiB folios, 8 in 32 KiB folios, \
+             686 in 64 KiB folios, 672 contpte, 64 swap entries, 16 zero page, 240 not mapped"
+        ),
+        "{svg}"
+    );
+    // A bare report, as older versions wrote it, is read too.
+    let one: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = dir.path().join("doc.json");
+    std::fs::write(&doc, one["reports"][0].to_string()).unwrap();
+    let svg = ok(&[
+        "plot",
+        "--map",
+        doc.to_str().unwrap(),
+        "--phase",
+        "pageout",
+        "--region",
+        "buf",
+    ]);
+    assert!(svg.contains("4096 pages: 4096 swap entries"), "{svg}");
+    // A run without map = true has no maps, and says how to get one.
+    let plain = run_json(dir.path(), "plain.json", &["--set", "step.1.map=false"]);
+    fails(
+        &[
+            "plot",
+            "--map",
+            plain.to_str().unwrap(),
+            "--phase",
+            "fault",
+            "--region",
+            "buf",
+            "-o",
+            b,
+        ],
+        "map = true",
+        &bad,
+    );
+}
+
+/// A sweep table of `step.1.size` × `series.batch_anon_unmap`, written by
+/// `foliosim sweep`.
+fn sweep_csv(dir: &Path) -> PathBuf {
+    let p = dir.join("sweep.csv");
+    ok(&[
+        "sweep",
+        "docs/report/pageout-64k.toml",
+        "--arch",
+        "arm64",
+        "--set",
+        "transparent_hugepage.hugepages-64kB.enabled=always",
+        "--grid",
+        "step.1.size=4M,8M,16M",
+        "--grid",
+        "series.batch_anon_unmap=0,1",
+        "-q",
+        "-o",
+        p.to_str().unwrap(),
+    ]);
+    p
+}
+
+#[test]
+fn sweep_plots_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = sweep_csv(dir.path());
+    let s = sweep.to_str().unwrap();
+    let svg = dir.path().join("time.svg");
+    ok(&[
+        "plot",
+        s,
+        "--y",
+        "modelled_ns",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "series.batch_anon_unmap=0",
+        "series.batch_anon_unmap=1",
+        "step.1.size (bytes)",
+        "modelled_ns (modelled time, ms)",
+    ] {
+        assert!(text.contains(want), "{want} not in the plot");
+    }
+    // Without -o: the SVG on stdout.
+    let stdout = ok(&[
+        "plot",
+        s,
+        "--y",
+        "pswpout",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+    ]);
+    assert!(
+        stdout.starts_with("<svg") && stdout.contains("pswpout (count)"),
+        "{stdout}"
+    );
+    let bad = dir.path().join("bad.png");
+    let b = bad.to_str().unwrap();
+    fails(
+        &["plot", s, "--y", "pswpout", "--x", "step.1.size", "-o", b],
+        "pswpout is in several phases (fault, pageout); choose one with --phase",
+        &bad,
+    );
+    fails(
+        &["plot", s, "--y", "pswpout", "--x", "nope", "-o", b],
+        "--x nope: not a grid key of the sweep; its keys are: step.1.size, series.batch_anon_unmap",
+        &bad,
+    );
+
+    let base = run_json(dir.path(), "base.json", &[]);
+    let patched = run_json(
+        dir.path(),
+        "patched.json",
+        &["--set", "series.batch_anon_unmap=true"],
+    );
+    let html = dir.path().join("report.html");
+    ok(&[
+        "report",
+        base.to_str().unwrap(),
+        patched.to_str().unwrap(),
+        s,
+        "--y",
+        "modelled_ns",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>Difference</h2>"));
+    assert!(page.contains("<td>series.batch_anon_unmap</td><td>0</td><td>1</td>"));
+    // Two reports × two phases of maps, two phases of modelled_ns.
+    assert_eq!(page.matches("<svg").count(), 6);
+    // A broken input (a value that is not a number on the table's third
+    // line): an error naming file, line and column; no report.
+    let broken = dir.path().join("broken.csv");
+    let mut lines: Vec<String> = std::fs::read_to_string(&sweep)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let cells: Vec<&str> = lines[2].split(',').collect();
+    let n = cells.len();
+    lines[2] = [&cells[..n - 2], &["12x", ""]].concat().join(",");
+    std::fs::write(&broken, lines.join("\n")).unwrap();
+    let out = dir.path().join("r2.html");
+    fails(
+        &[
+            "report",
+            broken.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        "broken.csv:3: column `value`: expected a number, found \"12x\"",
+        &out,
+    );
+}

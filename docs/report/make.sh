@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Makes the pictures in docs/report/ and docs/report.png: folio maps of
+# every page state (mixed.toml), and seed 000's
+# MADV_PAGEOUT of 256 MiB on arm64 with 64 KiB folios, vanilla (base)
+# against series.batch_anon_unmap (patched), folio maps after the fault and
+# the pageout phases, and a sweep of the buffer size × the series × the
+# architecture. Needs a built foliosim (FOLIOSIM, default
+# target/release/foliosim) and, for the screenshot, chromium
+# (tools/setup-report.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+F=$(realpath "${FOLIOSIM:-target/release/foliosim}")
+out=docs/report
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mthp=(--set transparent_hugepage.hugepages-64kB.enabled=always)
+
+"$F" run $out/pageout-64k.toml --arch arm64 "${mthp[@]}" --format json -o "$tmp/base.json"
+"$F" run $out/pageout-64k.toml --arch arm64 "${mthp[@]}" --set series.batch_anon_unmap=true \
+    --format json -o "$tmp/patched.json"
+
+# The sweep: buffer size × the series × the architecture.
+"$F" sweep $out/pageout-64k.toml "${mthp[@]}" -q --grid arch=x86_64,arm64 \
+    --grid step.1.size=16M,32M,64M,128M,256M --grid series.batch_anon_unmap=0,1 \
+    -o "$tmp/sweep.csv"
+
+"$F" run $out/mixed.toml --arch arm64 --format json -o "$tmp/mixed.json"
+"$F" plot --map "$tmp/mixed.json" --phase end --region buf -o $out/map-mixed.png
+"$F" plot --map "$tmp/mixed.json" --phase end --region thp -o $out/map-thp.png
+"$F" plot --map "$tmp/base.json" --phase fault --region buf -o $out/map-fault.png
+"$F" plot --map "$tmp/base.json" --phase pageout --region buf -o $out/map-pageout.png
+"$F" plot "$tmp/sweep.csv" --y modelled_ns --x step.1.size --phase pageout -o $out/sweep-pageout.svg
+(cd "$tmp" && "$F" report base.json patched.json sweep.csv \
+    --y modelled_ns --y sim/tlbi_page --phase pageout -o report.html)
+cp "$tmp/report.html" "${REPORT_HTML:-/dev/null}"
+if command -v chromium >/dev/null; then
+    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --user-data-dir="$tmp/profile" --window-size=1280,2600 \
+        --screenshot="$PWD/docs/report.png" "file://$tmp/report.html" 2>/dev/null
+else
+    echo "make.sh: no chromium (tools/setup-report.sh); docs/report.png not made" >&2
+fi
