@@ -276,9 +276,10 @@ fn pre_65_walk_to_pmd_end() {
     assert_eq!(get(&opt, "pagemap", "pagemap/shm/pages_swapped"), 768);
 }
 
-/// pagemap_read() mechanics (§6.5): one walk per PAGEMAP_WALK_SIZE chunk
-/// touched; a 4 KiB read at a 2 MiB boundary is one walk, a 4 KiB read
-/// straddling it two (an unaligned start), and the walk counts only.
+/// `pagemap_read()` mechanics (fs/proc/task_mmu.c): one walk per
+/// PAGEMAP_WALK_SIZE chunk touched; a 4 KiB read at a 2 MiB boundary is one
+/// walk, a 4 KiB read straddling it two (an unaligned start), and the walk
+/// counts only.
 #[test]
 fn read_size_mechanics() {
     let text = |offset: &str, rs: u64| {

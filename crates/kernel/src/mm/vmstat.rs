@@ -273,17 +273,18 @@ sim_stat! {
     /// `page_vma_mapped_walk()` iterations that found an entry in
     /// `try_to_unmap_one()` (one per PTE, or per batch).
     pvmw => "sim/pvmw_iterations",
-    /// `folio_referenced()` calls that walked the rmap (facts §12.1 row 4).
+    /// `folio_referenced()` calls that walked the rmap (from
+    /// `folio_check_references()` and `shrink_active_list()`, mm/vmscan.c).
     folio_referenced => "sim/folio_referenced",
     /// `page_vma_mapped_walk()` iterations in `folio_referenced_one()`
-    /// (row 5: one per PTE, or per batch with seed 002).
+    /// (one per PTE, or per batch with seed 002).
     pvmw_referenced => "sim/pvmw_referenced",
     /// Access-flag test-and-clears of single entries by the young ops
     /// (`ptep_test_and_clear_young()`, arm64 `__ptep_test_and_clear_young()`;
-    /// row 7), PMD ones included.
+    /// `pmdp_test_and_clear_young()`), PMD ones included.
     young_clear => "sim/young_test_and_clear",
     /// TLB maintenance issued because a cleared entry was young (x86: the
-    /// PMD flush; arm64: TLBI by page or range, no DSB; row 8).
+    /// PMD flush; arm64: TLBI by page or range, no DSB).
     young_flush => "sim/young_flush",
     /// rmap walks (`rmap_walk()`: try_to_unmap, folio_referenced).
     rmap_walk => "sim/rmap_walk",
