@@ -26,6 +26,9 @@ use foliosim_report::Report;
 use super::output::write_output;
 use super::{run_guarded, with_host_defaults, CalibrateArgs};
 
+mod check;
+mod pagemap;
+
 /// One phase over the repeats.
 struct Measured {
     name: String,
@@ -263,6 +266,9 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     if a.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
+    if a.pagemap {
+        return pagemap::cmd_pagemap(a);
+    }
     let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
     let (mut phases, load_start, load_end, traced) = match &a.from_runs {
         Some(path) => load_runs(path)?,
@@ -295,6 +301,11 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             &[],
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(spec) = &a.check {
+        let profile = Profile::resolve(spec).map_err(|e| e.to_string())?;
+        print!("{}", check::check_text(&profile, &phases, a.min_ms)?);
+        return Ok(true);
     }
     let min_ns = a.min_ms * 1e6;
     let mut samples = Vec::new();

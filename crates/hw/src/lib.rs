@@ -35,7 +35,7 @@ pub struct AccessError {
 /// How many user accesses after a faulting load the CPU has already
 /// issued, and walked, before the fault is taken. Measured on the
 /// calibration host (AMD EPYC, KVM guest) with
-/// crates/cli/scripts/touch-after-fault.c: after a fault that mapped a
+/// tools/calibration/touch-after-fault.c: after a fault that mapped a
 /// 16-page window, touching the next n pages costs about 190 ns each for
 /// n <= 8 and 60 ns each for the next seven, against 15-25 ns when an
 /// `lfence` after the faulting load keeps the others from issuing, or

@@ -132,7 +132,7 @@ const NATIVE_618_MS: [(&str, &str, f64); 6] = [
 
 /// The pre-6.5 walk, natively: a 6.18 pread of (512 - k) entries at page k
 /// of a chunk does the walk of an 8-byte read before 6.5
-/// (crates/cli/scripts/pagemap-walk.sh, 64 MiB, medians of 9 passes, two
+/// (tools/calibration/pagemap-walk.sh, 64 MiB, medians of 9 passes, two
 /// runs: profiles/calibration/pagemap-walk-proxy.txt).
 const NATIVE_PRE65_MS: [(&str, f64); 2] = [("4K", 45.4), ("8K", 44.8)];
 
