@@ -879,8 +879,8 @@ fn file_2m_folios_with_nohugepage_map_by_ptes() {
 
 /// The fault-around window is clamped to the VMA start and then extends
 /// `fault_around_pages` from there (`do_fault_around()`, mm/memory.c: from =
-/// max(ALIGN_DOWN(pte_off, 16), pte_off − min(pte_off, vma_off)), to = min(from
-/// + 16, 512, VMA end) − 1). The file is mapped from offset 4 KiB, so the VMA
+/// max(ALIGN_DOWN(pte_off, 16), pte_off − min(pte_off, vma_off)), to =
+/// min(from + 16, 512, VMA end) − 1). The file is mapped from offset 4 KiB, so the VMA
 /// starts one page past a 2 MiB boundary (`__thp_get_unmapped_area()`,
 /// mm/huge_memory.c: VA ≡ file offset mod 2 MiB). A read of its first page
 /// (pte_off 1, vma_off 0) maps PTEs 1-16: 16 pages, not the 15 of the aligned

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::include::linux::pgtable::{size_label, HPAGE_PMD_ORDER};
+use crate::mm::memcontrol::MemcgId;
 
 macro_rules! counter_enum {
     ($(#[$m:meta])* $name:ident, $count:ident { $($variant:ident => $label:literal,)* }) => {
@@ -403,8 +404,8 @@ impl VmStat {
 
     /// `count_memcg_events()`
     #[inline]
-    pub fn count_memcg_events(&mut self, memcg: u16, ev: MemcgEvent, n: u64) {
-        self.memcg[memcg as usize].events[ev as usize] += n;
+    pub fn count_memcg_events(&mut self, memcg: MemcgId, ev: MemcgEvent, n: u64) {
+        self.memcg[memcg.idx()].events[ev as usize] += n;
     }
 
     /// A tracepoint fired.
