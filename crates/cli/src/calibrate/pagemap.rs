@@ -21,12 +21,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use foliosim_cost::fit::{fit_counters, median};
-use foliosim_report::Report;
-
 use super::super::output::write_output;
-use super::super::{run_guarded, with_host_defaults, CalibrateArgs};
-use super::corpus_files;
+use super::super::CalibrateArgs;
+use foliosim_report::Phase;
+
+use super::{corpus_files, json_counters, json_nums, measure_phases, read_json};
+use foliosim_cost::fit::{fit_counters, median};
 
 /// The counters the pagemap fit prices, one unknown each.
 pub(super) const COLS: [&str; 6] = [
@@ -55,61 +55,36 @@ fn measure(
     repeat: usize,
     host: &[(String, String)],
 ) -> Result<Vec<PagemapRun>, String> {
-    let here = |e: String| format!("{}: {e}", path.display());
-    let sc = foliosim_scenario::load(path, &[]).map_err(|e| e.to_string())?;
-    let sc = with_host_defaults(path, sc, &[], host)?;
-    let sim: Report = run_guarded(
-        &sc,
-        foliosim_sim::RunOptions {
-            check: false,
-            ..Default::default()
-        },
-    )
-    .map_err(here)?;
-    let mut out: Vec<PagemapRun> = sim
-        .phases
-        .iter()
-        .map(|p| PagemapRun {
-            scenario: sc.name.clone(),
-            phase: p.name.clone(),
-            counts: COLS
-                .iter()
-                .map(|k| (k.to_string(), p.counters.get(*k).copied().unwrap_or(0)))
-                .collect(),
-            ns: Vec::new(),
-            wall_ns: Vec::new(),
-        })
-        .collect();
-    let opts = foliosim_native::NativeOptions {
-        trace: false,
-        ..foliosim_native::NativeOptions::default()
+    let new = |scenario: &str, p: &Phase| PagemapRun {
+        scenario: scenario.to_string(),
+        phase: p.name.clone(),
+        counts: COLS
+            .iter()
+            .map(|k| (k.to_string(), p.counters.get(*k).copied().unwrap_or(0)))
+            .collect(),
+        ns: Vec::new(),
+        wall_ns: Vec::new(),
     };
-    for _ in 0..repeat {
-        let native = foliosim_native::run(&sc, &opts).map_err(|e| here(e.to_string()))?;
-        for (m, np) in out.iter_mut().zip(&native.phases) {
-            let find = |prefix: &str| {
-                np.counters
-                    .iter()
-                    .find(|(k, _)| k.starts_with(prefix))
-                    .map(|(_, v)| *v as f64)
-                    .ok_or_else(|| here(format!("phase {}: no {prefix}<step> counter", m.phase)))
-            };
-            m.ns.push(find("native/pagemap_cpu_ns/")?);
-            m.wall_ns.push(find("native/pagemap_ns/")?);
-        }
-    }
-    Ok(out)
+    let add = |m: &mut PagemapRun, _: &Phase, np: &Phase| {
+        let find = |prefix: &str| {
+            np.counters
+                .iter()
+                .find(|(k, _)| k.starts_with(prefix))
+                .map(|(_, v)| *v as f64)
+                .ok_or_else(|| format!("phase {}: no {prefix}<step> counter", m.phase))
+        };
+        let (cpu, wall) = (find("native/pagemap_cpu_ns/")?, find("native/pagemap_ns/")?);
+        m.ns.push(cpu);
+        m.wall_ns.push(wall);
+        Ok(())
+    };
+    measure_phases(path, repeat, host, new, add)
 }
 
 fn load(path: &Path) -> Result<Vec<PagemapRun>, String> {
     let here = |e: String| format!("{}: {e}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| here(e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| here(e.to_string()))?;
-    let nums = |x: &serde_json::Value| -> Vec<f64> {
-        x.as_array()
-            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
-            .unwrap_or_default()
-    };
+    let v = read_json(path)?;
+    let nums = json_nums;
     let mut out = Vec::new();
     for (i, r) in v
         .as_array()
@@ -122,12 +97,8 @@ fn load(path: &Path) -> Result<Vec<PagemapRun>, String> {
                 .map(str::to_string)
                 .ok_or_else(|| here(format!("run {i}: no `{k}`")))
         };
-        let counts = r["counts"]
-            .as_object()
-            .ok_or_else(|| here(format!("run {i}: no `counts`")))?
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0)))
-            .collect();
+        let counts =
+            json_counters(&r["counts"]).ok_or_else(|| here(format!("run {i}: no `counts`")))?;
         let ns = nums(&r["ns"]);
         if ns.is_empty() {
             return Err(here(format!("run {i}: no `ns` times")));
