@@ -293,6 +293,13 @@ fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), Strin
     Ok((out, s("load_start"), s("load_end"), traced))
 }
 
+/// The median and worst absolute errors of a fit and of its leave-one-out
+/// predictions, in percent.
+fn error_summary(errs: &[f64], loos: &[f64]) -> [f64; 4] {
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    [median(errs), max(errs), median(loos), max(loos)].map(|x| 100.0 * x)
+}
+
 fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * x)
 }
@@ -412,14 +419,11 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             pct(l)
         );
     }
-    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    let [fit_med, fit_max, loo_med, loo_max] = error_summary(&errs, &loos);
     let _ = writeln!(
         text,
-        "\nfit: median |error| {:.1}%, worst {:.1}%; leave-one-out: median {:.1}%, worst {:.1}%",
-        100.0 * median(&errs),
-        100.0 * max(&errs),
-        100.0 * median(&loos),
-        100.0 * max(&loos)
+        "\nfit: median |error| {fit_med:.1}%, worst {fit_max:.1}%; \
+         leave-one-out: median {loo_med:.1}%, worst {loo_max:.1}%"
     );
     let _ = writeln!(text, "group scales (x prior):");
     for (g, s) in &res.scales {

@@ -25,7 +25,7 @@ use super::super::output::write_output;
 use super::super::CalibrateArgs;
 use foliosim_report::Phase;
 
-use super::{corpus_files, json_counters, json_nums, measure_phases, read_json};
+use super::{corpus_files, error_summary, json_counters, json_nums, measure_phases, read_json};
 use foliosim_cost::fit::{fit_counters, median};
 
 /// The counters the pagemap fit prices, one unknown each.
@@ -50,12 +50,9 @@ struct PagemapRun {
     wall_ns: Vec<f64>,
 }
 
-fn measure(
-    path: &Path,
-    repeat: usize,
-    host: &[(String, String)],
-) -> Result<Vec<PagemapRun>, String> {
-    let new = |scenario: &str, p: &Phase| PagemapRun {
+/// A pagemap phase's record, from its simulation (before the native runs).
+fn new_run(scenario: &str, p: &Phase) -> PagemapRun {
+    PagemapRun {
         scenario: scenario.to_string(),
         phase: p.name.clone(),
         counts: COLS
@@ -64,21 +61,22 @@ fn measure(
             .collect(),
         ns: Vec::new(),
         wall_ns: Vec::new(),
+    }
+}
+
+/// Add one native run's pagemap step times to the record.
+fn add_run(m: &mut PagemapRun, _: &Phase, np: &Phase) -> Result<(), String> {
+    let find = |prefix: &str| {
+        np.counters
+            .iter()
+            .find(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| *v as f64)
+            .ok_or_else(|| format!("phase {}: no {prefix}<step> counter", m.phase))
     };
-    let add = |m: &mut PagemapRun, _: &Phase, np: &Phase| {
-        let find = |prefix: &str| {
-            np.counters
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| *v as f64)
-                .ok_or_else(|| format!("phase {}: no {prefix}<step> counter", m.phase))
-        };
-        let (cpu, wall) = (find("native/pagemap_cpu_ns/")?, find("native/pagemap_ns/")?);
-        m.ns.push(cpu);
-        m.wall_ns.push(wall);
-        Ok(())
-    };
-    measure_phases(path, repeat, host, new, add)
+    let (cpu, wall) = (find("native/pagemap_cpu_ns/")?, find("native/pagemap_ns/")?);
+    m.ns.push(cpu);
+    m.wall_ns.push(wall);
+    Ok(())
 }
 
 fn load(path: &Path) -> Result<Vec<PagemapRun>, String> {
@@ -180,14 +178,11 @@ fn fit_text(runs: &[PagemapRun]) -> Result<String, String> {
             100.0 * l
         );
     }
-    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let [fit_med, fit_max, loo_med, loo_max] = error_summary(&errs, &loos);
     let _ = writeln!(
         text,
-        "fit error median {:.1}% worst {:.1}%; leave-one-out median {:.1}% worst {:.1}%",
-        100.0 * median(&errs),
-        100.0 * max(&errs),
-        100.0 * median(&loos),
-        100.0 * max(&loos)
+        "fit error median {fit_med:.1}% worst {fit_max:.1}%; \
+         leave-one-out median {loo_med:.1}% worst {loo_max:.1}%"
     );
     for (k, v) in COLS.iter().zip(&f.ns) {
         let _ = writeln!(text, "{k:<28} {v:>10.2} ns");
@@ -219,7 +214,7 @@ pub(super) fn cmd_pagemap(a: &CalibrateArgs) -> Result<bool, String> {
             let mut runs = Vec::new();
             for f in &files {
                 eprintln!("  {}", f.display());
-                runs.extend(measure(f, a.repeat, &host)?);
+                runs.extend(measure_phases(f, a.repeat, &host, new_run, add_run)?);
             }
             runs
         }
