@@ -21,10 +21,13 @@ use std::path::{Path, PathBuf};
 
 use foliosim_cost::fit::{fit, median, rel_err, Sample};
 use foliosim_cost::Profile;
-use foliosim_report::Report;
+use foliosim_report::{Phase, Report};
 
 use super::output::write_output;
 use super::{run_guarded, with_host_defaults, CalibrateArgs};
+
+mod check;
+mod pagemap;
 
 /// One phase over the repeats.
 struct Measured {
@@ -100,52 +103,82 @@ fn corpus_files(dir: &Path, exclude: &[String]) -> Result<Vec<PathBuf>, String> 
     Ok(v)
 }
 
-fn measure_scenario(
+/// The scenario at `path` with the probed host's knobs for everything it
+/// leaves at its default (as `compare` does), and its simulation.
+fn simulate(
     path: &Path,
-    repeat: usize,
     host: &[(String, String)],
-) -> Result<Vec<Measured>, String> {
-    let here = |e: String| format!("{}: {e}", path.display());
+) -> Result<(foliosim_scenario::Scenario, Report), String> {
     let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
     let sc = src.parse(&[]).map_err(|e| e.to_string())?;
     let sc = with_host_defaults(&src, sc, &[], host)?;
-    let sim: Report = run_guarded(
+    let sim = run_guarded(
         &sc,
         foliosim_sim::RunOptions {
             check: false,
             ..Default::default()
         },
     )
-    .map_err(here)?;
-    let mut out: Vec<Measured> = sim
-        .phases
-        .iter()
-        .map(|p| Measured {
-            name: format!("{}/{}", sc.name, p.name),
-            counters: p.counters.clone(),
-            cpu: Vec::new(),
-            wall: Vec::new(),
-            fault_mismatch: None,
-        })
-        .collect();
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((sc, sim))
+}
+
+/// The native options of every timing run: no tracepoint counters (see
+/// the file header).
+fn timing_options() -> foliosim_native::NativeOptions {
+    foliosim_native::NativeOptions {
+        trace: false,
+        ..foliosim_native::NativeOptions::default()
+    }
+}
+
+/// Simulate the scenario at `path` once and run it natively `repeat`
+/// times: `new` makes one record per simulated phase (given the scenario's
+/// name), `add` adds a native run's phase to it (with the simulated one).
+fn measure_phases<T>(
+    path: &Path,
+    repeat: usize,
+    host: &[(String, String)],
+    new: impl Fn(&str, &Phase) -> T,
+    mut add: impl FnMut(&mut T, &Phase, &Phase) -> Result<(), String>,
+) -> Result<Vec<T>, String> {
+    let (sc, sim) = simulate(path, host)?;
+    let mut out: Vec<T> = sim.phases.iter().map(|p| new(&sc.name, p)).collect();
+    let opts = timing_options();
     for _ in 0..repeat {
-        let opts = foliosim_native::NativeOptions {
-            trace: false,
-            ..foliosim_native::NativeOptions::default()
-        };
-        let native = foliosim_native::run(&sc, &opts).map_err(|e| here(e.to_string()))?;
+        let native =
+            foliosim_native::run(&sc, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
         for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&native.phases)) {
-            let get = |k: &str| np.counters.get(k).copied().unwrap_or(0);
-            m.cpu.push(get("native/thread_cpu_ns") as f64);
-            m.wall.push(get("native/wall_ns") as f64);
-            let model = sp.counters.get("pgfault").copied().unwrap_or(0);
-            let host_faults = get("minor-faults") + get("major-faults");
-            if model != host_faults {
-                m.fault_mismatch = Some((model, host_faults));
-            }
+            add(m, sp, np).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
     Ok(out)
+}
+
+fn measure_scenario(
+    path: &Path,
+    repeat: usize,
+    host: &[(String, String)],
+) -> Result<Vec<Measured>, String> {
+    let new = |scenario: &str, p: &Phase| Measured {
+        name: format!("{scenario}/{}", p.name),
+        counters: p.counters.clone(),
+        cpu: Vec::new(),
+        wall: Vec::new(),
+        fault_mismatch: None,
+    };
+    let add = |m: &mut Measured, sp: &Phase, np: &Phase| {
+        let get = |k: &str| np.counters.get(k).copied().unwrap_or(0);
+        m.cpu.push(get("native/thread_cpu_ns") as f64);
+        m.wall.push(get("native/wall_ns") as f64);
+        let model = sp.counters.get("pgfault").copied().unwrap_or(0);
+        let host_faults = get("minor-faults") + get("major-faults");
+        if model != host_faults {
+            m.fault_mismatch = Some((model, host_faults));
+        }
+        Ok(())
+    };
+    measure_phases(path, repeat, host, new, add)
 }
 
 /// Replace the saved counts by a fresh simulation of the corpus (the model
@@ -154,17 +187,7 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
     let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     let mut fresh = BTreeMap::new();
     for f in corpus_files(corpus, exclude)? {
-        let src = foliosim_scenario::Source::read(&f).map_err(|e| e.to_string())?;
-        let sc = src.parse(&[]).map_err(|e| e.to_string())?;
-        let sc = with_host_defaults(&src, sc, &[], &host)?;
-        let r = run_guarded(
-            &sc,
-            foliosim_sim::RunOptions {
-                check: false,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| format!("{}: {e}", f.display()))?;
+        let (sc, r) = simulate(&f, &host)?;
         for p in r.phases {
             fresh.insert(format!("{}/{}", sc.name, p.name), p.counters);
         }
@@ -213,16 +236,35 @@ fn save_runs(phases: &[Measured], load_start: &str, load_end: &str, traced: bool
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
+/// A JSON file of saved runs; errors name the file.
+fn read_json(path: &Path) -> Result<serde_json::Value, String> {
+    let here = |e: String| format!("{}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| here(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| here(e.to_string()))
+}
+
+/// The numbers of a JSON list (nothing if it is not one).
+fn json_nums(x: &serde_json::Value) -> Vec<f64> {
+    x.as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+/// A JSON object of counter values.
+fn json_counters(x: &serde_json::Value) -> Option<BTreeMap<String, i64>> {
+    Some(
+        x.as_object()?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0)))
+            .collect(),
+    )
+}
+
 /// Read what `save_runs` wrote.
 fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), String> {
     let here = |e: String| format!("{}: {e}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| here(e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| here(e.to_string()))?;
-    let nums = |x: &serde_json::Value| -> Vec<f64> {
-        x.as_array()
-            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
-            .unwrap_or_default()
-    };
+    let v = read_json(path)?;
+    let nums = json_nums;
     let mut out = Vec::new();
     for p in v["phases"]
         .as_array()
@@ -232,12 +274,8 @@ fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), Strin
             .as_str()
             .ok_or_else(|| here("a phase without `name`".into()))?
             .to_string();
-        let counters = p["counters"]
-            .as_object()
-            .ok_or_else(|| here(format!("{name}: no `counters`")))?
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0)))
-            .collect();
+        let counters =
+            json_counters(&p["counters"]).ok_or_else(|| here(format!("{name}: no `counters`")))?;
         let fm = p["fault_mismatch"]
             .as_array()
             .and_then(|a| Some((a.first()?.as_i64()?, a.get(1)?.as_i64()?)));
@@ -255,6 +293,13 @@ fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), Strin
     Ok((out, s("load_start"), s("load_end"), traced))
 }
 
+/// The median and worst absolute errors of a fit and of its leave-one-out
+/// predictions, in percent.
+fn error_summary(errs: &[f64], loos: &[f64]) -> [f64; 4] {
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    [median(errs), max(errs), median(loos), max(loos)].map(|x| 100.0 * x)
+}
+
 fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * x)
 }
@@ -262,6 +307,9 @@ fn pct(x: f64) -> String {
 pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     if a.repeat == 0 {
         return Err("--repeat must be at least 1".into());
+    }
+    if a.pagemap {
+        return pagemap::cmd_pagemap(a);
     }
     let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
     let (mut phases, load_start, load_end, traced) = match &a.from_runs {
@@ -295,6 +343,11 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             &[],
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(spec) = &a.check {
+        let profile = Profile::resolve(spec).map_err(|e| e.to_string())?;
+        print!("{}", check::check_text(&profile, &phases, a.min_ms)?);
+        return Ok(true);
     }
     let min_ns = a.min_ms * 1e6;
     let mut samples = Vec::new();
@@ -366,14 +419,11 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
             pct(l)
         );
     }
-    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    let [fit_med, fit_max, loo_med, loo_max] = error_summary(&errs, &loos);
     let _ = writeln!(
         text,
-        "\nfit: median |error| {:.1}%, worst {:.1}%; leave-one-out: median {:.1}%, worst {:.1}%",
-        100.0 * median(&errs),
-        100.0 * max(&errs),
-        100.0 * median(&loos),
-        100.0 * max(&loos)
+        "\nfit: median |error| {fit_med:.1}%, worst {fit_max:.1}%; \
+         leave-one-out: median {loo_med:.1}%, worst {loo_max:.1}%"
     );
     let _ = writeln!(text, "group scales (x prior):");
     for (g, s) in &res.scales {

@@ -173,6 +173,18 @@ struct CalibrateArgs {
     /// (repeatable), e.g. `pagemap-`, whose costs another fit prices.
     #[arg(long, value_name = "PREFIX")]
     exclude: Vec<String>,
+    /// Do not fit: print every phase's error under the cost profile
+    /// PROFILE (median native time against the modelled time `foliosim
+    /// run` computes), for the runs measured or read with --from-runs.
+    #[arg(long, value_name = "FILE|NAME", conflicts_with = "out")]
+    check: Option<String>,
+    /// Fit the `pagemap` cost group instead: one cost per
+    /// `sim/pagemap_*` counter from the pagemap step's own time
+    /// (`native/pagemap_cpu_ns/<step>`) of the corpus's `pagemap-*.toml`;
+    /// prints the fit, writes no profile. --from-runs / --save-runs read
+    /// and write pagemap runs.
+    #[arg(long, conflicts_with_all = ["out", "check", "recount"])]
+    pagemap: bool,
 }
 
 #[derive(clap::Args)]

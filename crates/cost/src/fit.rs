@@ -241,6 +241,59 @@ pub fn fit(
     })
 }
 
+/// A fit with one unknown per column and no prior (the pagemap group,
+/// whose counts separate every counter): the non-negative costs, and per
+/// row the modelled time of the full fit and of the fit without that row.
+#[derive(Clone, Debug)]
+pub struct CounterFit {
+    /// ns per column.
+    pub ns: Vec<f64>,
+    /// Per row: modelled ns with the full fit.
+    pub modelled: Vec<f64>,
+    /// Per row: modelled ns when the row is left out of the fit.
+    pub loo_modelled: Vec<f64>,
+}
+
+/// Non-negative `ns` per column of `counts` minimising the sum of squared
+/// relative errors `(counts[i] · ns) / measured[i] − 1`, by [`nnls`]; with
+/// the leave-one-out predictions.
+pub fn fit_counters(counts: &[Vec<f64>], measured: &[f64]) -> Result<CounterFit, String> {
+    if counts.is_empty() || counts.len() != measured.len() {
+        return Err("no samples to fit, or counts and times of different lengths".into());
+    }
+    if let Some(i) = measured.iter().position(|t| !(t.is_finite() && *t > 0.0)) {
+        return Err(format!("sample {i}: measured time must be positive"));
+    }
+    let solve = |rows: &[usize]| {
+        let scaled: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|&i| counts[i].iter().map(|c| c / measured[i]).collect())
+            .collect();
+        nnls(&Matrix::from_rows(&scaled), &vec![1.0; rows.len()])
+    };
+    let predict =
+        |i: usize, ns: &[f64]| -> f64 { counts[i].iter().zip(ns).map(|(c, x)| c * x).sum() };
+    let all: Vec<usize> = (0..counts.len()).collect();
+    let ns = solve(&all);
+    let modelled = all.iter().map(|&i| predict(i, &ns)).collect();
+    let loo_modelled = all
+        .iter()
+        .map(|&i| {
+            let rest: Vec<usize> = all.iter().copied().filter(|&j| j != i).collect();
+            if rest.is_empty() {
+                predict(i, &ns)
+            } else {
+                predict(i, &solve(&rest))
+            }
+        })
+        .collect();
+    Ok(CounterFit {
+        ns,
+        modelled,
+        loo_modelled,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,5 +403,29 @@ mod tests {
     fn median_of_even_and_odd() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn counter_fit_recovers_exact_costs() {
+        // Times made from known costs (600 ns per call, 2.5 per entry, the
+        // third column free): the fit finds them, never a negative cost
+        // for the free column, and every left-out row is predicted exactly
+        // because the other rows still determine both costs.
+        let counts = vec![
+            vec![16384.0, 16384.0, 16384.0],
+            vec![2048.0, 16384.0, 0.0],
+            vec![256.0, 16384.0, 16384.0],
+            vec![32.0, 16384.0, 0.0],
+        ];
+        let measured: Vec<f64> = counts.iter().map(|r| 600.0 * r[0] + 2.5 * r[1]).collect();
+        let f = fit_counters(&counts, &measured).unwrap();
+        assert!((f.ns[0] - 600.0).abs() < 1e-6, "{:?}", f.ns);
+        assert!((f.ns[1] - 2.5).abs() < 1e-6, "{:?}", f.ns);
+        assert!(f.ns[2].abs() < 1e-9, "{:?}", f.ns);
+        for (i, t) in measured.iter().enumerate() {
+            assert!(rel_err(f.modelled[i], *t).abs() < 1e-9);
+            assert!(rel_err(f.loo_modelled[i], *t).abs() < 1e-9);
+        }
+        assert!(fit_counters(&counts, &[1.0, 0.0, 1.0, 1.0]).is_err());
     }
 }

@@ -103,7 +103,7 @@ fn shipped_runs_were_timed_without_tracepoints() {
 fn arm64_generic_costs_are_the_calibrated_host_costs() {
     // The arm64 profile takes every cost it has no arm64 source for equal
     // to the x86_64 profile calibrated here (its header); after a
-    // recalibration crates/cli/scripts/sync-arm64-generic.py copies them.
+    // recalibration tools/calibration/sync-arm64-generic.py copies them.
     let x86 = Profile::resolve("x86_64-kvm-host").unwrap();
     let arm = Profile::resolve("arm64-neoverse").unwrap();
     let mut n = 0;

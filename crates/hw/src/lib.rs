@@ -35,7 +35,7 @@ pub struct AccessError {
 /// How many user accesses after a faulting load the CPU has already
 /// issued, and walked, before the fault is taken. Measured on the
 /// calibration host (AMD EPYC, KVM guest) with
-/// crates/cli/scripts/touch-after-fault.c: after a fault that mapped a
+/// tools/calibration/touch-after-fault.c: after a fault that mapped a
 /// 16-page window, touching the next n pages costs about 190 ns each for
 /// n <= 8 and 60 ns each for the next seven, against 15-25 ns when an
 /// `lfence` after the faulting load keeps the others from issuing, or
@@ -113,12 +113,12 @@ impl Cpu {
     fn pmd_slot<A: Arch>(&mut self, k: &Kernel<A>, mm: MmId, addr: u64) -> Option<PmdSlot> {
         let block = addr >> PMD_SHIFT;
         if let Some((m, b, gen, slot)) = self.last {
-            if m == mm && b == block && gen == k.pt.generation {
+            if m == mm && b == block && gen == k.pt_generation() {
                 return Some(slot);
             }
         }
         let slot = k.walk_to_pmd(mm, addr)?;
-        self.last = Some((mm, block, k.pt.generation, slot));
+        self.last = Some((mm, block, k.pt_generation(), slot));
         Some(slot)
     }
 
@@ -129,17 +129,16 @@ impl Cpu {
         let Some(slot) = self.pmd_slot(k, mm, addr) else {
             return false;
         };
-        let pmdval = k.pt.get(slot.table, slot.idx);
+        let pmdval = k.pt_entry(slot.table, slot.idx);
         if A::pmd_trans_huge(pmdval) {
             return match A::hw_access(pmdval, write) {
                 Some(new) => {
                     if new != pmdval {
-                        k.pt.set(slot.table, slot.idx, new);
+                        k.hw_update_entry(slot.table, slot.idx, new);
                     }
                     if write {
                         let off = (addr >> 12) & 511;
-                        k.mem
-                            .set_page_nonzero(A::pte_pfn(new).plus(off), self.store_nonzero);
+                        k.set_page_nonzero(A::pte_pfn(new).plus(off), self.store_nonzero);
                     }
                     true
                 }
@@ -150,14 +149,14 @@ impl Cpu {
             return false;
         };
         let idx = pte_index(addr);
-        let pte = k.pt.get(tid, idx);
+        let pte = k.pt_entry(tid, idx);
         match A::hw_access(pte, write) {
             Some(new) => {
                 if new != pte {
-                    k.pt.set(tid, idx, new);
+                    k.hw_update_entry(tid, idx, new);
                 }
                 if write {
-                    k.mem.set_page_nonzero(A::pte_pfn(new), self.store_nonzero);
+                    k.set_page_nonzero(A::pte_pfn(new), self.store_nonzero);
                 }
                 true
             }
@@ -175,12 +174,12 @@ impl Cpu {
         write: bool,
         faults: &mut TaskFaults,
     ) -> Result<(), AccessError> {
-        k.vmstat.sim.user_access += 1;
+        k.vmstat_mut().sim.user_access += 1;
         let rewalk = self.spec_consume(mm, addr, write);
         for attempt in 0..4 {
             if self.try_access(k, mm, addr, write) {
                 if attempt == 0 && rewalk {
-                    k.vmstat.sim.user_access_rewalk += 1;
+                    k.vmstat_mut().sim.user_access_rewalk += 1;
                 }
                 return Ok(());
             }
@@ -192,7 +191,7 @@ impl Cpu {
                 };
             }
             if A::TRACE_PAGE_FAULT_USER {
-                k.vmstat.trace(Trace::PageFaultUser);
+                k.vmstat_mut().trace(Trace::PageFaultUser);
             }
             let FaultOutcome { ret, major } = k.handle_mm_fault(mm, addr, write);
             if ret & VM_FAULT_ERROR != 0 {
@@ -255,12 +254,12 @@ impl Cpu {
             return None;
         }
         let slot = self.pmd_slot(k, mm, addr)?;
-        let tid = k.entry_table(k.pt.get(slot.table, slot.idx))?;
+        let tid = k.entry_table(k.pt_entry(slot.table, slot.idx))?;
         let idx = pte_index(addr);
         let end = (idx + 1 + SPEC_SPAN as usize).min(512);
         // Bit i: the entry of page idx + 1 + i.
         let mut not_present = 0u64;
-        for &pte in k.pt.table(tid)[idx + 1..end].iter().rev() {
+        for &pte in k.pt_table(tid)[idx + 1..end].iter().rev() {
             not_present = (not_present << 1) | u64::from(A::hw_access(pte, false).is_none());
         }
         (not_present != 0).then_some(SpecWalk {

@@ -42,7 +42,7 @@ use include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER, PAGE_SIZE};
 use mm::filemap::AddressSpace;
 use mm::mmap::Mm;
 use mm::page_alloc::FreeArea;
-use mm::pgtable_generic::PageTables;
+use mm::pgtable_generic::{PageTables, Table, TableId};
 use mm::vmstat::VmStat;
 
 pub use foliosim_uapi::{MthpMode, Series, ThpMode};
@@ -127,54 +127,55 @@ impl std::error::Error for KernelError {}
 /// The one kernel state.
 #[derive(Debug)]
 pub struct Kernel<A: Arch> {
-    pub cfg: Config,
+    pub(crate) cfg: Config,
     /// `fault_around_pages` after fault_around_bytes_set()'s rounding.
-    pub fault_around_pages: u64,
+    pub(crate) fault_around_pages: u64,
     /// `ra_pages` of the backing device.
-    pub ra_pages: u64,
-    pub mem: MemMap,
-    pub buddy: FreeArea,
-    pub pt: PageTables,
-    pub mms: Vec<Option<Mm>>,
+    pub(crate) ra_pages: u64,
+    pub(crate) mem: MemMap,
+    pub(crate) buddy: FreeArea,
+    pub(crate) pt: PageTables,
+    pub(crate) mms: Vec<Option<Mm>>,
     /// `anon_vma->parent` of every anon_vma (index = the id a VMA and its
     /// anon folios' `mapping` hold; 0 = none, so slot 0 is unused).
-    pub anon_vma_parent: Vec<u32>,
-    pub files: Vec<AddressSpace>,
-    pub open_files: Vec<mm::filemap::File>,
-    pub vmstat: VmStat,
+    pub(crate) anon_vma_parent: Vec<Option<mm::rmap::AnonVmaId>>,
+    pub(crate) files: Vec<AddressSpace>,
+    pub(crate) open_files: Vec<mm::filemap::File>,
+    pub(crate) vmstat: VmStat,
     /// `zero_pfn`
-    pub zero_pfn: Pfn,
+    pub(crate) zero_pfn: Pfn,
     /// The huge zero folio, allocated on first use.
-    pub huge_zero_folio: Option<Pfn>,
+    pub(crate) huge_zero_folio: Option<Pfn>,
     /// Swap areas (`swap_info[]`).
-    pub swap: Vec<mm::swapfile::SwapInfo>,
+    pub(crate) swap: Vec<mm::swapfile::SwapInfo>,
     /// `folio->swap` of swap-cache folios.
-    pub swap_of: mm::swapfile::SwapOf,
+    pub(crate) swap_of: mm::swapfile::SwapOf,
     /// Swap entries stored in shmem page-cache slots (xarray value
     /// entries of swapped-out shmem pages).
-    pub shmem_swap: mm::shmem::ShmemSwap,
+    pub(crate) shmem_swap: mm::shmem::ShmemSwap,
     /// Reclaim's deferred TLB flush state.
-    pub tlb_ubc: mm::rmap::TlbUbc,
+    pub(crate) tlb_ubc: mm::rmap::TlbUbc,
     /// Memory cgroups, the charge of every folio, the charge stock.
-    pub memcg: mm::memcontrol::MemcgState,
+    pub(crate) memcg: mm::memcontrol::MemcgState,
     /// The links of the ordered LRU lists (`folio->lru`).
-    pub lru: include::linux::mm_inline::LruLinks,
+    pub(crate) lru: include::linux::mm_inline::LruLinks,
     /// Folios of a readahead batch in progress: locked until their read
     /// completes, so reclaim keeps them (`folio_trylock()` fails).
-    pub locked: Vec<Pfn>,
+    pub(crate) locked: Vec<Pfn>,
     /// A folio an in-progress fault holds a reference on across an
     /// allocation (`folio_get()` in do_wp_page()): reclaim may unmap it but
     /// cannot free it (`__remove_mapping()`'s refcount freeze fails).
-    pub pinned: Option<Pfn>,
+    pub(crate) pinned: Option<Pfn>,
     /// Faults get_user_pages() took for the running task (MADV_POPULATE_*),
-    /// drained by the engine into the task's fault counts.
-    pub gup_faults: mm::gup::GupFaults,
+    /// drained by the engine into the task's fault counts
+    /// ([`Kernel::take_gup_faults`]).
+    pub(crate) gup_faults: mm::gup::GupFaults,
     /// Behaviour the model met inside an operation that completed but does
     /// not implement (the memcg OOM killer, shmem swap-out); the engine
     /// reports the step as unsupported.
-    pub unsupported: Option<String>,
+    pub(crate) unsupported: Option<String>,
     /// The simulated CPUs: loaded mms, lazy TLB, mm_cpumask, TLB generations.
-    pub cpus: kernel::sched::Cpus,
+    pub(crate) cpus: kernel::sched::Cpus,
     _arch: PhantomData<A>,
 }
 
@@ -208,7 +209,7 @@ impl<A: Arch> Kernel<A> {
             buddy,
             pt: PageTables::default(),
             mms: Vec::new(),
-            anon_vma_parent: vec![0],
+            anon_vma_parent: vec![None],
             files: Vec::new(),
             open_files: Vec::new(),
             vmstat: VmStat::default(),
@@ -237,6 +238,12 @@ impl<A: Arch> Kernel<A> {
         self.mms[id.0 as usize].as_ref().expect("live mm")
     }
 
+    /// Whether the mm behind a handle still exists (its process has not
+    /// exited).
+    pub fn mm_alive(&self, id: MmId) -> bool {
+        self.mms.get(id.0 as usize).is_some_and(Option::is_some)
+    }
+
     pub fn mm_mut(&mut self, id: MmId) -> &mut Mm {
         self.mms[id.0 as usize].as_mut().expect("live mm")
     }
@@ -246,8 +253,70 @@ impl<A: Arch> Kernel<A> {
         self.unsupported.get_or_insert(what);
     }
 
+    /// Take the faults get_user_pages() took for the running task since
+    /// the last call (MADV_POPULATE_*), to add to its fault counts.
+    pub fn take_gup_faults(&mut self) -> mm::gup::GupFaults {
+        std::mem::take(&mut self.gup_faults)
+    }
+
     /// Take the pending [`Kernel::unsupported`] report.
     pub fn take_unsupported(&mut self) -> Option<String> {
         self.unsupported.take()
+    }
+}
+
+/// What the simulated machine (crates/hw) touches directly, as the
+/// hardware does and not through a kernel function: the MMU's walk reads
+/// the page tables and sets the accessed and dirty bits, stores mark a
+/// page's data, and every access counts.
+impl<A: Arch> Kernel<A> {
+    /// The page-table arena's generation: bumped whenever a table is freed,
+    /// so a cached table id is valid only while it is unchanged.
+    #[inline]
+    pub fn pt_generation(&self) -> u64 {
+        self.pt.generation
+    }
+
+    /// The raw entry `idx` of page table `table`, as the MMU reads it.
+    #[inline]
+    pub fn pt_entry(&self, table: TableId, idx: usize) -> u64 {
+        self.pt.get(table, idx)
+    }
+
+    /// A whole page table, as the MMU's speculative walks read it.
+    #[inline]
+    pub fn pt_table(&self, table: TableId) -> &Table {
+        self.pt.table(table)
+    }
+
+    /// The hardware's update of an entry it walked: the accessed and dirty
+    /// bits (x86: A/D; arm64: AF and DBM), never anything else.
+    #[inline]
+    pub fn hw_update_entry(&mut self, table: TableId, idx: usize, val: u64) {
+        debug_assert_eq!(
+            A::pte_pfn(val),
+            A::pte_pfn(self.pt.get(table, idx)),
+            "the hardware changed an entry's frame"
+        );
+        self.pt.set(table, idx, val);
+    }
+
+    /// A user store wrote (`nonzero`) or zeroed the data of page `pfn`
+    /// (what decides the zeromap at swap-out).
+    #[inline]
+    pub fn set_page_nonzero(&mut self, pfn: Pfn, nonzero: bool) {
+        self.mem.set_page_nonzero(pfn, nonzero);
+    }
+
+    /// The counters.
+    #[inline]
+    pub fn vmstat(&self) -> &VmStat {
+        &self.vmstat
+    }
+
+    /// The counters, for the machine's and the engine's own events.
+    #[inline]
+    pub fn vmstat_mut(&mut self) -> &mut VmStat {
+        &mut self.vmstat
     }
 }

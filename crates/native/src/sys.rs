@@ -1,5 +1,7 @@
-//! Thin safe wrappers over the system calls the engine (parent) side uses.
-//! The workload side (after fork) calls libc directly, see `workload.rs`.
+//! Thin safe wrappers over the system calls of the native engine: the
+//! engine (parent) side, and, in the second half, the workload processes
+//! and their scenario threads (`workload.rs`, `threads.rs`), which call
+//! libc only through these. Every `unsafe` block says why it is sound.
 
 use std::ffi::CString;
 use std::io;
@@ -392,4 +394,440 @@ pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: `old` is the mask pthread_sigmask returned.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     out
+}
+
+// The workload side: calls the workload processes and their scenario
+// threads make after fork, while measured. None of these allocates, none
+// changes errno on success paths beyond what the system call does, and
+// they are small enough to inline, so that the workload's code paths and
+// stack use stay those its set-up warms (`workload.rs`). Results are the
+// system call's raw ones; callers read errno themselves.
+
+/// write(2) once; the raw result.
+#[inline]
+pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> isize {
+    // SAFETY: `buf` is readable for its length.
+    unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }
+}
+
+/// read(2) once; the raw result.
+#[inline]
+pub(crate) fn read_once(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is writable for its length.
+    unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+}
+
+/// open(2) with O_CLOEXEC added; -1 on failure.
+#[inline]
+pub(crate) fn open_raw(path: &std::ffi::CStr, flags: i32) -> RawFd {
+    // SAFETY: `path` is NUL-terminated.
+    unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) }
+}
+
+/// close(2) a raw descriptor the caller owns and no Rust object wraps.
+#[inline]
+pub(crate) fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor has no memory-safety preconditions; the
+    // caller owns it.
+    unsafe { libc::close(fd) };
+}
+
+/// close_range(2) of `first..=last` (descriptors no Rust object wraps).
+#[inline]
+pub(crate) fn close_range(first: u32, last: u32) {
+    // SAFETY: closing descriptors has no memory-safety preconditions (the
+    // caller uses none of them through Rust objects any more).
+    unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+}
+
+/// pipe2(O_CLOEXEC) as raw descriptors (read end, write end).
+#[inline]
+pub(crate) fn pipe_raw() -> Option<[RawFd; 2]> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    (unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0).then_some(fds)
+}
+
+/// getppid(2).
+#[inline]
+pub(crate) fn getppid() -> i32 {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// waitpid(2) once; the raw result.
+#[inline]
+pub(crate) fn waitpid_raw(pid: i32, flags: i32) -> i32 {
+    let mut st = 0;
+    // SAFETY: `st` is a valid writable int.
+    unsafe { libc::waitpid(pid, &mut st, flags) }
+}
+
+/// pause(2): sleep until a signal arrives.
+#[inline]
+pub(crate) fn pause() {
+    // SAFETY: pause only waits for a signal.
+    unsafe { libc::pause() };
+}
+
+/// fork(2) as the bare system call: unlike glibc's fork() it runs no
+/// at-fork handlers, so neither process writes libc's memory on the way
+/// out. The caller must be single-threaded and must not rely on the libc
+/// state those handlers maintain (malloc locks, the cached thread id).
+#[inline]
+pub(crate) fn raw_fork() -> i32 {
+    // SAFETY: clone(SIGCHLD) without a new stack is fork(2); the workload
+    // processes that call it are single-threaded.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        ) as i32
+    }
+}
+
+/// getrusage(RUSAGE_SELF): (minor faults, major faults).
+#[inline]
+pub(crate) fn rusage_faults() -> (u64, u64) {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    (r.ru_minflt as u64, r.ru_majflt as u64)
+}
+
+/// prctl(PR_SET_PDEATHSIG, sig): `sig` when the parent exits.
+#[inline]
+pub(crate) fn set_parent_death_signal(sig: i32) {
+    // SAFETY: this prctl only changes this process's attributes.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) };
+}
+
+/// prctl(PR_SET_CHILD_SUBREAPER): adopt orphaned descendants.
+#[inline]
+pub(crate) fn set_child_subreaper() {
+    // SAFETY: this prctl only changes this process's attributes.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Reset signal `sig` to its default disposition.
+#[inline]
+pub(crate) fn default_signal(sig: i32) {
+    // SAFETY: SIG_DFL is a valid disposition for every catchable signal.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
+}
+
+/// Unblock every signal of the calling thread.
+#[inline]
+pub(crate) fn unblock_all_signals() {
+    // SAFETY: plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t owned here.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
+/// The reporter `catch_fault_signals` installed: called with the signal
+/// and the faulting address, in the signal handler.
+static FAULT_REPORTER: std::sync::OnceLock<fn(i32, u64) -> !> = std::sync::OnceLock::new();
+
+extern "C" fn on_fault_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as u64;
+    match FAULT_REPORTER.get() {
+        Some(report) => report(sig, addr),
+        None => exit_now(3),
+    }
+}
+
+/// Have SIGSEGV and SIGBUS call `report(sig, addr)` once (SA_RESETHAND),
+/// in the signal handler: `report` may use only async-signal-safe calls
+/// and must end the process. The first reporter a process installs stays.
+pub(crate) fn catch_fault_signals(report: fn(i32, u64) -> !) {
+    let _ = FAULT_REPORTER.set(report);
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: plain data; all-zero is valid.
+        let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+        a.sa_sigaction = on_fault_signal as *const () as usize;
+        a.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND;
+        // SAFETY: `a` is a valid sigaction whose handler only reads the
+        // siginfo and calls the reporter.
+        unsafe {
+            libc::sigemptyset(&mut a.sa_mask);
+            libc::sigaction(sig, &a, std::ptr::null_mut());
+        }
+    }
+}
+
+/// A glibc symbol of type `T` (`__rseq_offset`, `__rseq_size`, 2.35+).
+fn glibc_constant<T: Copy>(name: &std::ffi::CStr) -> Option<T> {
+    // SAFETY: dlsym with a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    // SAFETY: the callers name glibc variables of type `T` that are set
+    // before main and never change.
+    (!p.is_null()).then(|| unsafe { *(p as *const T) })
+}
+
+/// glibc's `__rseq_offset`: the rseq area's offset from the thread pointer.
+pub(crate) fn rseq_offset() -> Option<isize> {
+    glibc_constant(c"__rseq_offset")
+}
+
+/// glibc's `__rseq_size`: the registered rseq area's size (0: none).
+pub(crate) fn rseq_size() -> Option<u32> {
+    glibc_constant(c"__rseq_size")
+}
+
+/// The calling thread's thread pointer (its TCB address).
+#[inline]
+pub(crate) fn thread_pointer() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    (unsafe { libc::pthread_self() }) as usize
+}
+
+/// The address of the calling thread's errno.
+#[inline]
+pub(crate) fn errno_address() -> usize {
+    // SAFETY: __errno_location has no preconditions.
+    (unsafe { libc::__errno_location() }) as usize
+}
+
+/// rseq(2) with RSEQ_FLAG_UNREGISTER for the area at `area` of `len`
+/// bytes registered with signature `sig`; the raw result.
+pub(crate) fn rseq_unregister(area: usize, len: u32, flags: i32, sig: u32) -> i64 {
+    // SAFETY: unregistering this thread's rseq area only stops the kernel
+    // from writing it; nothing in this program relies on its contents.
+    unsafe { libc::syscall(libc::SYS_rseq, area as *mut libc::c_void, len, flags, sig) }
+}
+
+/// The calling thread's stack as (lowest address, size in bytes).
+pub(crate) fn thread_stack() -> Option<(usize, usize)> {
+    // SAFETY: plain data, initialised by pthread_getattr_np.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    let mut addr: *mut libc::c_void = std::ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: standard use of pthread_getattr_np on the calling thread.
+    let ok = unsafe {
+        libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 && {
+            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+            libc::pthread_attr_destroy(&mut attr);
+            r
+        }
+    };
+    ok.then_some((addr as usize, size))
+}
+
+// Memory of the workload's own mappings. The addresses are those of
+// mappings the workload made for the scenario (or its own program, stack
+// and tables), which no Rust reference points into; a bad address raises
+// SIGSEGV/SIGBUS, a modelled outcome the fault reporter turns into an
+// error, never undefined behaviour Rust could observe.
+
+/// mmap(2) without MAP_FIXED; None when it failed (errno says why).
+#[inline]
+pub(crate) fn mmap_raw(
+    hint: u64,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: RawFd,
+    off: u64,
+) -> Option<u64> {
+    // SAFETY: without MAP_FIXED the hint is only a hint: the kernel picks a
+    // free range, which aliases nothing of ours.
+    let addr = unsafe {
+        libc::mmap(
+            hint as *mut libc::c_void,
+            len,
+            prot,
+            flags & !libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
+        )
+    };
+    (addr != libc::MAP_FAILED).then_some(addr as u64)
+}
+
+/// munmap(2) of part of a scenario mapping; false on failure.
+#[inline]
+pub(crate) fn munmap(addr: u64, len: usize) -> bool {
+    // SAFETY: the range belongs to a scenario mapping (see above), which
+    // no Rust object refers to.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) == 0 }
+}
+
+/// madvise(2) on a range of the workload's own mappings; false on failure.
+#[inline]
+pub(crate) fn madvise(addr: u64, len: usize, advice: i32) -> bool {
+    // SAFETY: advice on memory of our own mappings that no Rust object
+    // refers to (or, for populate advice, that only gets its pages mapped).
+    unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) == 0 }
+}
+
+/// mprotect(2) of one of the workload's own mappings; false on failure.
+#[inline]
+pub(crate) fn mprotect(addr: u64, len: usize, prot: i32) -> bool {
+    // SAFETY: changing the protection of a private mapping of ours that no
+    // Rust object refers to; execute permission is kept by the callers.
+    unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) == 0 }
+}
+
+/// Whether the page at `addr` is resident (mincore(2)); None on failure.
+#[inline]
+pub(crate) fn page_resident(addr: u64) -> Option<bool> {
+    let mut v = 0u8;
+    // SAFETY: one byte of residency for one page.
+    let r = unsafe { libc::mincore(addr as *mut libc::c_void, 4096, &mut v) };
+    (r == 0).then_some(v & 1 != 0)
+}
+
+/// Store `v` at `addr` (a byte of a scenario mapping or of our own memory).
+#[inline(always)]
+pub(crate) fn store_u8(addr: u64, v: u8) {
+    // SAFETY: see the comment above `mmap_raw`.
+    unsafe { std::ptr::write_volatile(addr as *mut u8, v) };
+}
+
+/// Load the byte at `addr` (as `store_u8`).
+#[inline(always)]
+pub(crate) fn load_u8(addr: u64) -> u8 {
+    // SAFETY: see the comment above `mmap_raw`.
+    unsafe { std::ptr::read_volatile(addr as *const u8) }
+}
+
+/// Load the 8-byte word at `addr` (8-byte aligned, as `store_u8`).
+#[inline(always)]
+pub(crate) fn load_u64(addr: u64) -> u64 {
+    // SAFETY: see the comment above `mmap_raw`; callers pass aligned words.
+    unsafe { std::ptr::read_volatile(addr as *const u64) }
+}
+
+/// Rewrite the byte at `addr` with its own value (makes its page writable
+/// and private without changing it); the process is single-threaded.
+#[inline(always)]
+pub(crate) fn rewrite_u8(addr: u64) {
+    store_u8(addr, load_u8(addr));
+}
+
+// Scenario threads.
+
+/// futex(FUTEX_WAIT): block while `w` holds `val`.
+#[inline]
+pub(crate) fn futex_wait(w: &std::sync::atomic::AtomicU32, val: u32) {
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32 of ours; it only blocks
+    // while the word holds `val`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            w.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// futex(FUTEX_WAKE): wake every waiter on `w`.
+#[inline]
+pub(crate) fn futex_wake(w: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32 of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            w.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        );
+    }
+}
+
+/// gettid(2).
+#[inline]
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Run thread `tid` SCHED_FIFO at `prio`, else at nice `nice`. The raw
+/// system call: musl's sched_setscheduler() is a stub that fails with
+/// ENOSYS.
+pub(crate) fn sched_fifo_or_nice(tid: i32, prio: i32, nice: i32) {
+    // SAFETY: plain data; every field is an integer.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = prio;
+    // SAFETY: these only change thread `tid`'s scheduling policy or nice
+    // value.
+    unsafe {
+        if libc::syscall(
+            libc::SYS_sched_setscheduler,
+            tid,
+            libc::SCHED_FIFO,
+            &param as *const libc::sched_param,
+        ) != 0
+        {
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
+        }
+    }
+}
+
+/// sched_setaffinity(2) of thread `tid`; Err(errno).
+pub(crate) fn set_thread_affinity(tid: i32, set: &libc::cpu_set_t) -> Result<(), u64> {
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    if r != 0 {
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(0) as u64);
+    }
+    Ok(())
+}
+
+/// The start routine and argument of a thread `spawn_thread` made.
+struct ThreadStart<T: 'static> {
+    main: fn(&'static T),
+    arg: &'static T,
+}
+
+extern "C" fn thread_start<T: Sync + 'static>(p: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `p` is the leaked ThreadStart<T> that `spawn_thread` passed;
+    // it is never freed.
+    let s: &ThreadStart<T> = unsafe { &*(p as *const ThreadStart<T>) };
+    (s.main)(s.arg);
+    std::ptr::null_mut()
+}
+
+/// pthread_create a detached-by-leak thread with a `stack`-byte stack
+/// running `main(arg)`; Err(the pthread error number). Allocates.
+pub(crate) fn spawn_thread<T: Sync + 'static>(
+    stack: usize,
+    main: fn(&'static T),
+    arg: &'static T,
+) -> Result<(), u64> {
+    let start: &'static ThreadStart<T> = Box::leak(Box::new(ThreadStart { main, arg }));
+    // SAFETY: plain data, initialised by pthread_attr_init.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: an integer or a pointer (musl), written by pthread_create.
+    let mut th: libc::pthread_t = unsafe { std::mem::zeroed() };
+    // SAFETY: standard pthread use; `start` and `arg` live for the
+    // process's life.
+    let r = unsafe {
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, stack);
+        let r = libc::pthread_create(
+            &mut th,
+            &attr,
+            thread_start::<T>,
+            start as *const ThreadStart<T> as *mut libc::c_void,
+        );
+        libc::pthread_attr_destroy(&mut attr);
+        r
+    };
+    if r != 0 {
+        return Err(r as u64);
+    }
+    Ok(())
 }

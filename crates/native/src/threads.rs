@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use foliosim_workload::Op;
 
+use crate::sys::{self, futex_wait, futex_wake};
+
 /// Being created.
 const T_START: u32 = 0;
 /// Blocked on the futex, waiting for work.
@@ -77,32 +79,6 @@ pub(crate) struct Thread {
     cpu: libc::cpu_set_t,
 }
 
-fn futex_wait(w: &AtomicU32, val: u32) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 of ours; it only blocks
-    // while the word holds `val`.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            w.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            val,
-            ptr::null::<libc::timespec>(),
-        );
-    }
-}
-
-fn futex_wake(w: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid, aligned u32 of ours.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            w.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        );
-    }
-}
-
 /// Block until the word leaves `val`.
 fn wait_while(w: &AtomicU32, val: u32) {
     while w.load(Ordering::Acquire) == val {
@@ -117,36 +93,12 @@ fn spin_until(w: &AtomicU32, val: u32) {
     }
 }
 
-fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-}
-
-extern "C" fn thread_main(arg: *mut libc::c_void) -> *mut libc::c_void {
-    // SAFETY: `arg` is the leaked ThreadCtl that `start` passed; it is
-    // never freed.
-    let t: &ThreadCtl = unsafe { &*(arg as *const ThreadCtl) };
-    let tid = gettid();
+fn thread_main(t: &'static ThreadCtl) {
+    let tid = sys::gettid();
     // Real-time priority 1 (else nice -20): fair tasks and kernel threads do
     // not preempt it (see the module comment). A failure only makes
     // preemption likelier.
-    // SAFETY: plain data; every field is an integer.
-    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
-    param.sched_priority = 1;
-    // SAFETY: these only change this thread's scheduling policy or nice
-    // value. The raw system call: musl's sched_setscheduler() is a stub
-    // that fails with ENOSYS.
-    unsafe {
-        if libc::syscall(
-            libc::SYS_sched_setscheduler,
-            tid,
-            libc::SCHED_FIFO,
-            &param as *const libc::sched_param,
-        ) != 0
-        {
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -20);
-        }
-    }
+    sys::sched_fifo_or_nice(tid, 1, -20);
     // Everything the thread writes while measured, written now: its stack
     // (with the TLS block at its top) and the rseq area the kernel updates.
     super::workload::prewarm_thread();
@@ -200,26 +152,7 @@ pub(crate) fn start(
             nr_regions: regions.len(),
             exec,
         }));
-        // SAFETY: plain data, initialised by pthread_attr_init.
-        let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
-        // SAFETY: an integer or a pointer (musl), written by pthread_create.
-        let mut th: libc::pthread_t = unsafe { std::mem::zeroed() };
-        // SAFETY: standard pthread use; `ctl` outlives the thread.
-        let r = unsafe {
-            libc::pthread_attr_init(&mut attr);
-            libc::pthread_attr_setstacksize(&mut attr, STACK);
-            let r = libc::pthread_create(
-                &mut th,
-                &attr,
-                thread_main,
-                ctl as *const ThreadCtl as *mut libc::c_void,
-            );
-            libc::pthread_attr_destroy(&mut attr);
-            r
-        };
-        if r != 0 {
-            return Err(r as u64);
-        }
+        sys::spawn_thread(STACK, thread_main, ctl)?;
         wait_while(&ctl.state, T_START);
         let tid = ctl.tid.load(Ordering::Acquire);
         out.push(Thread {
@@ -237,13 +170,7 @@ impl Thread {
     /// CPU. Err(errno) if it cannot be moved.
     pub(crate) fn run(&self, ops: &[Op], sleep: bool) -> Result<(), u64> {
         let tid = self.ctl.tid.load(Ordering::Acquire);
-        // SAFETY: `cpu` is a valid cpu_set_t; the target is our own thread.
-        let r = unsafe {
-            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &self.cpu)
-        };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as u64);
-        }
+        sys::set_thread_affinity(tid, &self.cpu)?;
         let c = self.ctl;
         c.ops.store(ops.as_ptr() as *mut Op, Ordering::Release);
         c.ops_len.store(ops.len(), Ordering::Release);
@@ -272,16 +199,12 @@ impl Thread {
     fn wait_off_cpu(&self) {
         let mut buf = [0u8; 16];
         for _ in 0..1_000_000 {
-            // SAFETY: `syscall` is NUL-terminated; `buf` is writable.
-            let n = unsafe {
-                let fd = libc::open(self.syscall.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return;
-                }
-                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-                libc::close(fd);
-                n
-            };
+            let fd = sys::open_raw(&self.syscall, libc::O_RDONLY);
+            if fd < 0 {
+                return;
+            }
+            let n = sys::read_once(fd, &mut buf);
+            sys::close(fd);
             if n <= 0 || !buf.starts_with(b"running") {
                 return;
             }

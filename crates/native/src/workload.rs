@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
+use crate::sys;
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
 /// At most this many tracepoint counters (crate::perf opens 13).
@@ -104,8 +105,7 @@ struct Proc<'a> {
 }
 
 fn exit(code: i32) -> ! {
-    // SAFETY: _exit ends the process without running anything else.
-    unsafe { libc::_exit(code) }
+    sys::exit_now(code)
 }
 
 fn errno() -> u64 {
@@ -115,8 +115,7 @@ fn errno() -> u64 {
 fn send(fd: RawFd, m: &Msg) {
     let rec = m.encode();
     loop {
-        // SAFETY: `m` is 48 readable bytes.
-        let n = unsafe { libc::write(fd, rec.as_ptr().cast(), MSG_BYTES) };
+        let n = sys::write_once(fd, &rec[..MSG_BYTES]);
         if n == MSG_BYTES as isize {
             return;
         }
@@ -129,74 +128,40 @@ fn send(fd: RawFd, m: &Msg) {
 }
 
 fn rusage() -> (u64, u64) {
-    // SAFETY: rusage is plain data; all-zero is valid.
-    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `r` is a valid writable rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
-    (r.ru_minflt as u64, r.ru_majflt as u64)
+    sys::rusage_faults()
 }
 
 fn clock(id: libc::clockid_t) -> u64 {
     crate::sys::clock(id)
 }
 
-/// fork(2) as the bare system call: unlike glibc's fork() it runs no
-/// at-fork handlers, so neither process writes libc's memory on the way
-/// out (fewer copy-on-write faults of our own around a scenario's fork).
-/// The workload processes are single-threaded and do not use the libc
-/// state those handlers maintain (malloc locks, the cached thread id).
 fn raw_fork() -> i32 {
-    // SAFETY: clone(SIGCHLD) without a new stack is fork(2); the caller is
-    // single-threaded.
-    unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_long,
-            0 as libc::c_long,
-            0 as libc::c_long,
-            0 as libc::c_long,
-            0 as libc::c_long,
-        ) as i32
-    }
+    sys::raw_fork()
 }
 
-extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    let addr = unsafe { (*info).si_addr() } as u64;
+/// The SIGSEGV/SIGBUS reporter (`sys::catch_fault_signals`): the step that
+/// faulted, and the address. Runs in the signal handler: write and _exit
+/// are async-signal-safe, and encoding allocates nothing.
+fn on_fault(sig: i32, addr: u64) -> ! {
     let m = Msg::Error {
         step: CUR_STEP.load(Ordering::Relaxed),
         why: Failure::Signal,
         err: sig as u64,
         addr,
-        // SAFETY: getpid is async-signal-safe.
-        pid: unsafe { libc::getpid() } as u64,
+        pid: sys::getpid() as u64,
     }
     .encode();
-    // SAFETY: write and _exit are async-signal-safe (encoding allocates
-    // nothing); `m` is MSG_BYTES long.
-    unsafe {
-        libc::write(MSG_FD.load(Ordering::Relaxed), m.as_ptr().cast(), MSG_BYTES);
-        libc::_exit(3);
-    }
+    sys::write_once(MSG_FD.load(Ordering::Relaxed), &m[..MSG_BYTES]);
+    sys::exit_now(3)
 }
 
 /// Die with the parent, and adopt orphaned grandchildren (so `wait` reaps
 /// a whole subtree and its rusage stays in the tree).
 fn tie_to_parent(parent: i32) {
-    // SAFETY: prctl with these options only changes this process's
-    // attributes.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-        if libc::getppid() != parent {
-            libc::_exit(1);
-        }
+    sys::set_parent_death_signal(libc::SIGKILL);
+    sys::set_child_subreaper();
+    if sys::getppid() != parent {
+        sys::exit_now(1);
     }
 }
 
@@ -205,37 +170,15 @@ fn tie_to_parent(parent: i32) {
 /// reported with the step that caused them.
 fn reset_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: resetting a disposition to the default is always valid.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        sys::default_signal(sig);
     }
-    // SAFETY: plain data; sigemptyset initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, ptr::null_mut());
-    }
-    for sig in [libc::SIGSEGV, libc::SIGBUS] {
-        // SAFETY: plain data; all-zero is valid.
-        let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
-        a.sa_sigaction = on_fault as *const () as usize;
-        a.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND;
-        // SAFETY: `a` is a valid sigaction whose handler only uses
-        // async-signal-safe calls.
-        unsafe {
-            libc::sigemptyset(&mut a.sa_mask);
-            libc::sigaction(sig, &a, ptr::null_mut());
-        }
-    }
+    sys::unblock_all_signals();
+    sys::catch_fault_signals(on_fault);
 }
 
 /// Close every descriptor but stdio and `keep`.
 fn close_other_fds(keep: &mut [RawFd]) {
-    fn close_range(first: u32, last: u32) {
-        // SAFETY: closing descriptors has no memory-safety preconditions
-        // (none of them is used by Rust objects in this process any more).
-        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
-    }
+    use sys::close_range;
     keep.sort_unstable();
     let mut from = 3u32;
     for &k in keep.iter() {
@@ -275,37 +218,18 @@ const ORIG_RSEQ_SIZE: u32 = 32;
 /// never uses rseq itself; glibc falls back to system calls (sched_getcpu)
 /// when the area says "not registered".
 fn unregister_rseq() -> Result<(), u64> {
-    // SAFETY: dlsym with NUL-terminated names; the symbols, if glibc has
-    // them (2.35+), are a `ptrdiff_t` and an `unsigned int` that never
-    // change.
-    let (offset, size) = unsafe {
-        let o = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr());
-        let s = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr());
-        if o.is_null() || s.is_null() {
-            return Ok(()); // this libc registers no rseq area
-        }
-        (*(o as *const isize), *(s as *const u32))
+    let (Some(offset), Some(size)) = (sys::rseq_offset(), sys::rseq_size()) else {
+        return Ok(()); // this libc registers no rseq area
     };
     if size == 0 {
         return Ok(()); // registration disabled or refused by the kernel
     }
-    // SAFETY: pthread_self returns the thread pointer (the TCB address).
-    let area = (unsafe { libc::pthread_self() } as usize).wrapping_add_signed(offset);
+    let area = sys::thread_pointer().wrapping_add_signed(offset);
     // glibc registers max(__rseq_size, 32) bytes (2.40+: __rseq_size is
     // the feature size, which may be smaller); before 2.40 both are 32.
     let mut err = 0;
     for len in [size.max(ORIG_RSEQ_SIZE), size] {
-        // SAFETY: unregistering this thread's rseq area only stops the
-        // kernel from writing it; nothing of ours relies on its contents.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_rseq,
-                area as *mut libc::c_void,
-                len,
-                RSEQ_FLAG_UNREGISTER,
-                RSEQ_SIG,
-            )
-        };
+        let r = sys::rseq_unregister(area, len, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
         if r == 0 {
             return Ok(());
         }
@@ -351,35 +275,26 @@ fn populate_file_mappings() {
         if perms[2] == b'x' {
             prot |= libc::PROT_EXEC;
         }
-        let p = start as *mut libc::c_void;
-        // SAFETY: the range is one of our own mappings; populating it only
-        // maps its pages.
-        unsafe { libc::madvise(p, len, libc::MADV_POPULATE_READ) };
-        let mut resident = 0u8;
-        // SAFETY: one byte of residency for the first page of a mapping.
-        if unsafe { libc::mincore(p, 4096, &mut resident) } != 0 || resident & 1 == 0 {
+        let p = start as u64;
+        sys::madvise(p, len, libc::MADV_POPULATE_READ);
+        if sys::page_resident(p) != Some(true) {
             continue;
         }
         if prot & libc::PROT_READ == 0 {
             continue;
         }
-        let b = start as *mut u8;
         if prot & libc::PROT_WRITE != 0 {
-            // SAFETY: the first byte of a private writable mapping of ours,
-            // rewritten with its own value (the process is single-threaded).
-            unsafe { ptr::write_volatile(b, ptr::read_volatile(b)) };
+            // The first byte of a private writable mapping of ours,
+            // rewritten with its own value.
+            sys::rewrite_u8(p);
             continue;
         }
-        // SAFETY: making our own private mapping temporarily writable
-        // (copy-on-write; the file is not changed). Execute permission is
-        // kept, so code running from it keeps running.
-        if unsafe { libc::mprotect(p, len, prot | libc::PROT_WRITE) } == 0 {
-            // SAFETY: the first byte of the mapping, now writable, rewritten
-            // with its own value; then the protection is put back.
-            unsafe {
-                ptr::write_volatile(b, ptr::read_volatile(b));
-                libc::mprotect(p, len, prot);
-            }
+        // Our own private mapping made writable for a moment (copy-on-write;
+        // the file is not changed). Execute permission is kept, so code
+        // running from it keeps running.
+        if sys::mprotect(p, len, prot | libc::PROT_WRITE) {
+            sys::rewrite_u8(p);
+            sys::mprotect(p, len, prot);
         }
     }
 }
@@ -387,19 +302,7 @@ fn populate_file_mappings() {
 /// The calling thread's stack as (lowest address, size in bytes), from
 /// pthread_getattr_np; None if it cannot be read.
 fn thread_stack() -> Option<(usize, usize)> {
-    // SAFETY: plain data, initialised by pthread_getattr_np.
-    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
-    let mut addr: *mut libc::c_void = ptr::null_mut();
-    let mut size = 0usize;
-    // SAFETY: standard use of pthread_getattr_np on the calling thread.
-    let ok = unsafe {
-        libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 && {
-            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
-            libc::pthread_attr_destroy(&mut attr);
-            r
-        }
-    };
-    ok.then_some((addr as usize, size))
+    sys::thread_stack()
 }
 
 /// The lowest address of the calling thread's stack we may write.
@@ -419,8 +322,7 @@ fn populate_write(start: usize, end: usize) -> bool {
     if e <= s {
         return true;
     }
-    // SAFETY: populating pages of our own mappings changes no contents.
-    unsafe { libc::madvise(s as *mut libc::c_void, e - s, libc::MADV_POPULATE_WRITE) == 0 }
+    sys::madvise(s as u64, e - s, libc::MADV_POPULATE_WRITE)
 }
 
 /// Make `[start, end)` writable without faulting later: populate it, or
@@ -432,11 +334,9 @@ fn warm_range(start: usize, end: usize) {
     }
     let mut p = start & !4095;
     while p < end {
-        let b = p.max(start) as *mut u8;
-        // SAFETY: `b` is inside memory of ours that the caller names (this
-        // thread's stack, our own tables); the byte is rewritten with its own
-        // value and nothing else runs in this process meanwhile.
-        unsafe { ptr::write_volatile(b, ptr::read_volatile(b)) };
+        // Inside memory of ours that the caller names (this thread's stack,
+        // our own tables), rewritten with its own value.
+        sys::rewrite_u8(p.max(start) as u64);
         p += 4096;
     }
 }
@@ -455,36 +355,22 @@ fn prefault_stack(top: usize, low: usize) {
 /// The pages of thread-local data written behind our back (see
 /// `Proc::tls_pages`).
 fn tls_pages() -> [usize; 4] {
-    // SAFETY: pthread_self returns the thread pointer (the TCB address).
-    let tp = unsafe { libc::pthread_self() } as usize;
-    // SAFETY: __errno_location returns this thread's errno address.
-    let errno = unsafe { libc::__errno_location() } as usize;
-    // SAFETY: dlsym with a NUL-terminated name; the symbol, if glibc has
-    // it (2.35+), is a `ptrdiff_t` that never changes.
-    let rseq = unsafe {
-        let p = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr());
-        if p.is_null() {
-            0
-        } else {
-            tp.wrapping_add_signed(*(p as *const isize))
-        }
-    };
+    let tp = sys::thread_pointer();
+    let errno = sys::errno_address();
+    let rseq = sys::rseq_offset().map_or(0, |o| tp.wrapping_add_signed(o));
     [tp, tp.wrapping_sub(4096), errno, rseq]
 }
 
 /// Write `data` to the file at `path` in one write(2); Err(errno).
 /// Allocates nothing (the workload uses it while measured).
 fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), u64> {
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    let fd = sys::open_raw(path, libc::O_WRONLY);
     if fd < 0 {
         return Err(errno());
     }
-    // SAFETY: `data` is readable for its length; `fd` is ours.
-    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let n = sys::write_once(fd, data);
     let err = errno();
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    sys::close(fd);
     if n != data.len() as isize {
         return Err(if n < 0 { err } else { libc::EIO as u64 });
     }
@@ -493,17 +379,14 @@ fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), u64> {
 
 /// The decimal number at the start of the file at `path`; Err(errno).
 fn read_u64(path: &std::ffi::CStr) -> Result<u64, u64> {
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = sys::open_raw(path, libc::O_RDONLY);
     if fd < 0 {
         return Err(errno());
     }
     let mut buf = [0u8; 32];
-    // SAFETY: `buf` is writable for its length; `fd` is ours.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    let n = sys::read_once(fd, &mut buf);
     let err = errno();
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    sys::close(fd);
     if n < 0 {
         return Err(err);
     }
@@ -543,16 +426,13 @@ static STORE_VALUE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::n
 /// One byte read or written at `addr`.
 #[inline(always)]
 fn access(addr: u64, write: bool) {
-    let p = addr as *mut u8;
+    // `addr` is the first byte of a page of a region the scenario mapped
+    // here; a bad access is a modelled outcome that the SIGSEGV/SIGBUS
+    // reporter turns into an error.
     if write {
-        let v = STORE_VALUE.load(Ordering::Relaxed);
-        // SAFETY: `addr` is the first byte of a page of a region the
-        // scenario mapped here; a bad access is a modelled outcome that the
-        // SIGSEGV/SIGBUS reporter turns into an error.
-        unsafe { ptr::write_volatile(p, v) };
+        sys::store_u8(addr, STORE_VALUE.load(Ordering::Relaxed));
     } else {
-        // SAFETY: as above.
-        unsafe { ptr::read_volatile(p) };
+        sys::load_u8(addr);
     }
 }
 
@@ -565,10 +445,7 @@ fn madvise_calls(start: u64, len: u64, per_call: u64, advice: i32) -> bool {
     let mut done = 0;
     loop {
         let n = chunk.min(len - done);
-        let a = (start + done) as *mut libc::c_void;
-        // SAFETY: advice on a range of a region the scenario maps, which
-        // Rust never refers to; it changes no memory Rust uses.
-        if unsafe { libc::madvise(a, n as usize, advice) } != 0 {
+        if !sys::madvise(start + done, n as usize, advice) {
             return false;
         }
         done += n;
@@ -639,10 +516,10 @@ const WORD: u64 = 8;
 /// One 8-byte load at `addr` (word touches only read).
 #[inline(always)]
 fn load_word(addr: u64) {
-    // SAFETY: `addr` is an 8-byte-aligned word of a page of a region the
-    // scenario mapped here; a bad access is a modelled outcome that the
-    // SIGSEGV/SIGBUS reporter turns into an error.
-    unsafe { ptr::read_volatile(addr as *const u64) };
+    // An 8-byte-aligned word of a page of a region the scenario mapped
+    // here; a bad access is a modelled outcome that the SIGSEGV/SIGBUS
+    // reporter turns into an error.
+    sys::load_u64(addr);
 }
 
 /// A touch, madvise or munmap step on the scenario regions mapped at
@@ -685,9 +562,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             let a = regions[*region as usize] + offset;
-            // SAFETY: unmapping part of a scenario region, which Rust never
-            // refers to.
-            if unsafe { libc::munmap(a as *mut libc::c_void, *len as usize) } != 0 {
+            if !sys::munmap(a, *len as usize) {
                 return Err((Failure::Munmap, errno()));
             }
         }
@@ -703,8 +578,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
 /// all.
 fn exec_thread_op(op: &Op, regions: &[u64]) {
     if let Err((code, err)) = exec_region_op(op, regions) {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u64;
+        let pid = sys::getpid() as u64;
         let m = Msg::Error {
             step: CUR_STEP.load(Ordering::Relaxed),
             why: code,
@@ -763,8 +637,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
     p.open_own();
     p.warm_up();
     p.prewarm();
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u64;
+    let pid = sys::getpid() as u64;
     p.sync(&Msg::Ready { pid });
     if !s.thread_cpus.is_empty() {
         // After READY: the engine's inherited counters count the threads.
@@ -793,8 +666,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
 impl Proc<'_> {
     /// Tell the engine something it reports on stderr (the run goes on).
     fn note(&self, what: Notice, err: u64) {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u64;
+        let pid = sys::getpid() as u64;
         let step = CUR_STEP.load(Ordering::Relaxed);
         send(
             self.msg_w,
@@ -820,8 +692,7 @@ impl Proc<'_> {
     }
 
     fn fail(&self, why: Failure, err: u64) -> ! {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u64;
+        let pid = sys::getpid() as u64;
         let step = CUR_STEP.load(Ordering::Relaxed);
         send(
             self.msg_w,
@@ -841,8 +712,8 @@ impl Proc<'_> {
     fn open_own(&mut self) {
         for (i, e) in self.events.iter().enumerate() {
             if self.own[i] >= 0 {
-                // SAFETY: a descriptor of ours (a copy of the parent's).
-                unsafe { libc::close(self.own[i]) };
+                // A descriptor of ours (a copy of the parent's).
+                sys::close(self.own[i]);
             }
             self.own[i] = perf::open_raw(0, e, false);
         }
@@ -900,8 +771,7 @@ impl Proc<'_> {
         send(self.msg_w, m);
         let mut b = 0u8;
         loop {
-            // SAFETY: one writable byte.
-            let n = unsafe { libc::read(self.go_r, ptr::addr_of_mut!(b).cast(), 1) };
+            let n = sys::read_once(self.go_r, std::slice::from_mut(&mut b));
             if n == 1 {
                 break;
             }
@@ -935,58 +805,42 @@ impl Proc<'_> {
             exit(0);
         }
         if pid > 0 {
-            let mut st = 0;
-            // SAFETY: `st` is a valid int.
-            unsafe { libc::waitpid(pid, &mut st, 0) };
+            sys::waitpid_raw(pid, 0);
         }
         let len = 4 * PAGE_SIZE as usize;
-        // SAFETY: a fresh private anonymous scratch mapping.
-        let m = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if m != libc::MAP_FAILED {
-            let a = m as u64;
+        let m = sys::mmap_raw(
+            0,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if let Some(a) = m {
             for write in [false, true] {
                 touch(a, len as u64, write, &Pat::Seq);
                 touch(a, len as u64, write, &Pat::Stride(2 * PAGE_SIZE));
                 touch(a, len as u64, write, &Pat::OnePerPt);
                 touch(a, len as u64, write, &Pat::Random(vec![3, 1, 0, 2]));
             }
-            // SAFETY: the scratch mapping is ours.
-            unsafe {
-                libc::madvise(m, len, libc::MADV_NORMAL);
-                libc::munmap(m, len);
-            }
+            sys::madvise(a, len, libc::MADV_NORMAL);
+            sys::munmap(a, len);
         }
-        // SAFETY: opening and closing /dev/null, a pipe, zero-length reads
-        // and writes, and status queries have no memory-safety
-        // preconditions; the buffers are valid.
-        unsafe {
-            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd >= 0 {
-                libc::close(fd);
-            }
-            let mut fds = [0; 2];
-            if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) == 0 {
-                libc::close(fds[0]);
-                libc::close(fds[1]);
-            }
-            let b = 0u8;
-            libc::write(self.msg_w, ptr::addr_of!(b).cast(), 0);
-            let mut c = 0u8;
-            libc::read(self.go_r, ptr::addr_of_mut!(c).cast(), 0);
-            libc::kill(libc::getpid(), 0);
-            let mut st = 0;
-            libc::waitpid(-1, &mut st, libc::WNOHANG);
-            libc::getppid();
+        // Opening and closing /dev/null, a pipe, zero-length reads and
+        // writes, and status queries.
+        let fd = sys::open_raw(c"/dev/null", libc::O_RDONLY);
+        if fd >= 0 {
+            sys::close(fd);
         }
+        if let Some([r, w]) = sys::pipe_raw() {
+            sys::close(r);
+            sys::close(w);
+        }
+        sys::write_once(self.msg_w, &[]);
+        sys::read_once(self.go_r, &mut []);
+        sys::kill(sys::getpid(), 0);
+        sys::waitpid_raw(-1, libc::WNOHANG);
+        sys::getppid();
         if !self.cgroups.is_empty() {
             let mut buf = [0u8; 24];
             let _ = write_file(c"/dev/null", fmt_u64(4096, &mut buf));
@@ -1063,38 +917,22 @@ impl Proc<'_> {
                     } else {
                         libc::O_RDONLY
                     };
-                    // SAFETY: the path is a NUL-terminated string.
-                    fd = unsafe {
-                        libc::open(self.paths[*fi as usize].as_ptr(), oflags | libc::O_CLOEXEC)
-                    };
+                    fd = sys::open_raw(&self.paths[*fi as usize], oflags);
                     if fd < 0 {
                         self.fail(Failure::Open, errno());
                     }
                 }
-                // SAFETY: without MAP_FIXED the hint is only a hint: the
-                // kernel picks a free range, which aliases nothing of ours.
-                let addr = unsafe {
-                    libc::mmap(
-                        *hint as *mut libc::c_void,
-                        *size as usize,
-                        *prot,
-                        *flags,
-                        fd,
-                        *file_offset as libc::off_t,
-                    )
-                };
+                let addr = sys::mmap_raw(*hint, *size as usize, *prot, *flags, fd, *file_offset);
                 let err = errno();
                 if fd >= 0 {
-                    // SAFETY: `fd` is ours.
-                    unsafe { libc::close(fd) };
+                    sys::close(fd);
                 }
-                if addr == libc::MAP_FAILED {
+                let Some(addr) = addr else {
                     self.fail(Failure::Mmap, err);
-                }
-                self.regions[*region as usize] = addr as u64;
+                };
+                self.regions[*region as usize] = addr;
                 for &a in advise {
-                    // SAFETY: advice on the mapping just created.
-                    if unsafe { libc::madvise(addr, *size as usize, a.raw()) } != 0 {
+                    if !sys::madvise(addr, *size as usize, a.raw()) {
                         self.fail(Failure::Madvise, errno());
                     }
                 }
@@ -1102,7 +940,7 @@ impl Proc<'_> {
                     self.msg_w,
                     &Msg::Mapped {
                         region: *region,
-                        addr: addr as u64,
+                        addr,
                         len: *size,
                     },
                 );
@@ -1204,14 +1042,10 @@ impl Proc<'_> {
     /// fork(2): the child runs `child` and then waits to be killed; this
     /// process waits until the child's steps are done.
     fn fork(&mut self, child: &[Op]) {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        let Some([done_r, done_w]) = sys::pipe_raw() else {
             self.fail(Failure::Pipe, errno());
-        }
-        let [done_r, done_w] = fds;
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
+        };
+        let me = sys::getpid();
         // Our page_fault_user overhead is counted by our own counter from
         // here (everything is writable now: nothing faults before fork).
         let o0 = self.read_own();
@@ -1232,8 +1066,7 @@ impl Proc<'_> {
         if pid < 0 {
             self.fail(Failure::Fork, errno());
         }
-        // SAFETY: our copy of the write end.
-        unsafe { libc::close(done_w) };
+        sys::close(done_w); // our copy of the write end
         self.children.push(pid);
         self.prewarm();
         let o1 = self.read_own();
@@ -1241,15 +1074,13 @@ impl Proc<'_> {
         self.send_overhead((r1.0 - r0.0, r1.1 - r0.1), &o_mid, &o1, 0);
         let mut b = 0u8;
         let n = loop {
-            // SAFETY: one writable byte.
-            let n = unsafe { libc::read(done_r, ptr::addr_of_mut!(b).cast(), 1) };
+            let n = sys::read_once(done_r, std::slice::from_mut(&mut b));
             if n < 0 && errno() == libc::EINTR as u64 {
                 continue;
             }
             break n;
         };
-        // SAFETY: our descriptor.
-        unsafe { libc::close(done_r) };
+        sys::close(done_r);
         if n != 1 {
             self.fail(Failure::ChildDied, pid as u64);
         }
@@ -1283,8 +1114,7 @@ impl Proc<'_> {
         if let Some(i) = pfu {
             before[i] = c_open;
         }
-        // SAFETY: our copy of the read end.
-        unsafe { libc::close(done_r) };
+        sys::close(done_r); // our copy of the read end
         tie_to_parent(parent);
         self.children.clear();
         self.prewarm();
@@ -1292,28 +1122,23 @@ impl Proc<'_> {
         let r = rusage();
         self.send_overhead(r, &before, &o, r_open.0 + r_open.1);
         self.exec(ops);
-        let b = 1u8;
-        // SAFETY: one readable byte.
-        unsafe { libc::write(done_w, ptr::addr_of!(b).cast(), 1) };
+        sys::write_once(done_w, &[1u8]);
         loop {
-            // SAFETY: pause only waits for a signal (SIGKILL from the parent's
-            // `wait`, or the parent-death signal).
-            unsafe { libc::pause() };
+            // Until SIGKILL from the parent's `wait`, or the parent-death
+            // signal.
+            sys::pause();
         }
     }
 
     /// Every live child (and, through the subreaper, its descendants) exits.
     fn wait(&mut self) {
         for &c in self.children.iter().filter(|&&c| c > 0) {
-            // SAFETY: kill has no memory-safety preconditions (and `c` is a
-            // child's pid, never 0 or -1, which would mean a group).
-            unsafe { libc::kill(c, libc::SIGKILL) };
+            // `c` is a child's pid, never 0 or -1, which would mean a group.
+            sys::kill(c, libc::SIGKILL);
         }
         self.children.clear();
         loop {
-            let mut st = 0;
-            // SAFETY: `st` is a valid int.
-            let r = unsafe { libc::waitpid(-1, &mut st, 0) };
+            let r = sys::waitpid_raw(-1, 0);
             if r < 0 && errno() != libc::EINTR as u64 {
                 break;
             }

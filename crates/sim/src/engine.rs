@@ -143,7 +143,7 @@ impl<'w, A: Arch> Engine<'w, A> {
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {
-        let mut c = self.k.vmstat.snapshot();
+        let mut c = self.k.vmstat().snapshot();
         c.insert("minor-faults".into(), self.faults.min_flt);
         c.insert("major-faults".into(), self.faults.maj_flt);
         c
@@ -176,7 +176,7 @@ impl<'w, A: Arch> Engine<'w, A> {
         counters.extend(open.pagemap);
         let mut folios = BTreeMap::new();
         let mut maps = BTreeMap::new();
-        if self.k.mms[self.root.0 as usize].is_some() {
+        if self.k.mm_alive(self.root) {
             for (name, &(addr, len)) in &self.regions {
                 folios.insert(
                     name.clone(),
@@ -401,7 +401,7 @@ impl<'w, A: Arch> Engine<'w, A> {
     /// (MADV_POPULATE_*) count as its own (mm_account_fault() charges
     /// `current`), without a CPU exception.
     fn take_gup_faults(&mut self) {
-        let gup = std::mem::take(&mut self.k.gup_faults);
+        let gup = self.k.take_gup_faults();
         self.faults.min_flt += gup.min_flt;
         self.faults.maj_flt += gup.maj_flt;
     }
@@ -481,7 +481,7 @@ impl<'w, A: Arch> Engine<'w, A> {
         // (`sim/user_loads` streaming, `sim/user_loads_random` one miss
         // each).
         let further = (len / PAGE_SIZE) * FURTHER_WORDS;
-        let sim = &mut self.k.vmstat.sim;
+        let sim = &mut self.k.vmstat_mut().sim;
         match pat {
             Pat::SeqWords => sim.user_loads += further,
             Pat::RandomWords(_) => sim.user_loads_random += further,

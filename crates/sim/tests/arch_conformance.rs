@@ -1,11 +1,11 @@
 //! x86_64 and arm64 (4 KiB granule) must fault alike.
 //!
-//! With 4 KiB pages the two architectures share every rule that decides
-//! faults, allocations and folio sizes (facts §10: same PMD order, same
-//! anon mTHP sizes, same fault_around_pages of 16, same page-cache orders).
-//! What differs is invisible to the fault counters: arm64 paints contiguous
-//! (PTE_CONT) blocks in set_ptes() and makes prefaulted PTEs old, which its
-//! hardware access flag then sets without a fault.
+//! With 4 KiB pages the two architectures share every rule that decides faults,
+//! allocations and folio sizes (arch/arm64/include/asm/pgtable.h: same PMD
+//! order, same anon mTHP sizes, same fault_around_pages of 16, same page-cache
+//! orders). What differs is invisible to the fault counters: arm64 paints
+//! contiguous (PTE_CONT) blocks in set_ptes() and makes prefaulted PTEs old,
+//! which its hardware access flag then sets without a fault.
 //!
 //! So the same scenarios run on both must give identical kernel-visible
 //! counters (vmstat events, per-size mTHP stats, task fault counts, the
@@ -241,10 +241,12 @@ fn same_counters_and_folios_on_both_architectures() {
 }
 
 /// A 64K mTHP write fault maps 16 PTEs with one set_ptes() at a 64K-aligned
-/// address (the region is 2 MiB-aligned, §2.4/§2.5) from a naturally
-/// aligned 64K folio (buddy allocations are aligned to their order), so
-/// arm64's contpte_set_ptes() marks exactly one contiguous block per fault
-/// (facts §10): 2 MiB → 32 faults → 32 blocks. x86 has no contiguous bit.
+/// address (the region is 2 MiB-aligned, `alloc_anon_folio()`, mm/memory.c;
+/// `__thp_get_unmapped_area()`, mm/huge_memory.c) from a naturally aligned 64K
+/// folio (buddy allocations are aligned to their order), so arm64's
+/// contpte_set_ptes() marks exactly one contiguous block per fault
+/// (arch/arm64/include/asm/pgtable.h): 2 MiB → 32 faults → 32 blocks. x86 has
+/// no contiguous bit.
 #[test]
 fn contpte_blocks_for_64k_mthp_on_arm64_only() {
     let text =
@@ -279,9 +281,10 @@ fn contpte_blocks_by_folio_size() {
 }
 
 /// Page-cache 64K folios mapped by fault-around (whole folio per set_ptes,
-/// §4.4 step 4) at 64K-aligned addresses (the 4 MiB mapping is 2 MiB
-/// aligned, file index ≡ address): one block per folio on arm64, 64 for the
-/// file; order-0 page cache gives none (each PTE maps its own folio).
+/// `filemap_map_pages()`, mm/filemap.c) at 64K-aligned addresses (the 4 MiB
+/// mapping is 2 MiB aligned, file index ≡ address): one block per folio on
+/// arm64, 64 for the file; order-0 page cache gives none (each PTE maps its own
+/// folio).
 #[test]
 fn contpte_blocks_for_64k_page_cache_on_arm64_only() {
     for (ws, blocks) in [("64K", 64i64), ("4K", 0)] {

@@ -1,6 +1,6 @@
 //! The scenario corpus (scenarios/corpus/*.toml): every scenario pins one
-//! kernel rule with exact expected counter values, derived from
-//! /work/shared/docs/kernel-facts-faults.md in the scenario's comments.
+//! kernel rule with exact expected counter values, derived in the scenario's
+//! comments from the kernel function it comes from.
 //!
 //! Each scenario is run with the invariant checker on, and every
 //! `[[expect]]` must hold. A scenario whose `description` contains a line

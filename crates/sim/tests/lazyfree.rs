@@ -1,7 +1,8 @@
-//! MADV_COLD, MADV_FREE and the reclaim of lazyfree folios, with counts
-//! derived from the kernel's rules (kernel-facts-reclaim §1, §2, §4.3 and
-//! Linux 6.18 mm/madvise.c, mm/swap.c, mm/rmap.c, mm/vmscan.c). Every
-//! scenario runs with the invariant checker after every step, on x86_64
+//! MADV_COLD, MADV_FREE and the reclaim of lazyfree folios, with counts derived
+//! from the kernel's rules (`madvise_cold_or_pageout_pte_range()`,
+//! mm/madvise.c; `shrink_folio_list()`, mm/vmscan.c; `folio_unmap_pte_batch()`,
+//! mm/rmap.c and Linux 6.18 mm/madvise.c, mm/swap.c, mm/rmap.c, mm/vmscan.c).
+//! Every scenario runs with the invariant checker after every step, on x86_64
 //! unless it says arm64.
 
 mod common;

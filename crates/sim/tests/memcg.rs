@@ -1,8 +1,8 @@
 //! Memory-cgroup reclaim (classic LRU): memory.reclaim, limit reclaim,
-//! force_empty, and the seed-002 switches, with counts derived from
-//! /work/shared/docs/kernel-facts-reclaim.md ("facts §N", "row N" of the
-//! §12.1 table). Every scenario runs with the invariant checker (LRU lists
-//! and sizes, cgroup charges, mapcounts, RSS) after every step.
+//! force_empty, and the seed-002 switches, with counts derived from the
+//! kernel's reclaim code (mm/vmscan.c, mm/rmap.c, mm/memcontrol.c), each cited
+//! next to its number. Every scenario runs with the invariant checker (LRU
+//! lists and sizes, cgroup charges, mapcounts, RSS) after every step.
 //!
 //! Folio sizes of a cold file read through faults come from readahead, so
 //! the file tests read the folio histogram at the end of the "touch" phase
@@ -100,18 +100,20 @@ amount = "{reclaim}"
 }
 
 /// Clean file folios mapped once and reclaimed by memory.reclaim take two
-/// passes each (facts §3.4, §8.3 steps 3-4): pass 1 finds the young PTEs,
-/// clears them and keeps the folio with PG_referenced; pass 2 finds none,
-/// RECLAIM_CLEAN, unmaps and frees. Reclaiming the whole file means every
-/// folio gets both passes and nothing is scanned a third time, so:
-/// folio_referenced 2F (row 4), its pvmw iterations and x86 young
-/// test-and-clears 2P (rows 5, 7: per PTE, no early exit), no young flush
-/// on x86 (§3.5), one try_to_unmap walk per folio (row 12) looping per PTE
-/// (row 13: P iterations), one immediate local flush per PTE (row 19: a
-/// single-CPU mm is never deferred, §6.3), one rss_stat update and one
-/// rmap removal per PTE (rows 25, 27); pgscan_file 2P, pgsteal_file P.
-/// Cgroup reclaim counts pgscan_proactive only in the cgroup's memory.stat
-/// (shrink_inactive_list: `if (!cgroup_reclaim(sc))`).
+/// passes each (`folio_check_references()` and `shrink_inactive_list()`,
+/// mm/vmscan.c): pass 1 finds the young PTEs, clears them and keeps the folio
+/// with PG_referenced; pass 2 finds none, RECLAIM_CLEAN, unmaps and frees.
+/// Reclaiming the whole file means every folio gets both passes and nothing is
+/// scanned a third time, so: folio_referenced 2F (`folio_check_references()`),
+/// its pvmw iterations and x86 young test-and-clears 2P
+/// (`folio_referenced_one()`: per PTE, no early exit), no young flush on x86
+/// (`ptep_clear_flush_young()`, arch/x86/mm/pgtable.c), one try_to_unmap walk
+/// per folio looping per PTE (`try_to_unmap_one()`: P iterations), one
+/// immediate local flush per PTE (a single-CPU mm is never deferred,
+/// `should_defer_flush()`, mm/rmap.c), one rss_stat update and one rmap removal
+/// per PTE (`add_mm_counter()`, `folio_remove_rmap_ptes()`); pgscan_file 2P,
+/// pgsteal_file P. Cgroup reclaim counts pgscan_proactive only in the cgroup's
+/// memory.stat (shrink_inactive_list: `if (!cgroup_reclaim(sc))`).
 #[test]
 fn memory_reclaim_takes_two_passes_per_folio() {
     let r = run(&file_reclaim("4M", "4M", ""));
@@ -135,8 +137,9 @@ fn memory_reclaim_takes_two_passes_per_folio() {
     assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), p);
     assert_eq!(c(&r, "reclaim", "sim/rmap_remove"), p);
     assert_eq!(c(&r, "reclaim", "pgactivate"), 0);
-    // PTE reads (§3.3, row 14): 2 per PTE per referenced pass; the unmap
-    // walk (TTU_SYNC) reads 3 per PTE but 2 for a large folio's first.
+    // PTE reads (`page_vma_mapped_walk()`, mm/page_vma_mapped.c): 2 per PTE per
+    // referenced pass; the unmap walk (TTU_SYNC) reads 3 per PTE but 2 for a
+    // large folio's first.
     assert_eq!(
         c(&r, "reclaim", "sim/ptep_get"),
         4 * p + 3 * p - s.large_folios as i64
@@ -173,9 +176,10 @@ fn random_advice_skips_the_young_check() {
     assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 0);
 }
 
-/// A PMD-mapped file THP (MADV_HUGEPAGE read-around of order 9, facts
-/// §8.3 step 1): pass 1 clears the PMD's young bit with a full flush on x86
-/// (pmdp_clear_flush_young, §3.5), pass 2 unmaps it by zapping the PMD
+/// A PMD-mapped file THP (MADV_HUGEPAGE read-around of order 9,
+/// `shrink_inactive_list()`, mm/vmscan.c): pass 1 clears the PMD's young bit
+/// with a full flush on x86 (`pmdp_clear_flush_young()`,
+/// arch/x86/mm/pgtable.c), pass 2 unmaps it by zapping the PMD
 /// (TTU_SPLIT_HUGE_PMD on a file VMA, another 2 MiB flush), no PTE loop.
 #[test]
 fn pmd_mapped_file_folio() {
@@ -193,15 +197,16 @@ fn pmd_mapped_file_folio() {
     assert_eq!(c(&r, "reclaim", "sim/tlb_flush_all"), 2);
 }
 
-/// The seed-002 switches on x86 (facts §3.7, §4.4 and §12.1): with
-/// `batch_folio_referenced` one pvmw iteration per folio and pass (row 5:
-/// one batch covers a folio, which never crosses a PMD here) but still one
-/// young test-and-clear per PTE (row 7: the generic clear_flush_young_ptes
-/// loops), and fewer PTE reads (row 6: per batch 2 walk + 1 explicit +
-/// N - 1 in folio_pte_batch, against 2 per PTE); with `batch_file_unmap`
-/// one unmap iteration, one flush, one rss_stat update and one rmap
-/// removal per folio (rows 13, 17, 19, 25, 27). Reclaim itself is
-/// unchanged: same pgscan/pgsteal.
+/// The seed-002 switches on x86 (`folio_referenced_one()` and
+/// `try_to_unmap_one()`, mm/rmap.c): with `batch_folio_referenced` one pvmw
+/// iteration per folio and pass (`folio_referenced_one()`: one batch covers a
+/// folio, which never crosses a PMD here) but still one young test-and-clear
+/// per PTE (the generic clear_flush_young_ptes loops), and fewer PTE reads (per
+/// batch 2 walk + 1 explicit + N - 1 in folio_pte_batch, against 2 per PTE);
+/// with `batch_file_unmap` one unmap iteration, one flush, one rss_stat update
+/// and one rmap removal per folio (`try_to_unmap_one()` with
+/// `folio_unmap_pte_batch()`). Reclaim itself is unchanged: same
+/// pgscan/pgsteal.
 #[test]
 fn seed002_switches_x86() {
     let text = file_reclaim("4M", "4M", "");
@@ -247,20 +252,21 @@ fn seed002_switches_x86() {
         assert_eq!(c(r, "reclaim", "sim/rmap_remove"), per);
     }
     // The flushed pages stay the same: INVLPG per page up to 33 pages,
-    // a full flush above (row 18).
+    // a full flush above (`flush_tlb_func()`, arch/x86/mm/tlb.c).
     assert_eq!(
         c(&vanilla, "reclaim", "sim/invlpg"),
         c(&refs, "reclaim", "sim/invlpg")
     );
 }
 
-/// arm64 (facts §3.5, §7, rows 7, 8, 16, 21): vanilla clears the access
-/// flag of all 16 entries of a contiguous block once per PTE (256 per
-/// 64 KiB block and pass) and issues in pass 1 one TLBI by page per young
-/// non-contiguous PTE and one range TLBI per young block; the batch clears
-/// each entry once and issues one TLBI per folio. The vanilla unmap
-/// unfolds every block (1 per block) and issues one deferred TLBI per PTE;
-/// the file batch unfolds nothing and issues one per folio.
+/// arm64 (`contpte_ptep_clear_flush_young()`, `contpte_convert()`,
+/// arch/arm64/mm/contpte.c; `arch_tlbbatch_add_pending()`): vanilla clears the
+/// access flag of all 16 entries of a contiguous block once per PTE (256 per 64
+/// KiB block and pass) and issues in pass 1 one TLBI by page per young
+/// non-contiguous PTE and one range TLBI per young block; the batch clears each
+/// entry once and issues one TLBI per folio. The vanilla unmap unfolds every
+/// block (1 per block) and issues one deferred TLBI per PTE; the file batch
+/// unfolds nothing and issues one per folio.
 #[test]
 fn seed002_switches_arm64() {
     let text = file_reclaim("4M", "4M", "");
@@ -305,16 +311,16 @@ fn seed002_switches_arm64() {
 }
 
 /// A cold file read through faults under a 1 MiB (256-page) limit, without
-/// readahead (`read_ahead_kb = 0`: one order-0 folio per fault). Charges
-/// come in 64-page batches from the per-CPU stock, so the 257th page is the
-/// first that does not fit: try_charge_memcg reclaims (nr_to_reclaim =
-/// max(1, 32), facts §8.1). All 256 folios are young and inactive; the
-/// scan budget is size >> priority (facts §8.2): nothing at priorities
-/// 12..9, then 1, 2, 4, 8, 16, 32, 64 and 128 pages at 8..1 (in rounds of
-/// at most 32) — 255 folios kept on their first pass — and at priority 0
-/// two rounds of 32: the last first-pass folio with 31 second-pass ones
-/// (freed: 31 < 32, go on), then 32 more (freed). 63 reclaimed meets the
-/// target and the lruvec stops (no anon to balance against). So: one
+/// readahead (`read_ahead_kb = 0`: one order-0 folio per fault). Charges come
+/// in 64-page batches from the per-CPU stock, so the 257th page is the first
+/// that does not fit: try_charge_memcg reclaims (nr_to_reclaim = max(1, 32),
+/// `try_to_free_mem_cgroup_pages()`, mm/vmscan.c). All 256 folios are young and
+/// inactive; the scan budget is size >> priority (`get_scan_count()`,
+/// mm/vmscan.c): nothing at priorities 12..9, then 1, 2, 4, 8, 16, 32, 64 and
+/// 128 pages at 8..1 (in rounds of at most 32) — 255 folios kept on their first
+/// pass — and at priority 0 two rounds of 32: the last first-pass folio with 31
+/// second-pass ones (freed: 31 < 32, go on), then 32 more (freed). 63 reclaimed
+/// meets the target and the lruvec stops (no anon to balance against). So: one
 /// reclaim call, 14 shrink_inactive_list calls (6 + 2 + 4 + 2), 319 pages
 /// scanned, 63 stolen, counted as direct reclaim in the cgroup only.
 #[test]
@@ -378,12 +384,13 @@ offset = "1028K"
     );
 }
 
-/// Anon memory written under a limit with a zram swap device (synchronous:
-/// a reclaimed page is written and freed in the same pass, facts §2 step
-/// 9, §5.6): only the anon lists are scanned (no file pages, swap present:
-/// SCAN_FRACT, facts §8.2), every stolen page was swapped out once, and
-/// its slot remembers the cgroup, so reading it back charges the cgroup
-/// again (and reclaims again).
+/// Anon memory written under a limit with a zram swap device (synchronous: a
+/// reclaimed page is written and freed in the same pass, `shrink_folio_list()`,
+/// mm/vmscan.c, `swap_writeout()`, mm/page_io.c): only the anon lists are
+/// scanned (no file pages, swap present: SCAN_FRACT, `get_scan_count()`,
+/// mm/vmscan.c), every stolen page was swapped out once, and its slot remembers
+/// the cgroup, so reading it back charges the cgroup again (and reclaims
+/// again).
 #[test]
 fn anon_limit_reclaim_swaps_out() {
     let text = [
@@ -443,7 +450,7 @@ fn memcg_oom_is_unsupported() {
 /// (EAGAIN after MAX_RECLAIM_RETRIES + 1 empty rounds). With the file cold,
 /// the touch reads it inside the cgroup and 48 of 64 MiB are reclaimed, in
 /// two passes: every page scanned once, the reclaimed ones twice, exactly
-/// as the host does at this size (kernel-facts-reclaim §8.3).
+/// as the host does at this size (`shrink_inactive_list()`, mm/vmscan.c).
 #[test]
 fn seed002_scenario_runs_small() {
     let path = concat!(

@@ -132,7 +132,7 @@ const NATIVE_618_MS: [(&str, &str, f64); 6] = [
 
 /// The pre-6.5 walk, natively: a 6.18 pread of (512 - k) entries at page k
 /// of a chunk does the walk of an 8-byte read before 6.5
-/// (crates/cli/scripts/pagemap-walk.sh, 64 MiB, medians of 9 passes, two
+/// (tools/calibration/pagemap-walk.sh, 64 MiB, medians of 9 passes, two
 /// runs: profiles/calibration/pagemap-walk-proxy.txt).
 const NATIVE_PRE65_MS: [(&str, f64); 2] = [("4K", 45.4), ("8K", 44.8)];
 
@@ -276,9 +276,10 @@ fn pre_65_walk_to_pmd_end() {
     assert_eq!(get(&opt, "pagemap", "pagemap/shm/pages_swapped"), 768);
 }
 
-/// pagemap_read() mechanics (§6.5): one walk per PAGEMAP_WALK_SIZE chunk
-/// touched; a 4 KiB read at a 2 MiB boundary is one walk, a 4 KiB read
-/// straddling it two (an unaligned start), and the walk counts only.
+/// `pagemap_read()` mechanics (fs/proc/task_mmu.c): one walk per
+/// PAGEMAP_WALK_SIZE chunk touched; a 4 KiB read at a 2 MiB boundary is one
+/// walk, a 4 KiB read straddling it two (an unaligned start), and the walk
+/// counts only.
 #[test]
 fn read_size_mechanics() {
     let text = |offset: &str, rs: u64| {

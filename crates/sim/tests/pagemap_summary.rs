@@ -1,5 +1,5 @@
-//! The per-region pagemap summary (pages present / swapped / file /
-//! exclusive), derived from kernel-facts-faults §6.2-6.3 (pagemap bits 63,
+//! The per-region pagemap summary (pages present / swapped / file / exclusive),
+//! derived from `pte_to_pagemap_entry()`, fs/proc/task_mmu.c (pagemap bits 63,
 //! 62, 61, 56 on a CONFIG_PAGE_MAPCOUNT kernel).
 
 mod common;
@@ -20,9 +20,9 @@ size = "2M"
 madvise = ["hugepage"]
 "#;
 
-/// A read of a MADV_HUGEPAGE region maps the huge zero PMD: 512 present
-/// pages with PM_FILE (the huge zero folio is not anon) and no
-/// PM_MMAP_EXCLUSIVE (§6.2 "Huge-zero PMD", observed flags 0x140).
+/// A read of a MADV_HUGEPAGE region maps the huge zero PMD: 512 present pages
+/// with PM_FILE (the huge zero folio is not anon) and no PM_MMAP_EXCLUSIVE
+/// (`pagemap_pmd_range()`, fs/proc/task_mmu.c; observed flags 0x140).
 #[test]
 fn huge_zero_pmd_is_present_and_file() {
     let text = format!("{BASE}[[step]]\nop = \"phase\"\nname = \"r\"\n[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\nlen = \"4K\"\n");
@@ -33,8 +33,9 @@ fn huge_zero_pmd_is_present_and_file() {
 }
 
 /// A written PMD THP: 512 present, anon (no PM_FILE), exclusive (precise
-/// mapcount of the head = entire mapcount 1). After fork the child maps the
-/// PMD too: nothing is exclusive (§3.1, §6.3); after the child exits the
+/// mapcount of the head = entire mapcount 1). After fork the child maps the PMD
+/// too: nothing is exclusive (`copy_present_ptes()`, mm/memory.c;
+/// `pte_to_pagemap_entry()`, fs/proc/task_mmu.c); after the child exits the
 /// pages are exclusive again.
 #[test]
 fn pmd_thp_exclusive_until_fork() {
@@ -53,7 +54,7 @@ fn pmd_thp_exclusive_until_fork() {
 }
 
 /// MADV_PAGEOUT of 4 KiB folios to zram leaves swap PTEs: PM_SWAP on every
-/// page, nothing present (§6.2 "Swap PTE").
+/// page, nothing present (`pte_to_pagemap_entry()`, fs/proc/task_mmu.c).
 #[test]
 fn paged_out_pages_are_swapped() {
     let text = "[system]\nmemory = \"256M\"\n[[system.swap]]\nkind = \"zram\"\nsize = \"16M\"\n\
@@ -65,8 +66,9 @@ fn paged_out_pages_are_swapped() {
     assert_eq!(pages(&r, "out", "a", "present"), 0);
 }
 
-/// The small zero page: present, not file, not exclusive (§6.2: "only bit
-/// 63 + the PFN", observed 0x100 in bits 55-63).
+/// The small zero page: present, not file, not exclusive
+/// (`pte_to_pagemap_entry()`, fs/proc/task_mmu.c: only bit 63 + the PFN,
+/// observed 0x100 in bits 55-63).
 #[test]
 fn small_zero_page_is_only_present() {
     let text = "[system]\nmemory = \"256M\"\n[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n\

@@ -132,9 +132,10 @@ fn seed003_64k_always() {
     assert_eq!(r.phases[0].folios["heap"]["64kB"], 4096);
 }
 
-/// 64 KiB on `madvise` without MADV_HUGEPAGE is not allowed (facts §2.2
-/// truth table), and the top level is madvise so PMD THP is off too: one
-/// 4 KiB fault per page, 65536, and no mTHP allocation.
+/// 64 KiB on `madvise` without MADV_HUGEPAGE is not allowed
+/// (`__thp_vma_allowable_orders()`, mm/huge_memory.c truth table), and the top
+/// level is madvise so PMD THP is off too: one 4 KiB fault per page, 65536, and
+/// no mTHP allocation.
 #[test]
 fn seed003_64k_madvise_without_hint() {
     let r = run_with(
@@ -149,10 +150,11 @@ fn seed003_64k_madvise_without_hint() {
     assert_eq!(measured(&r, "thp_fault_alloc"), 0);
 }
 
-/// A read pass maps the zero page one PTE per fault (read faults never
-/// allocate mTHP); the write pass then finds non-none PTEs in every block,
-/// so each write COWs the zero page into a 4 KiB folio (facts §2.1, §2.4,
-/// observed on 6.18.44): 65536 + 65536 faults, no mTHP allocation.
+/// A read pass maps the zero page one PTE per fault (read faults never allocate
+/// mTHP); the write pass then finds non-none PTEs in every block, so each write
+/// COWs the zero page into a 4 KiB folio (`do_anonymous_page()` and
+/// `alloc_anon_folio()`, mm/memory.c, observed on 6.18.44): 65536 + 65536
+/// faults, no mTHP allocation.
 #[test]
 fn seed003_read_then_write() {
     let r = run_with(

@@ -70,15 +70,14 @@ fn a_stride_rewalks_only_the_pages_it_reads() {
 
 #[test]
 fn whole_folio_faults_rewalk_the_window_of_accesses() {
-    // 1 MiB folios: a fault maps the whole folio (256 entries), except the
-    // last one: it ends at EOF, which fault-around's last-index test does
-    // not count as large-mappable (facts §4.4), so its 256 pages are
-    // mapped by 16 window faults. 15 + 16 = 31 faults.
-    // The first folio of each 2 MiB faults into a missing table: nothing.
-    // Folios 1, 3, .., 13 fault into the table the one before allocated;
-    // the next 16 accesses read pages 1..=16 of the folio, the 16 after
-    // the fault: 7 * 16. The last folio's 16 windows are all in
-    // an existing table: 16 * 15.
+    // 1 MiB folios: a fault maps the whole folio (256 entries), except the last
+    // one: it ends at EOF, which fault-around's last-index test does not count
+    // as large-mappable (`filemap_map_pages()`, mm/filemap.c), so its 256 pages
+    // are mapped by 16 window faults. 15 + 16 = 31 faults. The first folio of
+    // each 2 MiB faults into a missing table: nothing. Folios 1, 3, .., 13
+    // fault into the table the one before allocated; the next 16 accesses read
+    // pages 1..=16 of the folio, the 16 after the fault: 7 * 16. The last
+    // folio's 16 windows are all in an existing table: 16 * 15.
     let r = run(&file_scenario("1M", "r", &touch("f", "read", "")));
     assert_eq!(c(&r, "p", "pgfault"), 31);
     assert_eq!(rewalks(&r), 7 * 16 + 16 * 15);

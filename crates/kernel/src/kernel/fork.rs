@@ -24,8 +24,8 @@ impl<A: Arch> Kernel<A> {
             // the parent's (where its COW copies go), while staying in the
             // parent's tree for the folios they still share.
             let mut cv = *v;
-            if v.anon_vma != 0 {
-                cv.anon_vma = self.anon_vma_alloc(v.anon_vma);
+            if let Some(av) = v.anon_vma {
+                cv.anon_vma = Some(self.anon_vma_alloc(Some(av)));
             }
             self.mm_mut(child).vmas.insert(v.vm_start, cv);
             self.copy_page_range(child, parent, v)?;

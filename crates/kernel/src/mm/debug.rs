@@ -27,6 +27,7 @@ use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_BUDDY, PG_HEAD, PG_T
 use crate::include::linux::pgtable::{
     Pfn, HPAGE_PMD_NR, PAGE_SHIFT, PGDIR_SHIFT, PMD_SHIFT, PTRS_PER_PTE, PUD_SHIFT,
 };
+use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::mmap::{MM_ANONPAGES, NR_MM_COUNTERS};
 use crate::{Kernel, MmId};
 
@@ -169,7 +170,7 @@ impl<A: Arch> Kernel<A> {
         if !A::pte_present(pte) {
             // Swap PTEs come from anon folios: in anonymous VMAs, or the
             // COW copies of a private file VMA (which then has an anon_vma).
-            if !vma.is_anonymous() && (vma.anon_vma == 0 || vma.is_shared()) {
+            if !vma.is_anonymous() && (vma.anon_vma.is_none() || vma.is_shared()) {
                 return Err(format!(
                     "mm {}: swap pte {pte:#x} at {addr:#x} in a VMA without anon folios",
                     mm.0
@@ -405,7 +406,7 @@ impl<A: Arch> Kernel<A> {
     fn check_lru(&self) -> Result<(), String> {
         use crate::include::linux::mm_inline::NR_LRU_LISTS;
         let nr_memcg = self.memcg.memcgs.len();
-        let mut on_list: HashMap<u32, (u16, usize)> = HashMap::new();
+        let mut on_list: HashMap<u32, (MemcgId, usize)> = HashMap::new();
         let first = if self.lru.root { 0 } else { 1 };
         for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(first) {
             for (lru, list) in memcg.lruvec.lists.iter().enumerate() {
@@ -414,7 +415,7 @@ impl<A: Arch> Kernel<A> {
                     .walk(list)
                     .map_err(|e| format!("cgroup {m} list {lru}: {e}"))?
                 {
-                    if on_list.insert(f.0, (m as u16, lru)).is_some() {
+                    if on_list.insert(f.0, (MemcgId(m as u16), lru)).is_some() {
                         return Err(format!("pfn {} is on two LRU lists", f.0));
                     }
                 }
@@ -439,7 +440,7 @@ impl<A: Arch> Kernel<A> {
             }
             let nr = self.mem.folio_nr_pages(p);
             let memcg = self.folio_memcg(p);
-            charged[memcg as usize] += nr;
+            charged[memcg.idx()] += nr;
             self.check_folio_lru(p, &mut on_list, &mut sizes)?;
             pfn += nr as u32;
         }
@@ -456,7 +457,7 @@ impl<A: Arch> Kernel<A> {
                 ));
             }
             let usage = self.memcg.memcgs[m].usage;
-            let want = charged[m] + self.memcg_stock_pages(m as u16);
+            let want = charged[m] + self.memcg_stock_pages(MemcgId(m as u16));
             if m > 0 && usage != want {
                 return Err(format!(
                     "cgroup {m}: usage {usage} but {want} pages are charged"
@@ -470,7 +471,7 @@ impl<A: Arch> Kernel<A> {
     fn check_folio_lru(
         &self,
         folio: Pfn,
-        on_list: &mut HashMap<u32, (u16, usize)>,
+        on_list: &mut HashMap<u32, (MemcgId, usize)>,
         sizes: &mut [[u64; crate::include::linux::mm_inline::NR_LRU_LISTS]],
     ) -> Result<(), String> {
         use crate::include::linux::mm_types::{PG_LRU, PG_SWAPCACHE};
@@ -502,8 +503,8 @@ impl<A: Arch> Kernel<A> {
                 folio.0
             ));
         }
-        sizes[memcg as usize][lru] += self.mem.folio_nr_pages(folio);
-        if (memcg != 0 || self.lru.root) && listed != Some((memcg, lru)) {
+        sizes[memcg.idx()][lru] += self.mem.folio_nr_pages(folio);
+        if (memcg != ROOT_MEM_CGROUP || self.lru.root) && listed != Some((memcg, lru)) {
             return Err(format!(
                 "folio {}: PG_lru says cgroup {memcg} list {lru}, found on {listed:?}",
                 folio.0

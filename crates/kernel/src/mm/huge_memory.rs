@@ -25,6 +25,7 @@ use crate::include::linux::pgtable::{
 };
 use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
+use crate::mm::pgtable_generic::TableId;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId, MthpMode, ThpMode};
 
@@ -126,7 +127,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `pgtable_trans_huge_withdraw()`
-    pub(crate) fn withdraw_pgtable(&mut self, mm: MmId, haddr: u64) -> Option<(Pfn, u32)> {
+    pub(crate) fn withdraw_pgtable(&mut self, mm: MmId, haddr: u64) -> Option<(Pfn, TableId)> {
         let pfn = self.mm_mut(mm).deposited.remove(&haddr)?;
         Some((pfn, self.mem.table_id(pfn)))
     }

@@ -28,6 +28,7 @@ use crate::include::linux::pgtable::{
     pmd_addr_end, pte_index, Pfn, HPAGE_PMD_NR, PAGE_SIZE, PMD_SIZE,
 };
 use crate::mm::mmap::{Vma, VmaKind, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_RAND_READ, VM_SEQ_READ};
+use crate::mm::pgtable_generic::TableId;
 use crate::{Kernel, KernelError, MmId};
 
 pub use foliosim_uapi::Madv;
@@ -170,7 +171,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The entries from `idx` merged as `FPB_MERGE_YOUNG_DIRTY` batches them:
     /// (young, dirty) over `nr` entries (already read by the batch).
-    fn merged_young_dirty(&self, tid: u32, idx: usize, nr: usize) -> (bool, bool) {
+    fn merged_young_dirty(&self, tid: TableId, idx: usize, nr: usize) -> (bool, bool) {
         let t = self.pt.table(tid);
         t[idx..idx + nr].iter().fold((false, false), |(y, d), &e| {
             (y || A::pte_young(e), d || A::pte_dirty(e))
@@ -468,7 +469,7 @@ impl<A: Arch> Kernel<A> {
     /// entries with consecutive slots (`swap_pte_batch()`) is cleared and
     /// its swap references dropped (`free_swap_and_cache_nr()`), since a
     /// fresh zero page is cheaper than a swap-in. Returns the run length.
-    fn madvise_free_swap_ptes(&mut self, tid: u32, idx: usize, max: usize, pte: u64) -> usize {
+    fn madvise_free_swap_ptes(&mut self, tid: TableId, idx: usize, max: usize, pte: u64) -> usize {
         let (ty, offset) = A::pte_to_swp_entry(pte);
         let mut nr = 1;
         while nr < max {

@@ -34,8 +34,29 @@ use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
 use crate::{Kernel, MmId};
 
+/// A memory cgroup (`struct mem_cgroup`): its index in
+/// `MemcgState::memcgs`, 0 the root (what the model keeps per folio, 2 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+#[doc(alias = "mem_cgroup")]
+pub struct MemcgId(pub(crate) u16);
+
+impl MemcgId {
+    /// The index into per-cgroup tables.
+    #[inline]
+    pub fn idx(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl std::fmt::Display for MemcgId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// The root cgroup's id.
-pub const ROOT_MEM_CGROUP: u16 = 0;
+pub const ROOT_MEM_CGROUP: MemcgId = MemcgId(0);
 /// `MEMCG_CHARGE_BATCH`: pages charged ahead into the per-CPU stock.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// `NR_MEMCG_STOCK`: cgroups cached per CPU stock.
@@ -63,7 +84,7 @@ pub struct Lruvec {
 #[doc(alias = "mem_cgroup")]
 pub struct MemCgroup {
     /// The parent's id (the root is its own parent).
-    pub parent: u16,
+    pub parent: MemcgId,
     /// `memory.max` (v1 `memory.limit_in_bytes`) in pages.
     pub max: u64,
     /// `page_counter_read(&memcg->memory)`: charged pages, the per-CPU
@@ -76,7 +97,7 @@ pub struct MemCgroup {
 #[derive(Clone, Copy, Debug, Default)]
 struct MemcgStock {
     /// Cached cgroups (0 = empty slot; the root never has a stock).
-    cached: [u16; NR_MEMCG_STOCK],
+    cached: [MemcgId; NR_MEMCG_STOCK],
     nr_pages: [u64; NR_MEMCG_STOCK],
 }
 
@@ -104,13 +125,13 @@ pub enum ChargeGfp {
 pub struct MemcgState {
     pub memcgs: Vec<MemCgroup>,
     /// The cgroup of each mm's owner task, by `MmId` (missing = root).
-    mm_memcg: Vec<u16>,
+    mm_memcg: Vec<MemcgId>,
     /// `folio_memcg()` by folio head; empty until a non-root cgroup exists.
-    folio_memcg: Vec<u16>,
+    folio_memcg: Vec<MemcgId>,
     stock: MemcgStock,
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
-    pub current: u16,
+    pub current: MemcgId,
 }
 
 impl Default for MemcgState {
@@ -134,7 +155,7 @@ impl<A: Arch> Kernel<A> {
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
     /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
     /// into it (`cgroup.procs`). Charges already made stay where they are.
-    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> u16 {
+    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> MemcgId {
         let id = self.memcg.memcgs.len();
         assert!(id < u16::MAX as usize, "unsupported: 65535 memory cgroups");
         let nr_pages = self.mem.nr_pages();
@@ -149,13 +170,14 @@ impl<A: Arch> Kernel<A> {
             lruvec: Lruvec::default(),
         });
         self.vmstat.memcg.push(Default::default());
-        self.set_mm_memcg(mm, id as u16);
-        id as u16
+        let id = MemcgId(id as u16);
+        self.set_mm_memcg(mm, id);
+        id
     }
 
     /// The cgroup `mm` is charged to (`get_mem_cgroup_from_mm()`).
     #[inline]
-    pub fn mm_memcg(&self, mm: MmId) -> u16 {
+    pub fn mm_memcg(&self, mm: MmId) -> MemcgId {
         self.memcg
             .mm_memcg
             .get(mm.0 as usize)
@@ -164,7 +186,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Move `mm`'s task into `memcg` (also: a fork child inherits).
-    pub fn set_mm_memcg(&mut self, mm: MmId, memcg: u16) {
+    pub fn set_mm_memcg(&mut self, mm: MmId, memcg: MemcgId) {
         let v = &mut self.memcg.mm_memcg;
         if v.len() <= mm.0 as usize {
             v.resize(mm.0 as usize + 1, ROOT_MEM_CGROUP);
@@ -174,7 +196,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_memcg()`
     #[inline]
-    pub fn folio_memcg(&self, folio: Pfn) -> u16 {
+    pub fn folio_memcg(&self, folio: Pfn) -> MemcgId {
         match self.memcg.folio_memcg.get(folio.idx()) {
             Some(&m) => m,
             None => ROOT_MEM_CGROUP,
@@ -182,7 +204,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `mem_cgroup_is_descendant(memcg, root)`
-    pub fn mem_cgroup_is_descendant(&self, memcg: u16, root: u16) -> bool {
+    pub fn mem_cgroup_is_descendant(&self, memcg: MemcgId, root: MemcgId) -> bool {
         root == ROOT_MEM_CGROUP || memcg == root
     }
 
@@ -191,7 +213,7 @@ impl<A: Arch> Kernel<A> {
     /// smaller folio or fails the fault; a small GFP_KERNEL charge that
     /// fails is the memcg OOM killer's case and is recorded
     /// ([`Kernel::memcg_oom`]).
-    pub fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: u16, gfp: ChargeGfp) -> bool {
+    pub fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: MemcgId, gfp: ChargeGfp) -> bool {
         let nr = self.mem.folio_nr_pages(folio);
         if memcg != ROOT_MEM_CGROUP {
             if !self.try_charge_memcg(memcg, gfp, nr) {
@@ -223,7 +245,7 @@ impl<A: Arch> Kernel<A> {
         let memcg = self.folio_memcg(folio);
         if memcg != ROOT_MEM_CGROUP {
             let nr = self.mem.folio_nr_pages(folio);
-            self.memcg.memcgs[memcg as usize].usage -= nr;
+            self.memcg.memcgs[memcg.idx()].usage -= nr;
             self.memcg.folio_memcg[folio.idx()] = ROOT_MEM_CGROUP;
         }
     }
@@ -240,8 +262,8 @@ impl<A: Arch> Kernel<A> {
 
     /// `page_counter_try_charge()` (the root is unlimited, so only the
     /// cgroup's own counter can refuse).
-    fn page_counter_try_charge(&mut self, memcg: u16, nr: u64) -> bool {
-        let m = &mut self.memcg.memcgs[memcg as usize];
+    fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> bool {
+        let m = &mut self.memcg.memcgs[memcg.idx()];
         if m.usage + nr > m.max {
             return false;
         }
@@ -250,8 +272,8 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `mem_cgroup_margin()`: pages that can still be charged.
-    pub fn mem_cgroup_margin(&self, memcg: u16) -> u64 {
-        let m = &self.memcg.memcgs[memcg as usize];
+    pub fn mem_cgroup_margin(&self, memcg: MemcgId) -> u64 {
+        let m = &self.memcg.memcgs[memcg.idx()];
         m.max.saturating_sub(m.usage)
     }
 
@@ -259,7 +281,7 @@ impl<A: Arch> Kernel<A> {
     /// the exact amount; over the limit, reclaim in the cgroup and retry as
     /// the kernel does. False where the kernel would fail the charge or go
     /// to the OOM killer.
-    fn try_charge_memcg(&mut self, memcg: u16, gfp: ChargeGfp, nr: u64) -> bool {
+    fn try_charge_memcg(&mut self, memcg: MemcgId, gfp: ChargeGfp, nr: u64) -> bool {
         let mut batch = nr.max(MEMCG_CHARGE_BATCH);
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
@@ -308,12 +330,12 @@ impl<A: Arch> Kernel<A> {
     /// A GFP_KERNEL charge failed: the kernel would run the memcg OOM killer,
     /// which the model does not. Records why ([`Kernel::unsupported`]); the
     /// fault returns VM_FAULT_OOM and the engine reports the step.
-    pub fn memcg_oom(&mut self, memcg: u16, nr: u64) {
-        let m = &self.memcg.memcgs[memcg as usize];
+    pub fn memcg_oom(&mut self, memcg: MemcgId, nr: u64) {
+        let m = &self.memcg.memcgs[memcg.idx()];
         let what = format!(
             "memcg OOM: memory cgroup {} is at its limit ({} of {} pages charged) and \
              reclaim cannot make room for {nr} more page(s); the OOM killer is not modelled",
-            memcg.saturating_sub(1),
+            memcg.0.saturating_sub(1),
             m.usage,
             m.max
         );
@@ -321,7 +343,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `consume_stock()`
-    fn consume_stock(&mut self, memcg: u16, nr: u64) -> bool {
+    fn consume_stock(&mut self, memcg: MemcgId, nr: u64) -> bool {
         if nr > MEMCG_CHARGE_BATCH {
             return false;
         }
@@ -336,9 +358,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `refill_stock()`: keep `nr` pre-charged pages for `memcg`.
-    fn refill_stock(&mut self, memcg: u16, nr: u64) {
+    fn refill_stock(&mut self, memcg: MemcgId, nr: u64) {
         if nr > MEMCG_CHARGE_BATCH {
-            self.memcg.memcgs[memcg as usize].usage -= nr;
+            self.memcg.memcgs[memcg.idx()].usage -= nr;
             return;
         }
         let s = &self.memcg.stock;
@@ -350,10 +372,14 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         // An empty slot, else (the kernel: a random one) the first.
-        let i = s.cached.iter().position(|&c| c == 0).unwrap_or_else(|| {
-            self.drain_stock(0);
-            0
-        });
+        let i = s
+            .cached
+            .iter()
+            .position(|&c| c == ROOT_MEM_CGROUP)
+            .unwrap_or_else(|| {
+                self.drain_stock(0);
+                0
+            });
         self.memcg.stock.cached[i] = memcg;
         self.memcg.stock.nr_pages[i] = nr;
     }
@@ -362,19 +388,19 @@ impl<A: Arch> Kernel<A> {
     fn drain_stock(&mut self, i: usize) {
         let s = &mut self.memcg.stock;
         let (memcg, nr) = (s.cached[i], s.nr_pages[i]);
-        s.cached[i] = 0;
+        s.cached[i] = ROOT_MEM_CGROUP;
         s.nr_pages[i] = 0;
-        if memcg != 0 {
-            self.memcg.memcgs[memcg as usize].usage -= nr;
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcg.memcgs[memcg.idx()].usage -= nr;
         }
     }
 
     /// `drain_all_stock(root_memcg)`: a CPU whose stock holds pages of the
     /// subtree drains all of its slots (`drain_stock_fully()`).
-    pub fn drain_all_stock(&mut self, root_memcg: u16) {
+    pub fn drain_all_stock(&mut self, root_memcg: MemcgId) {
         let s = self.memcg.stock;
         let needed = (0..NR_MEMCG_STOCK).any(|i| {
-            s.cached[i] != 0
+            s.cached[i] != ROOT_MEM_CGROUP
                 && s.nr_pages[i] > 0
                 && self.mem_cgroup_is_descendant(s.cached[i], root_memcg)
         });
@@ -386,7 +412,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Pages of `memcg` held in the stock (for the invariant checker).
-    pub fn memcg_stock_pages(&self, memcg: u16) -> u64 {
+    pub fn memcg_stock_pages(&self, memcg: MemcgId) -> u64 {
         let s = &self.memcg.stock;
         (0..NR_MEMCG_STOCK)
             .filter(|&i| s.cached[i] == memcg)
@@ -399,7 +425,7 @@ impl<A: Arch> Kernel<A> {
     /// proactive `try_to_free_mem_cgroup_pages()` that may swap. Returns the
     /// pages reclaimed; Err when the kernel returns -EAGAIN (more than
     /// MAX_RECLAIM_RETRIES rounds reclaimed nothing).
-    pub fn memory_reclaim(&mut self, memcg: u16, nr_to_reclaim: u64) -> Result<u64, u64> {
+    pub fn memory_reclaim(&mut self, memcg: MemcgId, nr_to_reclaim: u64) -> Result<u64, u64> {
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut nr_reclaimed = 0;
         while nr_reclaimed < nr_to_reclaim {
@@ -422,15 +448,15 @@ impl<A: Arch> Kernel<A> {
     /// the stock, then reclaim 32 pages at a time until nothing is charged
     /// or MAX_RECLAIM_RETRIES calls reclaimed nothing. Returns the pages
     /// still charged.
-    pub fn mem_cgroup_force_empty(&mut self, memcg: u16) -> u64 {
+    pub fn mem_cgroup_force_empty(&mut self, memcg: MemcgId) -> u64 {
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         self.drain_all_stock(memcg);
-        while nr_retries > 0 && self.memcg.memcgs[memcg as usize].usage > 0 {
+        while nr_retries > 0 && self.memcg.memcgs[memcg.idx()].usage > 0 {
             if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
                 nr_retries -= 1;
             }
         }
-        self.memcg.memcgs[memcg as usize].usage
+        self.memcg.memcgs[memcg.idx()].usage
     }
 }
 

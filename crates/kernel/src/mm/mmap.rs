@@ -20,6 +20,7 @@ use crate::arch::Arch;
 use crate::include::linux::pgtable::{
     align_down, is_aligned, pmd_addr_end, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
 };
+use crate::mm::pgtable_generic::TableId;
 use crate::{FileId, Kernel, KernelError, MmId};
 
 pub const VM_READ: u64 = 0x1;
@@ -74,8 +75,8 @@ pub struct Vma {
     pub kind: VmaKind,
     /// `vm_file`: an open file (index into `Kernel::open_files`).
     pub file: Option<u32>,
-    /// `anon_vma` is set once the VMA has anonymous pages (0 = none).
-    pub anon_vma: u32,
+    /// `anon_vma` is set once the VMA has anonymous pages.
+    pub anon_vma: Option<crate::mm::rmap::AnonVmaId>,
 }
 
 impl Vma {
@@ -117,7 +118,7 @@ pub struct Mm {
     /// `mm->mm_id` for the large-folio MM ownership slots (never 0).
     pub mm_id: u32,
     /// Table id of the PGD page.
-    pub pgd: u32,
+    pub pgd: TableId,
     pub pgd_pfn: crate::include::linux::pgtable::Pfn,
     /// VMAs keyed by `vm_start`.
     pub vmas: BTreeMap<u64, Vma>,
@@ -376,7 +377,7 @@ impl<A: Arch> Kernel<A> {
             vm_flags,
             kind: a.kind,
             file,
-            anon_vma: 0,
+            anon_vma: None,
         };
         self.mm_mut(mm).vmas.insert(addr, vma);
         self.vma_merge_range(mm, addr, addr + a.len);
@@ -395,7 +396,7 @@ impl<A: Arch> Kernel<A> {
             && a.vm_flags == b.vm_flags
             && a.kind == b.kind
             && files_ok
-            && (a.anon_vma == 0 || b.anon_vma == 0 || a.anon_vma == b.anon_vma)
+            && (a.anon_vma.is_none() || b.anon_vma.is_none() || a.anon_vma == b.anon_vma)
             && a.vm_pgoff + a.vma_pages() == b.vm_pgoff
     }
 

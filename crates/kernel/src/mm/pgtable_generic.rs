@@ -15,11 +15,24 @@ use crate::{Kernel, MmId};
 /// One page-table page's entries.
 pub type Table = [u64; PTRS_PER_PTE];
 
+/// A page-table page: its slot in the arena of entries, which the table
+/// page's `struct page` records (the model's `struct ptdesc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[doc(alias = "ptdesc")]
+pub struct TableId(pub(crate) u32);
+
+impl TableId {
+    #[inline]
+    fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// The arena of page-table pages.
 #[derive(Debug, Default)]
 pub struct PageTables {
     pub tables: Vec<Box<Table>>,
-    free: Vec<u32>,
+    free: Vec<TableId>,
     /// Bumped whenever a table is freed, so callers that cache a table id
     /// (the engine's last-table cache) can tell it may be stale.
     pub generation: u64,
@@ -29,43 +42,43 @@ pub struct PageTables {
 /// A PMD entry's location: (table id of the PMD table, index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PmdSlot {
-    pub table: u32,
+    pub table: TableId,
     pub idx: usize,
 }
 
 impl PageTables {
     #[inline]
-    pub fn get(&self, tid: u32, idx: usize) -> u64 {
-        self.tables[tid as usize][idx]
+    pub fn get(&self, tid: TableId, idx: usize) -> u64 {
+        self.tables[tid.idx()][idx]
     }
     #[inline]
-    pub fn set(&mut self, tid: u32, idx: usize, v: u64) {
-        self.tables[tid as usize][idx] = v;
+    pub fn set(&mut self, tid: TableId, idx: usize, v: u64) {
+        self.tables[tid.idx()][idx] = v;
     }
     #[inline]
-    pub fn table_mut(&mut self, tid: u32) -> &mut Table {
-        &mut self.tables[tid as usize]
+    pub fn table_mut(&mut self, tid: TableId) -> &mut Table {
+        &mut self.tables[tid.idx()]
     }
     #[inline]
-    pub fn table(&self, tid: u32) -> &Table {
-        &self.tables[tid as usize]
+    pub fn table(&self, tid: TableId) -> &Table {
+        &self.tables[tid.idx()]
     }
 }
 
 impl<A: Arch> Kernel<A> {
     /// `pte_alloc_one()` and friends: a zeroed table page. Returns (pfn, id).
-    pub fn pgtable_alloc(&mut self) -> (Pfn, u32) {
+    pub fn pgtable_alloc(&mut self) -> (Pfn, TableId) {
         let pfn = self.alloc_pages(0, false).unwrap_or_else(|| {
             panic!("unsupported: out of memory for a page table (the OOM killer is not modelled)")
         });
         let id = match self.pt.free.pop() {
             Some(id) => {
-                *self.pt.tables[id as usize] = [0; PTRS_PER_PTE];
+                *self.pt.tables[id.idx()] = [0; PTRS_PER_PTE];
                 id
             }
             None => {
                 self.pt.tables.push(Box::new([0; PTRS_PER_PTE]));
-                (self.pt.tables.len() - 1) as u32
+                TableId((self.pt.tables.len() - 1) as u32)
             }
         };
         self.mem.set_table(pfn, id);
@@ -79,7 +92,7 @@ impl<A: Arch> Kernel<A> {
     pub fn pgtable_free(&mut self, pfn: Pfn) {
         let id = self.mem.table_id(pfn);
         debug_assert!(
-            self.pt.tables[id as usize].iter().all(|&e| e == 0),
+            self.pt.tables[id.idx()].iter().all(|&e| e == 0),
             "freeing a non-empty table"
         );
         self.mem.clear_table(pfn);
@@ -92,7 +105,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The table id an upper-level entry points at, if it is a table.
     #[inline]
-    pub fn entry_table(&self, entry: u64) -> Option<u32> {
+    pub fn entry_table(&self, entry: u64) -> Option<TableId> {
         if A::entry_is_table(entry) {
             Some(self.mem.table_id(A::table_pfn(entry)))
         } else {
@@ -125,7 +138,7 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    fn next_level_alloc(&mut self, tid: u32, idx: usize) -> u32 {
+    fn next_level_alloc(&mut self, tid: TableId, idx: usize) -> TableId {
         if let Some(t) = self.entry_table(self.pt.get(tid, idx)) {
             return t;
         }
@@ -142,7 +155,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `pmd_install()` / `__pte_alloc()`: make sure the PMD points at a PTE
     /// table and return its id. Returns None if the PMD is a huge leaf.
-    pub fn pte_alloc(&mut self, pmd: PmdSlot) -> Option<u32> {
+    pub fn pte_alloc(&mut self, pmd: PmdSlot) -> Option<TableId> {
         let entry = self.pmdp_get(pmd);
         if entry == 0 {
             let (pfn, id) = self.pgtable_alloc();

@@ -21,12 +21,16 @@
 //! flush_tlb_batched_pending().
 //! Not modelled: NR_ANON_MAPPED/NR_FILE_MAPPED.
 
+use std::num::NonZeroU32;
+
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{
     PG_ANON, PG_ANON_EXCLUSIVE, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_UPTODATE,
 };
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
+use crate::mm::memcontrol::MemcgId;
 use crate::mm::mmap::Vma;
+use crate::mm::pgtable_generic::TableId;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId};
 
@@ -95,7 +99,7 @@ impl<A: Arch> Kernel<A> {
         let mm_id = self.mm(mm).mm_id;
         self.mem.set(folio, PG_ANON | PG_SWAPBACKED | PG_UPTODATE);
         self.mem
-            .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
+            .set_folio_mapping(folio, vma.anon_vma.map_or(1, AnonVmaId::mapping));
         self.mem.set_folio_index(folio, vma.linear_page_index(addr));
         self.vmstat.sim.rmap_add += 1;
         if !pmd {
@@ -315,31 +319,56 @@ pub struct RmapHit {
     pub addr: u64,
 }
 
+/// An anon_vma (`struct anon_vma`): its slot in `Kernel::anon_vma_parent`,
+/// and the value an anon folio's `mapping` holds. Slot 0 is never used, so
+/// a VMA without one is `None` at no cost in size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[doc(alias = "anon_vma")]
+pub struct AnonVmaId(NonZeroU32);
+
+impl AnonVmaId {
+    /// The first anon_vma ever allocated.
+    const FIRST: AnonVmaId = AnonVmaId(NonZeroU32::MIN);
+
+    /// The anon_vma an anon folio's `mapping` field names (0: none).
+    #[inline]
+    pub fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
+        NonZeroU32::new(u32::from(mapping)).map(AnonVmaId)
+    }
+
+    /// The value of an anon folio's `mapping` field for this anon_vma (ids
+    /// above 16 bits are refused at allocation).
+    #[inline]
+    pub fn mapping(self) -> u16 {
+        self.0.get() as u16
+    }
+}
+
 impl<A: Arch> Kernel<A> {
     /// `anon_vma_alloc()`: a new anon_vma below `parent` (0: a root);
     /// returns its id. Ids are never reused (the kernel's reuse of an
     /// emptied anon_vma in `anon_vma_clone()` is not modelled); the folio's
     /// `mapping` field holds 16 bits, so running out of them is reported.
-    pub fn anon_vma_alloc(&mut self, parent: u32) -> u32 {
-        let id = self.anon_vma_parent.len() as u32;
-        if id > u16::MAX as u32 {
+    pub fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
+        let id = self.anon_vma_parent.len();
+        if id > u16::MAX as usize {
             self.unsupported("more than 65535 anon_vmas".into());
-            return parent.max(1);
+            return parent.unwrap_or(AnonVmaId::FIRST);
         }
         self.anon_vma_parent.push(parent);
-        id
+        AnonVmaId(NonZeroU32::new(id as u32).expect("anon_vma slot 0 is never used"))
     }
 
     /// Whether a VMA whose anon_vma is `av` is in the interval tree of
     /// anon_vma `of`: `av` is `of` or descends from it (`anon_vma_fork()`
     /// chains a child's VMA into every ancestor's anon_vma).
     #[inline]
-    pub fn anon_vma_in_tree(&self, mut av: u32, of: u32) -> bool {
-        while av != 0 {
-            if av == of {
+    pub fn anon_vma_in_tree(&self, mut av: Option<AnonVmaId>, of: AnonVmaId) -> bool {
+        while let Some(a) = av {
+            if a == of {
                 return true;
             }
-            av = self.anon_vma_parent[av as usize];
+            av = self.anon_vma_parent[a.0.get() as usize];
         }
         false
     }
@@ -358,7 +387,8 @@ impl<A: Arch> Kernel<A> {
         for mm in self.mms.iter().flatten() {
             for v in mm.vmas.values() {
                 let ours = if anon {
-                    self.anon_vma_in_tree(v.anon_vma, mapping as u32)
+                    AnonVmaId::from_mapping(mapping)
+                        .is_some_and(|of| self.anon_vma_in_tree(v.anon_vma, of))
                 } else {
                     v.file.is_some_and(|f| {
                         Self::file_mapping_id(self.open_files[f as usize].mapping) == mapping
@@ -468,7 +498,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_unmap_pte_batch()`: 1 in vanilla 6.18 for anon swap-backed and
     /// file folios; a whole `folio_pte_batch()` with the series switches.
-    fn ttu_batch(&mut self, folio: Pfn, tid: u32, idx: usize, max: usize) -> usize {
+    fn ttu_batch(&mut self, folio: Pfn, tid: TableId, idx: usize, max: usize) -> usize {
         if !self.mem.folio_test_large(folio) {
             return 1;
         }
@@ -495,7 +525,7 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         folio: Pfn,
         hit: RmapHit,
-        tid: u32,
+        tid: TableId,
         idx: usize,
         page_off: u64,
         nr: u64,
@@ -562,7 +592,7 @@ impl<A: Arch> Kernel<A> {
     /// v6.15, Barry Song's series): `folio_pte_batch_flags()` with
     /// FPB_RESPECT_WRITE, so the batch also ends where the write permission
     /// changes (restoring it must not make entries writable).
-    fn lazyfree_pte_batch(&mut self, folio: Pfn, tid: u32, idx: usize, max: usize) -> usize {
+    fn lazyfree_pte_batch(&mut self, folio: Pfn, tid: TableId, idx: usize, max: usize) -> usize {
         let nr = self.folio_pte_batch(tid, idx, folio, max, false);
         let t = self.pt.table(tid);
         let write = A::pte_write(t[idx]);
@@ -581,7 +611,7 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         folio: Pfn,
         hit: RmapHit,
-        tid: u32,
+        tid: TableId,
         idx: usize,
         pteval: u64,
         nr: u64,
@@ -721,7 +751,7 @@ struct Pvmw {
     /// `vma_address_end()`
     end: u64,
     /// The PTE table mapped at the last hit (`pvmw->pte` set).
-    pte: Option<u32>,
+    pte: Option<TableId>,
     /// The last hit was the PMD (`pvmw->pmd && !pvmw->pte`).
     pmd_hit: bool,
     done: bool,
@@ -731,7 +761,7 @@ struct Pvmw {
 #[derive(Clone, Copy, Debug)]
 enum PvmwHit {
     Pte {
-        tid: u32,
+        tid: TableId,
         idx: usize,
     },
     Pmd {
@@ -795,7 +825,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The `next_pte:` loop of `page_vma_mapped_walk()`.
-    fn pvmw_next_pte(&mut self, w: &mut Pvmw, tid: u32) -> Option<PvmwHit> {
+    fn pvmw_next_pte(&mut self, w: &mut Pvmw, tid: TableId) -> Option<PvmwHit> {
         use crate::include::linux::pgtable::{pte_index, PAGE_SIZE, PMD_SIZE};
         loop {
             w.address += PAGE_SIZE;
@@ -818,7 +848,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `check_pte()`: a present entry mapping a page of the folio.
-    fn pvmw_check_pte(&mut self, w: &Pvmw, tid: u32, idx: usize) -> bool {
+    fn pvmw_check_pte(&mut self, w: &Pvmw, tid: TableId, idx: usize) -> bool {
         let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
         if !A::pte_present(pte) {
             return false;
@@ -837,7 +867,7 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         folio: Pfn,
         is_locked: bool,
-        memcg: Option<u16>,
+        memcg: Option<MemcgId>,
     ) -> (i32, u64) {
         let mut pra = ReferencedArg {
             mapcount: self.mem.folio_mapcount(folio) as i64,

@@ -17,6 +17,8 @@ use crate::include::linux::mm_types::{
     PG_ACTIVE, PG_ANON, PG_DIRTY, PG_LRU, PG_READAHEAD, PG_REFERENCED, PG_SWAPBACKED, PG_SWAPCACHE,
 };
 use crate::include::linux::pgtable::Pfn;
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::memcontrol::ROOT_MEM_CGROUP;
 use crate::mm::mmap::{Vma, VM_RAND_READ, VM_SEQ_READ};
 use crate::mm::vmstat::{MemcgEvent, VmEvent};
 use crate::Kernel;
@@ -162,15 +164,15 @@ impl<A: Arch> Kernel<A> {
     /// `lru_note_cost_unlock_irq()`: charge reclaim cost (I/O counts 32 per
     /// page, rotations 1) to the lruvec and its ancestors, halving both
     /// costs when they exceed a quarter of the lruvec's LRU pages.
-    pub fn lru_note_cost(&mut self, memcg: u16, file: bool, nr_io: u64, nr_rotated: u64) {
+    pub fn lru_note_cost(&mut self, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         if cost == 0 {
             return;
         }
         let mut m = memcg;
         loop {
-            let lrusize: u64 = self.vmstat.memcg[m as usize].lru.iter().sum();
-            let l = &mut self.memcg.memcgs[m as usize].lruvec;
+            let lrusize: u64 = self.vmstat.memcg[m.idx()].lru.iter().sum();
+            let l = &mut self.memcg.memcgs[m.idx()].lruvec;
             if file {
                 l.file_cost += cost;
             } else {
@@ -180,10 +182,10 @@ impl<A: Arch> Kernel<A> {
                 l.file_cost /= 2;
                 l.anon_cost /= 2;
             }
-            if m == 0 {
+            if m == ROOT_MEM_CGROUP {
                 break;
             }
-            m = self.memcg.memcgs[m as usize].parent;
+            m = self.memcg.memcgs[m.idx()].parent;
         }
     }
 

@@ -25,6 +25,7 @@ use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::filemap::NO_PAGE;
+use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
 use crate::Kernel;
 
@@ -92,7 +93,7 @@ pub struct SwapInfo {
     pub zeromap: Vec<bool>,
     /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
     /// folio swapped out to each slot.
-    pub memcg: Vec<u16>,
+    pub memcg: Vec<MemcgId>,
     clusters: Vec<Cluster>,
     /// Next offset to scan per order (the cluster being filled: the
     /// global cluster of a rotating device, the CPU's of a solid-state
@@ -114,7 +115,7 @@ impl SwapInfo {
             swap_map: vec![0; nr_slots as usize],
             cache: vec![NO_PAGE; nr_slots as usize],
             zeromap: vec![false; nr_slots as usize],
-            memcg: vec![0; nr_slots as usize],
+            memcg: vec![ROOT_MEM_CGROUP; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             seq: nr_clusters as u64,
@@ -304,7 +305,7 @@ impl SwapInfo {
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.zeromap[offset as usize] = false;
-        self.memcg[offset as usize] = 0;
+        self.memcg[offset as usize] = ROOT_MEM_CGROUP;
         self.inuse_pages -= 1;
         let c = (offset / SWAPFILE_CLUSTER) as usize;
         self.clusters[c].count -= 1;

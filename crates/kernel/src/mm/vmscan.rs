@@ -43,13 +43,15 @@ use crate::include::linux::mm_types::{
     PG_SWAPBACKED, PG_SWAPCACHE, PG_WORKINGSET,
 };
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::memcontrol::ROOT_MEM_CGROUP;
 use crate::mm::mmap::VM_EXEC;
 use crate::mm::swap::SWAP_CLUSTER_MAX;
 use crate::mm::vmstat::{MemcgEvent, MthpStat, Trace, VmEvent};
 use crate::Kernel;
 
 /// `root_mem_cgroup`
-const ROOT: u16 = 0;
+const ROOT: MemcgId = ROOT_MEM_CGROUP;
 /// `PAGEVEC_SIZE`: folios freed per batch.
 const PAGEVEC_SIZE: u32 = 31;
 /// `DEF_PRIORITY`
@@ -82,7 +84,7 @@ pub struct ReclaimStat {
 pub struct ScanControl {
     pub nr_to_reclaim: u64,
     /// `target_mem_cgroup`: None for `reclaim_pages()` (MADV_PAGEOUT).
-    pub target: Option<u16>,
+    pub target: Option<MemcgId>,
     pub priority: i32,
     pub may_swap: bool,
     pub proactive: bool,
@@ -99,7 +101,7 @@ pub struct ScanControl {
 }
 
 impl ScanControl {
-    fn new(target: Option<u16>, nr_to_reclaim: u64, may_swap: bool, proactive: bool) -> Self {
+    fn new(target: Option<MemcgId>, nr_to_reclaim: u64, may_swap: bool, proactive: bool) -> Self {
         ScanControl {
             nr_to_reclaim,
             target,
@@ -507,7 +509,7 @@ impl<A: Arch> Kernel<A> {
     /// least) from `memcg`, from priority 12 down. Returns pages reclaimed.
     pub fn try_to_free_mem_cgroup_pages(
         &mut self,
-        memcg: u16,
+        memcg: MemcgId,
         nr_pages: u64,
         may_swap: bool,
         proactive: bool,
@@ -566,7 +568,7 @@ impl<A: Arch> Kernel<A> {
                 _ => 0,
             };
             for m in start..n {
-                self.shrink_lruvec(m, sc);
+                self.shrink_lruvec(MemcgId(m), sc);
                 self.buddy.reclaim_pos = Some(m);
                 if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
                     return;
@@ -581,9 +583,9 @@ impl<A: Arch> Kernel<A> {
 
     /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read
     /// (`lruvec_page_state()`): hierarchical, so the root's are the node's.
-    fn lru_state(&self, memcg: u16) -> [u64; NR_LRU_LISTS] {
+    fn lru_state(&self, memcg: MemcgId) -> [u64; NR_LRU_LISTS] {
         if memcg != ROOT {
-            return self.vmstat.memcg[memcg as usize].lru;
+            return self.vmstat.memcg[memcg.idx()].lru;
         }
         let mut sum = [0; NR_LRU_LISTS];
         for m in &self.vmstat.memcg {
@@ -611,7 +613,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `prepare_scan_control()`: the cost balance, which active lists may be
     /// deactivated, and `cache_trim_mode`.
-    fn prepare_scan_control(&mut self, sc: &mut ScanControl, target: u16) {
+    fn prepare_scan_control(&mut self, sc: &mut ScanControl, target: MemcgId) {
         if !sc.cgroup_reclaim() {
             // file_is_tiny: the node's file pages plus free pages would not
             // reach the high watermark, and anon can be scanned instead.
@@ -621,7 +623,7 @@ impl<A: Arch> Kernel<A> {
             sc.file_is_tiny =
                 file + free <= self.buddy.wmark.high && lru[LRU_INACTIVE_ANON] >> sc.priority != 0;
         }
-        let l = &self.memcg.memcgs[target as usize].lruvec;
+        let l = &self.memcg.memcgs[target.idx()].lruvec;
         sc.anon_cost = l.anon_cost;
         sc.file_cost = l.file_cost;
         if sc.force_deactivate {
@@ -644,7 +646,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `inactive_is_low()`: the inactive list is below its share
     /// (`int_sqrt(10 * GB)` : 1 against the active list).
-    fn inactive_is_low(&self, memcg: u16, inactive_lru: usize) -> bool {
+    fn inactive_is_low(&self, memcg: MemcgId, inactive_lru: usize) -> bool {
         let lru = &self.lru_state(memcg);
         let inactive = lru[inactive_lru];
         let active = lru[inactive_lru + LRU_ACTIVE];
@@ -679,7 +681,7 @@ impl<A: Arch> Kernel<A> {
     /// priority: file only without usable swap (or in `cache_trim_mode`),
     /// both equally at priority 0, else in proportion to swappiness and the
     /// recent reclaim costs (`calculate_pressure_balance()`).
-    fn get_scan_count(&self, memcg: u16, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+    fn get_scan_count(&self, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
         let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
             ScanBalance::File
         } else if sc.priority == 0 {
@@ -695,7 +697,7 @@ impl<A: Arch> Kernel<A> {
         let mut nr = [0; NR_LRU_LISTS];
         for (lru, n) in nr.iter_mut().enumerate() {
             let file = is_file_lru(lru);
-            let scan = self.vmstat.memcg[memcg as usize].lru[lru] >> sc.priority;
+            let scan = self.vmstat.memcg[memcg.idx()].lru[lru] >> sc.priority;
             *n = match balance {
                 ScanBalance::Equal => scan,
                 ScanBalance::Fract => scan * fraction[file as usize] / denominator,
@@ -712,7 +714,7 @@ impl<A: Arch> Kernel<A> {
     /// until the budgets run out or `nr_to_reclaim` is met (then, for
     /// cgroup reclaim, one proportional nudge and stop); then age the anon
     /// active list if its inactive list is low.
-    fn shrink_lruvec(&mut self, memcg: u16, sc: &mut ScanControl) {
+    fn shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
         let mut nr = self.get_scan_count(memcg, sc);
         let targets = nr;
         let mut nr_reclaimed = 0;
@@ -744,7 +746,7 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         lru: usize,
         nr_to_scan: u64,
-        memcg: u16,
+        memcg: MemcgId,
         sc: &mut ScanControl,
     ) -> u64 {
         if is_active_lru(lru) {
@@ -766,11 +768,16 @@ impl<A: Arch> Kernel<A> {
     /// `isolate_lru_folios()`: take folios from the tail of the list until
     /// `nr_to_scan` base pages were looked at (a large folio counts all its
     /// pages). Returns them in isolation order and the pages scanned.
-    fn isolate_lru_folios(&mut self, nr_to_scan: u64, memcg: u16, lru: usize) -> (Vec<Pfn>, u64) {
+    fn isolate_lru_folios(
+        &mut self,
+        nr_to_scan: u64,
+        memcg: MemcgId,
+        lru: usize,
+    ) -> (Vec<Pfn>, u64) {
         let mut taken = Vec::new();
         let mut scan = 0;
         while scan < nr_to_scan {
-            let list = &self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            let list = &self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
             let Some(folio) = self.lru.tail(list) else {
                 break;
             };
@@ -827,7 +834,7 @@ impl<A: Arch> Kernel<A> {
     fn shrink_inactive_list(
         &mut self,
         nr_to_scan: u64,
-        memcg: u16,
+        memcg: MemcgId,
         lru: usize,
         sc: &mut ScanControl,
     ) -> u64 {
@@ -877,7 +884,7 @@ impl<A: Arch> Kernel<A> {
     fn shrink_active_list(
         &mut self,
         nr_to_scan: u64,
-        memcg: u16,
+        memcg: MemcgId,
         lru: usize,
         sc: &mut ScanControl,
     ) {
@@ -916,7 +923,7 @@ impl<A: Arch> Kernel<A> {
     /// more than one mapping saw it, or it is executable file memory; an
     /// unreferenced folio is reclaimed (RECLAIM_CLEAN for a file folio that
     /// had PG_referenced: dirty ones are then kept, not written).
-    fn folio_check_references(&mut self, folio: Pfn, target: Option<u16>) -> FolioRef {
+    fn folio_check_references(&mut self, folio: Pfn, target: Option<MemcgId>) -> FolioRef {
         let (referenced_ptes, vm_flags) = self.folio_referenced(folio, true, target);
         let referenced_folio = self.mem.test(folio, PG_REFERENCED);
         self.mem.clear(folio, PG_REFERENCED);

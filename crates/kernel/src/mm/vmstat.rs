@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::include::linux::pgtable::{size_label, HPAGE_PMD_ORDER};
+use crate::mm::memcontrol::MemcgId;
 
 macro_rules! counter_enum {
     ($(#[$m:meta])* $name:ident, $count:ident { $($variant:ident => $label:literal,)* }) => {
@@ -273,17 +274,18 @@ sim_stat! {
     /// `page_vma_mapped_walk()` iterations that found an entry in
     /// `try_to_unmap_one()` (one per PTE, or per batch).
     pvmw => "sim/pvmw_iterations",
-    /// `folio_referenced()` calls that walked the rmap (facts §12.1 row 4).
+    /// `folio_referenced()` calls that walked the rmap (from
+    /// `folio_check_references()` and `shrink_active_list()`, mm/vmscan.c).
     folio_referenced => "sim/folio_referenced",
     /// `page_vma_mapped_walk()` iterations in `folio_referenced_one()`
-    /// (row 5: one per PTE, or per batch with seed 002).
+    /// (one per PTE, or per batch with seed 002).
     pvmw_referenced => "sim/pvmw_referenced",
     /// Access-flag test-and-clears of single entries by the young ops
     /// (`ptep_test_and_clear_young()`, arm64 `__ptep_test_and_clear_young()`;
-    /// row 7), PMD ones included.
+    /// `pmdp_test_and_clear_young()`), PMD ones included.
     young_clear => "sim/young_test_and_clear",
     /// TLB maintenance issued because a cleared entry was young (x86: the
-    /// PMD flush; arm64: TLBI by page or range, no DSB; row 8).
+    /// PMD flush; arm64: TLBI by page or range, no DSB).
     young_flush => "sim/young_flush",
     /// rmap walks (`rmap_walk()`: try_to_unmap, folio_referenced).
     rmap_walk => "sim/rmap_walk",
@@ -402,8 +404,8 @@ impl VmStat {
 
     /// `count_memcg_events()`
     #[inline]
-    pub fn count_memcg_events(&mut self, memcg: u16, ev: MemcgEvent, n: u64) {
-        self.memcg[memcg as usize].events[ev as usize] += n;
+    pub fn count_memcg_events(&mut self, memcg: MemcgId, ev: MemcgEvent, n: u64) {
+        self.memcg[memcg.idx()].events[ev as usize] += n;
     }
 
     /// A tracepoint fired.

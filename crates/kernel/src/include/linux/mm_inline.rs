@@ -21,6 +21,8 @@
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_ACTIVE, PG_LRU, PG_SWAPBACKED};
 use crate::include::linux::pgtable::Pfn;
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::memcontrol::ROOT_MEM_CGROUP;
 use crate::Kernel;
 
 /// `LRU_INACTIVE_ANON`
@@ -207,8 +209,8 @@ impl<A: Arch> Kernel<A> {
 
     /// `update_lru_size()` of the folio's lruvec.
     #[inline]
-    fn update_lru_size(&mut self, memcg: u16, lru: usize, nr: i64) {
-        let s = &mut self.vmstat.memcg[memcg as usize].lru[lru];
+    fn update_lru_size(&mut self, memcg: MemcgId, lru: usize, nr: i64) {
+        let s = &mut self.vmstat.memcg[memcg.idx()].lru[lru];
         *s = s.wrapping_add_signed(nr);
     }
 
@@ -219,8 +221,8 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != 0 || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+        if memcg != ROOT_MEM_CGROUP || self.lru.root {
+            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
             self.lru.add_head(list, folio);
         }
     }
@@ -230,8 +232,8 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != 0 || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+        if memcg != ROOT_MEM_CGROUP || self.lru.root {
+            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
             self.lru.add_tail(list, folio);
         }
     }
@@ -243,8 +245,8 @@ impl<A: Arch> Kernel<A> {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, -(self.mem.folio_nr_pages(folio) as i64));
-        if memcg != 0 || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+        if memcg != ROOT_MEM_CGROUP || self.lru.root {
+            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
             self.lru.del(list, folio);
         }
     }
@@ -257,9 +259,9 @@ impl<A: Arch> Kernel<A> {
         debug_assert!(self.mem.test(head, PG_LRU));
         self.mem.set(tail, PG_LRU);
         let memcg = self.folio_memcg(head);
-        if memcg != 0 || self.lru.root {
+        if memcg != ROOT_MEM_CGROUP || self.lru.root {
             let lru = self.folio_lru_list(head);
-            let list = &mut self.memcg.memcgs[memcg as usize].lruvec.lists[lru];
+            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
             self.lru.add_before(list, tail, head);
         }
     }

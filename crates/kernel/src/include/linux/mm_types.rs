@@ -17,6 +17,7 @@
 //! one page is an "unsupported" condition and asserts.
 
 use crate::include::linux::pgtable::Pfn;
+use crate::mm::pgtable_generic::TableId;
 
 pub const PG_REFERENCED: u32 = 1 << 0;
 pub const PG_UPTODATE: u32 = 1 << 1;
@@ -333,15 +334,15 @@ impl MemMap {
     }
 
     /// Store a page-table id on a page-table page.
-    pub fn set_table(&mut self, pfn: Pfn, table_id: u32) {
+    pub fn set_table(&mut self, pfn: Pfn, table_id: TableId) {
         self.flags[pfn.idx()] = PG_TABLE;
-        self.index[pfn.idx()] = table_id;
+        self.index[pfn.idx()] = table_id.0;
     }
 
     /// The table id of a page-table page.
     #[inline]
-    pub fn table_id(&self, pfn: Pfn) -> u32 {
-        self.index[pfn.idx()]
+    pub fn table_id(&self, pfn: Pfn) -> TableId {
+        TableId(self.index[pfn.idx()])
     }
 
     pub fn clear_table(&mut self, pfn: Pfn) {

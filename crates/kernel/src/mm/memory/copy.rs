@@ -11,12 +11,13 @@
 use crate::arch::{Arch, FolioSpan};
 use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE};
 use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
+use crate::mm::pgtable_generic::TableId;
 use crate::{Kernel, KernelError, MmId};
 
 impl<A: Arch> Kernel<A> {
     /// `copy_page_range()` for one VMA.
     pub fn copy_page_range(&mut self, dst: MmId, src: MmId, vma: &Vma) -> Result<(), KernelError> {
-        if vma.anon_vma == 0 {
+        if vma.anon_vma.is_none() {
             return Ok(()); // vma_needs_copy(): the child faults it in again.
         }
         let mut addr = vma.vm_start;
@@ -41,7 +42,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `copy_pte_range()`: the child's RSS deltas gather in a local `rss[]`
     /// applied once at the end of the pass (`add_mm_rss_vec()`).
-    fn copy_pte_range(&mut self, dst: MmId, vma: &Vma, stid: u32, start: u64, end: u64) {
+    fn copy_pte_range(&mut self, dst: MmId, vma: &Vma, stid: TableId, start: u64, end: u64) {
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
         let mut dtid = None;
@@ -73,7 +74,7 @@ impl<A: Arch> Kernel<A> {
         self.add_mm_rss_vec(dst, &rss);
     }
 
-    fn child_table(&mut self, dst: MmId, addr: u64, dtid: &mut Option<u32>) -> u32 {
+    fn child_table(&mut self, dst: MmId, addr: u64, dtid: &mut Option<TableId>) -> TableId {
         if let Some(t) = *dtid {
             return t;
         }
@@ -87,7 +88,7 @@ impl<A: Arch> Kernel<A> {
     /// parent's entry loses its exclusive marker, the child gets a copy.
     fn copy_nonpresent_pte(
         &mut self,
-        (stid, dtid): (u32, u32),
+        (stid, dtid): (TableId, TableId),
         idx: usize,
         pte: u64,
         rss: &mut [i64; NR_MM_COUNTERS],
@@ -109,7 +110,7 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         dst: MmId,
         vma: &Vma,
-        t: (u32, u32),
+        t: (TableId, TableId),
         (idx, end_idx): (usize, usize),
         pte: u64,
         rss: &mut [i64; NR_MM_COUNTERS],

@@ -26,6 +26,8 @@ use crate::mm::mmap::{
     Vma, VmaKind, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, VM_READ, VM_SHARED, VM_WRITE,
 };
 use crate::mm::pgtable_generic::PmdSlot;
+use crate::mm::pgtable_generic::TableId;
+use crate::mm::rmap::AnonVmaId;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId};
 
@@ -56,10 +58,10 @@ pub struct Vmf {
     pub flags: u32,
     pub pmd: PmdSlot,
     /// The PTE table, once known to exist.
-    pub pte_table: Option<u32>,
+    pub pte_table: Option<TableId>,
     pub orig_pte: u64,
     /// `vmf->prealloc_pte`: (pfn, table id)
-    pub prealloc_pte: Option<(Pfn, u32)>,
+    pub prealloc_pte: Option<(Pfn, TableId)>,
 }
 
 impl Vmf {
@@ -272,8 +274,8 @@ impl<A: Arch> Kernel<A> {
 
     /// `vmf_anon_prepare()` / `anon_vma_prepare()`: give the VMA an anon_vma.
     pub fn anon_vma_prepare(&mut self, vmf: &mut Vmf) {
-        if vmf.vma.anon_vma == 0 {
-            vmf.vma.anon_vma = self.anon_vma_alloc(0);
+        if vmf.vma.anon_vma.is_none() {
+            vmf.vma.anon_vma = Some(self.anon_vma_alloc(None));
             let v = vmf.vma;
             self.vma_update(vmf.mm, &v);
         }
@@ -281,7 +283,7 @@ impl<A: Arch> Kernel<A> {
 
     /// Make sure the PMD points at a PTE table (using the preallocated one
     /// if any) and record it in `vmf`.
-    pub fn pmd_install_prealloc(&mut self, vmf: &mut Vmf) -> Option<u32> {
+    pub fn pmd_install_prealloc(&mut self, vmf: &mut Vmf) -> Option<TableId> {
         if self.pmdp_get(vmf.pmd) == 0 {
             if let Some((pfn, id)) = vmf.prealloc_pte.take() {
                 self.pt.set(vmf.pmd.table, vmf.pmd.idx, A::mk_table(pfn));
@@ -647,7 +649,7 @@ impl<A: Arch> Kernel<A> {
                 // folio_move_anon_rmap(): the folio now belongs to this VMA's
                 // own anon_vma.
                 self.mem
-                    .set_folio_mapping(folio, vma.anon_vma.max(1) as u16);
+                    .set_folio_mapping(folio, vma.anon_vma.map_or(1, AnonVmaId::mapping));
                 return true;
             }
             return false;

@@ -16,6 +16,7 @@ use crate::include::linux::pgtable::{
     align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE,
 };
 use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
+use crate::mm::pgtable_generic::TableId;
 use crate::{Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -78,7 +79,7 @@ impl<A: Arch> Kernel<A> {
     /// write, young and soft-dirty differences are ignored.
     pub fn folio_pte_batch(
         &mut self,
-        tid: u32,
+        tid: TableId,
         idx: usize,
         folio: Pfn,
         max: usize,
@@ -108,7 +109,7 @@ impl<A: Arch> Kernel<A> {
     /// dirty PTE of a file folio (its rmap removal is delayed until after
     /// the flush, `tlb_delay_rmap()`) makes the table end with a flush
     /// (force_flush).
-    fn zap_pte_range(&mut self, mm: MmId, vma: &Vma, tid: u32, start: u64, end: u64) {
+    fn zap_pte_range(&mut self, mm: MmId, vma: &Vma, tid: TableId, start: u64, end: u64) {
         self.flush_tlb_batched_pending(mm);
         let mut idx = pte_index(start);
         let end_idx = idx + ((end - start) / PAGE_SIZE) as usize;
@@ -154,7 +155,13 @@ impl<A: Arch> Kernel<A> {
 
     /// `zap_nonpresent_ptes()` for a swap entry: clear it and drop the swap
     /// reference (`free_swap_and_cache_nr()`).
-    fn zap_swap_pte(&mut self, tid: u32, idx: usize, pte: u64, rss: &mut [i64; NR_MM_COUNTERS]) {
+    fn zap_swap_pte(
+        &mut self,
+        tid: TableId,
+        idx: usize,
+        pte: u64,
+        rss: &mut [i64; NR_MM_COUNTERS],
+    ) {
         self.pt.set(tid, idx, 0);
         self.vmstat.sim.pte_clear += 1;
         let (ty, offset) = A::pte_to_swp_entry(pte);

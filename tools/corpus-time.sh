@@ -1,6 +1,6 @@
 #!/bin/bash
 # Whole-corpus wall time: simulator vs native (measured phases and whole runs).
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/.."
 B=./target/release/foliosim
 s0=$(date +%s.%N)
 for f in scenarios/corpus/*.toml; do $B run "$f" --format json > /dev/null 2>&1; done

@@ -5,7 +5,7 @@ from two rounds of 11 runs). The files must list the same phases with the
 same counts, and all be traced or all untraced (a file without the
 "traced" key is traced, as `calibrate --from-runs` reads it).
 
-Usage: crates/cli/scripts/pool-runs.py OUT IN1 IN2 [...]
+Usage: tools/calibration/pool-runs.py OUT IN1 IN2 [...]
 """
 import json, sys
 

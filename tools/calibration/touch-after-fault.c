@@ -3,7 +3,7 @@
  * that mapped its page (docs/benchmarks.md, "Speculative walks ahead of a
  * fault"; modelled as sim/user_access_rewalk, crates/hw SpecWalk).
  *
- *   cc -O2 -o /tmp/taf crates/cli/scripts/touch-after-fault.c
+ *   cc -O2 -o /tmp/taf tools/calibration/touch-after-fault.c
  *   /tmp/taf FILE MODE        (FILE: 256 MiB, warm in the page cache)
  *
  * Prints the thread CPU time of one pass over the 65536 pages of FILE,

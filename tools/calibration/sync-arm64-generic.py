@@ -9,7 +9,7 @@ their `ns` (and the calibration date) from the x86_64 profile after a
 recalibration, and leaves every derived or assumed arm64-only line alone.
 Fails if a generic key is missing from the x86_64 profile.
 
-Usage: crates/cli/scripts/sync-arm64-generic.py [--check]
+Usage: tools/calibration/sync-arm64-generic.py [--check]
   --check: exit 1 if the arm64 file is not in sync (writes nothing).
 """
 import re, sys
