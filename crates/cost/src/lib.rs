@@ -55,6 +55,23 @@ pub fn annotate(report: &mut Report, profile: &Profile) -> Result<(), String> {
     Ok(())
 }
 
+/// Modelled time for a simulated report with the profile `profile` (a
+/// file or a shipped profile's name), or, without one, the shipped
+/// profile of the report's architecture (none: the report is left as it
+/// is). The `--profile` option of `run` and `compare`, sweeps and the
+/// Python binding.
+pub fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => match default_profile_name(&report.arch) {
+            Some(n) => n.to_string(),
+            None => return Ok(()),
+        },
+    };
+    let prof = Profile::resolve(&name).map_err(|e| e.to_string())?;
+    annotate(report, &prof)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
