@@ -312,6 +312,176 @@ fn run(
     Ok(PyReport { inner })
 }
 
+/// A grid's values from Python: a string in the `--grid` syntax
+/// (`"4096<<[0..4]"`, `"64K,2M"`), or a list whose strings are single
+/// values or ranges and whose numbers and bools are values.
+fn grid_values(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let bad = |e: String| PyValueError::new_err(format!("grid {key}: {e}"));
+    if let Ok(s) = v.cast::<PyString>() {
+        return foliosim_explore::grid::parse_values(&s.to_cow()?).map_err(bad);
+    }
+    let mut out = Vec::new();
+    for item in v.try_iter().map_err(|_| {
+        PyValueError::new_err(format!(
+            "grid {key}: expected a list of values or a string like \"4096<<[0..4]\""
+        ))
+    })? {
+        let item = item?;
+        match item.cast::<PyString>() {
+            Ok(s) => out.extend(foliosim_explore::grid::parse_item(&s.to_cow()?).map_err(bad)?),
+            Err(_) => out.push(override_value(key, &item)?),
+        }
+    }
+    Ok(out)
+}
+
+/// A point as Python holds it (and Dask ships it): (index, scenario file,
+/// scenario name, arch, grid coordinates, overrides).
+type PointTuple = (
+    usize,
+    PathBuf,
+    String,
+    String,
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+);
+
+fn point_tuple(p: foliosim_explore::Point) -> PointTuple {
+    (p.index, p.scenario, p.name, p.arch, p.grid, p.overrides)
+}
+
+fn point_of(t: PointTuple) -> foliosim_explore::Point {
+    let (index, scenario, name, arch, grid, overrides) = t;
+    foliosim_explore::Point {
+        index,
+        scenario,
+        name,
+        arch,
+        grid,
+        overrides,
+    }
+}
+
+/// Expand a sweep into its points (foliosim_explore::expand): every
+/// scenario × the grid (`zip`: the keys advance together), with `set`,
+/// `arch` and `seed` as every point's base overrides. Returns the grid's
+/// keys (in order) and the points. Every point's scenario is loaded, so a
+/// bad key or value is an error before anything runs.
+#[pyfunction]
+#[pyo3(signature = (scenarios, grid, zip=false, arch=None, set=None, seed=None, allow_large=false))]
+#[allow(clippy::too_many_arguments)]
+fn expand(
+    py: Python<'_>,
+    scenarios: Vec<PathBuf>,
+    grid: &Bound<'_, PyDict>,
+    zip: bool,
+    arch: Option<&str>,
+    set: Option<&Bound<'_, PyAny>>,
+    seed: Option<u64>,
+    allow_large: bool,
+) -> PyResult<(Vec<String>, Vec<PointTuple>)> {
+    use foliosim_explore::{Dim, Setting, Source};
+    for path in &scenarios {
+        if let Err(e) = std::fs::metadata(path) {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return Err(PyFileNotFoundError::new_err(format!(
+                    "{}: cannot read the scenario: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let mut spec = foliosim_explore::SweepSpec::new(scenarios);
+    spec.allow_large = allow_large;
+    for (key, value) in all_overrides(set, arch, seed)? {
+        let source = match key.as_str() {
+            "arch" => Source::ArchArg,
+            _ => Source::SetArg(format!("{key}={value}")),
+        };
+        spec.base.push(Setting { key, value, source });
+    }
+    let mut dims = Vec::new();
+    for (k, v) in grid.iter() {
+        let key: String = k
+            .extract()
+            .map_err(|_| PyValueError::new_err("grid: keys must be strings"))?;
+        let values = grid_values(&key, &v)?;
+        let source = Source::GridArg(format!("{key}={}", values.join(",")));
+        dims.push(Dim {
+            key,
+            values,
+            source,
+        });
+    }
+    spec.grid.add(dims, zip);
+    let keys = spec.grid.keys();
+    let points = py.detach(|| foliosim_explore::expand(&spec)).map_err(|e| {
+        // Messages blame the argument as the command line spells it.
+        let e = match e.strip_prefix("--") {
+            Some(rest) if rest.starts_with("grid ") || rest.starts_with("set ") => rest.to_owned(),
+            _ => e,
+        };
+        PyValueError::new_err(e)
+    })?;
+    Ok((keys, points.into_iter().map(point_tuple).collect()))
+}
+
+/// Simulate `points` (from [`expand`]) on `jobs` threads (None: every
+/// core) and return their tidy table as (columns, {column: [values]}):
+/// `point, <grid keys but arch>, scenario, arch, engine, phase, kind,
+/// name, value, error`. A failed point is one row with its error and
+/// no phase, kind, name (empty) or value (None).
+#[pyfunction]
+#[pyo3(signature = (points, grid_keys, jobs=None, profile=None, check=false, max_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_points<'py>(
+    py: Python<'py>,
+    points: Vec<PointTuple>,
+    grid_keys: Vec<String>,
+    jobs: Option<usize>,
+    profile: Option<String>,
+    check: bool,
+    max_memory: Option<u64>,
+) -> PyResult<(Vec<String>, Bound<'py, PyDict>)> {
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs: expected at least 1"));
+    }
+    let points: Vec<foliosim_explore::Point> = points.into_iter().map(point_of).collect();
+    let engine = foliosim_explore::Engine::Sim(foliosim_explore::SimOptions {
+        check,
+        profile,
+        max_memory,
+    });
+    let opts = foliosim_explore::SweepOptions {
+        jobs,
+        progress: false,
+    };
+    let table = py.detach(|| {
+        let results = foliosim_explore::sweep(&points, &engine, &opts);
+        foliosim_explore::Table::from_results(&grid_keys, &results)
+    });
+    let columns = table.columns();
+    let rows = &table.rows;
+    let d = PyDict::new(py);
+    d.set_item("point", rows.iter().map(|r| r.point).collect::<Vec<_>>())?;
+    for (i, c) in table.grid_columns.iter().enumerate() {
+        d.set_item(
+            c,
+            rows.iter().map(|r| r.grid[i].as_str()).collect::<Vec<_>>(),
+        )?;
+    }
+    let text = |f: fn(&foliosim_explore::Row) -> &str| rows.iter().map(f).collect::<Vec<_>>();
+    d.set_item("scenario", text(|r| &r.scenario))?;
+    d.set_item("arch", text(|r| &r.arch))?;
+    d.set_item("engine", text(|r| &r.engine))?;
+    d.set_item("phase", text(|r| &r.phase))?;
+    d.set_item("kind", text(|r| &r.kind))?;
+    d.set_item("name", text(|r| &r.name))?;
+    d.set_item("value", rows.iter().map(|r| r.value).collect::<Vec<_>>())?;
+    d.set_item("error", text(|r| &r.error))?;
+    Ok((columns, d))
+}
+
 /// A panic raised inside the guard that protects every run, for the tests
 /// to check that a panic in the model becomes `SimulationError` and the
 /// interpreter goes on.
@@ -327,6 +497,8 @@ fn _panic_in_guard(py: Python<'_>, message: String) -> PyResult<()> {
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyReport>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(expand, m)?)?;
+    m.add_function(wrap_pyfunction!(run_points, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_guard, m)?)?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add(

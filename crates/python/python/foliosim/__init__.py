@@ -7,25 +7,35 @@ memory management and get the results as objects and pandas DataFrames.
 >>> r.value("measured", "hugepages-64kB/anon_fault_alloc")
 4096
 >>> df = r.to_pandas()     # one row per value: scenario, arch, engine, phase, kind, name, value
+>>> table = foliosim.sweep("scenarios/seed003/anon-scan.toml",
+...                        grid={"arch": ["x86_64", "arm64"], "folio_size": ["4K", "64K", "2M"]})
 
-The simulator itself is the Rust extension ``foliosim._native``; it runs
-with the interpreter's lock released, so threads simulate in parallel.
+``foliosim.dask.sweep`` runs the same sweep on a ``dask.distributed``
+cluster. The simulator itself is the Rust extension ``foliosim._native``;
+it runs with the interpreter's lock released, so threads simulate in
+parallel.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _native
 from ._native import ARCHS, SimulationError
 
-__all__ = ["run", "Report", "SimulationError", "ARCHS", "TIDY_COLUMNS"]
+__all__ = ["run", "sweep", "Report", "SimulationError", "ARCHS", "TIDY_COLUMNS", "SWEEP_COLUMNS"]
 
 #: The columns of ``Report.to_pandas()``, in order.
 TIDY_COLUMNS = ("scenario", "arch", "engine", "phase", "kind", "name", "value")
 
+#: The columns of a sweep's table after ``point`` and one column per grid
+#: key (but ``arch``, which fills the ``arch`` column), in order.
+SWEEP_COLUMNS = ("scenario", "arch", "engine", "phase", "kind", "name", "value", "error")
+
 Overrides = Union[Mapping[str, Any], Iterable[str], None]
+Scenarios = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
 
 
 def _frame(columns: Mapping[str, list], order: Sequence[str]):
@@ -35,6 +45,48 @@ def _frame(columns: Mapping[str, list], order: Sequence[str]):
     import pandas as pd
 
     return pd.DataFrame({c: columns[c] for c in order}, columns=list(order))
+
+
+def _sweep_frame(columns: Sequence[str], data: Mapping[str, list]):
+    """The DataFrame of a sweep's tidy table. ``value`` is pandas' nullable
+    ``Int64`` (a failed point's row has none), object with Python ints if
+    a value needs all 64 bits unsigned (a raw pagemap entry)."""
+    import pandas as pd
+
+    frame = {}
+    for c in columns:
+        if c == "value":
+            try:
+                frame[c] = pd.array(data[c], dtype="Int64")
+            except (OverflowError, TypeError, ValueError):
+                frame[c] = pd.array(data[c], dtype=object)
+        elif c == "point":
+            frame[c] = pd.array(data[c], dtype="int64")
+        else:
+            frame[c] = data[c]
+    return pd.DataFrame(frame, columns=list(columns))
+
+
+def _scenario_list(scenarios: Scenarios) -> list:
+    """Scenario files as absolute paths (a Dask worker may run elsewhere)."""
+    if isinstance(scenarios, (str, os.PathLike)):
+        scenarios = [scenarios]
+    return [os.path.abspath(os.fspath(s)) for s in scenarios]
+
+
+def _expand(scenarios, grid, zip, arch, set, seed, allow_large):
+    """(grid keys, points) of a sweep, expanded and checked in Rust."""
+    if not isinstance(grid, Mapping):
+        raise TypeError("grid: expected a dict {key: [values]}")
+    return _native.expand(
+        _scenario_list(scenarios),
+        dict(grid),
+        zip=zip,
+        arch=arch,
+        set=set,
+        seed=seed,
+        allow_large=allow_large,
+    )
 
 
 class Report:
@@ -139,3 +191,54 @@ def run(
             max_memory=max_memory,
         )
     )
+
+
+def sweep(
+    scenarios: Scenarios,
+    grid: Mapping[str, Any],
+    zip: bool = False,
+    jobs: Optional[int] = None,
+    arch: Optional[str] = None,
+    set: Overrides = None,
+    seed: Optional[int] = None,
+    profile: Optional[str] = None,
+    *,
+    check: bool = False,
+    max_memory: Optional[int] = None,
+    allow_large: bool = False,
+):
+    """Run every point of a grid over one or more scenarios, in parallel on
+    ``jobs`` threads (default: every core), and return the tidy table as
+    a pandas DataFrame (what ``foliosim sweep`` writes).
+
+    ``grid`` maps scenario keys (as ``set`` takes them, plus ``arch`` and
+    the helper ``folio_size``: 4K, 16K, ..., 1M, 2M) to their values: a
+    list (``[4096, 65536]``, ``["always", "never"]``; a string element may
+    be a range, ``"4096<<[0..4]"``), or one string in the ``--grid``
+    syntax (``"64K,2M"``). The points are the Cartesian product (the last
+    key varies fastest) for each scenario in turn, or, with ``zip=True``,
+    the keys' lists taken together. ``set``, ``arch`` and ``seed`` apply
+    to every point before the grid's values; ``profile``, ``check`` and
+    ``max_memory`` as for ``run`` (with ``jobs`` threads, each point may
+    use ``max_memory / jobs``).
+
+    Columns: ``point``, one per grid key (but ``arch``), then
+    ``SWEEP_COLUMNS``. A point that fails is one row with its message in
+    ``error`` and no phase, kind, name or value; the others still run.
+    A bad key or value raises ``ValueError`` before anything runs; more
+    than 10,000 points need ``allow_large=True``.
+    """
+    keys, points = _expand(scenarios, grid, zip, arch, set, seed, allow_large)
+    columns, data = _native.run_points(
+        points, keys, jobs=jobs, profile=profile, check=check, max_memory=max_memory
+    )
+    return _sweep_frame(columns, data)
+
+
+def __getattr__(name: str):
+    # foliosim.dask imports dask.distributed: only when it is used.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
