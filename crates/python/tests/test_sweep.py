@@ -148,3 +148,18 @@ def test_dask_sweep_errors_are_raised_by_the_client(anon_scan, dask_client):
         foliosim.dask.sweep(anon_scan, grid={"no_such_knob": [1]}, client=dask_client)
     with pytest.raises(ValueError, match="batch_size"):
         foliosim.dask.sweep(anon_scan, grid=GRID, client=dask_client, batch_size=0)
+
+
+def test_sweep_keeps_raw_pagemap_entries_exact():
+    # 64-bit pagemap entries (bit 63: present) do not fit in Int64: the
+    # column holds exact Python ints, the ones run() reports.
+    from conftest import SCENARIOS
+
+    path = SCENARIOS / "corpus" / "pagemap-anon-mthp-64k.toml"
+    df = foliosim.sweep(path, grid={"arch": ["x86_64", "arm64"]})
+    assert df["value"].dtype == object
+    for arch in ["x86_64", "arm64"]:
+        mine = df[(df["arch"] == arch) & (df["kind"] == "pagemap")]["value"].tolist()
+        r = foliosim.run(path, arch=arch).to_pandas()
+        assert mine == r[r["kind"] == "pagemap"]["value"].tolist()
+        assert sum(1 for v in mine if v >> 63) == 256

@@ -38,28 +38,38 @@ Overrides = Union[Mapping[str, Any], Iterable[str], None]
 Scenarios = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
 
 
-def _frame(columns: Mapping[str, list], order: Sequence[str]):
-    """A DataFrame of ``columns`` in ``order``; ``value`` stays integral
-    (int64 where every value fits, Python ints otherwise: raw pagemap
-    entries use all 64 bits)."""
+def _values(values: list, dtype: str):
+    """The ``value`` column, exact: ``dtype`` (``int64``, or ``Int64`` where
+    a failed point has none) when every value fits in it, else Python
+    ints (a raw pagemap entry uses all 64 bits unsigned)."""
     import pandas as pd
 
-    return pd.DataFrame({c: columns[c] for c in order}, columns=list(order))
+    # Checked here: pandas may wrap a too-large int instead of refusing it.
+    if all(v is None or _I64_MIN <= v <= _I64_MAX for v in values):
+        return pd.array(values, dtype=dtype)
+    return pd.array(values, dtype=object)
+
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _frame(columns: Mapping[str, list], order: Sequence[str]):
+    """A DataFrame of ``columns`` in ``order``."""
+    import pandas as pd
+
+    frame = {c: _values(columns[c], "int64") if c == "value" else columns[c] for c in order}
+    return pd.DataFrame(frame, columns=list(order))
 
 
 def _sweep_frame(columns: Sequence[str], data: Mapping[str, list]):
-    """The DataFrame of a sweep's tidy table. ``value`` is pandas' nullable
-    ``Int64`` (a failed point's row has none), object with Python ints if
-    a value needs all 64 bits unsigned (a raw pagemap entry)."""
+    """The DataFrame of a sweep's tidy table; ``value`` is pandas' nullable
+    ``Int64`` (a failed point's row has none) unless a value needs more."""
     import pandas as pd
 
     frame = {}
     for c in columns:
         if c == "value":
-            try:
-                frame[c] = pd.array(data[c], dtype="Int64")
-            except (OverflowError, TypeError, ValueError):
-                frame[c] = pd.array(data[c], dtype=object)
+            frame[c] = _values(data[c], "Int64")
         elif c == "point":
             frame[c] = pd.array(data[c], dtype="int64")
         else:
