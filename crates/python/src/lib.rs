@@ -76,8 +76,9 @@ fn scenario_failure(path: &Path, e: ScenarioError) -> Failure {
 }
 
 /// An override value as the scenario language reads it: strings as they
-/// are, `True`/`False` as `true`/`false`, numbers in decimal.
-fn override_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+/// are, `True`/`False` as `true`/`false`, numbers in decimal. `arg` names
+/// the argument it came from (`set`, `grid`) in errors.
+fn override_value(arg: &str, key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(s.to_cow()?.into_owned());
     }
@@ -88,7 +89,7 @@ fn override_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
         return Ok(v.str()?.to_cow()?.into_owned());
     }
     Err(PyValueError::new_err(format!(
-        "set {key}: expected a string, a number or a bool, not {}",
+        "{arg} {key}: expected a string, a number or a bool, not {}",
         v.get_type().name()?
     )))
 }
@@ -103,7 +104,7 @@ fn overrides_of(set: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)
             let key: String = k
                 .extract()
                 .map_err(|_| PyValueError::new_err("set: keys must be strings"))?;
-            let value = override_value(&key, &v)?;
+            let value = override_value("set", &key, &v)?;
             out.push((key.trim().to_owned(), value.trim().to_owned()));
         }
         return Ok(out);
@@ -329,7 +330,7 @@ fn grid_values(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         let item = item?;
         match item.cast::<PyString>() {
             Ok(s) => out.extend(foliosim_explore::grid::parse_item(&s.to_cow()?).map_err(bad)?),
-            Err(_) => out.push(override_value(key, &item)?),
+            Err(_) => out.push(override_value("grid", key, &item)?),
         }
     }
     Ok(out)

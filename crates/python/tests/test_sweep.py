@@ -83,6 +83,8 @@ def test_failed_point_is_a_row_with_its_error(anon_scan):
         ({}, {}, "the grid is empty"),
         ({"fault_around_bytes": "4096<<[0..x]"}, {}, "not an integer"),
         ({"folio_size": ["8K"]}, {}, "not a folio size the model has"),
+        ({"fault_around_bytes": [None]}, {}, "^grid fault_around_bytes: expected a string"),
+        ({"fault_around_bytes": 4096}, {}, "^grid fault_around_bytes: expected a list"),
         ({"fault_around_bytes": [4096]}, {"set": {"bogus": 1}}, "^set bogus=1: .*unknown key"),
         ({"fault_around_bytes": [4096]}, {"jobs": 0}, "jobs: expected at least 1"),
     ],
