@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use foliosim_report::Report;
+use foliosim_report::{Override, Provenance, Report};
 use foliosim_scenario::{Arch, ScenarioError, SET_FILE};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -128,13 +128,14 @@ fn overrides_of(set: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)
 }
 
 /// Every override of a run: `set`, then `arch` and `seed` (which win, as
-/// on the command line).
+/// on the command line); and how many came from `set`.
 fn all_overrides(
     set: Option<&Bound<'_, PyAny>>,
     arch: Option<&str>,
     seed: Option<u64>,
-) -> PyResult<Vec<(String, String)>> {
+) -> PyResult<(Vec<(String, String)>, usize)> {
     let mut ov = overrides_of(set)?;
+    let n_set = ov.len();
     if let Some(a) = arch {
         let arch = Arch::from_name(a).ok_or_else(|| {
             let names: Vec<&str> = Arch::ALL.iter().map(|a| a.as_str()).collect();
@@ -145,13 +146,40 @@ fn all_overrides(
     if let Some(s) = seed {
         ov.push(("seed".into(), s.to_string()));
     }
-    Ok(ov)
+    Ok((ov, n_set))
 }
 
-/// Load and simulate one scenario, add modelled time; no Python here.
+/// The provenance of a run from Python: the overrides as the command
+/// line would give them (`set` as `--set`, `arch` as `--arch`, `seed` as
+/// `--seed`), so `foliosim run` can repeat it.
+fn provenance(path: &Path, overrides: &[(String, String)], n_set: usize, seed: u64) -> Provenance {
+    let overrides = overrides
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| Override {
+            option: match k.as_str() {
+                "arch" | "seed" if i >= n_set => format!("--{k}"),
+                _ => "--set".into(),
+            },
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect();
+    Provenance {
+        foliosim: foliosim_report::VERSION.into(),
+        scenario_path: path.display().to_string(),
+        seed,
+        overrides,
+        kernel: None,
+    }
+}
+
+/// Load and simulate one scenario, add modelled time and the run's
+/// provenance; no Python here. `overrides[..n_set]` came from `set`.
 fn simulate(
     path: &Path,
     overrides: &[(String, String)],
+    n_set: usize,
     profile: Option<&str>,
     opts: foliosim_sim::RunOptions,
 ) -> Result<Report, Failure> {
@@ -166,6 +194,7 @@ fn simulate(
         })
     })?;
     foliosim_cost::add_time(&mut report, profile).map_err(Failure::Invalid)?;
+    report.provenance = Some(provenance(path, overrides, n_set, sc.seed));
     Ok(report)
 }
 
@@ -306,10 +335,10 @@ fn run(
     check: bool,
     max_memory: Option<u64>,
 ) -> PyResult<PyReport> {
-    let ov = all_overrides(set, arch, seed)?;
+    let (ov, n_set) = all_overrides(set, arch, seed)?;
     let opts = foliosim_sim::RunOptions { check, max_memory };
     let profile = profile.map(str::to_owned);
-    let inner = py.detach(|| simulate(&path, &ov, profile.as_deref(), opts))?;
+    let inner = py.detach(|| simulate(&path, &ov, n_set, profile.as_deref(), opts))?;
     Ok(PyReport { inner })
 }
 
@@ -394,7 +423,7 @@ fn expand(
     }
     let mut spec = foliosim_explore::SweepSpec::new(scenarios);
     spec.allow_large = allow_large;
-    for (key, value) in all_overrides(set, arch, seed)? {
+    for (key, value) in all_overrides(set, arch, seed)?.0 {
         let source = match key.as_str() {
             "arch" => Source::ArchArg,
             _ => Source::SetArg(format!("{key}={value}")),
@@ -516,7 +545,7 @@ mod tests {
     #[test]
     fn a_missing_scenario_is_not_found() {
         let p = Path::new("/nonexistent/foliosim.toml");
-        let f = simulate(p, &[], None, Default::default()).unwrap_err();
+        let f = simulate(p, &[], 0, None, Default::default()).unwrap_err();
         match f {
             Failure::NotFound(m) => assert!(m.starts_with("/nonexistent/foliosim.toml:"), "{m}"),
             other => panic!("{other:?}"),
@@ -530,7 +559,7 @@ mod tests {
             "/../../scenarios/seed003/anon-scan.toml"
         ));
         let ov = [("fault_around_bytes".to_owned(), "lots".to_owned())];
-        match simulate(p, &ov, None, Default::default()).unwrap_err() {
+        match simulate(p, &ov, 1, None, Default::default()).unwrap_err() {
             Failure::Invalid(m) => {
                 assert!(m.starts_with("set fault_around_bytes=lots: "), "{m}");
                 assert!(m.contains("expected a size"), "{m}");

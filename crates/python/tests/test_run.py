@@ -58,7 +58,15 @@ def test_pmd_thp_scan(anon_scan):
 
 def test_to_dict_is_the_json_shape(anon_scan):
     d = foliosim.run(anon_scan, set=MTHP_64K).to_dict()
-    assert list(d) == ["scenario", "arch", "engine", "system", "phases", "expectations"]
+    assert list(d) == [
+        "scenario",
+        "arch",
+        "engine",
+        "provenance",
+        "system",
+        "phases",
+        "expectations",
+    ]
     assert d["scenario"] == "seed003-anon-scan"
     (phase,) = d["phases"]
     assert phase["name"] == "measured"
@@ -97,6 +105,7 @@ def test_to_pandas_is_tidy(anon_scan):
 def test_seed_and_profile_options(anon_scan):
     r = foliosim.run(anon_scan, arch="arm64", seed=7, profile="arm64-neoverse")
     assert r.to_dict()["phases"][0]["profile"] == "arm64-neoverse"
+    assert r.arch == "arm64"
     # A profile describes one CPU: another architecture's is refused.
     with pytest.raises(ValueError, match="is for arm64"):
         foliosim.run(anon_scan, profile="arm64-neoverse")
@@ -147,3 +156,20 @@ def test_raw_pagemap_entries_stay_exact():
     assert (pm["value"] == 0).sum() == 256
     first = pm.iloc[0]
     assert r.value(first["phase"], first["name"]) == first["value"]
+
+
+def test_provenance_repeats_the_run_on_the_command_line(anon_scan):
+    # The overrides as foliosim run's options, in the order applied.
+    p = foliosim.run(anon_scan, arch="arm64", set=MTHP_64K, seed=7).to_dict()["provenance"]
+    assert p["scenario_path"] == str(anon_scan)
+    assert p["seed"] == 7
+    assert p["foliosim"]  # the version
+    assert p["overrides"] == [
+        {
+            "option": "--set",
+            "key": "transparent_hugepage.hugepages-64kB.enabled",
+            "value": "always",
+        },
+        {"option": "--arch", "key": "arch", "value": "arm64"},
+        {"option": "--seed", "key": "seed", "value": "7"},
+    ]
