@@ -165,3 +165,21 @@ def test_sweep_keeps_raw_pagemap_entries_exact():
         r = foliosim.run(path, arch=arch).to_pandas()
         assert mine == r[r["kind"] == "pagemap"]["value"].tolist()
         assert sum(1 for v in mine if v >> 63) == 256
+
+
+def test_dask_module_loads_on_first_use():
+    # `import foliosim` imports neither foliosim.dask nor Dask; the
+    # attribute foliosim.dask imports the module when first used.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, foliosim; "
+        "assert 'foliosim.dask' not in sys.modules and 'distributed' not in sys.modules; "
+        "f = foliosim.dask.sweep; assert 'foliosim.dask' in sys.modules; "
+        "print(f.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "foliosim.dask"
+    with pytest.raises(AttributeError):
+        foliosim.no_such_thing
