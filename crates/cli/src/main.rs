@@ -463,30 +463,9 @@ fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// Run one simulation; a panic inside the model (a model limit or a bug)
-/// becomes an error message instead of a crash.
-fn run_guarded(
-    sc: &foliosim_scenario::Scenario,
-    opts: foliosim_sim::RunOptions,
-) -> Result<Report, String> {
-    std::panic::set_hook(Box::new(|_| {}));
-    let res =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| foliosim_sim::run(sc, opts)));
-    let _ = std::panic::take_hook();
-    match res {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(format!(
-                "internal error in the model (a foliosim bug or limit): {msg}"
-            ))
-        }
-    }
-}
+// One simulation; a panic inside the model (a model limit or a bug)
+// becomes an error message instead of a crash.
+use foliosim_sim::run_guarded;
 
 /// Which engine a command runs.
 #[derive(Clone)]
@@ -500,19 +479,9 @@ enum Engine {
     Vm(foliosim_vm::VmOptions),
 }
 
-/// Add modelled time to a simulated report: the `--profile` given, else
-/// the shipped profile of the report's architecture.
-fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
-    let name = match profile {
-        Some(p) => p.to_string(),
-        None => match foliosim_cost::default_profile_name(&report.arch) {
-            Some(n) => n.to_string(),
-            None => return Ok(()),
-        },
-    };
-    let prof = foliosim_cost::Profile::resolve(&name).map_err(|e| e.to_string())?;
-    foliosim_cost::annotate(report, &prof)
-}
+// Modelled time for a simulated report: the `--profile` given, else
+// the shipped profile of the report's architecture.
+use foliosim_cost::add_time;
 
 /// An error of the run of scenario `label`, naming the file once: errors
 /// that point into the file already start with its label.

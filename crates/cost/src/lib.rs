@@ -55,6 +55,23 @@ pub fn annotate(report: &mut Report, profile: &Profile) -> Result<(), String> {
     Ok(())
 }
 
+/// Modelled time for a simulated report with the profile `profile` (a
+/// file or a shipped profile's name), or, without one, the shipped
+/// profile of the report's architecture (none: the report is left as it
+/// is). The `--profile` option of `run` and `compare`, sweeps and the
+/// Python binding.
+pub fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => match default_profile_name(&report.arch) {
+            Some(n) => n.to_string(),
+            None => return Ok(()),
+        },
+    };
+    let prof = Profile::resolve(&name).map_err(|e| e.to_string())?;
+    annotate(report, &prof)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +96,35 @@ mod tests {
         assert_eq!(t.breakdown["pgfault"], 1000);
         assert_eq!(t.breakdown["sim/page_zero"], 10);
         assert_eq!(t.breakdown.len(), 2);
+    }
+
+    #[test]
+    fn add_time_takes_the_arch_profile_or_the_one_named() {
+        let report = |arch: &str| Report {
+            arch: arch.into(),
+            phases: vec![foliosim_report::Phase {
+                name: "p".into(),
+                counters: BTreeMap::from([("pgfault".to_string(), 3i64)]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        for arch in ["x86_64", "arm64"] {
+            let mut r = report(arch);
+            add_time(&mut r, None).unwrap();
+            let t = r.phases[0].time.as_ref().expect("timed");
+            assert_eq!(Some(t.profile.as_str()), default_profile_name(arch));
+            assert!(t.breakdown["pgfault"] > 0);
+        }
+        // A profile of another CPU is refused; an unknown one is an error.
+        let mut r = report("x86_64");
+        let e = add_time(&mut r, Some("arm64-neoverse")).unwrap_err();
+        assert!(e.contains("is for arm64"), "{e}");
+        assert!(add_time(&mut r, Some("no-such-cpu")).is_err());
+        assert!(r.phases[0].time.is_none());
+        // An architecture without a shipped profile stays untimed.
+        let mut r = report("riscv64");
+        add_time(&mut r, None).unwrap();
+        assert!(r.phases[0].time.is_none());
     }
 }

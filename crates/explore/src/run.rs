@@ -1,9 +1,7 @@
 //! Running points: one ([`run_point`]) or a whole sweep in parallel
 //! ([`sweep`]).
 
-use std::cell::Cell;
 use std::io::IsTerminal as _;
-use std::sync::Once;
 
 use foliosim_report::Report;
 use rayon::prelude::*;
@@ -77,54 +75,6 @@ pub struct PointResult {
     pub result: Result<Report, String>,
 }
 
-thread_local! {
-    /// Whether a panic on this thread is caught by [`guarded`] (and so not
-    /// printed by the panic hook).
-    static CATCHING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Run `f`, turning a panic inside the model (a model limit or a bug) into
-/// an error message. Thread-safe: the process's panic hook is wrapped once
-/// and stays silent only on threads inside this function.
-fn guarded(f: impl FnOnce() -> Result<Report, String>) -> Result<Report, String> {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !CATCHING.with(Cell::get) {
-                prev(info)
-            }
-        }));
-    });
-    let was = CATCHING.with(|c| c.replace(true));
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    CATCHING.with(|c| c.set(was));
-    res.unwrap_or_else(|payload| {
-        let msg = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(format!(
-            "internal error in the model (a foliosim bug or limit): {msg}"
-        ))
-    })
-}
-
-/// Add modelled time to a simulated report: `profile`, else the shipped
-/// profile of the report's architecture.
-fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
-    let name = match profile {
-        Some(p) => p.to_string(),
-        None => match foliosim_cost::default_profile_name(&report.arch) {
-            Some(n) => n.to_string(),
-            None => return Ok(()),
-        },
-    };
-    let prof = foliosim_cost::Profile::resolve(&name).map_err(|e| e.to_string())?;
-    foliosim_cost::annotate(report, &prof)
-}
-
 /// Run one point on `engine`: load its scenario with its overrides, run
 /// it, and return the report (expectations evaluated; modelled time added
 /// to simulated runs), or the error, which names the scenario file.
@@ -147,13 +97,13 @@ pub fn run_point(point: &Point, engine: &Engine) -> Result<Report, String> {
     }
     let sc = foliosim_scenario::load(path, &point.overrides).map_err(|e| e.to_string())?;
     match engine {
-        Engine::Sim(o) => guarded(|| {
+        Engine::Sim(o) => foliosim_sim::guard(|| {
             let opts = foliosim_sim::RunOptions {
                 check: o.check,
                 max_memory: o.max_memory,
             };
             let mut r = foliosim_sim::run(&sc, opts).map_err(|e| e.to_string())?;
-            add_time(&mut r, o.profile.as_deref())?;
+            foliosim_cost::add_time(&mut r, o.profile.as_deref())?;
             Ok(r)
         }),
         Engine::Native { trace } => {

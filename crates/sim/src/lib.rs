@@ -9,8 +9,10 @@
 
 mod engine;
 mod estimate;
+mod guarded;
 
 pub use estimate::{estimate_peak, Estimate};
+pub use guarded::{guard, run_guarded};
 
 use std::fmt;
 

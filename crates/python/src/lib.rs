@@ -1,0 +1,570 @@
+//! The Python binding of foliosim: the extension module `foliosim._native`
+//! that the `foliosim` package (`python/foliosim/`) wraps.
+//!
+//! It runs scenarios on the simulator exactly as `foliosim run` does
+//! (overrides, `arch`, `seed`, the cost profile, the panic guard) and
+//! hands results to Python as [`PyReport`] objects. Everything slow runs
+//! with the interpreter's lock released, so Python threads (a Dask
+//! worker's) simulate in parallel. Errors are Python exceptions: a
+//! scenario that does not exist is `FileNotFoundError`, a bad scenario,
+//! key, value or profile `ValueError` (its message names the file, line,
+//! column and field), a run the model stops or refuses (unsupported, a
+//! modelled SIGBUS, a panic in the model) `foliosim.SimulationError`.
+
+#![forbid(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+
+use foliosim_report::{Override, Provenance, Report};
+use foliosim_scenario::{Arch, ScenarioError, SET_FILE};
+use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+pyo3::create_exception!(
+    foliosim,
+    SimulationError,
+    PyRuntimeError,
+    "A run the model stopped or refused: an unsupported feature, a modelled \
+     outcome that ends the process (SIGBUS, OOM), a memory estimate over the \
+     limit, or an internal error of the model."
+);
+
+/// Why a run failed, before it becomes a Python exception (the work runs
+/// without the interpreter's lock, where no exception can be made).
+#[derive(Debug, PartialEq)]
+enum Failure {
+    /// The scenario file does not exist.
+    NotFound(String),
+    /// Another I/O error reading it.
+    Io(String),
+    /// Bad input: the scenario, an override, the profile.
+    Invalid(String),
+    /// The simulation stopped or was refused.
+    Sim(String),
+}
+
+impl From<Failure> for PyErr {
+    fn from(f: Failure) -> PyErr {
+        match f {
+            Failure::NotFound(m) => PyFileNotFoundError::new_err(m),
+            Failure::Io(m) => PyOSError::new_err(m),
+            Failure::Invalid(m) => PyValueError::new_err(m),
+            Failure::Sim(m) => SimulationError::new_err(m),
+        }
+    }
+}
+
+/// A scenario error as the Python caller wrote it: an override is the
+/// `set` argument's entry, not a `--set` option.
+fn scenario_failure(path: &Path, e: ScenarioError) -> Failure {
+    if e.file == SET_FILE {
+        return Failure::Invalid(format!("set {}: {}", e.field, e.message));
+    }
+    if e.line == 0 {
+        // Reading failed (load() reports I/O errors at line 0).
+        return match std::fs::metadata(path) {
+            Err(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                Failure::NotFound(e.to_string())
+            }
+            Err(_) => Failure::Io(e.to_string()),
+            Ok(m) if m.is_dir() => Failure::Io(e.to_string()),
+            Ok(_) => Failure::Invalid(e.to_string()),
+        };
+    }
+    Failure::Invalid(e.to_string())
+}
+
+/// An override value as the scenario language reads it: strings as they
+/// are, `True`/`False` as `true`/`false`, numbers in decimal. `arg` names
+/// the argument it came from (`set`, `grid`) in errors.
+fn override_value(arg: &str, key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_cow()?.into_owned());
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(if b.is_true() { "true" } else { "false" }.to_owned());
+    }
+    if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+        return Ok(v.str()?.to_cow()?.into_owned());
+    }
+    Err(PyValueError::new_err(format!(
+        "{arg} {key}: expected a string, a number or a bool, not {}",
+        v.get_type().name()?
+    )))
+}
+
+/// The `set` argument as (key, value) pairs in order: a mapping
+/// `{key: value}`, or an iterable of `"KEY=VALUE"` strings (as `--set`).
+fn overrides_of(set: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let Some(set) = set else { return Ok(out) };
+    if let Ok(d) = set.cast::<PyDict>() {
+        for (k, v) in d.iter() {
+            let key: String = k
+                .extract()
+                .map_err(|_| PyValueError::new_err("set: keys must be strings"))?;
+            let value = override_value("set", &key, &v)?;
+            out.push((key.trim().to_owned(), value.trim().to_owned()));
+        }
+        return Ok(out);
+    }
+    if set.is_instance_of::<PyString>() {
+        return Err(PyValueError::new_err(
+            "set: expected a dict {key: value} or a list of \"KEY=VALUE\" strings, not a string",
+        ));
+    }
+    for item in set.try_iter()? {
+        let item = item?;
+        let s: String = item.extract().map_err(|_| {
+            PyValueError::new_err("set: expected a dict {key: value} or \"KEY=VALUE\" strings")
+        })?;
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| PyValueError::new_err(format!("set {s}: expected KEY=VALUE")))?;
+        out.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    Ok(out)
+}
+
+/// Every override of a run: `set`, then `arch` and `seed` (which win, as
+/// on the command line); and how many came from `set`.
+fn all_overrides(
+    set: Option<&Bound<'_, PyAny>>,
+    arch: Option<&str>,
+    seed: Option<u64>,
+) -> PyResult<(Vec<(String, String)>, usize)> {
+    let mut ov = overrides_of(set)?;
+    let n_set = ov.len();
+    if let Some(a) = arch {
+        let arch = Arch::from_name(a).ok_or_else(|| {
+            let names: Vec<&str> = Arch::ALL.iter().map(|a| a.as_str()).collect();
+            PyValueError::new_err(format!("arch {a:?}: expected one of {}", names.join(", ")))
+        })?;
+        ov.push(("arch".into(), arch.as_str().into()));
+    }
+    if let Some(s) = seed {
+        ov.push(("seed".into(), s.to_string()));
+    }
+    Ok((ov, n_set))
+}
+
+/// The provenance of a run from Python: the overrides as the command
+/// line would give them (`set` as `--set`, `arch` as `--arch`, `seed` as
+/// `--seed`), so `foliosim run` can repeat it.
+fn provenance(path: &Path, overrides: &[(String, String)], n_set: usize, seed: u64) -> Provenance {
+    let overrides = overrides
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| Override {
+            option: match k.as_str() {
+                "arch" | "seed" if i >= n_set => format!("--{k}"),
+                _ => "--set".into(),
+            },
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect();
+    Provenance {
+        foliosim: foliosim_report::VERSION.into(),
+        scenario_path: path.display().to_string(),
+        seed,
+        overrides,
+        kernel: None,
+    }
+}
+
+/// Load and simulate one scenario, add modelled time and the run's
+/// provenance; no Python here. `overrides[..n_set]` came from `set`.
+fn simulate(
+    path: &Path,
+    overrides: &[(String, String)],
+    n_set: usize,
+    profile: Option<&str>,
+    opts: foliosim_sim::RunOptions,
+) -> Result<Report, Failure> {
+    let sc = foliosim_scenario::load(path, overrides).map_err(|e| scenario_failure(path, e))?;
+    let mut report = foliosim_sim::run_guarded(&sc, opts).map_err(|e| {
+        // Errors that point into the file start with its path already.
+        let p = path.display().to_string();
+        Failure::Sim(if e.starts_with(&format!("{p}:")) {
+            e
+        } else {
+            format!("{p}: {e}")
+        })
+    })?;
+    foliosim_cost::add_time(&mut report, profile).map_err(Failure::Invalid)?;
+    report.provenance = Some(provenance(path, overrides, n_set, sc.seed));
+    Ok(report)
+}
+
+/// The result of one run: phases with counters, folio histograms and
+/// modelled time (see `foliosim.Report` for the Python face).
+#[pyclass(frozen, module = "foliosim._native", name = "NativeReport")]
+struct PyReport {
+    inner: Report,
+}
+
+#[pymethods]
+impl PyReport {
+    /// The scenario's name.
+    #[getter]
+    fn scenario(&self) -> &str {
+        &self.inner.scenario
+    }
+
+    /// The simulated architecture (`x86_64`, `arm64`).
+    #[getter]
+    fn arch(&self) -> &str {
+        &self.inner.arch
+    }
+
+    /// The engine that produced the report (`sim`).
+    #[getter]
+    fn engine(&self) -> &str {
+        &self.inner.engine
+    }
+
+    /// The machine and kernel settings of the run, `{knob: value}`.
+    #[getter]
+    fn system(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.system.clone()
+    }
+
+    /// The names of the measured phases, in order.
+    #[getter]
+    fn phases(&self) -> Vec<String> {
+        self.inner.phases.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// Whether every judged `[[expect]]` of the scenario held.
+    #[getter]
+    fn expectations_ok(&self) -> bool {
+        self.inner.expectations_ok()
+    }
+
+    /// One value of a phase by its tidy name: a counter (`pgfault`,
+    /// `hugepages-64kB/anon_fault_alloc`, `sim/set_ptes`), a folio cell
+    /// `folios/<region>/<bucket>` (0 for a bucket the region does not
+    /// have), `modelled_ns` or `modelled_ns/<counter>`, or
+    /// `pagemap/<step>/<index>`. KeyError when the phase or name is absent
+    /// (as `tlb:tlb_flush` is on arm64).
+    fn value(&self, phase: &str, name: &str) -> PyResult<i128> {
+        let p = self
+            .inner
+            .phases
+            .iter()
+            .find(|p| p.name == phase)
+            .ok_or_else(|| {
+                PyKeyError::new_err(format!(
+                    "no phase {phase:?} (phases: {})",
+                    self.phases().join(", ")
+                ))
+            })?;
+        if let Some(v) = p.counters.get(name) {
+            return Ok(i128::from(*v));
+        }
+        if let Some((region, bucket)) = name.strip_prefix("folios/").and_then(|r| r.split_once('/'))
+        {
+            if let Some(h) = p.folios.get(region) {
+                return Ok(i128::from(h.get(bucket).copied().unwrap_or(0)));
+            }
+        }
+        self.inner
+            .tidy_rows()
+            .into_iter()
+            .find(|r| r.phase == phase && r.name == name)
+            .map(|r| r.value)
+            .ok_or_else(|| PyKeyError::new_err(format!("phase {phase:?} has no value {name:?}")))
+    }
+
+    /// The report as JSON text (the shape of `foliosim run --format json`).
+    fn to_json(&self) -> String {
+        serde_json::to_string(&self.inner.to_json_value()).expect("a report serialises")
+    }
+
+    /// Every value as tidy columns, `{column: [values]}`: scenario, arch,
+    /// engine, phase, kind, name, value (`Report::tidy_rows`).
+    fn tidy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.inner.tidy_rows();
+        let n = rows.len();
+        let r = &self.inner;
+        let d = PyDict::new(py);
+        d.set_item("scenario", vec![r.scenario.as_str(); n])?;
+        d.set_item("arch", vec![r.arch.as_str(); n])?;
+        d.set_item("engine", vec![r.engine.as_str(); n])?;
+        d.set_item("phase", rows.iter().map(|t| t.phase).collect::<Vec<_>>())?;
+        d.set_item(
+            "kind",
+            rows.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>(),
+        )?;
+        d.set_item(
+            "name",
+            rows.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        )?;
+        d.set_item("value", rows.iter().map(|t| t.value).collect::<Vec<_>>())?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<foliosim report {} arch={} engine={} phases={:?}>",
+            self.inner.scenario,
+            self.inner.arch,
+            self.inner.engine,
+            self.phases()
+        )
+    }
+}
+
+/// Simulate the scenario at `path`. `set`: overrides, `{key: value}` or
+/// `["KEY=VALUE", ...]` (as `--set`); `arch`, `seed` and `profile` as the
+/// command line's options; `check` runs the invariant checker after every
+/// step; `max_memory` refuses a simulation whose estimated memory exceeds
+/// it (bytes).
+#[pyfunction]
+#[pyo3(signature = (path, arch=None, set=None, seed=None, profile=None, check=false, max_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    path: PathBuf,
+    arch: Option<&str>,
+    set: Option<&Bound<'_, PyAny>>,
+    seed: Option<u64>,
+    profile: Option<&str>,
+    check: bool,
+    max_memory: Option<u64>,
+) -> PyResult<PyReport> {
+    let (ov, n_set) = all_overrides(set, arch, seed)?;
+    let opts = foliosim_sim::RunOptions { check, max_memory };
+    let profile = profile.map(str::to_owned);
+    let inner = py.detach(|| simulate(&path, &ov, n_set, profile.as_deref(), opts))?;
+    Ok(PyReport { inner })
+}
+
+/// A grid's values from Python: a string in the `--grid` syntax
+/// (`"4096<<[0..4]"`, `"64K,2M"`), or a list whose strings are single
+/// values or ranges and whose numbers and bools are values.
+fn grid_values(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let bad = |e: String| PyValueError::new_err(format!("grid {key}: {e}"));
+    if let Ok(s) = v.cast::<PyString>() {
+        return foliosim_explore::grid::parse_values(&s.to_cow()?).map_err(bad);
+    }
+    let mut out = Vec::new();
+    for item in v.try_iter().map_err(|_| {
+        PyValueError::new_err(format!(
+            "grid {key}: expected a list of values or a string like \"4096<<[0..4]\""
+        ))
+    })? {
+        let item = item?;
+        match item.cast::<PyString>() {
+            Ok(s) => out.extend(foliosim_explore::grid::parse_item(&s.to_cow()?).map_err(bad)?),
+            Err(_) => out.push(override_value("grid", key, &item)?),
+        }
+    }
+    Ok(out)
+}
+
+/// A point as Python holds it (and Dask ships it): (index, scenario file,
+/// scenario name, arch, grid coordinates, overrides).
+type PointTuple = (
+    usize,
+    PathBuf,
+    String,
+    String,
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+);
+
+fn point_tuple(p: foliosim_explore::Point) -> PointTuple {
+    (p.index, p.scenario, p.name, p.arch, p.grid, p.overrides)
+}
+
+fn point_of(t: PointTuple) -> foliosim_explore::Point {
+    let (index, scenario, name, arch, grid, overrides) = t;
+    foliosim_explore::Point {
+        index,
+        scenario,
+        name,
+        arch,
+        grid,
+        overrides,
+    }
+}
+
+/// Expand a sweep into its points (foliosim_explore::expand): every
+/// scenario × the grid (`zip`: the keys advance together), with `set`,
+/// `arch` and `seed` as every point's base overrides. Returns the grid's
+/// keys (in order) and the points. Every point's scenario is loaded, so a
+/// bad key or value is an error before anything runs.
+#[pyfunction]
+#[pyo3(signature = (scenarios, grid, zip=false, arch=None, set=None, seed=None, allow_large=false))]
+#[allow(clippy::too_many_arguments)]
+fn expand(
+    py: Python<'_>,
+    scenarios: Vec<PathBuf>,
+    grid: &Bound<'_, PyDict>,
+    zip: bool,
+    arch: Option<&str>,
+    set: Option<&Bound<'_, PyAny>>,
+    seed: Option<u64>,
+    allow_large: bool,
+) -> PyResult<(Vec<String>, Vec<PointTuple>)> {
+    use foliosim_explore::{Dim, Setting, Source};
+    for path in &scenarios {
+        if let Err(e) = std::fs::metadata(path) {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return Err(PyFileNotFoundError::new_err(format!(
+                    "{}: cannot read the scenario: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let mut spec = foliosim_explore::SweepSpec::new(scenarios);
+    spec.allow_large = allow_large;
+    for (key, value) in all_overrides(set, arch, seed)?.0 {
+        let source = match key.as_str() {
+            "arch" => Source::ArchArg,
+            _ => Source::SetArg(format!("{key}={value}")),
+        };
+        spec.base.push(Setting { key, value, source });
+    }
+    let mut dims = Vec::new();
+    for (k, v) in grid.iter() {
+        let key: String = k
+            .extract()
+            .map_err(|_| PyValueError::new_err("grid: keys must be strings"))?;
+        let values = grid_values(&key, &v)?;
+        let source = Source::GridArg(format!("{key}={}", values.join(",")));
+        dims.push(Dim {
+            key,
+            values,
+            source,
+        });
+    }
+    spec.grid.add(dims, zip);
+    let keys = spec.grid.keys();
+    let points = py.detach(|| foliosim_explore::expand(&spec)).map_err(|e| {
+        // Messages blame the argument as the command line spells it.
+        let e = match e.strip_prefix("--") {
+            Some(rest) if rest.starts_with("grid ") || rest.starts_with("set ") => rest.to_owned(),
+            _ => e,
+        };
+        PyValueError::new_err(e)
+    })?;
+    Ok((keys, points.into_iter().map(point_tuple).collect()))
+}
+
+/// Simulate `points` (from [`expand`]) on `jobs` threads (None: every
+/// core) and return their tidy table as (columns, {column: [values]}):
+/// `point, <grid keys but arch>, scenario, arch, engine, phase, kind,
+/// name, value, error`. A failed point is one row with its error and
+/// no phase, kind, name (empty) or value (None).
+#[pyfunction]
+#[pyo3(signature = (points, grid_keys, jobs=None, profile=None, check=false, max_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_points<'py>(
+    py: Python<'py>,
+    points: Vec<PointTuple>,
+    grid_keys: Vec<String>,
+    jobs: Option<usize>,
+    profile: Option<String>,
+    check: bool,
+    max_memory: Option<u64>,
+) -> PyResult<(Vec<String>, Bound<'py, PyDict>)> {
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs: expected at least 1"));
+    }
+    let points: Vec<foliosim_explore::Point> = points.into_iter().map(point_of).collect();
+    let engine = foliosim_explore::Engine::Sim(foliosim_explore::SimOptions {
+        check,
+        profile,
+        max_memory,
+    });
+    let opts = foliosim_explore::SweepOptions {
+        jobs,
+        progress: false,
+    };
+    let table = py.detach(|| {
+        let results = foliosim_explore::sweep(&points, &engine, &opts);
+        foliosim_explore::Table::from_results(&grid_keys, &results)
+    });
+    let columns = table.columns();
+    let rows = &table.rows;
+    let d = PyDict::new(py);
+    d.set_item("point", rows.iter().map(|r| r.point).collect::<Vec<_>>())?;
+    for (i, c) in table.grid_columns.iter().enumerate() {
+        d.set_item(
+            c,
+            rows.iter().map(|r| r.grid[i].as_str()).collect::<Vec<_>>(),
+        )?;
+    }
+    let text = |f: fn(&foliosim_explore::Row) -> &str| rows.iter().map(f).collect::<Vec<_>>();
+    d.set_item("scenario", text(|r| &r.scenario))?;
+    d.set_item("arch", text(|r| &r.arch))?;
+    d.set_item("engine", text(|r| &r.engine))?;
+    d.set_item("phase", text(|r| &r.phase))?;
+    d.set_item("kind", text(|r| &r.kind))?;
+    d.set_item("name", text(|r| &r.name))?;
+    d.set_item("value", rows.iter().map(|r| r.value).collect::<Vec<_>>())?;
+    d.set_item("error", text(|r| &r.error))?;
+    Ok((columns, d))
+}
+
+/// A panic raised inside the guard that protects every run, for the tests
+/// to check that a panic in the model becomes `SimulationError` and the
+/// interpreter goes on.
+#[pyfunction]
+fn _panic_in_guard(py: Python<'_>, message: String) -> PyResult<()> {
+    py.detach(|| foliosim_sim::guard::<()>(|| panic!("{message}")))
+        .map_err(|e| Failure::Sim(e).into())
+}
+
+/// The extension module `foliosim._native`.
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyReport>()?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(expand, m)?)?;
+    m.add_function(wrap_pyfunction!(run_points, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_in_guard, m)?)?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add(
+        "ARCHS",
+        Arch::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_scenario_is_not_found() {
+        let p = Path::new("/nonexistent/foliosim.toml");
+        let f = simulate(p, &[], 0, None, Default::default()).unwrap_err();
+        match f {
+            Failure::NotFound(m) => assert!(m.starts_with("/nonexistent/foliosim.toml:"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_override_names_the_key_as_python_wrote_it() {
+        let p = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/seed003/anon-scan.toml"
+        ));
+        let ov = [("fault_around_bytes".to_owned(), "lots".to_owned())];
+        match simulate(p, &ov, 1, None, Default::default()).unwrap_err() {
+            Failure::Invalid(m) => {
+                assert!(m.starts_with("set fault_around_bytes=lots: "), "{m}");
+                assert!(m.contains("expected a size"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
