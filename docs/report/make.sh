@@ -24,6 +24,11 @@ mthp=(--set transparent_hugepage.hugepages-64kB.enabled=always)
     --grid step.1.size=16M,32M,64M,128M,256M --grid series.batch_anon_unmap=0,1 \
     -o "$tmp/sweep.csv"
 
+# The 72-point seed 000 sweep of docs/benchmarks.md, as a picture.
+"$F" sweep --file sweeps/seed000-pageout.toml -q -o "$tmp/seed000.arrow"
+"$F" plot "$tmp/seed000.arrow" --y modelled_ns --x folio_size --phase measured \
+    -o $out/seed000-sweep.svg
+
 "$F" run $out/mixed.toml --arch arm64 --format json -o "$tmp/mixed.json"
 "$F" plot --map "$tmp/mixed.json" --phase end --region buf -o $out/map-mixed.png
 "$F" plot --map "$tmp/mixed.json" --phase end --region thp -o $out/map-thp.png

@@ -493,6 +493,33 @@ fn in_file(label: &str, e: String) -> String {
     }
 }
 
+/// Run one scenario in a guest: the scenario as the guest ran it (the
+/// overrides the kernel's release implies), its report with the
+/// expectations judged (unless --no-expect), and the kernel's name and
+/// release.
+fn run_in_vm(
+    c: &Common,
+    src: &foliosim_scenario::Source,
+    ov: &[(String, String)],
+    opts: &foliosim_vm::VmOptions,
+) -> Result<(foliosim_scenario::Scenario, Report, (String, String)), String> {
+    let run = foliosim_vm::run_source(src, ov, opts)?;
+    foliosim_uapi::note!(
+        "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
+        src.label,
+        run.kernel.name,
+        run.release,
+        run.accel,
+        run.seconds
+    );
+    let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
+    let mut r = run.report;
+    if !c.no_expect {
+        r.evaluate(&sc.expects);
+    }
+    Ok((sc, r, (run.kernel.name, run.release)))
+}
+
 /// Run one scenario on `engine`; the report carries its provenance.
 fn run_one(
     c: &Common,
@@ -501,22 +528,8 @@ fn run_one(
     src: &foliosim_scenario::Source,
 ) -> Result<Report, String> {
     if let Engine::Vm(opts) = engine {
-        let run = foliosim_vm::run_source(src, ov, opts)?;
-        foliosim_uapi::note!(
-            "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
-            src.label,
-            run.kernel.name,
-            run.release,
-            run.accel,
-            run.seconds
-        );
-        let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
-        let mut r = run.report;
-        if !c.no_expect {
-            r.evaluate(&sc.expects);
-        }
-        let kernel = Some((run.kernel.name.clone(), run.release.clone()));
-        r.provenance = Some(inputs::provenance(c, src, sc.seed, kernel));
+        let (sc, mut r, kernel) = run_in_vm(c, src, ov, opts)?;
+        r.provenance = Some(inputs::provenance(c, src, sc.seed, Some(kernel)));
         return Ok(r);
     }
     let mut sc = src.parse(ov).map_err(|e| e.to_string())?;
@@ -663,24 +676,11 @@ fn compare_one(
             (sc, native, None)
         }
         Some(opts) => {
-            let run = foliosim_vm::run_source(src, ov, opts)?;
-            foliosim_uapi::note!(
-                "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
-                src.label,
-                run.kernel.name,
-                run.release,
-                run.accel,
-                run.seconds
-            );
-            let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
             // The guest ran exactly the scenario's settings (its THP
             // knobs, readahead and fault-around written from it), so
             // the model runs them too: no host defaults to merge.
-            let mut r = run.report;
-            if !c.no_expect {
-                r.evaluate(&sc.expects);
-            }
-            (sc, r, Some((run.kernel.name.clone(), run.release.clone())))
+            let (sc, r, kernel) = run_in_vm(c, src, ov, opts)?;
+            (sc, r, Some(kernel))
         }
     };
     if c.no_expect {

@@ -60,9 +60,12 @@ fn write_unblocked(path: &Path, text: &[u8], inputs: &[PathBuf]) -> io::Result<(
     let name = path
         .file_name()
         .map_or_else(|| "out".to_string(), |n| n.to_string_lossy().into_owned());
+    // A new file gets the mode any program's new file gets (0666 less the
+    // umask, applied by open(2)), not the temporary file's 0600.
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".foliosim-tmp")
+        .permissions(fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
     tmp.write_all(text)?;
     if let Some(m) = &meta {
@@ -86,6 +89,18 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn new_files_get_the_umask_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        // What File::create (open(2) with 0666) gives under this umask.
+        let probe = dir.path().join("probe");
+        fs::File::create(&probe).unwrap();
+        let want = fs::metadata(&probe).unwrap().mode() & 0o777;
+        let out = dir.path().join("new.txt");
+        write_output(&out, b"x\n", &[]).unwrap();
+        assert_eq!(fs::metadata(&out).unwrap().mode() & 0o777, want);
     }
 
     #[test]

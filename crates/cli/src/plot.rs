@@ -106,18 +106,20 @@ enum Input {
 }
 
 /// Read an input of `report`: a JSON document is reports; anything else
-/// (CSV, JSON lines) a sweep table.
+/// (CSV, JSON lines, Arrow IPC) a sweep table.
 fn read_input(path: &Path) -> Result<Input, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t = text.trim_start();
-    if t.starts_with('[') || t.starts_with('{') {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-            if v.is_array() || v.get("phases").is_some() || v.get("reports").is_some() {
-                return reports_in(path, &v).map(Input::Reports);
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        let t = text.trim_start();
+        if t.starts_with('[') || t.starts_with('{') {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+                if v.is_array() || v.get("phases").is_some() || v.get("reports").is_some() {
+                    return reports_in(path, &v).map(Input::Reports);
+                }
             }
         }
     }
-    Sweep::parse(&path.display().to_string(), &text).map(Input::Sweep)
+    Sweep::load(path).map(Input::Sweep)
 }
 
 fn write(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), String> {

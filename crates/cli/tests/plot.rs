@@ -305,7 +305,7 @@ fn sweep_plots_and_the_report() {
             "-o",
             out.to_str().unwrap(),
         ],
-        "broken.csv:3: column `value`: expected a number, found \"12x\"",
+        "broken.csv: line 3: `value` \"12x\" is not an integer",
         &out,
     );
 }

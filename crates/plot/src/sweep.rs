@@ -6,12 +6,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
-/// The columns after the grid keys, in order.
-pub const TAIL: [&str; 8] = [
-    "scenario", "arch", "engine", "phase", "kind", "name", "value", "error",
-];
+use foliosim_explore::{Table, TableFormat};
 
 /// One row: one value of one grid point.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,20 +38,53 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Read a sweep file, CSV or JSON lines (told apart by the first
-    /// character that is not white space: `{` starts JSON lines).
+    /// Read a sweep file in any format `foliosim sweep` writes (CSV, JSON
+    /// lines, Arrow IPC; told apart by content), through the sweep's own
+    /// reader (`foliosim_explore::Table`).
     pub fn load(path: &Path) -> Result<Sweep, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Sweep::parse(&path.display().to_string(), &text)
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Sweep::decode(&path.display().to_string(), &bytes)
     }
 
     /// [`Sweep::load`] of `text`, naming `file` in errors.
     pub fn parse(file: &str, text: &str) -> Result<Sweep, String> {
-        if text.trim_start().starts_with('{') {
-            parse_jsonl(file, text)
-        } else {
-            parse_csv(file, text)
+        Sweep::decode(file, text.as_bytes())
+    }
+
+    fn decode(file: &str, bytes: &[u8]) -> Result<Sweep, String> {
+        let format = TableFormat::sniff(bytes.trim_ascii_start());
+        let table = Table::decode(bytes, format).map_err(|e| format!("{file}: {e}"))?;
+        // The row's line in the file: CSV has a header line first.
+        let first = match format {
+            TableFormat::Csv => 2,
+            TableFormat::Jsonl | TableFormat::Arrow => 1,
+        };
+        let mut rows = Vec::with_capacity(table.rows.len());
+        for (i, r) in table.rows.into_iter().enumerate() {
+            let line = first + i as u64;
+            if r.value.is_none() && r.error.is_empty() {
+                return Err(format!(
+                    "{file}:{line}: column `value`: empty, and the row has no error"
+                ));
+            }
+            rows.push(SweepRow {
+                point: r.point,
+                grid: r.grid,
+                scenario: r.scenario,
+                arch: r.arch,
+                engine: r.engine,
+                phase: r.phase,
+                kind: r.kind,
+                name: r.name,
+                value: r.value.map(|v| v as f64),
+                error: r.error,
+                line,
+            });
         }
+        Ok(Sweep {
+            keys: table.grid_columns,
+            rows,
+        })
     }
 
     /// The distinct values of grid key `k` in order of first appearance.
@@ -76,143 +104,6 @@ impl Sweep {
             self.rows.iter().map(|r| r.name.as_str()).collect();
         set.into_iter().collect()
     }
-}
-
-/// The grid keys of a header, checking the fixed columns.
-fn keys_of(file: &str, line: u64, cols: &[String]) -> Result<Vec<String>, String> {
-    let bad = |what: String| format!("{file}:{line}: {what}");
-    if cols.first().map(String::as_str) != Some("point") {
-        return Err(bad(
-            "the first column is not `point` (a sweep table starts `point,<grid keys>,scenario,...`)"
-                .into(),
-        ));
-    }
-    if cols.len() < 1 + TAIL.len() || cols[cols.len() - TAIL.len()..] != TAIL {
-        return Err(bad(format!(
-            "the last columns are not `{}`",
-            TAIL.join(",")
-        )));
-    }
-    Ok(cols[1..cols.len() - TAIL.len()].to_vec())
-}
-
-/// A row from its cells (the header's order), checking the numbers.
-fn row(file: &str, line: u64, nkeys: usize, cells: Vec<String>) -> Result<SweepRow, String> {
-    let at = |col: &str, what: String| format!("{file}:{line}: column `{col}`: {what}");
-    let point = cells[0].trim().parse::<u64>().map_err(|_| {
-        at(
-            "point",
-            format!("expected a point number, found {:?}", cells[0]),
-        )
-    })?;
-    let tail = &cells[1 + nkeys..];
-    let value = match tail[6].trim() {
-        "" => None,
-        v => Some(
-            v.parse::<f64>()
-                .map_err(|_| at("value", format!("expected a number, found {v:?}")))?,
-        ),
-    };
-    let error = tail[7].clone();
-    if value.is_none() && error.is_empty() {
-        return Err(at("value", "empty, and the row has no error".into()));
-    }
-    Ok(SweepRow {
-        point,
-        grid: cells[1..1 + nkeys].to_vec(),
-        scenario: tail[0].clone(),
-        arch: tail[1].clone(),
-        engine: tail[2].clone(),
-        phase: tail[3].clone(),
-        kind: tail[4].clone(),
-        name: tail[5].clone(),
-        value,
-        error,
-        line,
-    })
-}
-
-fn parse_csv(file: &str, text: &str) -> Result<Sweep, String> {
-    let mut rd = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let mut records = rd.records();
-    let header = match records.next() {
-        None => return Err(format!("{file}: empty; a sweep table has a header row")),
-        Some(h) => h.map_err(|e| format!("{file}: {e}"))?,
-    };
-    let cols: Vec<String> = header.iter().map(|c| c.trim().to_string()).collect();
-    let keys = keys_of(file, 1, &cols)?;
-    let mut rows = Vec::new();
-    for rec in records {
-        let rec = rec.map_err(|e| format!("{file}: {e}"))?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.len() != cols.len() {
-            return Err(format!(
-                "{file}:{line}: {} cells, the header has {}",
-                rec.len(),
-                cols.len()
-            ));
-        }
-        rows.push(row(
-            file,
-            line,
-            keys.len(),
-            rec.iter().map(str::to_string).collect(),
-        )?);
-    }
-    Ok(Sweep { keys, rows })
-}
-
-fn parse_jsonl(file: &str, text: &str) -> Result<Sweep, String> {
-    let mut keys: Option<Vec<String>> = None;
-    let mut rows = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        let line = i as u64 + 1;
-        if l.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| format!("{file}:{line}: not JSON: {e}"))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| format!("{file}:{line}: a row is a JSON object"))?;
-        let cols: Vec<String> = obj.keys().cloned().collect();
-        let ks = match &keys {
-            Some(k) => {
-                if cols.len() != k.len() + 1 + TAIL.len()
-                    || cols[1..1 + k.len()] != k[..]
-                    || keys_of(file, line, &cols).is_err()
-                {
-                    return Err(format!(
-                        "{file}:{line}: the keys differ from the first row's (point, {}, {})",
-                        k.join(", "),
-                        TAIL.join(", ")
-                    ));
-                }
-                k.clone()
-            }
-            None => {
-                let k = keys_of(file, line, &cols)?;
-                keys = Some(k.clone());
-                k
-            }
-        };
-        let cells: Vec<String> = obj
-            .values()
-            .map(|v| match v {
-                Value::Null => String::new(),
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect();
-        rows.push(row(file, line, ks.len(), cells)?);
-    }
-    Ok(Sweep {
-        keys: keys.ok_or_else(|| format!("{file}: no rows"))?,
-        rows,
-    })
 }
 
 #[cfg(test)]
@@ -250,12 +141,12 @@ mod tests {
     fn errors_name_file_line_and_column() {
         let bad = CSV.replace(",1,\n", ",one,\n");
         let e = Sweep::parse("s.csv", &bad).unwrap_err();
-        assert!(e.starts_with("s.csv:3: column `value`"), "{e}");
+        assert!(e.starts_with("s.csv: line 3: `value`"), "{e}");
         let e = Sweep::parse("s.csv", "x,y\n").unwrap_err();
-        assert!(e.contains("s.csv:1") && e.contains("point"), "{e}");
+        assert!(e.starts_with("s.csv: ") && e.contains("point"), "{e}");
         let e = Sweep::parse("s.csv", &CSV.replace(",error\n", "\n")).unwrap_err();
-        assert!(e.contains("last columns"), "{e}");
+        assert!(e.contains("not a sweep table"), "{e}");
         let e = Sweep::parse("s.jsonl", "{\"point\":0}\n{").unwrap_err();
-        assert!(e.starts_with("s.jsonl:1"), "{e}");
+        assert!(e.starts_with("s.jsonl: "), "{e}");
     }
 }

@@ -243,14 +243,19 @@ impl<A: Arch> Kernel<A> {
     /// left and is freed. A swap-cache folio keeps the cache's reference.
     /// Page-cache folios stay cached.
     pub fn folio_put_if_unused(&mut self, folio: Pfn) {
-        if self.mem.folio_test_anon(folio)
+        if self.anon_folio_unreferenced(folio) {
+            self.folio_free(folio);
+        }
+    }
+
+    /// An anon folio that nothing maps and the swap cache does not hold:
+    /// the caller's reference is its last one.
+    pub(crate) fn anon_folio_unreferenced(&self, folio: Pfn) -> bool {
+        self.mem.folio_test_anon(folio)
             && !self.mem.folio_mapped(folio)
             && !self
                 .mem
                 .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
-        {
-            self.folio_free(folio);
-        }
     }
 
     /// `try_to_map_unused_to_zeropage()` for the order-0 anon folio `page`

@@ -53,12 +53,7 @@ impl<A: Arch> Kernel<A> {
         // The isolation held the last reference of an anon folio that
         // nothing maps and the swap cache does not hold (a zero-filled page
         // a split mapped to the zero page): `folio_put()` frees it.
-        if self.mem.folio_test_anon(folio)
-            && !self.mem.folio_mapped(folio)
-            && !self
-                .mem
-                .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
-        {
+        if self.anon_folio_unreferenced(folio) {
             self.folio_free(folio);
             return;
         }
