@@ -34,6 +34,7 @@ fn anon_64k_mthp_faults_once_per_folio() {
     if skip_unless_root("anon_64k_mthp_faults_once_per_folio") {
         return;
     }
+    defragment_host();
     let before = quiet(thp_knobs);
     let dir = TempDir::new("anon");
     let opts = NativeOptions {
@@ -82,6 +83,7 @@ fn untraced_run_counts_no_tracepoints_but_the_same_faults() {
     if skip_unless_root("untraced_run_counts_no_tracepoints_but_the_same_faults") {
         return;
     }
+    defragment_host();
     let dir = TempDir::new("untraced");
     let opts = NativeOptions {
         workdir: dir.0.clone(),

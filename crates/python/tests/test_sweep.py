@@ -183,3 +183,50 @@ def test_dask_module_loads_on_first_use():
     assert out.stdout.strip() == "foliosim.dask"
     with pytest.raises(AttributeError):
         foliosim.no_such_thing
+
+
+def _cli():
+    """The foliosim binary of this checkout (cargo test builds the debug
+    one), or None."""
+    from conftest import REPO
+
+    for profile in ("release", "debug"):
+        exe = REPO / "target" / profile / "foliosim"
+        if exe.exists():
+            return exe
+    return None
+
+
+def test_dask_sweep_of_seed000_equals_the_cli(tmp_path, dask_client):
+    """The 72-point seed-000 sweep (sweeps/seed000-pageout.toml) through
+    foliosim.dask.sweep is the table `foliosim sweep` writes, row for row."""
+    import subprocess
+
+    import pandas
+    import pandas.testing
+
+    import foliosim.dask
+    from conftest import REPO
+
+    exe = _cli()
+    if exe is None:
+        pytest.skip("no foliosim binary in target/ (cargo build first)")
+    out = tmp_path / "cli.csv"
+    subprocess.run(
+        [exe, "sweep", "--file", REPO / "sweeps" / "seed000-pageout.toml", "-q", "-o", out],
+        check=True,
+    )
+    cli = pandas.read_csv(out, dtype=str, keep_default_na=False)
+    grid = {
+        "arch": ["x86_64", "arm64"],
+        "series.batch_anon_unmap": [0, 1],
+        "folio_size": ["4K", "16K", "64K", "256K", "1M", "2M"],
+        "swap.0.kind": ["file", "block", "zram"],
+    }
+    df = foliosim.dask.sweep(
+        REPO / "scenarios" / "seed000" / "pageout-256m.toml", grid=grid, client=dask_client
+    )
+    assert len(df) == len(cli) and df["point"].nunique() == 72
+    as_text = df.astype(str).replace({"<NA>": "", "nan": "", "None": ""})
+    assert list(as_text.columns) == list(cli.columns)
+    pandas.testing.assert_frame_equal(as_text.reset_index(drop=True), cli)
