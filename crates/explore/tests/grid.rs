@@ -261,3 +261,28 @@ memory = ["256M", "512M"]
     assert!(e.starts_with(&format!("{}:15", file.display())), "{e}");
     assert!(e.contains("unknown key"), "{e}");
 }
+
+/// The sweep files in docs/scenarios.md parse and expand to the points
+/// their comments count: 2 arches × 2 switch values × 6 sizes × 3 swap
+/// kinds = 72, and 2 arches × 3 zipped (memory, size) pairs = 6. Their
+/// scenario paths are relative to a sweep file in sweeps/.
+#[test]
+fn sweep_files_in_the_language_reference_expand() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/scenarios.md")).unwrap();
+    let files: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .filter(|b| b.lines().any(|l| l.starts_with("scenarios =")))
+        .collect();
+    let counts: Vec<usize> = files
+        .iter()
+        .map(|text| {
+            let spec = parse_sweep_str(&root.join("sweeps/doc.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            expand(&spec).unwrap_or_else(|e| panic!("{e}")).len()
+        })
+        .collect();
+    assert_eq!(counts, [72, 6]);
+}
