@@ -209,7 +209,7 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
 
 /// The measurements as JSON, so that `--from-runs` can refit them.
 /// `traced`: whether the timing runs counted tracepoints (runs before
-/// 2026-11-21 session 4 did; their times include perf's handlers).
+/// 2026-11-21 did; their times include perf's handlers).
 fn save_runs(phases: &[Measured], load_start: &str, load_end: &str, traced: bool) -> String {
     let list: Vec<serde_json::Value> = phases
         .iter()

@@ -3,7 +3,7 @@
 //! timing runs written by
 //! `foliosim calibrate --save-runs` on this host, 2026-11-21).
 //!
-//! The acceptance criterion of issue 5 is about leave-one-out errors over
+//! The calibration target is about leave-one-out errors over
 //! the phases that take at least 1 ms natively: median at most 15%, worst
 //! at most 35%. Both are asserted here, and the shipped profile must be
 //! exactly what the saved runs and the prior give.

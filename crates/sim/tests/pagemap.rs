@@ -1,4 +1,4 @@
-//! pagemap emulation (issue 6): the seed-004 switch and its cost shape,
+//! pagemap emulation: the seed-004 switch and its cost shape,
 //! pagemap_read() mechanics, shmem swap-out and swap-in, the step's checks.
 //!
 //! Expected values are derived from the kernel's rules in each test

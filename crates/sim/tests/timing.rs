@@ -1,4 +1,4 @@
-//! Modelled time of the seeds' benchmarks (issue 5), with the shipped cost
+//! Modelled time of the seeds' benchmarks, with the shipped cost
 //! profiles (`profiles/x86_64-kvm-host.toml`, `profiles/arm64-neoverse.toml`).
 //!
 //! What is asserted: the properties that follow from the kernel's rules
@@ -255,7 +255,7 @@ fn seed001_random_word_ratios_within_25_percent() {
     // random order): baseline 15.351890914 s; orders 1, 3, 4, 5, 7, 9 take
     // 16.613802482, 16.569227308, 15.179220992, 16.557356122,
     // 16.578247824, 15.365266994 s. The model's ratio to its own order 0
-    // must be within 25% of the seed's (acceptance of issue 5). The row is
+    // must be within 25% of the seed's (the target this test holds). The row is
     // dominated by the random loads (13.6 ns each here, about 114 ns per
     // word with the seed's loop), so the faults fault-around removes weigh
     // more here than in the seed: orders 5 and 7 are close to the bound

@@ -388,11 +388,7 @@ impl<A: Arch> Kernel<A> {
             }
         } else {
             // __split_huge_zero_page_pmd(): 512 entries of the small zero page.
-            let prot = PteProt {
-                special: true,
-                ..Self::vma_page_prot(vma)
-            };
-            let zero = A::pfn_pte(self.zero_pfn, prot);
+            let zero = self.zero_pte(vma);
             for i in 0..HPAGE_PMD_NR as usize {
                 A::set_ptes(
                     self.pt.table_mut(tid),

@@ -284,13 +284,7 @@ impl<A: Arch> Kernel<A> {
             if !A::pte_present(pte) || A::pte_pfn(pte) != page {
                 continue;
             }
-            let prot = crate::arch::PteProt {
-                special: true,
-                write: false,
-                dirty: false,
-                ..Self::vma_page_prot(&hit.vma)
-            };
-            let zero = A::pfn_pte(self.zero_pfn, prot);
+            let zero = self.zero_pte(&hit.vma);
             self.pt.set(tid, idx, zero);
             self.vmstat.sim.pte_write += 1;
             self.folio_remove_rmap_ptes(page, page, 1, hit.mm);

@@ -134,6 +134,7 @@ impl<A: Arch> Kernel<A> {
     /// per-VMA lock (the user fault handler's `lock_vma_under_rcu()`), whose
     /// retry adds FAULT_FLAG_TRIED only after a major fault; a retry under
     /// mmap_lock (every retry of get_user_pages()) always adds it.
+    #[inline]
     pub(crate) fn handle_mm_fault_retry(
         &mut self,
         mm: MmId,
@@ -272,6 +273,17 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// `pte_mkspecial(pfn_pte(my_zero_pfn(addr), vma->vm_page_prot))`: an
+    /// entry of the shared zero page in `vma` (read-only: no VMA that can
+    /// map the zero page has a writable `vm_page_prot`).
+    pub fn zero_pte(&self, vma: &Vma) -> u64 {
+        let prot = PteProt {
+            special: true,
+            ..Self::vma_page_prot(vma)
+        };
+        A::pfn_pte(self.zero_pfn, prot)
+    }
+
     /// `vmf_anon_prepare()` / `anon_vma_prepare()`: give the VMA an anon_vma.
     pub fn anon_vma_prepare(&mut self, vmf: &mut Vmf) {
         if vmf.vma.anon_vma.is_none() {
@@ -306,11 +318,7 @@ impl<A: Arch> Kernel<A> {
         vmf.pte_table = Some(tid);
         if !vmf.is_write() {
             // The shared zero page, read-only.
-            let prot = PteProt {
-                special: true,
-                ..Self::vma_page_prot(&vmf.vma)
-            };
-            let pte = A::pfn_pte(self.zero_pfn, prot);
+            let pte = self.zero_pte(&vmf.vma);
             A::set_ptes(
                 self.pt.table_mut(tid),
                 pte_index(vmf.address),
