@@ -20,8 +20,6 @@
 //!
 //! It is O(memory) and meant for tests and small machines.
 
-use std::collections::HashMap;
-
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_BUDDY, PG_HEAD, PG_TABLE, PG_TAIL};
 use crate::include::linux::pgtable::{
@@ -31,22 +29,62 @@ use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::mmap::{MM_ANONPAGES, NR_MM_COUNTERS};
 use crate::{Kernel, MmId};
 
-#[derive(Default)]
+/// What the page-table walk found. Dense arrays indexed by PFN (and by swap
+/// offset), not hash maps: the checker runs after every step of the
+/// property tests, and hashing was most of its cost.
 struct Seen {
     /// PTE mappings per page.
-    pte: HashMap<u32, u32>,
+    pte: Vec<u32>,
     /// PMD mappings per folio head.
-    pmd: HashMap<u32, u32>,
-    /// (folio head, mm_id) → mappings (PTE + PMD).
-    per_mm: HashMap<(u32, u32), i32>,
-    /// (swap type, offset) → swap PTEs.
-    swap: HashMap<(u32, u64), u32>,
+    pmd: Vec<u32>,
+    /// One (folio head, mm_id) per mapping (PTE or PMD) of a large folio;
+    /// sorted before use, so a slot's count is the length of a run.
+    per_mm: Vec<(u32, u32)>,
+    /// Swap PTEs per (swap type, offset).
+    swap: Vec<Vec<u32>>,
+}
+
+impl Seen {
+    fn new(nr_pages: usize, swap_slots: impl Iterator<Item = u64>) -> Self {
+        Seen {
+            pte: vec![0; nr_pages],
+            pmd: vec![0; nr_pages],
+            per_mm: Vec::new(),
+            swap: swap_slots.map(|n| vec![0; n as usize]).collect(),
+        }
+    }
+
+    /// Count a swap entry; an entry outside every swap area is a violation.
+    fn add_swap(&mut self, ty: u32, off: u64) -> Result<(), String> {
+        match self
+            .swap
+            .get_mut(ty as usize)
+            .and_then(|a| a.get_mut(off as usize))
+        {
+            Some(n) => {
+                *n += 1;
+                Ok(())
+            }
+            None => Err(format!("swap entry {ty}:{off} outside every swap area")),
+        }
+    }
+
+    /// Mappings of large folio `folio` by the mm with `mm_id` (after
+    /// `per_mm` is sorted).
+    fn per_mm_count(&self, folio: u32, mm_id: u32) -> i32 {
+        let lo = self.per_mm.partition_point(|&k| k < (folio, mm_id));
+        let hi = self.per_mm.partition_point(|&k| k <= (folio, mm_id));
+        (hi - lo) as i32
+    }
 }
 
 impl<A: Arch> Kernel<A> {
     /// Run every check; Err describes the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut seen = Seen::default();
+        let mut seen = Seen::new(
+            self.mem.nr_pages() as usize,
+            self.swap.iter().map(|si| si.nr_slots),
+        );
         for mm in self.mms.iter().flatten() {
             let rss = self.walk_mm(mm.id, &mut seen)?;
             if rss != mm.rss {
@@ -56,10 +94,11 @@ impl<A: Arch> Kernel<A> {
                 ));
             }
         }
+        seen.per_mm.sort_unstable();
         self.check_folios(&seen)?;
         // A swapped-out shmem page's slot holds the page cache's reference.
         for e in self.shmem_swap.values() {
-            *seen.swap.entry((e.ty, e.offset)).or_default() += 1;
+            seen.add_swap(e.ty, e.offset)?;
         }
         self.check_swap(&seen)?;
         self.check_page_cache()?;
@@ -92,16 +131,19 @@ impl<A: Arch> Kernel<A> {
                         let tid = self
                             .entry_table(e)
                             .ok_or_else(|| format!("mm {}: bad pmd {e:#x} at {addr:#x}", mm.0))?;
+                        // The VMA of the previous entry, while it covers the
+                        // next one (a lookup per PTE was a visible cost).
+                        let mut vma: Option<crate::mm::mmap::Vma> = None;
                         for i in 0..PTRS_PER_PTE {
                             let pte = self.pt.get(tid, i);
                             if pte != 0 {
-                                self.account_pte(
-                                    mm,
-                                    addr + ((i as u64) << PAGE_SHIFT),
-                                    pte,
-                                    seen,
-                                    &mut rss,
-                                )?;
+                                let at = addr + ((i as u64) << PAGE_SHIFT);
+                                let v = match vma {
+                                    Some(v) if v.contains(at) => v,
+                                    _ => self.vma_at(mm, at)?,
+                                };
+                                vma = Some(v);
+                                self.account_pte(mm, at, &v, pte, seen, &mut rss)?;
                             }
                         }
                     }
@@ -141,8 +183,8 @@ impl<A: Arch> Kernel<A> {
                 mm.0, folio.0
             ));
         }
-        *seen.pmd.entry(folio.0).or_default() += 1;
-        *seen.per_mm.entry((folio.0, self.mm(mm).mm_id)).or_default() += 1;
+        seen.pmd[folio.0 as usize] += 1;
+        seen.per_mm.push((folio.0, self.mm(mm).mm_id));
         let c = if self.mem.folio_test_anon(folio) {
             MM_ANONPAGES
         } else {
@@ -162,11 +204,11 @@ impl<A: Arch> Kernel<A> {
         &self,
         mm: MmId,
         addr: u64,
+        vma: &crate::mm::mmap::Vma,
         pte: u64,
         seen: &mut Seen,
         rss: &mut [i64; NR_MM_COUNTERS],
     ) -> Result<(), String> {
-        let vma = self.vma_at(mm, addr)?;
         if !A::pte_present(pte) {
             // Swap PTEs come from anon folios: in anonymous VMAs, or the
             // COW copies of a private file VMA (which then has an anon_vma).
@@ -177,7 +219,7 @@ impl<A: Arch> Kernel<A> {
                 ));
             }
             let (ty, off) = A::pte_to_swp_entry(pte);
-            *seen.swap.entry((ty, off)).or_default() += 1;
+            seen.add_swap(ty, off)?;
             rss[crate::mm::mmap::MM_SWAPENTS] += 1;
             return Ok(());
         }
@@ -198,8 +240,10 @@ impl<A: Arch> Kernel<A> {
             ));
         }
         let folio = self.mem.page_folio(pfn);
-        *seen.pte.entry(pfn.0).or_default() += 1;
-        *seen.per_mm.entry((folio.0, self.mm(mm).mm_id)).or_default() += 1;
+        seen.pte[pfn.0 as usize] += 1;
+        if self.mem.folio_test_large(folio) {
+            seen.per_mm.push((folio.0, self.mm(mm).mm_id));
+        }
         if self.mem.folio_test_anon(folio) {
             rss[MM_ANONPAGES] += 1;
             if A::pte_write(pte) && !self.mem.test(pfn, PG_ANON_EXCLUSIVE) {
@@ -243,12 +287,12 @@ impl<A: Arch> Kernel<A> {
 
     fn check_one_folio(&self, folio: Pfn, seen: &Seen) -> Result<(), String> {
         let nr = self.mem.folio_nr_pages(folio) as u32;
-        let pmd = seen.pmd.get(&folio.0).copied().unwrap_or(0);
+        let pmd = seen.pmd[folio.0 as usize];
         let mut total = pmd;
         let mut mapped = 0;
         for i in 0..nr {
             let p = folio.plus(i as u64);
-            let want = seen.pte.get(&p.0).copied().unwrap_or(0);
+            let want = seen.pte[p.0 as usize];
             let have = self.mem.page_mapcount(p);
             if have != want {
                 return Err(format!(
@@ -281,11 +325,7 @@ impl<A: Arch> Kernel<A> {
         }
         for s in 0..2 {
             if l.mm_id[s] != 0 {
-                let want = seen
-                    .per_mm
-                    .get(&(folio.0, l.mm_id[s]))
-                    .copied()
-                    .unwrap_or(0);
+                let want = seen.per_mm_count(folio.0, l.mm_id[s]);
                 // The kernel lets a slot under-count (mappings added while no
                 // slot was free, folio_sub_return_large_mapcount()), never
                 // over-count.
@@ -306,7 +346,7 @@ impl<A: Arch> Kernel<A> {
         use crate::mm::swapfile::SWAP_HAS_CACHE;
         for (ty, si) in self.swap.iter().enumerate() {
             for off in 1..si.nr_slots {
-                let want = seen.swap.get(&(ty as u32, off)).copied().unwrap_or(0);
+                let want = seen.swap[ty][off as usize];
                 let have = si.swap_count(off) as u32;
                 if want != have {
                     return Err(format!(
@@ -406,7 +446,10 @@ impl<A: Arch> Kernel<A> {
     fn check_lru(&self) -> Result<(), String> {
         use crate::include::linux::mm_inline::NR_LRU_LISTS;
         let nr_memcg = self.memcg.memcgs.len();
-        let mut on_list: HashMap<u32, (MemcgId, usize)> = HashMap::new();
+        let mut on_list = OnList {
+            at: vec![0; self.mem.nr_pages() as usize],
+            left: 0,
+        };
         let first = if self.lru.root { 0 } else { 1 };
         for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(first) {
             for (lru, list) in memcg.lruvec.lists.iter().enumerate() {
@@ -415,9 +458,15 @@ impl<A: Arch> Kernel<A> {
                     .walk(list)
                     .map_err(|e| format!("cgroup {m} list {lru}: {e}"))?
                 {
-                    if on_list.insert(f.0, (MemcgId(m as u16), lru)).is_some() {
+                    let slot = on_list
+                        .at
+                        .get_mut(f.0 as usize)
+                        .ok_or_else(|| format!("LRU list holds pfn {} beyond memory", f.0))?;
+                    if *slot != 0 {
                         return Err(format!("pfn {} is on two LRU lists", f.0));
                     }
+                    *slot = OnList::encode(MemcgId(m as u16), lru);
+                    on_list.left += 1;
                 }
             }
         }
@@ -444,7 +493,9 @@ impl<A: Arch> Kernel<A> {
             self.check_folio_lru(p, &mut on_list, &mut sizes)?;
             pfn += nr as u32;
         }
-        if let Some((pfn, (m, lru))) = on_list.iter().next() {
+        if on_list.left > 0 {
+            let pfn = on_list.at.iter().position(|&v| v != 0).unwrap_or(0);
+            let (m, lru) = OnList::decode(on_list.at[pfn]).unwrap_or((MemcgId(0), 0));
             return Err(format!(
                 "cgroup {m} list {lru} holds pfn {pfn}, not an LRU folio head"
             ));
@@ -471,12 +522,12 @@ impl<A: Arch> Kernel<A> {
     fn check_folio_lru(
         &self,
         folio: Pfn,
-        on_list: &mut HashMap<u32, (MemcgId, usize)>,
+        on_list: &mut OnList,
         sizes: &mut [[u64; crate::include::linux::mm_inline::NR_LRU_LISTS]],
     ) -> Result<(), String> {
         use crate::include::linux::mm_types::{PG_LRU, PG_SWAPCACHE};
         let memcg = self.folio_memcg(folio);
-        let listed = on_list.remove(&folio.0);
+        let listed = on_list.remove(folio.0);
         if !self.mem.test(folio, PG_LRU) {
             let in_use = self.mem.folio_mapping(folio) != 0 || self.mem.test(folio, PG_SWAPCACHE);
             if listed.is_some() || in_use {
@@ -511,5 +562,28 @@ impl<A: Arch> Kernel<A> {
             ));
         }
         Ok(())
+    }
+}
+
+/// Which LRU list each PFN was found on ([`Kernel::check_lru`]): per PFN, 0
+/// for none, else `(memcg << 8 | lru) + 1`; `left` counts the nonzero ones.
+struct OnList {
+    at: Vec<u32>,
+    left: usize,
+}
+
+impl OnList {
+    fn encode(m: MemcgId, lru: usize) -> u32 {
+        (((m.0 as u32) << 8) | lru as u32) + 1
+    }
+    fn decode(v: u32) -> Option<(MemcgId, usize)> {
+        let v = v.checked_sub(1)?;
+        Some((MemcgId((v >> 8) as u16), (v & 0xff) as usize))
+    }
+    fn remove(&mut self, pfn: u32) -> Option<(MemcgId, usize)> {
+        let v = std::mem::take(&mut self.at[pfn as usize]);
+        let r = Self::decode(v);
+        self.left -= r.is_some() as usize;
+        r
     }
 }
