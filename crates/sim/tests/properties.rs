@@ -579,12 +579,29 @@ fn env_options(mut o: Options) -> Options {
 fn run_cases(arch: &str, salt: u64, default: u64, opts: Options) {
     let opts = env_options(opts);
     let mut failures = Vec::new();
+    // With FOLIOSIM_PROP_STEPS set (the long mode), each case's times.
+    let timed = std::env::var("FOLIOSIM_PROP_STEPS").is_ok();
     for seed in seeds(salt, default) {
+        let t0 = std::time::Instant::now();
         let text = generate(seed, arch, opts);
-        if std::env::var("FOLIOSIM_PROP_SEED").is_ok() {
+        if std::env::var("FOLIOSIM_PROP_SEED").is_ok() && !timed {
             println!("{text}");
         }
-        if let Err(e) = check_case(seed, &text) {
+        let t1 = std::time::Instant::now();
+        let res = check_case(seed, &text);
+        if timed {
+            let steps = text.matches("\nop = ").count();
+            let run = t1.elapsed();
+            println!(
+                "{arch} seed {seed:#x}: {steps} steps, generated in {:.1} s, run twice in {:.1} s \
+                 ({:.1} us per executed step){}",
+                (t1 - t0).as_secs_f64(),
+                run.as_secs_f64(),
+                run.as_secs_f64() * 1e6 / (2 * steps.max(1)) as f64,
+                if res.is_ok() { "" } else { ", FAILED" }
+            );
+        }
+        if let Err(e) = res {
             failures.push((e, text));
         }
     }
