@@ -414,16 +414,29 @@ impl<A: Arch> Kernel<A> {
     fn check_swap(&self, seen: &Seen) -> Result<(), String> {
         use crate::mm::swapfile::SWAP_HAS_CACHE;
         for (ty, si) in self.swap.iter().enumerate() {
-            let want_all = &seen.swap[ty];
-            for off in 1..si.nr_slots {
-                let want = want_all[off as usize];
-                // A free slot that nothing refers to passes every check
-                // below (count 0 = 0 PTEs, no SWAP_HAS_CACHE and no cached
-                // page): skip it in one test.
-                if want == 0
-                    && si.swap_map[off as usize] == 0
-                    && si.cache[off as usize] == crate::mm::filemap::NO_PAGE
-                {
+            const NO_PAGE: u32 = crate::mm::filemap::NO_PAGE;
+            let n = si.nr_slots as usize;
+            let (map, cache, want_all) = (&si.swap_map[..n], &si.cache[..n], &seen.swap[ty][..n]);
+            let mut off = 0u64;
+            while off + 1 < si.nr_slots {
+                off += 1;
+                let o = off as usize;
+                // A chunk of free slots that nothing refers to passes every
+                // check below (count 0 = 0 PTEs, no SWAP_HAS_CACHE, no
+                // cached page): skip it in one vectorised test.
+                if o % 64 == 0 && o + 64 <= n {
+                    let free = map[o..o + 64].iter().fold(0, |a, &m| a | m) == 0
+                        && want_all[o..o + 64].iter().fold(0, |a, &w| a | w) == 0
+                        && cache[o..o + 64].iter().fold(NO_PAGE, |a, &c| a & c) == NO_PAGE;
+                    if free {
+                        off += 63;
+                        continue;
+                    }
+                }
+                let want = want_all[o];
+                // Likewise one such slot (the chunk test above skips only
+                // whole chunks; this is the same test for each slot).
+                if want == 0 && map[o] == 0 && cache[o] == NO_PAGE {
                     continue;
                 }
                 let have = si.swap_count(off) as u32;
