@@ -24,8 +24,11 @@
 //!   printed with `--nocapture`);
 //! * `FOLIOSIM_PROP_OFF=switch,...` — turn generator switches off, to
 //!   narrow a failing case down (see [`Options`]);
+//! * `FOLIOSIM_PROP_FIRST=K` — start at case K (cases K .. K+N-1), to
+//!   split a long run into pieces;
 //! * `FOLIOSIM_PROP_STEPS=N` — top-level steps per generated scenario
-//!   (default: 4 to 23, drawn per case).
+//!   (default: 4 to 23, drawn per case). With it set, every case prints its
+//!   times, and the two runs are compared by a hash of their reports.
 //!
 //! The long run before a release (docs/benchmarks.md records each):
 //! `FOLIOSIM_PROP_STEPS=1000000 FOLIOSIM_PROP_CASES=100 cargo test --release
@@ -523,8 +526,11 @@ fn generate(seed: u64, arch: &str, opts: Options) -> String {
     g.out
 }
 
-/// Run `text` twice with the checker; both must succeed and agree.
-fn check_case(seed: u64, text: &str) -> Result<(), String> {
+/// Run `text` twice with the checker; both must succeed and agree: their
+/// JSON documents are byte-identical, or with `by_hash` (the long mode,
+/// whose reports hold tens of thousands of phases) their [`report_hash`]es
+/// are equal, so only one report is held at a time.
+fn check_case(seed: u64, text: &str, by_hash: bool) -> Result<(), String> {
     let once = || {
         catch_unwind(AssertUnwindSafe(|| common::try_run_with(text, &[])))
             .map_err(|p| {
@@ -537,6 +543,14 @@ fn check_case(seed: u64, text: &str) -> Result<(), String> {
             })?
             .map_err(|e| e.to_string())
     };
+    if by_hash {
+        let a = report_hash(&once().map_err(|e| format!("seed {seed}: {e}"))?);
+        let b = report_hash(&once().map_err(|e| format!("seed {seed} (second run): {e}"))?);
+        if a != b {
+            return Err(format!("seed {seed}: two runs gave different reports"));
+        }
+        return Ok(());
+    }
     let a = once().map_err(|e| format!("seed {seed}: {e}"))?;
     let b = once().map_err(|e| format!("seed {seed} (second run): {e}"))?;
     let (ja, jb) = (render(&[a], Format::Json), render(&[b], Format::Json));
@@ -546,8 +560,26 @@ fn check_case(seed: u64, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A 64-bit hash of every field of `r` (its `Debug` text, streamed into
+/// the hasher, never built as a string). Equal reports hash alike; two
+/// different ones collide with probability about 2^-64.
+fn report_hash(r: &foliosim_report::Report) -> u64 {
+    use std::hash::Hasher;
+    struct H(std::hash::DefaultHasher);
+    impl std::fmt::Write for H {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = H(std::hash::DefaultHasher::new());
+    write!(h, "{r:?}").expect("hashing cannot fail");
+    h.0.finish()
+}
+
 /// The seeds to run: `FOLIOSIM_PROP_SEED` alone, or `FOLIOSIM_PROP_CASES`
-/// (default `default`) seeds `i ^ salt`.
+/// (default `default`) seeds `i ^ salt`, `i` from `FOLIOSIM_PROP_FIRST`
+/// (default 0).
 fn seeds(salt: u64, default: u64) -> Vec<u64> {
     if let Ok(s) = std::env::var("FOLIOSIM_PROP_SEED") {
         return vec![s.parse().expect("FOLIOSIM_PROP_SEED is a number")];
@@ -556,7 +588,11 @@ fn seeds(salt: u64, default: u64) -> Vec<u64> {
         .ok()
         .map(|s| s.parse().expect("FOLIOSIM_PROP_CASES is a number"))
         .unwrap_or(default);
-    (0..n).map(|i| i ^ salt).collect()
+    let first: u64 = std::env::var("FOLIOSIM_PROP_FIRST")
+        .ok()
+        .map(|s| s.parse().expect("FOLIOSIM_PROP_FIRST is a number"))
+        .unwrap_or(0);
+    (first..first + n).map(|i| i ^ salt).collect()
 }
 
 /// `FOLIOSIM_PROP_OFF=a,b` turns generator switches off (by field name).
@@ -588,7 +624,7 @@ fn run_cases(arch: &str, salt: u64, default: u64, opts: Options) {
             println!("{text}");
         }
         let t1 = std::time::Instant::now();
-        let res = check_case(seed, &text);
+        let res = check_case(seed, &text, timed);
         if timed {
             let steps = text.matches("\nop = ").count();
             let run = t1.elapsed();
