@@ -63,7 +63,10 @@ impl Seen {
         if let Some(s) = SCRATCH.with(|c| c.borrow_mut().take()) {
             if s.pte.len() == nr_pages
                 && s.swap.len() == swap_slots.len()
-                && s.swap.iter().zip(&swap_slots).all(|(a, &n)| a.len() as u64 == n)
+                && s.swap
+                    .iter()
+                    .zip(&swap_slots)
+                    .all(|(a, &n)| a.len() as u64 == n)
             {
                 return s;
             }
@@ -159,20 +162,18 @@ impl<A: Arch> Kernel<A> {
             }
         }
         seen.per_mm.sort_unstable();
-        self.check_folios(&seen)?;
         // A swapped-out shmem page's slot holds the page cache's reference.
         for e in self.shmem_swap.values() {
             seen.add_swap(e.ty, e.offset)?;
         }
         self.check_swap(&seen)?;
         self.check_page_cache()?;
-        seen.lru = self.check_lru(std::mem::take(&mut seen.lru))?;
-        self.check_allocator()?;
+        let lru = std::mem::take(&mut seen.lru);
+        seen.lru = self.check_memmap(&seen, lru)?;
         seen.recycle();
         Ok(())
     }
 
-    #[inline(never)]
     fn walk_mm(&self, mm: MmId, seen: &mut Seen) -> Result<[i64; NR_MM_COUNTERS], String> {
         let mut rss = [0i64; NR_MM_COUNTERS];
         let m = self.mm(mm);
@@ -331,28 +332,6 @@ impl<A: Arch> Kernel<A> {
         Ok(())
     }
 
-    #[inline(never)]
-    fn check_folios(&self, seen: &Seen) -> Result<(), String> {
-        let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
-        let mut pfn = 0u32;
-        while pfn < n {
-            let p = Pfn(pfn);
-            let f = self.mem.flags(p);
-            if f & PG_BUDDY != 0 {
-                pfn += 1 << self.mem.order(p);
-                continue;
-            }
-            if f & (PG_TABLE | PG_TAIL) != 0 || (f & PG_HEAD == 0 && self.mem.order(p) != 0) {
-                pfn += 1;
-                continue;
-            }
-            let nr = 1u32 << self.mem.order(p);
-            self.check_one_folio(p, seen)?;
-            pfn += nr;
-        }
-        Ok(())
-    }
-
     fn check_one_folio(&self, folio: Pfn, seen: &Seen) -> Result<(), String> {
         let nr = self.mem.folio_nr_pages(folio) as u32;
         let pmd = seen.pmd[folio.0 as usize];
@@ -360,6 +339,14 @@ impl<A: Arch> Kernel<A> {
         let mut mapped = 0;
         for i in 0..nr {
             let p = folio.plus(i as u64);
+            // (This also lets check_memmap() step over a folio's pages: what
+            // it counts, free and table pages, cannot be among them.)
+            if i > 0 && self.mem.flags(p) & (PG_BUDDY | PG_TABLE) != 0 {
+                return Err(format!(
+                    "pfn {}: page {i} of folio {} is a free or table page",
+                    p.0, folio.0
+                ));
+            }
             let want = seen.pte[p.0 as usize];
             let have = self.mem.page_mapcount(p);
             if have != want {
@@ -410,7 +397,6 @@ impl<A: Arch> Kernel<A> {
 
     /// Swap counts equal the swap PTEs found; SWAP_HAS_CACHE equals a swap
     /// table entry; cached folios know their slots.
-    #[inline(never)]
     fn check_swap(&self, seen: &Seen) -> Result<(), String> {
         use crate::mm::swapfile::SWAP_HAS_CACHE;
         for (ty, si) in self.swap.iter().enumerate() {
@@ -480,7 +466,6 @@ impl<A: Arch> Kernel<A> {
         Ok(())
     }
 
-    #[inline(never)]
     fn check_page_cache(&self) -> Result<(), String> {
         for a in &self.files {
             for (idx, &p) in a.pages.iter().enumerate() {
@@ -503,43 +488,12 @@ impl<A: Arch> Kernel<A> {
         Ok(())
     }
 
-    #[inline(never)]
-    fn check_allocator(&self) -> Result<(), String> {
-        let n = self.mem.nr_pages() - self.buddy.nr_fresh_pages();
-        let mut free = self.buddy.nr_fresh_pages();
-        let mut tables = 0;
-        let mut pfn = 0u64;
-        while pfn < n {
-            let p = Pfn(pfn as u32);
-            if self.mem.test(p, PG_BUDDY) {
-                free += 1 << self.mem.order(p);
-                pfn += 1 << self.mem.order(p);
-                continue;
-            }
-            if self.mem.test(p, PG_TABLE) {
-                tables += 1;
-            }
-            pfn += 1;
-        }
-        if free != self.buddy.nr_free_pages() {
-            return Err(format!(
-                "allocator: {free} pages on free lists, counter says {}",
-                self.buddy.nr_free_pages()
-            ));
-        }
-        if tables != self.pt.nr_tables {
-            return Err(format!(
-                "{tables} table pages, arena says {}",
-                self.pt.nr_tables
-            ));
-        }
-        Ok(())
-    }
-
-    /// The LRU lists, their sizes, and cgroup usage (see the file header).
-    #[inline(never)]
+    /// One pass over the memory map (it was three): every folio's
+    /// mapcounts against the page tables ([`Self::check_one_folio`]), the
+    /// LRU lists, their sizes and cgroup usage (see the file header), and
+    /// the allocator's accounting (free + folio + table pages = all pages).
     /// `at` is [`OnList::at`], all zero, and handed back all zero.
-    fn check_lru(&self, at: Vec<u32>) -> Result<Vec<u32>, String> {
+    fn check_memmap(&self, seen: &Seen, at: Vec<u32>) -> Result<Vec<u32>, String> {
         use crate::include::linux::mm_inline::NR_LRU_LISTS;
         let nr_memcg = self.memcg.memcgs.len();
         let mut on_list = OnList { at, left: 0 };
@@ -566,25 +520,47 @@ impl<A: Arch> Kernel<A> {
         let mut sizes = vec![[0u64; NR_LRU_LISTS]; nr_memcg];
         let mut charged = vec![0u64; nr_memcg];
         let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
+        let mut free = self.buddy.nr_fresh_pages();
+        let mut tables = 0;
         let mut pfn = 0u32;
         while pfn < n {
             let p = Pfn(pfn);
             let f = self.mem.flags(p);
-            if f & (PG_BUDDY | PG_TABLE | PG_TAIL) != 0
-                || (f & PG_HEAD == 0 && self.mem.order(p) != 0)
-            {
-                pfn += if f & PG_BUDDY != 0 {
-                    1 << self.mem.order(p)
-                } else {
-                    1
-                };
+            if f & PG_BUDDY != 0 {
+                free += 1 << self.mem.order(p);
+                pfn += 1 << self.mem.order(p);
                 continue;
             }
+            if f & PG_TABLE != 0 {
+                tables += 1;
+                pfn += 1;
+                continue;
+            }
+            if f & PG_TAIL != 0 || (f & PG_HEAD == 0 && self.mem.order(p) != 0) {
+                pfn += 1;
+                continue;
+            }
+            // A folio head. Its other pages are stepped over: none is free
+            // or a table page (check_one_folio() fails otherwise), so a
+            // page-by-page count of those would find the same totals.
+            self.check_one_folio(p, seen)?;
             let nr = self.mem.folio_nr_pages(p);
             let memcg = self.folio_memcg(p);
             charged[memcg.idx()] += nr;
             self.check_folio_lru(p, &mut on_list, &mut sizes)?;
             pfn += nr as u32;
+        }
+        if free != self.buddy.nr_free_pages() {
+            return Err(format!(
+                "allocator: {free} pages on free lists, counter says {}",
+                self.buddy.nr_free_pages()
+            ));
+        }
+        if tables != self.pt.nr_tables {
+            return Err(format!(
+                "{tables} table pages, arena says {}",
+                self.pt.nr_tables
+            ));
         }
         if on_list.left > 0 {
             let pfn = on_list.at.iter().position(|&v| v != 0).unwrap_or(0);
@@ -611,7 +587,7 @@ impl<A: Arch> Kernel<A> {
         Ok(on_list.at)
     }
 
-    /// One folio head of [`Self::check_lru`].
+    /// One folio head of [`Self::check_memmap`]: its LRU state.
     fn check_folio_lru(
         &self,
         folio: Pfn,
@@ -658,7 +634,7 @@ impl<A: Arch> Kernel<A> {
     }
 }
 
-/// Which LRU list each PFN was found on ([`Kernel::check_lru`]): per PFN, 0
+/// Which LRU list each PFN was found on ([`Kernel::check_memmap`]): per PFN, 0
 /// for none, else `(memcg << 8 | lru) + 1`; `left` counts the nonzero ones.
 struct OnList {
     at: Vec<u32>,
