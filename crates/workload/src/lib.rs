@@ -268,6 +268,17 @@ struct AddrModel {
 }
 
 impl AddrModel {
+    /// A `wait` step: the children of `mm` exit, as in the engines, so that
+    /// the layout model does not keep every forked mm (and its page tables)
+    /// for the rest of the scenario.
+    fn wait(&mut self, mm: MmId) {
+        let children = std::mem::take(&mut self.k.mm_mut(mm).children);
+        for c in children {
+            self.wait(c);
+            self.k.exit_mmap(c);
+        }
+    }
+
     fn new(sc: &Scenario) -> AddrModel {
         let cfg = foliosim_kernel::Config {
             memory: 64 << 20,
@@ -550,7 +561,10 @@ impl Compiler<'_> {
                     child: child?,
                 }
             }
-            StepKind::Wait => Op::Wait { step },
+            StepKind::Wait => {
+                self.addr.wait(self.addr.cur);
+                Op::Wait { step }
+            }
             StepKind::Phase { name } => {
                 let idx = self.phases.len() as u32;
                 self.phases.push(name.clone());
@@ -638,6 +652,21 @@ mod tests {
     fn plan(text: &str) -> Result<Workload, CompileError> {
         let sc = foliosim_scenario::parse_str("t.toml", text, &[]).expect("valid scenario");
         compile(&sc)
+    }
+
+    /// Forked children leave the layout model at a `wait`: a long run of
+    /// fork + wait pairs on a small machine compiles (it ran out of memory
+    /// for page tables when every child mm was kept).
+    #[test]
+    fn waited_children_leave_the_layout_model() {
+        let mut text = String::from(
+            "[system]\nmemory = \"64M\"\n[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n",
+        );
+        for _ in 0..20_000 {
+            text += "[[step]]\nop = \"fork\"\n[[step]]\nop = \"wait\"\n";
+        }
+        let p = plan(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.root.len(), 40_001);
     }
 
     #[test]
