@@ -410,7 +410,7 @@ impl<A: Arch> Kernel<A> {
                 // A chunk of free slots that nothing refers to passes every
                 // check below (count 0 = 0 PTEs, no SWAP_HAS_CACHE, no
                 // cached page): skip it in one vectorised test.
-                if o % 64 == 0 && o + 64 <= n {
+                if o.is_multiple_of(64) && o + 64 <= n {
                     let free = map[o..o + 64].iter().fold(0, |a, &m| a | m) == 0
                         && want_all[o..o + 64].iter().fold(0, |a, &w| a | w) == 0
                         && cache[o..o + 64].iter().fold(NO_PAGE, |a, &c| a & c) == NO_PAGE;
