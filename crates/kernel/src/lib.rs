@@ -136,6 +136,9 @@ pub struct Kernel<A: Arch> {
     pub(crate) buddy: FreeArea,
     pub(crate) pt: PageTables,
     pub(crate) mms: Vec<Option<Mm>>,
+    /// The ids of the `Some` entries of `mms` (a slot is never reused, so
+    /// after many forks most are `None`; walks over every mm use this).
+    pub(crate) live_mms: std::collections::BTreeSet<MmId>,
     /// `anon_vma->parent` of every anon_vma (index = the id a VMA and its
     /// anon folios' `mapping` hold; 0 = none, so slot 0 is unused).
     pub(crate) anon_vma_parent: Vec<Option<mm::rmap::AnonVmaId>>,
@@ -209,6 +212,7 @@ impl<A: Arch> Kernel<A> {
             buddy,
             pt: PageTables::default(),
             mms: Vec::new(),
+            live_mms: Default::default(),
             anon_vma_parent: vec![None],
             files: Vec::new(),
             open_files: Vec::new(),
@@ -242,6 +246,11 @@ impl<A: Arch> Kernel<A> {
     /// exited).
     pub fn mm_alive(&self, id: MmId) -> bool {
         self.mms.get(id.0 as usize).is_some_and(Option::is_some)
+    }
+
+    /// Every live mm, in id order.
+    pub(crate) fn live_mms(&self) -> impl Iterator<Item = &Mm> {
+        self.live_mms.iter().map(|&id| self.mm(id))
     }
 
     pub fn mm_mut(&mut self, id: MmId) -> &mut Mm {

@@ -152,7 +152,7 @@ impl<A: Arch> Kernel<A> {
             self.mem.nr_pages() as usize,
             self.swap.iter().map(|si| si.nr_slots).collect(),
         );
-        for mm in self.mms.iter().flatten() {
+        for mm in self.live_mms() {
             let rss = self.walk_mm(mm.id, &mut seen)?;
             if rss != mm.rss {
                 return Err(format!(

@@ -163,6 +163,7 @@ impl<A: Arch> Kernel<A> {
             deposited: BTreeMap::new(),
             children: Vec::new(),
         }));
+        self.live_mms.insert(id);
         id
     }
 
@@ -535,6 +536,7 @@ impl<A: Arch> Kernel<A> {
         self.tlb_finish_mmu(mm);
         self.free_upper_tables(mm);
         self.mms[mm.0 as usize] = None;
+        self.live_mms.remove(&mm);
     }
 
     /// Free the PGD/PUD/PMD pages of an exiting mm (`exit_mmap()` →

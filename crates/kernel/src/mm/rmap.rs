@@ -383,7 +383,7 @@ impl<A: Arch> Kernel<A> {
         let index = self.mem.folio_index(folio);
         let nr = self.mem.folio_nr_pages(folio);
         let mut hits = Vec::new();
-        for mm in self.mms.iter().flatten() {
+        for mm in self.live_mms() {
             for v in mm.vmas.values() {
                 let ours = if anon {
                     AnonVmaId::from_mapping(mapping)
