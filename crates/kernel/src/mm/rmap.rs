@@ -30,6 +30,7 @@ use crate::include::linux::mm_types::{
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::mmap::Vma;
+use crate::mm::page_vma_mapped::{Pvmw, PvmwHit, PVMW_SYNC};
 use crate::mm::pgtable_generic::TableId;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId};
@@ -258,40 +259,6 @@ impl<A: Arch> Kernel<A> {
                 .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
     }
 
-    /// `try_to_map_unused_to_zeropage()` for the order-0 anon folio `page`
-    /// just split off a large one: a zero-filled page that a PTE maps is
-    /// mapped by the shared zero page instead (read-only, special), its
-    /// rmap and RSS dropped; nothing is flushed (the kernel replaces a
-    /// migration entry, never a present one). The page itself stays on
-    /// the split's list, unmapped.
-    pub(crate) fn try_to_map_unused_to_zeropage(&mut self, page: Pfn) {
-        use crate::include::linux::pgtable::pte_index;
-        if self.mem.page_nonzero(page) || !self.mem.folio_mapped(page) {
-            return;
-        }
-        for hit in self.rmap_walk(page) {
-            if !hit.vma.contains(hit.addr) {
-                continue;
-            }
-            let Some(tid) = self
-                .walk_to_pmd(hit.mm, hit.addr)
-                .and_then(|p| self.entry_table(self.pmdp_get(p)))
-            else {
-                continue;
-            };
-            let idx = pte_index(hit.addr);
-            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            if !A::pte_present(pte) || A::pte_pfn(pte) != page {
-                continue;
-            }
-            let zero = self.zero_pte(&hit.vma);
-            self.pt.set(tid, idx, zero);
-            self.vmstat.sim.pte_write += 1;
-            self.folio_remove_rmap_ptes(page, page, 1, hit.mm);
-            self.add_mm_counter(hit.mm, crate::mm::mmap::MM_ANONPAGES, -1);
-        }
-    }
-
     /// `free_swap_cache()` + `folio_put()` as the zap path does
     /// (`free_pages_and_swap_cache()`): an unmapped swap-cache folio whose
     /// slots no PTE references any more leaves the swap cache and is freed.
@@ -426,70 +393,40 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `try_to_unmap_one()` for one VMA: the page_vma_mapped_walk() loop.
-    /// False when it gave up (`walk_abort`: a lazyfree folio found dirty
-    /// again or referenced elsewhere).
+    /// `try_to_unmap_one()` for one VMA: the page_vma_mapped_walk() loop
+    /// (TTU_SYNC). A PMD mapping is discarded whole (lazyfree) or split
+    /// (TTU_SPLIT_HUGE_PMD), after which the walk restarts at PTE level;
+    /// each PTE hit unmaps a batch from that entry. False when it gave up
+    /// (`walk_abort`: a lazyfree folio found dirty again or referenced
+    /// elsewhere).
     fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) -> bool {
-        use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE, PMD_SIZE};
+        use crate::include::linux::pgtable::{align_down, pmd_addr_end, PAGE_SIZE, PMD_SIZE};
         self.vmstat.sim.ttu_one += 1;
         let nr_folio = self.mem.folio_nr_pages(folio);
-        let start = hit.addr.max(hit.vma.vm_start);
-        let end = (hit.addr + nr_folio * PAGE_SIZE).min(hit.vma.vm_end);
-        let mut addr = start;
-        let mut first = true;
-        while addr < end {
-            let Some(pmd) = self.walk_to_pmd(hit.mm, addr) else {
-                addr = pmd_addr_end(addr, end);
-                continue;
-            };
-            let pmdval = self.pmdp_get(pmd);
-            if A::pmd_trans_huge(pmdval) {
-                if A::pte_pfn(pmdval) == folio && self.folio_test_lazyfree(folio) {
-                    return self.unmap_huge_pmd_locked(folio, hit, pmd);
-                }
-                if A::pte_pfn(pmdval) == folio {
-                    // TTU_SPLIT_HUGE_PMD: split, then continue at PTE level.
-                    self.split_huge_pmd(
-                        hit.mm,
-                        &hit.vma,
-                        crate::include::linux::pgtable::align_down(addr, PMD_SIZE),
-                        pmd,
-                    );
+        let mut w = Pvmw::new(folio, nr_folio, &hit, PVMW_SYNC);
+        while let Some(h) = self.page_vma_mapped_walk(&mut w) {
+            let (tid, idx) = match h {
+                PvmwHit::Pmd { pmd } => {
+                    if self.folio_test_lazyfree(folio) {
+                        return self.unmap_huge_pmd_locked(folio, hit, pmd);
+                    }
+                    let haddr = align_down(w.address, PMD_SIZE);
+                    self.split_huge_pmd(hit.mm, &hit.vma, haddr, pmd);
+                    w.restart();
                     continue;
                 }
-                addr = pmd_addr_end(addr, end);
-                continue;
-            }
-            let Some(tid) = self.entry_table(pmdval) else {
-                addr = pmd_addr_end(addr, end);
-                continue;
+                PvmwHit::Pte { tid, idx } => (tid, idx),
             };
-            let idx = pte_index(addr);
-            // Reads: check_pte + the explicit ptep_get, plus the walk's
-            // next-PTE read after the first (TTU_SYNC maps without reading).
-            let reads = if first && nr_folio > 1 { 2 } else { 3 };
-            let mut pte = 0;
-            for _ in 0..reads {
-                pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            }
-            first = false;
-            let page_off = (addr as i64 - hit.addr as i64) / PAGE_SIZE as i64;
-            if !A::pte_present(pte)
-                || A::pte_special(pte)
-                || A::pte_pfn(pte) != folio.plus(page_off as u64)
-            {
-                addr += PAGE_SIZE;
-                continue;
-            }
+            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            let page_off = (A::pte_pfn(pte).0 - folio.0) as u64;
             self.vmstat.sim.pvmw += 1;
-            let batch_end = pmd_addr_end(addr, end);
-            let nr = self.ttu_batch(folio, tid, idx, ((batch_end - addr) / PAGE_SIZE) as usize);
-            if !self.ttu_unmap_ptes(folio, hit, tid, idx, page_off as u64, nr as u64) {
+            let max = (pmd_addr_end(w.address, w.end) - w.address) / PAGE_SIZE;
+            let nr = self.ttu_batch(folio, tid, idx, max as usize);
+            if !self.ttu_unmap_ptes(folio, hit, tid, idx, page_off, nr as u64) {
                 return false;
             }
-            addr += nr as u64 * PAGE_SIZE;
             if nr as u64 == nr_folio {
-                break;
+                break; // walk_done
             }
         }
         true
@@ -676,96 +613,53 @@ impl<A: Arch> Kernel<A> {
         true
     }
 
-    /// Split every PMD mapping of a folio into PTEs (anon) or zap it (file)
-    /// before a folio split: `unmap_folio()`'s TTU_SPLIT_HUGE_PMD, which
-    /// `try_to_migrate_one()` / `try_to_unmap_one()` carry out with
-    /// `split_huge_pmd_address()`.
-    pub fn split_folio_pmds(&mut self, folio: Pfn) {
+    /// `try_to_migrate()` of a folio being split (`unmap_folio()`:
+    /// TTU_SYNC | TTU_SPLIT_HUGE_PMD | TTU_BATCH_FLUSH): every mapping of
+    /// the folio becomes a migration entry, which `remap_page()` turns back
+    /// into a mapping after the split (`remove_migration_ptes()`,
+    /// mm/migrate.rs).
+    pub fn try_to_migrate(&mut self, folio: Pfn) {
+        for hit in self.rmap_walk(folio) {
+            self.try_to_migrate_one(folio, hit);
+        }
+    }
+
+    /// `try_to_migrate_one()` for one VMA: the page_vma_mapped_walk() loop.
+    /// A PMD mapping is split with freeze (`split_huge_pmd_locked()`),
+    /// which leaves migration entries only, so the walk of that range ends
+    /// there. A PTE is cleared with a flush (or a deferred one) and
+    /// replaced by its migration entry (`set_pte_at()`); the model writes
+    /// the old entry back as the migration entry, one page at a time, so
+    /// arm64 contiguous blocks end up unfolded as the kernel leaves them.
+    /// Not modelled: file folios, which `unmap_folio()` unmaps with
+    /// `try_to_unmap()` instead (their entries come back like anon ones).
+    fn try_to_migrate_one(&mut self, folio: Pfn, hit: RmapHit) {
         use crate::include::linux::pgtable::{align_down, PMD_SIZE};
-        if !self.mem.folio_test_large(folio) || self.mem.large(folio).entire_mapcount == 0 {
-            return;
-        }
-        for hit in self.rmap_walk(folio) {
-            if let Some(pmd) = self.walk_to_pmd(hit.mm, hit.addr) {
-                let v = self.pmdp_get(pmd);
-                if A::pmd_trans_huge(v) && A::pte_pfn(v) == folio {
-                    let haddr = align_down(hit.addr, PMD_SIZE);
-                    self.__split_huge_pmd(hit.mm, &hit.vma, haddr, pmd, true);
-                }
-            }
-        }
-    }
-
-    /// `unmap_folio()` (try_to_migrate) and `remap_page()` of a folio being
-    /// split: each PTE is cleared with a flush, replaced by a migration
-    /// entry, and written back afterwards. The entries end up as before,
-    /// except that arm64 contiguous blocks are left unfolded.
-    pub fn migrate_cycle_ptes(&mut self, folio: Pfn) {
-        use crate::include::linux::pgtable::{pte_index, PAGE_SIZE};
         let nr_folio = self.mem.folio_nr_pages(folio);
-        for hit in self.rmap_walk(folio) {
-            let start = hit.addr.max(hit.vma.vm_start);
-            let end = (hit.addr + nr_folio * PAGE_SIZE).min(hit.vma.vm_end);
-            let mut addr = start;
-            while addr < end {
-                let page = folio.plus((addr - hit.addr) / PAGE_SIZE);
-                if let Some(tid) = self
-                    .walk_to_pmd(hit.mm, addr)
-                    .and_then(|p| self.entry_table(self.pmdp_get(p)))
-                {
-                    let idx = pte_index(addr);
-                    let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-                    if A::pte_present(pte) && A::pte_pfn(pte) == page {
-                        let old = A::ptep_get_and_clear(
-                            self.pt.table_mut(tid),
-                            idx,
-                            &mut self.vmstat.sim,
-                        );
-                        if self.should_defer_flush(hit.mm) {
-                            self.tlbbatch_add_pending(hit.mm, 1);
-                            self.tlb_ubc.flush_required = true;
-                        } else {
-                            self.flush_tlb_range(hit.mm, 1);
-                        }
-                        self.vmstat.sim.pte_write += 1; // the migration entry
-                        let span = crate::arch::FolioSpan { pfn: page, nr: 1 };
-                        A::set_pte_at(self.pt.table_mut(tid), idx, old, span, &mut self.vmstat.sim);
-                    }
+        let mut w = Pvmw::new(folio, nr_folio, &hit, PVMW_SYNC);
+        while let Some(h) = self.page_vma_mapped_walk(&mut w) {
+            let (tid, idx) = match h {
+                PvmwHit::Pmd { pmd } => {
+                    let haddr = align_down(w.address, PMD_SIZE);
+                    self.__split_huge_pmd(hit.mm, &hit.vma, haddr, pmd, true);
+                    w.finish();
+                    continue;
                 }
-                addr += PAGE_SIZE;
+                PvmwHit::Pte { tid, idx } => (tid, idx),
+            };
+            let page = A::pte_pfn(A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim));
+            let old = A::ptep_get_and_clear(self.pt.table_mut(tid), idx, &mut self.vmstat.sim);
+            if self.should_defer_flush(hit.mm) {
+                self.tlbbatch_add_pending(hit.mm, 1);
+                self.tlb_ubc.flush_required = true;
+            } else {
+                self.flush_tlb_range(hit.mm, 1);
             }
+            // The migration entry: the old entry again, one page at a time.
+            let span = crate::arch::FolioSpan { pfn: page, nr: 1 };
+            A::set_pte_at(self.pt.table_mut(tid), idx, old, span, &mut self.vmstat.sim);
         }
-        // remove_migration_ptes(): one rmap walk per new folio.
-        self.vmstat.sim.rmap_walk += nr_folio;
     }
-}
-
-/// `struct page_vma_mapped_walk` without PVMW_SYNC or PVMW_MIGRATION.
-#[derive(Clone, Copy, Debug)]
-struct Pvmw {
-    mm: MmId,
-    pfn: Pfn,
-    nr_pages: u64,
-    address: u64,
-    /// `vma_address_end()`
-    end: u64,
-    /// The PTE table mapped at the last hit (`pvmw->pte` set).
-    pte: Option<TableId>,
-    /// The last hit was the PMD (`pvmw->pmd && !pvmw->pte`).
-    pmd_hit: bool,
-    done: bool,
-}
-
-/// A mapping of the folio found by the walk.
-#[derive(Clone, Copy, Debug)]
-enum PvmwHit {
-    Pte {
-        tid: TableId,
-        idx: usize,
-    },
-    Pmd {
-        pmd: crate::mm::pgtable_generic::PmdSlot,
-    },
 }
 
 /// What `folio_referenced()` gathers (`struct folio_referenced_arg`).
@@ -777,85 +671,6 @@ struct ReferencedArg {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// `page_vma_mapped_walk()`: the next PTE (or the PMD) of the walk's
-    /// range that maps a page of the folio, reading entries as the kernel
-    /// does: `map_pte()` reads the first entry of a table, `check_pte()`
-    /// reads each candidate again, the `next_pte` loop reads every entry it
-    /// steps over. Crossing into another table restarts from the PMD.
-    fn page_vma_mapped_walk(&mut self, w: &mut Pvmw) -> Option<PvmwHit> {
-        use crate::include::linux::pgtable::{pmd_addr_end, pte_index};
-        if w.done || w.pmd_hit {
-            w.done = true;
-            return None;
-        }
-        if let Some(tid) = w.pte {
-            return self.pvmw_next_pte(w, tid);
-        }
-        loop {
-            if w.address >= w.end {
-                w.done = true;
-                return None;
-            }
-            let Some(pmd) = self.walk_to_pmd(w.mm, w.address) else {
-                w.address = pmd_addr_end(w.address, u64::MAX);
-                continue;
-            };
-            let pmdval = self.pmdp_get(pmd);
-            if A::pmd_trans_huge(pmdval) {
-                let pfn = A::pte_pfn(pmdval).0 as u64;
-                let overlap = pfn + crate::include::linux::pgtable::HPAGE_PMD_NR > w.pfn.0 as u64
-                    && pfn < w.pfn.0 as u64 + w.nr_pages;
-                w.done = !overlap;
-                w.pmd_hit = overlap;
-                return overlap.then_some(PvmwHit::Pmd { pmd });
-            }
-            let Some(tid) = self.entry_table(pmdval) else {
-                w.address = pmd_addr_end(w.address, u64::MAX);
-                continue;
-            };
-            w.pte = Some(tid);
-            let idx = pte_index(w.address);
-            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            if A::pte_present(pte) && self.pvmw_check_pte(w, tid, idx) {
-                return Some(PvmwHit::Pte { tid, idx });
-            }
-            return self.pvmw_next_pte(w, tid);
-        }
-    }
-
-    /// The `next_pte:` loop of `page_vma_mapped_walk()`.
-    fn pvmw_next_pte(&mut self, w: &mut Pvmw, tid: TableId) -> Option<PvmwHit> {
-        use crate::include::linux::pgtable::{pte_index, PAGE_SIZE, PMD_SIZE};
-        loop {
-            w.address += PAGE_SIZE;
-            if w.address >= w.end {
-                w.done = true;
-                return None;
-            }
-            if w.address & (PMD_SIZE - PAGE_SIZE) == 0 {
-                w.pte = None; // PVMW_PGTABLE_CROSSED: restart
-                return self.page_vma_mapped_walk(w);
-            }
-            let idx = pte_index(w.address);
-            if A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim) == 0 {
-                continue;
-            }
-            if self.pvmw_check_pte(w, tid, idx) {
-                return Some(PvmwHit::Pte { tid, idx });
-            }
-        }
-    }
-
-    /// `check_pte()`: a present entry mapping a page of the folio.
-    fn pvmw_check_pte(&mut self, w: &Pvmw, tid: TableId, idx: usize) -> bool {
-        let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-        if !A::pte_present(pte) {
-            return false;
-        }
-        let pfn = A::pte_pfn(pte).0 as u64;
-        pfn >= w.pfn.0 as u64 && pfn < w.pfn.0 as u64 + w.nr_pages
-    }
-
     /// `folio_referenced()`: walk the folio's mappings (`rmap_walk()` with
     /// `invalid_folio_referenced_vma()`: no VMAs without recency, and under
     /// cgroup reclaim no mms outside the target cgroup), clearing the young
@@ -904,16 +719,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.referenced_one += 1;
         let nr_pages = self.mem.folio_nr_pages(folio);
         let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
-        let mut w = Pvmw {
-            mm: hit.mm,
-            pfn: folio,
-            nr_pages,
-            address: hit.addr.max(hit.vma.vm_start),
-            end: (hit.addr + nr_pages * PAGE_SIZE).min(hit.vma.vm_end),
-            pte: None,
-            pmd_hit: false,
-            done: false,
-        };
+        let mut w = Pvmw::new(folio, nr_pages, &hit, 0);
         let (mut referenced, mut ptes) = (0, 0);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             self.vmstat.sim.pvmw_referenced += 1;

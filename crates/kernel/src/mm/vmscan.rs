@@ -436,13 +436,9 @@ impl<A: Arch> Kernel<A> {
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
         self.vmstat.sim.folio_split += 1;
-        // A PMD-mapped folio is frozen at PMD level (one flush per PMD in
-        // split_huge_pmd); a PTE-mapped one goes through migration entries.
-        if self.mem.large(folio).entire_mapcount > 0 {
-            self.split_folio_pmds(folio);
-        } else {
-            self.migrate_cycle_ptes(folio);
-        }
+        // unmap_folio(): a PMD mapping is frozen at PMD level (one flush
+        // per PMD in split_huge_pmd), PTEs become migration entries.
+        self.try_to_migrate(folio);
         let on_lru = self.mem.test(folio, PG_LRU);
         self.mem.split_to_order0(folio);
         self.split_page_memcg(folio, nr);
@@ -463,7 +459,7 @@ impl<A: Arch> Kernel<A> {
         if self.mem.folio_test_anon(folio) {
             // __folio_split() → remap_page(RMP_USE_SHARED_ZEROPAGE).
             for i in 0..nr {
-                self.try_to_map_unused_to_zeropage(folio.plus(i));
+                self.remove_migration_ptes(folio.plus(i));
             }
         }
         match list {
