@@ -27,7 +27,7 @@ use crate::Kernel;
 /// `SWAP_RA_ORDER_CEILING` (64-bit).
 const SWAP_RA_ORDER_CEILING: u32 = 5;
 /// `SWAP_RA_WIN_SHIFT`: PAGE_SHIFT / 2.
-const SWAP_RA_WIN_SHIFT: u32 = PAGE_SHIFT as u32 / 2;
+const SWAP_RA_WIN_SHIFT: u32 = PAGE_SHIFT / 2;
 /// `SWAP_RA_HITS_MASK`
 const SWAP_RA_HITS_MASK: u64 = (1 << SWAP_RA_WIN_SHIFT) - 1;
 /// `SWAP_RA_HITS_MAX`
