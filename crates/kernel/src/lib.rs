@@ -62,6 +62,11 @@ pub struct Config {
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the backing device.
     pub read_ahead_kb: u64,
+    /// `vm.page-cluster`: swap readahead windows of up to 2^page_cluster
+    /// pages.
+    pub page_cluster: u32,
+    /// `/sys/kernel/mm/swap/vma_ra_enabled`
+    pub vma_ra_enabled: bool,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -88,6 +93,8 @@ impl Default for Config {
             anon_orders,
             fault_around_bytes: 65536,
             read_ahead_kb: 128,
+            page_cluster: 3,
+            vma_ra_enabled: true,
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -153,6 +160,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) swap: Vec<mm::swapfile::SwapInfo>,
     /// `folio->swap` of swap-cache folios.
     pub(crate) swap_of: mm::swapfile::SwapOf,
+    /// Cluster readahead's machine-wide hit history.
+    pub(crate) swap_ra: mm::swap_state::SwapRa,
     /// Swap entries stored in shmem page-cache slots (xarray value
     /// entries of swapped-out shmem pages).
     pub(crate) shmem_swap: mm::shmem::ShmemSwap,
@@ -224,6 +233,7 @@ impl<A: Arch> Kernel<A> {
                 .map(|&(k, size)| mm::swapfile::SwapInfo::new(k, size))
                 .collect(),
             swap_of: Default::default(),
+            swap_ra: Default::default(),
             shmem_swap: Default::default(),
             tlb_ubc: Default::default(),
             memcg: Default::default(),

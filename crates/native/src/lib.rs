@@ -168,6 +168,42 @@ const THP_DIR: &str = host::THP_DIR;
 /// The fault-around window, a debugfs file (mm/memory.c).
 const FAULT_AROUND_BYTES: &str = "/sys/kernel/debug/fault_around_bytes";
 
+/// `vm.page-cluster` (mm/swap.c).
+const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
+/// VMA-based swap readahead (mm/swap_state.c).
+const VMA_RA_ENABLED: &str = "/sys/kernel/mm/swap/vma_ra_enabled";
+
+/// The writes the swap readahead knobs need: always made, as a previous
+/// run or the host's setup may have left other values.
+fn swap_ra_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
+    let s = &sc.system;
+    let knobs = [
+        (
+            PAGE_CLUSTER,
+            s.page_cluster.to_string(),
+            s.page_cluster == 3,
+        ),
+        (
+            VMA_RA_ENABLED,
+            if s.vma_ra_enabled { "true" } else { "false" }.to_string(),
+            s.vma_ra_enabled,
+        ),
+    ];
+    let mut out = Vec::new();
+    for (p, v, default) in knobs {
+        let p = PathBuf::from(p);
+        if p.exists() {
+            out.push((p, v));
+        } else if !default {
+            return Err(NativeError::Refused(format!(
+                "{} does not exist: the host kernel has no swap support",
+                p.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
 /// The sysfs writes the scenario's THP knobs need, in order.
 fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
     let s = &sc.system;
@@ -416,6 +452,7 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     require_readable("/proc/kpageflags", "folio histograms need it")?;
     require_readable("/proc/self/pagemap", "folio histograms need it")?;
     let mut writes = thp_writes(sc)?;
+    writes.extend(swap_ra_writes(sc)?);
     writes.extend(guest_writes);
     if opts.guest && sc.system.fault_around_bytes != 65536 {
         // A guest's debugfs is its own: the value is written there (and

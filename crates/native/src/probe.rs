@@ -73,6 +73,12 @@ pub fn probe(workdir: &Path) -> String {
         out,
         "fault_around_bytes = 65536  # debugfs value unreadable here; the kernel default"
     );
+    if let Ok(t) = fs::read_to_string("/proc/sys/vm/page-cluster") {
+        let _ = writeln!(out, "vm.page_cluster = {}", t.trim());
+    }
+    if let Ok(t) = fs::read_to_string("/sys/kernel/mm/swap/vma_ra_enabled") {
+        let _ = writeln!(out, "vma_ra_enabled = {}", t.trim());
+    }
     match device_read_ahead_kb(workdir) {
         Some((dev, kb)) => {
             let rot = fs::read_to_string(format!("/sys/block/{dev}/queue/rotational"))

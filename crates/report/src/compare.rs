@@ -30,9 +30,11 @@ pub const EXACT: [&str; 5] = [
 ];
 
 /// Swap counters: system-wide, but nothing else on the host swaps.
-const SWAP_EXACT: [&str; 6] = [
+const SWAP_EXACT: [&str; 8] = [
     "pswpout",
     "pswpin",
+    "swap_ra",
+    "swap_ra_hit",
     "swpout_zero",
     "swpin_zero",
     "thp_swpout",

@@ -67,6 +67,12 @@ pub struct System {
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the device holding the files (default 128).
     pub read_ahead_kb: u64,
+    /// `vm.page_cluster` (sysctl `vm.page-cluster`, default 3): swap
+    /// readahead windows of up to 2^page_cluster pages.
+    pub page_cluster: u32,
+    /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
+    /// true): VMA-based swap readahead when no swap area is rotational.
+    pub vma_ra_enabled: bool,
     /// `[[system.swap]]` tables: swap devices, highest priority first
     /// (default none).
     pub swap: Vec<SwapDevice>,

@@ -20,6 +20,8 @@ const KEYS: &[&str] = &[
     "transparent_hugepage.hugepages-<N>kB.enabled",
     "fault_around_bytes",
     "read_ahead_kb",
+    "vm.page_cluster",
+    "vma_ra_enabled",
     "swap (an array of tables, [[system.swap]])",
 ];
 
@@ -83,6 +85,8 @@ impl Default for System {
             mthp_enabled,
             fault_around_bytes: 65536,
             read_ahead_kb: 128,
+            page_cluster: 3,
+            vma_ra_enabled: true,
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -112,6 +116,8 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     }
     put("fault_around_bytes", system.fault_around_bytes.to_string());
     put("read_ahead_kb", system.read_ahead_kb.to_string());
+    put("vm.page_cluster", system.page_cluster.to_string());
+    put("vma_ra_enabled", bit(system.vma_ra_enabled));
     put("swap", system.swap.len().to_string());
     for (i, dev) in system.swap.iter().enumerate() {
         put(&format!("swap.{i}.kind"), dev.kind.name().to_owned());
@@ -281,6 +287,8 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
         }
         "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
         "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,
+        "vm.page_cluster" => system.page_cluster = page_cluster(ctx, node, &field)?,
+        "vma_ra_enabled" => system.vma_ra_enabled = flag(ctx, node, &field)?,
         path if path.starts_with("series.") || path == "series" => {
             let name = path.strip_prefix("series.").unwrap_or("");
             if system.series.get(name).is_some() {
@@ -320,6 +328,17 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
 }
 
 /// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`.
+/// `vm.page_cluster`: 0 to 31, as the sysctl accepts (mm/swap.c:
+/// page_cluster_max).
+fn page_cluster(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
+    let n = ctx.uint(node, field)?;
+    if n > 31 {
+        let msg = format!("expected a page-cluster from 0 to 31, found {n}");
+        return Err(ctx.err(&node.origin, field, msg));
+    }
+    Ok(n as u32)
+}
+
 /// `cpus`: 1 to 64 simulated CPUs.
 fn cpus(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
     let n = ctx.uint(node, field)?;

@@ -350,6 +350,8 @@ fn empty_scenario_has_every_default() {
     assert!(sys.thp_use_zero_page);
     assert_eq!(sys.fault_around_bytes, 65536);
     assert_eq!(sys.read_ahead_kb, 128);
+    assert_eq!(sys.page_cluster, 3);
+    assert!(sys.vma_ra_enabled);
     let sizes: Vec<u64> = sys.mthp_enabled.keys().copied().collect();
     assert_eq!(
         sizes,
@@ -395,6 +397,8 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.hugepages-512kB.enabled", "never"),
         ("transparent_hugepage.hugepages-64kB.enabled", "never"),
         ("transparent_hugepage.use_zero_page", "1"),
+        ("vm.page_cluster", "3"),
+        ("vma_ra_enabled", "1"),
     ];
     assert_eq!(knobs, want);
     assert_eq!(System::default().knobs, s.system.knobs);

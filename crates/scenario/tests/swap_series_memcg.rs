@@ -504,3 +504,25 @@ fn mmap_map_is_a_boolean() {
     assert_eq!(at(&e), (6, 7, "step[1].map"));
     assert!(e.message.contains("expected a boolean"), "{}", e.message);
 }
+
+#[test]
+fn swap_readahead_knobs() {
+    let s = parse_str(
+        "t.toml",
+        "[system]\nvm.page_cluster = 0\nvma_ra_enabled = false\n",
+        &[],
+    )
+    .expect("parses");
+    assert_eq!(s.system.page_cluster, 0);
+    assert!(!s.system.vma_ra_enabled);
+    assert_eq!(s.system.knobs["vm.page_cluster"], "0");
+    assert_eq!(s.system.knobs["vma_ra_enabled"], "0");
+    assert!(s.system.explicit.contains("vm.page_cluster"));
+    let e = parse_str("t.toml", "[system]\nvm.page_cluster = 32\n", &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("system.vm.page_cluster") && e.to_string().contains("from 0 to 31"),
+        "{e}"
+    );
+    let e = parse_str("t.toml", "[system]\nvma_ra_enabled = 2\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("system.vma_ra_enabled"), "{e}");
+}

@@ -124,6 +124,8 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         use_zero_page: s.thp_use_zero_page,
         fault_around_bytes: s.fault_around_bytes,
         read_ahead_kb: s.read_ahead_kb,
+        page_cluster: s.page_cluster,
+        vma_ra_enabled: s.vma_ra_enabled,
         swap: s.swap.iter().map(|d| (d.kind, d.size)).collect(),
         series: s.series,
         lru_order_root: !fits_in_memory(sc),

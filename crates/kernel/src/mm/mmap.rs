@@ -77,6 +77,9 @@ pub struct Vma {
     pub file: Option<u32>,
     /// `anon_vma` is set once the VMA has anonymous pages.
     pub anon_vma: Option<crate::mm::rmap::AnonVmaId>,
+    /// `swap_readahead_info`: the last swap fault's address, window and
+    /// readahead hits (mm/swap_state.rs); 0 before the first.
+    pub swap_readahead_info: u64,
 }
 
 impl Vma {
@@ -379,6 +382,7 @@ impl<A: Arch> Kernel<A> {
             kind: a.kind,
             file,
             anon_vma: None,
+            swap_readahead_info: 0,
         };
         self.mm_mut(mm).vmas.insert(addr, vma);
         self.vma_merge_range(mm, addr, addr + a.len);

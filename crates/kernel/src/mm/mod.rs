@@ -17,6 +17,7 @@ pub mod readahead;
 pub mod rmap;
 pub mod shmem;
 pub mod swap;
+pub mod swap_state;
 pub mod swapfile;
 pub mod vmscan;
 pub mod vmstat;

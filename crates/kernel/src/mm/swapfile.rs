@@ -15,7 +15,7 @@
 //! writeback completes.
 //! Each slot records the memory cgroup of the folio swapped out to it
 //! (swap-in charges that cgroup).
-//! Not modelled: discard, swap readahead windows, zswap, count
+//! Not modelled: discard, zswap, count
 //! continuations (counts above 0x3e assert), per-CPU allocation caches,
 //! memcg swap limits (memory.swap.max, memsw).
 
@@ -142,6 +142,17 @@ impl SwapInfo {
     /// SWP_BLKDEV
     pub fn blkdev(&self) -> bool {
         !matches!(self.kind, SwapKind::File)
+    }
+
+    /// Not SWP_SOLIDSTATE (counted in `nr_rotate_swap`): a block device
+    /// flagged rotational, or a swap file, whose filesystem's device the
+    /// model takes as rotational (a disk, as on the reference host).
+    pub fn rotational(&self) -> bool {
+        match self.kind {
+            SwapKind::File => true,
+            SwapKind::Block { rotational } => rotational,
+            SwapKind::Zram => false,
+        }
     }
 
     /// SWP_SYNCHRONOUS_IO

@@ -50,6 +50,8 @@ counter_enum!(
         SwpOutZero => "swpout_zero",
         ThpSwpOut => "thp_swpout",
         ThpSwpOutFallback => "thp_swpout_fallback",
+        SwapRa => "swap_ra",
+        SwapRaHit => "swap_ra_hit",
         ThpSplitPage => "thp_split_page",
         PgStealAnon => "pgsteal_anon",
         PgStealFile => "pgsteal_file",

@@ -7,19 +7,25 @@
 //! the swap cache is skipped and an mTHP order may be used (allowed and
 //! suitable for the VMA, offset congruent with the address, contiguous
 //! swap PTEs of count 1 with one zeromap state, none cached; zswap never
-//! enabled); otherwise one order-0 folio goes through the swap cache.
+//! enabled); otherwise `swapin_readahead()` (mm/swap_state.rs) reads an
+//! order-0 folio into the swap cache with its readahead window. A large
+//! folio found in the swap cache is mapped whole by one fault when its
+//! range lies in the VMA and the PMD block and its PTEs are its
+//! consecutive swap entries (`swap_pte_batch()`), else page by page.
 //! The swap PTEs' exclusive markers decide writability; a write fault on a
 //! shared page goes on to do_wp_page(). New folios are charged to the
-//! memory cgroup recorded for the slot. Not modelled: swap readahead (only
-//! the faulting slot is read), the swpin_fallback(_charge) counters.
+//! memory cgroup recorded for the slot. Not modelled: the
+//! swpin_fallback(_charge) counters.
 
 use crate::arch::{Arch, FolioSpan, PteProt};
-use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_SWAPCACHE};
-use crate::include::linux::pgtable::{align_down, pte_index, Pfn, HPAGE_PMD_ORDER, PAGE_SIZE};
+use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_LRU, PG_SWAPCACHE};
+use crate::include::linux::pgtable::{
+    align_down, pmd_addr_end, pte_index, Pfn, HPAGE_PMD_ORDER, PAGE_SIZE, PMD_SIZE,
+};
 use crate::mm::memory::{Vmf, VM_FAULT_MAJOR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
 use crate::mm::mmap::{MM_ANONPAGES, MM_SWAPENTS, VM_WRITE};
 use crate::mm::swapfile::SwpEntry;
-use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::mm::vmstat::VmEvent;
 use crate::Kernel;
 
 impl<A: Arch> Kernel<A> {
@@ -35,7 +41,10 @@ impl<A: Arch> Kernel<A> {
         let mut ret = 0;
         let (folio, page, nr, addr) = if cached != crate::mm::filemap::NO_PAGE {
             let page = Pfn(cached);
-            (self.mem.page_folio(page), page, 1, vmf.address)
+            let folio = self.mem.page_folio(page);
+            self.swap_update_readahead(folio, vmf);
+            let (nr, addr) = self.swapcache_folio_batch(vmf, folio, page, entry);
+            (folio, page, nr, addr)
         } else {
             ret |= VM_FAULT_MAJOR;
             self.vmstat.count_vm_event(VmEvent::PgMajFault);
@@ -61,52 +70,81 @@ impl<A: Arch> Kernel<A> {
         ret
     }
 
-    /// A new folio for a swap-cache miss: large only on the skip-swapcache
-    /// path (`alloc_swap_folio()`); read from the device or the zeromap.
+    /// The pages of a large swap-cache folio that one fault maps, as
+    /// `do_swap_page()` decides for `folio_test_large(folio) &&
+    /// folio_test_swapcache(folio)`: the whole folio from its first page
+    /// when that range lies inside the VMA and the faulting PMD block and
+    /// its PTEs are the folio's consecutive swap entries with the faulting
+    /// PTE's bits (the exclusive marker) and one swap cgroup
+    /// (`swap_pte_batch()`); else only the faulting page. Returns (number
+    /// of pages, first address).
+    fn swapcache_folio_batch(
+        &self,
+        vmf: &Vmf,
+        folio: Pfn,
+        page: Pfn,
+        entry: SwpEntry,
+    ) -> (u64, u64) {
+        let nr = self.mem.folio_nr_pages(folio);
+        if nr == 1 {
+            return (1, vmf.address);
+        }
+        let idx = page.0 - folio.0;
+        let folio_start = vmf.address - idx as u64 * PAGE_SIZE;
+        let folio_end = folio_start + nr * PAGE_SIZE;
+        let pmd_start = vmf.address & !(PMD_SIZE - 1);
+        if folio_start < pmd_start.max(vmf.vma.vm_start)
+            || folio_end > pmd_addr_end(vmf.address, vmf.vma.vm_end)
+        {
+            return (1, vmf.address);
+        }
+        let tid = vmf.pte_table.expect("table");
+        let start = pte_index(folio_start);
+        let first_off = entry.offset - idx as u64;
+        let marker = A::pte_swp_exclusive(vmf.orig_pte);
+        let si = &self.swap[entry.ty as usize];
+        let memcg = si.memcg[first_off as usize];
+        let batch = (0..nr).all(|i| {
+            let pte = self.pt.get(tid, start + i as usize);
+            if pte == 0 || A::pte_present(pte) {
+                return false;
+            }
+            let (t, off) = A::pte_to_swp_entry(pte);
+            t == entry.ty
+                && off == first_off + i
+                && A::pte_swp_exclusive(pte) == marker
+                && si.memcg[off as usize] == memcg
+        });
+        if batch {
+            (nr, folio_start)
+        } else {
+            (1, vmf.address)
+        }
+    }
+
+    /// A new folio for a swap-cache miss: on the skip-swapcache path a
+    /// folio of the order `alloc_swap_folio()` chooses, read outside the
+    /// swap cache; otherwise the order-0 swap-cache folio that
+    /// `swapin_readahead()` read with its window.
     fn swapin_new_folio(&mut self, vmf: &mut Vmf, entry: SwpEntry) -> Option<(Pfn, u64)> {
         let si = &self.swap[entry.ty as usize];
         let skip_cache = si.synchronous() && si.swap_count(entry.offset) == 1;
-        let folio = self.alloc_swap_folio(vmf, entry, skip_cache)?;
-        let order = self.mem.order(folio);
-        let nr = 1u64 << order;
-        let first = SwpEntry {
-            ty: entry.ty,
-            offset: align_down(entry.offset, nr),
-        };
-        let zero = self.swap[entry.ty as usize].zeromap[first.offset as usize];
-        for i in 0..nr {
-            self.mem.set_page_nonzero(folio.plus(i), !zero);
-        }
-        if zero {
-            self.vmstat.count_vm_events(VmEvent::SwpInZero, nr);
-        } else {
-            self.vmstat.count_vm_events(VmEvent::PswpIn, nr);
-            self.vmstat.count_mthp_stat(order, MthpStat::Swpin);
-        }
-        self.mem
-            .set(folio, crate::include::linux::mm_types::PG_UPTODATE);
         if !skip_cache {
-            // swapin_readahead(): the folio enters the swap cache.
-            let si = &mut self.swap[entry.ty as usize];
-            si.cache[entry.offset as usize] = folio.0;
-            si.swap_map[entry.offset as usize] |= crate::mm::swapfile::SWAP_HAS_CACHE;
-            self.swap_of.insert(folio.0, entry);
-            self.mem.set(folio, PG_SWAPCACHE);
+            let folio = self.swapin_readahead(vmf, entry)?;
+            return Some((folio, 1));
         }
+        let folio = self.alloc_swap_folio(vmf, entry)?;
+        let nr = self.mem.folio_nr_pages(folio);
+        self.swap_read_folio(folio, entry);
         Some((folio, nr))
     }
 
-    /// `alloc_swap_folio()` (skip-swapcache path: the highest usable order
-    /// whose folio can be allocated and charged, else order 0) or the
-    /// order-0 folio of `__read_swap_cache_async()`. Charged to the cgroup
-    /// the slot was swapped out from; None if memory or the charge failed.
-    fn alloc_swap_folio(&mut self, vmf: &Vmf, entry: SwpEntry, skip_cache: bool) -> Option<Pfn> {
+    /// `alloc_swap_folio()`: the highest usable order whose folio can be
+    /// allocated and charged, else order 0. Charged to the cgroup the slot
+    /// was swapped out from; None if memory or the charge failed.
+    fn alloc_swap_folio(&mut self, vmf: &Vmf, entry: SwpEntry) -> Option<Pfn> {
         use crate::mm::memcontrol::{vma_thp_gfp, ChargeGfp};
-        let mut orders = if skip_cache {
-            self.swapin_orders(vmf, entry)
-        } else {
-            0
-        };
+        let mut orders = self.swapin_orders(vmf, entry);
         while orders != 0 {
             let o = 31 - orders.leading_zeros();
             orders &= !(1 << o);
@@ -200,11 +238,11 @@ impl<A: Arch> Kernel<A> {
         let mapcount = self.mem.folio_mapcount(folio);
         let folio_nr = self.mem.folio_nr_pages(folio);
         // should_try_to_free_swap(): swap more than half full, or a write
-        // fault on a small folio held only by the swap cache and this fault
-        // (folio_ref_count() == 2); folio_free_swap() then succeeds if no
-        // other swap PTE references the folio's slots.
-        let try_free =
-            in_cache && (self.vm_swap_full() || (vmf.is_write() && mapcount == 0 && folio_nr == 1));
+        // fault on a folio held only by the swap cache and this fault
+        // (folio_ref_count() == 1 + folio_nr_pages(): no page of it mapped);
+        // folio_free_swap() then succeeds if no other swap PTE references
+        // the folio's slots.
+        let try_free = in_cache && (self.vm_swap_full() || (vmf.is_write() && mapcount == 0));
         let frees_cache = try_free && {
             let e = self.folio_swap(folio).expect("swap cache");
             let si = &self.swap[e.ty as usize];
@@ -222,7 +260,10 @@ impl<A: Arch> Kernel<A> {
         let first_page = if nr > 1 { folio } else { page };
         if fresh {
             self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
-            self.folio_add_lru(folio);
+            // A swap-cache folio went on the LRU when it was read.
+            if !self.mem.test(folio, PG_LRU) {
+                self.folio_add_lru(folio);
+            }
         } else {
             self.folio_add_anon_rmap_ptes(folio, first_page, nr, vmf.mm);
         }
