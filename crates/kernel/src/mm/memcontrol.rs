@@ -32,7 +32,7 @@ use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
-use crate::{Kernel, MmId};
+use crate::{Kernel, KernelError, MmId};
 
 /// A memory cgroup (`struct mem_cgroup`): its index in
 /// `MemcgState::memcgs`, 0 the root (what the model keeps per folio, 2 bytes).
@@ -261,10 +261,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `page_counter_try_charge()` (the root is unlimited, so only the
-    /// cgroup's own counter can refuse).
+    /// cgroup's own counter can refuse). A refusal counts in the counter's
+    /// `failcnt` (cgroup v1 `memory.failcnt`).
     fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> bool {
         let m = &mut self.memcg.memcgs[memcg.idx()];
         if m.usage + nr > m.max {
+            self.vmstat
+                .count_memcg_events(memcg, crate::mm::vmstat::MemcgEvent::Failcnt, 1);
             return false;
         }
         m.usage += nr;
@@ -442,6 +445,46 @@ impl<A: Arch> Kernel<A> {
             nr_reclaimed += reclaimed;
         }
         Ok(nr_reclaimed)
+    }
+
+    /// cgroup v1 `memory.limit_in_bytes` write (`mem_cgroup_resize_max()`,
+    /// mm/memcontrol-v1.c): set the limit if the usage fits under it
+    /// (`page_counter_set_max()`); if not, drain the per-CPU stock once,
+    /// then reclaim (`try_to_free_mem_cgroup_pages()`, at least 32 pages,
+    /// may swap) and try again, until it fits or one reclaim call frees
+    /// nothing: Err (-EBUSY), the limit unchanged. `max_pages`: None is
+    /// unlimited.
+    pub fn mem_cgroup_resize_max(
+        &mut self,
+        memcg: MemcgId,
+        max_pages: Option<u64>,
+    ) -> Result<(), KernelError> {
+        let max = max_pages.unwrap_or(PAGE_COUNTER_MAX);
+        let mut drained = false;
+        loop {
+            let m = &mut self.memcg.memcgs[memcg.idx()];
+            if m.usage <= max {
+                m.max = max;
+                return Ok(());
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
+                self.vmstat
+                    .count_memcg_events(memcg, crate::mm::vmstat::MemcgEvent::LimitWriteEbusy, 1);
+                return Err(KernelError::Errno(
+                    "EBUSY",
+                    format!(
+                        "memory cgroup {}: usage {} pages stays above the new limit {max}",
+                        memcg.0.saturating_sub(1),
+                        self.memcg.memcgs[memcg.idx()].usage
+                    ),
+                ));
+            }
+        }
     }
 
     /// cgroup v1 `memory.force_empty` (`mem_cgroup_force_empty()`): drain
