@@ -20,10 +20,7 @@ impl<A: Arch> Kernel<A> {
     /// Run `f` as task `mm` in the kernel: `current` is its cgroup.
     fn as_task<T>(&mut self, mm: MmId, f: impl FnOnce(&mut Self) -> T) -> T {
         let memcg = self.mm_memcg(mm);
-        let saved = std::mem::replace(&mut self.memcg.current, memcg);
-        let r = f(self);
-        self.memcg.current = saved;
-        r
+        self.with_current_memcg(memcg, f)
     }
 
     /// `ksys_lseek(fd, offset, SEEK_SET)`

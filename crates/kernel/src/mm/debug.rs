@@ -15,8 +15,9 @@
 //!   is such a folio, and the links are consistent; between steps every
 //!   folio in use (anon, page cache, swap cache) is on the LRU; every
 //!   lruvec's sizes equal the pages of its PG_lru folios;
-//! * memory cgroups: each one's usage equals its charged folios' pages plus
-//!   its pages in the charge stock.
+//! * memory cgroups: each one's usage equals its charged folios' and page
+//!   tables' pages plus its pages in the charge stock and those charged
+//!   for slab objects.
 //!
 //! It is O(memory) and meant for tests and small machines.
 
@@ -428,6 +429,10 @@ impl<A: Arch> Kernel<A> {
         while pfn < n {
             let p = Pfn(pfn);
             let f = self.mem.flags(p);
+            if f & PG_TABLE != 0 {
+                // A page table: charged as kernel memory.
+                charged[self.folio_memcg(p).idx()] += 1;
+            }
             if f & (PG_BUDDY | PG_TABLE | PG_TAIL) != 0
                 || (f & PG_HEAD == 0 && self.mem.order(p) != 0)
             {
@@ -457,7 +462,9 @@ impl<A: Arch> Kernel<A> {
                 ));
             }
             let usage = self.memcg.memcgs[m].usage;
-            let want = charged[m] + self.memcg_stock_pages(MemcgId(m as u16));
+            let want = charged[m]
+                + self.memcg_stock_pages(MemcgId(m as u16))
+                + self.memcg.memcgs[m].obj_pages;
             if m > 0 && usage != want {
                 return Err(format!(
                     "cgroup {m}: usage {usage} but {want} pages are charged"

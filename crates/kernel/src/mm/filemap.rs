@@ -58,6 +58,77 @@ pub struct AddressSpace {
     /// `mapping_max_folio_order()` (ext4 with 4 KiB blocks: 9; shmem with
     /// huge=never: 0).
     pub max_order: u32,
+    /// Which nodes of the page cache's xarray exist (for their memory
+    /// cgroup charge).
+    pub xa: XaNodes,
+}
+
+/// `XA_CHUNK_SHIFT`: an xarray node has 64 slots.
+const XA_CHUNK_SHIFT: u32 = 6;
+/// `obj_full_size()` of a `radix_tree_node` (xa_node): the 584-byte slab
+/// object of x86_64 plus the obj_cgroup pointer that accounting adds.
+pub const XA_NODE_CHARGE: u64 = 584 + 8;
+
+/// The nodes of an address space's xarray (`struct xa_node`), as far as
+/// their number goes: per level, one bit per node position. Nodes are
+/// never freed: reclaim leaves shadow entries in them
+/// (`workingset_eviction()`) and files are never truncated, so a node
+/// lives from its first entry to the end of the run (the shadow-node
+/// shrinker is not modelled).
+#[derive(Debug, Default)]
+pub struct XaNodes {
+    /// `xa_head`'s height: the number of node levels (0: empty, or one
+    /// order-0 entry at index 0 held in the head).
+    height: u32,
+    nonempty: bool,
+    /// `present[l][k]`: the level-`l` node covering indices
+    /// `[k << 6(l+1), (k + 1) << 6(l+1))` exists.
+    present: Vec<Vec<bool>>,
+}
+
+impl XaNodes {
+    fn set(&mut self, level: u32, key: u64) -> bool {
+        let l = level as usize;
+        if self.present.len() <= l {
+            self.present.resize(l + 1, Vec::new());
+        }
+        let v = &mut self.present[l];
+        if v.len() <= key as usize {
+            v.resize(key as usize + 1, false);
+        }
+        !std::mem::replace(&mut v[key as usize], true)
+    }
+
+    /// `xas_store()` of an entry of `order` at `index` (`xas_create()`,
+    /// `xas_expand()`): the nodes it creates. The entry lives at level
+    /// `order / 6` (sibling slots for the rest of the order); the tree
+    /// grows until its top covers the highest index.
+    pub fn store(&mut self, index: u64, order: u32) -> u64 {
+        let level = order / XA_CHUNK_SHIFT;
+        let last = index + (1u64 << order) - 1;
+        let mut height = 0;
+        while height < 11 && last >> (XA_CHUNK_SHIFT * height) != 0 {
+            height += 1;
+        }
+        if order > 0 || index > 0 {
+            height = height.max(level + 1);
+        }
+        let mut created = 0;
+        if height > self.height {
+            // xas_expand(): new top nodes over the old contents at index 0.
+            if self.nonempty {
+                for l in self.height.min(level)..height {
+                    created += u64::from(self.set(l, 0));
+                }
+            }
+            self.height = height;
+        }
+        for l in level..self.height {
+            created += u64::from(self.set(l, index >> (XA_CHUNK_SHIFT * (l + 1))));
+        }
+        self.nonempty = true;
+        created
+    }
 }
 
 /// An open file (`struct file`) with its readahead state.
@@ -96,6 +167,7 @@ impl<A: Arch> Kernel<A> {
             pages: vec![NO_PAGE; nr],
             shmem: false,
             max_order: MAX_PAGECACHE_ORDER,
+            xa: XaNodes::default(),
         });
         id
     }
@@ -174,6 +246,14 @@ impl<A: Arch> Kernel<A> {
         }
         for i in 0..nr {
             as_.pages[(index + i) as usize] = folio.0 + i as u32;
+        }
+        // The xarray nodes the store allocates (`xas_nomem()`: the
+        // mapping's i_pages has XA_FLAGS_ACCOUNT, so they are slab objects
+        // charged to `current`'s cgroup).
+        let order = self.mem.order(folio);
+        let nodes = self.files[f.0 as usize].xa.store(index, order);
+        if nodes > 0 {
+            self.obj_cgroup_charge(memcg, nodes * XA_NODE_CHARGE);
         }
         self.mem.set_folio_index(folio, index);
         self.mem.set_folio_mapping(folio, Self::file_mapping_id(f));

@@ -90,6 +90,9 @@ pub struct MemCgroup {
     /// `page_counter_read(&memcg->memory)`: charged pages, the per-CPU
     /// stock's included (the root is not charged).
     pub usage: u64,
+    /// Pages charged for slab objects (`obj_cgroup_charge()`), which no
+    /// page of the model carries.
+    pub obj_pages: u64,
     pub lruvec: Lruvec,
 }
 
@@ -129,6 +132,9 @@ pub struct MemcgState {
     /// `folio_memcg()` by folio head; empty until a non-root cgroup exists.
     folio_memcg: Vec<MemcgId>,
     stock: MemcgStock,
+    /// The per-CPU object stock (`struct obj_stock_pcp`): the cgroup whose
+    /// bytes it holds and how many (pre-charged, not yet used by objects).
+    obj_stock: (MemcgId, u64),
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
     pub current: MemcgId,
@@ -141,11 +147,13 @@ impl Default for MemcgState {
                 parent: ROOT_MEM_CGROUP,
                 max: PAGE_COUNTER_MAX,
                 usage: 0,
+                obj_pages: 0,
                 lruvec: Lruvec::default(),
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
             stock: MemcgStock::default(),
+            obj_stock: (ROOT_MEM_CGROUP, 0),
             current: ROOT_MEM_CGROUP,
         }
     }
@@ -167,6 +175,7 @@ impl<A: Arch> Kernel<A> {
             parent: ROOT_MEM_CGROUP,
             max: limit_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE),
             usage: 0,
+            obj_pages: 0,
             lruvec: Lruvec::default(),
         });
         self.vmstat.memcg.push(Default::default());
@@ -248,6 +257,84 @@ impl<A: Arch> Kernel<A> {
             self.memcg.memcgs[memcg.idx()].usage -= nr;
             self.memcg.folio_memcg[folio.idx()] = ROOT_MEM_CGROUP;
         }
+    }
+
+    /// `__memcg_kmem_charge_page()` of a page allocated with
+    /// `__GFP_ACCOUNT` (page tables): charged like a folio, through the
+    /// same stock and limit reclaim (`obj_cgroup_charge_pages()` ->
+    /// `try_charge_memcg()`), to the cgroup of `current`. A charge that
+    /// fails is the memcg OOM killer's case (recorded as unsupported); the
+    /// page then stays uncharged.
+    pub fn memcg_kmem_charge_page(&mut self, page: Pfn) {
+        let memcg = self.memcg.current;
+        if memcg == ROOT_MEM_CGROUP {
+            return;
+        }
+        if self.try_charge_memcg(memcg, ChargeGfp::Kernel, 1) {
+            self.memcg.folio_memcg[page.idx()] = memcg;
+        } else {
+            self.memcg_oom(memcg, 1);
+        }
+    }
+
+    /// `__memcg_kmem_uncharge_page()` of a freed page table: its charge
+    /// goes back through the per-CPU stock (`obj_cgroup_uncharge_pages()`
+    /// -> `refill_stock()`), not straight to the counter as a folio's does.
+    pub fn memcg_kmem_uncharge_page(&mut self, page: Pfn) {
+        let memcg = self.folio_memcg(page);
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcg.folio_memcg[page.idx()] = ROOT_MEM_CGROUP;
+            self.refill_stock(memcg, 1);
+        }
+    }
+
+    /// `obj_cgroup_charge()` of `size` bytes of slab objects (xarray
+    /// nodes) for `memcg`: from the object stock's pre-charged bytes if it
+    /// holds this cgroup's and enough (`consume_obj_stock()`), else whole
+    /// pages through `try_charge_memcg()` (`obj_cgroup_charge_pages()`),
+    /// the rest of the last page going to the stock (`refill_obj_stock()`;
+    /// a stock of another cgroup is flushed first). The objects are never
+    /// freed in the model (see mm/filemap.rs), so nothing is uncharged.
+    /// A failed charge is the memcg OOM killer's case (unsupported).
+    pub fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
+        if memcg == ROOT_MEM_CGROUP {
+            return;
+        }
+        let (cached, bytes) = self.memcg.obj_stock;
+        if cached == memcg && bytes >= size {
+            self.memcg.obj_stock.1 -= size;
+            return;
+        }
+        let nr_pages = size.div_ceil(PAGE_SIZE);
+        if !self.try_charge_memcg(memcg, ChargeGfp::Kernel, nr_pages) {
+            self.memcg_oom(memcg, nr_pages);
+            return;
+        }
+        self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
+        let rest = nr_pages * PAGE_SIZE - size;
+        if cached != memcg {
+            // drain_obj_stock(): the old cgroup's bytes go back to its
+            // obj_cgroup (whole pages to its counter; the model drops the
+            // sub-page rest, which the kernel keeps in nr_charged_bytes).
+            if cached != ROOT_MEM_CGROUP {
+                let pages = bytes / PAGE_SIZE;
+                let m = &mut self.memcg.memcgs[cached.idx()];
+                m.usage -= pages;
+                m.obj_pages -= pages;
+            }
+            self.memcg.obj_stock = (memcg, 0);
+        }
+        self.memcg.obj_stock.1 += rest;
+    }
+
+    /// Run `f` with `current` in `memcg` (the cgroup of the task the kernel
+    /// runs for: the faulting task, the forking parent, a system call's
+    /// caller).
+    pub fn with_current_memcg<T>(&mut self, memcg: MemcgId, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = std::mem::replace(&mut self.memcg.current, memcg);
+        let r = f(self);
+        self.memcg.current = saved;
+        r
     }
 
     /// `split_page_memcg()`: the tails of a split folio keep its charge.
