@@ -560,7 +560,11 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
     // (every cgroup's count is 0 until then).
     let mut limit_busy: BTreeMap<String, i64> = ctx
         .cgroups
-        .map(|c| (0..c.wl.len()).map(|n| (format!("memcg/{n}/limit_write_ebusy"), 0)).collect())
+        .map(|c| {
+            (0..c.wl.len())
+                .map(|n| (format!("memcg/{n}/limit_write_ebusy"), 0))
+                .collect()
+        })
         .unwrap_or_default();
     loop {
         match wl.recv()? {

@@ -1100,7 +1100,14 @@ impl Proc<'_> {
     /// One pass of an I/O step: calls of `chunk` bytes over
     /// `[offset, offset + len)` (read and write after an lseek to the
     /// start). Err(errno) if a call fails or a read ends early.
-    fn io_pass(&mut self, fd: RawFd, call: IoCall, offset: u64, len: u64, chunk: u64) -> Result<(), u64> {
+    fn io_pass(
+        &mut self,
+        fd: RawFd,
+        call: IoCall,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+    ) -> Result<(), u64> {
         if matches!(call, IoCall::Read | IoCall::Write) && !sys::lseek_set(fd, offset) {
             return Err(errno());
         }

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use crate::ast::{
-    Access, Backing, IoCall, IoStep, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
+    Access, Backing, IoCall, IoStep, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind,
+    TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -75,9 +76,15 @@ impl Op {
             Op::Memcg => &["op", "limit"],
             Op::MemcgReclaim => &["op", "amount"],
             Op::MemcgLimit => &["op", "limit"],
-            Op::Io(call) if call.writes() => {
-                &["op", "file", "offset", "len", "write_size", "count", "fsync"]
-            }
+            Op::Io(call) if call.writes() => &[
+                "op",
+                "file",
+                "offset",
+                "len",
+                "write_size",
+                "count",
+                "fsync",
+            ],
             Op::Io(_) => &["op", "file", "offset", "len", "read_size", "count"],
             Op::Pagemap => &[
                 "op",
@@ -500,7 +507,10 @@ impl StepChecker<'_> {
         }
         let count = f.opt("count", Ctx::uint)?.unwrap_or(1);
         if count == 0 || count > u64::from(u32::MAX) {
-            let msg = format!("expected a number of passes from 1 to {}, found {count}", u32::MAX);
+            let msg = format!(
+                "expected a number of passes from 1 to {}, found {count}",
+                u32::MAX
+            );
             return Err(f.err_at("count", msg));
         }
         let fsync = f.opt("fsync", Ctx::boolean)?.unwrap_or(false);

@@ -54,7 +54,9 @@ fn io_step_errors_name_the_field() {
     assert!(e.message.contains("unknown file \"nope\""), "{e}");
     let e = error(&step("op = \"read\"\nfile = \"data\"\noffset = \"8M\"\n"));
     assert_eq!(e.field, "step[2].offset");
-    let e = error(&step("op = \"pwrite\"\nfile = \"data\"\noffset = \"7M\"\nlen = \"2M\"\n"));
+    let e = error(&step(
+        "op = \"pwrite\"\nfile = \"data\"\noffset = \"7M\"\nlen = \"2M\"\n",
+    ));
     assert_eq!(e.field, "step[2].len");
     assert!(e.message.contains("would extend the file"), "{e}");
     let e = error(&step("op = \"read\"\nfile = \"data\"\nwrite_size = 4096\n"));
@@ -63,7 +65,9 @@ fn io_step_errors_name_the_field() {
     assert_eq!(e.field, "step[2].fsync");
     let e = error(&step("op = \"write\"\nfile = \"data\"\ncount = 0\n"));
     assert_eq!(e.field, "step[2].count");
-    let e = error(&step("op = \"read\"\nfile = \"data\"\nread_size = \"65M\"\n"));
+    let e = error(&step(
+        "op = \"read\"\nfile = \"data\"\nread_size = \"65M\"\n",
+    ));
     assert_eq!(e.field, "step[2].read_size");
     let e = error(&step("op = \"read\"\n"));
     assert!(e.message.contains("file"), "{e}");
@@ -76,12 +80,17 @@ fn memcg_limit_needs_a_memcg_and_a_limit() {
     ));
     let n = s.steps.len();
     assert!(matches!(s.steps[n - 2].kind, StepKind::MemcgLimit { limit: Some(l) } if l == 4 << 20));
-    assert!(matches!(s.steps[n - 1].kind, StepKind::MemcgLimit { limit: None }));
+    assert!(matches!(
+        s.steps[n - 1].kind,
+        StepKind::MemcgLimit { limit: None }
+    ));
     let e = error(&step("op = \"memcg_limit\"\nlimit = \"4M\"\n"));
     assert_eq!(e.field, "step[2].op");
     assert!(e.message.contains("not in one"), "{e}");
     let e = error(&step("op = \"memcg\"\n[[step]]\nop = \"memcg_limit\"\n"));
     assert!(e.message.contains("limit"), "{e}");
-    let e = error(&step("op = \"memcg\"\n[[step]]\nop = \"memcg_limit\"\nlimit = \"unlimited\"\n"));
+    let e = error(&step(
+        "op = \"memcg\"\n[[step]]\nop = \"memcg_limit\"\nlimit = \"unlimited\"\n",
+    ));
     assert_eq!(e.field, "step[3].limit");
 }

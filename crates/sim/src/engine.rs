@@ -328,7 +328,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let memcg = self.k.mm_memcg(mm);
                 let pages = limit.map(|l| l / PAGE_SIZE);
                 if let Err(e) = self.k.mem_cgroup_resize_max(memcg, pages) {
-                    foliosim_uapi::note!("{at}: note: writing the limit failed ({e}); the run goes on");
+                    foliosim_uapi::note!(
+                        "{at}: note: writing the limit failed ({e}); the run goes on"
+                    );
                 }
             }
             Op::Io {

@@ -29,7 +29,8 @@ use std::fmt;
 
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, IoCall, Pattern, Range, Scenario, Step, StepKind, ThreadAfter,
+    TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,

@@ -373,8 +373,8 @@ impl<A: Arch> Kernel<A> {
                 self.mem.set_page_nonzero(folio.plus(i), true);
             }
             self.mem.set(folio, PG_DIRTY);
-            let folio_end = (self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio))
-                << PAGE_SHIFT;
+            let folio_end =
+                (self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio)) << PAGE_SHIFT;
             pos = folio_end.min(pos + bytes);
         }
         Ok(count)

@@ -1,8 +1,10 @@
 //! Memory cgroups (mm/memcontrol.c: mem_cgroup_charge(),
 //! try_charge_memcg(), consume_stock(), refill_stock(), drain_all_stock(),
 //! mem_cgroup_margin(), mem_cgroup_swapin_charge_folio(),
-//! mem_cgroup_uncharge(), memory_reclaim(); mm/vmscan.c:
-//! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty();
+//! mem_cgroup_uncharge(), memory_reclaim(), __memcg_kmem_charge_page(),
+//! __memcg_kmem_uncharge_page(), obj_cgroup_charge(); mm/vmscan.c:
+//! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty(),
+//! mem_cgroup_resize_max();
 //! mm/page_counter.c: page_counter_try_charge()), Linux 6.18.
 //!
 //! A table of cgroups, id 0 the root. Every mm belongs to one (the cgroup of
@@ -19,14 +21,21 @@
 //! the one simulated CPU is modelled, because it decides when the limit is
 //! hit.
 //!
-//! Approximated: only folios are charged — page tables and slab objects
-//! (VMAs, xarray nodes), which the kernel charges as kernel memory, are not,
-//! so a limited cgroup reaches its limit a little later than natively; when
-//! the stock has no free slot the kernel drains a random one, the model the
-//! first. Unsupported (loud error): the memcg OOM killer — a charge that
-//! reclaim cannot make room for stops the run. Not modelled: memory.low/min
-//! protection, memory.high throttling, swap limits, kmem and socket
-//! accounting, moving charges between cgroups, cgroup removal.
+//! Kernel memory is charged where the kernel accounts it: page tables
+//! (`__memcg_kmem_charge_page()`, uncharged into the stock) and the page
+//! cache's xarray nodes (`obj_cgroup_charge()` through the per-CPU object
+//! stock). A v1 limit write (`mem_cgroup_resize_max()`) reclaims until the
+//! usage fits or fails with EBUSY; `failcnt` counts refused charges.
+//!
+//! Approximated: other slab objects (VMAs, anon_vmas, the task's own
+//! allocations) are not charged, so a limited cgroup reaches its limit a
+//! little later than natively; xarray nodes are never freed (shadow
+//! entries keep them); when the stock has no free slot the kernel drains a
+//! random one, the model the first. Unsupported (loud error): the memcg OOM
+//! killer — a charge that reclaim cannot make room for stops the run. Not
+//! modelled: memory.low/min protection, memory.high throttling, swap
+//! limits, socket accounting, moving charges between cgroups, cgroup
+//! removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
@@ -560,8 +569,11 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
-                self.vmstat
-                    .count_memcg_events(memcg, crate::mm::vmstat::MemcgEvent::LimitWriteEbusy, 1);
+                self.vmstat.count_memcg_events(
+                    memcg,
+                    crate::mm::vmstat::MemcgEvent::LimitWriteEbusy,
+                    1,
+                );
                 return Err(KernelError::Errno(
                     "EBUSY",
                     format!(
