@@ -21,6 +21,7 @@ pub mod include {
     }
 }
 pub mod fs {
+    pub mod read_write;
     pub mod proc {
         pub mod page;
         pub mod task_mmu;

@@ -249,6 +249,9 @@ fn note_message(ctx: &Ctx<'_>, step: u64, what: Notice, err: u64) -> String {
         Notice::ReclaimShort => {
             format!("{at}: the kernel reclaimed less than the step asks ({errno}); the run goes on")
         }
+        Notice::LimitBusy => {
+            format!("{at}: writing the limit failed ({errno}): the usage stays above it; the run goes on")
+        }
     }
 }
 
@@ -283,6 +286,7 @@ fn error_message(
         }
         Failure::MemcgReclaim => format!("writing memory.reclaim failed: {errno}"),
         Failure::ForceEmpty => format!("writing memory.force_empty failed: {errno}"),
+        Failure::Io => format!("the I/O step's system call failed: {errno}"),
         Failure::Thread => format!("pthread_create of a scenario thread failed: {errno}"),
         Failure::Affinity => {
             format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
@@ -521,6 +525,17 @@ fn pagemap_step(
     Ok(())
 }
 
+/// The cgroup of the memcg_limit op of step `step`, searched through the
+/// ops of every process.
+fn limit_step_cgroup(ops: &[foliosim_workload::Op], step: u64) -> Option<u32> {
+    use foliosim_workload::Op;
+    ops.iter().find_map(|op| match op {
+        Op::MemcgLimit { step: s, cg, .. } if u64::from(*s) == step => Some(*cg),
+        Op::Fork { child, .. } => limit_step_cgroup(child, step),
+        _ => None,
+    })
+}
+
 /// Run the workload once.
 pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError> {
     let mut flags = KpageFlags::open()
@@ -541,6 +556,16 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
     let mut not_warm = None;
     let mut last_warm: Option<std::time::Instant> = None;
     let all_files_warm = !ctx.files.is_empty() && ctx.files.iter().all(HostFile::warm);
+    // `memcg/<n>/limit_write_ebusy`: memcg_limit writes that failed so far
+    // (every cgroup's count is 0 until then).
+    let mut limit_busy: BTreeMap<String, i64> = ctx
+        .cgroups
+        .map(|c| {
+            (0..c.wl.len())
+                .map(|n| (format!("memcg/{n}/limit_write_ebusy"), 0))
+                .collect()
+        })
+        .unwrap_or_default();
     loop {
         match wl.recv()? {
             Msg::Ready { .. } => {
@@ -579,10 +604,19 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
             }
             Msg::Note {
                 step, what, err, ..
-            } => foliosim_uapi::note!(
-                "foliosim native: note: {}",
-                note_message(ctx, step, what, err)
-            ),
+            } => {
+                if what == Notice::LimitBusy {
+                    if let Some(cg) = limit_step_cgroup(&ctx.plan.root, step) {
+                        *limit_busy
+                            .entry(format!("memcg/{cg}/limit_write_ebusy"))
+                            .or_insert(0) += 1;
+                    }
+                }
+                foliosim_uapi::note!(
+                    "foliosim native: note: {}",
+                    note_message(ctx, step, what, err)
+                )
+            }
             Msg::Mark {
                 mark,
                 phase: idx,
@@ -590,7 +624,8 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 cpu_ns,
             } => {
                 if let Some(o) = open.take() {
-                    let end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
+                    let mut end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
+                    end.global.extend(limit_busy.clone());
                     let mut phase =
                         end_phase(ctx, wl.pid, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
                     phase.maps = folio_maps(wl.pid, &regions, &mapped, &mut flags)?;
@@ -630,8 +665,9 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                             }
                             repopulated += n;
                         }
-                        let start =
+                        let mut start =
                             snap_start(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
+                        start.global.extend(limit_busy.clone());
                         open = Some(OpenPhase {
                             name,
                             start,

@@ -246,6 +246,8 @@ pub(crate) struct WlCgroup {
     /// The limit to put back after the v1 reclaim emulation ("-1\n" or the
     /// step's limit).
     pub restore_limit: Vec<u8>,
+    /// What the limit file takes for "no limit" ("-1\n" or "max\n").
+    pub unlimited: &'static [u8],
 }
 
 /// The run's cgroups: their directories and limits, and what the workload
@@ -289,6 +291,10 @@ impl Cgroups {
                     Version::V2 => None,
                 },
                 restore_limit: format!("{restore}\n").into_bytes(),
+                unlimited: match h.version {
+                    Version::V1 => b"-1\n",
+                    Version::V2 => b"max\n",
+                },
             });
             dirs.push((dir, m.limit));
         }
@@ -339,6 +345,25 @@ impl Cgroups {
                     continue;
                 }
                 out.insert(format!("memcg/{n}/{k}"), v);
+            }
+            // v1: how many charges hit the limit; v2 (no failcnt): the
+            // `max` and `high` events of memory.events.
+            match self.hierarchy.version {
+                Version::V1 => {
+                    if let Ok(t) = fs::read_to_string(dir.join("memory.failcnt")) {
+                        if let Ok(v) = t.trim().parse() {
+                            out.insert(format!("memcg/{n}/failcnt"), v);
+                        }
+                    }
+                }
+                Version::V2 => {
+                    let t = fs::read_to_string(dir.join("memory.events")).unwrap_or_default();
+                    for (k, v) in crate::host::parse_name_values(&t) {
+                        if k == "max" || k == "high" {
+                            out.insert(format!("memcg/{n}/events_{k}"), v);
+                        }
+                    }
+                }
             }
         }
         out

@@ -47,10 +47,13 @@ pub(crate) enum Failure {
     Affinity,
     /// Unregistering glibc's rseq area failed (set-up).
     Rseq,
+    /// A read, write, lseek or fsync of an I/O step failed (or read less
+    /// than the file holds).
+    Io,
 }
 
 impl Failure {
-    const ALL: [Failure; 16] = [
+    const ALL: [Failure; 17] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -67,6 +70,7 @@ impl Failure {
         Failure::Thread,
         Failure::Affinity,
         Failure::Rseq,
+        Failure::Io,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {
@@ -80,6 +84,9 @@ pub(crate) enum Notice {
     /// A memcg reclaim step reclaimed less than asked (errno: EAGAIN from
     /// memory.reclaim, EBUSY from the v1 limit or force_empty).
     ReclaimShort = 1,
+    /// A memcg_limit step's write failed with EBUSY (errno): the usage
+    /// stayed above the new limit.
+    LimitBusy = 2,
 }
 
 /// No step yet (set-up).
@@ -206,6 +213,7 @@ impl Msg {
                 step: w[1],
                 what: match w[2] {
                     1 => Notice::ReclaimShort,
+                    2 => Notice::LimitBusy,
                     _ => return Err(format!("bad note {w:?}")),
                 },
                 err: w[3],

@@ -417,6 +417,34 @@ pub(crate) fn read_once(fd: RawFd, buf: &mut [u8]) -> isize {
     unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
 }
 
+/// pread64(2) once; the raw result.
+#[inline]
+pub(crate) fn pread_once(fd: RawFd, buf: &mut [u8], pos: u64) -> isize {
+    // SAFETY: `buf` is writable for its length.
+    unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), pos as libc::off_t) }
+}
+
+/// pwrite64(2) once; the raw result.
+#[inline]
+pub(crate) fn pwrite_once(fd: RawFd, buf: &[u8], pos: u64) -> isize {
+    // SAFETY: `buf` is readable for its length.
+    unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), pos as libc::off_t) }
+}
+
+/// lseek(2) to `pos` (SEEK_SET); false on failure.
+#[inline]
+pub(crate) fn lseek_set(fd: RawFd, pos: u64) -> bool {
+    // SAFETY: lseek has no memory-safety preconditions.
+    unsafe { libc::lseek(fd, pos as libc::off_t, libc::SEEK_SET) >= 0 }
+}
+
+/// fsync(2); false on failure.
+#[inline]
+pub(crate) fn fsync(fd: RawFd) -> bool {
+    // SAFETY: fsync has no memory-safety preconditions.
+    unsafe { libc::fsync(fd) == 0 }
+}
+
 /// open(2) with O_CLOEXEC added; -1 on failure.
 #[inline]
 pub(crate) fn open_raw(path: &std::ffi::CStr, flags: i32) -> RawFd {

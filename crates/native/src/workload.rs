@@ -40,6 +40,7 @@ use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
 use crate::sys;
+use foliosim_scenario::IoCall;
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
 /// At most this many tracepoint counters (crate::perf opens 13).
@@ -102,6 +103,12 @@ struct Proc<'a> {
     threads: Vec<crate::threads::Thread>,
     /// How many of them the last threads step started (0: none alive).
     live_threads: usize,
+    /// The descriptor of each `[[file]]` an I/O step uses (-1: none),
+    /// opened read-write at set-up and inherited by fork children.
+    fds: Vec<RawFd>,
+    /// The buffer of the I/O steps (the largest call's size), written
+    /// before measuring so that reading into it never faults.
+    io_buf: Vec<u8>,
 }
 
 fn exit(code: i32) -> ! {
@@ -629,9 +636,23 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         t_cpu: 0,
         threads: Vec::new(),
         live_threads: 0,
+        fds: Vec::new(),
+        io_buf: vec![1u8; s.plan.max_io_chunk as usize],
     };
     if let Err(e) = rseq {
         p.fail(Failure::Rseq, e);
+    }
+    for (i, &io) in s.plan.io_files.iter().enumerate() {
+        let fd = if io {
+            let fd = sys::open_raw(&s.paths[i], libc::O_RDWR);
+            if fd < 0 {
+                p.fail(Failure::Open, errno());
+            }
+            fd
+        } else {
+            -1
+        };
+        p.fds.push(fd);
     }
     p.own = vec![-1; p.events.len()];
     p.open_own();
@@ -867,6 +888,8 @@ impl Proc<'_> {
             vec_range(&self.regions),
             vec_range(&self.own),
             vec_range(&self.children),
+            vec_range(&self.fds),
+            vec_range(&self.io_buf),
         ] {
             if e > s {
                 warm_range(s, e);
@@ -1007,6 +1030,41 @@ impl Proc<'_> {
                     }
                 }
             }
+            Op::MemcgLimit { step, cg, limit } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let c = &self.cgroups[*cg as usize];
+                let mut buf = [0u8; 24];
+                let data = match limit {
+                    Some(l) => fmt_u64(*l, &mut buf),
+                    None => c.unlimited,
+                };
+                match write_file(&c.limit, data) {
+                    Ok(()) => {}
+                    Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
+                    Err(e) => self.fail(Failure::MemcgLimit, e),
+                }
+            }
+            Op::Io {
+                step,
+                file,
+                call,
+                offset,
+                len,
+                chunk,
+                count,
+                fsync,
+            } => {
+                CUR_STEP.store(*step as u64, Ordering::Relaxed);
+                let fd = self.fds[*file as usize];
+                for _ in 0..*count {
+                    if let Err(e) = self.io_pass(fd, *call, *offset, *len, *chunk) {
+                        self.fail(Failure::Io, e);
+                    }
+                }
+                if *fsync && !sys::fsync(fd) {
+                    self.fail(Failure::Io, errno());
+                }
+            }
             Op::Threads {
                 step,
                 sleep,
@@ -1037,6 +1095,45 @@ impl Proc<'_> {
                 }
             }
         }
+    }
+
+    /// One pass of an I/O step: calls of `chunk` bytes over
+    /// `[offset, offset + len)` (read and write after an lseek to the
+    /// start). Err(errno) if a call fails or a read ends early.
+    fn io_pass(
+        &mut self,
+        fd: RawFd,
+        call: IoCall,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+    ) -> Result<(), u64> {
+        if matches!(call, IoCall::Read | IoCall::Write) && !sys::lseek_set(fd, offset) {
+            return Err(errno());
+        }
+        let mut done = 0;
+        while done < len {
+            let n = chunk.min(len - done) as usize;
+            let pos = offset + done;
+            let buf = &mut self.io_buf[..n];
+            let got = match call {
+                IoCall::Read => sys::read_once(fd, buf),
+                IoCall::Pread => sys::pread_once(fd, buf, pos),
+                IoCall::Write => sys::write_once(fd, buf),
+                IoCall::Pwrite => sys::pwrite_once(fd, buf, pos),
+            };
+            if got < 0 {
+                if errno() == libc::EINTR as u64 {
+                    continue;
+                }
+                return Err(errno());
+            }
+            if got == 0 {
+                return Err(libc::EIO as u64);
+            }
+            done += got as u64;
+        }
+        Ok(())
     }
 
     /// fork(2): the child runs `child` and then waits to be killed; this

@@ -263,6 +263,13 @@ pub enum StepKind {
     /// `op = "force_empty"`: reclaim everything of the process's memory
     /// cgroup (cgroup v1 `memory.force_empty`).
     ForceEmpty,
+    /// `op = "memcg_limit"`, `limit` (size or `"max"`): write a new limit to
+    /// the process's memory cgroup (v1 `memory.limit_in_bytes`, v2
+    /// `memory.max`); `None` is unlimited.
+    MemcgLimit { limit: Option<u64> },
+    /// `op = "read"` / `"pread"` / `"write"` / `"pwrite"`: buffered I/O on a
+    /// `[[file]]` through the process's descriptor of it.
+    Io(IoStep),
     /// `op = "pagemap"`: read `/proc/self/pagemap` for a range of a region
     /// (top-level steps only).
     Pagemap(PagemapStep),
@@ -304,6 +311,50 @@ pub struct PagemapStep {
     /// `kpageflags = true`: also count the `/proc/kpageflags` bits of the
     /// present pages (needs `privileged`; default false).
     pub kpageflags: bool,
+}
+
+/// The system call of an I/O step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoCall {
+    /// `lseek(2)` to the offset, then read(2) calls.
+    Read,
+    /// pread64(2) calls at explicit offsets.
+    Pread,
+    /// `lseek(2)` to the offset, then write(2) calls.
+    Write,
+    /// pwrite64(2) calls at explicit offsets.
+    Pwrite,
+}
+
+impl IoCall {
+    /// Does the call write?
+    pub fn writes(self) -> bool {
+        matches!(self, IoCall::Write | IoCall::Pwrite)
+    }
+}
+
+/// An I/O step: `count` passes over `[offset, offset + len)` of `file`, in
+/// calls of `chunk` bytes each (the last one of a pass shorter), every one
+/// through the descriptor the process holds for the file (opened read-write
+/// before the first step, so its readahead state carries over from step to
+/// step and fork children share it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoStep {
+    pub call: IoCall,
+    pub file: String,
+    /// `offset` in bytes (default 0).
+    pub offset: u64,
+    /// `len` in bytes (default: to the end of the file); the range stays
+    /// inside the file.
+    pub len: u64,
+    /// `read_size` / `write_size`: bytes per call (default 128 KiB for
+    /// reads, 4 KiB for writes).
+    pub chunk: u64,
+    /// `count`: passes over the range (default 1).
+    pub count: u32,
+    /// `fsync = true` (writes only): fsync(2) after the last pass, so the
+    /// written folios are clean when the step ends.
+    pub fsync: bool,
 }
 
 /// What the threads of a `threads` step do after their steps, until the

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use crate::ast::{
-    Access, Backing, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind, TouchUnit,
+    Access, Backing, IoCall, IoStep, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind,
+    TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -25,9 +26,11 @@ enum Op {
     Memcg,
     MemcgReclaim,
     ForceEmpty,
+    MemcgLimit,
     Pagemap,
     Threads,
     Join,
+    Io(IoCall),
 }
 
 const OPS: &[(&str, Op)] = &[
@@ -42,6 +45,11 @@ const OPS: &[(&str, Op)] = &[
     ("memcg", Op::Memcg),
     ("memcg_reclaim", Op::MemcgReclaim),
     ("force_empty", Op::ForceEmpty),
+    ("memcg_limit", Op::MemcgLimit),
+    ("read", Op::Io(IoCall::Read)),
+    ("pread", Op::Io(IoCall::Pread)),
+    ("write", Op::Io(IoCall::Write)),
+    ("pwrite", Op::Io(IoCall::Pwrite)),
     ("pagemap", Op::Pagemap),
     ("threads", Op::Threads),
     ("join", Op::Join),
@@ -67,6 +75,17 @@ impl Op {
             Op::Phase => &["op", "name"],
             Op::Memcg => &["op", "limit"],
             Op::MemcgReclaim => &["op", "amount"],
+            Op::MemcgLimit => &["op", "limit"],
+            Op::Io(call) if call.writes() => &[
+                "op",
+                "file",
+                "offset",
+                "len",
+                "write_size",
+                "count",
+                "fsync",
+            ],
+            Op::Io(_) => &["op", "file", "offset", "len", "read_size", "count"],
             Op::Pagemap => &[
                 "op",
                 "region",
@@ -146,7 +165,8 @@ struct Scope {
 /// Validation state shared by all steps of the scenario.
 pub(crate) struct StepChecker<'a> {
     ctx: &'a Ctx,
-    file_names: Vec<String>,
+    /// The `[[file]]`s: name and size in bytes.
+    file_names: Vec<(String, u64)>,
     /// Default seed of random touches.
     seed: u64,
     /// Every region some mmap step names, with the first such step (from a
@@ -172,7 +192,7 @@ pub(crate) struct Checked {
 pub(crate) fn steps(
     ctx: &Ctx,
     node: Option<&Node>,
-    file_names: Vec<String>,
+    file_names: Vec<(String, u64)>,
     seed: u64,
     cpus: u32,
 ) -> Result<Checked> {
@@ -294,6 +314,13 @@ impl StepChecker<'_> {
                 in_memcg(&f, scope, op_word)?;
                 StepKind::ForceEmpty
             }
+            Op::MemcgLimit => {
+                in_memcg(&f, scope, op_word)?;
+                StepKind::MemcgLimit {
+                    limit: f.req("limit", limit)?,
+                }
+            }
+            Op::Io(call) => self.io(&f, call)?,
             Op::Pagemap => self.pagemap(&f, scope, top)?,
             Op::Threads => self.threads(&f, scope, top)?,
             Op::Join => self.join(&f)?,
@@ -422,18 +449,80 @@ impl StepChecker<'_> {
         })
     }
 
-    /// The `file` of a file mapping, which must name a `[[file]]`.
+    /// The `file` of a file mapping or I/O step, which must name a
+    /// `[[file]]`; returns it with the file's size.
     fn file_ref(&self, f: &Fields<'_>) -> Result<String> {
+        self.file_sized(f).map(|(name, _)| name)
+    }
+
+    fn file_sized(&self, f: &Fields<'_>) -> Result<(String, u64)> {
         let name = f.req("file", Ctx::name)?;
-        if self.file_names.contains(&name) {
-            return Ok(name);
+        if let Some((_, size)) = self.file_names.iter().find(|(n, _)| *n == name) {
+            return Ok((name, *size));
         }
         let known = if self.file_names.is_empty() {
             "the scenario has no [[file]] tables".to_owned()
         } else {
-            format!("files: {}", self.file_names.join(", "))
+            let names: Vec<&str> = self.file_names.iter().map(|(n, _)| n.as_str()).collect();
+            format!("files: {}", names.join(", "))
         };
         Err(f.err_at("file", format!("unknown file {name:?}; {known}")))
+    }
+
+    /// `op = "read"` / `"pread"` / `"write"` / `"pwrite"`: the range must
+    /// lie inside the file (files keep their size: a write beyond the end
+    /// would extend it, which the model does not do).
+    fn io(&self, f: &Fields<'_>, call: IoCall) -> Result<StepKind> {
+        let (file, size) = self.file_sized(f)?;
+        let offset = f.opt("offset", Ctx::size)?.unwrap_or(0);
+        if offset >= size {
+            let msg = format!("offset {offset} is not inside file {file:?} ({size} bytes)");
+            return Err(f.err_at("offset", msg));
+        }
+        let len = f.opt("len", Ctx::nonzero_size)?.unwrap_or(size - offset);
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            let what = if call.writes() {
+                "; a write beyond the end would extend the file, which is not supported by the \
+                 model"
+            } else {
+                ""
+            };
+            let msg = format!(
+                "offset {offset} + len {len} exceeds the size of file {file:?} ({size} bytes){what}"
+            );
+            return Err(f.err_at("len", msg));
+        }
+        let (key, default) = if call.writes() {
+            ("write_size", 4096)
+        } else {
+            ("read_size", 128 << 10)
+        };
+        let chunk = f.opt(key, Ctx::nonzero_size)?.unwrap_or(default);
+        if chunk > MAX_IO_CHUNK {
+            let msg = format!(
+                "expected at most {} MiB per call (the workload's I/O buffer), found {chunk}",
+                MAX_IO_CHUNK >> 20
+            );
+            return Err(f.err_at(key, msg));
+        }
+        let count = f.opt("count", Ctx::uint)?.unwrap_or(1);
+        if count == 0 || count > u64::from(u32::MAX) {
+            let msg = format!(
+                "expected a number of passes from 1 to {}, found {count}",
+                u32::MAX
+            );
+            return Err(f.err_at("count", msg));
+        }
+        let fsync = f.opt("fsync", Ctx::boolean)?.unwrap_or(false);
+        Ok(StepKind::Io(IoStep {
+            call,
+            file,
+            offset,
+            len,
+            chunk,
+            count: count as u32,
+            fsync,
+        }))
     }
 
     fn touch(&self, f: &Fields<'_>, scope: &Scope) -> Result<StepKind> {
@@ -512,6 +601,20 @@ impl StepChecker<'_> {
         };
         Err(f.err_at("region", msg))
     }
+}
+
+/// The largest `read_size` / `write_size` of an I/O step: the workload
+/// holds one buffer of the largest size the scenario uses.
+pub const MAX_IO_CHUNK: u64 = 64 << 20;
+
+/// `limit` of a memcg_limit step: a size, or `"max"` (no limit).
+fn limit(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
+    if let Data::Str(s) = &node.data {
+        if s == "max" {
+            return Ok(None);
+        }
+    }
+    ctx.page_size(node, field).map(Some)
 }
 
 /// A memcg_reclaim or force_empty step acts on the process's memory cgroup,

@@ -7,7 +7,7 @@ use foliosim_kernel::include::linux::pgtable::{align_down, PAGE_SIZE, PMD_SIZE};
 use foliosim_kernel::kernel::sched::CpuRun;
 use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
 use foliosim_report::{Phase, Report};
-use foliosim_scenario::{CacheFill, Scenario};
+use foliosim_scenario::{CacheFill, IoCall, Scenario};
 use foliosim_workload::{Op, Pat, Workload};
 
 use crate::SimError;
@@ -29,6 +29,10 @@ pub(crate) struct Engine<'w, A: Arch> {
     cpu: Cpu,
     wl: &'w Workload,
     files: Vec<FileId>,
+    /// The open file (`struct file`) the processes do I/O steps through,
+    /// per `[[file]]` that has any: opened before the first step, so every
+    /// process shares it (as fork children share a descriptor).
+    fds: Vec<Option<u32>>,
     /// The address of every region (by region number) once mapped.
     base: Vec<u64>,
     /// Named regions: (address, length), the same in every process; a
@@ -79,6 +83,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             cpu: Cpu::default(),
             wl,
             files: Vec::new(),
+            fds: Vec::new(),
             base: vec![0; wl.regions.len()],
             regions: BTreeMap::new(),
             mapped: BTreeSet::new(),
@@ -103,6 +108,12 @@ impl<'w, A: Arch> Engine<'w, A> {
             })?;
             e.check_now(&file_loc(i))?;
         }
+        e.fds = wl
+            .io_files
+            .iter()
+            .zip(&e.files)
+            .map(|(&io, &f)| io.then(|| e.k.open_file(f)))
+            .collect();
         for op in &wl.root {
             let res = e.exec(root, op);
             e.unsupported(op.step(), res)?;
@@ -313,11 +324,67 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let memcg = self.k.mm_memcg(mm);
                 self.k.mem_cgroup_force_empty(memcg);
             }
+            Op::MemcgLimit { limit, .. } => {
+                let memcg = self.k.mm_memcg(mm);
+                let pages = limit.map(|l| l / PAGE_SIZE);
+                if let Err(e) = self.k.mem_cgroup_resize_max(memcg, pages) {
+                    foliosim_uapi::note!(
+                        "{at}: note: writing the limit failed ({e}); the run goes on"
+                    );
+                }
+            }
+            Op::Io {
+                file,
+                call,
+                offset,
+                len,
+                chunk,
+                count,
+                fsync,
+                ..
+            } => {
+                let fd = self.fds[*file as usize].expect("an I/O file is open");
+                let io = IoRange {
+                    offset: *offset,
+                    len: *len,
+                    chunk: *chunk,
+                };
+                for _ in 0..*count {
+                    self.io_pass(mm, fd, *call, io).map_err(|e| kerr(at, e))?;
+                }
+                if *fsync {
+                    self.k.sys_fsync(mm, fd);
+                }
+            }
             Op::Pagemap { idx, .. } => self.pagemap(mm, *idx, at)?,
             Op::Threads { sleep, threads, .. } => self.run_threads(mm, *sleep, threads)?,
             Op::Join { .. } => self.join(mm),
         }
         self.check_now(at)
+    }
+
+    /// One pass of an I/O step: calls of `chunk` bytes over the range
+    /// (read and write after an lseek to its start).
+    fn io_pass(&mut self, mm: MmId, fd: u32, call: IoCall, r: IoRange) -> Result<(), KernelError> {
+        if matches!(call, IoCall::Read | IoCall::Write) {
+            self.k.sys_lseek(fd, r.offset);
+        }
+        let mut done = 0;
+        while done < r.len {
+            let n = r.chunk.min(r.len - done);
+            let pos = r.offset + done;
+            let got = match call {
+                IoCall::Read => self.k.sys_read(mm, fd, n)?,
+                IoCall::Pread => self.k.sys_pread64(mm, fd, n, pos)?,
+                IoCall::Write => self.k.sys_write(mm, fd, n)?,
+                IoCall::Pwrite => self.k.sys_pwrite64(mm, fd, n, pos)?,
+            };
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        Ok(())
     }
 
     /// `memcg_reclaim`: write the amount to memory.reclaim of the process's
@@ -489,6 +556,14 @@ impl<'w, A: Arch> Engine<'w, A> {
         }
         Ok(())
     }
+}
+
+/// The range and call size of an I/O step's pass.
+#[derive(Clone, Copy)]
+struct IoRange {
+    offset: u64,
+    len: u64,
+    chunk: u64,
 }
 
 /// The load size of a word touch.

@@ -229,7 +229,7 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
     (
         "memcg/<n>/<field>",
         &["sim", "native", "vm"],
-        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes)",
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, and limit_write_ebusy: memcg_limit writes that failed with EBUSY",
     ),
 ];
 

@@ -29,7 +29,8 @@ use std::fmt;
 
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 use foliosim_scenario::{
-    Access, Backing, FileSpec, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, IoCall, Pattern, Range, Scenario, Step, StepKind, ThreadAfter,
+    TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
@@ -163,6 +164,28 @@ pub enum Op {
         step: u32,
         cg: u32,
     },
+    /// Write a new limit (None: unlimited) to memory cgroup `cg`
+    /// (`memory.limit_in_bytes` / `memory.max`).
+    MemcgLimit {
+        step: u32,
+        cg: u32,
+        limit: Option<u64>,
+    },
+    /// Buffered I/O on file `file` (an index into `Workload::files`)
+    /// through the process's descriptor of it: `count` passes over
+    /// `[offset, offset + len)` in calls of at most `chunk` bytes (read and
+    /// write seek to `offset` first, pread and pwrite pass the position),
+    /// then fsync(2) if `fsync`.
+    Io {
+        step: u32,
+        file: u32,
+        call: IoCall,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+        count: u32,
+        fsync: bool,
+    },
     /// Pagemap step `idx` (an index into `Plan::pagemaps`): the engine
     /// reads the workload's pagemap while the workload waits.
     Pagemap {
@@ -201,6 +224,8 @@ impl Op {
             | Op::Memcg { step, .. }
             | Op::MemcgReclaim { step, .. }
             | Op::ForceEmpty { step, .. }
+            | Op::MemcgLimit { step, .. }
+            | Op::Io { step, .. }
             | Op::Pagemap { step, .. }
             | Op::Threads { step, .. }
             | Op::Join { step } => *step,
@@ -251,6 +276,13 @@ pub struct Workload {
     pub force_empty_at: Option<String>,
     /// The pagemap steps, in step order.
     pub pagemaps: Vec<PagemapDecl>,
+    /// Per file: does an I/O step use it? (Every process holds a
+    /// descriptor of each such file from the start, opened read-write
+    /// before the first step.)
+    pub io_files: Vec<bool>,
+    /// The largest bytes per call of an I/O step (0: none), the size of
+    /// the workload's I/O buffer.
+    pub max_io_chunk: u64,
     /// The largest `count` of a threads step (0: the scenario starts no
     /// thread), and where that step is.
     pub max_threads: usize,
@@ -319,6 +351,8 @@ struct Compiler<'a> {
     reclaim_at: Option<String>,
     force_empty_at: Option<String>,
     pagemaps: Vec<PagemapDecl>,
+    io_files: Vec<bool>,
+    max_io_chunk: u64,
     max_threads: usize,
     threads_at: Option<String>,
 }
@@ -340,6 +374,8 @@ pub fn compile(sc: &Scenario) -> Result<Workload, CompileError> {
         reclaim_at: None,
         force_empty_at: None,
         pagemaps: Vec::new(),
+        io_files: vec![false; sc.files.len()],
+        max_io_chunk: 0,
         max_threads: 0,
         threads_at: None,
     };
@@ -357,6 +393,8 @@ pub fn compile(sc: &Scenario) -> Result<Workload, CompileError> {
         reclaim_at: c.reclaim_at,
         force_empty_at: c.force_empty_at,
         pagemaps: c.pagemaps,
+        io_files: c.io_files,
+        max_io_chunk: c.max_io_chunk,
         max_threads: c.max_threads,
         threads_at: c.threads_at,
     })
@@ -439,17 +477,9 @@ impl Compiler<'_> {
                     // MAP_SHARED|MAP_ANONYMOUS (the parser requires shared).
                     Backing::Shmem => (MAP_SHARED | MAP_ANONYMOUS, None),
                     Backing::File { file } => {
-                        let idx = self
-                            .sc
-                            .files
-                            .iter()
-                            .position(|f| &f.name == file)
-                            .ok_or_else(|| CompileError {
-                                at: at.clone(),
-                                what: format!("no [[file]] named {file:?}"),
-                            })?;
+                        let idx = self.file_index(file, &at)?;
                         self.maps_files = true;
-                        (share, Some(idx as u32))
+                        (share, Some(idx))
                     }
                 };
                 // Memory the mapping may populate beyond the page cache:
@@ -595,6 +625,26 @@ impl Compiler<'_> {
                     cg: self.memcg(&at)?,
                 }
             }
+            StepKind::MemcgLimit { limit } => Op::MemcgLimit {
+                step,
+                cg: self.memcg(&at)?,
+                limit: *limit,
+            },
+            StepKind::Io(io) => {
+                let idx = self.file_index(&io.file, &at)?;
+                self.io_files[idx as usize] = true;
+                self.max_io_chunk = self.max_io_chunk.max(io.chunk);
+                Op::Io {
+                    step,
+                    file: idx,
+                    call: io.call,
+                    offset: io.offset,
+                    len: io.len,
+                    chunk: io.chunk,
+                    count: io.count,
+                    fsync: io.fsync,
+                }
+            }
             StepKind::Pagemap(p) => {
                 let (region, size) = self.region(&p.region, &at)?;
                 let (offset, len) = self.range(size, &p.range, &at)?;
@@ -630,6 +680,15 @@ impl Compiler<'_> {
                 }
             }
             StepKind::Join => Op::Join { step },
+        })
+    }
+
+    /// The index of the `[[file]]` named `name`.
+    fn file_index(&self, name: &str, at: &str) -> Result<u32, CompileError> {
+        let idx = self.sc.files.iter().position(|f| f.name == name);
+        idx.map(|i| i as u32).ok_or_else(|| CompileError {
+            at: at.to_string(),
+            what: format!("no [[file]] named {name:?}"),
         })
     }
 

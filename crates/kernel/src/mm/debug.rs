@@ -15,8 +15,9 @@
 //!   is such a folio, and the links are consistent; between steps every
 //!   folio in use (anon, page cache, swap cache) is on the LRU; every
 //!   lruvec's sizes equal the pages of its PG_lru folios;
-//! * memory cgroups: each one's usage equals its charged folios' pages plus
-//!   its pages in the charge stock.
+//! * memory cgroups: each one's usage equals its charged folios' and page
+//!   tables' pages plus its pages in the charge stock and those charged
+//!   for slab objects.
 //!
 //! It is O(memory) and meant for tests and small machines.
 
@@ -532,6 +533,8 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             if f & PG_TABLE != 0 {
+                // A page table: charged as kernel memory.
+                charged[self.folio_memcg(p).idx()] += 1;
                 tables += 1;
                 pfn += 1;
                 continue;
@@ -577,7 +580,9 @@ impl<A: Arch> Kernel<A> {
                 ));
             }
             let usage = self.memcg.memcgs[m].usage;
-            let want = charged[m] + self.memcg_stock_pages(MemcgId(m as u16));
+            let want = charged[m]
+                + self.memcg_stock_pages(MemcgId(m as u16))
+                + self.memcg.memcgs[m].obj_pages;
             if m > 0 && usage != want {
                 return Err(format!(
                     "cgroup {m}: usage {usage} but {want} pages are charged"

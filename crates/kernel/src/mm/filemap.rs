@@ -58,6 +58,77 @@ pub struct AddressSpace {
     /// `mapping_max_folio_order()` (ext4 with 4 KiB blocks: 9; shmem with
     /// huge=never: 0).
     pub max_order: u32,
+    /// Which nodes of the page cache's xarray exist (for their memory
+    /// cgroup charge).
+    pub xa: XaNodes,
+}
+
+/// `XA_CHUNK_SHIFT`: an xarray node has 64 slots.
+const XA_CHUNK_SHIFT: u32 = 6;
+/// `obj_full_size()` of a `radix_tree_node` (xa_node): the 584-byte slab
+/// object of x86_64 plus the obj_cgroup pointer that accounting adds.
+pub const XA_NODE_CHARGE: u64 = 584 + 8;
+
+/// The nodes of an address space's xarray (`struct xa_node`), as far as
+/// their number goes: per level, one bit per node position. Nodes are
+/// never freed: reclaim leaves shadow entries in them
+/// (`workingset_eviction()`) and files are never truncated, so a node
+/// lives from its first entry to the end of the run (the shadow-node
+/// shrinker is not modelled).
+#[derive(Debug, Default)]
+pub struct XaNodes {
+    /// `xa_head`'s height: the number of node levels (0: empty, or one
+    /// order-0 entry at index 0 held in the head).
+    height: u32,
+    nonempty: bool,
+    /// `present[l][k]`: the level-`l` node covering indices
+    /// `[k << 6(l+1), (k + 1) << 6(l+1))` exists.
+    present: Vec<Vec<bool>>,
+}
+
+impl XaNodes {
+    fn set(&mut self, level: u32, key: u64) -> bool {
+        let l = level as usize;
+        if self.present.len() <= l {
+            self.present.resize(l + 1, Vec::new());
+        }
+        let v = &mut self.present[l];
+        if v.len() <= key as usize {
+            v.resize(key as usize + 1, false);
+        }
+        !std::mem::replace(&mut v[key as usize], true)
+    }
+
+    /// `xas_store()` of an entry of `order` at `index` (`xas_create()`,
+    /// `xas_expand()`): the nodes it creates. The entry lives at level
+    /// `order / 6` (sibling slots for the rest of the order); the tree
+    /// grows until its top covers the highest index.
+    pub fn store(&mut self, index: u64, order: u32) -> u64 {
+        let level = order / XA_CHUNK_SHIFT;
+        let last = index + (1u64 << order) - 1;
+        let mut height = 0;
+        while height < 11 && last >> (XA_CHUNK_SHIFT * height) != 0 {
+            height += 1;
+        }
+        if order > 0 || index > 0 {
+            height = height.max(level + 1);
+        }
+        let mut created = 0;
+        if height > self.height {
+            // xas_expand(): new top nodes over the old contents at index 0.
+            if self.nonempty {
+                for l in self.height.min(level)..height {
+                    created += u64::from(self.set(l, 0));
+                }
+            }
+            self.height = height;
+        }
+        for l in level..self.height {
+            created += u64::from(self.set(l, index >> (XA_CHUNK_SHIFT * (l + 1))));
+        }
+        self.nonempty = true;
+        created
+    }
 }
 
 /// An open file (`struct file`) with its readahead state.
@@ -65,6 +136,8 @@ pub struct AddressSpace {
 pub struct File {
     pub mapping: FileId,
     pub ra: FileRaState,
+    /// `f_pos`: where read(2) and write(2) go.
+    pub f_pos: u64,
 }
 
 impl AddressSpace {
@@ -94,6 +167,7 @@ impl<A: Arch> Kernel<A> {
             pages: vec![NO_PAGE; nr],
             shmem: false,
             max_order: MAX_PAGECACHE_ORDER,
+            xa: XaNodes::default(),
         });
         id
     }
@@ -102,7 +176,11 @@ impl<A: Arch> Kernel<A> {
     /// (`file_ra_state_init()`).
     pub fn open_file(&mut self, f: FileId) -> u32 {
         let ra = FileRaState::new(self.ra_pages);
-        self.open_files.push(File { mapping: f, ra });
+        self.open_files.push(File {
+            mapping: f,
+            ra,
+            f_pos: 0,
+        });
         (self.open_files.len() - 1) as u32
     }
 
@@ -168,6 +246,14 @@ impl<A: Arch> Kernel<A> {
         }
         for i in 0..nr {
             as_.pages[(index + i) as usize] = folio.0 + i as u32;
+        }
+        // The xarray nodes the store allocates (`xas_nomem()`: the
+        // mapping's i_pages has XA_FLAGS_ACCOUNT, so they are slab objects
+        // charged to `current`'s cgroup).
+        let order = self.mem.order(folio);
+        let nodes = self.files[f.0 as usize].xa.store(index, order);
+        if nodes > 0 {
+            self.obj_cgroup_charge(memcg, nodes * XA_NODE_CHARGE);
         }
         self.mem.set_folio_index(folio, index);
         self.mem.set_folio_mapping(folio, Self::file_mapping_id(f));
@@ -237,83 +323,148 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `generic_perform_write()`: buffered write(2) calls of `write_size`
-    /// bytes from offset 0 to the end of the file. Folio sizes follow the
-    /// chunk hint (`fgf_set_order()`), the index alignment and reuse of
-    /// existing folios. Folios end up uptodate and clean (written back).
+    /// Buffered write(2) calls of `write_size` bytes from offset 0 to the
+    /// end of the file (a `[[file]]` fill), then written back: the folios
+    /// end up uptodate and clean (as after fsync).
     pub fn fill_by_write(&mut self, f: FileId, write_size: u64) -> Result<(), KernelError> {
+        let file = self.open_file(f);
         let size = self.files[f.0 as usize].i_size;
-        let chunk = PAGE_SIZE << self.files[f.0 as usize].max_order;
         let mut pos = 0;
         while pos < size {
-            let call_end = (pos + write_size).min(size);
-            while pos < call_end {
-                let offset = pos & (chunk - 1);
-                let bytes = (chunk - offset).min(call_end - pos);
-                let index = pos >> PAGE_SHIFT;
-                let hint = if bytes > PAGE_SIZE {
-                    63 - bytes.leading_zeros() - PAGE_SHIFT
-                } else {
-                    0
-                };
-                let folio = self.filemap_get_or_create(f, index, hint)?;
-                self.mem.set(folio, PG_UPTODATE);
-                self.mem.clear(folio, PG_DIRTY);
-                for i in 0..self.mem.folio_nr_pages(folio) {
-                    self.mem.set_page_nonzero(folio.plus(i), true);
-                }
-                let folio_end = (self.mem.folio_index(folio) as u64
-                    + self.mem.folio_nr_pages(folio))
-                    << PAGE_SHIFT;
-                pos = folio_end.min(pos + bytes);
-            }
+            let count = write_size.min(size - pos);
+            pos += self.generic_perform_write(file, pos, count)?;
         }
+        self.file_write_and_wait(f);
         Ok(())
     }
 
-    /// `filemap_read()` of the whole file in `read_size` calls, through
-    /// `filemap_get_pages()`: sync readahead on a miss, async readahead on a
-    /// PG_readahead folio.
+    /// `generic_perform_write()`: one buffered write of `count` bytes at
+    /// `pos` through open file `file` (inside the file: i_size does not
+    /// change). Per chunk of at most the mapping's largest folio:
+    /// `write_begin` finds or creates the folio (`__filemap_get_folio()`
+    /// with FGP_WRITEBEGIN and the `fgf_set_order()` hint of the chunk, so
+    /// the folio size follows the chunk, the index alignment and folios
+    /// already cached; no FGP_ACCESSED: a write does not mark the folio
+    /// accessed), the copy, and `write_end`, which dirties the folio
+    /// (`folio_mark_dirty()`). A partly written new folio is read first
+    /// (ext4's `ext4_block_write_begin()`), at once in the model. Returns
+    /// the bytes written.
+    pub fn generic_perform_write(
+        &mut self,
+        file: u32,
+        pos: u64,
+        count: u64,
+    ) -> Result<u64, KernelError> {
+        let f = self.open_files[file as usize].mapping;
+        let chunk = PAGE_SIZE << self.files[f.0 as usize].max_order;
+        let end = pos + count;
+        let mut pos = pos;
+        while pos < end {
+            let offset = pos & (chunk - 1);
+            let bytes = (chunk - offset).min(end - pos);
+            let index = pos >> PAGE_SHIFT;
+            // fgf_set_order(): ilog2(bytes) - PAGE_SHIFT, 0 up to a page.
+            let hint = (63 - bytes.leading_zeros()).saturating_sub(PAGE_SHIFT);
+            let folio = self.filemap_get_or_create(f, index, hint)?;
+            if !self.mem.test(folio, PG_UPTODATE) {
+                self.mem.set(folio, PG_UPTODATE);
+            }
+            for i in 0..self.mem.folio_nr_pages(folio) {
+                self.mem.set_page_nonzero(folio.plus(i), true);
+            }
+            self.mem.set(folio, PG_DIRTY);
+            let folio_end =
+                (self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio)) << PAGE_SHIFT;
+            pos = folio_end.min(pos + bytes);
+        }
+        Ok(count)
+    }
+
+    /// `file_write_and_wait_range()` over the whole file (fsync(2)): every
+    /// dirty folio is written back, at once in the model
+    /// (`folio_clear_dirty_for_io()`, `folio_end_writeback()`, which rotates
+    /// a folio reclaim marked with PG_reclaim to its list's tail).
+    pub fn file_write_and_wait(&mut self, f: FileId) {
+        let nr = self.files[f.0 as usize].pages.len() as u64;
+        let mut index = 0;
+        while index < nr {
+            let Some(p) = self.files[f.0 as usize].lookup(index) else {
+                index += 1;
+                continue;
+            };
+            let folio = self.mem.page_folio(p);
+            index = self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio);
+            if self.mem.test(folio, PG_DIRTY) {
+                self.mem.clear(folio, PG_DIRTY);
+                self.folio_end_writeback_reclaim(folio);
+            }
+        }
+    }
+
+    /// read(2) of the whole file in `read_size` calls (a `[[file]]` fill)
+    /// through a file opened for it.
     pub fn fill_by_read(&mut self, f: FileId, read_size: u64) -> Result<(), KernelError> {
         let file = self.open_file(f);
         let size = self.files[f.0 as usize].i_size;
         let mut pos = 0;
         while pos < size {
-            let count = read_size.min(size - pos);
-            let last_index = div_round_up(pos + count, PAGE_SIZE);
-            let mut index = pos >> PAGE_SHIFT;
-            while index < last_index {
-                self.vmstat.sim.pagecache_lookup += 1;
-                if self.files[f.0 as usize].lookup(index).is_none() {
-                    self.page_cache_sync_ra(file, index, last_index - index);
-                }
-                let folio = match self.files[f.0 as usize].lookup(index) {
-                    Some(p) => self.mem.page_folio(p),
-                    None => {
-                        let folio = self.filemap_get_or_create(f, index, 0)?;
-                        self.read_folio(folio);
-                        folio
-                    }
-                };
-                let fidx = self.mem.folio_index(folio) as u64;
-                let next = fidx + self.mem.folio_nr_pages(folio);
-                if self.mem.test(folio, PG_READAHEAD) {
-                    self.page_cache_async_ra(file, folio, index, last_index - fidx);
-                }
-                // A read marks each folio it copies from accessed, except
-                // one the previous read ended in (pos_same_folio()).
-                let prev = self.open_files[file as usize].ra.prev_pos;
-                let first = index == pos >> PAGE_SHIFT;
-                let marks = !first || prev.wrapping_add(1) == 0 || prev >> PAGE_SHIFT < fidx;
-                if marks && self.files[f.0 as usize].lookup(fidx) == Some(folio) {
-                    self.folio_mark_accessed(folio);
-                }
-                index = next;
+            let n = self.filemap_read(file, pos, read_size.min(size - pos))?;
+            if n == 0 {
+                break;
             }
-            pos += count;
-            self.open_files[file as usize].ra.prev_pos = pos - 1;
+            pos += n;
         }
         Ok(())
+    }
+
+    /// `filemap_read()`: one read of `count` bytes at `pos` through open
+    /// file `file`, folio by folio as `filemap_get_pages()` finds them:
+    /// sync readahead on a miss (`page_cache_sync_ra()` for the pages to
+    /// the end of the request), a folio created and read alone if that
+    /// brought nothing, async readahead on a PG_readahead folio. Every
+    /// folio copied from is marked accessed (`folio_mark_accessed()`)
+    /// except the first one when the previous read through this file ended
+    /// in it (`pos_same_folio()` with `ra->prev_pos`). Returns the bytes
+    /// read (0 at or past EOF); `ra->prev_pos` is the end of the read.
+    pub fn filemap_read(&mut self, file: u32, pos: u64, count: u64) -> Result<u64, KernelError> {
+        let f = self.open_files[file as usize].mapping;
+        let size = self.files[f.0 as usize].i_size;
+        let last_pos = self.open_files[file as usize].ra.prev_pos;
+        if pos >= size || count == 0 {
+            return Ok(0);
+        }
+        let end = (pos + count).min(size);
+        let last_index = div_round_up(pos + count, PAGE_SIZE);
+        let mut ki_pos = pos;
+        while ki_pos < end {
+            let index = ki_pos >> PAGE_SHIFT;
+            self.vmstat.sim.pagecache_lookup += 1;
+            if self.files[f.0 as usize].lookup(index).is_none() {
+                self.page_cache_sync_ra(file, index, last_index - index);
+            }
+            let folio = match self.files[f.0 as usize].lookup(index) {
+                Some(p) => self.mem.page_folio(p),
+                None => {
+                    // filemap_create_folio()
+                    let folio = self.filemap_get_or_create(f, index, 0)?;
+                    self.read_folio(folio);
+                    folio
+                }
+            };
+            let fidx = self.mem.folio_index(folio) as u64;
+            let nr = self.mem.folio_nr_pages(folio);
+            if self.mem.test(folio, PG_READAHEAD) {
+                self.page_cache_async_ra(file, folio, fidx, last_index - fidx);
+            }
+            let shift = PAGE_SHIFT + self.mem.order(folio);
+            let same = ki_pos == pos && ki_pos >> shift == last_pos.wrapping_sub(1) >> shift;
+            if !same && self.files[f.0 as usize].lookup(fidx) == Some(folio) {
+                self.folio_mark_accessed(folio);
+            }
+            ki_pos = ((fidx + nr) << PAGE_SHIFT).min(end);
+        }
+        self.open_files[file as usize].ra.prev_pos = end;
+        Ok(end - pos)
     }
 
     /// `filemap_fault()`: find (or read) the folio for `vmf.pgoff`. Returns

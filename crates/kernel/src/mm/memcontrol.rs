@@ -1,8 +1,10 @@
 //! Memory cgroups (mm/memcontrol.c: mem_cgroup_charge(),
 //! try_charge_memcg(), consume_stock(), refill_stock(), drain_all_stock(),
 //! mem_cgroup_margin(), mem_cgroup_swapin_charge_folio(),
-//! mem_cgroup_uncharge(), memory_reclaim(); mm/vmscan.c:
-//! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty();
+//! mem_cgroup_uncharge(), memory_reclaim(), __memcg_kmem_charge_page(),
+//! __memcg_kmem_uncharge_page(), obj_cgroup_charge(); mm/vmscan.c:
+//! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty(),
+//! mem_cgroup_resize_max();
 //! mm/page_counter.c: page_counter_try_charge()), Linux 6.18.
 //!
 //! A table of cgroups, id 0 the root. Every mm belongs to one (the cgroup of
@@ -19,20 +21,27 @@
 //! the one simulated CPU is modelled, because it decides when the limit is
 //! hit.
 //!
-//! Approximated: only folios are charged — page tables and slab objects
-//! (VMAs, xarray nodes), which the kernel charges as kernel memory, are not,
-//! so a limited cgroup reaches its limit a little later than natively; when
-//! the stock has no free slot the kernel drains a random one, the model the
-//! first. Unsupported (loud error): the memcg OOM killer — a charge that
-//! reclaim cannot make room for stops the run. Not modelled: memory.low/min
-//! protection, memory.high throttling, swap limits, kmem and socket
-//! accounting, moving charges between cgroups, cgroup removal.
+//! Kernel memory is charged where the kernel accounts it: page tables
+//! (`__memcg_kmem_charge_page()`, uncharged into the stock) and the page
+//! cache's xarray nodes (`obj_cgroup_charge()` through the per-CPU object
+//! stock). A v1 limit write (`mem_cgroup_resize_max()`) reclaims until the
+//! usage fits or fails with EBUSY; `failcnt` counts refused charges.
+//!
+//! Approximated: other slab objects (VMAs, anon_vmas, the task's own
+//! allocations) are not charged, so a limited cgroup reaches its limit a
+//! little later than natively; xarray nodes are never freed (shadow
+//! entries keep them); when the stock has no free slot the kernel drains a
+//! random one, the model the first. Unsupported (loud error): the memcg OOM
+//! killer — a charge that reclaim cannot make room for stops the run. Not
+//! modelled: memory.low/min protection, memory.high throttling, swap
+//! limits, socket accounting, moving charges between cgroups, cgroup
+//! removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
-use crate::{Kernel, MmId};
+use crate::{Kernel, KernelError, MmId};
 
 /// A memory cgroup (`struct mem_cgroup`): its index in
 /// `MemcgState::memcgs`, 0 the root (what the model keeps per folio, 2 bytes).
@@ -90,6 +99,9 @@ pub struct MemCgroup {
     /// `page_counter_read(&memcg->memory)`: charged pages, the per-CPU
     /// stock's included (the root is not charged).
     pub usage: u64,
+    /// Pages charged for slab objects (`obj_cgroup_charge()`), which no
+    /// page of the model carries.
+    pub obj_pages: u64,
     pub lruvec: Lruvec,
 }
 
@@ -129,6 +141,9 @@ pub struct MemcgState {
     /// `folio_memcg()` by folio head; empty until a non-root cgroup exists.
     folio_memcg: Vec<MemcgId>,
     stock: MemcgStock,
+    /// The per-CPU object stock (`struct obj_stock_pcp`): the cgroup whose
+    /// bytes it holds and how many (pre-charged, not yet used by objects).
+    obj_stock: (MemcgId, u64),
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
     pub current: MemcgId,
@@ -141,11 +156,13 @@ impl Default for MemcgState {
                 parent: ROOT_MEM_CGROUP,
                 max: PAGE_COUNTER_MAX,
                 usage: 0,
+                obj_pages: 0,
                 lruvec: Lruvec::default(),
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
             stock: MemcgStock::default(),
+            obj_stock: (ROOT_MEM_CGROUP, 0),
             current: ROOT_MEM_CGROUP,
         }
     }
@@ -167,6 +184,7 @@ impl<A: Arch> Kernel<A> {
             parent: ROOT_MEM_CGROUP,
             max: limit_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE),
             usage: 0,
+            obj_pages: 0,
             lruvec: Lruvec::default(),
         });
         self.vmstat.memcg.push(Default::default());
@@ -250,6 +268,84 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// `__memcg_kmem_charge_page()` of a page allocated with
+    /// `__GFP_ACCOUNT` (page tables): charged like a folio, through the
+    /// same stock and limit reclaim (`obj_cgroup_charge_pages()` ->
+    /// `try_charge_memcg()`), to the cgroup of `current`. A charge that
+    /// fails is the memcg OOM killer's case (recorded as unsupported); the
+    /// page then stays uncharged.
+    pub fn memcg_kmem_charge_page(&mut self, page: Pfn) {
+        let memcg = self.memcg.current;
+        if memcg == ROOT_MEM_CGROUP {
+            return;
+        }
+        if self.try_charge_memcg(memcg, ChargeGfp::Kernel, 1) {
+            self.memcg.folio_memcg[page.idx()] = memcg;
+        } else {
+            self.memcg_oom(memcg, 1);
+        }
+    }
+
+    /// `__memcg_kmem_uncharge_page()` of a freed page table: its charge
+    /// goes back through the per-CPU stock (`obj_cgroup_uncharge_pages()`
+    /// -> `refill_stock()`), not straight to the counter as a folio's does.
+    pub fn memcg_kmem_uncharge_page(&mut self, page: Pfn) {
+        let memcg = self.folio_memcg(page);
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcg.folio_memcg[page.idx()] = ROOT_MEM_CGROUP;
+            self.refill_stock(memcg, 1);
+        }
+    }
+
+    /// `obj_cgroup_charge()` of `size` bytes of slab objects (xarray
+    /// nodes) for `memcg`: from the object stock's pre-charged bytes if it
+    /// holds this cgroup's and enough (`consume_obj_stock()`), else whole
+    /// pages through `try_charge_memcg()` (`obj_cgroup_charge_pages()`),
+    /// the rest of the last page going to the stock (`refill_obj_stock()`;
+    /// a stock of another cgroup is flushed first). The objects are never
+    /// freed in the model (see mm/filemap.rs), so nothing is uncharged.
+    /// A failed charge is the memcg OOM killer's case (unsupported).
+    pub fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
+        if memcg == ROOT_MEM_CGROUP {
+            return;
+        }
+        let (cached, bytes) = self.memcg.obj_stock;
+        if cached == memcg && bytes >= size {
+            self.memcg.obj_stock.1 -= size;
+            return;
+        }
+        let nr_pages = size.div_ceil(PAGE_SIZE);
+        if !self.try_charge_memcg(memcg, ChargeGfp::Kernel, nr_pages) {
+            self.memcg_oom(memcg, nr_pages);
+            return;
+        }
+        self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
+        let rest = nr_pages * PAGE_SIZE - size;
+        if cached != memcg {
+            // drain_obj_stock(): the old cgroup's bytes go back to its
+            // obj_cgroup (whole pages to its counter; the model drops the
+            // sub-page rest, which the kernel keeps in nr_charged_bytes).
+            if cached != ROOT_MEM_CGROUP {
+                let pages = bytes / PAGE_SIZE;
+                let m = &mut self.memcg.memcgs[cached.idx()];
+                m.usage -= pages;
+                m.obj_pages -= pages;
+            }
+            self.memcg.obj_stock = (memcg, 0);
+        }
+        self.memcg.obj_stock.1 += rest;
+    }
+
+    /// Run `f` with `current` in `memcg` (the cgroup of the task the kernel
+    /// runs for: the faulting task, the forking parent, a system call's
+    /// caller).
+    pub fn with_current_memcg<T>(&mut self, memcg: MemcgId, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = std::mem::replace(&mut self.memcg.current, memcg);
+        let r = f(self);
+        self.memcg.current = saved;
+        r
+    }
+
     /// `split_page_memcg()`: the tails of a split folio keep its charge.
     pub fn split_page_memcg(&mut self, head: Pfn, nr: u64) {
         let memcg = self.folio_memcg(head);
@@ -261,10 +357,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `page_counter_try_charge()` (the root is unlimited, so only the
-    /// cgroup's own counter can refuse).
+    /// cgroup's own counter can refuse). A refusal counts in the counter's
+    /// `failcnt` (cgroup v1 `memory.failcnt`).
     fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> bool {
         let m = &mut self.memcg.memcgs[memcg.idx()];
         if m.usage + nr > m.max {
+            self.vmstat
+                .count_memcg_events(memcg, crate::mm::vmstat::MemcgEvent::Failcnt, 1);
             return false;
         }
         m.usage += nr;
@@ -442,6 +541,49 @@ impl<A: Arch> Kernel<A> {
             nr_reclaimed += reclaimed;
         }
         Ok(nr_reclaimed)
+    }
+
+    /// cgroup v1 `memory.limit_in_bytes` write (`mem_cgroup_resize_max()`,
+    /// mm/memcontrol-v1.c): set the limit if the usage fits under it
+    /// (`page_counter_set_max()`); if not, drain the per-CPU stock once,
+    /// then reclaim (`try_to_free_mem_cgroup_pages()`, at least 32 pages,
+    /// may swap) and try again, until it fits or one reclaim call frees
+    /// nothing: Err (-EBUSY), the limit unchanged. `max_pages`: None is
+    /// unlimited.
+    pub fn mem_cgroup_resize_max(
+        &mut self,
+        memcg: MemcgId,
+        max_pages: Option<u64>,
+    ) -> Result<(), KernelError> {
+        let max = max_pages.unwrap_or(PAGE_COUNTER_MAX);
+        let mut drained = false;
+        loop {
+            let m = &mut self.memcg.memcgs[memcg.idx()];
+            if m.usage <= max {
+                m.max = max;
+                return Ok(());
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
+                self.vmstat.count_memcg_events(
+                    memcg,
+                    crate::mm::vmstat::MemcgEvent::LimitWriteEbusy,
+                    1,
+                );
+                return Err(KernelError::Errno(
+                    "EBUSY",
+                    format!(
+                        "memory cgroup {}: usage {} pages stays above the new limit {max}",
+                        memcg.0.saturating_sub(1),
+                        self.memcg.memcgs[memcg.idx()].usage
+                    ),
+                ));
+            }
+        }
     }
 
     /// cgroup v1 `memory.force_empty` (`mem_cgroup_force_empty()`): drain

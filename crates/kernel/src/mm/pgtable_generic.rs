@@ -66,11 +66,15 @@ impl PageTables {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// `pte_alloc_one()` and friends: a zeroed table page. Returns (pfn, id).
+    /// `pte_alloc_one()` and friends: a zeroed table page, allocated with
+    /// GFP_PGTABLE_USER, whose `__GFP_ACCOUNT` charges it to the memory
+    /// cgroup of the task in the kernel (`__memcg_kmem_charge_page()`).
+    /// Returns (pfn, id).
     pub fn pgtable_alloc(&mut self) -> (Pfn, TableId) {
         let pfn = self.alloc_pages(0, false).unwrap_or_else(|| {
             panic!("unsupported: out of memory for a page table (the OOM killer is not modelled)")
         });
+        self.memcg_kmem_charge_page(pfn);
         let id = match self.pt.free.pop() {
             Some(id) => {
                 *self.pt.tables[id.idx()] = [0; PTRS_PER_PTE];
@@ -96,6 +100,7 @@ impl<A: Arch> Kernel<A> {
             "freeing a non-empty table"
         );
         self.mem.clear_table(pfn);
+        self.memcg_kmem_uncharge_page(pfn);
         self.buddy.free_pages(&mut self.mem, pfn, 0);
         self.pt.free.push(id);
         self.pt.nr_tables -= 1;

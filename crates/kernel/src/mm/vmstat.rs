@@ -93,6 +93,10 @@ counter_enum!(
         PgDeactivate => "pgdeactivate",
         PgLazyFree => "pglazyfree",
         PgLazyFreed => "pglazyfreed",
+        // Not memory.stat: v1 `memory.failcnt` (charges that hit the
+        // limit) and the memcg_limit steps whose write failed with EBUSY.
+        Failcnt => "failcnt",
+        LimitWriteEbusy => "limit_write_ebusy",
     }
 );
 
