@@ -18,3 +18,4 @@ pub mod swap;
 pub mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
+pub mod workingset;

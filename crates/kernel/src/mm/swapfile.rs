@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use crate::mm::workingset::Shadow;
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
@@ -90,6 +91,9 @@ pub struct SwapInfo {
     pub swap_map: Vec<u8>,
     /// The swap table: PFN of the swap-cache page of each slot.
     pub cache: Vec<u32>,
+    /// The swap table's shadow entries: what a folio reclaim freed from
+    /// the swap cache left in its slots (mm/workingset.rs), 0 for none.
+    pub shadow: Vec<u64>,
     pub zeromap: Vec<bool>,
     /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
     /// folio swapped out to each slot.
@@ -114,6 +118,7 @@ impl SwapInfo {
             nr_slots,
             swap_map: vec![0; nr_slots as usize],
             cache: vec![NO_PAGE; nr_slots as usize],
+            shadow: vec![0; nr_slots as usize],
             zeromap: vec![false; nr_slots as usize],
             memcg: vec![ROOT_MEM_CGROUP; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
@@ -304,6 +309,7 @@ impl SwapInfo {
     /// its order's non-full list (`partial_free_cluster()`).
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
+        self.shadow[offset as usize] = 0;
         self.zeromap[offset as usize] = false;
         self.memcg[offset as usize] = ROOT_MEM_CGROUP;
         self.inuse_pages -= 1;
@@ -371,6 +377,13 @@ impl<A: Arch> Kernel<A> {
     /// `__swap_cache_del_folio()` + `put_swap_folio()`: drop the folio
     /// from the swap cache and its SWAP_HAS_CACHE pins.
     pub fn delete_from_swap_cache(&mut self, folio: Pfn) {
+        self.swap_cache_del_folio(folio, None);
+    }
+
+    /// `__swap_cache_del_folio()` with the shadow reclaim leaves in the
+    /// swap table (kept while a swap PTE still holds the slot), then
+    /// `put_swap_folio()`.
+    pub fn swap_cache_del_folio(&mut self, folio: Pfn, shadow: Option<Shadow>) {
         let Some(entry) = self.swap_of.remove(&folio.0) else {
             return;
         };
@@ -379,6 +392,7 @@ impl<A: Arch> Kernel<A> {
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {
             si.cache[o as usize] = NO_PAGE;
+            si.shadow[o as usize] = shadow.map_or(0, |s| s.0);
             si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
             if si.swap_map[o as usize] == 0 {
                 si.free_slot(o);

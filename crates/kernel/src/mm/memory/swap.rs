@@ -85,6 +85,15 @@ impl<A: Arch> Kernel<A> {
         }
         self.mem
             .set(folio, crate::include::linux::mm_types::PG_UPTODATE);
+        // The folio replaces the slot's shadow, if reclaim left one: a
+        // refault (`swap_cache_get_shadow()` / `swap_cache_add_folio()`,
+        // then `workingset_refault()` before the folio joins the LRU).
+        self.mem
+            .set(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
+        let shadow = std::mem::take(&mut self.swap[entry.ty as usize].shadow[first.offset as usize]);
+        if shadow != 0 {
+            self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
+        }
         if !skip_cache {
             // swapin_readahead(): the folio enters the swap cache.
             let si = &mut self.swap[entry.ty as usize];
