@@ -337,13 +337,14 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
                     .unwrap_or(0) as i64
             })
         };
+        let name = format!("folios/{r}/{b}");
         out.push(Row {
-            name: format!("folios/{r}/{b}"),
+            expect_slack: expect_slack(sim, phase, &name),
+            name,
             sim: get(sp),
             native: get(np),
             tolerance: Some(0.0),
             host_state: 0,
-            expect_slack: 0.0,
         });
     }
     out
