@@ -575,6 +575,31 @@ mod tests {
         );
     }
 
+    /// An `[[expect]]` with a tolerance widens the judgement of its counter
+    /// in its phase (here 2% of 1000: 20 faults), and no further.
+    #[test]
+    fn an_expectation_tolerance_widens_the_comparison() {
+        let expect = |tolerance: &str| crate::ExpectOutcome {
+            at: "x.toml:1:1".into(),
+            phase: "write".into(),
+            counter: "minor-faults".into(),
+            expected: 1000.0,
+            actual: Some(1000.0),
+            tolerance: tolerance.into(),
+            ok: true,
+            judged: true,
+        };
+        let mut sim = report("sim", 1000);
+        sim.expectations = vec![expect("2%")];
+        let (text, _, ok) = compare(&sim, &report("native", 1020));
+        assert!(ok, "{text}");
+        let (text, _, ok) = compare(&sim, &report("native", 1021));
+        assert!(!ok, "{text}");
+        sim.expectations = vec![expect("5")];
+        let (text, _, ok) = compare(&sim, &report("native", 1006));
+        assert!(!ok, "{text}");
+    }
+
     /// The contiguous bit the host cannot show is not a mismatch; any
     /// other state difference is, page by page.
     #[test]
