@@ -8,7 +8,9 @@
 //! 4 events (background work on the mm);
 //! `pgscan_*` / `pgsteal_*` within 5%; other system-wide counters pick up
 //! other processes' activity and are shown for information. The scenario's
-//! `[[expect]]`s on judged counters are evaluated against the native result.
+//! `[[expect]]`s on judged counters are evaluated against the native result,
+//! and a judged counter with an `[[expect]]` is compared within that
+//! expectation's tolerance when it is wider than the default.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -127,6 +129,7 @@ fn kfunc_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> 
                 native: Some(n),
                 tolerance: Some(0.0),
                 host_state: 0,
+                expect_slack: 0.0,
             })
         })
         .collect()
@@ -161,6 +164,7 @@ fn raw_pagemap_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec
                 native: Some(diff as i64),
                 tolerance: Some(0.0),
                 host_state: 0,
+                expect_slack: 0.0,
             })
         })
         .collect()
@@ -200,6 +204,7 @@ fn map_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> {
                 native: Some(differ as i64),
                 tolerance: Some(0.0),
                 host_state: 0,
+                expect_slack: 0.0,
             })
         })
         .collect()
@@ -236,17 +241,21 @@ struct Row {
     /// zero folio is allocated once per boot (until a shrinker frees it),
     /// so the model's first-use allocation may be absent natively.
     host_state: i64,
+    /// The widest distance a scenario's `[[expect]]` on this counter and
+    /// phase allows (its `tolerance`, or `value × p%`), 0 without one.
+    expect_slack: f64,
 }
 
 impl Row {
     /// Absolute slack: a few TLB flushes come from the host's background
     /// work on the workload's mm (khugepaged, page-cache eviction).
     fn slack(&self) -> f64 {
-        if self.name == TLB_FLUSH || TLB_REASONS.contains(&self.name.as_str()) {
+        let slack = if self.name == TLB_FLUSH || TLB_REASONS.contains(&self.name.as_str()) {
             TLB_FLUSH_SLACK
         } else {
             0.0
-        }
+        };
+        slack.max(self.expect_slack)
     }
 
     fn mismatch(&self) -> bool {
@@ -310,6 +319,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
         out.push(Row {
             host_state,
             tolerance: default_tolerance(&name),
+            expect_slack: expect_slack(sim, phase, &name),
             name,
             sim: s,
             native: n,
@@ -334,8 +344,10 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
                     .unwrap_or(0) as i64
             })
         };
+        let name = format!("folios/{r}/{b}");
         out.push(Row {
-            name: format!("folios/{r}/{b}"),
+            expect_slack: expect_slack(sim, phase, &name),
+            name,
             sim: get(sp),
             native: get(np),
             tolerance: Some(0.0),
@@ -343,6 +355,22 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
         });
     }
     out
+}
+
+/// The distance a scenario's `[[expect]]`s on `name` in `phase` allow
+/// (the widest; 0 without one): a counter the host measures with a spread
+/// the model cannot have (readahead I/O timing, kernel memory charged to a
+/// cgroup) is compared within the tolerance its expectation states.
+fn expect_slack(report: &Report, phase: &str, name: &str) -> f64 {
+    report
+        .expectations
+        .iter()
+        .filter(|e| e.phase == phase && e.counter == name)
+        .map(|e| match e.tolerance.strip_suffix('%') {
+            Some(p) => p.parse::<f64>().unwrap_or(0.0) * e.expected.abs() / 100.0,
+            None => e.tolerance.parse::<f64>().unwrap_or(0.0),
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Render the comparison; returns (text, json, ok).
@@ -552,6 +580,31 @@ mod tests {
                 ""
             ]
         );
+    }
+
+    /// An `[[expect]]` with a tolerance widens the judgement of its counter
+    /// in its phase (here 2% of 1000: 20 faults), and no further.
+    #[test]
+    fn an_expectation_tolerance_widens_the_comparison() {
+        let expect = |tolerance: &str| crate::ExpectOutcome {
+            at: "x.toml:1:1".into(),
+            phase: "write".into(),
+            counter: "minor-faults".into(),
+            expected: 1000.0,
+            actual: Some(1000.0),
+            tolerance: tolerance.into(),
+            ok: true,
+            judged: true,
+        };
+        let mut sim = report("sim", 1000);
+        sim.expectations = vec![expect("2%")];
+        let (text, _, ok) = compare(&sim, &report("native", 1020));
+        assert!(ok, "{text}");
+        let (text, _, ok) = compare(&sim, &report("native", 1021));
+        assert!(!ok, "{text}");
+        sim.expectations = vec![expect("5")];
+        let (text, _, ok) = compare(&sim, &report("native", 1006));
+        assert!(!ok, "{text}");
     }
 
     /// The contiguous bit the host cannot show is not a mismatch; any

@@ -12,7 +12,13 @@
 //! the kernel drops the mmap lock to start I/O. Files are ext4-like (large
 //! folios of orders 0..=9, `page_mkwrite`, write-notify) or shmem.
 //!
-//! Not modelled: shadow entries and workingset refaults, writeback (fills
+//! A folio reclaim frees leaves a shadow entry in each of its slots
+//! (`__filemap_remove_folio()` with the shadow of `workingset_eviction()`);
+//! the folio that later takes the slot back is a refault
+//! (`workingset_refault()`, mm/workingset.rs) unless it is added for a
+//! write (`__GFP_WRITE`).
+//!
+//! Not modelled: writeback (fills
 //! leave clean folios, as after fsync), truncation, hole punching, xfs
 //! block-size minimum orders, fsverity/encryption/data=journal (which turn
 //! large folios off in ext4).
@@ -61,6 +67,9 @@ pub struct AddressSpace {
     /// Which nodes of the page cache's xarray exist (for their memory
     /// cgroup charge).
     pub xa: XaNodes,
+    /// The shadow entries (`xa_is_value()` slots) of evicted pages, by
+    /// index (0: none); empty until the first eviction.
+    pub shadows: Vec<u64>,
 }
 
 /// `XA_CHUNK_SHIFT`: an xarray node has 64 slots.
@@ -168,6 +177,7 @@ impl<A: Arch> Kernel<A> {
             shmem: false,
             max_order: MAX_PAGECACHE_ORDER,
             xa: XaNodes::default(),
+            shadows: Vec::new(),
         });
         id
     }
@@ -228,6 +238,21 @@ impl<A: Arch> Kernel<A> {
         index: u64,
         gfp: ChargeGfp,
     ) -> AddFolio {
+        self.filemap_add_folio_gfp(f, folio, index, gfp, false)
+    }
+
+    /// `filemap_add_folio()` with `__GFP_WRITE` (`write`: a buffered write
+    /// creates the folio, so a shadow it replaces is no refault). A
+    /// replaced shadow (the last one of the range, as `__filemap_add_folio()`
+    /// keeps it) makes the charged folio a refault before it joins the LRU.
+    pub fn filemap_add_folio_gfp(
+        &mut self,
+        f: FileId,
+        folio: Pfn,
+        index: u64,
+        gfp: ChargeGfp,
+        write: bool,
+    ) -> AddFolio {
         let memcg = self.memcg.current;
         if !self.mem_cgroup_charge(folio, memcg, gfp) {
             return AddFolio::NoMem;
@@ -247,6 +272,16 @@ impl<A: Arch> Kernel<A> {
         for i in 0..nr {
             as_.pages[(index + i) as usize] = folio.0 + i as u32;
         }
+        let mut shadow = None;
+        let as_ = &mut self.files[f.0 as usize];
+        if !as_.shadows.is_empty() {
+            for i in index..(index + nr).min(as_.shadows.len() as u64) {
+                let s = std::mem::take(&mut as_.shadows[i as usize]);
+                if s != 0 {
+                    shadow = Some(crate::mm::workingset::Shadow(s));
+                }
+            }
+        }
         // The xarray nodes the store allocates (`xas_nomem()`: the
         // mapping's i_pages has XA_FLAGS_ACCOUNT, so they are slab objects
         // charged to `current`'s cgroup).
@@ -261,6 +296,9 @@ impl<A: Arch> Kernel<A> {
             self.mem.set(folio, PG_SWAPBACKED);
         }
         self.vmstat.sim.pagecache_add += 1;
+        if let Some(shadow) = shadow.filter(|_| !write) {
+            self.workingset_refault(folio, shadow);
+        }
         self.folio_add_lru(folio);
         // shmem inserts with shmem_add_to_page_cache(), which has no
         // tracepoint; __filemap_add_folio() fires it.
@@ -270,14 +308,40 @@ impl<A: Arch> Kernel<A> {
         AddFolio::Added
     }
 
+    /// `__filemap_remove_folio()` of the `nr` slots from `index` of file
+    /// number `file`, storing `shadow` in each (reclaim) or emptying them.
+    pub fn filemap_remove_folio(
+        &mut self,
+        file: usize,
+        index: u64,
+        nr: u64,
+        shadow: Option<crate::mm::workingset::Shadow>,
+    ) {
+        let as_ = &mut self.files[file];
+        let range = index as usize..(index + nr) as usize;
+        for p in &mut as_.pages[range.clone()] {
+            *p = NO_PAGE;
+        }
+        if let Some(s) = shadow {
+            if as_.shadows.len() < as_.pages.len() {
+                as_.shadows.resize(as_.pages.len(), 0);
+            }
+            as_.shadows[range].fill(s.0);
+        } else if !as_.shadows.is_empty() {
+            as_.shadows[range].fill(0);
+        }
+    }
+
     /// `__filemap_get_folio()` with `FGP_CREAT`: the folio at `index`, or a
     /// new one of at most `order` (reduced to the index alignment and, for
     /// readahead-less creation, the mapping's range). Not uptodate if new.
+    /// `write`: created for a buffered write (`__GFP_WRITE`).
     pub fn filemap_get_or_create(
         &mut self,
         f: FileId,
         index: u64,
         order: u32,
+        write: bool,
     ) -> Result<Pfn, KernelError> {
         self.vmstat.sim.pagecache_lookup += 1;
         if let Some(p) = self.files[f.0 as usize].lookup(index) {
@@ -293,7 +357,7 @@ impl<A: Arch> Kernel<A> {
             // The charge uses the mapping's gfp (retries) at every order.
             if let Some(folio) = self.folio_alloc(order) {
                 let start = index & !((1 << order) - 1);
-                match self.filemap_add_folio(f, folio, start, ChargeGfp::Kernel) {
+                match self.filemap_add_folio_gfp(f, folio, start, ChargeGfp::Kernel, write) {
                     AddFolio::Added => return Ok(folio),
                     AddFolio::Exists => self.folio_free(folio),
                     AddFolio::NoMem => {
@@ -365,7 +429,7 @@ impl<A: Arch> Kernel<A> {
             let index = pos >> PAGE_SHIFT;
             // fgf_set_order(): ilog2(bytes) - PAGE_SHIFT, 0 up to a page.
             let hint = (63 - bytes.leading_zeros()).saturating_sub(PAGE_SHIFT);
-            let folio = self.filemap_get_or_create(f, index, hint)?;
+            let folio = self.filemap_get_or_create(f, index, hint, true)?;
             if !self.mem.test(folio, PG_UPTODATE) {
                 self.mem.set(folio, PG_UPTODATE);
             }
@@ -446,7 +510,7 @@ impl<A: Arch> Kernel<A> {
                 Some(p) => self.mem.page_folio(p),
                 None => {
                     // filemap_create_folio()
-                    let folio = self.filemap_get_or_create(f, index, 0)?;
+                    let folio = self.filemap_get_or_create(f, index, 0, false)?;
                     self.read_folio(folio);
                     folio
                 }
@@ -493,7 +557,7 @@ impl<A: Arch> Kernel<A> {
                 self.vmstat.count_vm_event(VmEvent::PgMajFault);
                 ret = VM_FAULT_MAJOR;
                 dropped = self.do_sync_mmap_readahead(vmf);
-                let folio = match self.filemap_get_or_create(f, index, 0) {
+                let folio = match self.filemap_get_or_create(f, index, 0, false) {
                     Ok(folio) => folio,
                     Err(_) => return (crate::mm::memory::VM_FAULT_OOM, None),
                 };

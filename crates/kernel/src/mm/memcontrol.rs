@@ -86,6 +86,12 @@ pub struct Lruvec {
     /// `lruvec->anon_cost`, `lruvec->file_cost` (`lru_note_cost()`).
     pub anon_cost: u64,
     pub file_cost: u64,
+    /// `lruvec->nonresident_age`: evictions and activations in this
+    /// cgroup and its descendants (mm/workingset.rs).
+    pub nonresident_age: u64,
+    /// `lruvec->refaults[]`: WORKINGSET_ACTIVATE_ANON / _FILE at the end
+    /// of the last reclaim of this target (`snapshot_refaults()`).
+    pub refaults: [u64; 2],
 }
 
 /// `struct mem_cgroup`

@@ -21,3 +21,4 @@ pub mod swap_state;
 pub mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
+pub mod workingset;

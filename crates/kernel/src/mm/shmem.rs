@@ -148,6 +148,14 @@ impl<A: Arch> Kernel<A> {
             } else {
                 self.vmstat.count_vm_event(VmEvent::PswpIn);
             }
+            // The slot's shadow, if reclaim left one: a refault
+            // (`__read_swap_cache_async()` → `workingset_refault()`).
+            self.mem.set(folio, PG_SWAPBACKED);
+            let si = &mut self.swap[entry.ty as usize];
+            let shadow = std::mem::take(&mut si.shadow[entry.offset as usize]);
+            if shadow != 0 {
+                self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
+            }
             folio
         };
         // shmem_add_to_page_cache() in place of the value entry.

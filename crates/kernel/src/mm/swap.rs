@@ -9,7 +9,8 @@
 //! (`lru_add_drain()`); the model applies each at once. The resulting order
 //! differs only where batched additions and activations of the same
 //! moment would interleave. Not modelled: the unevictable list (mlock),
-//! page_idle, workingset refault detection (shadow entries), MGLRU.
+//! page_idle, MGLRU. `folio_mark_accessed()` ages the non-resident pages
+//! (`workingset_activation()`, mm/workingset.rs).
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::LRU_FILE;
@@ -72,6 +73,7 @@ impl<A: Arch> Kernel<A> {
                 self.folio_activate(folio);
             }
             self.mem.clear(folio, PG_REFERENCED);
+            self.workingset_activation(folio);
         }
     }
 

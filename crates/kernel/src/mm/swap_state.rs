@@ -282,6 +282,8 @@ impl<A: Arch> Kernel<A> {
         si.swap_map[entry.offset as usize] |= SWAP_HAS_CACHE;
         self.swap_of.insert(folio.0, entry);
         self.mem.set(folio, PG_SWAPCACHE);
+        // swap_cache_add_folio() hands back the slot's shadow.
+        self.swapin_refault(folio, entry);
         self.folio_add_lru(folio);
         self.swap_read_folio(folio, entry);
         if readahead {
@@ -289,6 +291,19 @@ impl<A: Arch> Kernel<A> {
             self.vmstat.count_vm_event(VmEvent::SwapRa);
         }
         Some(folio)
+    }
+
+    /// The shadow reclaim left in the slots of a folio being swapped in
+    /// (`swap_cache_get_shadow()`, `swap_cache_add_folio()`) is consumed:
+    /// if there was one, the folio is a refault (`workingset_refault()`,
+    /// before it joins the LRU).
+    pub(crate) fn swapin_refault(&mut self, folio: Pfn, entry: SwpEntry) {
+        let nr = self.mem.folio_nr_pages(folio);
+        let first = entry.offset & !(nr - 1);
+        let shadow = std::mem::take(&mut self.swap[entry.ty as usize].shadow[first as usize]);
+        if shadow != 0 {
+            self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
+        }
     }
 
     /// `swap_read_folio()`: the folio's slots come back from the zeromap

@@ -27,6 +27,7 @@ use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::filemap::NO_PAGE;
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
+use crate::mm::workingset::Shadow;
 use crate::Kernel;
 
 /// `SWAPFILE_CLUSTER` with THP_SWAP.
@@ -90,6 +91,9 @@ pub struct SwapInfo {
     pub swap_map: Vec<u8>,
     /// The swap table: PFN of the swap-cache page of each slot.
     pub cache: Vec<u32>,
+    /// The swap table's shadow entries: what a folio reclaim freed from
+    /// the swap cache left in its slots (mm/workingset.rs), 0 for none.
+    pub shadow: Vec<u64>,
     pub zeromap: Vec<bool>,
     /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
     /// folio swapped out to each slot.
@@ -114,6 +118,7 @@ impl SwapInfo {
             nr_slots,
             swap_map: vec![0; nr_slots as usize],
             cache: vec![NO_PAGE; nr_slots as usize],
+            shadow: vec![0; nr_slots as usize],
             zeromap: vec![false; nr_slots as usize],
             memcg: vec![ROOT_MEM_CGROUP; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
@@ -315,6 +320,7 @@ impl SwapInfo {
     /// its order's non-full list (`partial_free_cluster()`).
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
+        self.shadow[offset as usize] = 0;
         self.zeromap[offset as usize] = false;
         self.memcg[offset as usize] = ROOT_MEM_CGROUP;
         self.inuse_pages -= 1;
@@ -382,6 +388,13 @@ impl<A: Arch> Kernel<A> {
     /// `__swap_cache_del_folio()` + `put_swap_folio()`: drop the folio
     /// from the swap cache and its SWAP_HAS_CACHE pins.
     pub fn delete_from_swap_cache(&mut self, folio: Pfn) {
+        self.swap_cache_del_folio(folio, None);
+    }
+
+    /// `__swap_cache_del_folio()` with the shadow reclaim leaves in the
+    /// swap table (kept while a swap PTE still holds the slot), then
+    /// `put_swap_folio()`.
+    pub fn swap_cache_del_folio(&mut self, folio: Pfn, shadow: Option<Shadow>) {
         let Some(entry) = self.swap_of.remove(&folio.0) else {
             return;
         };
@@ -390,6 +403,7 @@ impl<A: Arch> Kernel<A> {
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {
             si.cache[o as usize] = NO_PAGE;
+            si.shadow[o as usize] = shadow.map_or(0, |s| s.0);
             si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
             if si.swap_map[o as usize] == 0 {
                 si.free_slot(o);

@@ -21,8 +21,9 @@
 //! inactive tail right after it went back to the LRU; no writeback
 //! throttling; the LRU sizes the scan balance reads are exact (the kernel
 //! reads rate-limited memcg statistics); `get_scan_count()` uses
-//! vm.swappiness = 60 (no knob yet); refault detection (workingset shadow
-//! entries) is absent, so refaults never force deactivation. Dirty shmem
+//! vm.swappiness = 60 (no knob yet). Reclaimed folios leave shadow entries
+//! and refaults activated since the last reclaim force deactivation
+//! (`snapshot_refaults()`, mm/workingset.rs). Dirty shmem
 //! folios go to swap through `shmem_writeout()` (mm/shmem.rs); without swap
 //! the kernel activates them, as the model does.
 //! Global direct reclaim (`try_to_free_pages()`, from the allocator below
@@ -297,7 +298,7 @@ impl<A: Arch> Kernel<A> {
                 return Verdict::Activate(nr_pages);
             }
         }
-        self.shrink_unmapped(folio, nr_pages, references, stat)
+        self.shrink_unmapped(folio, nr_pages, references, stat, sc.target)
     }
 
     /// The anon swap-backed part of `shrink_folio_list()`: split a partly
@@ -338,6 +339,7 @@ impl<A: Arch> Kernel<A> {
         nr_pages: u64,
         references: FolioRef,
         stat: &mut ReclaimStat,
+        target: Option<MemcgId>,
     ) -> Verdict {
         if self.mem.test(folio, PG_DIRTY) {
             if self.folio_is_file_lru(folio) {
@@ -370,7 +372,7 @@ impl<A: Arch> Kernel<A> {
         if self.pinned == Some(folio) {
             return Verdict::Keep; // __remove_mapping(): an extra reference
         }
-        Verdict::Reclaimed(self.remove_mapping_and_free(folio))
+        Verdict::Reclaimed(self.remove_mapping_and_free(folio, target))
     }
 
     /// `pageout()` → `swap_writeout()` with PG_reclaim set for the write:
@@ -403,8 +405,10 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__remove_mapping()` + free: drop the folio from the swap cache or
-    /// page cache and free it. Returns its pages.
-    fn remove_mapping_and_free(&mut self, folio: Pfn) -> u64 {
+    /// page cache, leaving a shadow entry of the reclaim `target`
+    /// (`workingset_eviction()`; mm/workingset.rs) in its slots, and free
+    /// it. Returns its pages.
+    fn remove_mapping_and_free(&mut self, folio: Pfn, target: Option<MemcgId>) -> u64 {
         let nr = self.mem.folio_nr_pages(folio);
         let anon = self.mem.test(folio, PG_ANON);
         if anon && !self.mem.test(folio, PG_SWAPBACKED) {
@@ -414,13 +418,17 @@ impl<A: Arch> Kernel<A> {
             self.vmstat
                 .count_memcg_events(memcg, MemcgEvent::PgLazyFreed, nr);
         } else if self.mem.test(folio, PG_SWAPCACHE) {
-            self.delete_from_swap_cache(folio);
+            let shadow = self.workingset_eviction(folio, target);
+            self.swap_cache_del_folio(folio, Some(shadow));
         } else if !anon {
+            let shadow = if self.folio_is_file_lru(folio) {
+                Some(self.workingset_eviction(folio, target))
+            } else {
+                None
+            };
             let file = self.mem.folio_mapping(folio) as usize - 1;
-            let index = self.mem.folio_index(folio) as usize;
-            for i in 0..nr as usize {
-                self.files[file].pages[index + i] = crate::mm::filemap::NO_PAGE;
-            }
+            let index = self.mem.folio_index(folio) as u64;
+            self.filemap_remove_folio(file, index, nr, shadow);
         }
         self.mem.clear(folio, PG_PARTIALLY_MAPPED);
         self.folio_free(folio);
@@ -530,6 +538,7 @@ impl<A: Arch> Kernel<A> {
                 }
                 sc.priority -= 1;
             }
+            self.snapshot_refaults(sc.target);
             if sc.nr_reclaimed > 0 {
                 return sc.nr_reclaimed;
             }
@@ -579,7 +588,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read
     /// (`lruvec_page_state()`): hierarchical, so the root's are the node's.
-    fn lru_state(&self, memcg: MemcgId) -> [u64; NR_LRU_LISTS] {
+    pub(crate) fn lru_state(&self, memcg: MemcgId) -> [u64; NR_LRU_LISTS] {
         if memcg != ROOT {
             return self.vmstat.memcg[memcg.idx()].lru;
         }
@@ -625,11 +634,15 @@ impl<A: Arch> Kernel<A> {
         if sc.force_deactivate {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         } else {
+            // Refaults activated since the last reclaim of this target mean
+            // a new workingset is forming: deactivate (mm/workingset.rs).
             sc.may_deactivate = 0;
-            if self.inactive_is_low(target, LRU_INACTIVE_ANON) {
+            let refaults = self.workingset_activations(target);
+            let seen = self.memcg.memcgs[target.idx()].lruvec.refaults;
+            if refaults[0] != seen[0] || self.inactive_is_low(target, LRU_INACTIVE_ANON) {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if self.inactive_is_low(target, LRU_INACTIVE_FILE) {
+            if refaults[1] != seen[1] || self.inactive_is_low(target, LRU_INACTIVE_FILE) {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
@@ -786,12 +799,20 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `move_folios_to_lru()`: put isolated folios back (each at the head of
-    /// the list its flags say), in order. Returns the pages moved.
+    /// the list its flags say), in order; each active one ages the
+    /// non-resident pages (`workingset_age_nonresident()`). Returns the
+    /// pages moved.
     fn move_folios_to_lru(&mut self, folios: &[Pfn]) -> u64 {
         let mut nr_moved = 0;
         for &f in folios {
+            let nr = self.mem.folio_nr_pages(f);
+            let active = self.mem.test(f, PG_ACTIVE);
+            let memcg = self.folio_memcg(f);
             self.folio_putback_lru(f);
-            nr_moved += self.mem.folio_nr_pages(f);
+            nr_moved += nr;
+            if active && self.mem.test(f, PG_LRU) {
+                self.workingset_age_nonresident(memcg, nr);
+            }
         }
         nr_moved
     }

@@ -29,7 +29,8 @@ macro_rules! counter_enum {
 }
 
 counter_enum!(
-    /// `enum vm_event_item` entries the model counts.
+    /// `enum vm_event_item` entries the model counts, and the node
+    /// statistics of mm/workingset.c that only grow (`workingset_*`).
     VmEvent, NR_VM_EVENTS {
         PgFault => "pgfault",
         PgMajFault => "pgmajfault",
@@ -73,12 +74,20 @@ counter_enum!(
         PgLazyFree => "pglazyfree",
         AllocStallNormal => "allocstall_normal",
         AllocStallMovable => "allocstall_movable",
+        WorkingsetRefaultAnon => "workingset_refault_anon",
+        WorkingsetRefaultFile => "workingset_refault_file",
+        WorkingsetActivateAnon => "workingset_activate_anon",
+        WorkingsetActivateFile => "workingset_activate_file",
+        WorkingsetRestoreAnon => "workingset_restore_anon",
+        WorkingsetRestoreFile => "workingset_restore_file",
     }
 );
 
 counter_enum!(
     /// Per-cgroup events of memory.stat (cgroup v2 names), counted by
-    /// `count_memcg_events()`; `pgscan` and `pgsteal` are their sums.
+    /// `count_memcg_events()`; `pgscan` and `pgsteal` are their sums. The
+    /// `workingset_*` lruvec statistics (`mod_lruvec_state()`) are in both
+    /// the v1 and the v2 memory.stat.
     MemcgEvent, NR_MEMCG_EVENTS {
         PgScanKswapd => "pgscan_kswapd",
         PgScanDirect => "pgscan_direct",
@@ -97,6 +106,12 @@ counter_enum!(
         // limit) and the memcg_limit steps whose write failed with EBUSY.
         Failcnt => "failcnt",
         LimitWriteEbusy => "limit_write_ebusy",
+        WorkingsetRefaultAnon => "workingset_refault_anon",
+        WorkingsetRefaultFile => "workingset_refault_file",
+        WorkingsetActivateAnon => "workingset_activate_anon",
+        WorkingsetActivateFile => "workingset_activate_file",
+        WorkingsetRestoreAnon => "workingset_restore_anon",
+        WorkingsetRestoreFile => "workingset_restore_file",
     }
 );
 

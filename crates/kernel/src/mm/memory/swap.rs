@@ -136,6 +136,11 @@ impl<A: Arch> Kernel<A> {
         let folio = self.alloc_swap_folio(vmf, entry)?;
         let nr = self.mem.folio_nr_pages(folio);
         self.swap_read_folio(folio, entry);
+        // do_swap_page() looks up the slot's shadow itself
+        // (`swap_cache_get_shadow()`) before the folio joins the LRU.
+        self.mem
+            .set(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
+        self.swapin_refault(folio, entry);
         Some((folio, nr))
     }
 
