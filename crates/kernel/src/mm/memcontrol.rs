@@ -91,6 +91,12 @@ pub struct MemCgroup {
     /// stock's included (the root is not charged).
     pub usage: u64,
     pub lruvec: Lruvec,
+    /// `memcg->deferred_split_queue`: its large anon folios waiting for
+    /// the deferred-split shrinker.
+    pub deferred_split_queue: crate::mm::huge_memory::DeferredSplit,
+    /// The deferred-split shrinker's `nr_deferred` in this cgroup's
+    /// `shrinker_info` (one node): scan work carried to the next call.
+    pub shrinker_nr_deferred: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -142,6 +148,8 @@ impl Default for MemcgState {
                 max: PAGE_COUNTER_MAX,
                 usage: 0,
                 lruvec: Lruvec::default(),
+                deferred_split_queue: Default::default(),
+                shrinker_nr_deferred: 0,
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
@@ -168,6 +176,8 @@ impl<A: Arch> Kernel<A> {
             max: limit_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE),
             usage: 0,
             lruvec: Lruvec::default(),
+            deferred_split_queue: Default::default(),
+            shrinker_nr_deferred: 0,
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);

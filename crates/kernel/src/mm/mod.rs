@@ -14,6 +14,7 @@ pub mod pgtable_generic;
 pub mod readahead;
 pub mod rmap;
 pub mod shmem;
+pub mod shrinker;
 pub mod swap;
 pub mod swapfile;
 pub mod vmscan;
