@@ -57,6 +57,12 @@ pub struct Config {
     pub thp_enabled: ThpMode,
     /// `transparent_hugepage/use_zero_page`
     pub use_zero_page: bool,
+    /// `transparent_hugepage/shrink_underused`: PMD THPs are queued for
+    /// the deferred-split shrinker at fault, to be split when underused.
+    pub thp_shrink_underused: bool,
+    /// `transparent_hugepage/khugepaged/max_ptes_none`: a queued THP with
+    /// more zero-filled pages than this is underused.
+    pub khugepaged_max_ptes_none: u32,
     /// `hugepages-<size>kB/enabled` for orders 2..=9 (index = order).
     pub anon_orders: [MthpMode; HPAGE_PMD_ORDER as usize + 1],
     /// `fault_around_bytes` as written to debugfs.
@@ -91,6 +97,8 @@ impl Default for Config {
             memory: 24 << 30,
             thp_enabled: ThpMode::Madvise,
             use_zero_page: true,
+            thp_shrink_underused: true,
+            khugepaged_max_ptes_none: 511,
             anon_orders,
             fault_around_bytes: 65536,
             read_ahead_kb: 128,

@@ -223,6 +223,32 @@ fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
             )));
         }
     }
+    // Knobs of later kernels: written when present, refused when missing
+    // and not at the default.
+    let later = [
+        (
+            "shrink_underused",
+            if s.thp_shrink_underused { "1" } else { "0" }.to_string(),
+            s.thp_shrink_underused,
+        ),
+        (
+            "khugepaged/max_ptes_none",
+            s.khugepaged_max_ptes_none.to_string(),
+            s.khugepaged_max_ptes_none == 511,
+        ),
+    ];
+    for (file, value, default) in later {
+        let p = dir.join(file);
+        if p.exists() {
+            out.push((p, value));
+        } else if !default {
+            return Err(NativeError::Refused(format!(
+                "transparent_hugepage.{} = {value}: {} does not exist on this host",
+                file.replace('/', "."),
+                p.display()
+            )));
+        }
+    }
     for (&size, &mode) in &s.mthp_enabled {
         let kb = size / 1024;
         let p = dir.join(format!("hugepages-{kb}kB/enabled"));

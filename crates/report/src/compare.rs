@@ -43,7 +43,14 @@ const SWAP_EXACT: [&str; 8] = [
     "thp_swpout_fallback",
 ];
 /// Per-size swap and split stats, compared exactly.
-const SIZE_EXACT: [&str; 4] = ["/swpout", "/swpout_fallback", "/swpin", "/split"];
+const SIZE_EXACT: [&str; 6] = [
+    "/swpout",
+    "/swpout_fallback",
+    "/swpin",
+    "/split",
+    "/split_deferred",
+    "/nr_anon_partially_mapped",
+];
 
 /// How far the native value may be from the simulated one: Some(relative
 /// tolerance) (0.0 = exact), None = shown for information only.

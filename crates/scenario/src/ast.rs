@@ -58,6 +58,12 @@ pub struct System {
     pub thp_enabled: ThpMode,
     /// `transparent_hugepage.use_zero_page` (default true).
     pub thp_use_zero_page: bool,
+    /// `transparent_hugepage.shrink_underused` (default true): PMD THPs are
+    /// queued for the deferred-split shrinker, which splits underused ones.
+    pub thp_shrink_underused: bool,
+    /// `transparent_hugepage.khugepaged.max_ptes_none` (0..=511, default
+    /// 511): a THP with more zero-filled pages is underused.
+    pub khugepaged_max_ptes_none: u32,
     /// `transparent_hugepage.hugepages-<size>kB.enabled`, keyed by the size in
     /// bytes (16 KiB .. 2 MiB, powers of two). Every size is present: the
     /// default is `inherit` for 2 MiB and `never` for the others.

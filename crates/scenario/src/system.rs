@@ -17,6 +17,8 @@ const KEYS: &[&str] = &[
     "cpus",
     "transparent_hugepage.enabled",
     "transparent_hugepage.use_zero_page",
+    "transparent_hugepage.shrink_underused",
+    "transparent_hugepage.khugepaged.max_ptes_none",
     "transparent_hugepage.hugepages-<N>kB.enabled",
     "fault_around_bytes",
     "read_ahead_kb",
@@ -82,6 +84,8 @@ impl Default for System {
             cpus: 2,
             thp_enabled: ThpMode::Madvise,
             thp_use_zero_page: true,
+            thp_shrink_underused: true,
+            khugepaged_max_ptes_none: 511,
             mthp_enabled,
             fault_around_bytes: 65536,
             read_ahead_kb: 128,
@@ -110,6 +114,14 @@ fn knobs(system: &System) -> BTreeMap<String, String> {
     );
     let zero_page = if system.thp_use_zero_page { "1" } else { "0" };
     put("transparent_hugepage.use_zero_page", zero_page.to_owned());
+    put(
+        "transparent_hugepage.shrink_underused",
+        bit(system.thp_shrink_underused),
+    );
+    put(
+        "transparent_hugepage.khugepaged.max_ptes_none",
+        system.khugepaged_max_ptes_none.to_string(),
+    );
     for (&bytes, &mode) in &system.mthp_enabled {
         let key = format!("{THP_PREFIX}{}kB.enabled", bytes / 1024);
         put(&key, word(MTHP, mode));
@@ -284,6 +296,17 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
         "transparent_hugepage.enabled" => system.thp_enabled = ctx.choice(node, &field, THP)?,
         "transparent_hugepage.use_zero_page" => {
             system.thp_use_zero_page = flag(ctx, node, &field)?;
+        }
+        "transparent_hugepage.shrink_underused" => {
+            system.thp_shrink_underused = flag(ctx, node, &field)?;
+        }
+        "transparent_hugepage.khugepaged.max_ptes_none" => {
+            let v = ctx.uint(node, &field)?;
+            if v > 511 {
+                let msg = format!("{v} is above 511 (HPAGE_PMD_NR - 1)");
+                return Err(ctx.err(&node.origin, &field, msg));
+            }
+            system.khugepaged_max_ptes_none = v as u32;
         }
         "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
         "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,

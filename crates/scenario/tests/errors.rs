@@ -283,6 +283,16 @@ fn system_value_checks() {
         error("[system]\ntransparent_hugepage.use_zero_page = 2\n").col,
         38
     );
+    let e = error("[system]\ntransparent_hugepage.khugepaged.max_ptes_none = 512\n");
+    assert_eq!(
+        at(&e),
+        (
+            2,
+            49,
+            "system.transparent_hugepage.khugepaged.max_ptes_none"
+        )
+    );
+    assert!(e.message.contains("above 511"), "{}", e.message);
 }
 
 #[test]

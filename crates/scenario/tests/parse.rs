@@ -396,6 +396,8 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.hugepages-32kB.enabled", "never"),
         ("transparent_hugepage.hugepages-512kB.enabled", "never"),
         ("transparent_hugepage.hugepages-64kB.enabled", "never"),
+        ("transparent_hugepage.khugepaged.max_ptes_none", "511"),
+        ("transparent_hugepage.shrink_underused", "1"),
         ("transparent_hugepage.use_zero_page", "1"),
         ("vm.page_cluster", "3"),
         ("vma_ra_enabled", "1"),

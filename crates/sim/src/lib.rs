@@ -122,6 +122,8 @@ pub fn kernel_config(sc: &Scenario) -> Config {
         memory: s.memory,
         thp_enabled: s.thp_enabled,
         use_zero_page: s.thp_use_zero_page,
+        thp_shrink_underused: s.thp_shrink_underused,
+        khugepaged_max_ptes_none: s.khugepaged_max_ptes_none,
         fault_around_bytes: s.fault_around_bytes,
         read_ahead_kb: s.read_ahead_kb,
         page_cluster: s.page_cluster,

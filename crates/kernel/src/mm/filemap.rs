@@ -220,6 +220,7 @@ impl<A: Arch> Kernel<A> {
             self.lruvec_del_folio(folio);
             self.mem.clear(folio, PG_LRU);
         }
+        self.folio_unqueue_deferred_split(folio);
         self.mem_cgroup_uncharge(folio);
         self.mem.destroy_folio(folio);
         self.buddy.free_pages(&mut self.mem, folio, order);

@@ -14,15 +14,24 @@
 //! bits to the folio). Page tables are deposited with anon PMDs as in the
 //! kernel. THP faults are charged to the mm's memory cgroup with the VMA's
 //! THP gfp mask (`thp_fault_fallback_charge` on failure).
-//! Not modelled: prctl(PR_SET_THP_DISABLE), khugepaged, the deferred-split
-//! and huge-zero shrinkers, `defrag` (allocation succeeds while memory is
-//! free), PUD THP, shmem huge pages.
+//! The deferred split queue (deferred_split_folio(),
+//! __folio_unqueue_deferred_split()), one per memory cgroup, and its
+//! shrinker's callbacks (deferred_split_count(), deferred_split_scan(),
+//! thp_underused()); mm/shrinker.rs drives them from reclaim.
+//! Not modelled: prctl(PR_SET_THP_DISABLE), khugepaged, the huge-zero
+//! shrinker, `defrag` (allocation succeeds while memory is free), PUD THP,
+//! shmem huge pages.
+
+use std::collections::{BTreeMap, HashMap};
 
 use crate::arch::{Arch, FolioSpan, PteProt};
-use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_DIRTY, PG_REFERENCED};
+use crate::include::linux::mm_types::{
+    PG_ANON_EXCLUSIVE, PG_DIRTY, PG_PARTIALLY_MAPPED, PG_REFERENCED, PG_SWAPCACHE,
+};
 use crate::include::linux::pgtable::{
     align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
 };
+use crate::mm::memcontrol::MemcgId;
 use crate::mm::memory::{Vmf, VM_FAULT_FALLBACK};
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
 use crate::mm::pgtable_generic::TableId;
@@ -201,7 +210,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.count_vm_event(VmEvent::ThpFaultAlloc);
         self.vmstat
             .count_mthp_stat(HPAGE_PMD_ORDER, MthpStat::AnonFaultAlloc);
-        // deferred_split_folio(folio, false): queued, not counted.
+        self.deferred_split_folio(folio, false);
     }
 
     fn set_pmd(&mut self, vmf: &Vmf, pmd: u64) {
@@ -485,5 +494,208 @@ impl<A: Arch> Kernel<A> {
         self.pt.set(dpmd.table, dpmd.idx, A::pte_mkold(pmdval));
         self.vmstat.sim.pmd_set += 1;
         Ok(())
+    }
+}
+
+/// `struct deferred_split`: one memory cgroup's queue of large anon
+/// folios for the deferred-split shrinker, in list order (head first).
+#[derive(Clone, Debug, Default)]
+pub struct DeferredSplit {
+    /// `split_queue`: list position → folio.
+    split_queue: BTreeMap<u64, Pfn>,
+    /// The list position of every queued folio (`folio->_deferred_list`
+    /// not empty).
+    pos: HashMap<u32, u64>,
+    /// The next tail position.
+    tail: u64,
+}
+
+impl DeferredSplit {
+    /// `split_queue_len`
+    pub fn len(&self) -> u64 {
+        self.split_queue.len() as u64
+    }
+
+    /// No folio is queued.
+    pub fn is_empty(&self) -> bool {
+        self.split_queue.is_empty()
+    }
+
+    /// Whether `folio` is queued (`!list_empty(&folio->_deferred_list)`).
+    pub fn contains(&self, folio: Pfn) -> bool {
+        self.pos.contains_key(&folio.0)
+    }
+
+    /// `list_add_tail()`
+    fn add_tail(&mut self, folio: Pfn) {
+        self.split_queue.insert(self.tail, folio);
+        self.pos.insert(folio.0, self.tail);
+        self.tail += 1;
+    }
+
+    /// `list_del_init()`; false if the folio was not queued.
+    fn del(&mut self, folio: Pfn) -> bool {
+        match self.pos.remove(&folio.0) {
+            Some(p) => {
+                self.split_queue.remove(&p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The first `nr` folios, head first.
+    fn first(&self, nr: u64) -> Vec<Pfn> {
+        self.split_queue
+            .values()
+            .take(nr as usize)
+            .copied()
+            .collect()
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `deferred_split_folio()`: queue a large anon folio on its memory
+    /// cgroup's deferred split queue (`get_deferred_split_queue()`); with
+    /// `partially_mapped`, flag it PG_partially_mapped and count
+    /// `split_deferred` (and `thp_deferred_split_page` for a PMD-size
+    /// folio) the first time. Order-1 folios have no list, swap-cache folios
+    /// are left to reclaim, and a fully mapped folio is queued only while
+    /// `shrink_underused` is on.
+    pub(crate) fn deferred_split_folio(&mut self, folio: Pfn, partially_mapped: bool) {
+        let order = self.mem.order(folio);
+        if order <= 1 {
+            return;
+        }
+        if !partially_mapped && !self.cfg.thp_shrink_underused {
+            return;
+        }
+        if self.mem.test(folio, PG_SWAPCACHE) {
+            return;
+        }
+        if partially_mapped && !self.mem.test(folio, PG_PARTIALLY_MAPPED) {
+            self.mem.set(folio, PG_PARTIALLY_MAPPED);
+            if order == HPAGE_PMD_ORDER {
+                self.vmstat.count_vm_event(VmEvent::ThpDeferredSplitPage);
+            }
+            self.vmstat.count_mthp_stat(order, MthpStat::SplitDeferred);
+            self.vmstat
+                .mod_mthp_stat(order, MthpStat::NrAnonPartiallyMapped, 1);
+        }
+        let memcg = self.folio_memcg(folio);
+        let q = &mut self.memcg.memcgs[memcg.idx()].deferred_split_queue;
+        if !q.contains(folio) {
+            q.add_tail(folio);
+        }
+    }
+
+    /// `folio_unqueue_deferred_split()`: take a folio about to be freed or
+    /// split off its queue, clearing PG_partially_mapped (the
+    /// `nr_anon_partially_mapped` gauge drops). True if it was queued.
+    pub(crate) fn folio_unqueue_deferred_split(&mut self, folio: Pfn) -> bool {
+        let order = self.mem.order(folio);
+        if order <= 1 || !self.mem.folio_test_anon(folio) {
+            return false;
+        }
+        let memcg = self.folio_memcg(folio);
+        if !self.memcg.memcgs[memcg.idx()]
+            .deferred_split_queue
+            .del(folio)
+        {
+            return false;
+        }
+        if self.mem.test(folio, PG_PARTIALLY_MAPPED) {
+            self.mem.clear(folio, PG_PARTIALLY_MAPPED);
+            self.vmstat
+                .mod_mthp_stat(order, MthpStat::NrAnonPartiallyMapped, -1);
+        }
+        true
+    }
+
+    /// `deferred_split_count()`: the length of the cgroup's queue.
+    pub(crate) fn deferred_split_count(&self, memcg: MemcgId) -> u64 {
+        self.memcg.memcgs[memcg.idx()].deferred_split_queue.len()
+    }
+
+    /// `thp_underused()`: more than `khugepaged/max_ptes_none` of the
+    /// folio's pages are zero-filled (never with the default 511). Reads
+    /// pages in order and stops early either way, as the kernel does.
+    fn thp_underused(&self, folio: Pfn) -> bool {
+        let max_ptes_none = self.cfg.khugepaged_max_ptes_none as u64;
+        if max_ptes_none == HPAGE_PMD_NR - 1 {
+            return false;
+        }
+        let (mut zero, mut filled) = (0, 0);
+        for i in 0..self.mem.folio_nr_pages(folio) {
+            if self.mem.page_nonzero(folio.plus(i)) {
+                filled += 1;
+                if filled >= HPAGE_PMD_NR - max_ptes_none {
+                    return false;
+                }
+            } else {
+                zero += 1;
+                if zero > max_ptes_none {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// `deferred_split_scan()`: take up to `nr_to_scan` folios from the
+    /// head of the cgroup's queue; split those partially mapped (their
+    /// unmapped pages are freed) and the fully mapped ones
+    /// [`thp_underused`](Self::thp_underused) finds underused
+    /// (`thp_underused_split_page`); drop other fully mapped folios from the
+    /// queue and put the rest back at its tail. Returns the folios split,
+    /// or None for SHRINK_STOP (nothing split and the queue empty).
+    pub(crate) fn deferred_split_scan(&mut self, memcg: MemcgId, nr_to_scan: u64) -> Option<u64> {
+        let taken = self.memcg.memcgs[memcg.idx()]
+            .deferred_split_queue
+            .first(nr_to_scan);
+        let mut split = 0;
+        let mut keep = Vec::new();
+        for folio in taken {
+            self.memcg.memcgs[memcg.idx()]
+                .deferred_split_queue
+                .del(folio);
+            let partially = self.mem.test(folio, PG_PARTIALLY_MAPPED);
+            let underused = !partially && self.thp_underused(folio);
+            if !partially && !underused {
+                continue;
+            }
+            // split_folio(): the folio is back on the queue for the
+            // split's own unqueue, which keeps the gauge's accounting.
+            let q = &mut self.memcg.memcgs[memcg.idx()].deferred_split_queue;
+            q.add_tail(folio);
+            if self.can_split_folio(folio) {
+                self.split_folio_to_list(folio, None);
+                if underused {
+                    self.vmstat.count_vm_event(VmEvent::ThpUnderusedSplitPage);
+                }
+                split += 1;
+            } else if partially {
+                let q = &mut self.memcg.memcgs[memcg.idx()].deferred_split_queue;
+                q.del(folio);
+                keep.push(folio);
+            } else {
+                let q = &mut self.memcg.memcgs[memcg.idx()].deferred_split_queue;
+                q.del(folio);
+            }
+        }
+        let q = &mut self.memcg.memcgs[memcg.idx()].deferred_split_queue;
+        for folio in keep {
+            q.add_tail(folio);
+        }
+        if split == 0 && q.is_empty() {
+            return None;
+        }
+        Some(split)
+    }
+
+    /// `can_split_folio()` as `split_folio()` sees it: no reference beyond
+    /// the mappings' (the model's only extra one is a fault's pin).
+    fn can_split_folio(&self, folio: Pfn) -> bool {
+        self.pinned != Some(folio) && !self.locked.contains(&folio)
     }
 }

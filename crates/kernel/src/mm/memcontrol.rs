@@ -109,6 +109,12 @@ pub struct MemCgroup {
     /// page of the model carries.
     pub obj_pages: u64,
     pub lruvec: Lruvec,
+    /// `memcg->deferred_split_queue`: its large anon folios waiting for
+    /// the deferred-split shrinker.
+    pub deferred_split_queue: crate::mm::huge_memory::DeferredSplit,
+    /// The deferred-split shrinker's `nr_deferred` in this cgroup's
+    /// `shrinker_info` (one node): scan work carried to the next call.
+    pub shrinker_nr_deferred: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -164,6 +170,8 @@ impl Default for MemcgState {
                 usage: 0,
                 obj_pages: 0,
                 lruvec: Lruvec::default(),
+                deferred_split_queue: Default::default(),
+                shrinker_nr_deferred: 0,
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
@@ -192,6 +200,8 @@ impl<A: Arch> Kernel<A> {
             usage: 0,
             obj_pages: 0,
             lruvec: Lruvec::default(),
+            deferred_split_queue: Default::default(),
+            shrinker_nr_deferred: 0,
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);

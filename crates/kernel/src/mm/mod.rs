@@ -16,6 +16,7 @@ pub mod pgtable_generic;
 pub mod readahead;
 pub mod rmap;
 pub mod shmem;
+pub mod shrinker;
 pub mod swap;
 pub mod swap_state;
 pub mod swapfile;

@@ -27,12 +27,11 @@ use crate::arch::Arch;
 use crate::include::linux::mm_types::{
     PG_ANON, PG_ANON_EXCLUSIVE, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_UPTODATE,
 };
-use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
+use crate::include::linux::pgtable::Pfn;
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::mmap::Vma;
 use crate::mm::page_vma_mapped::{Pvmw, PvmwHit, PVMW_SYNC};
 use crate::mm::pgtable_generic::TableId;
-use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -197,8 +196,11 @@ impl<A: Arch> Kernel<A> {
         let l = self.mem.large_mut(folio);
         l.nr_pages_mapped -= last;
         let partially = last > 0 && l.entire_mapcount == 0 && l.nr_pages_mapped > 0;
-        if partially {
-            self.deferred_split_folio(folio);
+        if partially
+            && self.mem.folio_test_anon(folio)
+            && !self.mem.test(folio, PG_PARTIALLY_MAPPED)
+        {
+            self.deferred_split_folio(folio, true);
         }
     }
 
@@ -213,29 +215,11 @@ impl<A: Arch> Kernel<A> {
         let l = self.mem.large(folio);
         // Pages that become unmapped: all those without a PTE mapping.
         let partially = l.entire_mapcount == 0 && l.nr_pages_mapped > 0 && l.nr_pages_mapped < nr;
-        if partially {
-            self.deferred_split_folio(folio);
-        }
-    }
-
-    /// `deferred_split_folio(folio, partially_mapped = true)` for anon folios
-    /// above order 1: flag and count once.
-    fn deferred_split_folio(&mut self, folio: Pfn) {
-        let order = self.mem.order(folio);
-        // Order-1 and swap-cache folios are never queued.
-        if !self.mem.folio_test_anon(folio)
-            || order <= 1
-            || self.mem.test(folio, PG_PARTIALLY_MAPPED)
-            || self
-                .mem
-                .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
+        if partially
+            && self.mem.folio_test_anon(folio)
+            && !self.mem.test(folio, PG_PARTIALLY_MAPPED)
         {
-            return;
-        }
-        self.mem.set(folio, PG_PARTIALLY_MAPPED);
-        self.vmstat.count_mthp_stat(order, MthpStat::SplitDeferred);
-        if order == HPAGE_PMD_ORDER {
-            self.vmstat.count_vm_event(VmEvent::ThpDeferredSplitPage);
+            self.deferred_split_folio(folio, true);
         }
     }
 

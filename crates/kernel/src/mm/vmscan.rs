@@ -430,7 +430,6 @@ impl<A: Arch> Kernel<A> {
             let index = self.mem.folio_index(folio) as u64;
             self.filemap_remove_folio(file, index, nr, shadow);
         }
-        self.mem.clear(folio, PG_PARTIALLY_MAPPED);
         self.folio_free(folio);
         nr
     }
@@ -446,7 +445,18 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.folio_split += 1;
         // unmap_folio(): a PMD mapping is frozen at PMD level (one flush
         // per PMD in split_huge_pmd), PTEs become migration entries.
+        // try_to_migrate_one() removes the rmap page by page: once the
+        // first page is unmapped while another still is, a PTE-mapped anon
+        // folio is partially mapped (__folio_remove_rmap()).
+        if self.mem.large(folio).entire_mapcount == 0
+            && self.mem.folio_test_anon(folio)
+            && self.mem.large(folio).nr_pages_mapped >= 2
+        {
+            self.deferred_split_folio(folio, true);
+        }
         self.try_to_migrate(folio);
+        // The frozen folio leaves its deferred split queue.
+        self.folio_unqueue_deferred_split(folio);
         let on_lru = self.mem.test(folio, PG_LRU);
         self.mem.split_to_order0(folio);
         self.split_page_memcg(folio, nr);
@@ -558,7 +568,8 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `shrink_node()` → `shrink_node_memcgs()`: every cgroup of the target's
-    /// subtree (the model's is the target alone) gets `shrink_lruvec()`.
+    /// subtree (the model's is the target alone) gets `shrink_lruvec()`,
+    /// then `shrink_slab()` at the same priority.
     /// Global reclaim walks the root and then its children in order
     /// (`mem_cgroup_iter()`); a direct reclaimer's walk is partial: it
     /// resumes after the cgroup where the previous one stopped and stops
@@ -574,6 +585,7 @@ impl<A: Arch> Kernel<A> {
             };
             for m in start..n {
                 self.shrink_lruvec(MemcgId(m), sc);
+                self.shrink_slab(MemcgId(m), sc.priority as u32);
                 self.buddy.reclaim_pos = Some(m);
                 if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
                     return;
@@ -584,6 +596,7 @@ impl<A: Arch> Kernel<A> {
         };
         self.prepare_scan_control(sc, target);
         self.shrink_lruvec(target, sc);
+        self.shrink_slab(target, sc.priority as u32);
     }
 
     /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read

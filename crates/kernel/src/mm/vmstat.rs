@@ -4,8 +4,9 @@
 //! `hugepages-<size>kB/<stat>`), tracepoint hit counts (`system:event`), and
 //! the `sim/` counts of primitive operations only the model can see.
 //!
-//! Counters only ever increase; a phase's figures are the difference of two
-//! [`VmStat::snapshot`]s.
+//! Counters only ever increase, except the gauges (the LRU sizes, the
+//! per-size `nr_anon_partially_mapped`); a phase's figures are the
+//! difference of two [`VmStat::snapshot`]s.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +42,7 @@ counter_enum!(
         ThpFileMapped => "thp_file_mapped",
         ThpSplitPmd => "thp_split_pmd",
         ThpDeferredSplitPage => "thp_deferred_split_page",
+        ThpUnderusedSplitPage => "thp_underused_split_page",
         ThpZeroPageAlloc => "thp_zero_page_alloc",
         ThpZeroPageAllocFailed => "thp_zero_page_alloc_failed",
         PgAlloc => "pgalloc_normal",
@@ -126,6 +128,7 @@ counter_enum!(
         SwpoutFallback => "swpout_fallback",
         Swpin => "swpin",
         Split => "split",
+        NrAnonPartiallyMapped => "nr_anon_partially_mapped",
     }
 );
 
@@ -421,6 +424,17 @@ impl VmStat {
             return;
         }
         self.mthp[order as usize][stat as usize] += 1;
+    }
+
+    /// `mod_mthp_stat()` of a gauge (`nr_anon_partially_mapped`): the
+    /// level goes up and down; a phase shows its change.
+    #[inline]
+    pub fn mod_mthp_stat(&mut self, order: u32, stat: MthpStat, delta: i64) {
+        if order == 0 || order > HPAGE_PMD_ORDER {
+            return;
+        }
+        let v = &mut self.mthp[order as usize][stat as usize];
+        *v = v.checked_add_signed(delta).expect("mTHP gauge below zero");
     }
 
     /// `count_memcg_events()`
