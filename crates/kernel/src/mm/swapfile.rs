@@ -21,13 +21,13 @@
 
 use std::collections::HashMap;
 
-use crate::mm::workingset::Shadow;
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::filemap::NO_PAGE;
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
+use crate::mm::workingset::Shadow;
 use crate::Kernel;
 
 /// `SWAPFILE_CLUSTER` with THP_SWAP.

@@ -148,7 +148,10 @@ impl<A: Arch> Kernel<A> {
     /// the free swap of the machine) and for the model's cgroups, which
     /// have no swap limit.
     fn mem_cgroup_get_nr_swap_pages(&self) -> u64 {
-        self.swap.iter().map(|s| s.nr_slots - 1 - s.inuse_pages).sum()
+        self.swap
+            .iter()
+            .map(|s| s.nr_slots - 1 - s.inuse_pages)
+            .sum()
     }
 
     /// `workingset_refault()`: a new, charged, not yet LRU folio replaces a
@@ -156,20 +159,40 @@ impl<A: Arch> Kernel<A> {
     /// activated (PG_active, the age advances) and, if it was PG_workingset
     /// at eviction, restored (PG_workingset, `lru_note_cost_refault()`).
     pub fn workingset_refault(&mut self, folio: Pfn, shadow: Shadow) {
-        let file = !self.mem.test(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
+        let file = !self
+            .mem
+            .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
         let nr = self.mem.folio_nr_pages(folio);
         let memcg = self.folio_memcg(folio);
         let (refault, activate, restore) = if file {
             (
-                (VmEvent::WorkingsetRefaultFile, MemcgEvent::WorkingsetRefaultFile),
-                (VmEvent::WorkingsetActivateFile, MemcgEvent::WorkingsetActivateFile),
-                (VmEvent::WorkingsetRestoreFile, MemcgEvent::WorkingsetRestoreFile),
+                (
+                    VmEvent::WorkingsetRefaultFile,
+                    MemcgEvent::WorkingsetRefaultFile,
+                ),
+                (
+                    VmEvent::WorkingsetActivateFile,
+                    MemcgEvent::WorkingsetActivateFile,
+                ),
+                (
+                    VmEvent::WorkingsetRestoreFile,
+                    MemcgEvent::WorkingsetRestoreFile,
+                ),
             )
         } else {
             (
-                (VmEvent::WorkingsetRefaultAnon, MemcgEvent::WorkingsetRefaultAnon),
-                (VmEvent::WorkingsetActivateAnon, MemcgEvent::WorkingsetActivateAnon),
-                (VmEvent::WorkingsetRestoreAnon, MemcgEvent::WorkingsetRestoreAnon),
+                (
+                    VmEvent::WorkingsetRefaultAnon,
+                    MemcgEvent::WorkingsetRefaultAnon,
+                ),
+                (
+                    VmEvent::WorkingsetActivateAnon,
+                    MemcgEvent::WorkingsetActivateAnon,
+                ),
+                (
+                    VmEvent::WorkingsetRestoreAnon,
+                    MemcgEvent::WorkingsetRestoreAnon,
+                ),
             )
         };
         self.mod_lruvec_state(memcg, refault, nr);
@@ -214,7 +237,11 @@ impl<A: Arch> Kernel<A> {
         if memcg != ROOT_MEM_CGROUP {
             return get(&self.vmstat.memcg[memcg.idx()]);
         }
-        self.vmstat.memcg.iter().map(get).fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
+        self.vmstat
+            .memcg
+            .iter()
+            .map(get)
+            .fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
     }
 
     /// `snapshot_refaults()`: remember the target's activations, so the

@@ -90,7 +90,8 @@ impl<A: Arch> Kernel<A> {
         // then `workingset_refault()` before the folio joins the LRU).
         self.mem
             .set(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
-        let shadow = std::mem::take(&mut self.swap[entry.ty as usize].shadow[first.offset as usize]);
+        let shadow =
+            std::mem::take(&mut self.swap[entry.ty as usize].shadow[first.offset as usize]);
         if shadow != 0 {
             self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
         }
