@@ -310,7 +310,7 @@ fn ab_and_diff_agree_on_the_batching_series() {
 fn diff_of_a_sweep_by_key_per_arch() {
     let (tmp, _) = setup();
     let d = tmp.path();
-    let out = ok(
+    ok(
         &[
             "sweep",
             "pageout.toml",

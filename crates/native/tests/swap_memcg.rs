@@ -9,8 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
 use common::*;
 use foliosim_native::{run, NativeError, NativeOptions};
