@@ -123,24 +123,8 @@ fn csv_with_commas_and_quotes_reads_back_as_written() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mut rd = csv::Reader::from_reader(o.stdout.as_slice());
     let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
-    assert_eq!(
-        header,
-        [
-            "scenario",
-            "arch",
-            "engine",
-            "phase",
-            "kind",
-            "name",
-            "value",
-            "foliosim",
-            "scenario_path",
-            "seed",
-            "overrides",
-            "kernel",
-            "kernel_release"
-        ]
-    );
+    // The documented columns (docs/output.md), in their order.
+    assert_eq!(header, foliosim_report::CSV_COLUMNS);
     let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
     assert!(recs.len() > 16, "{}", stdout(&o));
     for r in &recs {

@@ -11,44 +11,35 @@ fn foliosim(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// [`foliosim`] that must succeed.
+fn ok(args: &[&str], dir: &Path) -> Output {
+    let out = foliosim(args, dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// MADV_PAGEOUT of 4 MiB of anonymous memory to a block swap device.
-const PAGEOUT: &str = r#"name = "pageout-4m"
-[system]
-memory = "256M"
+/// MADV_PAGEOUT of `size` of anonymous memory to a block swap device.
+fn pageout(size: &str) -> String {
+    use foliosim_testkit::{anon_written, madvise, name, phase, swap, system_mem};
+    [
+        name("pageout-4m"),
+        system_mem("256M", ""),
+        swap("block", "64M"),
+        anon_written("buf", size),
+        phase("measured"),
+        madvise("buf", "pageout", ""),
+    ]
+    .concat()
+}
 
-[[system.swap]]
-kind = "block"
-size = "64M"
-
-[[step]]
-op = "mmap"
-region = "buf"
-kind = "anon"
-size = "4M"
-
-[[step]]
-op = "touch"
-region = "buf"
-access = "write"
-
-[[step]]
-op = "phase"
-name = "measured"
-
-[[step]]
-op = "madvise"
-region = "buf"
-advice = "pageout"
-"#;
-
+/// A scratch directory holding `pageout.toml`: [`pageout`] of 4 MiB.
 fn setup() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let s = tmp.path().join("pageout.toml");
-    std::fs::write(&s, PAGEOUT).unwrap();
+    let s = foliosim_testkit::write(tmp.path(), "pageout.toml", &pageout("4M"));
     (tmp, s)
 }
 
@@ -141,7 +132,7 @@ fn rerun_appends_only_new_points() {
     let (tmp, _) = setup();
     let d = tmp.path();
     let g = "series.batch_anon_unmap=0,1";
-    let out = foliosim(
+    let out = ok(
         &[
             "sweep",
             "pageout.toml",
@@ -154,13 +145,12 @@ fn rerun_appends_only_new_points() {
         ],
         d,
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     // Not a terminal: no progress bar, only the summary line.
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("2 points"), "{err}");
     let first = std::fs::read_to_string(d.join("t.csv")).unwrap();
-    let out = foliosim(
+    let out = ok(
         &[
             "sweep",
             "pageout.toml",
@@ -173,7 +163,6 @@ fn rerun_appends_only_new_points() {
         ],
         d,
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("2 points already in t.csv, 2 to run"),
         "{}",
@@ -251,7 +240,7 @@ fn ab_and_diff_agree_on_the_batching_series() {
     let (tmp, _) = setup();
     let d = tmp.path();
     let thp = "transparent_hugepage.hugepages-64kB.enabled=always";
-    let out = foliosim(
+    let out = ok(
         &[
             "run",
             "pageout.toml",
@@ -262,7 +251,6 @@ fn ab_and_diff_agree_on_the_batching_series() {
         ],
         d,
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let ab = text(&out.stdout);
     assert!(
         ab.starts_with("series.batch_anon_unmap=0 (base) vs series.batch_anon_unmap=1 (patched)"),
@@ -276,7 +264,7 @@ fn ab_and_diff_agree_on_the_batching_series() {
     // The same from two JSON reports.
     for (sw, f) in [("0", "a.json"), ("1", "b.json")] {
         let set = format!("series.batch_anon_unmap={sw}");
-        let out = foliosim(
+        ok(
             &[
                 "run",
                 "pageout.toml",
@@ -291,10 +279,8 @@ fn ab_and_diff_agree_on_the_batching_series() {
             ],
             d,
         );
-        assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    let out = foliosim(&["diff", "a.json", "b.json"], d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = ok(&["diff", "a.json", "b.json"], d);
     let two = text(&out.stdout);
     assert_eq!(
         diff_line(&two, "sim/pvmw_iterations"),
@@ -324,7 +310,7 @@ fn ab_and_diff_agree_on_the_batching_series() {
 fn diff_of_a_sweep_by_key_per_arch() {
     let (tmp, _) = setup();
     let d = tmp.path();
-    let out = foliosim(
+    ok(
         &[
             "sweep",
             "pageout.toml",
@@ -340,9 +326,7 @@ fn diff_of_a_sweep_by_key_per_arch() {
         ],
         d,
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = foliosim(&["diff", "t.arrow", "--by", "series.batch_anon_unmap"], d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = ok(&["diff", "t.arrow", "--by", "series.batch_anon_unmap"], d);
     let t = text(&out.stdout);
     // Column groups per arch, blocks per folio size.
     let head = t.lines().find(|l| l.contains("x86_64")).unwrap();
@@ -394,11 +378,7 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     // the table written after every point.
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    std::fs::write(
-        d.join("anon.toml"),
-        PAGEOUT.replace("size = \"4M\"", "size = \"32M\""),
-    )
-    .unwrap();
+    foliosim_testkit::write(d, "anon.toml", &pageout("32M"));
     let args = [
         "sweep",
         "anon.toml",
@@ -449,8 +429,7 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
             .any(|r| r.point == *p && r.name == "pswpout" && r.value == Some(8192)));
     }
     // The re-run runs the rest only.
-    let out = foliosim(&args[..args.len() - 1], d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = ok(&args[..args.len() - 1], d);
     let err = text(&out.stderr);
     assert!(
         err.contains(&format!(

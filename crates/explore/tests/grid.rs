@@ -6,31 +6,9 @@ use std::path::{Path, PathBuf};
 use foliosim_explore::{expand, grid, parse_sweep_str, Source, SweepSpec};
 
 /// A small anonymous scenario: 1 MiB written on a 256 MiB machine.
-const ANON: &str = r#"
-name = "anon-1m"
-[system]
-memory = "256M"
-
-[[step]]
-op = "mmap"
-region = "buf"
-kind = "anon"
-size = "1M"
-
-[[step]]
-op = "phase"
-name = "measured"
-
-[[step]]
-op = "touch"
-region = "buf"
-access = "write"
-"#;
-
 fn scenario(dir: &Path) -> PathBuf {
-    let p = dir.join("anon-1m.toml");
-    std::fs::write(&p, ANON).unwrap();
-    p
+    let text = foliosim_testkit::anon_measured("anon-1m", "256M", "1M");
+    foliosim_testkit::write(dir, "anon-1m.toml", &text)
 }
 
 fn spec_with(dir: &Path, args: &[&str], zip: bool) -> SweepSpec {
@@ -41,6 +19,11 @@ fn spec_with(dir: &Path, args: &[&str], zip: bool) -> SweepSpec {
         .collect();
     spec.grid.add(dims, zip);
     spec
+}
+
+/// The error of expanding [`spec_with`]`(dir, args, zip)`.
+fn expand_err(dir: &Path, args: &[&str], zip: bool) -> String {
+    expand(&spec_with(dir, args, zip)).unwrap_err()
 }
 
 #[test]
@@ -118,8 +101,7 @@ fn product_and_zip_counts() {
         ]
     );
     // Zipped lists of different lengths are refused, naming the keys.
-    let spec = spec_with(tmp.path(), &["memory=256M,512M", "read_ahead_kb=1"], true);
-    let e = expand(&spec).unwrap_err();
+    let e = expand_err(tmp.path(), &["memory=256M,512M", "read_ahead_kb=1"], true);
     assert!(
         e.contains("`memory` has 2") && e.contains("`read_ahead_kb` has 1"),
         "{e}"
@@ -129,13 +111,11 @@ fn product_and_zip_counts() {
 #[test]
 fn unknown_key_names_the_grid_argument() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = spec_with(tmp.path(), &["fault_around_byts=4096,8192"], false);
-    let e = expand(&spec).unwrap_err();
+    let e = expand_err(tmp.path(), &["fault_around_byts=4096,8192"], false);
     assert!(e.starts_with("--grid fault_around_byts=4096,8192"), "{e}");
     assert!(e.contains("unknown key `fault_around_byts`"), "{e}");
     // A value the scenario refuses, too.
-    let spec = spec_with(tmp.path(), &["fault_around_bytes=0,4096"], false);
-    let e = expand(&spec).unwrap_err();
+    let e = expand_err(tmp.path(), &["fault_around_bytes=0,4096"], false);
     assert!(e.starts_with("--grid fault_around_bytes=0,4096"), "{e}");
     assert!(e.contains("fault_around_bytes=0"), "{e}");
 }
@@ -145,7 +125,7 @@ fn empty_reserved_duplicate_and_large_grids_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let e = expand(&SweepSpec::new(vec![scenario(tmp.path())])).unwrap_err();
     assert!(e.contains("grid is empty"), "{e}");
-    let e = expand(&spec_with(tmp.path(), &["name=a,b"], false)).unwrap_err();
+    let e = expand_err(tmp.path(), &["name=a,b"], false);
     assert!(e.contains("column"), "{e}");
     let e = expand(&spec_with(
         tmp.path(),
@@ -197,7 +177,7 @@ fn folio_size_sets_the_thp_knobs_together() {
         knob(2, "transparent_hugepage.enabled").as_deref(),
         Some("always")
     );
-    let e = expand(&spec_with(tmp.path(), &["folio_size=8K"], false)).unwrap_err();
+    let e = expand_err(tmp.path(), &["folio_size=8K"], false);
     assert!(
         e.starts_with("--grid folio_size=8K") && e.contains("4K, 16K"),
         "{e}"

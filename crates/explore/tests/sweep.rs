@@ -9,74 +9,24 @@ use std::path::{Path, PathBuf};
 use foliosim_explore::{
     expand, grid, sweep, Engine, PointResult, SweepOptions, SweepSpec, Table, TableFormat,
 };
+use foliosim_testkit::{anon_measured, file, mmap_file, name, phase, system_mem, touch, write};
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// Anonymous memory: `size` written once, on a 64 MiB machine without swap.
+/// Anonymous memory: 1 MiB written once, on a 64 MiB machine without swap.
 fn anon(dir: &Path) -> PathBuf {
-    write(
-        dir,
-        "anon.toml",
-        r#"name = "anon"
-[system]
-memory = "64M"
-
-[[step]]
-op = "mmap"
-region = "buf"
-kind = "anon"
-size = "1M"
-
-[[step]]
-op = "phase"
-name = "measured"
-
-[[step]]
-op = "touch"
-region = "buf"
-access = "write"
-"#,
-    )
+    write(dir, "anon.toml", &anon_measured("anon", "64M", "1M"))
 }
 
 /// A warm file of 4 MiB in order-0 folios (4 KiB writes), read page by page.
 fn warm_file(dir: &Path) -> PathBuf {
-    write(
-        dir,
-        "warm.toml",
-        r#"name = "warm"
-[system]
-memory = "128M"
-
-[[file]]
-name = "data"
-size = "4M"
-fill = "write"
-write_size = "4K"
-
-[[step]]
-op = "mmap"
-region = "f"
-kind = "file"
-file = "data"
-size = "4M"
-prot = "r"
-
-[[step]]
-op = "phase"
-name = "measured"
-
-[[step]]
-op = "touch"
-region = "f"
-access = "read"
-pattern = "sequential"
-"#,
-    )
+    let text = [
+        name("warm"),
+        system_mem("128M", ""),
+        file("data", "4M", "fill = \"write\"\nwrite_size = \"4K\""),
+        mmap_file("f", "data", "4M", "prot = \"r\""),
+        phase("measured"),
+        touch("f", "read", "pattern = \"sequential\""),
+    ];
+    write(dir, "warm.toml", &text.concat())
 }
 
 fn run(path: PathBuf, grids: &[&str], jobs: usize) -> (Vec<String>, Vec<PointResult>) {

@@ -6,7 +6,6 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -52,31 +51,16 @@ fn interrupt_mid_run(sig: i32) {
     let work = TempDir::new(&format!("guard-work-{sig}"));
     let scn = scn_dir.0.join("long.toml");
     std::fs::write(&scn, long_scenario()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
-        .arg(&scn)
-        .arg(&work.0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_testrun(&scn, &work, true);
     // Wait until the run has applied its settings and started working:
     // its fresh directory appears in `work` after the settings.
-    let t0 = Instant::now();
-    while work.is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the run never created its work directory"
-        );
-        if let Some(st) = child.try_wait().unwrap() {
-            panic!("the run ended early: {st:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(400));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the run ended before the signal: make the scenario longer"
+    wait_until(
+        &mut child,
+        Duration::from_secs(60),
+        || !work.is_empty(),
+        || "the run never created its work directory".into(),
     );
+    assert_running_after(&mut child, Duration::from_millis(400));
     assert_ne!(
         thp_knobs(),
         before,
@@ -84,17 +68,7 @@ fn interrupt_mid_run(sig: i32) {
     );
     // SAFETY: kill has no memory-safety preconditions; the pid is our child.
     unsafe { libc::kill(child.id() as i32, sig) };
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t1.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("the run did not end after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(status.signal(), Some(sig), "{status:?}");
     let (after, saved) = quiet(|| {
         (
@@ -151,13 +125,7 @@ fn sigkill_at_any_moment_restores_the_host_within_a_second() {
     std::fs::write(&scn, every_change_scenario()).unwrap();
     for delay_ms in [30, 150, 600, 1500] {
         let work = TempDir::new(&format!("guard-kill-{delay_ms}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
-            .arg(&scn)
-            .arg(&work.0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_testrun(&scn, &work, false);
         std::thread::sleep(Duration::from_millis(delay_ms));
         assert!(
             child.try_wait().unwrap().is_none(),

@@ -5,28 +5,20 @@ mod common;
 
 use common::*;
 use foliosim_native::{run, NativeError, NativeOptions};
+use foliosim_testkit as tk;
 
-const ANON_64K: &str = r#"
-name = "anon-64k"
-[system]
-transparent_hugepage.hugepages-64kB.enabled = "always"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "256M"
-[[step]]
-op = "phase"
-name = "measured"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[expect]]
-phase = "measured"
-counter = "minor-faults"
-value = 4096
-"#;
+/// 256 MiB of anonymous memory written with 64 KiB mTHP: 4096 faults.
+fn anon_64k() -> String {
+    [
+        tk::name("anon-64k"),
+        format!("[system]\n{}", tk::mthp(64, "always")),
+        tk::mmap_anon("heap", "256M"),
+        tk::phase("measured"),
+        tk::touch("heap", "write", ""),
+        "[[expect]]\nphase = \"measured\"\ncounter = \"minor-faults\"\nvalue = 4096\n".into(),
+    ]
+    .concat()
+}
 
 #[test]
 fn anon_64k_mthp_faults_once_per_folio() {
@@ -41,7 +33,7 @@ fn anon_64k_mthp_faults_once_per_folio() {
         workdir: dir.0.clone(),
         ..NativeOptions::default()
     };
-    let r = run(&scenario(ANON_64K), &opts).expect("native run");
+    let r = run(&scenario(&anon_64k()), &opts).expect("native run");
     assert_eq!(r.engine, "native");
     assert_eq!(r.arch, "x86_64");
     assert_eq!(
@@ -90,7 +82,7 @@ fn untraced_run_counts_no_tracepoints_but_the_same_faults() {
         trace: false,
         ..NativeOptions::default()
     };
-    let r = run(&scenario(ANON_64K), &opts).expect("native run");
+    let r = run(&scenario(&anon_64k()), &opts).expect("native run");
     let p = &r.phases[0];
     // 256 MiB of 64 KiB mTHP: one fault per folio, 256M / 64K = 4096.
     assert_eq!(p.counters["minor-faults"], 4096, "{:?}", p.counters);
@@ -115,32 +107,15 @@ fn warm_file_faults_once_per_fault_around_window() {
         eprintln!("SKIPPED warm_file: read_ahead_kb of the device of /var/tmp is unknown");
         return;
     };
-    let text = format!(
-        r#"
-name = "warm-file"
-[system]
-read_ahead_kb = {ra}
-[[file]]
-name = "data"
-size = "16M"
-fill = "write"
-write_size = "4K"
-[[step]]
-op = "mmap"
-region = "map"
-kind = "file"
-file = "data"
-size = "16M"
-prot = "r"
-[[step]]
-op = "phase"
-name = "measured"
-[[step]]
-op = "touch"
-region = "map"
-access = "read"
-"#
-    );
+    let text = [
+        tk::name("warm-file"),
+        format!("[system]\nread_ahead_kb = {ra}\n"),
+        tk::file("data", "16M", "fill = \"write\"\nwrite_size = \"4K\""),
+        tk::mmap_file("map", "data", "16M", "prot = \"r\""),
+        tk::phase("measured"),
+        tk::touch("map", "read", ""),
+    ]
+    .concat();
     let before = quiet(thp_knobs);
     let opts = NativeOptions {
         workdir: dir.0.clone(),
@@ -169,45 +144,23 @@ fn fork_child_faults_are_counted_without_overhead() {
     }
     // The child copies-on-write 1 MiB (256 faults, 4 KiB folios: the
     // mTHP sizes are never), the parent 2 MiB after the fork (512).
-    let text = r#"
-[system]
-transparent_hugepage.enabled = "never"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "4M"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[step]]
-op = "phase"
-name = "fork"
-[[step]]
-op = "fork"
-[[step.child]]
-op = "touch"
-region = "heap"
-access = "write"
-len = "1M"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-len = "2M"
-[[step]]
-op = "phase"
-name = "wait"
-[[step]]
-op = "wait"
-"#;
+    let text = [
+        "[system]\ntransparent_hugepage.enabled = \"never\"\n".into(),
+        tk::anon_written("heap", "4M"),
+        tk::phase("fork"),
+        tk::step("fork"),
+        tk::child(&tk::touch("heap", "write", "len = \"1M\"")),
+        tk::touch("heap", "write", "len = \"2M\""),
+        tk::phase("wait"),
+        tk::step("wait"),
+    ]
+    .concat();
     let dir = TempDir::new("fork");
     let opts = NativeOptions {
         workdir: dir.0.clone(),
         ..NativeOptions::default()
     };
-    let r = run(&scenario(text), &opts).expect("native run");
+    let r = run(&scenario(&text), &opts).expect("native run");
     let fork = &r.phases[0];
     assert_eq!(fork.counters["minor-faults"], 768, "{:?}", fork.counters);
     assert!(fork.counters["native/overhead_faults"] > 0);
@@ -222,20 +175,13 @@ fn a_bad_access_is_an_error_at_its_step() {
     if skip_unless_root("a_bad_access_is_an_error_at_its_step") {
         return;
     }
-    let text = r#"
-[[step]]
-op = "mmap"
-region = "ro"
-kind = "anon"
-size = "64K"
-prot = "r"
-[[step]]
-op = "touch"
-region = "ro"
-access = "write"
-"#;
+    let text = [
+        tk::mmap("ro", "anon", "64K", "prot = \"r\""),
+        tk::touch("ro", "write", ""),
+    ]
+    .concat();
     let before = quiet(thp_knobs);
-    let e = run(&scenario(text), &NativeOptions::default()).unwrap_err();
+    let e = run(&scenario(&text), &NativeOptions::default()).unwrap_err();
     match e {
         NativeError::Io { at, what } => {
             assert!(at.starts_with("test.toml:8:"), "{at}");
@@ -250,7 +196,7 @@ access = "write"
 fn knobs_the_host_cannot_set_are_refused() {
     let sc = foliosim_scenario::parse_str(
         "test.toml",
-        ANON_64K,
+        &anon_64k(),
         &[("fault_around_bytes".into(), "4096".into())],
     )
     .unwrap();
@@ -262,7 +208,7 @@ fn knobs_the_host_cannot_set_are_refused() {
         other => panic!("expected a refusal, got {other:?}"),
     }
     let sc =
-        foliosim_scenario::parse_str("test.toml", ANON_64K, &[("arch".into(), "arm64".into())])
+        foliosim_scenario::parse_str("test.toml", &anon_64k(), &[("arch".into(), "arm64".into())])
             .unwrap();
     match run(&sc, &NativeOptions::default()) {
         Err(NativeError::Refused(why)) => assert!(why.contains("arm64"), "{why}"),
@@ -278,7 +224,7 @@ fn knobs_the_host_cannot_set_are_refused() {
         "series.pagemap_walk_to_pmd_end",
     ] {
         let sc =
-            foliosim_scenario::parse_str("test.toml", ANON_64K, &[(switch.into(), "1".into())])
+            foliosim_scenario::parse_str("test.toml", &anon_64k(), &[(switch.into(), "1".into())])
                 .unwrap();
         match run(&sc, &NativeOptions::default()) {
             Err(NativeError::Refused(why)) => {
@@ -320,7 +266,7 @@ fn without_root_a_run_is_refused() {
         eprintln!("SKIPPED without_root_a_run_is_refused: running as root");
         return;
     }
-    match run(&scenario(ANON_64K), &NativeOptions::default()) {
+    match run(&scenario(&anon_64k()), &NativeOptions::default()) {
         Err(NativeError::Refused(why)) => assert!(why.contains("root"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
     }

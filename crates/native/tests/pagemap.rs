@@ -28,14 +28,7 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
         let sc = load_with_host_knobs(path, &work.0);
         let native =
             run(&sc, &opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
-        let sim = foliosim_sim::run(
-            &sc,
-            foliosim_sim::RunOptions {
-                check: true,
-                ..Default::default()
-            },
-        )
-        .expect("simulation");
+        let sim = simulate_checked(&sc);
         for (sp, np) in sim.phases.iter().zip(&native.phases) {
             for (name, s) in &sp.pagemap {
                 let n = np
@@ -58,6 +51,14 @@ fn raw_pagemap_entries_equal_the_host_kernel() {
     assert!(steps >= 12, "{steps} raw pagemap steps compared");
 }
 
+/// The model's run of `sc`, with the invariant checker after every step.
+fn simulate_checked(sc: &foliosim_scenario::Scenario) -> foliosim_report::Report {
+    let opts = foliosim_sim::RunOptions {
+        check: true,
+        ..Default::default()
+    };
+    foliosim_sim::run(sc, opts).expect("simulation")
+}
 /// Folio maps (`map = true`) from pagemap, kpageflags and PAGEMAP_SCAN
 /// equal the model's page by page (the contiguous bit aside, which no host
 /// interface shows): 64 KiB mTHP folios, the 4, 16 and 32 KiB folios of
@@ -139,14 +140,7 @@ len = "200K"
         ..NativeOptions::default()
     };
     let native = run(&sc, &opts).unwrap_or_else(|e| panic!("native run: {e}"));
-    let sim = foliosim_sim::run(
-        &sc,
-        foliosim_sim::RunOptions {
-            check: true,
-            ..Default::default()
-        },
-    )
-    .expect("simulation");
+    let sim = simulate_checked(&sc);
     let mut compared = 0;
     for (sp, np) in sim.phases.iter().zip(&native.phases) {
         for region in ["buf", "thp"] {

@@ -9,39 +9,24 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
 use common::*;
 use foliosim_native::{run, NativeError, NativeOptions};
+use foliosim_testkit as tk;
 
 /// 64 MiB of anonymous memory written, then paged out with MADV_PAGEOUT
 /// in the measured phase, with one swap device of `kind`.
 fn pageout_scenario(kind: &str) -> String {
-    format!(
-        r#"
-name = "pageout-{kind}"
-[[system.swap]]
-kind = "{kind}"
-size = "256M"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "64M"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[step]]
-op = "phase"
-name = "pageout"
-[[step]]
-op = "madvise"
-region = "heap"
-advice = "pageout"
-"#
-    )
+    [
+        tk::name(&format!("pageout-{kind}")),
+        tk::swap(kind, "256M"),
+        tk::anon_written("heap", "64M"),
+        tk::phase("pageout"),
+        tk::madvise("heap", "pageout", ""),
+    ]
+    .concat()
 }
 
 fn opts(dir: &TempDir) -> NativeOptions {
@@ -130,39 +115,19 @@ fn memcg_limit_reclaim_and_force_empty_swap_out() {
     } else {
         "file"
     };
-    let text = r#"
-name = "memcg-limit"
-[[system.swap]]
-kind = "zram"
-size = "512M"
-[[step]]
-op = "memcg"
-limit = "64M"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "128M"
-[[step]]
-op = "phase"
-name = "fill"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[step]]
-op = "phase"
-name = "reclaim"
-[[step]]
-op = "memcg_reclaim"
-amount = "16M"
-[[step]]
-op = "phase"
-name = "empty"
-[[step]]
-op = "force_empty"
-"#
-    .replace("\"zram\"", &format!("\"{kind}\""));
+    let text = [
+        tk::name("memcg-limit"),
+        tk::swap(kind, "512M"),
+        tk::step_with("memcg", "limit = \"64M\""),
+        tk::mmap_anon("heap", "128M"),
+        tk::phase("fill"),
+        tk::touch("heap", "write", ""),
+        tk::phase("reclaim"),
+        tk::step_with("memcg_reclaim", "amount = \"16M\""),
+        tk::phase("empty"),
+        tk::step("force_empty"),
+    ]
+    .concat();
     let p = run_clean(test, &text);
     let (fill, reclaim, empty) = (&p[0], &p[1], &p[2]);
     assert_eq!(fill["minor-faults"], 32768, "{fill:?}");
@@ -201,45 +166,23 @@ fn a_child_moves_into_its_own_cgroup() {
     }
     // The child's cgroup is limited; the parent's is not, and its later
     // touches do not swap.
-    let text = r#"
-[[system.swap]]
-kind = "zram"
-size = "256M"
-[[step]]
-op = "memcg"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "64M"
-[[step]]
-op = "phase"
-name = "child"
-[[step]]
-op = "fork"
-[[step.child]]
-op = "memcg"
-limit = "16M"
-[[step.child]]
-op = "mmap"
-region = "own"
-kind = "anon"
-size = "64M"
-[[step.child]]
-op = "touch"
-region = "own"
-access = "write"
-[[step]]
-op = "phase"
-name = "parent"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-[[step]]
-op = "wait"
-"#;
-    let p = run_clean(test, text);
+    let child = [
+        tk::step_with("memcg", "limit = \"16M\""),
+        tk::anon_written("own", "64M"),
+    ];
+    let text = [
+        tk::swap("zram", "256M"),
+        tk::step("memcg"),
+        tk::mmap_anon("heap", "64M"),
+        tk::phase("child"),
+        tk::step("fork"),
+        tk::child(&child.concat()),
+        tk::phase("parent"),
+        tk::touch("heap", "write", ""),
+        tk::step("wait"),
+    ]
+    .concat();
+    let p = run_clean(test, &text);
     assert!(p[0]["pswpout"] >= 8192, "{:?}", p[0]);
     assert_eq!(p[1]["minor-faults"], 16384, "{:?}", p[1]);
     if let Some(&n) = p[1].get("vmscan:mm_vmscan_write_folio") {
@@ -250,18 +193,9 @@ op = "wait"
 #[test]
 fn an_impossible_swap_device_is_refused_before_touching_the_host() {
     let _s = serial();
-    let text = r#"
-[[system.swap]]
-kind = "file"
-size = "1024T"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "1M"
-"#;
+    let text = [tk::swap("file", "1024T"), tk::mmap_anon("heap", "1M")].concat();
     let (before, _) = quiet_host_devices();
-    match run(&scenario(text), &NativeOptions::default()) {
+    match run(&scenario(&text), &NativeOptions::default()) {
         Err(NativeError::Refused(why)) => {
             assert!(why.contains("MiB free"), "{why}");
         }
@@ -295,55 +229,26 @@ fn start_swapping_run(tag: &str, text: &str, work: &TempDir, before: &HostDevice
     let scn_dir = TempDir::new(&format!("{tag}-scn"));
     let scn = scn_dir.0.join("long.toml");
     std::fs::write(&scn, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
-        .arg(&scn)
-        .arg(&work.0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    loop {
+    let mut child = spawn_testrun(&scn, work, true);
+    let created = || {
         let now = host_devices();
         let cg = now
             .memcgs
             .iter()
             .any(|d| d.contains("/foliosim-") && !before.memcgs.contains(d));
-        if cg && now.swaps.len() > before.swaps.len() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the run never created its swap devices and cgroup: {now:?}"
-        );
-        if let Some(st) = child.try_wait().unwrap() {
-            panic!("the run ended early: {st:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the run ended before the signal: make the scenario longer"
-    );
+        cg && now.swaps.len() > before.swaps.len()
+    };
+    wait_until(&mut child, Duration::from_secs(30), created, || {
+        format!(
+            "the run never created its swap devices and cgroup: {:?}",
+            host_devices()
+        )
+    });
+    assert_running_after(&mut child, Duration::from_millis(500));
     let during = host_devices();
     assert!(during.swaps.len() > before.swaps.len(), "{during:?}");
     assert!(!during.loops.is_empty() || !before.loops.is_empty());
     child
-}
-
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let t1 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        if t1.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("the run did not end after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]
@@ -361,7 +266,7 @@ fn sigint_mid_phase_removes_swap_devices_and_cgroups() {
             start_swapping_run("swapsig", &long_swapping_scenario(zram), &work, &before);
         // SAFETY: kill has no memory-safety preconditions; the pid is our child.
         unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child);
+        let status = wait_exit(&mut child, Duration::from_secs(30));
         assert_eq!(status.signal(), Some(sig), "{status:?}");
         let (after, saved) = quiet_host_devices();
         assert_eq!(after, before, "host devices not restored after {sig}");
@@ -382,28 +287,20 @@ fn after_sigkill_the_next_run_removes_swap_devices_and_cgroups() {
     let work = TempDir::new("swapkill");
     let mut child = start_swapping_run("swapkill", &long_swapping_scenario(zram), &work, &before);
     let _ = child.kill(); // SIGKILL: nothing runs in the killed process
-    let status = wait_exit(&mut child);
+    let status = wait_exit(&mut child, Duration::from_secs(30));
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     // (Not `quiet`: any other native run would clean up first.)
     assert_ne!(host_devices(), before, "a SIGKILLed run cannot clean up");
     assert!(Path::new("/run/foliosim-native.saved").exists());
     // The next run puts the host back before its own work.
-    let text = r#"
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "1M"
-[[step]]
-op = "phase"
-name = "p"
-[[step]]
-op = "touch"
-region = "heap"
-access = "write"
-"#;
+    let text = [
+        tk::mmap_anon("heap", "1M"),
+        tk::phase("p"),
+        tk::touch("heap", "write", ""),
+    ]
+    .concat();
     let dir = TempDir::new("swapkill-next");
-    run(&scenario(text), &opts(&dir)).expect("the next run");
+    run(&scenario(&text), &opts(&dir)).expect("the next run");
     let (after, saved) = quiet_host_devices();
     assert_eq!(after, before, "the next run did not clean up");
     assert!(work.is_empty(), "files left in {}", work.0.display());

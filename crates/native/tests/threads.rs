@@ -15,32 +15,22 @@ fn too_few_host_cpus_is_refused_naming_the_threads_step() {
     if count + 1 > 64 {
         return;
     }
-    let text = format!(
-        r#"
-[system]
-cpus = {}
-transparent_hugepage.enabled = "never"
+    use foliosim_testkit as tk;
+    let text = [
+        format!(
+            "[system]\ncpus = {}\ntransparent_hugepage.enabled = \"never\"\n",
+            count + 1
+        ),
+        tk::mmap_anon("heap", "1M"),
+        format!("[[step]]\nop = \"threads\"\ncount = {count}\n"),
+        tk::thread(&tk::touch("heap", "write", "")),
+        tk::step("join"),
+    ]
+    .concat();
+    // The error names the line of the threads step's `[[step]]`, the one
+    // before its `op` (lines count from 1).
+    let line = text.lines().position(|l| l == "op = \"threads\"").unwrap();
 
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "1M"
-
-[[step]]
-op = "threads"
-count = {count}
-
-[[step.thread]]
-op = "touch"
-region = "heap"
-access = "write"
-
-[[step]]
-op = "join"
-"#,
-        count + 1
-    );
     let sc = foliosim_scenario::parse_str("threads.toml", &text, &[]).expect("valid scenario");
     let opts = NativeOptions {
         workdir: std::env::temp_dir(),
@@ -49,7 +39,7 @@ op = "join"
     match run(&sc, &opts) {
         Err(e @ NativeError::Unsupported { .. }) => {
             let msg = e.to_string();
-            assert!(msg.starts_with("threads.toml:12:"), "{msg}");
+            assert!(msg.starts_with(&format!("threads.toml:{line}:")), "{msg}");
             assert!(msg.contains(&format!("need {} CPUs", count + 1)), "{msg}");
         }
         Err(e) => panic!("refused for another reason: {e}"),

@@ -10,45 +10,27 @@ use foliosim_plot::html::{page, Inputs, Options};
 use foliosim_plot::sweep::Sweep;
 use foliosim_report::Report;
 
-/// 16 MiB of anon memory written (64 KiB mTHP on arm64: contpte), then
-/// paged out to a block device, with a folio map after each phase.
-const SCENARIO: &str = r#"
-name = "pageout-16m-map"
-[system]
-memory = "512M"
-arch = "arm64"
-transparent_hugepage.hugepages-64kB.enabled = "always"
-[[system.swap]]
-kind = "block"
-size = "64M"
-[[step]]
-op = "mmap"
-region = "buf"
-kind = "anon"
-size = "16M"
-map = true
-[[step]]
-op = "phase"
-name = "fault"
-[[step]]
-op = "touch"
-region = "buf"
-access = "write"
-[[step]]
-op = "phase"
-name = "pageout"
-[[step]]
-op = "madvise"
-region = "buf"
-advice = "pageout"
-"#;
-
+/// The report's example scenario (docs/report/pageout-64k.toml, as
+/// `foliosim plot`'s tests run it): 16 MiB of anon memory written (64 KiB
+/// mTHP on arm64: contpte), then paged out to a block device, with a
+/// folio map after each phase; `sets` override more keys.
 fn run(sets: &[(&str, &str)]) -> Report {
-    let sets: Vec<(String, String)> = sets
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/report/pageout-64k.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("the example scenario");
+    let example = [
+        ("system.arch", "arm64"),
+        ("transparent_hugepage.hugepages-64kB.enabled", "always"),
+        ("step.1.size", "16M"),
+    ];
+    let sets: Vec<(String, String)> = example
         .iter()
+        .chain(sets)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sc = foliosim_scenario::parse_str("t.toml", SCENARIO, &sets).expect("parses");
+    let sc = foliosim_scenario::parse_str(path, &text, &sets).expect("parses");
     foliosim_sim::run(&sc, Default::default()).expect("runs")
 }
 

@@ -450,7 +450,7 @@ pub fn json_document(comparisons: &[Value], version: &str) -> Value {
 }
 
 /// The CSV columns of `compare --format csv`.
-pub const CSV_COLUMNS: [&str; 13] = [
+pub const CSV_COLUMNS: [&str; 13] = crate::with_provenance_columns([
     "scenario",
     "phase",
     "name",
@@ -458,13 +458,7 @@ pub const CSV_COLUMNS: [&str; 13] = [
     "native",
     "tolerance",
     "ok",
-    "foliosim",
-    "scenario_path",
-    "seed",
-    "overrides",
-    "kernel",
-    "kernel_release",
-];
+]);
 
 /// `compare --format csv`: one record per compared value of every
 /// comparison (the objects [`compare`] returns, with `provenance`); a
@@ -522,13 +516,7 @@ mod tests {
             ..Default::default()
         };
         p.counters.insert("minor-faults".into(), pgfault);
-        Report {
-            scenario: "a, \"b\"".into(),
-            arch: "x86_64".into(),
-            engine: engine.into(),
-            phases: vec![p],
-            ..Default::default()
-        }
+        Report::of_phase("a, \"b\"", "x86_64", engine, p)
     }
 
     fn with_map(states: &[(PageState, u64)]) -> Report {
@@ -539,13 +527,7 @@ mod tests {
         };
         p.maps
             .insert("buf".into(), FolioMap::from_runs(0, &runs).unwrap());
-        Report {
-            scenario: "s".into(),
-            arch: "arm64".into(),
-            engine: "sim".into(),
-            phases: vec![p],
-            ..Default::default()
-        }
+        Report::of_phase("s", "arm64", "sim", p)
     }
 
     #[test]

@@ -772,15 +772,9 @@ impl Format {
     }
 }
 
-/// The CSV header: the columns of every CSV record, in order.
-pub const CSV_COLUMNS: [&str; 13] = [
-    "scenario",
-    "arch",
-    "engine",
-    "phase",
-    "kind",
-    "name",
-    "value",
+/// The provenance columns that end the records of every CSV output (run
+/// and compare), in order.
+pub const PROVENANCE_COLUMNS: [&str; 6] = [
     "foliosim",
     "scenario_path",
     "seed",
@@ -788,6 +782,30 @@ pub const CSV_COLUMNS: [&str; 13] = [
     "kernel",
     "kernel_release",
 ];
+
+/// `head` followed by [`PROVENANCE_COLUMNS`]; `M` must be `N + 6` (a
+/// compile-time error otherwise).
+pub const fn with_provenance_columns<const N: usize, const M: usize>(
+    head: [&'static str; N],
+) -> [&'static str; M] {
+    assert!(M == N + PROVENANCE_COLUMNS.len(), "M must be N + 6");
+    let mut out = [""; M];
+    let mut i = 0;
+    while i < M {
+        out[i] = if i < N {
+            head[i]
+        } else {
+            PROVENANCE_COLUMNS[i - N]
+        };
+        i += 1;
+    }
+    out
+}
+
+/// The CSV header: the columns of every CSV record, in order.
+pub const CSV_COLUMNS: [&str; 13] = with_provenance_columns([
+    "scenario", "arch", "engine", "phase", "kind", "name", "value",
+]);
 
 /// The verdict styles of the table's expectations (with colour).
 const OK_STYLE: anstyle::Style =
@@ -867,6 +885,20 @@ pub fn render_styled(reports: &[Report], format: Format, color: bool) -> String 
 }
 
 #[cfg(test)]
+impl Report {
+    /// A report of one phase, for the tests of this crate.
+    pub(crate) fn of_phase(scenario: &str, arch: &str, engine: &str, phase: Phase) -> Report {
+        Report {
+            scenario: scenario.into(),
+            arch: arch.into(),
+            engine: engine.into(),
+            phases: vec![phase],
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -879,13 +911,7 @@ mod tests {
         p.counters.insert("pgmajfault".into(), 0);
         p.folios
             .insert("data".into(), BTreeMap::from([("64kB".to_string(), 4u64)]));
-        Report {
-            scenario: "s".into(),
-            arch: "x86_64".into(),
-            engine: "sim".into(),
-            phases: vec![p],
-            ..Default::default()
-        }
+        Report::of_phase("s", "x86_64", "sim", p)
     }
 
     #[test]

@@ -270,47 +270,19 @@ fn cold_anon_clears_young_bits() {
 /// sizes vary; pgdeactivate counts pages either way).
 #[test]
 fn cold_file_deactivates_active_folios() {
-    let text = r#"
-[system]
-memory = "256M"
-[[file]]
-name = "f"
-size = "4M"
-fill = "read"
-[[step]]
-op = "mmap"
-region = "m"
-kind = "file"
-file = "f"
-size = "4M"
-prot = "r"
-[[step]]
-op = "touch"
-region = "m"
-access = "read"
-[[step]]
-op = "munmap"
-region = "m"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "file"
-file = "f"
-size = "4M"
-prot = "r"
-[[step]]
-op = "touch"
-region = "a"
-access = "read"
-[[step]]
-op = "phase"
-name = "cold"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "cold"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("256M", ""),
+        file("f", "4M", "fill = \"read\""),
+        mmap_file("m", "f", "4M", "prot = \"r\""),
+        touch("m", "read", ""),
+        munmap("m"),
+        mmap_file("a", "f", "4M", "prot = \"r\""),
+        touch("a", "read", ""),
+        phase("cold"),
+        madvise("a", "cold", ""),
+    ]
+    .concat();
+    let r = run(&text);
     assert_eq!(c(&r, "cold", "pgdeactivate"), 1024);
     assert_eq!(c(&r, "cold", "tlb:tlb_flush"), 1);
 }
@@ -318,22 +290,13 @@ advice = "cold"
 /// MADV_FREE on a file mapping fails with EINVAL.
 #[test]
 fn free_on_a_file_mapping_is_einval() {
-    let text = r#"
-[[file]]
-name = "f"
-size = "64K"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "file"
-file = "f"
-size = "64K"
-[[step]]
-op = "madvise"
-region = "a"
-advice = "free"
-"#;
-    let e = try_run_with(text, &[]).unwrap_err().to_string();
+    let text = [
+        file("f", "64K", ""),
+        mmap_file("a", "f", "64K", ""),
+        madvise("a", "free", ""),
+    ]
+    .concat();
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
     assert!(e.contains("EINVAL"), "{e}");
 }
 
@@ -378,29 +341,15 @@ fn global_pressure_swaps_anon_out() {
 /// completes.
 #[test]
 fn global_pressure_reclaims_clean_file_pages() {
-    let text = r#"
-[system]
-memory = "64M"
-[[file]]
-name = "f"
-size = "96M"
-fill = "cold"
-[[step]]
-op = "mmap"
-region = "m"
-kind = "file"
-file = "f"
-size = "96M"
-prot = "r"
-[[step]]
-op = "phase"
-name = "read"
-[[step]]
-op = "touch"
-region = "m"
-access = "read"
-"#;
-    let r = run(text);
+    let text = [
+        system_mem("64M", ""),
+        file("f", "96M", "fill = \"cold\""),
+        mmap_file("m", "f", "96M", "prot = \"r\""),
+        phase("read"),
+        touch("m", "read", ""),
+    ]
+    .concat();
+    let r = run(&text);
     assert!(c(&r, "read", "pgsteal_file") > 0);
     assert_eq!(
         c(&r, "read", "pgsteal_direct"),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{madvise, phase, swap, system_mem, touch};
+use common::{madvise, mmap, mmap_anon, pagemap, phase, swap, system_mem, touch};
 use foliosim_kernel::fs::proc::task_mmu::{
     MAX_SWAPFILES_SHIFT, PM_FILE, PM_MMAP_EXCLUSIVE, PM_PFRAME_MASK, PM_PRESENT, PM_SWAP,
 };
@@ -283,26 +283,16 @@ fn pre_65_walk_to_pmd_end() {
 #[test]
 fn read_size_mechanics() {
     let text = |offset: &str, rs: u64| {
-        format!(
-            r#"
-[system]
-memory = "256M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "8M"
-[[step]]
-op = "phase"
-name = "p"
-[[step]]
-op = "pagemap"
-region = "a"
-offset = "{offset}"
-len = "4M"
-read_size = {rs}
-"#
-        )
+        [
+            system_mem("256M", ""),
+            mmap_anon("a", "8M"),
+            phase("p"),
+            pagemap(
+                "a",
+                &format!("offset = \"{offset}\"\nlen = \"4M\"\nread_size = {rs}"),
+            ),
+        ]
+        .concat()
     };
     // Aligned: 1024 entries, 2 chunks; 8 reads of 128 entries stay inside
     // one chunk each.
@@ -360,20 +350,13 @@ fn shmem_swap_out_and_in() {
     let text = [
         system_mem("256M", ""),
         swap("zram", "16M"),
-        r#"[[step]]
-op = "mmap"
-region = "s"
-kind = "shmem"
-shared = true
-size = "256K"
-"#
-        .to_string(),
+        mmap("s", "shmem", "256K", "shared = true"),
         touch("s", "write", ""),
         phase("out"),
         madvise("s", "pageout", ""),
         phase("in"),
         touch("s", "read", ""),
-        "[[step]]\nop = \"pagemap\"\nregion = \"s\"\n".to_string(),
+        pagemap("s", ""),
     ]
     .concat();
     let r = run_str(&text).unwrap();

@@ -6,26 +6,28 @@ mod common;
 
 use common::*;
 
-const BASE: &str = r#"
-[system]
-memory = "256M"
-[[system.swap]]
-kind = "zram"
-size = "16M"
-[[step]]
-op = "mmap"
-region = "a"
-kind = "anon"
-size = "2M"
-madvise = ["hugepage"]
-"#;
+/// 2 MiB of MADV_HUGEPAGE anon memory, zram swap, on a 256 MiB machine.
+fn base() -> String {
+    [
+        system_mem("256M", ""),
+        swap("zram", "16M"),
+        mmap("a", "anon", "2M", "madvise = [\"hugepage\"]"),
+    ]
+    .concat()
+}
+
+/// Run `setup` on a 256 MiB machine, then `step` in phase `name`.
+fn measure(setup: &str, name: &str, step: &str) -> foliosim_report::Report {
+    let system = system_mem("256M", "");
+    run(&[system, setup.to_owned(), phase(name), step.to_owned()].concat())
+}
 
 /// A read of a MADV_HUGEPAGE region maps the huge zero PMD: 512 present pages
 /// with PM_FILE (the huge zero folio is not anon) and no PM_MMAP_EXCLUSIVE
 /// (`pagemap_pmd_range()`, fs/proc/task_mmu.c; observed flags 0x140).
 #[test]
 fn huge_zero_pmd_is_present_and_file() {
-    let text = format!("{BASE}[[step]]\nop = \"phase\"\nname = \"r\"\n[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\nlen = \"4K\"\n");
+    let text = [base(), phase("r"), touch("a", "read", "len = \"4K\"")].concat();
     let r = run(&text);
     assert_eq!(pages(&r, "r", "a", "present"), 512);
     assert_eq!(pages(&r, "r", "a", "file"), 512);
@@ -39,12 +41,16 @@ fn huge_zero_pmd_is_present_and_file() {
 /// pages are exclusive again.
 #[test]
 fn pmd_thp_exclusive_until_fork() {
-    let text = format!(
-        "{BASE}[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\nlen = \"4K\"\n\
-         [[step]]\nop = \"phase\"\nname = \"alone\"\n\
-         [[step]]\nop = \"phase\"\nname = \"forked\"\n[[step]]\nop = \"fork\"\n\
-         [[step]]\nop = \"phase\"\nname = \"exited\"\n[[step]]\nop = \"wait\"\n"
-    );
+    let text = [
+        base(),
+        touch("a", "write", "len = \"4K\""),
+        phase("alone"),
+        phase("forked"),
+        step("fork"),
+        phase("exited"),
+        step("wait"),
+    ]
+    .concat();
     let r = run(&text);
     assert_eq!(pages(&r, "alone", "a", "exclusive"), 512);
     assert_eq!(pages(&r, "alone", "a", "file"), 0);
@@ -57,11 +63,8 @@ fn pmd_thp_exclusive_until_fork() {
 /// page, nothing present (`pte_to_pagemap_entry()`, fs/proc/task_mmu.c).
 #[test]
 fn paged_out_pages_are_swapped() {
-    let text = "[system]\nmemory = \"256M\"\n[[system.swap]]\nkind = \"zram\"\nsize = \"16M\"\n\
-        [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n\
-        [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
-        [[step]]\nop = \"phase\"\nname = \"out\"\n[[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\"\n";
-    let r = run(text);
+    let setup = swap("zram", "16M") + &anon_written("a", "1M");
+    let r = measure(&setup, "out", &madvise("a", "pageout", ""));
     assert_eq!(pages(&r, "out", "a", "swapped"), 256);
     assert_eq!(pages(&r, "out", "a", "present"), 0);
 }
@@ -71,9 +74,7 @@ fn paged_out_pages_are_swapped() {
 /// observed 0x100 in bits 55-63).
 #[test]
 fn small_zero_page_is_only_present() {
-    let text = "[system]\nmemory = \"256M\"\n[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n\
-        [[step]]\nop = \"phase\"\nname = \"r\"\n[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\n";
-    let r = run(text);
+    let r = measure(&mmap_anon("a", "64K"), "r", &touch("a", "read", ""));
     assert_eq!(pages(&r, "r", "a", "present"), 16);
     assert_eq!(pages(&r, "r", "a", "file"), 0);
     assert_eq!(pages(&r, "r", "a", "exclusive"), 0);

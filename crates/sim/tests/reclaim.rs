@@ -164,12 +164,7 @@ fn fork_then_pageout_skips_shared_folios() {
 /// verifies the swap map against the remaining swap PTEs after each step).
 #[test]
 fn munmap_frees_swap_slots() {
-    let text = pageout("always", "zram", "")
-        + r#"
-[[step]]
-op = "munmap"
-region = "a"
-"#;
+    let text = pageout("always", "zram", "") + &munmap("a");
     let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 512);
 }
@@ -237,19 +232,8 @@ fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
     let text = [
         system_mem("256M", "transparent_hugepage.enabled = \"never\""),
         swap("zram", "64M"),
-        r#"[[file]]
-name = "f"
-size = "1M"
-fill = "write"
-[[step]]
-op = "mmap"
-region = "m"
-kind = "file"
-file = "f"
-size = "1M"
-prot = "rw"
-"#
-        .to_string(),
+        file("f", "1M", "fill = \"write\""),
+        mmap_file("m", "f", "1M", "prot = \"rw\""),
         touch("m", "write", "len = \"64K\""),
         phase("out"),
         madvise("m", "pageout", "len = \"64K\""),

@@ -5,7 +5,10 @@
 //! them in its comments.
 
 mod common;
-use common::{anon_written, madvise, phase, run, run_arch, try_run_with};
+use common::{
+    anon_written, madvise, mmap_anon, munmap, phase, run, run_arch, step, swap, thread, threads,
+    touch, try_run_with,
+};
 use foliosim_report::Report;
 
 /// A counter's delta over `phase`, 0 if the report omits it.
@@ -18,51 +21,27 @@ fn c(r: &Report, phase: &str, counter: &str) -> i64 {
 /// `after`s; the main thread (CPU 0) runs `op` in phase "op", then the
 /// threads are joined in phase "join".
 fn scenario(after: &str, op: &str) -> String {
-    format!(
-        r#"
-[system]
-cpus = 2
-transparent_hugepage.enabled = "never"
+    [
+        two_cpus(),
+        mmap_anon("heap", "2M"),
+        threads(1, after),
+        thread(&touch("heap", "write", "")),
+        phase("op"),
+        format!("{op}\n"),
+        phase("join"),
+        step("join"),
+    ]
+    .concat()
+}
 
-[[step]]
-op = "mmap"
-region = "heap"
-kind = "anon"
-size = "2M"
-
-[[step]]
-op = "threads"
-count = 1
-after = "{after}"
-
-[[step.thread]]
-op = "touch"
-region = "heap"
-access = "write"
-
-[[step]]
-op = "phase"
-name = "op"
-
-{op}
-
-[[step]]
-op = "phase"
-name = "join"
-
-[[step]]
-op = "join"
-"#
-    )
+/// Two CPUs, THP off.
+fn two_cpus() -> String {
+    "[system]\ncpus = 2\ntransparent_hugepage.enabled = \"never\"\n".into()
 }
 
 fn dontneed(len: &str) -> String {
     madvise("heap", "dontneed", &format!("len = \"{len}\""))
 }
-
-const MUNMAP: &str = r#"[[step]]
-op = "munmap"
-region = "heap""#;
 
 #[test]
 fn dontneed_64k_with_a_spinning_thread_shoots_down_by_page() {
@@ -154,14 +133,14 @@ fn munmap_frees_page_tables_so_even_the_lazy_cpu_gets_the_ipi() {
     // the mask. The lazy CPU 1 takes the IPI and switches to init_mm
     // instead of flushing (flush_tlb_func(): is_lazy); its events fire
     // under the idle task. 512 pages: a full flush on CPU 0.
-    let r = run(&scenario("sleep", MUNMAP));
+    let r = run(&scenario("sleep", &munmap("heap")));
     assert_eq!(c(&r, "op", "sim/ipi"), 1);
     assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 1);
     assert_eq!(c(&r, "op", "sim/tlb_switch_flush"), 1);
     assert_eq!(c(&r, "op", "tlb:tlb_flush"), 2);
     assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_shootdown"), 0);
     // With the thread spinning, CPU 1 flushes like CPU 0.
-    let r = run(&scenario("spin", MUNMAP));
+    let r = run(&scenario("spin", &munmap("heap")));
     assert_eq!(c(&r, "op", "sim/ipi"), 1);
     assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 2);
     assert_eq!(c(&r, "op", "tlb:tlb_flush"), 3);
@@ -170,53 +149,19 @@ fn munmap_frees_page_tables_so_even_the_lazy_cpu_gets_the_ipi() {
 /// 256 KiB of anon memory written by the thread, then paged out to zram
 /// by the main thread, then unmapped.
 fn pageout(after: &str) -> String {
-    format!(
-        r#"
-[system]
-cpus = 2
-transparent_hugepage.enabled = "never"
-
-[[system.swap]]
-kind = "zram"
-size = "16M"
-
-[[step]]
-op = "mmap"
-region = "map"
-kind = "anon"
-size = "256K"
-
-[[step]]
-op = "threads"
-count = 1
-after = "{after}"
-
-[[step.thread]]
-op = "touch"
-region = "map"
-access = "write"
-
-[[step]]
-op = "phase"
-name = "pageout"
-
-[[step]]
-op = "madvise"
-region = "map"
-advice = "pageout"
-
-[[step]]
-op = "phase"
-name = "munmap"
-
-[[step]]
-op = "munmap"
-region = "map"
-
-[[step]]
-op = "join"
-"#
-    )
+    [
+        two_cpus(),
+        swap("zram", "16M"),
+        mmap_anon("map", "256K"),
+        threads(1, after),
+        thread(&touch("map", "write", "")),
+        phase("pageout"),
+        madvise("map", "pageout", ""),
+        phase("munmap"),
+        munmap("map"),
+        step("join"),
+    ]
+    .concat()
 }
 
 #[test]

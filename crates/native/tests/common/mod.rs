@@ -315,3 +315,68 @@ pub fn defragment_host() {
         }
     }
 }
+
+/// Start the test helper (`foliosim-native-testrun`) on the scenario file
+/// `scenario` with `work` as its work directory; its standard error goes
+/// to ours when `stderr` is true.
+pub fn spawn_testrun(scenario: &Path, work: &TempDir, stderr: bool) -> std::process::Child {
+    let err = if stderr {
+        std::process::Stdio::inherit()
+    } else {
+        std::process::Stdio::null()
+    };
+    std::process::Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
+        .arg(scenario)
+        .arg(&work.0)
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("the test helper starts")
+}
+
+/// Poll every 5 ms until `ready()`; panics with `what()` after `limit`, or
+/// when the child ends first.
+pub fn wait_until(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    mut ready: impl FnMut() -> bool,
+    what: impl Fn() -> String,
+) {
+    let t0 = std::time::Instant::now();
+    while !ready() {
+        assert!(t0.elapsed() < limit, "{}", what());
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("the run ended early: {st:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// After `settle` the child must still be running (a signal sent next
+/// lands in the middle of its work).
+pub fn assert_running_after(child: &mut std::process::Child, settle: std::time::Duration) {
+    std::thread::sleep(settle);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the signal: make the scenario longer"
+    );
+}
+
+/// Wait up to `limit` for the child to end after a signal; kill it and
+/// panic after that.
+pub fn wait_exit(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let t1 = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t1.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the run did not end after the signal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

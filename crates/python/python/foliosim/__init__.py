@@ -99,6 +99,11 @@ def _expand(scenarios, grid, zip, arch, set, seed, allow_large):
     )
 
 
+def _delegate(name: str, doc: str) -> property:
+    """A read-only property that returns the native report's ``name``."""
+    return property(lambda self: getattr(self._r, name), doc=doc)
+
+
 class Report:
     """The result of one run: measured phases with their counters (kernel
     names such as ``pgfault``, ``hugepages-64kB/anon_fault_alloc``, the
@@ -109,35 +114,14 @@ class Report:
     def __init__(self, native: "_native.NativeReport"):
         self._r = native
 
-    @property
-    def scenario(self) -> str:
-        """The scenario's name."""
-        return self._r.scenario
-
-    @property
-    def arch(self) -> str:
-        """The simulated architecture."""
-        return self._r.arch
-
-    @property
-    def engine(self) -> str:
-        """The engine that produced the report (``sim``)."""
-        return self._r.engine
-
-    @property
-    def system(self) -> dict:
-        """The machine and kernel settings of the run, ``{knob: value}``."""
-        return self._r.system
-
-    @property
-    def phases(self) -> list:
-        """The names of the measured phases, in order."""
-        return self._r.phases
-
-    @property
-    def expectations_ok(self) -> bool:
-        """Whether every judged ``[[expect]]`` of the scenario held."""
-        return self._r.expectations_ok
+    scenario = _delegate("scenario", "The scenario's name.")
+    arch = _delegate("arch", "The simulated architecture.")
+    engine = _delegate("engine", "The engine that produced the report (``sim``).")
+    system = _delegate("system", "The machine and kernel settings of the run, ``{knob: value}``.")
+    phases = _delegate("phases", "The names of the measured phases, in order.")
+    expectations_ok = _delegate(
+        "expectations_ok", "Whether every judged ``[[expect]]`` of the scenario held."
+    )
 
     def value(self, phase: str, name: str) -> int:
         """One value of ``phase`` by its tidy name: a counter, a folio cell

@@ -115,61 +115,7 @@ pub fn hist_pages(h: &BTreeMap<String, u64>) -> u64 {
         .sum()
 }
 
-/// The `[system]` table every test starts from: a small machine so the
-/// invariant checker is cheap, plus `extra` lines.
-pub fn system(extra: &str) -> String {
-    system_mem("512M", extra)
-}
-
-/// A `[system]` table with `memory` of RAM, plus `extra` lines.
-pub fn system_mem(memory: &str, extra: &str) -> String {
-    format!("[system]\nmemory = \"{memory}\"\n{extra}\n")
-}
-
-// Scenario fragments. Each returns complete TOML lines ending in a newline,
-// so a scenario is the `concat()` of an array of them; a step's optional
-// keys (`len = "64K"`, `offset = "4K"`) go in `extra`, one per line (a
-// blank line is harmless in TOML).
-
-/// A `[[system.swap]]` table: one swap device of `kind` ("file", "block",
-/// "zram") and `size`. It must follow the `[system]` keys.
-pub fn swap(kind: &str, size: &str) -> String {
-    format!("[[system.swap]]\nkind = \"{kind}\"\nsize = \"{size}\"\n")
-}
-
-/// An mmap step of `size` bytes of private anon memory named `region`.
-pub fn mmap_anon(region: &str, size: &str) -> String {
-    format!("[[step]]\nop = \"mmap\"\nregion = \"{region}\"\nkind = \"anon\"\nsize = \"{size}\"\n")
-}
-
-/// A touch step of `region` with `access` ("read" or "write"), plus
-/// `extra` keys.
-pub fn touch(region: &str, access: &str, extra: &str) -> String {
-    format!("[[step]]\nop = \"touch\"\nregion = \"{region}\"\naccess = \"{access}\"\n{extra}\n")
-}
-
-/// [`mmap_anon`] followed by a write touch of the whole region: `size`
-/// bytes of anon memory, every page written.
-pub fn anon_written(region: &str, size: &str) -> String {
-    mmap_anon(region, size) + &touch(region, "write", "")
-}
-
-/// A madvise step of `region` with `advice`, plus `extra` keys.
-pub fn madvise(region: &str, advice: &str, extra: &str) -> String {
-    format!("[[step]]\nop = \"madvise\"\nregion = \"{region}\"\nadvice = \"{advice}\"\n{extra}\n")
-}
-
-/// A step without parameters (`fork`, `wait`, `join`, `force_empty`).
-pub fn step(op: &str) -> String {
-    format!("[[step]]\nop = \"{op}\"\n")
-}
-
-/// A phase step: the counters from here on are reported under `name`.
-pub fn phase(name: &str) -> String {
-    format!("[[step]]\nop = \"phase\"\nname = \"{name}\"\n")
-}
-
-/// The mTHP knob line for one size (in kB).
-pub fn mthp(kb: u64, mode: &str) -> String {
-    format!("transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\"\n")
-}
+// Scenario fragments (`system`, `swap`, `mmap_anon`, `touch`, `phase`, ...):
+// a scenario is the `concat()` of an array of them.
+#[allow(unused_imports)] // not every test file builds scenarios
+pub use foliosim_testkit::*;

@@ -347,15 +347,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.count_mthp_stat(order, MthpStat::AnonFaultAlloc);
         self.folio_add_new_anon_rmap(folio, &vmf.vma, addr, false, vmf.mm);
         self.folio_add_lru(folio);
-        let span = FolioSpan { pfn: folio, nr };
-        A::set_ptes(
-            self.pt.table_mut(tid),
-            pte_index(addr),
-            pte,
-            nr as usize,
-            span,
-            &mut self.vmstat.sim,
-        );
+        self.set_folio_ptes(tid, addr, pte, nr, folio);
         0
     }
 
@@ -594,13 +586,21 @@ impl<A: Arch> Kernel<A> {
         } else {
             self.folio_add_file_rmap_ptes(folio, page, nr, vmf.mm);
         }
+        let tid = vmf.pte_table.expect("pte table");
+        self.set_folio_ptes(tid, addr, pte, nr, folio);
+    }
+
+    /// `set_ptes()` of `nr` entries from `pte` at `addr` in table `tid`,
+    /// every one mapping a page of `folio` (arm64 folds whole blocks of
+    /// it into contiguous ranges).
+    fn set_folio_ptes(&mut self, tid: TableId, addr: u64, pte: u64, nr: u64, folio: Pfn) {
         let span = FolioSpan {
             pfn: folio,
             nr: self.mem.folio_nr_pages(folio),
         };
-        let tid = vmf.pte_table.expect("pte table");
+        let table = self.pt.table_mut(tid);
         A::set_ptes(
-            self.pt.table_mut(tid),
+            table,
             pte_index(addr),
             pte,
             nr as usize,
