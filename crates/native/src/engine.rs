@@ -89,6 +89,9 @@ struct Overhead {
 
 struct OpenPhase {
     name: String,
+    /// The process that opened it (the workload, or a fork's child for a
+    /// child's phase): its pagemap gives the phase's histograms and maps.
+    pid: i32,
     start: Snap,
     repopulated: u64,
     /// Results of the phase's pagemap steps (`pagemap/<name>/...`).
@@ -622,13 +625,15 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 phase: idx,
                 wall_ns,
                 cpu_ns,
+                pid,
             } => {
                 if let Some(o) = open.take() {
                     let mut end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
                     end.global.extend(limit_busy.clone());
+                    let owner = o.pid;
                     let mut phase =
-                        end_phase(ctx, wl.pid, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
-                    phase.maps = folio_maps(wl.pid, &regions, &mapped, &mut flags)?;
+                        end_phase(ctx, owner, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
+                    phase.maps = folio_maps(owner, &regions, &mapped, &mut flags)?;
                     let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
                     if !changed.is_empty() {
                         return Err(NativeError::Changed(format!(
@@ -670,6 +675,7 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                         start.global.extend(limit_busy.clone());
                         open = Some(OpenPhase {
                             name,
+                            pid: pid as i32,
                             start,
                             repopulated,
                             pagemap: BTreeMap::new(),

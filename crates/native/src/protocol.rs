@@ -103,12 +103,14 @@ pub(crate) enum Msg {
     Overhead { minflt: u64, majflt: u64 },
     /// Tracepoint hits of that overhead, for event `event`.
     OverheadEvent { event: u32, count: u64 },
-    /// A phase marker with the phase's clocks.
+    /// A phase marker with the phase's clocks, from process `pid` (the
+    /// workload, or a fork's child marking its own phase).
     Mark {
         mark: Mark,
         phase: u32,
         wall_ns: u64,
         cpu_ns: u64,
+        pid: u64,
     },
     /// A process stopped at step `step` (an index into the workload's
     /// locations, or [`NO_STEP`]).
@@ -144,7 +146,8 @@ impl Msg {
                 phase,
                 wall_ns,
                 cpu_ns,
-            } => [4, mark as u64, phase as u64, wall_ns, cpu_ns, 0],
+                pid,
+            } => [4, mark as u64, phase as u64, wall_ns, cpu_ns, pid],
             Msg::Error {
                 step,
                 why,
@@ -197,6 +200,7 @@ impl Msg {
                 phase: u32_at(2)?,
                 wall_ns: w[3],
                 cpu_ns: w[4],
+                pid: w[5],
             },
             5 => Msg::Error {
                 step: w[1],
@@ -262,6 +266,7 @@ mod tests {
                 phase: 2,
                 wall_ns: 10,
                 cpu_ns: 9,
+                pid: 41,
             });
         }
         for why in Failure::ALL {

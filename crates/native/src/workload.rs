@@ -813,6 +813,7 @@ impl Proc<'_> {
             phase: idx,
             wall_ns: wall,
             cpu_ns: cpu,
+            pid: sys::getpid() as u64,
         });
     }
 
@@ -1142,6 +1143,11 @@ impl Proc<'_> {
         let Some([done_r, done_w]) = sys::pipe_raw() else {
             self.fail(Failure::Pipe, errno());
         };
+        // The child starts its steps once our own fork overhead is reported,
+        // so that a phase the child opens never sees our bookkeeping.
+        let Some([ready_r, ready_w]) = sys::pipe_raw() else {
+            self.fail(Failure::Pipe, errno());
+        };
         let me = sys::getpid();
         // Our page_fault_user overhead is counted by our own counter from
         // here (everything is writable now: nothing faults before fork).
@@ -1149,8 +1155,10 @@ impl Proc<'_> {
         let r0 = rusage();
         let pid = raw_fork();
         if pid == 0 {
-            self.child_main(child, done_r, done_w, me);
+            sys::close(ready_w);
+            self.child_main(child, done_r, done_w, ready_r, me);
         }
+        sys::close(ready_r);
         // What fork(2) itself does (copying and write-protecting page
         // tables, flushing the TLB) is the scenario's; what follows is
         // ours: copy-on-write of our own stack and tables. Tracepoints
@@ -1169,6 +1177,8 @@ impl Proc<'_> {
         let o1 = self.read_own();
         let r1 = rusage();
         self.send_overhead((r1.0 - r0.0, r1.1 - r0.1), &o_mid, &o1, 0);
+        sys::write_once(ready_w, &[1u8]);
+        sys::close(ready_w);
         let mut b = 0u8;
         let n = loop {
             let n = sys::read_once(done_r, std::slice::from_mut(&mut b));
@@ -1183,7 +1193,14 @@ impl Proc<'_> {
         }
     }
 
-    fn child_main(&mut self, ops: &[Op], done_r: RawFd, done_w: RawFd, parent: i32) -> ! {
+    fn child_main(
+        &mut self,
+        ops: &[Op],
+        done_r: RawFd,
+        done_w: RawFd,
+        ready_r: RawFd,
+        parent: i32,
+    ) -> ! {
         // Everything until the steps is overhead. Our own counters are
         // opened first; the user faults before that are those getrusage(2)
         // counts minus those the new counter saw: `r_open - c_open`, taken
@@ -1218,6 +1235,11 @@ impl Proc<'_> {
         let o = self.read_own();
         let r = rusage();
         self.send_overhead(r, &before, &o, r_open.0 + r_open.1);
+        let mut b = 0u8;
+        while sys::read_once(ready_r, std::slice::from_mut(&mut b)) < 0
+            && errno() == libc::EINTR as u64
+        {}
+        sys::close(ready_r);
         self.exec(ops);
         sys::write_once(done_w, &[1u8]);
         loop {

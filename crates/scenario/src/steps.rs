@@ -298,7 +298,7 @@ impl StepChecker<'_> {
                 StepKind::Fork { child }
             }
             Op::Wait => StepKind::Wait,
-            Op::Phase | Op::PhaseEnd => self.phase(&f, op, top)?,
+            Op::Phase | Op::PhaseEnd => self.phase(&f, op, path)?,
             Op::Memcg => {
                 let limit = f.opt("limit", Ctx::page_size)?;
                 scope.memcg = Some(path.to_owned());
@@ -331,9 +331,13 @@ impl StepChecker<'_> {
         })
     }
 
-    fn phase(&mut self, f: &Fields<'_>, op: Op, top: bool) -> Result<StepKind> {
-        if !top {
-            let msg = "phase markers are only allowed in top-level steps, not in a child";
+    /// `op = "phase"` / `"phase_end"`: in top-level steps, or in the steps
+    /// of a top-level fork's child (the child's phase measures the child;
+    /// one still open ends with the child's last step).
+    fn phase(&mut self, f: &Fields<'_>, op: Op, path: &str) -> Result<StepKind> {
+        if path.matches(".child[").count() > 1 {
+            let msg = "phase markers are only allowed in top-level steps and in the steps of a \
+                       top-level fork's child, not in a grandchild";
             return Err(f.err_at("op", msg));
         }
         if op == Op::PhaseEnd {

@@ -304,9 +304,11 @@ fn duplicate_phase_names() {
 }
 
 #[test]
-fn phase_in_a_child_is_rejected() {
-    let e = error("[[step]]\nop = \"fork\"\nchild = [{ op = \"phase\", name = \"x\" }]\n");
-    assert_eq!(e.field, "step[1].child[1].op");
+fn phase_in_a_grandchild_is_rejected() {
+    let e = error(
+        "[[step]]\nop = \"fork\"\nchild = [{ op = \"fork\", child = [{ op = \"phase\", name = \"x\" }] }]\n",
+    );
+    assert_eq!(e.field, "step[1].child[1].child[1].op");
 }
 
 #[test]
@@ -414,4 +416,18 @@ fn word_touch_only_for_sequential_or_random_reads() {
         "op = \"touch\"\nregion = \"buf\"\naccess = \"read\"\nunit = \"byte\"\n",
     ));
     assert_eq!(e.field, "step[2].unit");
+}
+
+#[test]
+fn phases_in_a_child_but_not_in_a_grandchild() {
+    let child = "[[step]]\nop = \"fork\"\n[[step.child]]\nop = \"phase\"\nname = \"c\"\n";
+    let expect = "[[expect]]\nphase = \"c\"\ncounter = \"pgfault\"\nvalue = 0\n";
+    let text = format!("{child}{expect}");
+    let s = foliosim_scenario::parse_str("t.toml", &text, &[]).expect("a child may mark phases");
+    assert_eq!(s.expects[0].phase, "c");
+    let grandchild = "[[step]]\nop = \"fork\"\n[[step.child]]\nop = \"fork\"\n\
+                      [[step.child.child]]\nop = \"phase\"\nname = \"g\"\n";
+    let e = error(grandchild);
+    assert_eq!(e.field, "step[1].child[1].child[1].op");
+    assert!(e.message.contains("not in a grandchild"), "{}", e.message);
 }

@@ -17,6 +17,9 @@ mod pagemap;
 /// A phase being measured.
 struct OpenPhase {
     name: String,
+    /// The process that opened it (a fork's child for a child's phase):
+    /// its regions give the phase's histograms and folio maps.
+    mm: MmId,
     start: BTreeMap<String, u64>,
     /// Results of the phase's pagemap steps (`pagemap/<name>/...`).
     pagemap: BTreeMap<String, i64>,
@@ -40,7 +43,6 @@ pub(crate) struct Engine<'w, A: Arch> {
     regions: BTreeMap<String, (u64, u64)>,
     /// Named regions whose mmap asked for a folio map (`map = true`).
     mapped: BTreeSet<String>,
-    root: MmId,
     faults: TaskFaults,
     phase: Option<OpenPhase>,
     phases: Vec<Phase>,
@@ -87,7 +89,6 @@ impl<'w, A: Arch> Engine<'w, A> {
             base: vec![0; wl.regions.len()],
             regions: BTreeMap::new(),
             mapped: BTreeSet::new(),
-            root,
             faults: TaskFaults::default(),
             phase: None,
             phases: Vec::new(),
@@ -160,10 +161,11 @@ impl<'w, A: Arch> Engine<'w, A> {
         c
     }
 
-    fn start_phase(&mut self, name: &str) {
+    fn start_phase(&mut self, name: &str, mm: MmId) {
         self.end_phase();
         self.phase = Some(OpenPhase {
             name: name.to_string(),
+            mm,
             start: self.counters(),
             pagemap: BTreeMap::new(),
             pagemap_raw: BTreeMap::new(),
@@ -187,14 +189,14 @@ impl<'w, A: Arch> Engine<'w, A> {
         counters.extend(open.pagemap);
         let mut folios = BTreeMap::new();
         let mut maps = BTreeMap::new();
-        if self.k.mm_alive(self.root) {
+        if self.k.mm_alive(open.mm) {
             for (name, &(addr, len)) in &self.regions {
                 folios.insert(
                     name.clone(),
-                    self.k.folio_histogram(self.root, addr, addr + len),
+                    self.k.folio_histogram(open.mm, addr, addr + len),
                 );
                 if self.mapped.contains(name) {
-                    maps.insert(name.clone(), self.k.folio_map(self.root, addr, addr + len));
+                    maps.insert(name.clone(), self.k.folio_map(open.mm, addr, addr + len));
                 }
             }
         }
@@ -312,7 +314,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             Op::Wait { .. } => self.wait(mm),
             Op::Phase { idx, .. } => {
                 let wl = self.wl;
-                self.start_phase(&wl.phases[*idx as usize])
+                self.start_phase(&wl.phases[*idx as usize], mm)
             }
             Op::PhaseEnd { .. } => self.end_phase(),
             Op::Memcg { cg, .. } => {

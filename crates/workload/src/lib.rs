@@ -586,10 +586,12 @@ impl Compiler<'_> {
                 let child = self.steps(child);
                 self.cur_memcg = memcg;
                 self.addr.cur = parent;
-                Op::Fork {
-                    step,
-                    child: child?,
+                let mut child = child?;
+                // A phase the child opened ends with its last step.
+                if child.iter().any(|op| matches!(op, Op::Phase { .. })) {
+                    child.push(Op::PhaseEnd { step });
                 }
+                Op::Fork { step, child }
             }
             StepKind::Wait => {
                 self.addr.wait(self.addr.cur);
