@@ -53,6 +53,10 @@ pub struct MmuGather {
     pub nr_pages: u64,
     /// Entries were cleared.
     pub cleared: bool,
+    /// Non-present entries (swap entries) cleared: they leave the flush
+    /// range alone (`zap_nonpresent_ptes()` calls no
+    /// `tlb_remove_tlb_entry()`).
+    pub nonpresent_cleared: u64,
     /// `tlb->freed_tables`: page tables were freed.
     pub freed_tables: bool,
     /// Pages whose entries were cleared since the last flush (`tlb->end`

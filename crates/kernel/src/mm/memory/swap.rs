@@ -98,24 +98,11 @@ impl<A: Arch> Kernel<A> {
         {
             return (1, vmf.address);
         }
-        let tid = vmf.pte_table.expect("table");
-        let start = pte_index(folio_start);
-        let first_off = entry.offset - idx as u64;
-        let marker = A::pte_swp_exclusive(vmf.orig_pte);
-        let si = &self.swap[entry.ty as usize];
-        let memcg = si.memcg[first_off as usize];
-        let batch = (0..nr).all(|i| {
-            let pte = self.pt.get(tid, start + i as usize);
-            if pte == 0 || A::pte_present(pte) {
-                return false;
-            }
-            let (t, off) = A::pte_to_swp_entry(pte);
-            t == entry.ty
-                && off == first_off + i
-                && A::pte_swp_exclusive(pte) == marker
-                && si.memcg[off as usize] == memcg
-        });
-        if batch {
+        let first = SwpEntry {
+            ty: entry.ty,
+            offset: entry.offset - idx as u64,
+        };
+        if self.swap_pte_batch(vmf, pte_index(folio_start), first, nr) {
             (nr, folio_start)
         } else {
             (1, vmf.address)
@@ -180,7 +167,6 @@ impl<A: Arch> Kernel<A> {
         let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
         let mut orders =
             crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);
-        let tid = vmf.pte_table.expect("table");
         while orders != 0 {
             let o = 31 - orders.leading_zeros();
             orders &= !(1 << o);
@@ -189,33 +175,48 @@ impl<A: Arch> Kernel<A> {
             if (entry.offset & (nr - 1)) != ((vmf.address / PAGE_SIZE) & (nr - 1)) {
                 continue;
             }
-            let first_off = entry.offset - ((vmf.address / PAGE_SIZE) - idx0);
+            let first = SwpEntry {
+                ty: entry.ty,
+                offset: entry.offset - ((vmf.address / PAGE_SIZE) - idx0),
+            };
             let start = pte_index(align_down(vmf.address, nr * PAGE_SIZE));
+            // can_swapin_thp(): besides the batch, every slot has count 1,
+            // none is in the swap cache, and one zeromap state for all.
             let si = &self.swap[entry.ty as usize];
-            let zero = si.zeromap[first_off as usize];
-            let memcg = si.memcg[entry.offset as usize];
-            let marker = A::pte_swp_exclusive(vmf.orig_pte);
-            let ok = (0..nr).all(|i| {
-                let pte = self.pt.get(tid, start + i as usize);
-                if pte == 0 || A::pte_present(pte) {
-                    return false;
-                }
-                let (t, off) = A::pte_to_swp_entry(pte);
-                // swap_pte_batch(): the same swap PTE bits (the exclusive
-                // marker) with consecutive offsets, and one swap cgroup.
-                t == entry.ty
-                    && off == first_off + i
-                    && A::pte_swp_exclusive(pte) == marker
-                    && si.memcg[off as usize] == memcg
-                    && si.swap_count(off) == 1
-                    && si.swap_map[off as usize] & crate::mm::swapfile::SWAP_HAS_CACHE == 0
-                    && si.zeromap[off as usize] == zero
-            });
+            let zero = si.zeromap[first.offset as usize];
+            let ok = self.swap_pte_batch(vmf, start, first, nr)
+                && (first.offset..first.offset + nr).all(|off| {
+                    si.swap_count(off) == 1
+                        && si.swap_map[off as usize] & crate::mm::swapfile::SWAP_HAS_CACHE == 0
+                        && si.zeromap[off as usize] == zero
+                });
             if ok {
                 return orders | (1 << o);
             }
         }
         0
+    }
+
+    /// `swap_pte_batch()`: the `nr` PTEs of the faulting table from index
+    /// `start` hold the consecutive swap entries from `first`, each with the
+    /// faulting PTE's exclusive marker, and their slots were swapped out
+    /// from one cgroup.
+    fn swap_pte_batch(&self, vmf: &Vmf, start: usize, first: SwpEntry, nr: u64) -> bool {
+        let tid = vmf.pte_table.expect("table");
+        let marker = A::pte_swp_exclusive(vmf.orig_pte);
+        let si = &self.swap[first.ty as usize];
+        let memcg = si.memcg[first.offset as usize];
+        (0..nr).all(|i| {
+            let pte = self.pt.get(tid, start + i as usize);
+            if pte == 0 || A::pte_present(pte) {
+                return false;
+            }
+            let (t, off) = A::pte_to_swp_entry(pte);
+            t == first.ty
+                && off == first.offset + i
+                && A::pte_swp_exclusive(pte) == marker
+                && si.memcg[off as usize] == memcg
+        })
     }
 
     /// Map `nr` pages of the swapped-in folio from `addr` and drop the swap

@@ -23,9 +23,12 @@ impl<A: Arch> Kernel<A> {
     /// `unmap_page_range()` over `[start, end)` of one VMA. `reclaim_pt`
     /// frees PTE tables the range covered entirely (MADV_DONTNEED).
     pub fn unmap_vma_range(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64, reclaim_pt: bool) {
-        // The mmu_gather: one range flush at the end if anything was cleared
-        // (tlb_finish_mmu()).
-        let cleared = self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear;
+        // The mmu_gather: one range flush at the end if a present entry was
+        // cleared (tlb_finish_mmu(); swap entries do not set `tlb->end`).
+        let present_cleared = |k: &Self| {
+            k.vmstat.sim.pte_clear + k.vmstat.sim.pmd_clear - k.cpus.gather.nonpresent_cleared
+        };
+        let cleared = present_cleared(self);
         let mut addr = start;
         while addr < end {
             let next = pmd_addr_end(addr, end);
@@ -34,7 +37,7 @@ impl<A: Arch> Kernel<A> {
             }
             addr = next;
         }
-        let cleared = self.vmstat.sim.pte_clear + self.vmstat.sim.pmd_clear != cleared;
+        let cleared = present_cleared(self) != cleared;
         self.tlb_gather_range(mm, (end - start) / PAGE_SIZE, cleared);
     }
 
@@ -164,6 +167,7 @@ impl<A: Arch> Kernel<A> {
     ) {
         self.pt.set(tid, idx, 0);
         self.vmstat.sim.pte_clear += 1;
+        self.cpus.gather.nonpresent_cleared += 1;
         let (ty, offset) = A::pte_to_swp_entry(pte);
         rss[MM_SWAPENTS] -= 1;
         self.swap_free_nr(crate::mm::swapfile::SwpEntry { ty, offset }, 1);
