@@ -32,8 +32,18 @@ impl<A: Arch> Kernel<A> {
     /// `ksys_read()`: read up to `count` bytes at the file position and
     /// advance it. Returns the bytes read (0 at EOF).
     pub fn sys_read(&mut self, mm: MmId, file: u32, count: u64) -> Result<u64, KernelError> {
+        self.at_f_pos(file, |k, pos| k.sys_pread64(mm, file, count, pos))
+    }
+
+    /// An I/O call at the file position (`file_ppos()`), stored back
+    /// advanced by the bytes moved, as `ksys_read()` / `ksys_write()` do.
+    fn at_f_pos(
+        &mut self,
+        file: u32,
+        io: impl FnOnce(&mut Self, u64) -> Result<u64, KernelError>,
+    ) -> Result<u64, KernelError> {
         let pos = self.open_files[file as usize].f_pos;
-        let n = self.sys_pread64(mm, file, count, pos)?;
+        let n = io(self, pos)?;
         self.open_files[file as usize].f_pos = pos + n;
         Ok(n)
     }
@@ -52,10 +62,7 @@ impl<A: Arch> Kernel<A> {
     /// `ksys_write()`: write `count` bytes at the file position and advance
     /// it.
     pub fn sys_write(&mut self, mm: MmId, file: u32, count: u64) -> Result<u64, KernelError> {
-        let pos = self.open_files[file as usize].f_pos;
-        let n = self.sys_pwrite64(mm, file, count, pos)?;
-        self.open_files[file as usize].f_pos = pos + n;
-        Ok(n)
+        self.at_f_pos(file, |k, pos| k.sys_pwrite64(mm, file, count, pos))
     }
 
     /// `ksys_pwrite64()`: write `count` bytes at `pos` (inside the file).
