@@ -260,7 +260,9 @@ fn thread_steps_that_make_no_sense_are_errors() {
     let too_many = base.replace("count = 1", "count = 2");
     let e = try_run_with_parse_error(&too_many);
     assert!(e.contains("count"), "{e}");
-    let join_alone = base.replace("op = \"threads\"\ncount = 1\nafter = \"spin\"\n\n[[step.thread]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n", "op = \"phase_end\"\n");
+    let threads_block = threads(1, "spin") + &thread(&touch("heap", "write", ""));
+    assert!(base.contains(&threads_block));
+    let join_alone = base.replace(&threads_block, "[[step]]\nop = \"phase_end\"\n");
     let e = try_run_with_parse_error(&join_alone);
     assert!(e.contains("join without"), "{e}");
     let _ = try_run_with;
