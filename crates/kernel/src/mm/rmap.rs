@@ -602,7 +602,18 @@ impl<A: Arch> Kernel<A> {
     /// the folio becomes a migration entry, which `remap_page()` turns back
     /// into a mapping after the split (`remove_migration_ptes()`,
     /// mm/migrate.rs).
+    ///
+    /// The model keeps the mapcounts through the cycle, so the one effect
+    /// of the kernel's rmap removal that outlives it is taken here:
+    /// `try_to_migrate_one()` removes the rmap page by page, so once the
+    /// first page is unmapped while another still is, a PTE-mapped anon
+    /// folio is partially mapped (`__folio_remove_rmap()` →
+    /// `deferred_split_folio()`).
     pub fn try_to_migrate(&mut self, folio: Pfn) {
+        let l = self.mem.large(folio);
+        if l.entire_mapcount == 0 && l.nr_pages_mapped >= 2 && self.mem.folio_test_anon(folio) {
+            self.deferred_split_folio(folio, true);
+        }
         for hit in self.rmap_walk(folio) {
             self.try_to_migrate_one(folio, hit);
         }

@@ -445,15 +445,6 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.folio_split += 1;
         // unmap_folio(): a PMD mapping is frozen at PMD level (one flush
         // per PMD in split_huge_pmd), PTEs become migration entries.
-        // try_to_migrate_one() removes the rmap page by page: once the
-        // first page is unmapped while another still is, a PTE-mapped anon
-        // folio is partially mapped (__folio_remove_rmap()).
-        if self.mem.large(folio).entire_mapcount == 0
-            && self.mem.folio_test_anon(folio)
-            && self.mem.large(folio).nr_pages_mapped >= 2
-        {
-            self.deferred_split_folio(folio, true);
-        }
         self.try_to_migrate(folio);
         // The frozen folio leaves its deferred split queue.
         self.folio_unqueue_deferred_split(folio);
