@@ -158,6 +158,8 @@ pub struct Kernel<A: Arch> {
     /// `anon_vma->parent` of every anon_vma (index = the id a VMA and its
     /// anon folios' `mapping` hold; 0 = none, so slot 0 is unused).
     pub(crate) anon_vma_parent: Vec<Option<mm::rmap::AnonVmaId>>,
+    /// Freed anon_vma ids, highest first (`anon_vma_alloc()` pops).
+    pub(crate) anon_vma_free: Vec<u32>,
     pub(crate) files: Vec<AddressSpace>,
     pub(crate) open_files: Vec<mm::filemap::File>,
     pub(crate) vmstat: VmStat,
@@ -232,6 +234,7 @@ impl<A: Arch> Kernel<A> {
             mms: Vec::new(),
             live_mms: Default::default(),
             anon_vma_parent: vec![None],
+            anon_vma_free: Vec::new(),
             files: Vec::new(),
             open_files: Vec::new(),
             vmstat: VmStat::default(),

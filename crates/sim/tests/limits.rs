@@ -160,3 +160,39 @@ fn warm_files_larger_than_the_machine_are_refused() {
     let cold = text.replace("fill = \"write\"", "fill = \"cold\"");
     assert!(try_run_with(&cold, &[]).is_ok());
 }
+
+#[test]
+fn anon_vmas_of_exited_children_are_freed_and_reused() {
+    // A folio's `mapping` names its anon_vma in 16 bits, so the model has
+    // 65,535 anon_vma ids; the kernel allocates them from a slab and
+    // `put_anon_vma()` frees one when its last VMA goes. 2,048 one-page
+    // VMAs (every other page flagged MADV_RANDOM, so no two neighbours
+    // merge) under one anon_vma; every fork gives each child VMA its own
+    // (`anon_vma_fork()`), and the child exits before the next fork: 40
+    // forks allocate 81,920 anon_vmas, at most 2,049 at once.
+    let mut sc = [
+        system(""),
+        mmap_anon("a", "8M"),
+        madvise("a", "nohugepage", ""),
+        touch("a", "write", ""),
+    ]
+    .concat();
+    for p in (0..2048).step_by(2) {
+        sc += &madvise("a", "random", &format!("offset = {}\nlen = 4096", p * 4096));
+    }
+    for _ in 0..39 {
+        sc += &(step("fork") + &step("wait"));
+    }
+    // The last child writes every page: each is still shared with the
+    // parent, so each write is a COW fault (`do_wp_page()`), 2,048 in
+    // all, and the run completes without running out of anon_vmas.
+    sc += &[
+        phase("child"),
+        step("fork"),
+        child(&touch("a", "write", "")),
+        step("wait"),
+    ]
+    .concat();
+    let r = run(&sc);
+    assert_eq!(c(&r, "child", "minor-faults"), 2048);
+}

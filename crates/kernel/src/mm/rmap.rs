@@ -295,18 +295,71 @@ impl AnonVmaId {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// `anon_vma_alloc()`: a new anon_vma below `parent` (0: a root);
-    /// returns its id. Ids are never reused (the kernel's reuse of an
-    /// emptied anon_vma in `anon_vma_clone()` is not modelled); the folio's
-    /// `mapping` field holds 16 bits, so running out of them is reported.
+    /// `anon_vma_alloc()`: a new anon_vma below `parent` (`None`: a root);
+    /// returns its id. The folio's `mapping` field holds 16 bits, so ids
+    /// are recycled: when they run out, [`Kernel::anon_vma_reclaim_ids`]
+    /// frees those no VMA and no folio refers to, as `put_anon_vma()` frees
+    /// an anon_vma whose last user went. Only more than 65,535 anon_vmas
+    /// in use at once is reported. (The kernel's reuse of an emptied
+    /// anon_vma in `anon_vma_clone()` is not modelled.)
     pub fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
-        let id = self.anon_vma_parent.len();
-        if id > u16::MAX as usize {
-            self.unsupported("more than 65535 anon_vmas".into());
-            return parent.unwrap_or(AnonVmaId::FIRST);
+        if self.anon_vma_free.is_empty() && self.anon_vma_parent.len() > u16::MAX as usize {
+            self.anon_vma_reclaim_ids();
         }
-        self.anon_vma_parent.push(parent);
+        let id = match self.anon_vma_free.pop() {
+            Some(id) => id as usize,
+            None if self.anon_vma_parent.len() <= u16::MAX as usize => {
+                self.anon_vma_parent.push(None);
+                self.anon_vma_parent.len() - 1
+            }
+            None => {
+                self.unsupported("more than 65535 anon_vmas in use at once".into());
+                return parent.unwrap_or(AnonVmaId::FIRST);
+            }
+        };
+        self.anon_vma_parent[id] = parent;
         AnonVmaId(NonZeroU32::new(id as u32).expect("anon_vma slot 0 is never used"))
+    }
+
+    /// Collect the ids of anon_vmas nobody refers to any more: not the
+    /// anon_vma of a live VMA nor an ancestor of one (a child anon_vma
+    /// holds its parent), and not named by the `mapping` of any page
+    /// (an unmapped anon folio may still point at its old anon_vma, as in
+    /// the kernel, where `folio_get_anon_vma()` copes with that). They go
+    /// on the free list, lowest id handed out first.
+    fn anon_vma_reclaim_ids(&mut self) {
+        use crate::include::linux::mm_types::{PG_ANON, PG_BUDDY, PG_TABLE};
+        let mut used = vec![false; self.anon_vma_parent.len()];
+        used[0] = true;
+        let mark = |used: &mut Vec<bool>, mut av: Option<AnonVmaId>| {
+            while let Some(a) = av {
+                let i = a.0.get() as usize;
+                if used[i] {
+                    break;
+                }
+                used[i] = true;
+                av = self.anon_vma_parent[i];
+            }
+        };
+        for mm in self.live_mms() {
+            for v in mm.vmas.values() {
+                mark(&mut used, v.anon_vma);
+            }
+        }
+        for pfn in 0..self.mem.nr_pages() as u32 {
+            let p = Pfn(pfn);
+            let f = self.mem.flags(p);
+            if f & PG_ANON != 0 && f & (PG_BUDDY | PG_TABLE) == 0 {
+                mark(
+                    &mut used,
+                    AnonVmaId::from_mapping(self.mem.folio_mapping(p)),
+                );
+            }
+        }
+        self.anon_vma_free = (0..used.len() as u32)
+            .rev()
+            .filter(|&i| !used[i as usize])
+            .collect();
     }
 
     /// Whether a VMA whose anon_vma is `av` is in the interval tree of
