@@ -18,7 +18,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{c, mthp, run_arch, system};
+use common::{assert_counters, c, mthp, run_arch, system};
 use foliosim_report::Report;
 
 /// Counters that must agree between the architectures.
@@ -252,8 +252,7 @@ fn contpte_blocks_for_64k_mthp_on_arm64_only() {
     let text =
         system(&mthp(64, "always")) + &anon("a", "2M", "") + &phase("w") + &touch("a", "write", "");
     let (x, a) = conform("64K", &text);
-    assert_eq!(c(&a, "w", "pgfault"), 32);
-    assert_eq!(c(&a, "w", "sim/contpte_set_blocks"), 32);
+    assert_counters(&a, "w", "pgfault=32 sim/contpte_set_blocks=32");
     assert_eq!(c(&x, "w", "sim/contpte_set_blocks"), 0);
 }
 
@@ -275,8 +274,7 @@ fn contpte_blocks_by_folio_size() {
     let text =
         system("") + &anon("h", "2M", "\"hugepage\"") + &phase("w") + &touch("h", "write", "");
     let (x, a) = conform("pmd", &text);
-    assert_eq!(c(&a, "w", "thp_fault_alloc"), 1);
-    assert_eq!(c(&a, "w", "sim/contpte_set_blocks"), 0);
+    assert_counters(&a, "w", "thp_fault_alloc=1 sim/contpte_set_blocks=0");
     assert_eq!(c(&x, "w", "sim/contpte_set_blocks"), 0);
 }
 

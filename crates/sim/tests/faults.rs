@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{c, folios, hist, hist_pages, mthp, run, system, try_run_with};
+use common::{assert_counters, c, folios, hist, hist_pages, mthp, run, system, try_run_with};
 use foliosim_sim::SimError;
 
 const MB2: i64 = 2 << 20;
@@ -81,8 +81,7 @@ fn anon_mthp_always(kb: u64) {
     assert_eq!(c(&r, "w", "major-faults"), 0);
     assert_mthp_stat(&r, "w", "anon_fault_alloc", &[(kb, n)]);
     assert_mthp_stat(&r, "w", "anon_fault_fallback", &[]);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
-    assert_eq!(c(&r, "w", "thp_fault_fallback"), 0);
+    assert_counters(&r, "w", "thp_fault_alloc=0 thp_fault_fallback=0");
     assert_eq!(
         folios(&r, "w", "heap"),
         hist(&[(&format!("{kb}kB"), n as u64)]),
@@ -153,8 +152,7 @@ fn anon_write_pmd_size_always_without_madvise() {
             + &phase("w")
             + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 2);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 2);
+    assert_counters(&r, "w", "pgfault=2 thp_fault_alloc=2");
     assert_mthp_stat(&r, "w", "anon_fault_alloc", &[(2048, 2)]);
     assert_eq!(folios(&r, "w", "heap"), hist(&[("2048kB", 2)]));
 }
@@ -238,8 +236,7 @@ fn pmd_inherit_under_top_always() {
         + &phase("w")
         + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 1);
+    assert_counters(&r, "w", "pgfault=1 thp_fault_alloc=1");
     assert_eq!(folios(&r, "w", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -255,8 +252,7 @@ fn madv_nohugepage_beats_always() {
         + &phase("w")
         + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 512);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=512 thp_fault_alloc=0");
     assert_mthp_stat(&r, "w", "anon_fault_alloc", &[]);
     assert_eq!(folios(&r, "w", "heap"), hist(&[("4kB", 512)]));
 }
@@ -300,8 +296,7 @@ fn pmd_thp_with_madv_hugepage() {
             + &touch("heap", "write", "");
         let r = run(&text);
         assert_eq!(c(&r, "w", "pgfault"), 2, "{extra}");
-        assert_eq!(c(&r, "w", "minor-faults"), 2);
-        assert_eq!(c(&r, "w", "thp_fault_alloc"), 2);
+        assert_counters(&r, "w", "minor-faults=2 thp_fault_alloc=2");
         assert_mthp_stat(&r, "w", "anon_fault_alloc", &[(2048, 2)]);
         assert_eq!(folios(&r, "w", "heap"), hist(&[("2048kB", 2)]));
     }
@@ -323,9 +318,7 @@ fn pmd_fallback_to_mthp_when_vma_too_small() {
         + &phase("w")
         + &touch("v", "write", "len = \"1M\"");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 16);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
-    assert_eq!(c(&r, "w", "thp_fault_fallback"), 0);
+    assert_counters(&r, "w", "pgfault=16 thp_fault_alloc=0 thp_fault_fallback=0");
     assert_mthp_stat(&r, "w", "anon_fault_alloc", &[(64, 16)]);
     assert_mthp_stat(&r, "w", "anon_fault_fallback", &[]);
     assert_eq!(folios(&r, "w", "v"), hist(&[("64kB", 16)]));
@@ -343,9 +336,11 @@ fn pmd_thp_needs_the_whole_aligned_block() {
         + &phase("w")
         + &touch("heap", "write", "len = \"2044K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 511);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
-    assert_eq!(c(&r, "w", "thp_fault_fallback"), 0);
+    assert_counters(
+        &r,
+        "w",
+        "pgfault=511 thp_fault_alloc=0 thp_fault_fallback=0",
+    );
     assert_mthp_stat(&r, "w", "anon_fault_fallback", &[]);
     assert_eq!(folios(&r, "w", "heap"), hist(&[("4kB", 511)]));
 }
@@ -368,21 +363,23 @@ fn huge_zero_page_then_thp_on_write() {
         + &phase("read_b")
         + &touch("b", "read", "");
     let r = run(&text);
-    assert_eq!(c(&r, "read", "pgfault"), 1);
-    assert_eq!(c(&r, "read", "thp_zero_page_alloc"), 1);
-    assert_eq!(c(&r, "read", "thp_fault_alloc"), 0);
+    assert_counters(
+        &r,
+        "read",
+        "pgfault=1 thp_zero_page_alloc=1 thp_fault_alloc=0",
+    );
     assert_mthp_stat(&r, "read", "anon_fault_alloc", &[]);
     assert_eq!(folios(&r, "read", "a"), hist(&[("huge_zero", 1)]));
 
-    assert_eq!(c(&r, "write", "pgfault"), 1);
-    assert_eq!(c(&r, "write", "thp_fault_alloc"), 1);
-    assert_eq!(c(&r, "write", "thp_zero_page_alloc"), 0);
-    assert_eq!(c(&r, "write", "thp_split_pmd"), 0);
+    assert_counters(
+        &r,
+        "write",
+        "pgfault=1 thp_fault_alloc=1 thp_zero_page_alloc=0 thp_split_pmd=0",
+    );
     assert_mthp_stat(&r, "write", "anon_fault_alloc", &[(2048, 1)]);
     assert_eq!(folios(&r, "write", "a"), hist(&[("2048kB", 1)]));
 
-    assert_eq!(c(&r, "read_b", "pgfault"), 1);
-    assert_eq!(c(&r, "read_b", "thp_zero_page_alloc"), 0);
+    assert_counters(&r, "read_b", "pgfault=1 thp_zero_page_alloc=0");
     assert_eq!(folios(&r, "read_b", "b"), hist(&[("huge_zero", 1)]));
 }
 
@@ -396,9 +393,11 @@ fn huge_zero_page_disabled_read_allocates_thp() {
         + &phase("read")
         + &touch("a", "read", "");
     let r = run(&text);
-    assert_eq!(c(&r, "read", "pgfault"), 1);
-    assert_eq!(c(&r, "read", "thp_zero_page_alloc"), 0);
-    assert_eq!(c(&r, "read", "thp_fault_alloc"), 1);
+    assert_counters(
+        &r,
+        "read",
+        "pgfault=1 thp_zero_page_alloc=0 thp_fault_alloc=1",
+    );
     assert_eq!(folios(&r, "read", "a"), hist(&[("2048kB", 1)]));
 }
 
@@ -416,8 +415,7 @@ fn zero_page_read_then_write_defeats_mthp() {
         + &phase("write")
         + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "read", "pgfault"), 512);
-    assert_eq!(c(&r, "read", "sim/folio_alloc"), 0);
+    assert_counters(&r, "read", "pgfault=512 sim/folio_alloc=0");
     assert_eq!(folios(&r, "read", "heap"), hist(&[("zero", 512)]));
     assert_eq!(c(&r, "write", "pgfault"), 512);
     assert_mthp_stat(&r, "write", "anon_fault_alloc", &[]);
@@ -677,8 +675,7 @@ fn file_64k_folios_fault_around() {
         );
         let r = run(&text);
         assert_eq!(c(&r, "r", "pgfault"), faults, "fault_around_bytes={fab}");
-        assert_eq!(c(&r, "r", "major-faults"), 0);
-        assert_eq!(c(&r, "r", "thp_file_mapped"), 0);
+        assert_counters(&r, "r", "major-faults=0 thp_file_mapped=0");
         assert_eq!(folios(&r, "r", "m"), hist(&[("64kB", 64)]), "{fab}");
     }
 }
@@ -773,11 +770,9 @@ fn file_2m_folios_mapped_from_offset_4k() {
         touch("m", "read", "")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "first", "pgfault"), 1);
-    assert_eq!(c(&r, "first", "thp_file_mapped"), 0);
+    assert_counters(&r, "first", "pgfault=1 thp_file_mapped=0");
     assert_eq!(folios(&r, "first", "m"), hist(&[("2048kB", 1)]));
-    assert_eq!(c(&r, "all", "pgfault"), 32);
-    assert_eq!(c(&r, "all", "thp_file_mapped"), 1);
+    assert_counters(&r, "all", "pgfault=32 thp_file_mapped=1");
     assert_eq!(folios(&r, "all", "m"), hist(&[("2048kB", 2)]));
 }
 
@@ -807,8 +802,7 @@ fn munmap_tail_of_file_pmd_then_reread() {
     let r = run(&text);
     assert_eq!(c(&r, "cut", "thp_split_pmd"), 1);
     assert_eq!(folios(&r, "cut", "m"), hist(&[]));
-    assert_eq!(c(&r, "reread", "pgfault"), 33);
-    assert_eq!(c(&r, "reread", "thp_file_mapped"), 0);
+    assert_counters(&r, "reread", "pgfault=33 thp_file_mapped=0");
     assert_eq!(folios(&r, "reread", "m"), hist(&[("2048kB", 1)]));
 }
 
@@ -840,18 +834,15 @@ fn readahead_marker_is_not_mapped_by_fault_around() {
             + &touch("m", "read", "offset = \"96K\"\nlen = \"4K\"")),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "p0", "major-faults"), 1);
-    assert_eq!(c(&r, "p0", "sim/pages_read_io"), 32);
+    assert_counters(&r, "p0", "major-faults=1 sim/pages_read_io=32");
     assert_eq!(folios(&r, "p0", "m"), hist(&[("4kB", 16)]));
-    assert_eq!(c(&r, "p16", "pgfault"), 1);
-    assert_eq!(c(&r, "p16", "major-faults"), 0);
-    assert_eq!(c(&r, "p16", "sim/pages_read_io"), 0);
+    assert_counters(&r, "p16", "pgfault=1 major-faults=0 sim/pages_read_io=0");
     assert_eq!(folios(&r, "p16", "m"), hist(&[("4kB", 31)]));
-    assert_eq!(c(&r, "p24", "pgfault"), 1);
-    assert_eq!(c(&r, "p24", "minor-faults"), 1);
-    assert_eq!(c(&r, "p24", "major-faults"), 0);
-    assert_eq!(c(&r, "p24", "pgmajfault"), 0);
-    assert_eq!(c(&r, "p24", "sim/pages_read_io"), 32);
+    assert_counters(
+        &r,
+        "p24",
+        "pgfault=1 minor-faults=1 major-faults=0 pgmajfault=0 sim/pages_read_io=32",
+    );
     assert_eq!(folios(&r, "p24", "m"), hist(&[("4kB", 32)]));
 }
 
@@ -872,8 +863,7 @@ fn file_2m_folios_with_nohugepage_map_by_ptes() {
         &(phase("r") + &touch("m", "read", "")),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "r", "pgfault"), 2);
-    assert_eq!(c(&r, "r", "thp_file_mapped"), 0);
+    assert_counters(&r, "r", "pgfault=2 thp_file_mapped=0");
     assert_eq!(folios(&r, "r", "m"), hist(&[("2048kB", 2)]));
 }
 
@@ -957,16 +947,18 @@ fn cold_file_first_fault_is_major() {
         touch("m", "read", "")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "first", "pgfault"), 1);
-    assert_eq!(c(&r, "first", "major-faults"), 1);
-    assert_eq!(c(&r, "first", "minor-faults"), 0);
-    assert_eq!(c(&r, "first", "pgmajfault"), 1);
+    assert_counters(
+        &r,
+        "first",
+        "pgfault=1 major-faults=1 minor-faults=0 pgmajfault=1",
+    );
     assert_eq!(folios(&r, "first", "m"), hist(&[("4kB", 16)]));
 
-    assert_eq!(c(&r, "rest", "pgfault"), 255);
-    assert_eq!(c(&r, "rest", "minor-faults"), 255);
-    assert_eq!(c(&r, "rest", "major-faults"), 0);
-    assert_eq!(c(&r, "rest", "pgmajfault"), 0);
+    assert_counters(
+        &r,
+        "rest",
+        "pgfault=255 minor-faults=255 major-faults=0 pgmajfault=0",
+    );
     assert_eq!(
         folios(&r, "rest", "m"),
         hist(&[("4kB", 2048), ("16kB", 512)])
@@ -987,8 +979,7 @@ fn cold_file_sequential_one_major_fault() {
         touch("m", "read", "")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "r", "major-faults"), 1);
-    assert_eq!(c(&r, "r", "pgmajfault"), 1);
+    assert_counters(&r, "r", "major-faults=1 pgmajfault=1");
     let h = folios(&r, "r", "m");
     assert_eq!(hist_pages(&h), 1024, "{h:?}");
 }
@@ -1008,10 +999,11 @@ fn madv_random_cold_file_one_major_per_page() {
         touch("m", "read", "")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "r", "pgfault"), 64);
-    assert_eq!(c(&r, "r", "major-faults"), 64);
-    assert_eq!(c(&r, "r", "minor-faults"), 0);
-    assert_eq!(c(&r, "r", "pgmajfault"), 64);
+    assert_counters(
+        &r,
+        "r",
+        "pgfault=64 major-faults=64 minor-faults=0 pgmajfault=64",
+    );
     assert_eq!(folios(&r, "r", "m"), hist(&[("4kB", 64)]));
 }
 
@@ -1030,11 +1022,11 @@ fn madv_hugepage_cold_file_reads_pmd_folios() {
         touch("m", "read", "len = \"4K\"")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "r", "pgfault"), 1);
-    assert_eq!(c(&r, "r", "major-faults"), 1);
-    assert_eq!(c(&r, "r", "pgmajfault"), 1);
-    assert_eq!(c(&r, "r", "thp_file_mapped"), 1);
-    assert_eq!(c(&r, "r", "sim/pages_read_io"), 1024);
+    assert_counters(
+        &r,
+        "r",
+        "pgfault=1 major-faults=1 pgmajfault=1 thp_file_mapped=1 sim/pages_read_io=1024",
+    );
     assert_eq!(folios(&r, "r", "m"), hist(&[("2048kB", 1)]));
 }
 
@@ -1068,10 +1060,11 @@ fn fork_then_parent_writes_64k_mthp() {
         + &phase("reuse")
         + &touch("heap", "write", "offset = \"4K\"\nlen = \"60K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "cow", "pgfault"), 1);
-    assert_eq!(c(&r, "cow", "sim/folio_alloc"), 1);
-    assert_eq!(c(&r, "cow", "sim/page_copy"), 1);
-    assert_eq!(c(&r, "cow", "pgreuse"), 0);
+    assert_counters(
+        &r,
+        "cow",
+        "pgfault=1 sim/folio_alloc=1 sim/page_copy=1 pgreuse=0",
+    );
     assert_mthp_stat(&r, "cow", "anon_fault_alloc", &[]);
     assert_mthp_stat(&r, "cow", "split_deferred", &[]);
     assert_eq!(folios(&r, "cow", "heap"), hist(&[("4kB", 1), ("64kB", 1)]));
@@ -1079,9 +1072,7 @@ fn fork_then_parent_writes_64k_mthp() {
     assert_eq!(c(&r, "wait", "pgfault"), 0);
     assert_mthp_stat(&r, "wait", "split_deferred", &[(64, 1)]);
 
-    assert_eq!(c(&r, "reuse", "pgfault"), 15);
-    assert_eq!(c(&r, "reuse", "pgreuse"), 15);
-    assert_eq!(c(&r, "reuse", "sim/folio_alloc"), 0);
+    assert_counters(&r, "reuse", "pgfault=15 pgreuse=15 sim/folio_alloc=0");
     assert_eq!(
         folios(&r, "reuse", "heap"),
         hist(&[("4kB", 1), ("64kB", 1)])
@@ -1102,9 +1093,7 @@ fn fork_wait_then_write_reuses_64k_mthp() {
         + &phase("w")
         + &touch("heap", "write", "len = \"64K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 16);
-    assert_eq!(c(&r, "w", "pgreuse"), 16);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=16 pgreuse=16 sim/folio_alloc=0");
     assert_mthp_stat(&r, "w", "split_deferred", &[]);
     assert_eq!(folios(&r, "w", "heap"), hist(&[("64kB", 1)]));
 }
@@ -1128,8 +1117,7 @@ fn fork_copies_only_vmas_with_anon_vma() {
            [[step.child]]\nop = \"touch\"\nregion = \"z\"\naccess = \"read\"\n\
            [[step.child]]\nop = \"touch\"\nregion = \"w\"\naccess = \"read\"\n";
     let r = run(&text);
-    assert_eq!(c(&r, "child", "pgfault"), 16);
-    assert_eq!(c(&r, "child", "sim/folio_alloc"), 0);
+    assert_counters(&r, "child", "pgfault=16 sim/folio_alloc=0");
 }
 
 /// The huge-zero PMD path prepares the anon_vma before the read check
@@ -1150,9 +1138,7 @@ fn fork_shares_huge_zero_pmd() {
         + &touch("heap", "write", "");
     let r = run(&text);
     assert_eq!(c(&r, "child", "pgfault"), 0);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 1);
-    assert_eq!(c(&r, "w", "thp_zero_page_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=1 thp_fault_alloc=1 thp_zero_page_alloc=0");
     assert_eq!(folios(&r, "w", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -1178,9 +1164,7 @@ fn fork_does_not_copy_unwritten_file_mappings() {
     );
     let r = run(&text);
     assert_eq!(c(&r, "parent", "pgfault"), 32);
-    assert_eq!(c(&r, "child", "pgfault"), 32);
-    assert_eq!(c(&r, "child", "major-faults"), 0);
-    assert_eq!(c(&r, "child", "sim/folio_alloc"), 0);
+    assert_counters(&r, "child", "pgfault=32 major-faults=0 sim/folio_alloc=0");
 }
 
 /// Two PMD THPs shared after fork; the child writes one page in each: each
@@ -1196,10 +1180,11 @@ fn fork_child_writes_two_pmd_thps() {
         + "[[step]]\nop = \"fork\"\n\
            [[step.child]]\nop = \"touch\"\nregion = \"h\"\naccess = \"write\"\npattern = \"stride\"\nstride = \"2M\"\n";
     let r = run(&text);
-    assert_eq!(c(&r, "child", "pgfault"), 2);
-    assert_eq!(c(&r, "child", "thp_split_pmd"), 2);
-    assert_eq!(c(&r, "child", "sim/folio_alloc"), 2);
-    assert_eq!(c(&r, "child", "thp_fault_alloc"), 0);
+    assert_counters(
+        &r,
+        "child",
+        "pgfault=2 thp_split_pmd=2 sim/folio_alloc=2 thp_fault_alloc=0",
+    );
     assert_eq!(folios(&r, "child", "h"), hist(&[("2048kB", 2)]));
 }
 
@@ -1223,10 +1208,11 @@ fn large_folio_mapped_once_is_copied_not_reused() {
         + &touch("a", "write", "len = \"4K\"");
     let r = run(&text);
     assert_mthp_stat(&r, "dn", "split_deferred", &[(64, 1)]);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "pgreuse"), 0);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
-    assert_eq!(c(&r, "w", "sim/folio_free"), 1);
+    assert_counters(
+        &r,
+        "w",
+        "pgfault=1 pgreuse=0 sim/folio_alloc=1 sim/folio_free=1",
+    );
     assert_eq!(folios(&r, "w", "a"), hist(&[("4kB", 1)]));
 }
 
@@ -1245,8 +1231,7 @@ fn fork_cow_of_anon_page_keeps_rss() {
         + &phase("cow")
         + &touch("a", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "cow", "pgfault"), 1);
-    assert_eq!(c(&r, "cow", "sim/folio_alloc"), 1);
+    assert_counters(&r, "cow", "pgfault=1 sim/folio_alloc=1");
     assert_eq!(folios(&r, "cow", "a"), hist(&[("4kB", 1)]));
 }
 
@@ -1262,8 +1247,7 @@ fn fork_child_writes_64k_mthp() {
         + "[[step]]\nop = \"fork\"\n\
            [[step.child]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\nlen = \"4K\"\n";
     let r = run(&text);
-    assert_eq!(c(&r, "child", "pgfault"), 1);
-    assert_eq!(c(&r, "child", "sim/folio_alloc"), 1);
+    assert_counters(&r, "child", "pgfault=1 sim/folio_alloc=1");
     assert_eq!(folios(&r, "child", "heap"), hist(&[("64kB", 1)]));
 }
 
@@ -1280,10 +1264,11 @@ fn fork_then_parent_writes_pmd_thp() {
         + &phase("cow")
         + &touch("heap", "write", "len = \"4K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "cow", "pgfault"), 1);
-    assert_eq!(c(&r, "cow", "thp_split_pmd"), 1);
-    assert_eq!(c(&r, "cow", "sim/folio_alloc"), 1);
-    assert_eq!(c(&r, "cow", "thp_fault_alloc"), 0);
+    assert_counters(
+        &r,
+        "cow",
+        "pgfault=1 thp_split_pmd=1 sim/folio_alloc=1 thp_fault_alloc=0",
+    );
     assert_eq!(
         folios(&r, "cow", "heap"),
         hist(&[("4kB", 1), ("2048kB", 1)])
@@ -1303,9 +1288,7 @@ fn pmd_thp_reused_after_child_exit() {
         + &phase("w")
         + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_split_pmd"), 0);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=1 thp_split_pmd=0 sim/folio_alloc=0");
     assert_eq!(folios(&r, "w", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -1333,10 +1316,11 @@ fn private_file_write_is_do_cow_fault() {
         &(phase("w") + &touch("m", "write", "len = \"4K\"")),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
-    assert_eq!(c(&r, "w", "sim/page_copy"), 1);
-    assert_eq!(c(&r, "w", "filemap:mm_filemap_map_pages"), 0);
+    assert_counters(
+        &r,
+        "w",
+        "pgfault=1 sim/folio_alloc=1 sim/page_copy=1 filemap:mm_filemap_map_pages=0",
+    );
     assert_eq!(folios(&r, "w", "m"), hist(&[("4kB", 1)]));
 }
 
@@ -1357,10 +1341,11 @@ fn private_file_read_then_write_copies() {
     let r = run(&text);
     assert_eq!(c(&r, "r", "pgfault"), 1);
     assert_eq!(folios(&r, "r", "m"), hist(&[("4kB", 16)]));
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "pgreuse"), 0);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
-    assert_eq!(c(&r, "w", "sim/page_copy"), 1);
+    assert_counters(
+        &r,
+        "w",
+        "pgfault=1 pgreuse=0 sim/folio_alloc=1 sim/page_copy=1",
+    );
     assert_eq!(folios(&r, "w", "m"), hist(&[("4kB", 16)]));
 }
 
@@ -1382,14 +1367,10 @@ fn private_file_write_on_pmd_mapped_thp() {
             + &touch("m", "read", "offset = \"4K\"\nlen = \"2044K\"")),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "r", "pgfault"), 1);
-    assert_eq!(c(&r, "r", "thp_file_mapped"), 1);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_split_pmd"), 1);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
+    assert_counters(&r, "r", "pgfault=1 thp_file_mapped=1");
+    assert_counters(&r, "w", "pgfault=1 thp_split_pmd=1 sim/folio_alloc=1");
     assert_eq!(folios(&r, "w", "m"), hist(&[("4kB", 1)]));
-    assert_eq!(c(&r, "r2", "pgfault"), 1);
-    assert_eq!(c(&r, "r2", "thp_file_mapped"), 0);
+    assert_counters(&r, "r2", "pgfault=1 thp_file_mapped=0");
     let h = folios(&r, "r2", "m");
     assert_eq!(h, hist(&[("4kB", 1), ("2048kB", 1)]));
 }
@@ -1410,9 +1391,7 @@ fn shared_file_read_then_write_faults_per_page() {
     );
     let r = run(&text);
     assert_eq!(c(&r, "r", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "pgfault"), 16);
-    assert_eq!(c(&r, "w", "pgreuse"), 16);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=16 pgreuse=16 sim/folio_alloc=0");
     assert_eq!(folios(&r, "w", "m"), hist(&[("64kB", 1)]));
 }
 
@@ -1427,9 +1406,7 @@ fn shared_file_write_fault_maps_whole_folio() {
         &(phase("w") + &touch("m", "write", "len = \"1M\"")),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 16);
-    assert_eq!(c(&r, "w", "pgreuse"), 0);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=16 pgreuse=0 sim/folio_alloc=0");
     assert_eq!(folios(&r, "w", "m"), hist(&[("64kB", 16)]));
 }
 
@@ -1449,9 +1426,7 @@ fn shared_file_write_on_pmd_mapped_thp() {
     );
     let r = run(&text);
     assert_eq!(c(&r, "r", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_split_pmd"), 1);
-    assert_eq!(c(&r, "w", "thp_file_mapped"), 1);
+    assert_counters(&r, "w", "pgfault=1 thp_split_pmd=1 thp_file_mapped=1");
     assert_eq!(folios(&r, "w", "m"), hist(&[("2048kB", 1)]));
 }
 
@@ -1480,9 +1455,7 @@ fn shmem_read_faults() {
         + "[[step]]\nop = \"fork\"\n\
            [[step.child]]\nop = \"touch\"\nregion = \"s\"\naccess = \"read\"\n";
     let r = run(&text);
-    assert_eq!(c(&r, "r", "pgfault"), 256);
-    assert_eq!(c(&r, "r", "sim/folio_alloc"), 256);
-    assert_eq!(c(&r, "r", "major-faults"), 0);
+    assert_counters(&r, "r", "pgfault=256 sim/folio_alloc=256 major-faults=0");
     assert_eq!(folios(&r, "r", "s"), hist(&[("4kB", 256)]));
     assert_eq!(c(&r, "w", "pgfault"), 0);
     let child = c(&r, "child", "pgfault");
@@ -1599,8 +1572,7 @@ fn dontneed_one_page_of_pmd_thp() {
     let r = run(&text);
     assert_eq!(c(&r, "dn", "thp_split_pmd"), 1);
     assert_mthp_stat(&r, "dn", "split_deferred", &[(2048, 1)]);
-    assert_eq!(c(&r, "dn", "thp_deferred_split_page"), 1);
-    assert_eq!(c(&r, "dn", "sim/folio_free"), 0);
+    assert_counters(&r, "dn", "thp_deferred_split_page=1 sim/folio_free=0");
     // Pages 0-255 and 257-511 still map the one folio.
     assert_eq!(folios(&r, "dn", "heap"), hist(&[("2048kB", 1)]));
 }
@@ -1620,8 +1592,7 @@ fn munmap_one_page_of_pmd_thp() {
     let r = run(&text);
     assert_eq!(c(&r, "cut", "thp_split_pmd"), 1);
     assert_mthp_stat(&r, "cut", "split_deferred", &[(2048, 1)]);
-    assert_eq!(c(&r, "cut", "thp_deferred_split_page"), 1);
-    assert_eq!(c(&r, "cut", "sim/folio_free"), 0);
+    assert_counters(&r, "cut", "thp_deferred_split_page=1 sim/folio_free=0");
     assert_eq!(folios(&r, "cut", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -1645,9 +1616,7 @@ fn munmap_part_of_huge_zero_pmd() {
     assert_eq!(c(&r, "cut", "thp_split_pmd"), 1);
     assert_mthp_stat(&r, "cut", "split_deferred", &[]);
     assert_eq!(folios(&r, "cut", "heap"), hist(&[("zero", 511)]));
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
+    assert_counters(&r, "w", "pgfault=1 thp_fault_alloc=0 sim/folio_alloc=1");
     assert_eq!(folios(&r, "w", "heap"), hist(&[("zero", 510), ("4kB", 1)]));
 }
 
@@ -1669,13 +1638,11 @@ fn dontneed_whole_pmd_range_reclaims_table() {
         + &phase("again")
         + &touch("heap", "write", "");
     let r = run(&text);
-    assert_eq!(c(&r, "blocked", "pgfault"), 1);
-    assert_eq!(c(&r, "blocked", "thp_fault_alloc"), 0);
+    assert_counters(&r, "blocked", "pgfault=1 thp_fault_alloc=0");
     assert_eq!(folios(&r, "blocked", "heap"), hist(&[("4kB", 2)]));
     assert_eq!(c(&r, "dontneed", "sim/pgtable_free"), 1);
     assert_eq!(folios(&r, "dontneed", "heap"), hist(&[]));
-    assert_eq!(c(&r, "again", "pgfault"), 1);
-    assert_eq!(c(&r, "again", "thp_fault_alloc"), 1);
+    assert_counters(&r, "again", "pgfault=1 thp_fault_alloc=1");
     assert_eq!(folios(&r, "again", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -1695,8 +1662,7 @@ fn dontneed_whole_pmd_thp_then_write_gets_thp_again() {
     assert_eq!(c(&r, "dontneed", "thp_split_pmd"), 0);
     assert_mthp_stat(&r, "dontneed", "split_deferred", &[]);
     assert_eq!(c(&r, "dontneed", "sim/folio_free"), 1);
-    assert_eq!(c(&r, "again", "pgfault"), 1);
-    assert_eq!(c(&r, "again", "thp_fault_alloc"), 1);
+    assert_counters(&r, "again", "pgfault=1 thp_fault_alloc=1");
     assert_eq!(folios(&r, "again", "heap"), hist(&[("2048kB", 1)]));
 }
 
@@ -1714,8 +1680,7 @@ fn partial_dontneed_keeps_table() {
         + &phase("w")
         + &touch("heap", "write", "len = \"4K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "thp_fault_alloc"), 0);
+    assert_counters(&r, "w", "pgfault=1 thp_fault_alloc=0");
     assert_eq!(folios(&r, "w", "heap"), hist(&[("4kB", 2)]));
 }
 
@@ -1759,8 +1724,7 @@ fn fork_merges_write_bit_of_large_folio_batch() {
         + &phase("w")
         + &touch("a", "write", "offset = \"4K\"\nlen = \"4K\"");
     let r = run(&text);
-    assert_eq!(c(&r, "w", "pgfault"), 1);
-    assert_eq!(c(&r, "w", "sim/folio_alloc"), 1);
+    assert_counters(&r, "w", "pgfault=1 sim/folio_alloc=1");
     assert_eq!(folios(&r, "w", "a"), hist(&[("64kB", 1), ("4kB", 1)]));
 }
 
@@ -1811,8 +1775,7 @@ fn fork_after_private_file_cow_with_file_pmd() {
                [[step.child]]\nop = \"touch\"\nregion = \"m\"\naccess = \"read\"\noffset = \"2M\"\nlen = \"4K\"\n"),
     );
     let r = run(&text);
-    assert_eq!(c(&r, "child", "pgfault"), 1);
-    assert_eq!(c(&r, "child", "thp_file_mapped"), 1);
+    assert_counters(&r, "child", "pgfault=1 thp_file_mapped=1");
 }
 
 /// Three mms map one 64K page-cache folio: a grandchild and a child take the

@@ -103,8 +103,11 @@ fn dirty_page_cache_makes_a_limit_write_fail() {
         .concat()
     };
     let r = run(&steps("false"));
-    assert_eq!(c(&r, "lower", "memcg/0/limit_write_ebusy"), 1);
-    assert_eq!(c(&r, "lower", "memcg/0/pgsteal_direct"), 0);
+    assert_counters(
+        &r,
+        "lower",
+        "memcg/0/limit_write_ebusy=1 memcg/0/pgsteal_direct=0",
+    );
     let r = run(&steps("true"));
     assert_eq!(c(&r, "lower", "memcg/0/limit_write_ebusy"), 0);
     // 1024 pages of 64 KiB folios (fgf_set_order(64K) = order 4) plus the

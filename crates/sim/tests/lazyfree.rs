@@ -42,19 +42,16 @@ fn free_4k_then_reclaim_discards() {
     ]
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
-    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
-    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 1);
-    assert_eq!(c(&r, "free", "pgfault"), 0);
+    assert_counters(&r, "free", "pglazyfree=1024 tlb:tlb_flush=1 pgfault=0");
     assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 1024)]));
-    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
-    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
-    assert_eq!(c(&r, "reclaim", "sim/swap_alloc"), 0);
-    assert_eq!(c(&r, "reclaim", "vmscan:mm_vmscan_reclaim_pages"), 2);
-    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 1024);
-    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), 1024);
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=1024 pswpout=0 sim/swap_alloc=0 vmscan:mm_vmscan_reclaim_pages=2 \
+         tlb:tlb_flush=1024 sim/rss_stat_update=1024",
+    );
     assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
-    assert_eq!(c(&r, "read", "pgfault"), 1024);
-    assert_eq!(c(&r, "read", "pgmajfault"), 0);
+    assert_counters(&r, "read", "pgfault=1024 pgmajfault=0");
 }
 
 /// Writing to half of the freed range again sets those PTEs dirty (the
@@ -78,13 +75,13 @@ fn free_then_redirty_keeps_the_written_half() {
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
     assert_eq!(c(&r, "redirty", "pgfault"), 0);
-    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 512);
-    assert_eq!(c(&r, "reclaim", "pgactivate"), 512);
-    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
-    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 1024);
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=512 pgactivate=512 pswpout=0 tlb:tlb_flush=1024",
+    );
     assert_eq!(folios(&r, "reclaim", "a"), hist(&[("4kB", 512)]));
-    assert_eq!(c(&r, "again", "pswpout"), 512);
-    assert_eq!(c(&r, "again", "pglazyfreed"), 0);
+    assert_counters(&r, "again", "pswpout=512 pglazyfreed=0");
     assert_eq!(folios(&r, "again", "a"), hist(&[]));
 }
 
@@ -103,18 +100,18 @@ fn free_64k_batched_unmap() {
     ]
     .concat();
     let r = run(&anon("4M", "always", "file", &steps));
-    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
-    assert_eq!(c(&r, "free", "hugepages-64kB/split"), 0);
-    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 1);
-    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
-    assert_eq!(c(&r, "reclaim", "hugepages-64kB/split"), 0);
-    assert_eq!(c(&r, "reclaim", "hugepages-64kB/swpout_fallback"), 0);
-    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 64);
-    assert_eq!(c(&r, "reclaim", "sim/invlpg"), 1024);
-    assert_eq!(c(&r, "reclaim", "sim/ttu_clear_calls"), 64);
-    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), 64);
-    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), 64);
-    assert_eq!(c(&r, "reclaim", "hugepages-64kB/split_deferred"), 0);
+    assert_counters(
+        &r,
+        "free",
+        "pglazyfree=1024 hugepages-64kB/split=0 tlb:tlb_flush=1",
+    );
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=1024 hugepages-64kB/split=0 hugepages-64kB/swpout_fallback=0 \
+         tlb:tlb_flush=64 sim/invlpg=1024 sim/ttu_clear_calls=64 sim/pvmw_iterations=64 \
+         sim/rss_stat_update=64 hugepages-64kB/split_deferred=0",
+    );
     assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
 }
 
@@ -135,12 +132,12 @@ fn free_64k_contpte_arm64() {
     ]
     .concat();
     let r = run_arch(&anon("4M", "always", "file", &steps), "arm64");
-    assert_eq!(c(&r, "free", "sim/contpte_unfold"), 0);
-    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
-    assert_eq!(c(&r, "reclaim", "sim/contpte_unfold"), 0);
-    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
-    assert_eq!(c(&r, "reclaim", "sim/tlbbatch_add_pending"), 64);
-    assert_eq!(c(&r, "reclaim", "sim/tlbbatch_flush"), 4);
+    assert_counters(&r, "free", "sim/contpte_unfold=0 pglazyfree=1024");
+    assert_counters(
+        &r,
+        "reclaim",
+        "sim/contpte_unfold=0 pglazyfreed=1024 sim/tlbbatch_add_pending=64 sim/tlbbatch_flush=4",
+    );
     assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
 }
 
@@ -156,8 +153,7 @@ fn free_part_of_a_64k_folio_splits_it() {
     ]
     .concat();
     let r = run(&anon("64K", "always", "file", &steps));
-    assert_eq!(c(&r, "free", "hugepages-64kB/split"), 1);
-    assert_eq!(c(&r, "free", "pglazyfree"), 14);
+    assert_counters(&r, "free", "hugepages-64kB/split=1 pglazyfree=14");
     assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 16)]));
 }
 
@@ -182,15 +178,14 @@ fn free_pmd_thp_discarded_whole() {
     let r = run(&text);
     assert_eq!(folios(&r, "free", "a"), hist(&[("2048kB", 2)]));
     // pmdp_invalidate() per PMD (2) + the gathered range at tlb_end_vma (1).
-    assert_eq!(c(&r, "free", "tlb:tlb_flush"), 3);
-    assert_eq!(c(&r, "free", "pglazyfree"), 1024);
-    assert_eq!(c(&r, "free", "thp_split_pmd"), 0);
-    assert_eq!(c(&r, "reclaim", "pglazyfreed"), 1024);
-    assert_eq!(c(&r, "reclaim", "thp_split_pmd"), 0);
-    assert_eq!(c(&r, "reclaim", "pswpout"), 0);
+    assert_counters(
+        &r,
+        "free",
+        "tlb:tlb_flush=3 pglazyfree=1024 thp_split_pmd=0",
+    );
+    assert_counters(&r, "reclaim", "pglazyfreed=1024 thp_split_pmd=0 pswpout=0");
     // pmdp_huge_clear_flush() per THP; the deposited tables are freed.
-    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 2);
-    assert_eq!(c(&r, "reclaim", "sim/pgtable_free"), 2);
+    assert_counters(&r, "reclaim", "tlb:tlb_flush=2 sim/pgtable_free=2");
     assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
 }
 
@@ -212,8 +207,7 @@ fn free_drops_swap_entries() {
     let r = run(&anon("4M", "never", "block", &steps));
     assert_eq!(pages(&r, "free", "a", "swapped"), 0);
     assert_eq!(c(&r, "free", "pglazyfree"), 0);
-    assert_eq!(c(&r, "read", "pgmajfault"), 0);
-    assert_eq!(c(&r, "read", "pswpin"), 0);
+    assert_counters(&r, "read", "pgmajfault=0 pswpin=0");
 }
 
 /// After fork every page is mapped twice. `madvise_free_pte_range()`
@@ -234,8 +228,7 @@ fn free_marks_clean_shared_folios_lazyfree() {
     .concat();
     let r = run(&anon("1M", "never", "file", &steps));
     assert_eq!(c(&r, "free", "pglazyfree"), 256);
-    assert_eq!(c(&r, "pageout", "pglazyfreed"), 0);
-    assert_eq!(c(&r, "pageout", "sim/lru_isolate"), 0);
+    assert_counters(&r, "pageout", "pglazyfreed=0 sim/lru_isolate=0");
 }
 
 /// MADV_COLD of freshly written anon memory: every PTE young, cleared
@@ -253,11 +246,12 @@ fn cold_anon_clears_young_bits() {
     ]
     .concat();
     let r = run(&anon("4M", "never", "file", &steps));
-    assert_eq!(c(&r, "cold", "tlb:tlb_flush"), 1);
-    assert_eq!(c(&r, "cold", "sim/pte_modify"), 1024);
-    assert_eq!(c(&r, "cold", "pgdeactivate"), 0);
-    assert_eq!(c(&r, "again", "tlb:tlb_flush"), 0);
-    assert_eq!(c(&r, "again", "sim/pte_modify"), 0);
+    assert_counters(
+        &r,
+        "cold",
+        "tlb:tlb_flush=1 sim/pte_modify=1024 pgdeactivate=0",
+    );
+    assert_counters(&r, "again", "tlb:tlb_flush=0 sim/pte_modify=0");
 }
 
 /// MADV_COLD of active file folios: a read(2) fill marks each folio
@@ -283,8 +277,7 @@ fn cold_file_deactivates_active_folios() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "cold", "pgdeactivate"), 1024);
-    assert_eq!(c(&r, "cold", "tlb:tlb_flush"), 1);
+    assert_counters(&r, "cold", "pgdeactivate=1024 tlb:tlb_flush=1");
 }
 
 /// MADV_FREE on a file mapping fails with EINVAL.

@@ -124,9 +124,11 @@ fn memory_reclaim_takes_two_passes_per_folio() {
     assert_eq!(c(&r, "reclaim", "pgscan_file"), 2 * p);
     assert_eq!(c(&r, "reclaim", "memcg/0/pgscan_proactive"), 2 * p);
     assert_eq!(c(&r, "reclaim", "memcg/0/pgsteal_proactive"), p);
-    assert_eq!(c(&r, "reclaim", "memcg/0/pgscan_direct"), 0);
-    assert_eq!(c(&r, "reclaim", "pgscan_proactive"), 0);
-    assert_eq!(c(&r, "reclaim", "pgsteal_proactive"), 0);
+    assert_counters(
+        &r,
+        "reclaim",
+        "memcg/0/pgscan_direct=0 pgscan_proactive=0 pgsteal_proactive=0",
+    );
     assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), 2 * f);
     assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 2 * p);
     assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 2 * p);
@@ -171,8 +173,11 @@ fn random_advice_skips_the_young_check() {
     assert_eq!(c(&r, "reclaim", "pgscan_file"), s.pages as i64);
     assert_eq!(c(&r, "reclaim", "pgsteal_file"), s.pages as i64);
     assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), s.folios as i64);
-    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 0);
-    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 0);
+    assert_counters(
+        &r,
+        "reclaim",
+        "sim/pvmw_referenced=0 sim/young_test_and_clear=0",
+    );
 }
 
 /// A PMD-mapped file THP (MADV_HUGEPAGE read-around of order 9,
@@ -185,15 +190,13 @@ fn pmd_mapped_file_folio() {
     let r = run(&file_reclaim("2M", "2M", "madvise = [\"hugepage\"]"));
     assert_eq!(folios(&r, "touch", "f"), hist(&[("2048kB", 1)]));
     assert_eq!(c(&r, "touch", "thp_file_mapped"), 1);
-    assert_eq!(c(&r, "reclaim", "pgsteal_file"), 512);
-    assert_eq!(c(&r, "reclaim", "pgscan_file"), 1024);
-    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 2);
-    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 2);
-    assert_eq!(c(&r, "reclaim", "sim/young_flush"), 1);
-    assert_eq!(c(&r, "reclaim", "thp_split_pmd"), 1);
-    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), 0);
-    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), 2);
-    assert_eq!(c(&r, "reclaim", "sim/tlb_flush_all"), 2);
+    assert_counters(
+        &r,
+        "reclaim",
+        "pgsteal_file=512 pgscan_file=1024 sim/pvmw_referenced=2 sim/young_test_and_clear=2 \
+         sim/young_flush=1 thp_split_pmd=1 sim/pvmw_iterations=0 tlb:tlb_flush=2 \
+         sim/tlb_flush_all=2",
+    );
 }
 
 /// The seed-002 switches on x86 (`folio_referenced_one()` and
@@ -366,16 +369,14 @@ offset = "1028K"
         sys = system("read_ahead_kb = 0")
     );
     let r = run(&text);
-    assert_eq!(c(&r, "first", "major-faults"), 257);
-    assert_eq!(c(&r, "first", "vmscan:mm_vmscan_memcg_reclaim_begin"), 1);
-    assert_eq!(c(&r, "first", "vmscan:mm_vmscan_lru_shrink_inactive"), 13);
-    assert_eq!(c(&r, "first", "pgscan_file"), 310);
-    assert_eq!(c(&r, "first", "pgsteal_file"), 58);
-    assert_eq!(c(&r, "first", "memcg/0/pgscan_direct"), 310);
-    assert_eq!(c(&r, "first", "memcg/0/pgsteal_direct"), 58);
-    assert_eq!(c(&r, "first", "pgscan_direct"), 0);
-    assert_eq!(c(&r, "first", "sim/folio_referenced"), 310);
-    assert_eq!(c(&r, "first", "sim/pvmw_iterations"), 58);
+    assert_counters(
+        &r,
+        "first",
+        "major-faults=257 vmscan:mm_vmscan_memcg_reclaim_begin=1 \
+         vmscan:mm_vmscan_lru_shrink_inactive=13 pgscan_file=310 pgsteal_file=58 \
+         memcg/0/pgscan_direct=310 memcg/0/pgsteal_direct=58 pgscan_direct=0 \
+         sim/folio_referenced=310 sim/pvmw_iterations=58",
+    );
     // The rest of the file streams through the limit: everything read
     // beyond it is reclaimed, each folio in two passes.
     let cached = c(&r, "rest", "memcg/0/inactive_file") + c(&r, "first", "memcg/0/inactive_file");
@@ -480,10 +481,10 @@ fn seed002_scenario_runs_small() {
     assert_eq!(c(&r, "measured", "pgscan_file"), 16384 + 12288);
     let r = run_with(&text, &small);
     if text.contains("fill = \"read\"") {
-        assert_eq!(c(&r, "measured", "pgsteal_file"), 0);
-        assert_eq!(
-            c(&r, "measured", "vmscan:mm_vmscan_memcg_reclaim_begin"),
-            17
+        assert_counters(
+            &r,
+            "measured",
+            "pgsteal_file=0 vmscan:mm_vmscan_memcg_reclaim_begin=17",
         );
     } else {
         assert_eq!(c(&r, "measured", "pgsteal_file"), 12288);

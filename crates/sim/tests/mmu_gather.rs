@@ -38,8 +38,7 @@ fn munmap_of_order0_pages_flushes_once_per_full_gather() {
     // scenarios/calibrate/munmap-4k.toml`).
     let r = run(&munmap_scenario("256M", ""));
     assert_eq!(65536 / GATHER_PAGES, 6);
-    assert_eq!(c(&r, "unmap", "tlb:tlb_flush"), 7);
-    assert_eq!(c(&r, "unmap", "sim/tlb_gather_flush"), 7);
+    assert_counters(&r, "unmap", "tlb:tlb_flush=7 sim/tlb_gather_flush=7");
 }
 
 #[test]

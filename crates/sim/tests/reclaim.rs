@@ -28,12 +28,12 @@ fn pageout(mthp64: &str, swap_kind: &str, extra: &str) -> String {
 #[test]
 fn pageout_4k_folios() {
     let r = run(&pageout("never", "block", ""));
-    assert_eq!(c(&r, "out", "pswpout"), 512);
-    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 512);
-    assert_eq!(c(&r, "out", "sim/invlpg"), 512);
-    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 1024);
-    assert_eq!(c(&r, "out", "sim/swap_pte_write"), 512);
-    assert_eq!(c(&r, "out", "vmscan:mm_vmscan_reclaim_pages"), 1);
+    assert_counters(
+        &r,
+        "out",
+        "pswpout=512 tlb:tlb_flush=512 sim/invlpg=512 sim/rss_stat_update=1024 \
+         sim/swap_pte_write=512 vmscan:mm_vmscan_reclaim_pages=1",
+    );
     // Async write-out on a block device: the folios stay in the swap cache,
     // unmapped (`shrink_folio_list()`, mm/vmscan.c), so nothing is mapped any
     // more.
@@ -49,11 +49,12 @@ fn pageout_4k_folios() {
 #[test]
 fn pageout_64k_on_a_swap_file_splits() {
     let r = run(&pageout("always", "file", ""));
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout_fallback"), 32);
-    assert_eq!(c(&r, "out", "hugepages-64kB/split"), 32);
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 0);
-    assert_eq!(c(&r, "out", "pswpout"), 512);
-    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 1024);
+    assert_counters(
+        &r,
+        "out",
+        "hugepages-64kB/swpout_fallback=32 hugepages-64kB/split=32 hugepages-64kB/swpout=0 \
+         pswpout=512 tlb:tlb_flush=1024",
+    );
 }
 
 /// 64 KiB folios on a block device, vanilla 6.18: one order-4 allocation
@@ -62,13 +63,12 @@ fn pageout_64k_on_a_swap_file_splits() {
 #[test]
 fn pageout_64k_on_a_block_device_vanilla() {
     let r = run(&pageout("always", "block", ""));
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 32);
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout_fallback"), 0);
-    assert_eq!(c(&r, "out", "pswpout"), 512);
-    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 512);
-    assert_eq!(c(&r, "out", "sim/pvmw_iterations"), 512);
-    assert_eq!(c(&r, "out", "sim/swap_count_lock"), 512);
-    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 1024);
+    assert_counters(
+        &r,
+        "out",
+        "hugepages-64kB/swpout=32 hugepages-64kB/swpout_fallback=0 pswpout=512 tlb:tlb_flush=512 \
+         sim/pvmw_iterations=512 sim/swap_count_lock=512 sim/rss_stat_update=1024",
+    );
     // Swap-cache folios are not queued for deferred split
     // (`try_to_unmap_one()`, mm/rmap.c).
     assert_eq!(c(&r, "out", "hugepages-64kB/split_deferred"), 0);
@@ -85,14 +85,13 @@ fn pageout_64k_with_seed000_batching() {
         "block",
         "series.batch_anon_unmap = true",
     ));
-    assert_eq!(c(&r, "out", "tlb:tlb_flush"), 32);
-    assert_eq!(c(&r, "out", "sim/invlpg"), 512);
-    assert_eq!(c(&r, "out", "sim/pvmw_iterations"), 32);
-    assert_eq!(c(&r, "out", "sim/swap_count_lock"), 32);
-    assert_eq!(c(&r, "out", "sim/rss_stat_update"), 64);
-    assert_eq!(c(&r, "out", "sim/rmap_remove"), 32);
-    assert_eq!(c(&r, "out", "sim/swap_pte_write"), 512);
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 32);
+    assert_counters(
+        &r,
+        "out",
+        "tlb:tlb_flush=32 sim/invlpg=512 sim/pvmw_iterations=32 sim/swap_count_lock=32 \
+         sim/rss_stat_update=64 sim/rmap_remove=32 sim/swap_pte_write=512 \
+         hugepages-64kB/swpout=32",
+    );
 }
 
 /// arm64, 64 KiB folios mapped contpte: vanilla unfolds every block on the
@@ -102,15 +101,16 @@ fn pageout_64k_with_seed000_batching() {
 #[test]
 fn pageout_64k_arm64_unfolds_only_without_batching() {
     let vanilla = run_arch(&pageout("always", "block", ""), "arm64");
-    assert_eq!(c(&vanilla, "out", "sim/contpte_unfold"), 32);
-    assert_eq!(c(&vanilla, "out", "sim/tlbi_page"), 512);
+    assert_counters(&vanilla, "out", "sim/contpte_unfold=32 sim/tlbi_page=512");
     let batched = run_arch(
         &pageout("always", "block", "series.batch_anon_unmap = true"),
         "arm64",
     );
-    assert_eq!(c(&batched, "out", "sim/contpte_unfold"), 0);
-    assert_eq!(c(&batched, "out", "sim/tlbi_page"), 0);
-    assert_eq!(c(&batched, "out", "sim/tlbi_range"), 32);
+    assert_counters(
+        &batched,
+        "out",
+        "sim/contpte_unfold=0 sim/tlbi_page=0 sim/tlbi_range=32",
+    );
 }
 
 /// zram is synchronous: the written folio is freed in the same pass
@@ -122,10 +122,11 @@ fn zram_swap_in_brings_back_whole_mthp() {
     let text = pageout("always", "zram", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 512);
-    assert_eq!(c(&r, "in", "major-faults"), 32);
-    assert_eq!(c(&r, "in", "pgmajfault"), 32);
-    assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 32);
-    assert_eq!(c(&r, "in", "pswpin"), 512);
+    assert_counters(
+        &r,
+        "in",
+        "major-faults=32 pgmajfault=32 hugepages-64kB/swpin=32 pswpin=512",
+    );
     assert_eq!(folios(&r, "in", "a"), hist(&[("64kB", 32)]));
 }
 
@@ -136,9 +137,7 @@ fn zram_swap_in_brings_back_whole_mthp() {
 fn block_swap_in_hits_the_swap_cache() {
     let text = pageout("never", "block", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
-    assert_eq!(c(&r, "in", "pgfault"), 512);
-    assert_eq!(c(&r, "in", "major-faults"), 0);
-    assert_eq!(c(&r, "in", "pswpin"), 0);
+    assert_counters(&r, "in", "pgfault=512 major-faults=0 pswpin=0");
 }
 
 /// After fork every anon page is mapped twice, so MADV_PAGEOUT skips it
@@ -156,8 +155,7 @@ fn fork_then_pageout_skips_shared_folios() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "out", "pswpout"), 0);
-    assert_eq!(c(&r, "out", "sim/lru_isolate"), 0);
+    assert_counters(&r, "out", "pswpout=0 sim/lru_isolate=0");
 }
 
 /// munmap of swapped-out memory drops every swap reference (the checker
@@ -214,12 +212,12 @@ fn swap_in_batch_needs_one_exclusive_marker() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 1);
-    assert_eq!(c(&r, "out", "pswpout"), 16);
-    assert_eq!(c(&r, "in", "pgmajfault"), 1);
-    assert_eq!(c(&r, "in", "pswpin"), 1);
-    assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 0);
-    assert_eq!(c(&r, "in", "pgfault"), 1);
+    assert_counters(&r, "out", "hugepages-64kB/swpout=1 pswpout=16");
+    assert_counters(
+        &r,
+        "in",
+        "pgmajfault=1 pswpin=1 hugepages-64kB/swpin=0 pgfault=1",
+    );
 }
 
 /// The copies a private file mapping's write faults made are anon folios
@@ -242,8 +240,6 @@ fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "out", "pswpout"), 16);
-    assert_eq!(c(&r, "out", "sim/rmap_walk"), 16);
-    assert_eq!(c(&r, "in", "pgmajfault"), 16);
-    assert_eq!(c(&r, "in", "pswpin"), 16);
+    assert_counters(&r, "out", "pswpout=16 sim/rmap_walk=16");
+    assert_counters(&r, "in", "pgmajfault=16 pswpin=16");
 }

@@ -33,11 +33,11 @@ fn shared_swapped(extra_system: &str, more_swap: &str) -> String {
 #[test]
 fn page_cluster_0_reads_one_page_per_fault() {
     let r = run(&shared_swapped("vm.page_cluster = 0", ""));
-    assert_eq!(c(&r, "in", "pgmajfault"), 512);
-    assert_eq!(c(&r, "in", "pgfault"), 512);
-    assert_eq!(c(&r, "in", "pswpin"), 512);
-    assert_eq!(c(&r, "in", "swap_ra"), 0);
-    assert_eq!(c(&r, "in", "swap_ra_hit"), 0);
+    assert_counters(
+        &r,
+        "in",
+        "pgmajfault=512 pgfault=512 pswpin=512 swap_ra=0 swap_ra_hit=0",
+    );
 }
 
 /// A rotational area anywhere (`nr_rotate_swap`) turns VMA readahead off:
@@ -55,17 +55,15 @@ fn page_cluster_0_reads_one_page_per_fault() {
 fn rotational_area_selects_cluster_readahead() {
     let rot = "[[system.swap]]\nkind = \"block\"\nsize = \"64M\"\nrotational = true\n";
     let r = run(&shared_swapped("vm.page_cluster = 1", rot));
-    assert_eq!(c(&r, "in", "pgmajfault"), 258);
-    assert_eq!(c(&r, "in", "pgfault"), 512);
-    assert_eq!(c(&r, "in", "swap_ra"), 254);
-    assert_eq!(c(&r, "in", "swap_ra_hit"), 254);
-    assert_eq!(c(&r, "in", "pswpin"), 512);
+    assert_counters(
+        &r,
+        "in",
+        "pgmajfault=258 pgfault=512 swap_ra=254 swap_ra_hit=254 pswpin=512",
+    );
     // The same without the rotational area: VMA readahead, windows of 2
     // from the fault: every even page major (256), every odd one a hit.
     let r = run(&shared_swapped("vm.page_cluster = 1", ""));
-    assert_eq!(c(&r, "in", "pgmajfault"), 256);
-    assert_eq!(c(&r, "in", "swap_ra"), 256);
-    assert_eq!(c(&r, "in", "swap_ra_hit"), 256);
+    assert_counters(&r, "in", "pgmajfault=256 swap_ra=256 swap_ra_hit=256");
 }
 
 /// A read downwards: VMA readahead follows the direction. Page 511 first:
@@ -96,10 +94,11 @@ fn vma_readahead_follows_a_downward_walk() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "in", "pgmajfault"), 65);
-    assert_eq!(c(&r, "in", "swap_ra"), 447);
-    assert_eq!(c(&r, "in", "swap_ra_hit"), 447);
-    assert_eq!(c(&r, "in", "pswpin"), 512);
+    assert_counters(
+        &r,
+        "in",
+        "pgmajfault=65 swap_ra=447 swap_ra_hit=447 pswpin=512",
+    );
 }
 
 /// A 64 KiB swap-cache folio whose first half lies outside the VMA (the
@@ -119,8 +118,6 @@ fn swapcache_folio_cut_by_the_vma_maps_page_by_page() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "in", "pgfault"), 71);
-    assert_eq!(c(&r, "in", "pgmajfault"), 0);
-    assert_eq!(c(&r, "in", "pswpin"), 0);
+    assert_counters(&r, "in", "pgfault=71 pgmajfault=0 pswpin=0");
     assert_eq!(folios(&r, "in", "a"), hist(&[("64kB", 64)]));
 }

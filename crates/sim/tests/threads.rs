@@ -6,8 +6,8 @@
 
 mod common;
 use common::{
-    anon_written, madvise, mmap_anon, munmap, phase, run, run_arch, step, swap, thread, threads,
-    touch, try_run_with,
+    anon_written, assert_counters, madvise, mmap_anon, munmap, phase, run, run_arch, step, swap,
+    thread, threads, touch, try_run_with,
 };
 use foliosim_report::Report;
 
@@ -53,16 +53,13 @@ fn dontneed_64k_with_a_spinning_thread_shoots_down_by_page() {
     // counters). Both CPUs were at generation 0 and the flush is
     // generation 1, so both do the partial flush.
     let r = run(&scenario("spin", &dontneed("64K")));
-    assert_eq!(c(&r, "op", "sim/flush_tlb_range"), 1);
-    assert_eq!(c(&r, "op", "sim/tlb_remote_flush"), 1);
-    assert_eq!(c(&r, "op", "sim/ipi"), 1);
-    assert_eq!(c(&r, "op", "sim/tlb_remote_flush_received"), 1);
-    assert_eq!(c(&r, "op", "sim/invlpg"), 32);
-    assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 0);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 3);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_ipi_send"), 1);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/local_mm_shootdown"), 1);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_shootdown"), 1);
+    assert_counters(
+        &r,
+        "op",
+        "sim/flush_tlb_range=1 sim/tlb_remote_flush=1 sim/ipi=1 sim/tlb_remote_flush_received=1 \
+         sim/invlpg=32 sim/tlb_flush_all=0 tlb:tlb_flush=3 tlb:tlb_flush/remote_ipi_send=1 \
+         tlb:tlb_flush/local_mm_shootdown=1 tlb:tlb_flush/remote_shootdown=1",
+    );
     // join: the spinning thread exits; nothing to flush.
     assert_eq!(c(&r, "join", "sim/tlb_switch_flush"), 0);
 }
@@ -72,11 +69,12 @@ fn dontneed_1m_with_a_spinning_thread_flushes_everything_on_both_cpus() {
     // 256 pages > 33: get_flush_tlb_info() turns it into TLB_FLUSH_ALL, so
     // each of the two CPUs does one full flush; the same three events.
     let r = run(&scenario("spin", &dontneed("1M")));
-    assert_eq!(c(&r, "op", "sim/ipi"), 1);
-    assert_eq!(c(&r, "op", "sim/invlpg"), 0);
-    assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 2);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 3);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_shootdown"), 1);
+    assert_counters(
+        &r,
+        "op",
+        "sim/ipi=1 sim/invlpg=0 sim/tlb_flush_all=2 tlb:tlb_flush=3 \
+         tlb:tlb_flush/remote_shootdown=1",
+    );
 }
 
 #[test]
@@ -89,13 +87,13 @@ fn dontneed_with_a_sleeping_thread_sends_no_ipi_and_flushes_at_the_wakeup() {
     // flushes (TLB_FLUSH_ON_TASK_SWITCH, between two tasks' perf contexts,
     // so not a workload event).
     let r = run(&scenario("sleep", &dontneed("64K")));
-    assert_eq!(c(&r, "op", "sim/ipi"), 0);
-    assert_eq!(c(&r, "op", "sim/invlpg"), 16);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 2);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_ipi_send"), 1);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/local_mm_shootdown"), 1);
-    assert_eq!(c(&r, "join", "sim/tlb_switch_flush"), 1);
-    assert_eq!(c(&r, "join", "tlb:tlb_flush"), 0);
+    assert_counters(
+        &r,
+        "op",
+        "sim/ipi=0 sim/invlpg=16 tlb:tlb_flush=2 tlb:tlb_flush/remote_ipi_send=1 \
+         tlb:tlb_flush/local_mm_shootdown=1",
+    );
+    assert_counters(&r, "join", "sim/tlb_switch_flush=1 tlb:tlb_flush=0");
 }
 
 #[test]
@@ -113,10 +111,11 @@ fn without_threads_the_flush_stays_local() {
     ]
     .concat();
     let r = run(&single);
-    assert_eq!(c(&r, "op", "sim/ipi"), 0);
-    assert_eq!(c(&r, "op", "sim/invlpg"), 16);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 1);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/local_mm_shootdown"), 1);
+    assert_counters(
+        &r,
+        "op",
+        "sim/ipi=0 sim/invlpg=16 tlb:tlb_flush=1 tlb:tlb_flush/local_mm_shootdown=1",
+    );
 }
 
 fn try_run_with_parse_error(text: &str) -> String {
@@ -134,16 +133,15 @@ fn munmap_frees_page_tables_so_even_the_lazy_cpu_gets_the_ipi() {
     // instead of flushing (flush_tlb_func(): is_lazy); its events fire
     // under the idle task. 512 pages: a full flush on CPU 0.
     let r = run(&scenario("sleep", &munmap("heap")));
-    assert_eq!(c(&r, "op", "sim/ipi"), 1);
-    assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 1);
-    assert_eq!(c(&r, "op", "sim/tlb_switch_flush"), 1);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 2);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush/remote_shootdown"), 0);
+    assert_counters(
+        &r,
+        "op",
+        "sim/ipi=1 sim/tlb_flush_all=1 sim/tlb_switch_flush=1 tlb:tlb_flush=2 \
+         tlb:tlb_flush/remote_shootdown=0",
+    );
     // With the thread spinning, CPU 1 flushes like CPU 0.
     let r = run(&scenario("spin", &munmap("heap")));
-    assert_eq!(c(&r, "op", "sim/ipi"), 1);
-    assert_eq!(c(&r, "op", "sim/tlb_flush_all"), 2);
-    assert_eq!(c(&r, "op", "tlb:tlb_flush"), 3);
+    assert_counters(&r, "op", "sim/ipi=1 sim/tlb_flush_all=2 tlb:tlb_flush=3");
 }
 
 /// 256 KiB of anon memory written by the thread, then paged out to zram
@@ -175,26 +173,34 @@ fn pageout_with_a_thread_defers_each_flush_to_the_batch() {
     // (TLB_LOCAL_SHOOTDOWN), an IPI and a full flush on CPU 1
     // (TLB_REMOTE_SHOOTDOWN).
     let r = run(&pageout("spin"));
-    assert_eq!(c(&r, "pageout", "sim/tlbbatch_add_pending"), 64);
-    assert_eq!(c(&r, "pageout", "sim/flush_tlb_range"), 0);
-    assert_eq!(c(&r, "pageout", "sim/tlbbatch_flush"), 64);
-    assert_eq!(c(&r, "pageout", "sim/ipi"), 64);
-    assert_eq!(c(&r, "pageout", "sim/tlb_flush_all"), 128);
+    assert_counters(
+        &r,
+        "pageout",
+        "sim/tlbbatch_add_pending=64 sim/flush_tlb_range=0 sim/tlbbatch_flush=64 sim/ipi=64 \
+         sim/tlb_flush_all=128",
+    );
     assert_eq!(c(&r, "pageout", "tlb:tlb_flush"), 3 * 64);
-    assert_eq!(c(&r, "pageout", "tlb:tlb_flush/local_shootdown"), 64);
-    assert_eq!(c(&r, "pageout", "tlb:tlb_flush/remote_shootdown"), 64);
+    assert_counters(
+        &r,
+        "pageout",
+        "tlb:tlb_flush/local_shootdown=64 tlb:tlb_flush/remote_shootdown=64",
+    );
     // The munmap's zap_pte_range() meets the mm's batched generations
     // (flush_tlb_batched_pending()): flush_tlb_mm() first, then the
     // munmap's own flush; both reach CPU 1.
-    assert_eq!(c(&r, "munmap", "sim/tlb_batched_pending"), 1);
-    assert_eq!(c(&r, "munmap", "sim/flush_tlb_range"), 2);
-    assert_eq!(c(&r, "munmap", "sim/ipi"), 2);
+    assert_counters(
+        &r,
+        "munmap",
+        "sim/tlb_batched_pending=1 sim/flush_tlb_range=2 sim/ipi=2",
+    );
     // A sleeping thread's CPU is still in the mask: the flushes are
     // deferred all the same, but the lazy CPU gets no IPI.
     let r = run(&pageout("sleep"));
-    assert_eq!(c(&r, "pageout", "sim/tlbbatch_flush"), 64);
-    assert_eq!(c(&r, "pageout", "sim/ipi"), 0);
-    assert_eq!(c(&r, "pageout", "sim/tlb_flush_all"), 64);
+    assert_counters(
+        &r,
+        "pageout",
+        "sim/tlbbatch_flush=64 sim/ipi=0 sim/tlb_flush_all=64",
+    );
 }
 
 #[test]
@@ -210,9 +216,11 @@ fn arm64_broadcasts_the_same_tlbis_whatever_the_threads_do() {
         assert_eq!(c(r, "op", "tlb:tlb_flush"), 0);
     }
     let r = run_arch(&pageout("spin"), "arm64");
-    assert_eq!(c(&r, "pageout", "sim/ipi"), 0);
-    assert_eq!(c(&r, "pageout", "sim/tlbbatch_flush"), 64);
-    assert_eq!(c(&r, "pageout", "sim/tlbi_page"), 64);
+    assert_counters(
+        &r,
+        "pageout",
+        "sim/ipi=0 sim/tlbbatch_flush=64 sim/tlbi_page=64",
+    );
 }
 
 #[test]
@@ -282,7 +290,9 @@ fn madv_free_completes_a_pending_reclaim_batch_first() {
     );
     assert!(text.contains("advice = \"free\""));
     let r = run(&text);
-    assert_eq!(c(&r, "munmap", "sim/tlb_batched_pending"), 1);
-    assert_eq!(c(&r, "munmap", "sim/flush_tlb_range"), 1);
-    assert_eq!(c(&r, "munmap", "sim/ipi"), 1);
+    assert_counters(
+        &r,
+        "munmap",
+        "sim/tlb_batched_pending=1 sim/flush_tlb_range=1 sim/ipi=1",
+    );
 }

@@ -59,15 +59,18 @@ fn anon_refaults_within_the_active_file_are_activated_then_restored() {
     .concat();
     let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 256);
-    assert_eq!(c(&r, "in", "major-faults"), 256);
-    assert_eq!(c(&r, "in", "workingset_refault_anon"), 256);
-    assert_eq!(c(&r, "in", "workingset_activate_anon"), 256);
-    assert_eq!(c(&r, "in", "workingset_restore_anon"), 0);
-    assert_eq!(c(&r, "in", "nr_active_anon"), 256);
-    assert_eq!(c(&r, "in2", "workingset_refault_anon"), 256);
-    assert_eq!(c(&r, "in2", "workingset_activate_anon"), 256);
-    assert_eq!(c(&r, "in2", "workingset_restore_anon"), 256);
-    assert_eq!(c(&r, "in2", "workingset_refault_file"), 0);
+    assert_counters(
+        &r,
+        "in",
+        "major-faults=256 workingset_refault_anon=256 workingset_activate_anon=256 \
+         workingset_restore_anon=0 nr_active_anon=256",
+    );
+    assert_counters(
+        &r,
+        "in2",
+        "workingset_refault_anon=256 workingset_activate_anon=256 workingset_restore_anon=256 \
+         workingset_refault_file=0",
+    );
 }
 
 /// Without the hot file the workingset of page i's refault is the a
@@ -84,9 +87,11 @@ fn anon_refaults_beyond_the_workingset_stay_inactive() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "in", "workingset_refault_anon"), 256);
-    assert_eq!(c(&r, "in", "workingset_activate_anon"), 0);
-    assert_eq!(c(&r, "in", "nr_inactive_anon"), 256);
+    assert_counters(
+        &r,
+        "in",
+        "workingset_refault_anon=256 workingset_activate_anon=0 nr_inactive_anon=256",
+    );
 }
 
 /// A 4 MiB file (1024 pages) read twice through a MADV_RANDOM mapping (no
@@ -112,9 +117,10 @@ fn streaming_file_refaults_are_counted_and_not_activated() {
     .concat();
     let r = run(&text);
     assert_eq!(c(&r, "read1", "workingset_refault_file"), 0);
-    assert_eq!(c(&r, "read2", "major-faults"), 1024);
-    assert_eq!(c(&r, "read2", "workingset_refault_file"), 1024);
-    assert_eq!(c(&r, "read2", "memcg/0/workingset_refault_file"), 1024);
-    assert_eq!(c(&r, "read2", "workingset_activate_file"), 0);
-    assert_eq!(c(&r, "read2", "pgactivate"), 0);
+    assert_counters(
+        &r,
+        "read2",
+        "major-faults=1024 workingset_refault_file=1024 memcg/0/workingset_refault_file=1024 \
+         workingset_activate_file=0 pgactivate=0",
+    );
 }

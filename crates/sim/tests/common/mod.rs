@@ -119,3 +119,25 @@ pub fn hist_pages(h: &BTreeMap<String, u64>) -> u64 {
 // a scenario is the `concat()` of an array of them.
 #[allow(unused_imports)] // not every test file builds scenarios
 pub use foliosim_testkit::*;
+
+/// Assert several counters of `phase` at once: `want` is a list of
+/// `counter=value` items separated by spaces, e.g.
+/// `assert_counters(&r, "in", "pgmajfault=1 pswpin=1")`. The first counter that
+/// differs fails the test, naming the phase and the counter.
+#[track_caller]
+pub fn assert_counters(r: &Report, phase: &str, want: &str) {
+    for item in want.split_whitespace() {
+        let (name, value) = item
+            .rsplit_once('=')
+            .unwrap_or_else(|| panic!("assert_counters: {item:?} is not counter=value"));
+        let value: i64 = value
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("assert_counters: {item:?} has no number"));
+        assert_eq!(
+            c(r, phase, name),
+            value,
+            "phase {phase:?}, counter {name:?}"
+        );
+    }
+}
