@@ -144,6 +144,10 @@ struct Gen {
     cow_written: bool,
     /// Live children of the top-level process.
     live_children: u32,
+    /// The long mode: no phase marks after the first (a report phase
+    /// snapshots every counter and every region's folios; tens of
+    /// thousands of them cost gigabytes and test nothing new).
+    long: bool,
 }
 
 const MAX_PAGES: u64 = 12 * 1024; // 48 MiB of mappings per scenario
@@ -498,7 +502,7 @@ impl Gen {
                         self.budget_pages -= std::mem::take(&mut self.child_pages);
                     }
                 }
-                _ if depth == 0 => {
+                _ if depth == 0 && !self.long => {
                     self.next_phase += 1;
                     let _ = write!(
                         self.out,
@@ -528,6 +532,7 @@ fn generate(seed: u64, arch: &str, opts: Options) -> String {
         private_file_written: false,
         cow_written: false,
         live_children: 0,
+        long: std::env::var("FOLIOSIM_PROP_STEPS").is_ok(),
     };
     let _ = writeln!(g.out, "name = \"prop-{seed}\"\nseed = {}", seed % 1000);
     g.system(arch);
