@@ -320,7 +320,9 @@ fn lines(rows: &[Row], labels: &[String], x: impl Fn(Row) -> f64, scale: f64) ->
     let mut groups: BTreeMap<&str, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for (r, label) in rows.iter().zip(labels) {
-        let Some(v) = r.value else { continue };
+        let Some(v) = r.value.map(|v| v as f64) else {
+            continue;
+        };
         if !order.contains(&label.as_str()) {
             order.push(label);
         }
@@ -623,16 +625,18 @@ mod tests {
     fn failed_points_are_noted() {
         let mut s = sweep();
         s.rows.push(crate::sweep::SweepRow {
-            point: 99,
-            grid: vec!["8K".into(), "0".into()],
-            scenario: "s".into(),
-            arch: "x86_64".into(),
-            engine: "sim".into(),
-            phase: String::new(),
-            kind: String::new(),
-            name: String::new(),
-            value: None,
-            error: "out of memory".into(),
+            row: foliosim_explore::Row {
+                point: 99,
+                grid: vec!["8K".into(), "0".into()],
+                scenario: "s".into(),
+                arch: "x86_64".into(),
+                engine: "sim".into(),
+                phase: String::new(),
+                kind: String::new(),
+                name: String::new(),
+                value: None,
+                error: "out of memory".into(),
+            },
             line: 42,
         });
         let p = LinePlot::new(&s, &spec("pgfault", "fault_around_bytes")).unwrap();

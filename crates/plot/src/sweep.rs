@@ -6,27 +6,21 @@
 
 use std::path::Path;
 
-use foliosim_explore::{Table, TableFormat};
+use foliosim_explore::{Row, Table, TableFormat};
 
-/// One row: one value of one grid point.
+/// One row (one value of one grid point: the sweep's own [`Row`]) with
+/// its line in the file (1-based), for messages.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepRow {
-    /// The grid point's number.
-    pub point: u64,
-    /// The value of each grid key, in the order of [`Sweep::keys`].
-    pub grid: Vec<String>,
-    pub scenario: String,
-    pub arch: String,
-    pub engine: String,
-    pub phase: String,
-    pub kind: String,
-    pub name: String,
-    /// None when the point failed (see `error`).
-    pub value: Option<f64>,
-    /// Why the point failed; empty when it ran.
-    pub error: String,
-    /// The row's line in the file (1-based), for messages.
+    pub row: Row,
     pub line: u64,
+}
+
+impl std::ops::Deref for SweepRow {
+    type Target = Row;
+    fn deref(&self) -> &Row {
+        &self.row
+    }
 }
 
 /// A whole sweep table.
@@ -67,19 +61,7 @@ impl Sweep {
                     "{file}:{line}: column `value`: empty, and the row has no error"
                 ));
             }
-            rows.push(SweepRow {
-                point: r.point,
-                grid: r.grid,
-                scenario: r.scenario,
-                arch: r.arch,
-                engine: r.engine,
-                phase: r.phase,
-                kind: r.kind,
-                name: r.name,
-                value: r.value.map(|v| v as f64),
-                error: r.error,
-                line,
-            });
+            rows.push(SweepRow { row: r, line });
         }
         Ok(Sweep {
             keys: table.grid_columns,
@@ -122,7 +104,7 @@ mod tests {
         let a = Sweep::parse("a.csv", CSV).unwrap();
         assert_eq!(a.keys, ["fault_around_bytes", "series.x"]);
         assert_eq!(a.rows.len(), 3);
-        assert_eq!(a.rows[1].value, Some(1.0));
+        assert_eq!(a.rows[1].value, Some(1));
         assert_eq!(a.rows[2].grid[0], "4096<<2");
         assert_eq!(a.rows[2].error, "boom, badly");
         assert_eq!(a.rows[2].line, 4);
