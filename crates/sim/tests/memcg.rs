@@ -65,38 +65,17 @@ const MEMCG_1M: &str = "[[step]]\nop = \"memcg\"\nlimit = \"1M\"\n";
 /// "touch"), then `reclaim` bytes reclaimed through memory.reclaim (phase
 /// "reclaim").
 fn file_reclaim(size: &str, reclaim: &str, extra: &str) -> String {
-    format!(
-        r#"{sys}
-[[file]]
-name = "data"
-size = "{size}"
-fill = "cold"
-[[step]]
-op = "memcg"
-[[step]]
-op = "phase"
-name = "touch"
-[[step]]
-op = "mmap"
-region = "f"
-kind = "file"
-file = "data"
-size = "{size}"
-prot = "r"
-{extra}
-[[step]]
-op = "touch"
-region = "f"
-access = "read"
-[[step]]
-op = "phase"
-name = "reclaim"
-[[step]]
-op = "memcg_reclaim"
-amount = "{reclaim}"
-"#,
-        sys = system("")
-    )
+    [
+        system(""),
+        file("data", size, "fill = \"cold\""),
+        step("memcg"),
+        phase("touch"),
+        mmap_file("f", "data", size, &format!("prot = \"r\"\n{extra}")),
+        touch("f", "read", ""),
+        phase("reclaim"),
+        step_with("memcg_reclaim", &format!("amount = \"{reclaim}\"")),
+    ]
+    .concat()
 }
 
 /// Clean file folios mapped once and reclaimed by memory.reclaim take two
@@ -333,41 +312,17 @@ fn seed002_switches_arm64() {
 /// scanned, 58 stolen, counted as direct reclaim in the cgroup only.
 #[test]
 fn limit_reclaim_of_file_pages() {
-    let text = format!(
-        r#"{sys}
-[[file]]
-name = "data"
-size = "2M"
-fill = "cold"
-[[step]]
-op = "memcg"
-limit = "1M"
-[[step]]
-op = "mmap"
-region = "f"
-kind = "file"
-file = "data"
-size = "2M"
-prot = "r"
-[[step]]
-op = "phase"
-name = "first"
-[[step]]
-op = "touch"
-region = "f"
-access = "read"
-len = "1028K"
-[[step]]
-op = "phase"
-name = "rest"
-[[step]]
-op = "touch"
-region = "f"
-access = "read"
-offset = "1028K"
-"#,
-        sys = system("read_ahead_kb = 0")
-    );
+    let text = [
+        system("read_ahead_kb = 0"),
+        file("data", "2M", "fill = \"cold\""),
+        step_with("memcg", "limit = \"1M\""),
+        mmap_file("f", "data", "2M", "prot = \"r\""),
+        phase("first"),
+        touch("f", "read", "len = \"1028K\""),
+        phase("rest"),
+        touch("f", "read", "offset = \"1028K\""),
+    ]
+    .concat();
     let r = run(&text);
     assert_counters(
         &r,
