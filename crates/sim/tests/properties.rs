@@ -151,12 +151,20 @@ struct Gen {
 }
 
 const MAX_PAGES: u64 = 12 * 1024; // 48 MiB of mappings per scenario
+/// The long mode's budget, on a 64 MiB machine: the invariant checker
+/// walks every allocated page after every operation, so a long case's
+/// cost per operation follows the memory in use; long cases are about
+/// long histories (fork after fork, reuse, recycling), the short ones
+/// cover sizes.
+const LONG_MAX_PAGES: u64 = 3 * 1024;
 
 impl Gen {
     fn system(&mut self, arch: &str) {
         // A 64 MiB machine now and then: files and mappings (up to 72 MiB)
         // no longer fit, and allocations reclaim directly (global pressure).
-        let memory = if self.extra.chance(30) { "64M" } else { "256M" };
+        // The long mode always: its checker walks stay small (see `long`).
+        let small = self.extra.chance(30);
+        let memory = if small || self.long { "64M" } else { "256M" };
         let r = &mut self.rng;
         let mut s = String::new();
         let _ = writeln!(s, "[system]\narch = \"{arch}\"\nmemory = \"{memory}\"");
@@ -243,7 +251,8 @@ impl Gen {
     }
 
     fn step_mmap(&mut self, regions: &mut Vec<Region>, indent: &str) {
-        let remaining = MAX_PAGES.saturating_sub(self.budget_pages);
+        let max = if self.long { LONG_MAX_PAGES } else { MAX_PAGES };
+        let remaining = max.saturating_sub(self.budget_pages);
         if remaining == 0 {
             return;
         }
