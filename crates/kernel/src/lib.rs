@@ -117,7 +117,7 @@ impl Default for Config {
 pub struct MmId(pub u32);
 
 /// A file handle: an inode with its page cache (`struct address_space`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FileId(pub u32);
 
 /// Errors that are not modelled outcomes: the model cannot do what was asked.
@@ -161,6 +161,8 @@ pub struct Kernel<A: Arch> {
     /// Freed anon_vma ids, highest first (`anon_vma_alloc()` pops).
     pub(crate) anon_vma_free: Vec<u32>,
     pub(crate) files: Vec<AddressSpace>,
+    /// Slots of `files` whose inode was evicted, for the next file.
+    pub(crate) free_files: Vec<FileId>,
     pub(crate) open_files: Vec<mm::filemap::File>,
     pub(crate) vmstat: VmStat,
     /// `zero_pfn`
@@ -236,6 +238,7 @@ impl<A: Arch> Kernel<A> {
             anon_vma_parent: vec![None],
             anon_vma_free: Vec::new(),
             files: Vec::new(),
+            free_files: Vec::new(),
             open_files: Vec::new(),
             vmstat: VmStat::default(),
             zero_pfn,

@@ -589,3 +589,39 @@ fn random_memcg_step(r: &mut Rng, regions: &[(&str, &str, &str, u64)]) -> String
         _ => "op = \"wait\"".to_string(),
     }
 }
+
+/// A shared anonymous mapping lives in an unlinked shmem file, and the
+/// munmap of its only VMA drops the last reference (`fput()` → `iput()` →
+/// `shmem_evict_inode()`): its pages leave the page cache and the cgroup at
+/// once. Three rounds of 12 MiB written and unmapped under a 16 MiB limit
+/// therefore never reach the limit: no reclaim, no swap-out, no failed
+/// charge (were the pages kept, round 2 would have to push round 1's 3,072
+/// dirty pages out to swap). Each round's write faults are one per page
+/// (`do_shared_fault()`; no fault-around on writes): 9,216.
+#[test]
+fn unmapped_shared_anon_memory_leaves_the_cgroup() {
+    let round = |s: &str| {
+        [
+            mmap(s, "shmem", "12M", "shared = true"),
+            touch(s, "write", ""),
+            munmap(s),
+        ]
+        .concat()
+    };
+    let text = [
+        system_mem("256M", ""),
+        swap("zram", "64M"),
+        phase("run"),
+        step_with("memcg", "limit = \"16M\""),
+        round("s1"),
+        round("s2"),
+        round("s3"),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_counters(
+        &r,
+        "run",
+        "pgfault=9216 pswpout=0 pgscan_direct=0 memcg/0/pgscan_direct=0 memcg/0/failcnt=0",
+    );
+}

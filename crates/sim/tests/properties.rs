@@ -156,7 +156,9 @@ const MAX_PAGES: u64 = 12 * 1024; // 48 MiB of mappings per scenario
 /// cost per operation follows the memory in use; long cases are about
 /// long histories (fork after fork, reuse, recycling), the short ones
 /// cover sizes.
-const LONG_MAX_PAGES: u64 = 3 * 1024;
+const LONG_MAX_PAGES: u64 = 1024;
+/// The long mode's largest file (a 2 MiB file still fits a PMD folio).
+const LONG_MAX_FILE: u64 = 2 << 20;
 
 impl Gen {
     fn system(&mut self, arch: &str) {
@@ -216,6 +218,12 @@ impl Gen {
                 3 => 8 << 20,
                 4 => 2 << 20,
                 _ => r.range(1, 2048) * PAGE,
+            };
+            // The long mode keeps its page cache small, as its mappings.
+            let size = if self.long {
+                size.min(LONG_MAX_FILE)
+            } else {
+                size
             };
             let fill = match r.below(7) {
                 0 => "fill = \"cold\"".to_string(),

@@ -30,7 +30,7 @@ use crate::include::linux::mm_types::{
 use crate::include::linux::pgtable::{
     div_round_up, Pfn, HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER, PAGE_SHIFT, PAGE_SIZE,
 };
-use crate::mm::memcontrol::ChargeGfp;
+use crate::mm::memcontrol::{ChargeGfp, MemcgId};
 use crate::mm::memory::{
     Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_NOPAGE, VM_FAULT_RETRY, VM_FAULT_SIGBUS,
 };
@@ -52,7 +52,7 @@ pub enum AddFolio {
 }
 
 /// An inode and its page cache (`struct address_space`).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct AddressSpace {
     pub id: FileId,
     pub name: String,
@@ -93,9 +93,24 @@ pub struct XaNodes {
     /// `present[l][k]`: the level-`l` node covering indices
     /// `[k << 6(l+1), (k + 1) << 6(l+1))` exists.
     present: Vec<Vec<bool>>,
+    /// The bytes of nodes charged to each cgroup (the root's are not
+    /// charged), given back when the nodes are freed.
+    charged: Vec<(MemcgId, u64)>,
 }
 
 impl XaNodes {
+    fn charge(&mut self, memcg: MemcgId, bytes: u64) {
+        match self.charged.iter_mut().find(|(m, _)| *m == memcg) {
+            Some((_, b)) => *b += bytes,
+            None => self.charged.push((memcg, bytes)),
+        }
+    }
+
+    /// Free every node: the bytes each cgroup was charged for them.
+    pub fn free_all(&mut self) -> Vec<(MemcgId, u64)> {
+        std::mem::take(self).charged
+    }
+
     fn set(&mut self, level: u32, key: u64) -> bool {
         let l = level as usize;
         if self.present.len() <= l {
@@ -161,15 +176,22 @@ impl AddressSpace {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// Create a regular file of `size` bytes with nothing cached.
+    /// Create a regular file of `size` bytes with nothing cached, in the
+    /// slot of an evicted one if there is one.
     pub fn create_file(&mut self, name: &str, size: u64) -> FileId {
-        let id = FileId(self.files.len() as u32);
-        assert!(
-            self.files.len() < 0x7fff,
-            "unsupported: more than 32766 files"
-        );
+        let id = match self.free_files.pop() {
+            Some(id) => id,
+            None => {
+                assert!(
+                    self.files.len() < 0x7fff,
+                    "unsupported: more than 32766 files"
+                );
+                self.files.push(AddressSpace::default());
+                FileId(self.files.len() as u32 - 1)
+            }
+        };
         let nr = div_round_up(size, PAGE_SIZE) as usize;
-        self.files.push(AddressSpace {
+        self.files[id.0 as usize] = AddressSpace {
             id,
             name: name.to_string(),
             i_size: size,
@@ -178,7 +200,7 @@ impl<A: Arch> Kernel<A> {
             max_order: MAX_PAGECACHE_ORDER,
             xa: XaNodes::default(),
             shadows: Vec::new(),
-        });
+        };
         id
     }
 
@@ -287,8 +309,10 @@ impl<A: Arch> Kernel<A> {
         // mapping's i_pages has XA_FLAGS_ACCOUNT, so they are slab objects
         // charged to `current`'s cgroup).
         let order = self.mem.order(folio);
-        let nodes = self.files[f.0 as usize].xa.store(index, order);
+        let xa = &mut self.files[f.0 as usize].xa;
+        let nodes = xa.store(index, order);
         if nodes > 0 {
+            xa.charge(memcg, nodes * XA_NODE_CHARGE);
             self.obj_cgroup_charge(memcg, nodes * XA_NODE_CHARGE);
         }
         self.mem.set_folio_index(folio, index);

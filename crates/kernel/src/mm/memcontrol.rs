@@ -318,8 +318,7 @@ impl<A: Arch> Kernel<A> {
     /// holds this cgroup's and enough (`consume_obj_stock()`), else whole
     /// pages through `try_charge_memcg()` (`obj_cgroup_charge_pages()`),
     /// the rest of the last page going to the stock (`refill_obj_stock()`;
-    /// a stock of another cgroup is flushed first). The objects are never
-    /// freed in the model (see mm/filemap.rs), so nothing is uncharged.
+    /// a stock of another cgroup is flushed first).
     /// A failed charge is the memcg OOM killer's case (unsupported).
     pub fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
         if memcg == ROOT_MEM_CGROUP {
@@ -337,19 +336,46 @@ impl<A: Arch> Kernel<A> {
         }
         self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
         let rest = nr_pages * PAGE_SIZE - size;
-        if cached != memcg {
-            // drain_obj_stock(): the old cgroup's bytes go back to its
-            // obj_cgroup (whole pages to its counter; the model drops the
-            // sub-page rest, which the kernel keeps in nr_charged_bytes).
-            if cached != ROOT_MEM_CGROUP {
-                let pages = bytes / PAGE_SIZE;
-                let m = &mut self.memcg.memcgs[cached.idx()];
-                m.usage -= pages;
-                m.obj_pages -= pages;
-            }
-            self.memcg.obj_stock = (memcg, 0);
-        }
+        self.obj_stock_switch(memcg);
         self.memcg.obj_stock.1 += rest;
+    }
+
+    /// `obj_cgroup_uncharge()` of `size` bytes of freed slab objects
+    /// (`refill_obj_stock()` with uncharging allowed): the bytes go to the
+    /// object stock (switched to `memcg` first), and whole pages beyond one
+    /// go back through the page stock (`obj_cgroup_uncharge_pages()`).
+    pub fn obj_cgroup_uncharge(&mut self, memcg: MemcgId, size: u64) {
+        if memcg == ROOT_MEM_CGROUP {
+            return;
+        }
+        self.obj_stock_switch(memcg);
+        let bytes = self.memcg.obj_stock.1 + size;
+        if bytes > PAGE_SIZE {
+            let nr_pages = bytes / PAGE_SIZE;
+            self.memcg.obj_stock.1 = bytes % PAGE_SIZE;
+            self.memcg.memcgs[memcg.idx()].obj_pages -= nr_pages;
+            self.refill_stock(memcg, nr_pages);
+        } else {
+            self.memcg.obj_stock.1 = bytes;
+        }
+    }
+
+    /// Make the object stock `memcg`'s: another cgroup's bytes go back
+    /// first (`drain_obj_stock()`: whole pages to its counter; the model
+    /// drops the sub-page rest, which the kernel keeps in
+    /// `nr_charged_bytes`).
+    fn obj_stock_switch(&mut self, memcg: MemcgId) {
+        let (cached, bytes) = self.memcg.obj_stock;
+        if cached == memcg {
+            return;
+        }
+        if cached != ROOT_MEM_CGROUP {
+            let pages = bytes / PAGE_SIZE;
+            let m = &mut self.memcg.memcgs[cached.idx()];
+            m.usage -= pages;
+            m.obj_pages -= pages;
+        }
+        self.memcg.obj_stock = (memcg, 0);
     }
 
     /// Run `f` with `current` in `memcg` (the cgroup of the task the kernel

@@ -495,13 +495,41 @@ impl<A: Arch> Kernel<A> {
         let end = start + len;
         // One mmu_gather for the unmap and the page-table freeing.
         self.tlb_gather_mmu(false);
-        for v in self.vmas_in_range_split(mm, start, end) {
-            self.unmap_vma_range(mm, &v, v.vm_start, v.vm_end, false);
+        let removed = self.vmas_in_range_split(mm, start, end);
+        for v in &removed {
+            self.unmap_vma_range(mm, v, v.vm_start, v.vm_end, false);
             self.mm_mut(mm).vmas.remove(&v.vm_start);
         }
         self.free_pgtables(mm, start, end);
         self.tlb_finish_mmu(mm);
+        self.fput_vma_files(&removed);
         Ok(())
+    }
+
+    /// `remove_vma()` → `fput()` of the files of `removed` VMAs: an
+    /// unlinked shmem file (a shared anonymous mapping's) that no VMA of
+    /// any mm maps any more is evicted (`shmem_evict_inode()`). Named files
+    /// stay cached.
+    fn fput_vma_files(&mut self, removed: &[Vma]) {
+        let mut gone: Vec<FileId> = removed
+            .iter()
+            .filter(|v| v.kind == VmaKind::Shmem)
+            .filter_map(|v| v.file)
+            .map(|of| self.open_files[of as usize].mapping)
+            .collect();
+        gone.sort_unstable();
+        gone.dedup();
+        gone.retain(|&f| {
+            !self.live_mms().any(|m| {
+                m.vmas.values().any(|v| {
+                    v.file
+                        .is_some_and(|of| self.open_files[of as usize].mapping == f)
+                })
+            })
+        });
+        for f in gone {
+            self.shmem_evict_inode(f);
+        }
     }
 
     /// `free_pgtables()` (PTE level only): free the PTE tables of 2 MiB
@@ -541,6 +569,7 @@ impl<A: Arch> Kernel<A> {
         self.free_upper_tables(mm);
         self.mms[mm.0 as usize] = None;
         self.live_mms.remove(&mm);
+        self.fput_vma_files(&vmas);
     }
 
     /// Free the PGD/PUD/PMD pages of an exiting mm (`exit_mmap()` →

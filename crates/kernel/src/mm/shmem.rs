@@ -17,9 +17,12 @@
 //! swaps it in (`shmem_swapin_folio()`): from the swap cache if the folio is
 //! still there (minor), else read from the device or the zeromap (major,
 //! pgmajfault, pswpin), back into the page cache, dirty, with the slot freed.
+//! When the last VMA of a mapping goes (munmap, exit), the unlinked file
+//! goes with it (`shmem_evict_inode()`): its folios, swap entries and
+//! xarray nodes are freed.
 //! Not modelled: shmem huge pages and their knobs, large shmem swap entries,
-//! swap readahead, tmpfs files, memfd, fallocate, truncation (the shmem
-//! object and its swap live until the run ends).
+//! swap readahead, tmpfs files, memfd, fallocate, truncation of a file
+//! still mapped.
 
 use std::collections::BTreeMap;
 
@@ -113,6 +116,36 @@ impl<A: Arch> Kernel<A> {
         self.shmem_swap.insert((file, index), entry);
         self.mem.set_folio_mapping(folio, 0);
         true
+    }
+
+    /// The last reference to the unlinked shmem file `f` went (`fput()` of
+    /// the last VMA's file → `iput()`): `shmem_evict_inode()`. Its
+    /// `shmem_truncate_range()` frees every cached folio (none is mapped
+    /// any more) and every swap entry (`shmem_free_swap()` →
+    /// `free_swap_and_cache_nr()`, which also frees a folio left only in
+    /// the swap cache); the xarray's nodes are freed and uncharged
+    /// (`obj_cgroup_uncharge()`). The file's slot is reused.
+    pub(crate) fn shmem_evict_inode(&mut self, f: FileId) {
+        let pages = std::mem::take(&mut self.files[f.0 as usize].pages);
+        for p in pages.into_iter().filter(|&p| p != NO_PAGE) {
+            let folio = self.mem.page_folio(Pfn(p));
+            self.mem.set_folio_mapping(folio, 0);
+            self.folio_free(folio);
+        }
+        let slots: Vec<_> = self
+            .shmem_swap
+            .range((f.0, 0)..(f.0 + 1, 0))
+            .map(|(&k, &e)| (k, e))
+            .collect();
+        for (k, entry) in slots {
+            self.shmem_swap.remove(&k);
+            self.swap_free_nr(entry, 1);
+        }
+        for (memcg, bytes) in self.files[f.0 as usize].xa.free_all() {
+            self.obj_cgroup_uncharge(memcg, bytes);
+        }
+        self.files[f.0 as usize].shadows = Vec::new();
+        self.free_files.push(f);
     }
 
     /// `shmem_swapin_folio()` for the order-0 entry at `index`: the folio
