@@ -17,6 +17,7 @@ mod expect;
 mod files;
 mod overrides;
 mod rng;
+mod scoped;
 mod size;
 mod steps;
 mod system;
@@ -27,6 +28,7 @@ use std::path::Path;
 pub use ast::*;
 pub use error::{ScenarioError, SET_FILE};
 pub use rng::{random_order, SplitMix64};
+pub use scoped::ScopedMap;
 pub use size::parse_size;
 
 use check::Fields;

@@ -155,11 +155,22 @@ pub(crate) const ADVICE: &[(&str, Madv)] = &[
 
 /// What one process has at a point of its steps: the regions it can use
 /// (name to size in bytes) and the memcg step that put it into its memory
-/// cgroup, if any (its own, or its parent's before the fork).
-#[derive(Clone, Default)]
-struct Scope {
-    regions: HashMap<String, u64>,
+/// cgroup, if any (its own, or its parent's before the fork). A fork
+/// child's regions refer to its parent's ([`crate::ScopedMap`]).
+#[derive(Default)]
+struct Scope<'p> {
+    regions: crate::ScopedMap<'p, u64>,
     memcg: Option<String>,
+}
+
+impl<'p> Scope<'p> {
+    /// The scope of a child forked by a process with scope `parent`.
+    fn child(parent: &'p Scope<'p>) -> Scope<'p> {
+        Scope {
+            regions: parent.regions.child(),
+            memcg: parent.memcg.clone(),
+        }
+    }
 }
 
 /// Validation state shared by all steps of the scenario.
@@ -292,7 +303,7 @@ impl StepChecker<'_> {
                 StepKind::Munmap { region, range }
             }
             Op::Fork => {
-                let mut child_scope = scope.clone();
+                let mut child_scope = Scope::child(scope);
                 let child =
                     self.list(f.get("child"), &f.field("child"), &mut child_scope, false)?;
                 StepKind::Fork { child }
@@ -591,17 +602,15 @@ impl StepChecker<'_> {
                 "region {region:?} is not mapped by an earlier step of this process \
                  (it is mmapped by {step})"
             ),
-            None if scope.regions.is_empty() => {
-                format!("unknown region {region:?}; no region is mapped at this point")
-            }
-            None => {
-                let mut known: Vec<&str> = scope.regions.keys().map(String::as_str).collect();
-                known.sort_unstable();
-                format!(
+            None => match scope.regions.names() {
+                known if known.is_empty() => {
+                    format!("unknown region {region:?}; no region is mapped at this point")
+                }
+                known => format!(
                     "unknown region {region:?}; mapped regions: {}",
                     known.join(", ")
-                )
-            }
+                ),
+            },
         };
         Err(f.err_at("region", msg))
     }

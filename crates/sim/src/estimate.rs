@@ -9,9 +9,7 @@
 //! "The kernel model"), so a scenario that cannot fit is refused with the
 //! part that costs most named, instead of failing an allocation midway.
 
-use std::collections::HashMap;
-
-use foliosim_scenario::{Backing, Pattern, Range, Scenario, Step, StepKind};
+use foliosim_scenario::{Backing, Pattern, Range, Scenario, ScopedMap, Step, StepKind};
 
 /// Bytes of model state per simulated page frame: `struct page` flags,
 /// index, mapping (10), the ordered LRU links (8) and the memcg id (2).
@@ -70,7 +68,7 @@ pub fn estimate_peak(sc: &Scenario) -> Estimate {
             f.size.div_ceil(PAGE).saturating_mul(2 * PER_CACHE_PAGE),
         ));
     }
-    steps(&sc.steps, &mut HashMap::new(), &mut parts);
+    steps(&sc.steps, &mut ScopedMap::default(), &mut parts);
     parts.retain(|(_, b)| *b > 0);
     parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     let total = parts.iter().fold(BASE, |t, (_, b)| t.saturating_add(*b));
@@ -82,7 +80,7 @@ fn range_len(r: &Range, size: u64) -> u64 {
     r.len.unwrap_or(size.saturating_sub(r.offset))
 }
 
-fn steps(list: &[Step], regions: &mut HashMap<String, u64>, parts: &mut Vec<(String, u64)>) {
+fn steps(list: &[Step], regions: &mut ScopedMap<'_, u64>, parts: &mut Vec<(String, u64)>) {
     for st in list {
         match &st.kind {
             StepKind::Mmap {
@@ -119,7 +117,7 @@ fn steps(list: &[Step], regions: &mut HashMap<String, u64>, parts: &mut Vec<(Str
                     (len / PAGE).saturating_mul(PER_RAW_ENTRY),
                 ));
             }
-            StepKind::Fork { child } => steps(child, &mut regions.clone(), parts),
+            StepKind::Fork { child } => steps(child, &mut regions.child(), parts),
             StepKind::Threads { threads, .. } => {
                 for t in threads {
                     steps(t, regions, parts);

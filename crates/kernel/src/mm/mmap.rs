@@ -517,16 +517,19 @@ impl<A: Arch> Kernel<A> {
             .filter_map(|v| v.file)
             .map(|of| self.open_files[of as usize].mapping)
             .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let still: std::collections::HashSet<FileId> = self
+            .live_mms()
+            .flat_map(|m| m.vmas.values())
+            .filter(|v| v.kind == VmaKind::Shmem)
+            .filter_map(|v| v.file)
+            .map(|of| self.open_files[of as usize].mapping)
+            .collect();
         gone.sort_unstable();
         gone.dedup();
-        gone.retain(|&f| {
-            !self.live_mms().any(|m| {
-                m.vmas.values().any(|v| {
-                    v.file
-                        .is_some_and(|of| self.open_files[of as usize].mapping == f)
-                })
-            })
-        });
+        gone.retain(|f| !still.contains(f));
         for f in gone {
             self.shmem_evict_inode(f);
         }
