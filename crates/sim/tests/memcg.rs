@@ -624,4 +624,13 @@ fn unmapped_shared_anon_memory_leaves_the_cgroup() {
         "run",
         "pgfault=9216 pswpout=0 pgscan_direct=0 memcg/0/pgscan_direct=0 memcg/0/failcnt=0",
     );
+    // cgroup v1 memory.stat: each of the 9,216 order-0 folios is one
+    // page-in at its charge (memcg1_commit_charge()) and one page-out at
+    // the eviction's uncharge (uncharge_folio()); the faults are the
+    // cgroup's task's. Linux 6.18.44 shows the same three numbers.
+    assert_counters(
+        &r,
+        "run",
+        "memcg/0/pgpgin=9216 memcg/0/pgpgout=9216 memcg/0/pgfault=9216 memcg/0/pgmajfault=0",
+    );
 }

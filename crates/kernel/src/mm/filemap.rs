@@ -579,7 +579,7 @@ impl<A: Arch> Kernel<A> {
                 folio
             }
             None => {
-                self.vmstat.count_vm_event(VmEvent::PgMajFault);
+                self.count_pgmajfault();
                 ret = VM_FAULT_MAJOR;
                 dropped = self.do_sync_mmap_readahead(vmf);
                 let folio = match self.filemap_get_or_create(f, index, 0, false) {

@@ -41,6 +41,7 @@ use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
+use crate::mm::vmstat::MemcgEvent;
 use crate::{Kernel, KernelError, MmId};
 
 /// A memory cgroup (`struct mem_cgroup`): its index in
@@ -257,8 +258,21 @@ impl<A: Arch> Kernel<A> {
                 return false;
             }
             self.memcg.folio_memcg[folio.idx()] = memcg;
+            // memcg1_commit_charge(): one page-in event per folio.
+            self.vmstat.count_memcg_events(memcg, MemcgEvent::PgPgIn, 1);
         }
         true
+    }
+
+    /// A major fault: `count_vm_event(PGMAJFAULT)` and
+    /// `count_memcg_event_mm(PGMAJFAULT)` for the faulting mm's cgroup
+    /// (`current` during a fault).
+    pub(crate) fn count_pgmajfault(&mut self) {
+        self.vmstat
+            .count_vm_event(crate::mm::vmstat::VmEvent::PgMajFault);
+        let memcg = self.memcg.current;
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::PgMajFault, 1);
     }
 
     /// `mem_cgroup_swapin_charge_folio()`: charge to the cgroup recorded for
@@ -281,6 +295,10 @@ impl<A: Arch> Kernel<A> {
             let nr = self.mem.folio_nr_pages(folio);
             self.memcg.memcgs[memcg.idx()].usage -= nr;
             self.memcg.folio_memcg[folio.idx()] = ROOT_MEM_CGROUP;
+            // uncharge_folio(): one page-out event per folio (at swap-out
+            // memcg1_swapout() counts the same one).
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::PgPgOut, 1);
         }
     }
 

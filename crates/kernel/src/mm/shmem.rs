@@ -161,7 +161,7 @@ impl<A: Arch> Kernel<A> {
             folio
         } else {
             ret |= VM_FAULT_MAJOR;
-            self.vmstat.count_vm_event(VmEvent::PgMajFault);
+            self.count_pgmajfault();
             let Some(folio) = self.folio_alloc(0) else {
                 return (VM_FAULT_OOM, None);
             };

@@ -86,7 +86,8 @@ counter_enum!(
 );
 
 counter_enum!(
-    /// Per-cgroup events of memory.stat (cgroup v2 names), counted by
+    /// Per-cgroup events of memory.stat (cgroup v2 names, and the v1-only
+    /// page-in/page-out events), counted by
     /// `count_memcg_events()`; `pgscan` and `pgsteal` are their sums. The
     /// `workingset_*` lruvec statistics (`mod_lruvec_state()`) are in both
     /// the v1 and the v2 memory.stat.
@@ -114,6 +115,15 @@ counter_enum!(
         WorkingsetActivateFile => "workingset_activate_file",
         WorkingsetRestoreAnon => "workingset_restore_anon",
         WorkingsetRestoreFile => "workingset_restore_file",
+        // cgroup v1 memory.stat events (memcg1_charge_statistics(),
+        // memcg1_uncharge_batch(), mm_account_fault() and the major-fault
+        // sites): one per folio charged and per folio uncharged (of
+        // user memory: page tables and slab do not count), and the
+        // faults of the cgroup's tasks.
+        PgPgIn => "pgpgin",
+        PgPgOut => "pgpgout",
+        PgFault => "pgfault",
+        PgMajFault => "pgmajfault",
     }
 );
 

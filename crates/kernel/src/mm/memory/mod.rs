@@ -28,7 +28,7 @@ use crate::mm::mmap::{
 use crate::mm::pgtable_generic::PmdSlot;
 use crate::mm::pgtable_generic::TableId;
 use crate::mm::rmap::AnonVmaId;
-use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::mm::vmstat::{MemcgEvent, MthpStat, VmEvent};
 use crate::{Kernel, MmId};
 
 pub const VM_FAULT_OOM: u32 = 0x0001;
@@ -159,6 +159,11 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             self.vmstat.count_vm_event(VmEvent::PgFault);
+            // mm_account_fault(): count_memcg_event_mm() of the faulting
+            // mm's cgroup (`current` here).
+            let memcg = self.memcg.current;
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::PgFault, 1);
             let major = ret & VM_FAULT_MAJOR != 0 || flags & FAULT_FLAG_TRIED != 0;
             break FaultOutcome { ret, major };
         };

@@ -25,7 +25,6 @@ use crate::include::linux::pgtable::{
 use crate::mm::memory::{Vmf, VM_FAULT_MAJOR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
 use crate::mm::mmap::{MM_ANONPAGES, MM_SWAPENTS, VM_WRITE};
 use crate::mm::swapfile::SwpEntry;
-use crate::mm::vmstat::VmEvent;
 use crate::Kernel;
 
 impl<A: Arch> Kernel<A> {
@@ -47,7 +46,7 @@ impl<A: Arch> Kernel<A> {
             (folio, page, nr, addr)
         } else {
             ret |= VM_FAULT_MAJOR;
-            self.vmstat.count_vm_event(VmEvent::PgMajFault);
+            self.count_pgmajfault();
             let Some((folio, nr)) = self.swapin_new_folio(vmf, entry) else {
                 return VM_FAULT_OOM;
             };
