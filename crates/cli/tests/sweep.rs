@@ -373,9 +373,12 @@ fn diff_of_a_sweep_by_key_per_arch() {
 #[test]
 fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     use std::os::unix::process::ExitStatusExt as _;
-    // 40 points of 32 MiB written and paged out (MADV_PAGEOUT writes
+    // 400 points of 32 MiB written and paged out (MADV_PAGEOUT writes
     // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
-    // the table written after every point.
+    // the table written after every point. The SIGINT follows the first
+    // table; so many points keep the sweep from ending first even when
+    // this test's thread waits its turn for a CPU a while.
+    const N: usize = 400;
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     foliosim_testkit::write(d, "anon.toml", &pageout("32M"));
@@ -383,7 +386,7 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
         "sweep",
         "anon.toml",
         "--grid",
-        "seed=[1..40]",
+        "seed=[1..400]",
         "-o",
         "t.jsonl",
         "--jobs",
@@ -417,7 +420,7 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     let part = foliosim_explore::Table::read(&t, foliosim_explore::TableFormat::Jsonl).unwrap();
     let kept: std::collections::BTreeSet<u64> = part.rows.iter().map(|r| r.point).collect();
     assert!(
-        !kept.is_empty() && kept.len() < 40,
+        !kept.is_empty() && kept.len() < N,
         "{} points kept",
         kept.len()
     );
@@ -435,7 +438,7 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
         err.contains(&format!(
             "{} points already in t.jsonl, {} to run",
             kept.len(),
-            40 - kept.len()
+            N - kept.len()
         )),
         "{err}"
     );
@@ -443,5 +446,5 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     let seeds: std::collections::BTreeSet<&str> =
         all.rows.iter().map(|r| r.grid[0].as_str()).collect();
     let ids: std::collections::BTreeSet<u64> = all.rows.iter().map(|r| r.point).collect();
-    assert_eq!((seeds.len(), ids.len()), (40, 40));
+    assert_eq!((seeds.len(), ids.len()), (N, N));
 }
