@@ -375,8 +375,9 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     use std::os::unix::process::ExitStatusExt as _;
     // 400 points of 32 MiB written and paged out (MADV_PAGEOUT writes
     // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
-    // the table written after every point. The SIGINT follows the first
-    // table; so many points keep the sweep from ending first even when
+    // the table written after every point. The SIGTERM follows the first
+    // table (SIGTERM: a shell's background job ignores SIGINT, and so
+    // would the sweep it starts); so many points keep the sweep from ending first even when
     // this test's thread waits its turn for a CPU a while.
     const N: usize = 400;
     let tmp = tempfile::tempdir().unwrap();
@@ -405,15 +406,15 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
     assert_eq!(
         status.signal(),
-        Some(2),
-        "the sweep ended before SIGINT: {status:?}"
+        Some(15),
+        "the sweep ended before SIGTERM: {status:?}"
     );
     // What is there is a whole table of whole points, and nothing else.
     assert_eq!(files(d), ["anon.toml", "t.jsonl"]);
