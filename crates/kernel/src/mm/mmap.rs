@@ -511,21 +511,20 @@ impl<A: Arch> Kernel<A> {
     /// any mm maps any more is evicted (`shmem_evict_inode()`). Named files
     /// stay cached.
     fn fput_vma_files(&mut self, removed: &[Vma]) {
-        let mut gone: Vec<FileId> = removed
-            .iter()
-            .filter(|v| v.kind == VmaKind::Shmem)
-            .filter_map(|v| v.file)
-            .map(|of| self.open_files[of as usize].mapping)
-            .collect();
+        // The unlinked shmem file behind a VMA (`vma->vm_file->f_mapping`).
+        let shmem_file = |v: &Vma| {
+            v.file
+                .filter(|_| v.kind == VmaKind::Shmem)
+                .map(|of| self.open_files[of as usize].mapping)
+        };
+        let mut gone: Vec<FileId> = removed.iter().filter_map(shmem_file).collect();
         if gone.is_empty() {
             return;
         }
         let still: std::collections::HashSet<FileId> = self
             .live_mms()
             .flat_map(|m| m.vmas.values())
-            .filter(|v| v.kind == VmaKind::Shmem)
-            .filter_map(|v| v.file)
-            .map(|of| self.open_files[of as usize].mapping)
+            .filter_map(shmem_file)
             .collect();
         gone.sort_unstable();
         gone.dedup();
