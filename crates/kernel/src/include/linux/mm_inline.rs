@@ -161,33 +161,35 @@ impl LruLinks {
 
     /// The folios of `list` from head to tail, checking the back links
     /// (for the invariant checker).
-    pub fn walk(&self, list: &ListHead) -> Result<Vec<Pfn>, String> {
-        let mut out = Vec::with_capacity(list.len as usize);
-        let (mut cur, mut prev) = (list.head, NIL);
+    pub fn walk(
+        &self,
+        list: &ListHead,
+        mut visit: impl FnMut(Pfn) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let (mut cur, mut prev, mut n) = (list.head, NIL, 0u64);
         while cur != NIL {
-            if out.len() > list.len as usize {
+            if n >= list.len as u64 {
                 return Err(format!("LRU list longer than its length {}", list.len));
             }
-            let [p, n] = *self
+            let [p, next] = *self
                 .links
                 .get(cur as usize)
                 .ok_or_else(|| format!("LRU list holds pfn {cur} beyond memory"))?;
             if p != prev {
                 return Err(format!("LRU list: pfn {cur} has prev {p}, expected {prev}"));
             }
-            out.push(Pfn(cur));
+            visit(Pfn(cur))?;
+            n += 1;
             prev = cur;
-            cur = n;
+            cur = next;
         }
-        if prev != list.tail || out.len() != list.len as usize {
+        if prev != list.tail || n != list.len as u64 {
             return Err(format!(
-                "LRU list: tail {} / length {} but the links give {prev} / {}",
-                list.tail,
-                list.len,
-                out.len()
+                "LRU list: tail {} / length {} but the links give {prev} / {n}",
+                list.tail, list.len
             ));
         }
-        Ok(out)
+        Ok(())
     }
 }
 
