@@ -375,10 +375,10 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     use std::os::unix::process::ExitStatusExt as _;
     // 400 points of 32 MiB written and paged out (MADV_PAGEOUT writes
     // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
-    // the table written after every point. The SIGTERM follows the first
-    // table (SIGTERM: a shell's background job ignores SIGINT, and so
-    // would the sweep it starts); so many points keep the sweep from ending first even when
-    // this test's thread waits its turn for a CPU a while.
+    // the table written after every point. SIGTERM follows the first
+    // table (not SIGINT, which a shell's background job, and so the sweep
+    // it starts, ignores); 400 points keep the sweep from ending first
+    // even when this test waits a while for a CPU.
     const N: usize = 400;
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

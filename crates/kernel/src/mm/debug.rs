@@ -28,7 +28,6 @@ use crate::include::linux::pgtable::{
 };
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::mmap::{MM_ANONPAGES, NR_MM_COUNTERS};
-use crate::mm::pgtable_generic::Table;
 use crate::{Kernel, MmId};
 
 /// What the page-table walk found. Dense arrays indexed by PFN (and by swap
@@ -181,15 +180,15 @@ impl<A: Arch> Kernel<A> {
         let m = self.mm(mm);
         // The VMAs in step with the walk, not a tree lookup per entry.
         let mut vmas = VmaCursor::new(mm, &m.vmas);
-        for (g, pgd_e) in nonzero_entries(self.pt.table(m.pgd)) {
+        for (g, pgd_e) in filled(self.pt.table(m.pgd), 0) {
             let Some(pud) = self.entry_table(pgd_e) else {
                 continue;
             };
-            for (u, pud_e) in nonzero_entries(self.pt.table(pud)) {
+            for (u, pud_e) in filled(self.pt.table(pud), 0) {
                 let Some(pmd) = self.entry_table(pud_e) else {
                     continue;
                 };
-                for (d, e) in nonzero_entries(self.pt.table(pmd)) {
+                for (d, e) in filled(self.pt.table(pmd), 0) {
                     let addr = ((g as u64) << PGDIR_SHIFT)
                         | ((u as u64) << PUD_SHIFT)
                         | ((d as u64) << PMD_SHIFT);
@@ -201,7 +200,7 @@ impl<A: Arch> Kernel<A> {
                         let tid = self
                             .entry_table(e)
                             .ok_or_else(|| format!("mm {}: bad pmd {e:#x} at {addr:#x}", mm.0))?;
-                        for (i, pte) in nonzero_entries(self.pt.table(tid)) {
+                        for (i, pte) in filled(self.pt.table(tid), 0) {
                             let at = addr + ((i as u64) << PAGE_SHIFT);
                             let v = vmas.at(at)?;
                             self.account_pte(mm, at, v, pte, seen, &mut rss)?;
@@ -455,15 +454,7 @@ impl<A: Arch> Kernel<A> {
     fn check_page_cache(&self) -> Result<(), String> {
         use crate::mm::filemap::NO_PAGE;
         for a in &self.files {
-            // Runs of 16 empty slots are skipped with one test.
-            let cached = a
-                .pages
-                .chunks(16)
-                .enumerate()
-                .filter(|(_, c)| c.iter().fold(NO_PAGE, |acc, &p| acc & p) != NO_PAGE)
-                .flat_map(|(ci, c)| c.iter().enumerate().map(move |(j, &p)| (ci * 16 + j, p)))
-                .filter(|&(_, p)| p != NO_PAGE);
-            for (idx, p) in cached {
+            for (idx, p) in filled(&a.pages, NO_PAGE) {
                 let folio = self.mem.page_folio(Pfn(p));
                 let fidx = self.mem.folio_index(folio) as u64;
                 let off = (p - folio.0) as u64;
@@ -653,17 +644,17 @@ impl OnList {
     }
 }
 
-/// The nonzero entries of a page table with their indices. Most tables
-/// of the property tests' machines are nearly empty: runs of eight zero
-/// entries are skipped with one test.
-fn nonzero_entries(t: &Table) -> impl Iterator<Item = (usize, u64)> + '_ {
-    t.chunks_exact(8)
+/// The entries of `s` other than `empty`, with their indices. Page
+/// tables and page-cache arrays of the property tests' machines are
+/// nearly empty: runs of eight empty entries are skipped with one test.
+fn filled<T: Copy + PartialEq>(s: &[T], empty: T) -> impl Iterator<Item = (usize, T)> + '_ {
+    s.chunks(8)
         .enumerate()
-        .filter(|(_, c)| c.iter().fold(0, |a, &e| a | e) != 0)
-        .flat_map(|(ci, c)| {
+        .filter(move |(_, c)| c.iter().any(|&e| e != empty))
+        .flat_map(move |(ci, c)| {
             c.iter()
                 .enumerate()
-                .filter(|&(_, &e)| e != 0)
+                .filter(move |&(_, &e)| e != empty)
                 .map(move |(j, &e)| (ci * 8 + j, e))
         })
 }
@@ -671,9 +662,10 @@ fn nonzero_entries(t: &Table) -> impl Iterator<Item = (usize, u64)> + '_ {
 type VmaRange<'a> = std::collections::btree_map::Range<'a, u64, crate::mm::mmap::Vma>;
 
 /// The VMAs of one mm in address order, for [`Kernel::walk_mm`]: a tree
-/// lookup at each page table ([`Self::seek`]), then stepped forward with
-/// the walk. (Mms of thousands of small VMAs made both a lookup per entry
-/// and one pass over all VMAs a large part of the checker's time.)
+/// lookup at each PMD entry ([`Self::seek`]), then stepped forward with
+/// the walk, so the steps stay within one 2 MiB table. (Mms of thousands
+/// of small VMAs made both a lookup per entry and one pass over all VMAs
+/// a large part of the checker's time.)
 struct VmaCursor<'a> {
     mm: MmId,
     vmas: &'a std::collections::BTreeMap<u64, crate::mm::mmap::Vma>,
@@ -683,26 +675,22 @@ struct VmaCursor<'a> {
 }
 
 impl<'a> VmaCursor<'a> {
+    /// A cursor that [`Self::seek`] places.
     fn new(mm: MmId, vmas: &'a std::collections::BTreeMap<u64, crate::mm::mmap::Vma>) -> Self {
-        let mut c = VmaCursor {
+        VmaCursor {
             mm,
             vmas,
             cur: None,
             rest: vmas.range(..),
-        };
-        c.cur = c.rest.next().map(|(_, v)| v);
-        c
+        }
     }
 
     /// Start at the first VMA that ends above `addr` (unless the current
     /// one contains it).
     fn seek(&mut self, addr: u64) {
-        if !self.cur.is_some_and(|v| v.contains(addr)) {
-            self.reseat(addr);
+        if self.cur.is_some_and(|v| v.contains(addr)) {
+            return;
         }
-    }
-
-    fn reseat(&mut self, addr: u64) {
         let from = match self.vmas.range(..=addr).next_back() {
             Some((&start, v)) if v.vm_end > addr => start,
             _ => addr,
@@ -722,15 +710,7 @@ impl<'a> VmaCursor<'a> {
     }
 
     fn step_to(&mut self, addr: u64) -> Result<&'a crate::mm::mmap::Vma, String> {
-        // A few steps, then a tree lookup: the gap to the next entry may
-        // hold many VMAs without entries.
-        let mut steps = 0;
         while self.cur.is_some_and(|v| v.vm_end <= addr) {
-            steps += 1;
-            if steps == 4 {
-                self.reseat(addr);
-                break;
-            }
             self.cur = self.rest.next().map(|(_, v)| v);
         }
         match self.cur {

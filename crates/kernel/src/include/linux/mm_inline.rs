@@ -159,8 +159,8 @@ impl LruLinks {
         (list.tail != NIL).then_some(Pfn(list.tail))
     }
 
-    /// The folios of `list` from head to tail, checking the back links
-    /// (for the invariant checker).
+    /// Visit the folios of `list` from head to tail, checking the back
+    /// links, the tail and the length (for the invariant checker).
     pub fn walk(
         &self,
         list: &ListHead,
