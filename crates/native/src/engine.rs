@@ -111,9 +111,10 @@ fn spawn<'a>(ctx: &Ctx<'a>) -> Result<Workload<'a>, NativeError> {
     let e = |w: std::io::Error| io_err("native engine", format!("starting the workload: {w}"));
     let (msg_r, msg_w) = sys::pipe().map_err(e)?;
     let (go_r, go_w) = sys::pipe().map_err(e)?;
-    // Start the workload pinned (host-notes 3): this thread moves to the
-    // workload's CPU, forks (the child inherits the affinity before it
-    // runs anything), then leaves that CPU to the workload.
+    // Start the workload pinned (docs/fidelity.md, "Host behaviours"): this
+    // thread moves to the workload's CPU, forks (the child inherits the
+    // affinity before it runs anything), then leaves that CPU to the
+    // workload.
     let old = sys::get_affinity().map_err(e)?;
     sys::set_affinity(&sys::cpu_set(&[ctx.cpu])).map_err(e)?;
     let engine_pid = sys::getpid();
@@ -382,7 +383,7 @@ pub(crate) fn repopulate(files: &[HostFile]) -> Result<u64, NativeError> {
 }
 
 /// Touch and free anonymous memory so that the phase does not pay the
-/// hypervisor's first-touch cost (host-notes 2).
+/// hypervisor's first-touch cost (docs/fidelity.md, "Host behaviours").
 fn warm_host_memory(bytes: u64) {
     if bytes == 0 {
         return;

@@ -1,6 +1,7 @@
 //! The scenario's `[[file]]`s on the host: created in the work directory,
 //! their page cache filled as `fill` says, and checked with mincore
-//! (host-notes 1: a DAMON thread evicts cold unmapped page cache).
+//! (a DAMON thread evicts cold unmapped page cache: docs/fidelity.md, "Host
+//! behaviours").
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _};

@@ -76,8 +76,8 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
 }
 
 /// Everything the run depends on that someone else could change while it
-/// runs (host-notes 4): every THP knob (not the statistics) and the swap
-/// list.
+/// runs (docs/fidelity.md, "Host behaviours"): every THP knob (not the
+/// statistics) and the swap list.
 pub(crate) fn settings_snapshot() -> BTreeMap<String, String> {
     fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, String>) {
         let Ok(rd) = fs::read_dir(dir) else {

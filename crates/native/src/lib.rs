@@ -4,7 +4,7 @@
 //! per-process fault counts, perf tracepoint counters and
 //! /proc/PID/pagemap + /proc/kpageflags.
 //!
-//! How a run goes (see `docs/host-notes.md` of the project for why):
+//! How a run goes (docs/fidelity.md, "Host behaviours", says why):
 //! 1. everything that can be checked without touching the host is checked
 //!    (architecture, knobs the host cannot set, unsupported steps);
 //! 2. a guard records every THP knob before setting the scenario's values,

@@ -1,5 +1,6 @@
 //! Swap devices of `[[system.swap]]`, created before the workload with the
-//! smallest footprint that works and removed afterwards (host-notes 6):
+//! smallest footprint that works and removed afterwards (docs/fidelity.md,
+//! "Host behaviours"):
 //! * `kind = "file"`: a swap file in the run's work directory (fallocated,
 //!   the swap header written here, no `mkswap` needed);
 //! * `kind = "block"`: a loop device (LOOP_CONFIGURE, direct I/O so swapped

@@ -253,7 +253,7 @@ impl Drop for Mapping {
 }
 
 /// Write one byte to every page of an anonymous mapping (warming host
-/// memory, host-notes 2).
+/// memory, docs/fidelity.md, "Host behaviours").
 pub(crate) fn touch_anon(m: &Mapping) {
     let base = m.addr as *mut u8;
     let mut off = 0;

@@ -264,7 +264,7 @@ pub struct Workload {
     /// The largest number of forks one process makes (its child table).
     pub max_children: usize,
     /// Bytes of anonymous or shmem memory the scenario maps (for warming
-    /// host memory before a phase, host-notes 2).
+    /// host memory before a phase, docs/fidelity.md, "Host behaviours").
     pub anon_bytes: u64,
     /// Does the scenario map a file?
     pub maps_files: bool,
