@@ -32,7 +32,8 @@
 //!   and runs once: determinism is the short cases' job, and a long case
 //!   is worth more as a second seed than as a second run.
 //!
-//! The long run before a release (docs/benchmarks.md records each):
+//! The long run before a release (docs/benchmarks.md, "The model checked at
+//! scale", gives its result):
 //! `FOLIOSIM_PROP_STEPS=1000000 FOLIOSIM_PROP_CASES=100 cargo test --release
 //! -p foliosim-sim --test properties -- --ignored long_random_runs`.
 
