@@ -182,10 +182,9 @@ impl<A: Arch> Kernel<A> {
         let id = match self.free_files.pop() {
             Some(id) => id,
             None => {
-                assert!(
-                    self.files.len() < 0x7fff,
-                    "unsupported: more than 32766 files"
-                );
+                if self.files.len() >= 0x7fff {
+                    crate::model_limit("more than 32767 files");
+                }
                 self.files.push(AddressSpace::default());
                 FileId(self.files.len() as u32 - 1)
             }
@@ -385,12 +384,7 @@ impl<A: Arch> Kernel<A> {
                 match self.filemap_add_folio_gfp(f, folio, start, ChargeGfp::Kernel, write) {
                     AddFolio::Added => return Ok(folio),
                     AddFolio::Exists => self.folio_free(folio),
-                    AddFolio::NoMem => {
-                        self.folio_free(folio);
-                        if let Some(what) = self.unsupported.clone() {
-                            return Err(KernelError::Unsupported(what));
-                        }
-                    }
+                    AddFolio::NoMem => self.folio_free(folio),
                 }
             }
             if order == 0 {

@@ -187,9 +187,17 @@ impl<A: Arch> Kernel<A> {
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
     /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
     /// into it (`cgroup.procs`). Charges already made stay where they are.
-    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> MemcgId {
+    pub fn mem_cgroup_create(
+        &mut self,
+        mm: MmId,
+        limit_bytes: Option<u64>,
+    ) -> Result<MemcgId, KernelError> {
         let id = self.memcg.memcgs.len();
-        assert!(id < u16::MAX as usize, "unsupported: 65535 memory cgroups");
+        if id >= u16::MAX as usize {
+            return Err(KernelError::Unsupported(
+                "more than 65534 memory cgroups".into(),
+            ));
+        }
         let nr_pages = self.mem.nr_pages();
         if self.memcg.folio_memcg.is_empty() {
             self.memcg.folio_memcg = vec![ROOT_MEM_CGROUP; nr_pages as usize];
@@ -207,7 +215,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
         self.set_mm_memcg(mm, id);
-        id
+        Ok(id)
     }
 
     /// The cgroup `mm` is charged to (`get_mem_cgroup_from_mm()`).
@@ -246,7 +254,7 @@ impl<A: Arch> Kernel<A> {
     /// `mem_cgroup_charge()`: charge a new folio to `memcg` (`commit_charge()`
     /// records it). False if the charge failed: the caller falls back to a
     /// smaller folio or fails the fault; a small GFP_KERNEL charge that
-    /// fails is the memcg OOM killer's case and is recorded
+    /// fails is the memcg OOM killer's case, a model limit
     /// ([`Kernel::memcg_oom`]).
     pub fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: MemcgId, gfp: ChargeGfp) -> bool {
         let nr = self.mem.folio_nr_pages(folio);
@@ -306,8 +314,8 @@ impl<A: Arch> Kernel<A> {
     /// `__GFP_ACCOUNT` (page tables): charged like a folio, through the
     /// same stock and limit reclaim (`obj_cgroup_charge_pages()` ->
     /// `try_charge_memcg()`), to the cgroup of `current`. A charge that
-    /// fails is the memcg OOM killer's case (recorded as unsupported); the
-    /// page then stays uncharged.
+    /// fails is the memcg OOM killer's case, a model limit
+    /// ([`Kernel::memcg_oom`]).
     pub fn memcg_kmem_charge_page(&mut self, page: Pfn) {
         let memcg = self.memcg.current;
         if memcg == ROOT_MEM_CGROUP {
@@ -350,7 +358,6 @@ impl<A: Arch> Kernel<A> {
         let nr_pages = size.div_ceil(PAGE_SIZE);
         if !self.try_charge_memcg(memcg, ChargeGfp::Kernel, nr_pages) {
             self.memcg_oom(memcg, nr_pages);
-            return;
         }
         self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
         let rest = nr_pages * PAGE_SIZE - size;
@@ -487,9 +494,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// A GFP_KERNEL charge failed: the kernel would run the memcg OOM killer,
-    /// which the model does not. Records why ([`Kernel::unsupported`]); the
-    /// fault returns VM_FAULT_OOM and the engine reports the step.
-    pub fn memcg_oom(&mut self, memcg: MemcgId, nr: u64) {
+    /// which the model does not: a [`crate::model_limit`] saying why, which
+    /// the engine reports as the step's.
+    pub fn memcg_oom(&mut self, memcg: MemcgId, nr: u64) -> ! {
         let m = &self.memcg.memcgs[memcg.idx()];
         let what = format!(
             "memcg OOM: memory cgroup {} is at its limit ({} of {} pages charged) and \
@@ -498,7 +505,7 @@ impl<A: Arch> Kernel<A> {
             m.usage,
             m.max
         );
-        self.unsupported(what);
+        crate::model_limit(what)
     }
 
     /// `consume_stock()`

@@ -208,12 +208,10 @@ impl<A: Arch> Kernel<A> {
                 return None; // no __GFP_DIRECT_RECLAIM for large folios here
             }
             if !self.lru.root {
-                self.unsupported(
+                crate::model_limit(
                     "global direct reclaim with the root LRU lists unordered (the engine \
-                     judged that this scenario cannot run the machine out of memory)"
-                        .into(),
+                     judged that this scenario cannot run the machine out of memory)",
                 );
-                return None;
             }
             // __alloc_pages_direct_reclaim() → __perform_reclaim()
             let progress = self.try_to_free_pages(movable);

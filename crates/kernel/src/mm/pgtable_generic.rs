@@ -72,7 +72,7 @@ impl<A: Arch> Kernel<A> {
     /// Returns (pfn, id).
     pub fn pgtable_alloc(&mut self) -> (Pfn, TableId) {
         let pfn = self.alloc_pages(0, false).unwrap_or_else(|| {
-            panic!("unsupported: out of memory for a page table (the OOM killer is not modelled)")
+            crate::model_limit("out of memory for a page table (the OOM killer is not modelled)")
         });
         self.memcg_kmem_charge_page(pfn);
         let id = match self.pt.free.pop() {

@@ -277,9 +277,6 @@ pub struct RmapHit {
 pub struct AnonVmaId(NonZeroU32);
 
 impl AnonVmaId {
-    /// The first anon_vma ever allocated.
-    const FIRST: AnonVmaId = AnonVmaId(NonZeroU32::MIN);
-
     /// The anon_vma an anon folio's `mapping` field names (0: none).
     #[inline]
     pub fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
@@ -312,10 +309,7 @@ impl<A: Arch> Kernel<A> {
                 self.anon_vma_parent.push(None);
                 self.anon_vma_parent.len() - 1
             }
-            None => {
-                self.unsupported("more than 65535 anon_vmas in use at once".into());
-                return parent.unwrap_or(AnonVmaId::FIRST);
-            }
+            None => crate::model_limit("more than 65535 anon_vmas in use at once"),
         };
         self.anon_vma_parent[id] = parent;
         AnonVmaId(NonZeroU32::new(id as u32).expect("anon_vma slot 0 is never used"))

@@ -100,8 +100,7 @@ impl<A: Arch> Kernel<A> {
     /// (the folio is redirtied and activated). The caller writes it out.
     pub(crate) fn shmem_writeout(&mut self, folio: Pfn) -> bool {
         if self.mem.folio_test_large(folio) {
-            self.unsupported("swap-out of large shmem folios".into());
-            return false;
+            crate::model_limit("swap-out of large shmem folios");
         }
         if !self.folio_alloc_swap(folio) {
             return false;

@@ -377,10 +377,12 @@ impl<A: Arch> Kernel<A> {
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {
             let m = &mut si.swap_map[o as usize];
-            assert!(
-                *m & !SWAP_HAS_CACHE < SWAP_MAP_MAX,
-                "unsupported: swap count continuation"
-            );
+            if *m & !SWAP_HAS_CACHE >= SWAP_MAP_MAX {
+                crate::model_limit(format!(
+                    "swap count continuation (more than {SWAP_MAP_MAX} references to one \
+                     swap slot)"
+                ));
+            }
             *m += 1;
         }
     }

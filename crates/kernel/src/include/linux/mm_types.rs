@@ -14,7 +14,8 @@
 //! * `mapping: u16` — head: the mapping id (a file, or an anon owner).
 //!
 //! The per-page mapcount field is 11 bits wide: more than 2046 mappings of
-//! one page is an "unsupported" condition and asserts.
+//! one page is a model limit ([`crate::model_limit`]); a mapcount going
+//! below zero is a foliosim bug and asserts.
 
 use crate::include::linux::pgtable::Pfn;
 use crate::mm::pgtable_generic::TableId;
@@ -178,11 +179,13 @@ impl MemMap {
     #[inline]
     pub fn page_mapcount_add(&mut self, pfn: Pfn, delta: i32) -> u32 {
         let cur = self.page_mapcount(pfn) as i32 + delta;
-        assert!(
-            (0..=MAX_PAGE_MAPCOUNT as i32).contains(&cur),
-            "unsupported: mapcount of pfn {} would be {cur} (model limit {MAX_PAGE_MAPCOUNT})",
-            pfn.0
-        );
+        assert!(cur >= 0, "mapcount of pfn {} below zero", pfn.0);
+        if cur > MAX_PAGE_MAPCOUNT as i32 {
+            crate::model_limit(format!(
+                "more than {MAX_PAGE_MAPCOUNT} mappings of one page (pfn {})",
+                pfn.0
+            ));
+        }
         let f = &mut self.flags[pfn.idx()];
         *f = (*f & !(u32::MAX << MAPCOUNT_SHIFT)) | ((cur as u32) << MAPCOUNT_SHIFT);
         cur as u32
