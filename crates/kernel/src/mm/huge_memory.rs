@@ -373,6 +373,7 @@ impl<A: Arch> Kernel<A> {
                     l.mm_id_mapcount[s] += HPAGE_PMD_NR as i32 - 1;
                 }
             }
+            self.folio_mapcount_sanity_checks(folio);
             let span = FolioSpan {
                 pfn: folio,
                 nr: HPAGE_PMD_NR,
