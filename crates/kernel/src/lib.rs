@@ -11,17 +11,18 @@
 //! `docs/fidelity.md`; each file's header says the same for its functions.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod arch;
 pub mod include {
     pub mod linux {
-        pub mod mm_inline;
-        pub mod mm_types;
+        pub(crate) mod mm_inline;
+        pub(crate) mod mm_types;
         pub mod pgtable;
     }
 }
 pub mod fs {
-    pub mod read_write;
+    pub(crate) mod read_write;
     pub mod proc {
         pub mod page;
         pub mod task_mmu;

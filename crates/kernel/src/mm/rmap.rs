@@ -200,7 +200,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_add_new_anon_rmap()`: a fresh anon folio mapped exclusively by
     /// PTEs (or by one PMD when `pmd`).
-    pub fn folio_add_new_anon_rmap(
+    pub(crate) fn folio_add_new_anon_rmap(
         &mut self,
         folio: Pfn,
         vma: &Vma,
@@ -289,14 +289,14 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_add_anon_rmap_ptes()`: map pages of an anon folio that is
     /// already anon (a swap-cache hit); the caller sets PageAnonExclusive.
-    pub fn folio_add_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_add_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         debug_assert!(self.mem.folio_test_anon(folio), "{folio:?} is not anon");
         self.folio_add_rmap_ptes(folio, page, nr, mm);
         self.folio_anon_exclusive_checks(folio, page, nr);
     }
 
     /// `folio_add_file_rmap_ptes()`
-    pub fn folio_add_file_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_add_file_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         debug_assert!(!self.mem.folio_test_anon(folio), "{folio:?} is anon");
         self.folio_add_rmap_ptes(folio, page, nr, mm);
     }
@@ -304,7 +304,7 @@ impl<A: Arch> Kernel<A> {
     /// `folio_try_dup_anon_rmap_ptes()` (fork): the child maps the same
     /// pages; they stop being exclusive (each exclusive page's flag is
     /// cleared atomically, counted as `sim/anon_exclusive_clear`).
-    pub fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
+    pub(crate) fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
         debug_assert!(self.mem.folio_test_anon(folio), "{folio:?} is not anon");
         for i in 0..nr {
             if self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE) {
@@ -318,7 +318,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `__folio_add_rmap()` at PMD level (`folio_add_file_rmap_pmd()`,
     /// `folio_try_dup_anon_rmap_pmd()`).
-    pub fn folio_add_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+    pub(crate) fn folio_add_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
         self.folio_rmap_sanity_checks(folio, folio, HPAGE_PMD_NR, true);
         self.vmstat.sim.rmap_add += 1;
         if self.mem.folio_test_anon(folio) {
@@ -332,7 +332,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_remove_rmap_ptes()`: drop `nr` PTE mappings from `page`; an
     /// anon large folio left partly mapped is queued for deferred split.
-    pub fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         self.folio_rmap_sanity_checks(folio, page, nr, false);
         self.vmstat.sim.rmap_remove += 1;
         self.vmstat.sim.page_mapcount += nr;
@@ -360,7 +360,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `folio_remove_rmap_pmd()`
-    pub fn folio_remove_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+    pub(crate) fn folio_remove_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
         self.folio_rmap_sanity_checks(folio, folio, HPAGE_PMD_NR, true);
         self.vmstat.sim.rmap_remove += 1;
         let mm_id = self.mm(mm).mm_id;
@@ -384,7 +384,7 @@ impl<A: Arch> Kernel<A> {
     /// mappings, no swap cache and (in the model) no pins has no references
     /// left and is freed. A swap-cache folio keeps the cache's reference.
     /// Page-cache folios stay cached.
-    pub fn folio_put_if_unused(&mut self, folio: Pfn) {
+    pub(crate) fn folio_put_if_unused(&mut self, folio: Pfn) {
         if self.anon_folio_unreferenced(folio) {
             self.folio_free(folio);
         }
@@ -403,7 +403,7 @@ impl<A: Arch> Kernel<A> {
     /// `free_swap_cache()` + `folio_put()` as the zap path does
     /// (`free_pages_and_swap_cache()`): an unmapped swap-cache folio whose
     /// slots no PTE references any more leaves the swap cache and is freed.
-    pub fn free_swap_cache_and_put(&mut self, folio: Pfn) {
+    pub(crate) fn free_swap_cache_and_put(&mut self, folio: Pfn) {
         if self
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
@@ -420,9 +420,9 @@ impl<A: Arch> Kernel<A> {
 /// address of the folio's first page in that VMA (it may lie below
 /// `vm_start` when the VMA covers only part of the folio).
 #[derive(Clone, Copy, Debug)]
-pub struct RmapHit {
+pub(crate) struct RmapHit {
     pub mm: MmId,
-    pub vma: Vma,
+    pub(crate) vma: Vma,
     pub addr: u64,
 }
 
@@ -431,19 +431,19 @@ pub struct RmapHit {
 /// a VMA without one is `None` at no cost in size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[doc(alias = "anon_vma")]
-pub struct AnonVmaId(NonZeroU32);
+pub(crate) struct AnonVmaId(NonZeroU32);
 
 impl AnonVmaId {
     /// The anon_vma an anon folio's `mapping` field names (0: none).
     #[inline]
-    pub fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
+    pub(crate) fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
         NonZeroU32::new(u32::from(mapping)).map(AnonVmaId)
     }
 
     /// The value of an anon folio's `mapping` field for this anon_vma (ids
     /// above 16 bits are refused at allocation).
     #[inline]
-    pub fn mapping(self) -> u16 {
+    pub(crate) fn mapping(self) -> u16 {
         self.0.get() as u16
     }
 }
@@ -456,7 +456,7 @@ impl<A: Arch> Kernel<A> {
     /// an anon_vma whose last user went. Only more than 65,535 anon_vmas
     /// in use at once is reported. (The kernel's reuse of an emptied
     /// anon_vma in `anon_vma_clone()` is not modelled.)
-    pub fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
+    pub(crate) fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
         if self.anon_vma_free.is_empty() && self.anon_vma_parent.len() > u16::MAX as usize {
             self.anon_vma_reclaim_ids();
         }
@@ -517,7 +517,7 @@ impl<A: Arch> Kernel<A> {
     /// anon_vma `of`: `av` is `of` or descends from it (`anon_vma_fork()`
     /// chains a child's VMA into every ancestor's anon_vma).
     #[inline]
-    pub fn anon_vma_in_tree(&self, mut av: Option<AnonVmaId>, of: AnonVmaId) -> bool {
+    pub(crate) fn anon_vma_in_tree(&self, mut av: Option<AnonVmaId>, of: AnonVmaId) -> bool {
         while let Some(a) = av {
             if a == of {
                 return true;
@@ -531,7 +531,7 @@ impl<A: Arch> Kernel<A> {
     /// in the interval tree of the folio's anon_vma (its own and those of
     /// the fork children chained to it); file folios: every VMA of the file
     /// (`i_mmap`).
-    pub fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
+    pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
         self.vmstat.sim.rmap_walk += 1;
         let anon = self.mem.folio_test_anon(folio);
         let mapping = self.mem.folio_mapping(folio);
@@ -570,7 +570,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |
     /// TTU_SYNC): unmap every mapping of the folio.
-    pub fn try_to_unmap(&mut self, folio: Pfn) {
+    pub(crate) fn try_to_unmap(&mut self, folio: Pfn) {
         for hit in self.rmap_walk(folio) {
             if !self.try_to_unmap_one(folio, hit) {
                 break; // walk_abort: rmap_one returned false
@@ -813,7 +813,7 @@ impl<A: Arch> Kernel<A> {
     /// first page is unmapped while another still is, a PTE-mapped anon
     /// folio is partially mapped (`__folio_remove_rmap()` →
     /// `deferred_split_folio()`).
-    pub fn try_to_migrate(&mut self, folio: Pfn) {
+    pub(crate) fn try_to_migrate(&mut self, folio: Pfn) {
         let l = self.mem.large(folio);
         if l.entire_mapcount == 0 && l.nr_pages_mapped >= 2 && self.mem.folio_test_anon(folio) {
             self.deferred_split_folio(folio, true);
@@ -962,8 +962,8 @@ impl<A: Arch> Kernel<A> {
 /// The deferred-TLB-flush state of reclaim's unmaps (`struct
 /// tlbflush_unmap_batch`, `current->tlb_ubc`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TlbUbc {
-    pub flush_required: bool,
+pub(crate) struct TlbUbc {
+    pub(crate) flush_required: bool,
     pub writable: bool,
 }
 
@@ -974,7 +974,7 @@ pub struct TlbUbc {
 /// flushes what is still pending (flush_tlb_batched_pending()).
 impl<A: Arch> Kernel<A> {
     /// `try_to_unmap_flush()`
-    pub fn try_to_unmap_flush(&mut self) {
+    pub(crate) fn try_to_unmap_flush(&mut self) {
         if self.tlb_ubc.flush_required {
             self.arch_tlbbatch_flush();
             self.tlb_ubc = TlbUbc::default();
@@ -990,7 +990,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `should_defer_flush()` of reclaim's unmap (TTU_BATCH_FLUSH set):
     /// `arch_tlbbatch_should_defer(mm)`.
-    pub fn should_defer_flush(&self, mm: MmId) -> bool {
+    pub(crate) fn should_defer_flush(&self, mm: MmId) -> bool {
         A::tlbbatch_should_defer(&self.cpus, mm)
     }
 
@@ -1006,14 +1006,14 @@ impl<A: Arch> Kernel<A> {
 
     /// `arch_tlbbatch_flush()` of reclaim's batch (from
     /// `try_to_unmap_flush()`).
-    pub fn arch_tlbbatch_flush(&mut self) {
+    pub(crate) fn arch_tlbbatch_flush(&mut self) {
         A::tlbbatch_flush(&mut self.cpus, &mut self.vmstat);
     }
 
     /// `flush_tlb_batched_pending()`: an earlier deferred reclaim flush of
     /// `mm` may have left stale entries on other CPUs; the first page-table
     /// walk that changes entries after it flushes the whole mm.
-    pub fn flush_tlb_batched_pending(&mut self, mm: MmId) {
+    pub(crate) fn flush_tlb_batched_pending(&mut self, mm: MmId) {
         if let Some(p) = self.cpus.mm_batch_pending.get_mut(mm.0 as usize) {
             if std::mem::take(p) {
                 self.vmstat.sim.tlb_batched_pending += 1;
