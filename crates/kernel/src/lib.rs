@@ -11,17 +11,18 @@
 //! `docs/fidelity.md`; each file's header says the same for its functions.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod arch;
 pub mod include {
     pub mod linux {
-        pub mod mm_inline;
-        pub mod mm_types;
+        pub(crate) mod mm_inline;
+        pub(crate) mod mm_types;
         pub mod pgtable;
     }
 }
 pub mod fs {
-    pub mod read_write;
+    pub(crate) mod read_write;
     pub mod proc {
         pub mod page;
         pub mod task_mmu;
@@ -140,6 +141,33 @@ impl std::fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
+/// A limit of the model met deep inside an operation, where no `Result`
+/// reaches the caller (a page table that cannot be allocated because the
+/// OOM killer is not modelled, a mapcount beyond its packed field, ...).
+/// Raised only by [`model_limit`], as a panic whose payload is this type,
+/// so an engine catches it by type around a step and reports the step as
+/// unsupported; any other panic is a foliosim bug.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelLimit {
+    /// What the model does not support, as a user reads it.
+    pub what: String,
+}
+
+impl std::fmt::Display for ModelLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unsupported by the model: {}", self.what)
+    }
+}
+
+/// Stop the running operation at a limit of the model: unwind with a
+/// [`ModelLimit`] payload (`std::panic::panic_any`). The kernel state is
+/// not usable afterwards; the engine that catches it ends the run.
+#[cold]
+#[track_caller]
+pub fn model_limit(what: impl Into<String>) -> ! {
+    std::panic::panic_any(ModelLimit { what: what.into() })
+}
+
 /// The one kernel state.
 #[derive(Debug)]
 pub struct Kernel<A: Arch> {
@@ -195,10 +223,6 @@ pub struct Kernel<A: Arch> {
     /// drained by the engine into the task's fault counts
     /// ([`Kernel::take_gup_faults`]).
     pub(crate) gup_faults: mm::gup::GupFaults,
-    /// Behaviour the model met inside an operation that completed but does
-    /// not implement (the memcg OOM killer, shmem swap-out); the engine
-    /// reports the step as unsupported.
-    pub(crate) unsupported: Option<String>,
     /// The simulated CPUs: loaded mms, lazy TLB, mm_cpumask, TLB generations.
     pub(crate) cpus: kernel::sched::Cpus,
     _arch: PhantomData<A>,
@@ -256,7 +280,6 @@ impl<A: Arch> Kernel<A> {
             locked: Vec::new(),
             pinned: None,
             gup_faults: Default::default(),
-            unsupported: None,
             cpus: Default::default(),
             _arch: PhantomData,
         })
@@ -282,20 +305,10 @@ impl<A: Arch> Kernel<A> {
         self.mms[id.0 as usize].as_mut().expect("live mm")
     }
 
-    /// Record behaviour the model does not implement (the first one wins).
-    pub fn unsupported(&mut self, what: String) {
-        self.unsupported.get_or_insert(what);
-    }
-
     /// Take the faults get_user_pages() took for the running task since
     /// the last call (MADV_POPULATE_*), to add to its fault counts.
     pub fn take_gup_faults(&mut self) -> mm::gup::GupFaults {
         std::mem::take(&mut self.gup_faults)
-    }
-
-    /// Take the pending [`Kernel::unsupported`] report.
-    pub fn take_unsupported(&mut self) -> Option<String> {
-        self.unsupported.take()
     }
 }
 

@@ -10,6 +10,7 @@ use foliosim_report::{Phase, Report};
 use foliosim_scenario::{CacheFill, IoCall, Scenario};
 use foliosim_workload::{Op, Pat, Workload};
 
+use crate::guarded::catch_model_limit;
 use crate::SimError;
 
 mod pagemap;
@@ -51,6 +52,9 @@ pub(crate) struct Engine<'w, A: Arch> {
     thread_cpus: Vec<Cpu>,
     /// How many threads run and whether they sleep (`after = "sleep"`).
     threads: Option<(u32, bool)>,
+    /// The step being executed (the innermost one: a fork child's or a
+    /// thread's), where a model limit met inside it is reported.
+    step: u32,
 }
 
 fn kerr(at: &str, e: KernelError) -> SimError {
@@ -95,18 +99,12 @@ impl<'w, A: Arch> Engine<'w, A> {
             check,
             thread_cpus: Vec::new(),
             threads: None,
+            step: 0,
         };
         for (i, f) in wl.files.iter().enumerate() {
-            e.create_file(f).map_err(|err| match err {
-                KernelError::Unsupported(what) => SimError::Unsupported {
-                    at: file_loc(i),
-                    what,
-                },
-                KernelError::Errno(n, what) => SimError::Syscall {
-                    at: file_loc(i),
-                    what: format!("{n}: {what}"),
-                },
-            })?;
+            let res = catch_model_limit(|| e.create_file(f))
+                .unwrap_or_else(|limit| Err(KernelError::Unsupported(limit.what)));
+            res.map_err(|err| kerr(&file_loc(i), err))?;
             e.check_now(&file_loc(i))?;
         }
         e.fds = wl
@@ -116,8 +114,15 @@ impl<'w, A: Arch> Engine<'w, A> {
             .map(|(&io, &f)| io.then(|| e.k.open_file(f)))
             .collect();
         for op in &wl.root {
-            let res = e.exec(root, op);
-            e.unsupported(op.step(), res)?;
+            match catch_model_limit(|| e.exec(root, op)) {
+                Ok(res) => res?,
+                Err(limit) => {
+                    return Err(SimError::Unsupported {
+                        at: e.at(e.step).to_string(),
+                        what: limit.what,
+                    })
+                }
+            }
         }
         e.end_phase();
         Ok(Report {
@@ -221,6 +226,7 @@ impl<'w, A: Arch> Engine<'w, A> {
     }
 
     fn exec(&mut self, mm: MmId, op: &Op) -> Result<(), SimError> {
+        self.step = op.step();
         let at = self.at(op.step());
         self.k.set_current_cpu(self.cpu.id);
         match op {
@@ -309,6 +315,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                 for s in child {
                     self.exec(c, s)?;
                 }
+                self.step = op.step();
                 self.k.sched_switch(self.cpu.id, CpuRun::User(mm));
             }
             Op::Wait { .. } => self.wait(mm),
@@ -319,7 +326,9 @@ impl<'w, A: Arch> Engine<'w, A> {
             Op::PhaseEnd { .. } => self.end_phase(),
             Op::Memcg { cg, .. } => {
                 let limit = self.wl.memcgs[*cg as usize].limit;
-                self.k.mem_cgroup_create(mm, limit);
+                self.k
+                    .mem_cgroup_create(mm, limit)
+                    .map_err(|e| kerr(at, e))?;
             }
             Op::MemcgReclaim { amount, .. } => self.memcg_reclaim(mm, *amount, at),
             Op::ForceEmpty { .. } => {
@@ -399,23 +408,6 @@ impl<'w, A: Arch> Engine<'w, A> {
                 "{at}: note: memory.reclaim reclaimed {got} of {} pages (EAGAIN); the run goes on",
                 amount / PAGE_SIZE
             );
-        }
-    }
-
-    /// Behaviour the kernel model met during the step but does not
-    /// implement (a process killed for lack of memory because a cgroup
-    /// charge failed: the memcg OOM killer; shmem swap-out) makes the step
-    /// unsupported.
-    fn unsupported(&mut self, step: u32, res: Result<(), SimError>) -> Result<(), SimError> {
-        match (res, self.k.take_unsupported()) {
-            (Err(SimError::Killed { at, .. }), Some(what)) => {
-                Err(SimError::Unsupported { at, what })
-            }
-            (Ok(()), Some(what)) => Err(SimError::Unsupported {
-                at: self.at(step).to_string(),
-                what,
-            }),
-            (res, _) => res,
         }
     }
 

@@ -1,17 +1,21 @@
-//! [`run_guarded`]: a simulation whose panics (a model limit or a foliosim
-//! bug) come back as an error message instead of unwinding into the
-//! caller, for the command line, sweeps and the Python binding.
+//! [`run_guarded`]: a simulation whose panics (a foliosim bug) come back as
+//! an error message instead of unwinding into the caller, for the command
+//! line, sweeps and the Python binding; and [`catch_model_limit`], which
+//! turns a limit of the model (a [`ModelLimit`] panic, raised by
+//! `foliosim_kernel::model_limit`) into a value.
 //!
 //! The panic hook is process-wide, and several runs may be under way on
 //! different threads (a parallel sweep, Python threads), so the hook is
-//! installed once and stays: on a thread inside [`run_guarded`] it records
-//! where the panic happened and prints nothing; on any other thread it
-//! calls the hook that was there before.
+//! installed once and stays: a model limit prints nothing on any thread
+//! (it is caught and reported as unsupported); another panic on a thread
+//! inside [`run_guarded`] records where it happened and prints nothing; on
+//! any other thread it calls the hook that was there before.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
+use foliosim_kernel::ModelLimit;
 use foliosim_report::Report;
 use foliosim_scenario::Scenario;
 
@@ -30,7 +34,9 @@ fn install_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if GUARDED.with(Cell::get) {
+            if info.payload().is::<ModelLimit>() {
+                // Caught by type and reported as unsupported.
+            } else if GUARDED.with(Cell::get) {
                 let at = info
                     .location()
                     .map(|l| format!("{}:{}", l.file(), l.line()));
@@ -40,6 +46,16 @@ fn install_hook() {
             }
         }));
     });
+}
+
+/// Call `f`; a limit of the model met inside it comes back as the
+/// [`ModelLimit`] it raised. Any other panic unwinds on.
+pub(crate) fn catch_model_limit<T>(f: impl FnOnce() -> T) -> Result<T, ModelLimit> {
+    install_hook();
+    panic::catch_unwind(AssertUnwindSafe(f)).map_err(|payload| match payload.downcast() {
+        Ok(limit) => *limit,
+        Err(other) => panic::resume_unwind(other),
+    })
 }
 
 /// Resets the thread's flag even when the run unwinds.
@@ -59,7 +75,9 @@ pub fn run_guarded(sc: &Scenario, opts: RunOptions) -> Result<Report, String> {
 }
 
 /// Call `f`; a panic inside it becomes an error message naming the panic's
-/// message and source line, printed nowhere. [`run_guarded`] is this
+/// message and source line, printed nowhere; a model limit becomes
+/// "unsupported by the model: ...", as [`crate::run`] reports one, without
+/// the step (only the engine knows it). [`run_guarded`] is this
 /// around [`crate::run`]; it is public for callers that run more than a
 /// simulation (adding modelled time, converting the report).
 pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
@@ -70,6 +88,9 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
         panic::catch_unwind(AssertUnwindSafe(f))
     };
     res.unwrap_or_else(|payload| {
+        if let Some(limit) = payload.downcast_ref::<ModelLimit>() {
+            return Err(limit.to_string());
+        }
         let msg = payload
             .downcast_ref::<String>()
             .cloned()
@@ -98,6 +119,18 @@ mod tests {
         assert!(e.contains(&format!("guarded.rs:{line})")), "{e}");
         // The flag is reset after the unwind: this thread is unguarded.
         assert!(!GUARDED.with(Cell::get));
+    }
+
+    #[test]
+    fn a_model_limit_is_unsupported_not_an_internal_error() {
+        let e = guard::<()>(|| foliosim_kernel::model_limit("65536 things")).unwrap_err();
+        assert_eq!(e, "unsupported by the model: 65536 things");
+        let caught = catch_model_limit(|| foliosim_kernel::model_limit("a limit"));
+        assert_eq!(caught.unwrap_err().what, "a limit");
+        // Any other panic passes through the catch.
+        let other = panic::catch_unwind(|| catch_model_limit(|| panic!("a bug")));
+        let payload = other.expect_err("the panic unwinds on");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a bug"));
     }
 
     #[test]

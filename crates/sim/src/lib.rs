@@ -252,10 +252,17 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
             }
         }
     }
-    let wl = foliosim_workload::compile(sc).map_err(|e| SimError::Unsupported {
-        at: e.at,
-        what: e.what,
-    })?;
+    // The compiler's layout pass runs the kernel model too: a limit met
+    // there (more files than the model holds) is the scenario's.
+    let wl = guarded::catch_model_limit(|| foliosim_workload::compile(sc))
+        .map_err(|limit| SimError::Unsupported {
+            at: sc.name.clone(),
+            what: limit.what,
+        })?
+        .map_err(|e| SimError::Unsupported {
+            at: e.at,
+            what: e.what,
+        })?;
     run_workload(sc, &wl, opts)
 }
 

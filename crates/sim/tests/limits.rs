@@ -196,3 +196,115 @@ fn anon_vmas_of_exited_children_are_freed_and_reused() {
     let r = run(&sc);
     assert_eq!(c(&r, "child", "minor-faults"), 2048);
 }
+
+/// Run `text` (the invariant checker after every step when `check`) and
+/// return where and why it ended as unsupported by the model; a panic or
+/// any other outcome fails the test.
+fn refused(text: &str, check: bool) -> (String, String) {
+    let sc = foliosim_scenario::parse_str("test.toml", text, &[]).expect("valid scenario");
+    let opts = foliosim_sim::RunOptions {
+        check,
+        ..Default::default()
+    };
+    match foliosim_sim::run(&sc, opts) {
+        Err(SimError::Unsupported { at, what }) => (at, what),
+        Ok(_) => panic!("expected an unsupported step, the run completed"),
+        Err(other) => panic!("expected an unsupported step, got {other}"),
+    }
+}
+
+/// `test.toml:LINE:1`, the location of the `nth` (from 1) step whose
+/// table starts with `first` (its `op = ...` line).
+fn step_at(text: &str, first: &str, nth: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let line = (1..lines.len())
+        .filter(|&i| lines[i - 1] == "[[step]]" && lines[i] == first)
+        .nth(nth - 1)
+        .expect("the step is in the scenario");
+    format!("test.toml:{line}:1")
+}
+
+#[test]
+fn page_tables_filling_the_machine_are_unsupported() {
+    // Read faults on anon memory map the shared zero page, so the only
+    // memory they take is page tables: one PTE table per 2 MiB touched.
+    // 64 GiB touched once per table needs 32,768 of them; a 64 MiB machine
+    // has 16,384 frames and page tables cannot be reclaimed. The kernel
+    // would invoke the OOM killer, which the model does not.
+    let text = [
+        system_mem("64M", ""),
+        mmap_anon("a", "64G"),
+        touch("a", "read", "pattern = \"one-per-pt\""),
+    ]
+    .concat();
+    let (at, what) = refused(&text, true);
+    assert_eq!(at, step_at(&text, "op = \"touch\"", 1));
+    assert!(what.contains("out of memory for a page table"), "{what}");
+}
+
+#[test]
+fn a_swap_count_needing_continuation_is_unsupported() {
+    // __swap_duplicate(): a swap slot's count fits in swap_map up to
+    // SWAP_MAP_MAX (0x3e = 62); the next reference needs a continuation
+    // page, which the model does not keep. One page swapped out has one
+    // reference; each fork whose child stays alive adds one, so fork 61
+    // reaches 62 and fork 62 needs the continuation.
+    let base = [
+        system(""),
+        swap("zram", "64M"),
+        anon_written("a", "4K"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let forks = |n: usize| base.clone() + &step("fork").repeat(n);
+    assert!(try_run_with(&forks(61), &[]).is_ok());
+    let text = forks(62);
+    let (at, what) = refused(&text, true);
+    assert_eq!(at, step_at(&text, "op = \"fork\"", 62));
+    assert!(what.contains("swap count continuation"), "{what}");
+}
+
+#[test]
+fn mappings_beyond_the_mapcount_field_are_unsupported() {
+    // The model packs a page's mapcount into 11 bits (at most 2,046
+    // mappings); each fork whose child stays alive maps the written page
+    // once more, so the 2,046th fork would make it 2,047.
+    let text = [
+        system(""),
+        anon_written("a", "4K"),
+        step("fork").repeat(2046),
+    ]
+    .concat();
+    let (at, what) = refused(&text, false);
+    assert_eq!(at, step_at(&text, "op = \"fork\"", 2046));
+    assert!(
+        what.contains("more than 2046 mappings of one page"),
+        "{what}"
+    );
+}
+
+#[test]
+fn more_files_than_the_model_holds_are_unsupported() {
+    // The model holds at most 32,767 files (a folio's `mapping` field,
+    // which names its file, is 16 bits). The compiler's layout pass meets
+    // the limit while creating the files, before any step: the error
+    // names the scenario.
+    let mut text = system("");
+    for i in 0..32768 {
+        text += &file(&format!("f{i}"), "4K", "");
+    }
+    let (at, what) = refused(&text, false);
+    assert_eq!(at, "test");
+    assert!(what.contains("more than 32767 files"), "{what}");
+}
+
+#[test]
+fn more_memory_cgroups_than_the_model_holds_are_unsupported() {
+    // A memory cgroup id is 16 bits, the root's included (the kernel's
+    // MEM_CGROUP_ID_MAX is 65535 too): 65,534 `memcg` steps make cgroups,
+    // the next one is refused at its step.
+    let text = [system(""), step("memcg").repeat(65535)].concat();
+    let (at, what) = refused(&text, false);
+    assert_eq!(at, step_at(&text, "op = \"memcg\"", 65535));
+    assert!(what.contains("more than 65534 memory cgroups"), "{what}");
+}

@@ -22,7 +22,7 @@ pub struct PteProt {
     pub dirty: bool,
     pub exec: bool,
     /// `pte_mkspecial()`: no struct page behind it (zero page).
-    pub special: bool,
+    pub(crate) special: bool,
 }
 
 /// The physical extent of the folio an entry maps (`folio_pfn()`,
@@ -30,11 +30,11 @@ pub struct PteProt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FolioSpan {
     pub pfn: Pfn,
-    pub nr: u64,
+    pub(crate) nr: u64,
 }
 
 impl FolioSpan {
-    pub const NONE: FolioSpan = FolioSpan { pfn: Pfn(0), nr: 0 };
+    pub(crate) const NONE: FolioSpan = FolioSpan { pfn: Pfn(0), nr: 0 };
 }
 
 /// One architecture's page-table encoding (`arch/*/include/asm/pgtable.h`).

@@ -25,38 +25,38 @@ use crate::{Kernel, MmId};
 pub const MAX_CPUS: usize = 64;
 
 /// `TLB_FLUSH_ALL` as a page count.
-pub const TLB_FLUSH_ALL: u64 = u64::MAX;
+pub(crate) const TLB_FLUSH_ALL: u64 = u64::MAX;
 
 /// One simulated CPU's TLB state (`struct tlb_state`, `tlb_state_shared`).
 #[derive(Clone, Debug, Default)]
-pub struct CpuTlb {
+pub(crate) struct CpuTlb {
     /// `cpu_tlbstate.loaded_mm` (None = `init_mm`).
-    pub loaded_mm: Option<MmId>,
+    pub(crate) loaded_mm: Option<MmId>,
     /// `cpu_tlbstate_shared.is_lazy`
-    pub is_lazy: bool,
+    pub(crate) is_lazy: bool,
     /// A task of the workload runs here (not the idle task): tracepoints
     /// fired on this CPU are the workload's.
-    pub ours: bool,
+    pub(crate) ours: bool,
     /// `ctxs[asid].tlb_gen` of each mm this CPU ran, by mm id.
-    pub tlb_gen: Vec<u64>,
+    pub(crate) tlb_gen: Vec<u64>,
 }
 
 /// Every simulated CPU and the per-mm TLB bookkeeping.
 #[derive(Clone, Debug)]
 pub struct Cpus {
     /// The CPU the current operation runs on (`smp_processor_id()`).
-    pub current: usize,
-    pub cpu: Vec<CpuTlb>,
+    pub(crate) current: usize,
+    pub(crate) cpu: Vec<CpuTlb>,
     /// `mm_cpumask()` by mm id.
-    pub mm_cpumask: Vec<u64>,
+    pub(crate) mm_cpumask: Vec<u64>,
     /// `mm->context.tlb_gen` by mm id.
-    pub mm_tlb_gen: Vec<u64>,
+    pub(crate) mm_tlb_gen: Vec<u64>,
     /// `mm->tlb_flush_batched` has pending != flushed, by mm id.
-    pub mm_batch_pending: Vec<bool>,
+    pub(crate) mm_batch_pending: Vec<bool>,
     /// `arch_tlbflush_unmap_batch.cpumask` (x86).
-    pub batch_cpumask: u64,
+    pub(crate) batch_cpumask: u64,
     /// The mmu_gather in progress.
-    pub gather: crate::mm::mmu_gather::MmuGather,
+    pub(crate) gather: crate::mm::mmu_gather::MmuGather,
 }
 
 impl Default for Cpus {
@@ -82,7 +82,7 @@ impl Cpus {
         }
     }
 
-    pub fn nr(&self) -> usize {
+    pub(crate) fn nr(&self) -> usize {
         self.cpu.len()
     }
 
@@ -96,24 +96,24 @@ impl Cpus {
     }
 
     /// `mm->context.tlb_gen` (0 for an mm never seen).
-    pub fn mm_gen(&self, mm: MmId) -> u64 {
+    pub(crate) fn mm_gen(&self, mm: MmId) -> u64 {
         self.mm_tlb_gen.get(mm.0 as usize).copied().unwrap_or(0)
     }
 
     /// `mm_cpumask(mm)`
-    pub fn cpumask(&self, mm: MmId) -> u64 {
+    pub(crate) fn cpumask(&self, mm: MmId) -> u64 {
         self.mm_cpumask.get(mm.0 as usize).copied().unwrap_or(0)
     }
 
     /// `inc_mm_tlb_gen()`
-    pub fn inc_mm_tlb_gen(&mut self, mm: MmId) -> u64 {
+    pub(crate) fn inc_mm_tlb_gen(&mut self, mm: MmId) -> u64 {
         self.grow(mm);
         self.mm_tlb_gen[mm.0 as usize] += 1;
         self.mm_tlb_gen[mm.0 as usize]
     }
 
     /// The generation `cpu` caught up to for `mm`.
-    pub fn local_gen(&self, cpu: usize, mm: MmId) -> u64 {
+    pub(crate) fn local_gen(&self, cpu: usize, mm: MmId) -> u64 {
         self.cpu[cpu]
             .tlb_gen
             .get(mm.0 as usize)
@@ -121,7 +121,7 @@ impl Cpus {
             .unwrap_or(0)
     }
 
-    pub fn set_local_gen(&mut self, cpu: usize, mm: MmId, gen: u64) {
+    pub(crate) fn set_local_gen(&mut self, cpu: usize, mm: MmId, gen: u64) {
         let g = &mut self.cpu[cpu].tlb_gen;
         if g.len() <= mm.0 as usize {
             g.resize(mm.0 as usize + 1, 0);
@@ -129,7 +129,7 @@ impl Cpus {
         g[mm.0 as usize] = gen;
     }
 
-    pub fn clear_cpumask(&mut self, mm: MmId, cpu: usize) {
+    pub(crate) fn clear_cpumask(&mut self, mm: MmId, cpu: usize) {
         self.grow(mm);
         self.mm_cpumask[mm.0 as usize] &= !(1 << cpu);
     }
@@ -201,20 +201,20 @@ impl<A: Arch> Kernel<A> {
     /// `flush_tlb_mm_range()` of `nr_pages` pages ([`TLB_FLUSH_ALL`] for the
     /// whole mm); `freed_tables` when page tables were freed (IPIs go to
     /// lazy CPUs too).
-    pub fn flush_tlb_mm_range(&mut self, mm: MmId, nr_pages: u64, freed_tables: bool) {
+    pub(crate) fn flush_tlb_mm_range(&mut self, mm: MmId, nr_pages: u64, freed_tables: bool) {
         self.tlb_this_cpu(mm);
         A::flush_tlb_mm_range(&mut self.cpus, mm, nr_pages, freed_tables, &mut self.vmstat);
     }
 
     /// `flush_tlb_mm()`: the whole address space of `mm`.
-    pub fn flush_tlb_mm(&mut self, mm: MmId) {
+    pub(crate) fn flush_tlb_mm(&mut self, mm: MmId) {
         self.flush_tlb_mm_range(mm, TLB_FLUSH_ALL, true);
     }
 
     /// `pmdp_clear_flush_young()` of a PMD leaf of `mm`: test and clear its
     /// access flag; flush its 2 MiB (`flush_pmd_tlb_range()`, page stride)
     /// when it was young.
-    pub fn pmdp_clear_flush_young(&mut self, mm: MmId, pmd: &mut u64) -> bool {
+    pub(crate) fn pmdp_clear_flush_young(&mut self, mm: MmId, pmd: &mut u64) -> bool {
         self.vmstat.sim.young_clear += 1;
         if !A::pte_young(*pmd) {
             return false;

@@ -39,11 +39,11 @@ use crate::mm::vmstat::{Trace, VmEvent};
 use crate::{FileId, Kernel, KernelError};
 
 /// Empty page-cache slot.
-pub const NO_PAGE: u32 = u32::MAX;
+pub(crate) const NO_PAGE: u32 = u32::MAX;
 
 /// What `filemap_add_folio()` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddFolio {
+pub(crate) enum AddFolio {
     Added,
     /// -EEXIST: a slot of the range is taken.
     Exists,
@@ -53,30 +53,30 @@ pub enum AddFolio {
 
 /// An inode and its page cache (`struct address_space`).
 #[derive(Debug, Default)]
-pub struct AddressSpace {
+pub(crate) struct AddressSpace {
     pub id: FileId,
     pub name: String,
-    pub i_size: u64,
+    pub(crate) i_size: u64,
     /// PFN of the page at each index, or [`NO_PAGE`].
     pub pages: Vec<u32>,
     /// `shmem_mapping()`
     pub shmem: bool,
     /// `mapping_max_folio_order()` (ext4 with 4 KiB blocks: 9; shmem with
     /// huge=never: 0).
-    pub max_order: u32,
+    pub(crate) max_order: u32,
     /// Which nodes of the page cache's xarray exist (for their memory
     /// cgroup charge).
-    pub xa: XaNodes,
+    pub(crate) xa: XaNodes,
     /// The shadow entries (`xa_is_value()` slots) of evicted pages, by
     /// index (0: none); empty until the first eviction.
-    pub shadows: Vec<u64>,
+    pub(crate) shadows: Vec<u64>,
 }
 
 /// `XA_CHUNK_SHIFT`: an xarray node has 64 slots.
 const XA_CHUNK_SHIFT: u32 = 6;
 /// `obj_full_size()` of a `radix_tree_node` (xa_node): the 584-byte slab
 /// object of x86_64 plus the obj_cgroup pointer that accounting adds.
-pub const XA_NODE_CHARGE: u64 = 584 + 8;
+pub(crate) const XA_NODE_CHARGE: u64 = 584 + 8;
 
 /// The nodes of an address space's xarray (`struct xa_node`), as far as
 /// their number goes: per level, one bit per node position. Nodes are
@@ -85,7 +85,7 @@ pub const XA_NODE_CHARGE: u64 = 584 + 8;
 /// lives from its first entry to the end of the run (the shadow-node
 /// shrinker is not modelled).
 #[derive(Debug, Default)]
-pub struct XaNodes {
+pub(crate) struct XaNodes {
     /// `xa_head`'s height: the number of node levels (0: empty, or one
     /// order-0 entry at index 0 held in the head).
     height: u32,
@@ -107,7 +107,7 @@ impl XaNodes {
     }
 
     /// Free every node: the bytes each cgroup was charged for them.
-    pub fn free_all(&mut self) -> Vec<(MemcgId, u64)> {
+    pub(crate) fn free_all(&mut self) -> Vec<(MemcgId, u64)> {
         std::mem::take(self).charged
     }
 
@@ -127,7 +127,7 @@ impl XaNodes {
     /// `xas_expand()`): the nodes it creates. The entry lives at level
     /// `order / 6` (sibling slots for the rest of the order); the tree
     /// grows until its top covers the highest index.
-    pub fn store(&mut self, index: u64, order: u32) -> u64 {
+    pub(crate) fn store(&mut self, index: u64, order: u32) -> u64 {
         let level = order / XA_CHUNK_SHIFT;
         let last = index + (1u64 << order) - 1;
         let mut height = 0;
@@ -161,13 +161,13 @@ pub struct File {
     pub mapping: FileId,
     pub ra: FileRaState,
     /// `f_pos`: where read(2) and write(2) go.
-    pub f_pos: u64,
+    pub(crate) f_pos: u64,
 }
 
 impl AddressSpace {
     /// The page at `index`, if cached.
     #[inline]
-    pub fn lookup(&self, index: u64) -> Option<Pfn> {
+    pub(crate) fn lookup(&self, index: u64) -> Option<Pfn> {
         match self.pages.get(index as usize) {
             Some(&p) if p != NO_PAGE => Some(Pfn(p)),
             _ => None,
@@ -182,10 +182,9 @@ impl<A: Arch> Kernel<A> {
         let id = match self.free_files.pop() {
             Some(id) => id,
             None => {
-                assert!(
-                    self.files.len() < 0x7fff,
-                    "unsupported: more than 32766 files"
-                );
+                if self.files.len() >= 0x7fff {
+                    crate::model_limit("more than 32767 files");
+                }
                 self.files.push(AddressSpace::default());
                 FileId(self.files.len() as u32 - 1)
             }
@@ -218,12 +217,12 @@ impl<A: Arch> Kernel<A> {
 
     /// The mapping id stored in `folio->mapping` for a file.
     #[inline]
-    pub fn file_mapping_id(f: FileId) -> u16 {
+    pub(crate) fn file_mapping_id(f: FileId) -> u16 {
         (f.0 + 1) as u16
     }
 
     /// Allocate a folio of `order` (`filemap_alloc_folio()`), counted.
-    pub fn folio_alloc(&mut self, order: u32) -> Option<Pfn> {
+    pub(crate) fn folio_alloc(&mut self, order: u32) -> Option<Pfn> {
         let pfn = self.alloc_pages(order, true)?;
         self.mem.prep_new_folio(pfn, order);
         self.vmstat.sim.folio_alloc += 1;
@@ -236,7 +235,7 @@ impl<A: Arch> Kernel<A> {
 
     /// Free a folio that nothing references any more (`__folio_put()`:
     /// off the LRU, uncharged, back to the allocator).
-    pub fn folio_free(&mut self, folio: Pfn) {
+    pub(crate) fn folio_free(&mut self, folio: Pfn) {
         let order = self.mem.order(folio);
         if self.mem.test(folio, PG_LRU) {
             self.lruvec_del_folio(folio);
@@ -254,7 +253,7 @@ impl<A: Arch> Kernel<A> {
     /// adding it (`mem_cgroup_charge(folio, NULL, gfp)`), then insert it at
     /// `index` and put it on the LRU. Fails with NoMem when the charge fails
     /// and with Exists (uncharged again) if any slot of the range is taken.
-    pub fn filemap_add_folio(
+    pub(crate) fn filemap_add_folio(
         &mut self,
         f: FileId,
         folio: Pfn,
@@ -268,7 +267,7 @@ impl<A: Arch> Kernel<A> {
     /// creates the folio, so a shadow it replaces is no refault). A
     /// replaced shadow (the last one of the range, as `__filemap_add_folio()`
     /// keeps it) makes the charged folio a refault before it joins the LRU.
-    pub fn filemap_add_folio_gfp(
+    pub(crate) fn filemap_add_folio_gfp(
         &mut self,
         f: FileId,
         folio: Pfn,
@@ -335,7 +334,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `__filemap_remove_folio()` of the `nr` slots from `index` of file
     /// number `file`, storing `shadow` in each (reclaim) or emptying them.
-    pub fn filemap_remove_folio(
+    pub(crate) fn filemap_remove_folio(
         &mut self,
         file: usize,
         index: u64,
@@ -361,7 +360,7 @@ impl<A: Arch> Kernel<A> {
     /// new one of at most `order` (reduced to the index alignment and, for
     /// readahead-less creation, the mapping's range). Not uptodate if new.
     /// `write`: created for a buffered write (`__GFP_WRITE`).
-    pub fn filemap_get_or_create(
+    pub(crate) fn filemap_get_or_create(
         &mut self,
         f: FileId,
         index: u64,
@@ -385,12 +384,7 @@ impl<A: Arch> Kernel<A> {
                 match self.filemap_add_folio_gfp(f, folio, start, ChargeGfp::Kernel, write) {
                     AddFolio::Added => return Ok(folio),
                     AddFolio::Exists => self.folio_free(folio),
-                    AddFolio::NoMem => {
-                        self.folio_free(folio);
-                        if let Some(what) = self.unsupported.clone() {
-                            return Err(KernelError::Unsupported(what));
-                        }
-                    }
+                    AddFolio::NoMem => self.folio_free(folio),
                 }
             }
             if order == 0 {
@@ -403,7 +397,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Read a not-uptodate folio from the device (`filemap_read_folio()`).
-    pub fn read_folio(&mut self, folio: Pfn) {
+    pub(crate) fn read_folio(&mut self, folio: Pfn) {
         let nr = self.mem.folio_nr_pages(folio);
         self.vmstat.sim.pages_read_io += nr;
         self.mem.set(folio, PG_UPTODATE);
@@ -438,7 +432,7 @@ impl<A: Arch> Kernel<A> {
     /// (`folio_mark_dirty()`). A partly written new folio is read first
     /// (ext4's `ext4_block_write_begin()`), at once in the model. Returns
     /// the bytes written.
-    pub fn generic_perform_write(
+    pub(crate) fn generic_perform_write(
         &mut self,
         file: u32,
         pos: u64,
@@ -473,7 +467,7 @@ impl<A: Arch> Kernel<A> {
     /// dirty folio is written back, at once in the model
     /// (`folio_clear_dirty_for_io()`, `folio_end_writeback()`, which rotates
     /// a folio reclaim marked with PG_reclaim to its list's tail).
-    pub fn file_write_and_wait(&mut self, f: FileId) {
+    pub(crate) fn file_write_and_wait(&mut self, f: FileId) {
         let nr = self.files[f.0 as usize].pages.len() as u64;
         let mut index = 0;
         while index < nr {
@@ -515,7 +509,12 @@ impl<A: Arch> Kernel<A> {
     /// except the first one when the previous read through this file ended
     /// in it (`pos_same_folio()` with `ra->prev_pos`). Returns the bytes
     /// read (0 at or past EOF); `ra->prev_pos` is the end of the read.
-    pub fn filemap_read(&mut self, file: u32, pos: u64, count: u64) -> Result<u64, KernelError> {
+    pub(crate) fn filemap_read(
+        &mut self,
+        file: u32,
+        pos: u64,
+        count: u64,
+    ) -> Result<u64, KernelError> {
         let f = self.open_files[file as usize].mapping;
         let size = self.files[f.0 as usize].i_size;
         let last_pos = self.open_files[file as usize].ra.prev_pos;
@@ -558,7 +557,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `filemap_fault()`: find (or read) the folio for `vmf.pgoff`. Returns
     /// the fault result and, with VM_FAULT_LOCKED, the page.
-    pub fn filemap_fault(&mut self, vmf: &mut Vmf) -> (u32, Option<Pfn>) {
+    pub(crate) fn filemap_fault(&mut self, vmf: &mut Vmf) -> (u32, Option<Pfn>) {
         let fid = self.vmf_file(vmf);
         let f = fid.mapping;
         let index = vmf.pgoff;
@@ -700,7 +699,12 @@ impl<A: Arch> Kernel<A> {
 
     /// `filemap_map_pages()`: map the uptodate folios of
     /// `[start_pgoff, end_pgoff]` around a read fault.
-    pub fn filemap_map_pages(&mut self, vmf: &mut Vmf, start_pgoff: u64, end_pgoff: u64) -> u32 {
+    pub(crate) fn filemap_map_pages(
+        &mut self,
+        vmf: &mut Vmf,
+        start_pgoff: u64,
+        end_pgoff: u64,
+    ) -> u32 {
         let file = vmf.vma.file.expect("file vma");
         let f = self.open_files[file as usize].mapping;
         let shmem = self.files[f.0 as usize].shmem;

@@ -51,7 +51,7 @@ enum Follow {
 impl<A: Arch> Kernel<A> {
     /// `madvise_populate()` over `[start, end)`: every page readable (or
     /// writable) in the page tables afterwards.
-    pub fn madvise_populate(
+    pub(crate) fn madvise_populate(
         &mut self,
         mm: MmId,
         start: u64,

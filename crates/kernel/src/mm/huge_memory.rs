@@ -39,12 +39,12 @@ use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::{Kernel, MmId, MthpMode, ThpMode};
 
 /// `THP_ORDERS_ALL_ANON`: orders 2..=PMD_ORDER.
-pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
+pub(crate) const THP_ORDERS_ALL_ANON: u32 = ((1 << (HPAGE_PMD_ORDER + 1)) - 1) & !0b11;
 
 /// `thp_vma_suitable_order()`: the aligned block of `order` around `addr`
 /// lies inside the VMA (and, for non-anonymous VMAs, the file offset is
 /// congruent).
-pub fn thp_vma_suitable_order(vma: &Vma, addr: u64, order: u32) -> bool {
+pub(crate) fn thp_vma_suitable_order(vma: &Vma, addr: u64, order: u32) -> bool {
     let nr = 1u64 << order;
     if !vma.is_anonymous()
         && ((vma.vm_start >> PAGE_SHIFT).wrapping_sub(vma.vm_pgoff)) & (nr - 1) != 0
@@ -57,7 +57,7 @@ pub fn thp_vma_suitable_order(vma: &Vma, addr: u64, order: u32) -> bool {
 
 /// `thp_vma_suitable_orders()`: keep the highest suitable order and all
 /// lower ones.
-pub fn thp_vma_suitable_orders(vma: &Vma, addr: u64, mut orders: u32) -> u32 {
+pub(crate) fn thp_vma_suitable_orders(vma: &Vma, addr: u64, mut orders: u32) -> u32 {
     while orders != 0 {
         let o = 31 - orders.leading_zeros();
         if thp_vma_suitable_order(vma, addr, o) {
@@ -71,7 +71,7 @@ pub fn thp_vma_suitable_orders(vma: &Vma, addr: u64, mut orders: u32) -> u32 {
 impl<A: Arch> Kernel<A> {
     /// `thp_vma_allowable_orders(vma, vm_flags, TVA_PAGEFAULT, ALL)` for the
     /// page-fault path: a bitmap of orders.
-    pub fn thp_vma_allowable_orders(&self, vma: &Vma) -> u32 {
+    pub(crate) fn thp_vma_allowable_orders(&self, vma: &Vma) -> u32 {
         // File and shmem VMAs without ->huge_fault get nothing on this path.
         if !vma.is_anonymous() || vma.vm_flags & VM_NOHUGEPAGE != 0 {
             return 0;
@@ -94,12 +94,12 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Is one order allowed (`thp_vma_allowable_order()`)?
-    pub fn thp_vma_allowable_order(&self, vma: &Vma, order: u32) -> bool {
+    pub(crate) fn thp_vma_allowable_order(&self, vma: &Vma, order: u32) -> bool {
         self.thp_vma_allowable_orders(vma) & (1 << order) != 0
     }
 
     /// `create_huge_pmd()`: anonymous VMAs only (no `->huge_fault` files).
-    pub fn create_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
+    pub(crate) fn create_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
         if vmf.vma.is_anonymous() {
             self.do_huge_pmd_anonymous_page(vmf)
         } else {
@@ -219,7 +219,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `wp_huge_pmd()`: a write to a read-only PMD leaf.
-    pub fn wp_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
+    pub(crate) fn wp_huge_pmd(&mut self, vmf: &mut Vmf) -> u32 {
         if vmf.vma.is_anonymous() {
             return self.do_huge_pmd_wp_page(vmf);
         }
@@ -271,7 +271,7 @@ impl<A: Arch> Kernel<A> {
     /// `do_set_pmd()`: map a PMD-size page-cache folio with one PMD (the
     /// whole folio, whichever `page` the caller found). Returns 0 on success
     /// or VM_FAULT_FALLBACK.
-    pub fn do_set_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, _page: Pfn) -> u32 {
+    pub(crate) fn do_set_pmd(&mut self, vmf: &mut Vmf, folio: Pfn, _page: Pfn) -> u32 {
         let haddr = align_down(vmf.address, PMD_SIZE);
         let vma = vmf.vma;
         if vma.vm_flags & VM_NOHUGEPAGE != 0
@@ -311,7 +311,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `__split_huge_pmd()`: anon PMDs become 512 PTEs of the same folio (or
     /// of the zero page); file PMDs are simply zapped.
-    pub fn split_huge_pmd(
+    pub(crate) fn split_huge_pmd(
         &mut self,
         mm: MmId,
         vma: &Vma,
@@ -373,6 +373,7 @@ impl<A: Arch> Kernel<A> {
                     l.mm_id_mapcount[s] += HPAGE_PMD_NR as i32 - 1;
                 }
             }
+            self.folio_mapcount_sanity_checks(folio);
             let span = FolioSpan {
                 pfn: folio,
                 nr: HPAGE_PMD_NR,
@@ -427,7 +428,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `zap_huge_pmd()`: unmap a whole PMD leaf.
-    pub fn zap_huge_pmd(
+    pub(crate) fn zap_huge_pmd(
         &mut self,
         mm: MmId,
         vma: &Vma,
@@ -470,7 +471,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `copy_huge_pmd()` (fork): share the PMD write-protected; the child
     /// gets its own deposited table.
-    pub fn copy_huge_pmd(
+    pub(crate) fn copy_huge_pmd(
         &mut self,
         src: MmId,
         dst: MmId,
@@ -500,7 +501,7 @@ impl<A: Arch> Kernel<A> {
 /// `struct deferred_split`: one memory cgroup's queue of large anon
 /// folios for the deferred-split shrinker, in list order (head first).
 #[derive(Clone, Debug, Default)]
-pub struct DeferredSplit {
+pub(crate) struct DeferredSplit {
     /// `split_queue`: list position → folio.
     split_queue: BTreeMap<u64, Pfn>,
     /// The list position of every queued folio (`folio->_deferred_list`
@@ -512,17 +513,17 @@ pub struct DeferredSplit {
 
 impl DeferredSplit {
     /// `split_queue_len`
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.split_queue.len() as u64
     }
 
     /// No folio is queued.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.split_queue.is_empty()
     }
 
     /// Whether `folio` is queued (`!list_empty(&folio->_deferred_list)`).
-    pub fn contains(&self, folio: Pfn) -> bool {
+    pub(crate) fn contains(&self, folio: Pfn) -> bool {
         self.pos.contains_key(&folio.0)
     }
 

@@ -66,39 +66,39 @@ impl std::fmt::Display for MemcgId {
 }
 
 /// The root cgroup's id.
-pub const ROOT_MEM_CGROUP: MemcgId = MemcgId(0);
+pub(crate) const ROOT_MEM_CGROUP: MemcgId = MemcgId(0);
 /// `MEMCG_CHARGE_BATCH`: pages charged ahead into the per-CPU stock.
-pub const MEMCG_CHARGE_BATCH: u64 = 64;
+pub(crate) const MEMCG_CHARGE_BATCH: u64 = 64;
 /// `NR_MEMCG_STOCK`: cgroups cached per CPU stock.
-pub const NR_MEMCG_STOCK: usize = 7;
+pub(crate) const NR_MEMCG_STOCK: usize = 7;
 /// `MAX_RECLAIM_RETRIES`
-pub const MAX_RECLAIM_RETRIES: u32 = 16;
+pub(crate) const MAX_RECLAIM_RETRIES: u32 = 16;
 /// `PAGE_ALLOC_COSTLY_ORDER`
-pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+pub(crate) const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 /// `PAGE_COUNTER_MAX`: no limit.
-pub const PAGE_COUNTER_MAX: u64 = u64::MAX;
+pub(crate) const PAGE_COUNTER_MAX: u64 = u64::MAX;
 
 /// `struct lruvec` of one cgroup (one node).
 #[derive(Clone, Debug, Default)]
-pub struct Lruvec {
+pub(crate) struct Lruvec {
     /// The ordered lists; unused (empty) for the root, see
     /// include/linux/mm_inline.rs.
     pub lists: [ListHead; NR_LRU_LISTS],
     /// `lruvec->anon_cost`, `lruvec->file_cost` (`lru_note_cost()`).
-    pub anon_cost: u64,
-    pub file_cost: u64,
+    pub(crate) anon_cost: u64,
+    pub(crate) file_cost: u64,
     /// `lruvec->nonresident_age`: evictions and activations in this
     /// cgroup and its descendants (mm/workingset.rs).
-    pub nonresident_age: u64,
+    pub(crate) nonresident_age: u64,
     /// `lruvec->refaults[]`: WORKINGSET_ACTIVATE_ANON / _FILE at the end
     /// of the last reclaim of this target (`snapshot_refaults()`).
-    pub refaults: [u64; 2],
+    pub(crate) refaults: [u64; 2],
 }
 
 /// `struct mem_cgroup`
 #[derive(Clone, Debug)]
 #[doc(alias = "mem_cgroup")]
-pub struct MemCgroup {
+pub(crate) struct MemCgroup {
     /// The parent's id (the root is its own parent).
     pub parent: MemcgId,
     /// `memory.max` (v1 `memory.limit_in_bytes`) in pages.
@@ -108,14 +108,14 @@ pub struct MemCgroup {
     pub usage: u64,
     /// Pages charged for slab objects (`obj_cgroup_charge()`), which no
     /// page of the model carries.
-    pub obj_pages: u64,
+    pub(crate) obj_pages: u64,
     pub lruvec: Lruvec,
     /// `memcg->deferred_split_queue`: its large anon folios waiting for
     /// the deferred-split shrinker.
-    pub deferred_split_queue: crate::mm::huge_memory::DeferredSplit,
+    pub(crate) deferred_split_queue: crate::mm::huge_memory::DeferredSplit,
     /// The deferred-split shrinker's `nr_deferred` in this cgroup's
     /// `shrinker_info` (one node): scan work carried to the next call.
-    pub shrinker_nr_deferred: u64,
+    pub(crate) shrinker_nr_deferred: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -129,7 +129,7 @@ struct MemcgStock {
 /// How a charge may reclaim: the parts of the allocation's gfp mask that
 /// `try_charge_memcg()` looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChargeGfp {
+pub(crate) enum ChargeGfp {
     /// GFP_KERNEL / GFP_HIGHUSER_MOVABLE: reclaim and retry; failing means
     /// the OOM killer (unsupported).
     Kernel,
@@ -147,7 +147,7 @@ pub enum ChargeGfp {
 
 /// The memory-cgroup state of the kernel.
 #[derive(Debug)]
-pub struct MemcgState {
+pub(crate) struct MemcgState {
     pub memcgs: Vec<MemCgroup>,
     /// The cgroup of each mm's owner task, by `MmId` (missing = root).
     mm_memcg: Vec<MemcgId>,
@@ -159,7 +159,7 @@ pub struct MemcgState {
     obj_stock: (MemcgId, u64),
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
-    pub current: MemcgId,
+    pub(crate) current: MemcgId,
 }
 
 impl Default for MemcgState {
@@ -187,9 +187,17 @@ impl<A: Arch> Kernel<A> {
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
     /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
     /// into it (`cgroup.procs`). Charges already made stay where they are.
-    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> MemcgId {
+    pub fn mem_cgroup_create(
+        &mut self,
+        mm: MmId,
+        limit_bytes: Option<u64>,
+    ) -> Result<MemcgId, KernelError> {
         let id = self.memcg.memcgs.len();
-        assert!(id < u16::MAX as usize, "unsupported: 65535 memory cgroups");
+        if id >= u16::MAX as usize {
+            return Err(KernelError::Unsupported(
+                "more than 65534 memory cgroups".into(),
+            ));
+        }
         let nr_pages = self.mem.nr_pages();
         if self.memcg.folio_memcg.is_empty() {
             self.memcg.folio_memcg = vec![ROOT_MEM_CGROUP; nr_pages as usize];
@@ -207,7 +215,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
         self.set_mm_memcg(mm, id);
-        id
+        Ok(id)
     }
 
     /// The cgroup `mm` is charged to (`get_mem_cgroup_from_mm()`).
@@ -221,7 +229,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Move `mm`'s task into `memcg` (also: a fork child inherits).
-    pub fn set_mm_memcg(&mut self, mm: MmId, memcg: MemcgId) {
+    pub(crate) fn set_mm_memcg(&mut self, mm: MmId, memcg: MemcgId) {
         let v = &mut self.memcg.mm_memcg;
         if v.len() <= mm.0 as usize {
             v.resize(mm.0 as usize + 1, ROOT_MEM_CGROUP);
@@ -231,7 +239,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_memcg()`
     #[inline]
-    pub fn folio_memcg(&self, folio: Pfn) -> MemcgId {
+    pub(crate) fn folio_memcg(&self, folio: Pfn) -> MemcgId {
         match self.memcg.folio_memcg.get(folio.idx()) {
             Some(&m) => m,
             None => ROOT_MEM_CGROUP,
@@ -239,16 +247,16 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `mem_cgroup_is_descendant(memcg, root)`
-    pub fn mem_cgroup_is_descendant(&self, memcg: MemcgId, root: MemcgId) -> bool {
+    pub(crate) fn mem_cgroup_is_descendant(&self, memcg: MemcgId, root: MemcgId) -> bool {
         root == ROOT_MEM_CGROUP || memcg == root
     }
 
     /// `mem_cgroup_charge()`: charge a new folio to `memcg` (`commit_charge()`
     /// records it). False if the charge failed: the caller falls back to a
     /// smaller folio or fails the fault; a small GFP_KERNEL charge that
-    /// fails is the memcg OOM killer's case and is recorded
+    /// fails is the memcg OOM killer's case, a model limit
     /// ([`Kernel::memcg_oom`]).
-    pub fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: MemcgId, gfp: ChargeGfp) -> bool {
+    pub(crate) fn mem_cgroup_charge(&mut self, folio: Pfn, memcg: MemcgId, gfp: ChargeGfp) -> bool {
         let nr = self.mem.folio_nr_pages(folio);
         if memcg != ROOT_MEM_CGROUP {
             if !self.try_charge_memcg(memcg, gfp, nr) {
@@ -277,7 +285,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `mem_cgroup_swapin_charge_folio()`: charge to the cgroup recorded for
     /// the swap slot (`lookup_swap_cgroup_id()`).
-    pub fn mem_cgroup_swapin_charge_folio(
+    pub(crate) fn mem_cgroup_swapin_charge_folio(
         &mut self,
         folio: Pfn,
         entry: SwpEntry,
@@ -289,7 +297,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `mem_cgroup_uncharge()` of a folio being freed.
     #[inline]
-    pub fn mem_cgroup_uncharge(&mut self, folio: Pfn) {
+    pub(crate) fn mem_cgroup_uncharge(&mut self, folio: Pfn) {
         let memcg = self.folio_memcg(folio);
         if memcg != ROOT_MEM_CGROUP {
             let nr = self.mem.folio_nr_pages(folio);
@@ -306,9 +314,9 @@ impl<A: Arch> Kernel<A> {
     /// `__GFP_ACCOUNT` (page tables): charged like a folio, through the
     /// same stock and limit reclaim (`obj_cgroup_charge_pages()` ->
     /// `try_charge_memcg()`), to the cgroup of `current`. A charge that
-    /// fails is the memcg OOM killer's case (recorded as unsupported); the
-    /// page then stays uncharged.
-    pub fn memcg_kmem_charge_page(&mut self, page: Pfn) {
+    /// fails is the memcg OOM killer's case, a model limit
+    /// ([`Kernel::memcg_oom`]).
+    pub(crate) fn memcg_kmem_charge_page(&mut self, page: Pfn) {
         let memcg = self.memcg.current;
         if memcg == ROOT_MEM_CGROUP {
             return;
@@ -323,7 +331,7 @@ impl<A: Arch> Kernel<A> {
     /// `__memcg_kmem_uncharge_page()` of a freed page table: its charge
     /// goes back through the per-CPU stock (`obj_cgroup_uncharge_pages()`
     /// -> `refill_stock()`), not straight to the counter as a folio's does.
-    pub fn memcg_kmem_uncharge_page(&mut self, page: Pfn) {
+    pub(crate) fn memcg_kmem_uncharge_page(&mut self, page: Pfn) {
         let memcg = self.folio_memcg(page);
         if memcg != ROOT_MEM_CGROUP {
             self.memcg.folio_memcg[page.idx()] = ROOT_MEM_CGROUP;
@@ -338,7 +346,7 @@ impl<A: Arch> Kernel<A> {
     /// the rest of the last page going to the stock (`refill_obj_stock()`;
     /// a stock of another cgroup is flushed first).
     /// A failed charge is the memcg OOM killer's case (unsupported).
-    pub fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
+    pub(crate) fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
         if memcg == ROOT_MEM_CGROUP {
             return;
         }
@@ -350,7 +358,6 @@ impl<A: Arch> Kernel<A> {
         let nr_pages = size.div_ceil(PAGE_SIZE);
         if !self.try_charge_memcg(memcg, ChargeGfp::Kernel, nr_pages) {
             self.memcg_oom(memcg, nr_pages);
-            return;
         }
         self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
         let rest = nr_pages * PAGE_SIZE - size;
@@ -362,7 +369,7 @@ impl<A: Arch> Kernel<A> {
     /// (`refill_obj_stock()` with uncharging allowed): the bytes go to the
     /// object stock (switched to `memcg` first), and whole pages beyond one
     /// go back through the page stock (`obj_cgroup_uncharge_pages()`).
-    pub fn obj_cgroup_uncharge(&mut self, memcg: MemcgId, size: u64) {
+    pub(crate) fn obj_cgroup_uncharge(&mut self, memcg: MemcgId, size: u64) {
         if memcg == ROOT_MEM_CGROUP {
             return;
         }
@@ -399,7 +406,11 @@ impl<A: Arch> Kernel<A> {
     /// Run `f` with `current` in `memcg` (the cgroup of the task the kernel
     /// runs for: the faulting task, the forking parent, a system call's
     /// caller).
-    pub fn with_current_memcg<T>(&mut self, memcg: MemcgId, f: impl FnOnce(&mut Self) -> T) -> T {
+    pub(crate) fn with_current_memcg<T>(
+        &mut self,
+        memcg: MemcgId,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
         let saved = std::mem::replace(&mut self.memcg.current, memcg);
         let r = f(self);
         self.memcg.current = saved;
@@ -407,7 +418,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `split_page_memcg()`: the tails of a split folio keep its charge.
-    pub fn split_page_memcg(&mut self, head: Pfn, nr: u64) {
+    pub(crate) fn split_page_memcg(&mut self, head: Pfn, nr: u64) {
         let memcg = self.folio_memcg(head);
         if memcg != ROOT_MEM_CGROUP {
             for i in 1..nr {
@@ -431,7 +442,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `mem_cgroup_margin()`: pages that can still be charged.
-    pub fn mem_cgroup_margin(&self, memcg: MemcgId) -> u64 {
+    pub(crate) fn mem_cgroup_margin(&self, memcg: MemcgId) -> u64 {
         let m = &self.memcg.memcgs[memcg.idx()];
         m.max.saturating_sub(m.usage)
     }
@@ -487,9 +498,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// A GFP_KERNEL charge failed: the kernel would run the memcg OOM killer,
-    /// which the model does not. Records why ([`Kernel::unsupported`]); the
-    /// fault returns VM_FAULT_OOM and the engine reports the step.
-    pub fn memcg_oom(&mut self, memcg: MemcgId, nr: u64) {
+    /// which the model does not: a [`crate::model_limit`] saying why, which
+    /// the engine reports as the step's.
+    pub(crate) fn memcg_oom(&mut self, memcg: MemcgId, nr: u64) -> ! {
         let m = &self.memcg.memcgs[memcg.idx()];
         let what = format!(
             "memcg OOM: memory cgroup {} is at its limit ({} of {} pages charged) and \
@@ -498,7 +509,7 @@ impl<A: Arch> Kernel<A> {
             m.usage,
             m.max
         );
-        self.unsupported(what);
+        crate::model_limit(what)
     }
 
     /// `consume_stock()`
@@ -556,7 +567,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `drain_all_stock(root_memcg)`: a CPU whose stock holds pages of the
     /// subtree drains all of its slots (`drain_stock_fully()`).
-    pub fn drain_all_stock(&mut self, root_memcg: MemcgId) {
+    pub(crate) fn drain_all_stock(&mut self, root_memcg: MemcgId) {
         let s = self.memcg.stock;
         let needed = (0..NR_MEMCG_STOCK).any(|i| {
             s.cached[i] != ROOT_MEM_CGROUP
@@ -571,7 +582,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Pages of `memcg` held in the stock (for the invariant checker).
-    pub fn memcg_stock_pages(&self, memcg: MemcgId) -> u64 {
+    pub(crate) fn memcg_stock_pages(&self, memcg: MemcgId) -> u64 {
         let s = &self.memcg.stock;
         (0..NR_MEMCG_STOCK)
             .filter(|&i| s.cached[i] == memcg)
@@ -664,7 +675,7 @@ impl<A: Arch> Kernel<A> {
 
 /// `vma_thp_gfp_mask()` with the default `defrag = madvise`: direct reclaim
 /// only in MADV_HUGEPAGE ranges.
-pub fn vma_thp_gfp(vma: &crate::mm::mmap::Vma) -> ChargeGfp {
+pub(crate) fn vma_thp_gfp(vma: &crate::mm::mmap::Vma) -> ChargeGfp {
     if vma.vm_flags & crate::mm::mmap::VM_HUGEPAGE != 0 {
         ChargeGfp::TransHuge
     } else {

@@ -23,34 +23,34 @@ use crate::include::linux::pgtable::{
 use crate::mm::pgtable_generic::TableId;
 use crate::{FileId, Kernel, KernelError, MmId};
 
-pub const VM_READ: u64 = 0x1;
-pub const VM_WRITE: u64 = 0x2;
-pub const VM_EXEC: u64 = 0x4;
-pub const VM_SHARED: u64 = 0x8;
-pub const VM_MAYREAD: u64 = 0x10;
-pub const VM_MAYWRITE: u64 = 0x20;
-pub const VM_MAYEXEC: u64 = 0x40;
-pub const VM_MAYSHARE: u64 = 0x80;
-pub const VM_SEQ_READ: u64 = 0x8000;
-pub const VM_RAND_READ: u64 = 0x10000;
-pub const VM_HUGEPAGE: u64 = 0x2000_0000;
-pub const VM_NOHUGEPAGE: u64 = 0x4000_0000;
+pub(crate) const VM_READ: u64 = 0x1;
+pub(crate) const VM_WRITE: u64 = 0x2;
+pub(crate) const VM_EXEC: u64 = 0x4;
+pub(crate) const VM_SHARED: u64 = 0x8;
+pub(crate) const VM_MAYREAD: u64 = 0x10;
+pub(crate) const VM_MAYWRITE: u64 = 0x20;
+pub(crate) const VM_MAYEXEC: u64 = 0x40;
+pub(crate) const VM_MAYSHARE: u64 = 0x80;
+pub(crate) const VM_SEQ_READ: u64 = 0x8000;
+pub(crate) const VM_RAND_READ: u64 = 0x10000;
+pub(crate) const VM_HUGEPAGE: u64 = 0x2000_0000;
+pub(crate) const VM_NOHUGEPAGE: u64 = 0x4000_0000;
 
 /// `enum` of `mm->rss_stat` counters.
-pub const MM_FILEPAGES: usize = 0;
-pub const MM_ANONPAGES: usize = 1;
-pub const MM_SWAPENTS: usize = 2;
-pub const MM_SHMEMPAGES: usize = 3;
-pub const NR_MM_COUNTERS: usize = 4;
+pub(crate) const MM_FILEPAGES: usize = 0;
+pub(crate) const MM_ANONPAGES: usize = 1;
+pub(crate) const MM_SWAPENTS: usize = 2;
+pub(crate) const MM_SHMEMPAGES: usize = 3;
+pub(crate) const NR_MM_COUNTERS: usize = 4;
 
 /// Fixed top of the mmap area. Real x86_64 processes start theirs just below
 /// the stack gap, at a random offset (ASLR); the model uses a fixed base
 /// below that randomised range, so the native engine can ask the host for
 /// the model's addresses as mmap hints. Only alignment matters to the
 /// modelled behaviour.
-pub const MMAP_BASE: u64 = 0x6000_0000_0000;
+pub(crate) const MMAP_BASE: u64 = 0x6000_0000_0000;
 /// `mmap_min_addr`
-pub const MMAP_MIN_ADDR: u64 = 0x1_0000;
+pub(crate) const MMAP_MIN_ADDR: u64 = 0x1_0000;
 
 /// What backs a VMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,48 +67,48 @@ pub enum VmaKind {
 /// `struct vm_area_struct`
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[doc(alias = "vm_area_struct")]
-pub struct Vma {
-    pub vm_start: u64,
-    pub vm_end: u64,
-    pub vm_pgoff: u64,
-    pub vm_flags: u64,
+pub(crate) struct Vma {
+    pub(crate) vm_start: u64,
+    pub(crate) vm_end: u64,
+    pub(crate) vm_pgoff: u64,
+    pub(crate) vm_flags: u64,
     pub kind: VmaKind,
     /// `vm_file`: an open file (index into `Kernel::open_files`).
     pub file: Option<u32>,
     /// `anon_vma` is set once the VMA has anonymous pages.
-    pub anon_vma: Option<crate::mm::rmap::AnonVmaId>,
+    pub(crate) anon_vma: Option<crate::mm::rmap::AnonVmaId>,
     /// `swap_readahead_info`: the last swap fault's address, window and
     /// readahead hits (mm/swap_state.rs); 0 before the first.
-    pub swap_readahead_info: u64,
+    pub(crate) swap_readahead_info: u64,
 }
 
 impl Vma {
     /// `vma_pages()`
     #[inline]
-    pub fn vma_pages(&self) -> u64 {
+    pub(crate) fn vma_pages(&self) -> u64 {
         (self.vm_end - self.vm_start) >> PAGE_SHIFT
     }
     /// `linear_page_index()`
     #[inline]
-    pub fn linear_page_index(&self, addr: u64) -> u64 {
+    pub(crate) fn linear_page_index(&self, addr: u64) -> u64 {
         ((addr - self.vm_start) >> PAGE_SHIFT) + self.vm_pgoff
     }
     /// `vma_is_anonymous()`
     #[inline]
-    pub fn is_anonymous(&self) -> bool {
+    pub(crate) fn is_anonymous(&self) -> bool {
         self.kind == VmaKind::Anon
     }
     #[inline]
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         self.vm_flags & VM_SHARED != 0
     }
     /// `is_cow_mapping()`
     #[inline]
-    pub fn is_cow_mapping(&self) -> bool {
+    pub(crate) fn is_cow_mapping(&self) -> bool {
         self.vm_flags & (VM_SHARED | VM_MAYWRITE) == VM_MAYWRITE
     }
     #[inline]
-    pub fn contains(&self, addr: u64) -> bool {
+    pub(crate) fn contains(&self, addr: u64) -> bool {
         self.vm_start <= addr && addr < self.vm_end
     }
 }
@@ -119,17 +119,17 @@ impl Vma {
 pub struct Mm {
     pub id: MmId,
     /// `mm->mm_id` for the large-folio MM ownership slots (never 0).
-    pub mm_id: u32,
+    pub(crate) mm_id: u32,
     /// Table id of the PGD page.
-    pub pgd: TableId,
-    pub pgd_pfn: crate::include::linux::pgtable::Pfn,
+    pub(crate) pgd: TableId,
+    pub(crate) pgd_pfn: crate::include::linux::pgtable::Pfn,
     /// VMAs keyed by `vm_start`.
-    pub vmas: BTreeMap<u64, Vma>,
+    pub(crate) vmas: BTreeMap<u64, Vma>,
     /// `rss_stat`
-    pub rss: [i64; NR_MM_COUNTERS],
+    pub(crate) rss: [i64; NR_MM_COUNTERS],
     /// Page tables deposited with PMD-mapped anon THPs, keyed by the PMD
     /// address (`pgtable_trans_huge_deposit()`).
-    pub deposited: BTreeMap<u64, crate::include::linux::pgtable::Pfn>,
+    pub(crate) deposited: BTreeMap<u64, crate::include::linux::pgtable::Pfn>,
     /// Live child processes (for `wait`).
     pub children: Vec<MmId>,
 }
@@ -172,13 +172,13 @@ impl<A: Arch> Kernel<A> {
 
     /// `find_vma()` restricted to VMAs containing `addr`.
     #[inline]
-    pub fn find_vma(&self, mm: MmId, addr: u64) -> Option<Vma> {
+    pub(crate) fn find_vma(&self, mm: MmId, addr: u64) -> Option<Vma> {
         let (_, v) = self.mm(mm).vmas.range(..=addr).next_back()?;
         v.contains(addr).then_some(*v)
     }
 
     /// Write back a VMA changed by a fault path (e.g. a new anon_vma).
-    pub fn vma_update(&mut self, mm: MmId, vma: &Vma) {
+    pub(crate) fn vma_update(&mut self, mm: MmId, vma: &Vma) {
         self.mm_mut(mm).vmas.insert(vma.vm_start, *vma);
     }
 
@@ -406,7 +406,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// Merge mergeable neighbours in and around `[start, end)`.
-    pub fn vma_merge_range(&mut self, mm: MmId, start: u64, end: u64) {
+    pub(crate) fn vma_merge_range(&mut self, mm: MmId, start: u64, end: u64) {
         let keys: Vec<u64> = {
             let vmas = &self.mm(mm).vmas;
             let first = vmas
@@ -440,7 +440,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__split_vma()`: make `addr` a VMA boundary.
-    pub fn split_vma(&mut self, mm: MmId, addr: u64) {
+    pub(crate) fn split_vma(&mut self, mm: MmId, addr: u64) {
         let Some(v) = self.find_vma(mm, addr) else {
             return;
         };
@@ -468,7 +468,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The VMAs overlapping `[start, end)`, after splitting at both ends.
-    pub fn vmas_in_range_split(&mut self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
+    pub(crate) fn vmas_in_range_split(&mut self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
         self.split_vma(mm, start);
         self.split_vma(mm, end);
         self.mm(mm)
@@ -485,7 +485,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `do_vmi_munmap()`: unmap `[start, start + len)`.
-    pub fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
+    pub(crate) fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
         if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || len == 0 {
             return Err(KernelError::Errno(
                 "EINVAL",
@@ -536,7 +536,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `free_pgtables()` (PTE level only): free the PTE tables of 2 MiB
     /// blocks in `[start, end)` that no VMA overlaps any more.
-    pub fn free_pgtables(&mut self, mm: MmId, start: u64, end: u64) {
+    pub(crate) fn free_pgtables(&mut self, mm: MmId, start: u64, end: u64) {
         let mut addr = align_down(start, PMD_SIZE);
         while addr < end {
             let next = pmd_addr_end(addr, u64::MAX);

@@ -29,55 +29,55 @@ use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::{Kernel, MmId};
 
 /// `MMU_GATHER_BUNDLE`: pointers in the on-stack batch (`tlb->local`).
-pub const MMU_GATHER_BUNDLE: usize = 8;
+pub(crate) const MMU_GATHER_BUNDLE: usize = 8;
 /// `MAX_GATHER_BATCH`: pointers in a batch page after its header
 /// (`struct mmu_gather_batch`: next pointer, nr, max: 16 bytes).
-pub const MAX_GATHER_BATCH: usize = (PAGE_SIZE as usize - 16) / 8;
+pub(crate) const MAX_GATHER_BATCH: usize = (PAGE_SIZE as usize - 16) / 8;
 /// `MAX_GATHER_BATCH_COUNT`: batch pages one gather may allocate.
-pub const MAX_GATHER_BATCH_COUNT: usize = 10000 / MAX_GATHER_BATCH;
+pub(crate) const MAX_GATHER_BATCH_COUNT: usize = 10000 / MAX_GATHER_BATCH;
 
 const _: () = assert!(MAX_GATHER_BATCH == 510 && MAX_GATHER_BATCH_COUNT == 19);
 
 /// `struct mmu_gather`: what decides the flushes of one zap.
 #[derive(Clone, Debug, Default)]
 #[doc(alias = "mmu_gather")]
-pub struct MmuGather {
+pub(crate) struct MmuGather {
     /// Between `tlb_gather_mmu()` and `tlb_finish_mmu()` of a munmap or an
     /// exit: the zaps of several VMAs add to one gather. Otherwise each
     /// zap (MADV_DONTNEED) is its own gather.
-    pub active: bool,
+    pub(crate) active: bool,
     /// `tlb->fullmm`: the whole address space goes (exit_mmap()).
-    pub fullmm: bool,
+    pub(crate) fullmm: bool,
     /// Pages of the gathered ranges (the model takes the whole unmapped
     /// ranges, not only the span of the cleared entries).
-    pub nr_pages: u64,
+    pub(crate) nr_pages: u64,
     /// Entries were cleared.
-    pub cleared: bool,
+    pub(crate) cleared: bool,
     /// Non-present entries (swap entries) cleared: they leave the flush
     /// range alone (`zap_nonpresent_ptes()` calls no
     /// `tlb_remove_tlb_entry()`).
-    pub nonpresent_cleared: u64,
+    pub(crate) nonpresent_cleared: u64,
     /// `tlb->freed_tables`: page tables were freed.
-    pub freed_tables: bool,
+    pub(crate) freed_tables: bool,
     /// Pages whose entries were cleared since the last flush (`tlb->end`
     /// is set).
-    pub pending: u64,
+    pub(crate) pending: u64,
     /// Pages the forced flushes covered.
-    pub flushed: u64,
+    pub(crate) flushed: u64,
     /// Forced flushes so far.
-    pub nr_forced: u64,
+    pub(crate) nr_forced: u64,
     /// The batch pages allocated (`tlb->local.next` list).
-    pub batches: Vec<Pfn>,
+    pub(crate) batches: Vec<Pfn>,
     /// The batch being filled: 0 is `tlb->local`, `i` is `batches[i - 1]`.
-    pub active_batch: usize,
+    pub(crate) active_batch: usize,
     /// `batch->nr` of that batch.
-    pub batch_nr: usize,
+    pub(crate) batch_nr: usize,
 }
 
 impl<A: Arch> Kernel<A> {
     /// `tlb_gather_mmu()` (`fullmm = false`: a munmap) or
     /// `tlb_gather_mmu_fullmm()` (exit_mmap()).
-    pub fn tlb_gather_mmu(&mut self, fullmm: bool) {
+    pub(crate) fn tlb_gather_mmu(&mut self, fullmm: bool) {
         self.cpus.gather = MmuGather {
             active: true,
             fullmm,
@@ -90,7 +90,7 @@ impl<A: Arch> Kernel<A> {
     /// more than one page). Returns true when the gather is full: the
     /// caller must flush ([`Kernel::tlb_flush_mmu`]) before it gathers
     /// more.
-    pub fn tlb_remove_folio_pages(&mut self, nr: u64) -> bool {
+    pub(crate) fn tlb_remove_folio_pages(&mut self, nr: u64) -> bool {
         let g = &mut self.cpus.gather;
         g.pending += nr;
         g.batch_nr += if nr == 1 { 1 } else { 2 };
@@ -108,7 +108,7 @@ impl<A: Arch> Kernel<A> {
     /// An entry was cleared that puts no page into the gather (the zero
     /// page, a special mapping): only the flush range grows
     /// (`tlb_remove_tlb_entry()`).
-    pub fn tlb_remove_tlb_entry(&mut self) {
+    pub(crate) fn tlb_remove_tlb_entry(&mut self) {
         self.cpus.gather.pending += 1;
     }
 
@@ -143,7 +143,7 @@ impl<A: Arch> Kernel<A> {
     /// `tlb_flush_mmu()` in the middle of a zap: flush what was gathered
     /// since the last flush (nothing if no entry was cleared: `tlb->end`
     /// is 0), then empty the batches for reuse (tlb_batch_pages_flush()).
-    pub fn tlb_flush_mmu(&mut self, mm: MmId) {
+    pub(crate) fn tlb_flush_mmu(&mut self, mm: MmId) {
         let g = &mut self.cpus.gather;
         let pending = std::mem::take(&mut g.pending);
         g.active_batch = 0;
@@ -162,7 +162,7 @@ impl<A: Arch> Kernel<A> {
     /// The end of one `unmap_page_range()` of `nr_pages` pages (`cleared`:
     /// entries were cleared): MADV_DONTNEED's own mmu_gather ends here
     /// (`tlb_finish_mmu()`); a munmap's or an exit's adds to its gather.
-    pub fn tlb_gather_range(&mut self, mm: MmId, nr_pages: u64, cleared: bool) {
+    pub(crate) fn tlb_gather_range(&mut self, mm: MmId, nr_pages: u64, cleared: bool) {
         let g = &mut self.cpus.gather;
         g.nr_pages += nr_pages;
         g.cleared |= cleared;
@@ -175,7 +175,7 @@ impl<A: Arch> Kernel<A> {
     /// entries were cleared since the last forced flush, or page tables
     /// were freed; nothing for a fullmm gather), then free the batch pages
     /// (tlb_batch_list_free()).
-    pub fn tlb_finish_mmu(&mut self, mm: MmId) {
+    pub(crate) fn tlb_finish_mmu(&mut self, mm: MmId) {
         let g = std::mem::take(&mut self.cpus.gather);
         for page in &g.batches {
             self.buddy.free_pages(&mut self.mem, *page, 0);

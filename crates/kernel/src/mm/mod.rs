@@ -1,25 +1,25 @@
 //! mm/: the memory-management model.
 
-pub mod debug;
+pub(crate) mod debug;
 pub mod filemap;
 pub mod gup;
-pub mod huge_memory;
+pub(crate) mod huge_memory;
 pub mod madvise;
-pub mod memcontrol;
+pub(crate) mod memcontrol;
 pub mod memory;
-pub mod migrate;
+pub(crate) mod migrate;
 pub mod mmap;
-pub mod mmu_gather;
-pub mod page_alloc;
-pub mod page_vma_mapped;
+pub(crate) mod mmu_gather;
+pub(crate) mod page_alloc;
+pub(crate) mod page_vma_mapped;
 pub mod pgtable_generic;
 pub mod readahead;
-pub mod rmap;
+pub(crate) mod rmap;
 pub mod shmem;
-pub mod shrinker;
+pub(crate) mod shrinker;
 pub mod swap;
-pub mod swap_state;
-pub mod swapfile;
+pub(crate) mod swap_state;
+pub(crate) mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
-pub mod workingset;
+pub(crate) mod workingset;

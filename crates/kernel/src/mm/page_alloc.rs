@@ -37,7 +37,7 @@ const WATERMARK_SCALE_FACTOR: u64 = 10;
 
 /// `zone->_watermark[WMARK_MIN / LOW / HIGH]`, in pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Watermarks {
+pub(crate) struct Watermarks {
     pub min: u64,
     pub low: u64,
     pub high: u64,
@@ -47,7 +47,7 @@ impl Watermarks {
     /// `calculate_min_free_kbytes()` (int_sqrt(lowmem_kbytes * 16), clamped
     /// to 128 KiB .. 256 MiB) and `__setup_per_zone_wmarks()` for one zone
     /// holding all `managed` pages.
-    pub fn new(managed: u64) -> Watermarks {
+    pub(crate) fn new(managed: u64) -> Watermarks {
         let lowmem_kbytes = managed * (PAGE_SIZE >> 10);
         let min_free_kbytes = (lowmem_kbytes * 16).isqrt().clamp(128, 262_144);
         let min = min_free_kbytes >> (crate::include::linux::pgtable::PAGE_SHIFT - 10);
@@ -62,7 +62,7 @@ impl Watermarks {
 
 /// `struct free_area[]` of the single zone.
 #[derive(Debug)]
-pub struct FreeArea {
+pub(crate) struct FreeArea {
     stacks: Vec<Vec<u32>>,
     nr_free: u64,
     nr_pages: u64,
@@ -70,16 +70,16 @@ pub struct FreeArea {
     /// `MAX_PAGE_ORDER` blocks, unmarked).
     fresh: u64,
     /// The zone's watermarks.
-    pub wmark: Watermarks,
+    pub(crate) wmark: Watermarks,
     /// Where the last partial cgroup walk of global direct reclaim stopped
     /// (the root's `mem_cgroup_reclaim_iter` position for the one node);
     /// None: the next walk starts at the root.
-    pub reclaim_pos: Option<u16>,
+    pub(crate) reclaim_pos: Option<u16>,
 }
 
 impl FreeArea {
     /// All of `mem` free, in `MAX_PAGE_ORDER` blocks, lowest PFN first out.
-    pub fn new(mem: &MemMap) -> FreeArea {
+    pub(crate) fn new(mem: &MemMap) -> FreeArea {
         let nr_pages = mem.nr_pages();
         assert!(
             nr_pages.is_multiple_of(1u64 << MAX_PAGE_ORDER),
@@ -97,17 +97,13 @@ impl FreeArea {
     }
 
     /// Free pages in the never-used tail (not marked in the memory map).
-    pub fn nr_fresh_pages(&self) -> u64 {
+    pub(crate) fn nr_fresh_pages(&self) -> u64 {
         self.nr_pages - self.fresh
     }
 
     /// `nr_free_pages()`
-    pub fn nr_free_pages(&self) -> u64 {
+    pub(crate) fn nr_free_pages(&self) -> u64 {
         self.nr_free
-    }
-
-    pub fn nr_pages(&self) -> u64 {
-        self.nr_pages
     }
 
     fn pop(&mut self, mem: &MemMap, order: u32) -> Option<Pfn> {
@@ -121,7 +117,7 @@ impl FreeArea {
     }
 
     /// `__rmqueue_smallest()` + `expand()`: a free block of `order`, or None.
-    pub fn alloc_pages(&mut self, mem: &mut MemMap, order: u32) -> Option<Pfn> {
+    pub(crate) fn alloc_pages(&mut self, mem: &mut MemMap, order: u32) -> Option<Pfn> {
         let found = (order..=MAX_PAGE_ORDER).find_map(|o| self.pop(mem, o).map(|p| (p, o)));
         let (pfn, mut cur) = match found {
             Some(f) => f,
@@ -144,7 +140,7 @@ impl FreeArea {
     }
 
     /// `__free_one_page()`: return a block and merge it with free buddies.
-    pub fn free_pages(&mut self, mem: &mut MemMap, pfn: Pfn, order: u32) {
+    pub(crate) fn free_pages(&mut self, mem: &mut MemMap, pfn: Pfn, order: u32) {
         self.nr_free += 1 << order;
         let mut pfn = pfn.0 as u64;
         let mut order = order;
@@ -167,7 +163,7 @@ impl FreeArea {
     /// buddy allocation itself fails when no block is large enough): the
     /// free pages left after taking `order` stay above `mark`.
     #[inline]
-    pub fn watermark_ok(&self, order: u32, mark: u64) -> bool {
+    pub(crate) fn watermark_ok(&self, order: u32, mark: u64) -> bool {
         self.nr_free.saturating_sub((1 << order) - 1) > mark
     }
 }
@@ -177,7 +173,7 @@ impl<A: Arch> Kernel<A> {
     /// slow path (min watermark, direct reclaim for order 0). `movable`:
     /// the gfp mask's highest zone is ZONE_MOVABLE (user folios) rather
     /// than ZONE_NORMAL (page tables), which names the allocstall counter.
-    pub fn alloc_pages(&mut self, order: u32, movable: bool) -> Option<Pfn> {
+    pub(crate) fn alloc_pages(&mut self, order: u32, movable: bool) -> Option<Pfn> {
         if !self.lru.root && self.cfg.lru_order_root {
             // Global reclaim scans the root's lists: keep them ordered from
             // the first allocation on.
@@ -208,12 +204,10 @@ impl<A: Arch> Kernel<A> {
                 return None; // no __GFP_DIRECT_RECLAIM for large folios here
             }
             if !self.lru.root {
-                self.unsupported(
+                crate::model_limit(
                     "global direct reclaim with the root LRU lists unordered (the engine \
-                     judged that this scenario cannot run the machine out of memory)"
-                        .into(),
+                     judged that this scenario cannot run the machine out of memory)",
                 );
-                return None;
             }
             // __alloc_pages_direct_reclaim() → __perform_reclaim()
             let progress = self.try_to_free_pages(movable);

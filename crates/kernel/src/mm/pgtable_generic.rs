@@ -30,13 +30,13 @@ impl TableId {
 
 /// The arena of page-table pages.
 #[derive(Debug, Default)]
-pub struct PageTables {
+pub(crate) struct PageTables {
     pub tables: Vec<Box<Table>>,
     free: Vec<TableId>,
     /// Bumped whenever a table is freed, so callers that cache a table id
     /// (the engine's last-table cache) can tell it may be stale.
-    pub generation: u64,
-    pub nr_tables: u64,
+    pub(crate) generation: u64,
+    pub(crate) nr_tables: u64,
 }
 
 /// A PMD entry's location: (table id of the PMD table, index).
@@ -48,19 +48,19 @@ pub struct PmdSlot {
 
 impl PageTables {
     #[inline]
-    pub fn get(&self, tid: TableId, idx: usize) -> u64 {
+    pub(crate) fn get(&self, tid: TableId, idx: usize) -> u64 {
         self.tables[tid.idx()][idx]
     }
     #[inline]
-    pub fn set(&mut self, tid: TableId, idx: usize, v: u64) {
+    pub(crate) fn set(&mut self, tid: TableId, idx: usize, v: u64) {
         self.tables[tid.idx()][idx] = v;
     }
     #[inline]
-    pub fn table_mut(&mut self, tid: TableId) -> &mut Table {
+    pub(crate) fn table_mut(&mut self, tid: TableId) -> &mut Table {
         &mut self.tables[tid.idx()]
     }
     #[inline]
-    pub fn table(&self, tid: TableId) -> &Table {
+    pub(crate) fn table(&self, tid: TableId) -> &Table {
         &self.tables[tid.idx()]
     }
 }
@@ -70,9 +70,9 @@ impl<A: Arch> Kernel<A> {
     /// GFP_PGTABLE_USER, whose `__GFP_ACCOUNT` charges it to the memory
     /// cgroup of the task in the kernel (`__memcg_kmem_charge_page()`).
     /// Returns (pfn, id).
-    pub fn pgtable_alloc(&mut self) -> (Pfn, TableId) {
+    pub(crate) fn pgtable_alloc(&mut self) -> (Pfn, TableId) {
         let pfn = self.alloc_pages(0, false).unwrap_or_else(|| {
-            panic!("unsupported: out of memory for a page table (the OOM killer is not modelled)")
+            crate::model_limit("out of memory for a page table (the OOM killer is not modelled)")
         });
         self.memcg_kmem_charge_page(pfn);
         let id = match self.pt.free.pop() {
@@ -93,7 +93,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `pte_free()` / `pmd_free()`: give a table page back. The entries must
     /// already be none.
-    pub fn pgtable_free(&mut self, pfn: Pfn) {
+    pub(crate) fn pgtable_free(&mut self, pfn: Pfn) {
         let id = self.mem.table_id(pfn);
         debug_assert!(
             self.pt.tables[id.idx()].iter().all(|&e| e == 0),
@@ -133,7 +133,7 @@ impl<A: Arch> Kernel<A> {
 
     /// Walk to the PMD entry of `addr`, allocating the PUD and PMD tables
     /// (`__pud_alloc()`, `__pmd_alloc()`).
-    pub fn pmd_alloc(&mut self, mm: MmId, addr: u64) -> PmdSlot {
+    pub(crate) fn pmd_alloc(&mut self, mm: MmId, addr: u64) -> PmdSlot {
         let pgd = self.mm(mm).pgd;
         let pud = self.next_level_alloc(pgd, pgd_index(addr));
         let pmd = self.next_level_alloc(pud, pud_index(addr));
@@ -154,13 +154,13 @@ impl<A: Arch> Kernel<A> {
 
     /// The PMD entry's value.
     #[inline]
-    pub fn pmdp_get(&self, pmd: PmdSlot) -> u64 {
+    pub(crate) fn pmdp_get(&self, pmd: PmdSlot) -> u64 {
         self.pt.get(pmd.table, pmd.idx)
     }
 
     /// `pmd_install()` / `__pte_alloc()`: make sure the PMD points at a PTE
     /// table and return its id. Returns None if the PMD is a huge leaf.
-    pub fn pte_alloc(&mut self, pmd: PmdSlot) -> Option<TableId> {
+    pub(crate) fn pte_alloc(&mut self, pmd: PmdSlot) -> Option<TableId> {
         let entry = self.pmdp_get(pmd);
         if entry == 0 {
             let (pfn, id) = self.pgtable_alloc();
@@ -172,7 +172,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `free_pte_range()`: clear a PMD that points at an empty PTE table and
     /// free the table.
-    pub fn free_pte_table(&mut self, pmd: PmdSlot) {
+    pub(crate) fn free_pte_table(&mut self, pmd: PmdSlot) {
         let entry = self.pmdp_get(pmd);
         if A::entry_is_table(entry) {
             self.pt.set(pmd.table, pmd.idx, 0);

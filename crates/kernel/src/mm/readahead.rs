@@ -19,18 +19,18 @@ use crate::mm::memcontrol::ChargeGfp;
 use crate::Kernel;
 
 /// `MMAP_LOTSAMISS`
-pub const MMAP_LOTSAMISS: u16 = 100;
+pub(crate) const MMAP_LOTSAMISS: u16 = 100;
 
 /// `struct file_ra_state`
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FileRaState {
     pub start: u64,
     pub size: u64,
-    pub async_size: u64,
-    pub ra_pages: u64,
+    pub(crate) async_size: u64,
+    pub(crate) ra_pages: u64,
     pub order: u32,
-    pub mmap_miss: u16,
-    pub prev_pos: u64,
+    pub(crate) mmap_miss: u16,
+    pub(crate) prev_pos: u64,
 }
 
 impl FileRaState {
@@ -96,7 +96,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `page_cache_ra_order()`: read `ra.size` pages from `start` in folios
     /// of the window's order.
-    pub fn page_cache_ra_order(&mut self, file: u32, start: u64) {
+    pub(crate) fn page_cache_ra_order(&mut self, file: u32, start: u64) {
         let f = self.open_files[file as usize].mapping;
         let (i_size, max_order) = {
             let a = &self.files[f.0 as usize];
@@ -167,7 +167,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `page_cache_sync_ra()`: readahead on a cache miss at `index` for a
     /// request of `req_count` pages.
-    pub fn page_cache_sync_ra(&mut self, file: u32, index: u64, req_count: u64) {
+    pub(crate) fn page_cache_sync_ra(&mut self, file: u32, index: u64, req_count: u64) {
         let ra = self.open_files[file as usize].ra;
         if ra.ra_pages == 0 {
             self.do_page_cache_ra(file, index, 1, 0);
@@ -245,7 +245,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `page_cache_async_ra()`: a PG_readahead folio was hit at `index`.
-    pub fn page_cache_async_ra(&mut self, file: u32, folio: Pfn, index: u64, req_count: u64) {
+    pub(crate) fn page_cache_async_ra(
+        &mut self,
+        file: u32,
+        folio: Pfn,
+        index: u64,
+        req_count: u64,
+    ) {
         let ra = self.open_files[file as usize].ra;
         if ra.ra_pages == 0 {
             return;

@@ -27,16 +27,128 @@ use crate::arch::Arch;
 use crate::include::linux::mm_types::{
     PG_ANON, PG_ANON_EXCLUSIVE, PG_PARTIALLY_MAPPED, PG_SWAPBACKED, PG_UPTODATE,
 };
-use crate::include::linux::pgtable::Pfn;
+use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_NR, PAGE_SIZE};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::mmap::Vma;
 use crate::mm::page_vma_mapped::{Pvmw, PvmwHit, PVMW_SYNC};
 use crate::mm::pgtable_generic::TableId;
 use crate::{Kernel, MmId};
 
+/// Debug assertions of the rmap functions, after the kernel's
+/// CONFIG_DEBUG_VM checks (`VM_WARN_ON_FOLIO()`), which warn where these
+/// stop the run. Compiled only with debug assertions (tests).
+impl<A: Arch> Kernel<A> {
+    /// `__folio_rmap_sanity_checks()` (include/linux/rmap.h) at the entry of
+    /// every rmap add and remove: `nr` pages from `page` at PTE level, or
+    /// with `pmd` the folio's one entire mapping. Hugetlb folios, which the
+    /// kernel also rules out here, do not exist in the model.
+    #[inline]
+    fn folio_rmap_sanity_checks(&self, folio: Pfn, page: Pfn, nr: u64, pmd: bool) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        // is_zero_folio(): the zero pages are mapped without rmap.
+        debug_assert!(
+            folio != self.zero_pfn && Some(folio) != self.huge_zero_folio,
+            "rmap of the zero folio {folio:?}"
+        );
+        debug_assert_eq!(self.mem.page_folio(folio), folio, "not a folio head");
+        debug_assert!(nr > 0, "rmap of no pages of {folio:?}");
+        if pmd {
+            // PGTABLE_LEVEL_PMD: one entire mapping of a PMD-sized folio.
+            let size = self.mem.folio_nr_pages(folio);
+            debug_assert!(
+                size == HPAGE_PMD_NR && nr == HPAGE_PMD_NR,
+                "PMD mapping of {nr} pages of a folio of {size} pages"
+            );
+        }
+        debug_assert_eq!(
+            self.mem.page_folio(page),
+            folio,
+            "{page:?} outside {folio:?}"
+        );
+        debug_assert_eq!(
+            self.mem.page_folio(page.plus(nr - 1)),
+            folio,
+            "{nr} pages from {page:?} run past the end of {folio:?}"
+        );
+        // A mapped anon folio has a live anon_vma.
+        if self.mem.folio_test_anon(folio) {
+            let av = AnonVmaId::from_mapping(self.mem.folio_mapping(folio));
+            debug_assert!(
+                av.is_some_and(|av| (av.0.get() as usize) < self.anon_vma_parent.len()),
+                "anon {folio:?} without an anon_vma"
+            );
+        }
+    }
+
+    /// `__folio_large_mapcount_sanity_checks()` (include/linux/rmap.h) at
+    /// the entry of the large mapcount updates: a large folio, a positive
+    /// change of at most the folio's pages, a real mm, and MM-owner slots
+    /// that agree with their counts.
+    #[inline]
+    fn folio_large_mapcount_sanity_checks(&self, folio: Pfn, diff: i32, mm_id: u32) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        debug_assert!(self.mem.folio_test_large(folio), "{folio:?} is not large");
+        debug_assert!(diff > 0, "large mapcount change {diff} of {folio:?}");
+        debug_assert!(diff as u64 <= self.mem.folio_nr_pages(folio), "{folio:?}");
+        debug_assert_ne!(mm_id, 0, "MM_ID_DUMMY maps {folio:?}");
+        let l = self.mem.large(folio);
+        for s in 0..2 {
+            if l.mm_id[s] == 0 {
+                debug_assert_eq!(l.mm_id_mapcount[s], 0, "free slot {s} of {folio:?}: {l:?}");
+            } else {
+                debug_assert!(l.mm_id_mapcount[s] > 0, "slot {s} of {folio:?}: {l:?}");
+            }
+        }
+        debug_assert!(
+            l.large_mapcount > 0 || !l.maybe_shared,
+            "unmapped {folio:?} marked maybe shared: {l:?}"
+        );
+    }
+
+    /// The mapcounts of `folio` after a change: none negative, and a large
+    /// folio's folio-wide counts agree with its pages' (`_large_mapcount`
+    /// is the entire mapcount plus every page's PTE mapcount;
+    /// `_nr_pages_mapped` counts the pages with a PTE mapping; the MM-owner
+    /// slots hold no more than all mappings). Per-page counts cannot go
+    /// below zero: [`MemMap::page_mapcount_add`] asserts that.
+    pub(crate) fn folio_mapcount_sanity_checks(&self, folio: Pfn) {
+        if !cfg!(debug_assertions) || !self.mem.folio_test_large(folio) {
+            return;
+        }
+        let l = *self.mem.large(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        debug_assert!(l.entire_mapcount >= 0, "{folio:?}: {l:?}");
+        let (mut pte_maps, mut pages_mapped) = (0i64, 0i64);
+        for i in 0..nr {
+            let m = self.mem.page_mapcount(folio.plus(i)) as i64;
+            pte_maps += m;
+            pages_mapped += (m > 0) as i64;
+        }
+        debug_assert_eq!(
+            l.large_mapcount as i64,
+            l.entire_mapcount as i64 + pte_maps,
+            "large mapcount of {folio:?}: {l:?}"
+        );
+        debug_assert_eq!(
+            l.nr_pages_mapped as i64, pages_mapped,
+            "_nr_pages_mapped of {folio:?}: {l:?}"
+        );
+        debug_assert!(
+            l.mm_id_mapcount.iter().all(|&c| c >= 0)
+                && l.mm_id_mapcount[0] + l.mm_id_mapcount[1] <= l.large_mapcount,
+            "MM-owner slots of {folio:?}: {l:?}"
+        );
+    }
+}
+
 impl<A: Arch> Kernel<A> {
     /// `folio_add_return_large_mapcount()`: MM-owner slot bookkeeping.
     fn large_mapcount_add(&mut self, folio: Pfn, diff: i32, mm_id: u32) {
+        self.folio_large_mapcount_sanity_checks(folio, diff, mm_id);
         let l = self.mem.large_mut(folio);
         l.large_mapcount += diff;
         let new = l.large_mapcount;
@@ -62,6 +174,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_sub_return_large_mapcount()`
     fn large_mapcount_sub(&mut self, folio: Pfn, diff: i32, mm_id: u32) {
+        self.folio_large_mapcount_sanity_checks(folio, diff, mm_id);
         let l = self.mem.large_mut(folio);
         l.large_mapcount -= diff;
         let new = l.large_mapcount;
@@ -87,7 +200,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_add_new_anon_rmap()`: a fresh anon folio mapped exclusively by
     /// PTEs (or by one PMD when `pmd`).
-    pub fn folio_add_new_anon_rmap(
+    pub(crate) fn folio_add_new_anon_rmap(
         &mut self,
         folio: Pfn,
         vma: &Vma,
@@ -96,6 +209,18 @@ impl<A: Arch> Kernel<A> {
         mm: MmId,
     ) {
         let nr = self.mem.folio_nr_pages(folio);
+        // folio_add_new_anon_rmap()'s own checks: a new folio (never the
+        // zero page, not mapped yet) that the VMA covers.
+        debug_assert!(folio != self.zero_pfn && Some(folio) != self.huge_zero_folio);
+        debug_assert_eq!(self.mem.page_folio(folio), folio, "not a folio head");
+        debug_assert!(!self.mem.folio_mapped(folio), "{folio:?} is not new");
+        debug_assert!(
+            addr >= vma.vm_start && addr + nr * PAGE_SIZE <= vma.vm_end,
+            "{nr} pages at {addr:#x} outside the VMA {:#x}-{:#x}",
+            vma.vm_start,
+            vma.vm_end
+        );
+        debug_assert!(!pmd || nr == HPAGE_PMD_NR, "PMD mapping of {nr} pages");
         let mm_id = self.mm(mm).mm_id;
         self.mem.set(folio, PG_ANON | PG_SWAPBACKED | PG_UPTODATE);
         self.mem
@@ -122,10 +247,12 @@ impl<A: Arch> Kernel<A> {
             self.mem.large_mut(folio).nr_pages_mapped = nr as i32;
             self.large_mapcount_add(folio, nr as i32, mm_id);
         }
+        self.folio_mapcount_sanity_checks(folio);
     }
 
     /// `__folio_add_rmap()` at PTE level for `nr` pages from `page`.
     fn folio_add_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+        self.folio_rmap_sanity_checks(folio, page, nr, false);
         self.vmstat.sim.rmap_add += 1;
         self.vmstat.sim.page_mapcount += nr;
         let mut first = 0;
@@ -139,23 +266,46 @@ impl<A: Arch> Kernel<A> {
             let mm_id = self.mm(mm).mm_id;
             self.large_mapcount_add(folio, nr as i32, mm_id);
         }
+        self.folio_mapcount_sanity_checks(folio);
+    }
+
+    /// `__folio_add_anon_rmap()`'s checks after the mappings are added: a
+    /// page mapped more than once (or inside a folio mapped by more than
+    /// one PMD) is not exclusive.
+    fn folio_anon_exclusive_checks(&self, folio: Pfn, page: Pfn, nr: u64) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let shared_pmd =
+            self.mem.folio_test_large(folio) && self.mem.large(folio).entire_mapcount > 1;
+        for p in (0..nr).map(|i| page.plus(i)) {
+            debug_assert!(
+                !self.mem.test(p, PG_ANON_EXCLUSIVE)
+                    || (self.mem.page_mapcount(p) <= 1 && !shared_pmd),
+                "{p:?} of {folio:?} is exclusive but mapped more than once"
+            );
+        }
     }
 
     /// `folio_add_anon_rmap_ptes()`: map pages of an anon folio that is
     /// already anon (a swap-cache hit); the caller sets PageAnonExclusive.
-    pub fn folio_add_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_add_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+        debug_assert!(self.mem.folio_test_anon(folio), "{folio:?} is not anon");
         self.folio_add_rmap_ptes(folio, page, nr, mm);
+        self.folio_anon_exclusive_checks(folio, page, nr);
     }
 
     /// `folio_add_file_rmap_ptes()`
-    pub fn folio_add_file_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_add_file_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+        debug_assert!(!self.mem.folio_test_anon(folio), "{folio:?} is anon");
         self.folio_add_rmap_ptes(folio, page, nr, mm);
     }
 
     /// `folio_try_dup_anon_rmap_ptes()` (fork): the child maps the same
     /// pages; they stop being exclusive (each exclusive page's flag is
     /// cleared atomically, counted as `sim/anon_exclusive_clear`).
-    pub fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
+    pub(crate) fn folio_dup_anon_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, child: MmId) {
+        debug_assert!(self.mem.folio_test_anon(folio), "{folio:?} is not anon");
         for i in 0..nr {
             if self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE) {
                 self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
@@ -163,11 +313,13 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.folio_add_rmap_ptes(folio, page, nr, child);
+        self.folio_anon_exclusive_checks(folio, page, nr);
     }
 
     /// `__folio_add_rmap()` at PMD level (`folio_add_file_rmap_pmd()`,
     /// `folio_try_dup_anon_rmap_pmd()`).
-    pub fn folio_add_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+    pub(crate) fn folio_add_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+        self.folio_rmap_sanity_checks(folio, folio, HPAGE_PMD_NR, true);
         self.vmstat.sim.rmap_add += 1;
         if self.mem.folio_test_anon(folio) {
             self.mem.clear(folio, PG_ANON_EXCLUSIVE);
@@ -175,11 +327,13 @@ impl<A: Arch> Kernel<A> {
         self.mem.large_mut(folio).entire_mapcount += 1;
         let mm_id = self.mm(mm).mm_id;
         self.large_mapcount_add(folio, 1, mm_id);
+        self.folio_mapcount_sanity_checks(folio);
     }
 
     /// `folio_remove_rmap_ptes()`: drop `nr` PTE mappings from `page`; an
     /// anon large folio left partly mapped is queued for deferred split.
-    pub fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+    pub(crate) fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
+        self.folio_rmap_sanity_checks(folio, page, nr, false);
         self.vmstat.sim.rmap_remove += 1;
         self.vmstat.sim.page_mapcount += nr;
         let mut last = 0;
@@ -196,6 +350,7 @@ impl<A: Arch> Kernel<A> {
         let l = self.mem.large_mut(folio);
         l.nr_pages_mapped -= last;
         let partially = last > 0 && l.entire_mapcount == 0 && l.nr_pages_mapped > 0;
+        self.folio_mapcount_sanity_checks(folio);
         if partially
             && self.mem.folio_test_anon(folio)
             && !self.mem.test(folio, PG_PARTIALLY_MAPPED)
@@ -205,7 +360,8 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `folio_remove_rmap_pmd()`
-    pub fn folio_remove_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+    pub(crate) fn folio_remove_rmap_pmd(&mut self, folio: Pfn, mm: MmId) {
+        self.folio_rmap_sanity_checks(folio, folio, HPAGE_PMD_NR, true);
         self.vmstat.sim.rmap_remove += 1;
         let mm_id = self.mm(mm).mm_id;
         self.large_mapcount_sub(folio, 1, mm_id);
@@ -215,6 +371,7 @@ impl<A: Arch> Kernel<A> {
         let l = self.mem.large(folio);
         // Pages that become unmapped: all those without a PTE mapping.
         let partially = l.entire_mapcount == 0 && l.nr_pages_mapped > 0 && l.nr_pages_mapped < nr;
+        self.folio_mapcount_sanity_checks(folio);
         if partially
             && self.mem.folio_test_anon(folio)
             && !self.mem.test(folio, PG_PARTIALLY_MAPPED)
@@ -227,7 +384,7 @@ impl<A: Arch> Kernel<A> {
     /// mappings, no swap cache and (in the model) no pins has no references
     /// left and is freed. A swap-cache folio keeps the cache's reference.
     /// Page-cache folios stay cached.
-    pub fn folio_put_if_unused(&mut self, folio: Pfn) {
+    pub(crate) fn folio_put_if_unused(&mut self, folio: Pfn) {
         if self.anon_folio_unreferenced(folio) {
             self.folio_free(folio);
         }
@@ -246,7 +403,7 @@ impl<A: Arch> Kernel<A> {
     /// `free_swap_cache()` + `folio_put()` as the zap path does
     /// (`free_pages_and_swap_cache()`): an unmapped swap-cache folio whose
     /// slots no PTE references any more leaves the swap cache and is freed.
-    pub fn free_swap_cache_and_put(&mut self, folio: Pfn) {
+    pub(crate) fn free_swap_cache_and_put(&mut self, folio: Pfn) {
         if self
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
@@ -263,9 +420,9 @@ impl<A: Arch> Kernel<A> {
 /// address of the folio's first page in that VMA (it may lie below
 /// `vm_start` when the VMA covers only part of the folio).
 #[derive(Clone, Copy, Debug)]
-pub struct RmapHit {
+pub(crate) struct RmapHit {
     pub mm: MmId,
-    pub vma: Vma,
+    pub(crate) vma: Vma,
     pub addr: u64,
 }
 
@@ -274,22 +431,19 @@ pub struct RmapHit {
 /// a VMA without one is `None` at no cost in size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[doc(alias = "anon_vma")]
-pub struct AnonVmaId(NonZeroU32);
+pub(crate) struct AnonVmaId(NonZeroU32);
 
 impl AnonVmaId {
-    /// The first anon_vma ever allocated.
-    const FIRST: AnonVmaId = AnonVmaId(NonZeroU32::MIN);
-
     /// The anon_vma an anon folio's `mapping` field names (0: none).
     #[inline]
-    pub fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
+    pub(crate) fn from_mapping(mapping: u16) -> Option<AnonVmaId> {
         NonZeroU32::new(u32::from(mapping)).map(AnonVmaId)
     }
 
     /// The value of an anon folio's `mapping` field for this anon_vma (ids
     /// above 16 bits are refused at allocation).
     #[inline]
-    pub fn mapping(self) -> u16 {
+    pub(crate) fn mapping(self) -> u16 {
         self.0.get() as u16
     }
 }
@@ -302,7 +456,7 @@ impl<A: Arch> Kernel<A> {
     /// an anon_vma whose last user went. Only more than 65,535 anon_vmas
     /// in use at once is reported. (The kernel's reuse of an emptied
     /// anon_vma in `anon_vma_clone()` is not modelled.)
-    pub fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
+    pub(crate) fn anon_vma_alloc(&mut self, parent: Option<AnonVmaId>) -> AnonVmaId {
         if self.anon_vma_free.is_empty() && self.anon_vma_parent.len() > u16::MAX as usize {
             self.anon_vma_reclaim_ids();
         }
@@ -312,10 +466,7 @@ impl<A: Arch> Kernel<A> {
                 self.anon_vma_parent.push(None);
                 self.anon_vma_parent.len() - 1
             }
-            None => {
-                self.unsupported("more than 65535 anon_vmas in use at once".into());
-                return parent.unwrap_or(AnonVmaId::FIRST);
-            }
+            None => crate::model_limit("more than 65535 anon_vmas in use at once"),
         };
         self.anon_vma_parent[id] = parent;
         AnonVmaId(NonZeroU32::new(id as u32).expect("anon_vma slot 0 is never used"))
@@ -366,7 +517,7 @@ impl<A: Arch> Kernel<A> {
     /// anon_vma `of`: `av` is `of` or descends from it (`anon_vma_fork()`
     /// chains a child's VMA into every ancestor's anon_vma).
     #[inline]
-    pub fn anon_vma_in_tree(&self, mut av: Option<AnonVmaId>, of: AnonVmaId) -> bool {
+    pub(crate) fn anon_vma_in_tree(&self, mut av: Option<AnonVmaId>, of: AnonVmaId) -> bool {
         while let Some(a) = av {
             if a == of {
                 return true;
@@ -380,7 +531,7 @@ impl<A: Arch> Kernel<A> {
     /// in the interval tree of the folio's anon_vma (its own and those of
     /// the fork children chained to it); file folios: every VMA of the file
     /// (`i_mmap`).
-    pub fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
+    pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
         self.vmstat.sim.rmap_walk += 1;
         let anon = self.mem.folio_test_anon(folio);
         let mapping = self.mem.folio_mapping(folio);
@@ -419,7 +570,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |
     /// TTU_SYNC): unmap every mapping of the folio.
-    pub fn try_to_unmap(&mut self, folio: Pfn) {
+    pub(crate) fn try_to_unmap(&mut self, folio: Pfn) {
         for hit in self.rmap_walk(folio) {
             if !self.try_to_unmap_one(folio, hit) {
                 break; // walk_abort: rmap_one returned false
@@ -662,7 +813,7 @@ impl<A: Arch> Kernel<A> {
     /// first page is unmapped while another still is, a PTE-mapped anon
     /// folio is partially mapped (`__folio_remove_rmap()` →
     /// `deferred_split_folio()`).
-    pub fn try_to_migrate(&mut self, folio: Pfn) {
+    pub(crate) fn try_to_migrate(&mut self, folio: Pfn) {
         let l = self.mem.large(folio);
         if l.entire_mapcount == 0 && l.nr_pages_mapped >= 2 && self.mem.folio_test_anon(folio) {
             self.deferred_split_folio(folio, true);
@@ -811,8 +962,8 @@ impl<A: Arch> Kernel<A> {
 /// The deferred-TLB-flush state of reclaim's unmaps (`struct
 /// tlbflush_unmap_batch`, `current->tlb_ubc`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TlbUbc {
-    pub flush_required: bool,
+pub(crate) struct TlbUbc {
+    pub(crate) flush_required: bool,
     pub writable: bool,
 }
 
@@ -823,7 +974,7 @@ pub struct TlbUbc {
 /// flushes what is still pending (flush_tlb_batched_pending()).
 impl<A: Arch> Kernel<A> {
     /// `try_to_unmap_flush()`
-    pub fn try_to_unmap_flush(&mut self) {
+    pub(crate) fn try_to_unmap_flush(&mut self) {
         if self.tlb_ubc.flush_required {
             self.arch_tlbbatch_flush();
             self.tlb_ubc = TlbUbc::default();
@@ -839,7 +990,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `should_defer_flush()` of reclaim's unmap (TTU_BATCH_FLUSH set):
     /// `arch_tlbbatch_should_defer(mm)`.
-    pub fn should_defer_flush(&self, mm: MmId) -> bool {
+    pub(crate) fn should_defer_flush(&self, mm: MmId) -> bool {
         A::tlbbatch_should_defer(&self.cpus, mm)
     }
 
@@ -855,19 +1006,94 @@ impl<A: Arch> Kernel<A> {
 
     /// `arch_tlbbatch_flush()` of reclaim's batch (from
     /// `try_to_unmap_flush()`).
-    pub fn arch_tlbbatch_flush(&mut self) {
+    pub(crate) fn arch_tlbbatch_flush(&mut self) {
         A::tlbbatch_flush(&mut self.cpus, &mut self.vmstat);
     }
 
     /// `flush_tlb_batched_pending()`: an earlier deferred reclaim flush of
     /// `mm` may have left stale entries on other CPUs; the first page-table
     /// walk that changes entries after it flushes the whole mm.
-    pub fn flush_tlb_batched_pending(&mut self, mm: MmId) {
+    pub(crate) fn flush_tlb_batched_pending(&mut self, mm: MmId) {
         if let Some(p) = self.cpus.mm_batch_pending.get_mut(mm.0 as usize) {
             if std::mem::take(p) {
                 self.vmstat.sim.tlb_batched_pending += 1;
                 self.flush_tlb_mm(mm);
             }
         }
+    }
+}
+
+/// The rmap sanity checks stop a wrong call (they exist only with debug
+/// assertions, as in the test profile).
+#[cfg(all(test, debug_assertions))]
+mod sanity_tests {
+    use crate::include::linux::pgtable::Pfn;
+    use crate::{Config, Kernel, MmId, X86_64};
+
+    /// A 64 MiB machine, an mm, and a new order-2 page-cache folio.
+    fn machine() -> (Kernel<X86_64>, MmId, Pfn) {
+        let cfg = Config {
+            memory: 64 << 20,
+            ..Config::default()
+        };
+        let mut k = Kernel::<X86_64>::new(cfg).expect("kernel");
+        let mm = k.mm_alloc();
+        let folio = k.folio_alloc(2).expect("a free order-2 folio");
+        (k, mm, folio)
+    }
+
+    #[test]
+    fn mapping_and_unmapping_keeps_the_counts_consistent() {
+        let (mut k, mm, folio) = machine();
+        k.folio_add_file_rmap_ptes(folio, folio.plus(1), 3, mm);
+        k.folio_add_file_rmap_ptes(folio, folio.plus(1), 1, mm);
+        let l = *k.mem.large(folio);
+        assert_eq!((l.large_mapcount, l.nr_pages_mapped), (4, 3));
+        k.folio_remove_rmap_ptes(folio, folio.plus(1), 3, mm);
+        k.folio_remove_rmap_ptes(folio, folio.plus(1), 1, mm);
+        assert_eq!(k.mem.large(folio).large_mapcount, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "run past the end")]
+    fn a_range_past_the_folio_is_refused() {
+        let (mut k, mm, folio) = machine();
+        k.folio_add_file_rmap_ptes(folio, folio.plus(3), 2, mm);
+    }
+
+    #[test]
+    #[should_panic(expected = "rmap of no pages")]
+    fn no_pages_is_refused() {
+        let (mut k, mm, folio) = machine();
+        k.folio_add_file_rmap_ptes(folio, folio, 0, mm);
+    }
+
+    #[test]
+    #[should_panic(expected = "PMD mapping of 512 pages of a folio of 4 pages")]
+    fn a_pmd_mapping_of_a_small_folio_is_refused() {
+        let (mut k, mm, folio) = machine();
+        k.folio_add_rmap_pmd(folio, mm);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not anon")]
+    fn anon_rmap_of_a_file_folio_is_refused() {
+        let (mut k, mm, folio) = machine();
+        k.folio_add_anon_rmap_ptes(folio, folio, 1, mm);
+    }
+
+    #[test]
+    #[should_panic(expected = "rmap of the zero folio")]
+    fn the_zero_page_has_no_rmap() {
+        let (mut k, mm, _) = machine();
+        let zero = k.zero_pfn;
+        k.folio_add_file_rmap_ptes(zero, zero, 1, mm);
+    }
+
+    #[test]
+    #[should_panic(expected = "below zero")]
+    fn unmapping_an_unmapped_page_is_a_bug() {
+        let (mut k, mm, folio) = machine();
+        k.folio_remove_rmap_ptes(folio, folio, 1, mm);
     }
 }

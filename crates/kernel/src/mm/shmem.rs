@@ -36,12 +36,12 @@ use crate::mm::vmstat::VmEvent;
 use crate::{FileId, Kernel};
 
 /// The swap entries held in shmem page-cache slots: (file, index) → entry.
-pub type ShmemSwap = BTreeMap<(u32, u64), SwpEntry>;
+pub(crate) type ShmemSwap = BTreeMap<(u32, u64), SwpEntry>;
 
 impl<A: Arch> Kernel<A> {
     /// `shmem_zero_setup()` → `shmem_kernel_file_setup()`: an unlinked shmem
     /// inode of `size` bytes.
-    pub fn shmem_file_setup(&mut self, size: u64) -> FileId {
+    pub(crate) fn shmem_file_setup(&mut self, size: u64) -> FileId {
         let f = self.create_file("dev/zero (deleted)", size);
         let a = &mut self.files[f.0 as usize];
         a.shmem = true;
@@ -51,7 +51,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `shmem_fault()`: the folio at `vmf.pgoff`, swapped in if its slot
     /// holds a swap entry, allocated on a hole.
-    pub fn shmem_fault(&mut self, vmf: &mut Vmf) -> (u32, Option<Pfn>) {
+    pub(crate) fn shmem_fault(&mut self, vmf: &mut Vmf) -> (u32, Option<Pfn>) {
         let file = vmf.vma.file.expect("shmem file");
         let f = self.open_files[file as usize].mapping;
         if vmf.pgoff >= div_round_up(self.files[f.0 as usize].i_size, PAGE_SIZE) {
@@ -88,7 +88,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The swap entry a shmem page-cache slot holds, if the page at `index`
     /// of `f` is swapped out (`xa_load()` finding a value entry).
-    pub fn shmem_swap_entry(&self, f: FileId, index: u64) -> Option<SwpEntry> {
+    pub(crate) fn shmem_swap_entry(&self, f: FileId, index: u64) -> Option<SwpEntry> {
         self.shmem_swap.get(&(f.0, index)).copied()
     }
 
@@ -100,8 +100,7 @@ impl<A: Arch> Kernel<A> {
     /// (the folio is redirtied and activated). The caller writes it out.
     pub(crate) fn shmem_writeout(&mut self, folio: Pfn) -> bool {
         if self.mem.folio_test_large(folio) {
-            self.unsupported("swap-out of large shmem folios".into());
-            return false;
+            crate::model_limit("swap-out of large shmem folios");
         }
         if !self.folio_alloc_swap(folio) {
             return false;

@@ -18,9 +18,9 @@ use crate::mm::memcontrol::MemcgId;
 use crate::Kernel;
 
 /// `DEFAULT_SEEKS`
-pub const DEFAULT_SEEKS: u64 = 2;
+pub(crate) const DEFAULT_SEEKS: u64 = 2;
 /// `SHRINK_BATCH`: the scan batch of a shrinker that sets none.
-pub const SHRINK_BATCH: u64 = 128;
+pub(crate) const SHRINK_BATCH: u64 = 128;
 
 impl<A: Arch> Kernel<A> {
     /// `shrink_slab()` for one cgroup at `priority` (shrink_node_memcgs()

@@ -25,12 +25,12 @@ use crate::mm::vmstat::{MemcgEvent, VmEvent};
 use crate::Kernel;
 
 /// `SWAP_CLUSTER_MAX`
-pub const SWAP_CLUSTER_MAX: u64 = 32;
+pub(crate) const SWAP_CLUSTER_MAX: u64 = 32;
 
 /// `vma_has_recency()`: MADV_SEQUENTIAL / MADV_RANDOM mappings give no
 /// recency information (FMODE_NOREUSE files are not modelled).
 #[inline]
-pub fn vma_has_recency(vma: &Vma) -> bool {
+pub(crate) fn vma_has_recency(vma: &Vma) -> bool {
     vma.vm_flags & (VM_SEQ_READ | VM_RAND_READ) == 0
 }
 
@@ -38,7 +38,7 @@ impl<A: Arch> Kernel<A> {
     /// `folio_add_lru()` + `lru_add()`: a new folio joins the head of its
     /// inactive (or, with PG_active, active) list.
     #[inline]
-    pub fn folio_add_lru(&mut self, folio: Pfn) {
+    pub(crate) fn folio_add_lru(&mut self, folio: Pfn) {
         debug_assert!(
             !self.mem.test(folio, PG_LRU),
             "pfn {} already on the LRU",
@@ -50,7 +50,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_putback_lru()`: an isolated folio goes back (at the head of
     /// the list its flags say).
-    pub fn folio_putback_lru(&mut self, folio: Pfn) {
+    pub(crate) fn folio_putback_lru(&mut self, folio: Pfn) {
         // The isolation held the last reference of an anon folio that
         // nothing maps and the swap cache does not hold (a zero-filled page
         // a split mapped to the zero page): `folio_put()` frees it.
@@ -63,7 +63,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_mark_accessed()`: the first access sets PG_referenced, a
     /// second one activates an inactive folio (and clears PG_referenced).
-    pub fn folio_mark_accessed(&mut self, folio: Pfn) {
+    pub(crate) fn folio_mark_accessed(&mut self, folio: Pfn) {
         if !self.mem.test(folio, PG_REFERENCED) {
             self.mem.set(folio, PG_REFERENCED);
         } else if !self.mem.test(folio, PG_ACTIVE) {
@@ -79,7 +79,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_activate()` / `lru_activate()`: move an inactive LRU folio to
     /// the head of its active list.
-    pub fn folio_activate(&mut self, folio: Pfn) {
+    pub(crate) fn folio_activate(&mut self, folio: Pfn) {
         if self.mem.test(folio, PG_ACTIVE) || !self.mem.test(folio, PG_LRU) {
             return;
         }
@@ -96,7 +96,7 @@ impl<A: Arch> Kernel<A> {
     /// `folio_deactivate()` / `lru_deactivate()` (MADV_COLD): an active LRU
     /// folio moves to the head of its inactive list, losing PG_referenced;
     /// an inactive one stays where it is.
-    pub fn folio_deactivate(&mut self, folio: Pfn) {
+    pub(crate) fn folio_deactivate(&mut self, folio: Pfn) {
         if !self.mem.test(folio, PG_LRU) || !self.mem.test(folio, PG_ACTIVE) {
             return;
         }
@@ -114,7 +114,7 @@ impl<A: Arch> Kernel<A> {
     /// anon LRU folio outside the swap cache loses PG_swapbacked (which makes
     /// it lazyfree), PG_active and PG_referenced, and joins the head of the
     /// inactive file list; counts `pglazyfree`.
-    pub fn folio_mark_lazyfree(&mut self, folio: Pfn) {
+    pub(crate) fn folio_mark_lazyfree(&mut self, folio: Pfn) {
         let f = self.mem.flags(folio);
         if f & PG_ANON == 0 || f & PG_SWAPBACKED == 0 || f & PG_LRU == 0 || f & PG_SWAPCACHE != 0 {
             return;
@@ -132,7 +132,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_test_lazyfree()`: anon without PG_swapbacked.
     #[inline]
-    pub fn folio_test_lazyfree(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_test_lazyfree(&self, folio: Pfn) -> bool {
         let f = self.mem.flags(folio);
         f & PG_ANON != 0 && f & PG_SWAPBACKED == 0
     }
@@ -141,7 +141,7 @@ impl<A: Arch> Kernel<A> {
     /// aliases PG_readahead): clear it and `folio_rotate_reclaimable()`,
     /// so the next scan finds the now clean folio first. The model's I/O
     /// completes right after the folio went back to the LRU.
-    pub fn folio_end_writeback_reclaim(&mut self, folio: Pfn) {
+    pub(crate) fn folio_end_writeback_reclaim(&mut self, folio: Pfn) {
         if !self.mem.test(folio, PG_READAHEAD) {
             return;
         }
@@ -161,7 +161,13 @@ impl<A: Arch> Kernel<A> {
     /// `lru_note_cost_unlock_irq()`: charge reclaim cost (I/O counts 32 per
     /// page, rotations 1) to the lruvec and its ancestors, halving both
     /// costs when they exceed a quarter of the lruvec's LRU pages.
-    pub fn lru_note_cost(&mut self, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
+    pub(crate) fn lru_note_cost(
+        &mut self,
+        memcg: MemcgId,
+        file: bool,
+        nr_io: u64,
+        nr_rotated: u64,
+    ) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         if cost == 0 {
             return;
@@ -188,7 +194,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_is_file_lru()`
     #[inline]
-    pub fn folio_is_file_lru(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_is_file_lru(&self, folio: Pfn) -> bool {
         self.folio_lru_list(folio) >= LRU_FILE
     }
 }

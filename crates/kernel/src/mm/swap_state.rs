@@ -53,13 +53,13 @@ fn get_swap_ra_val(vma: &Vma) -> u64 {
 /// The machine-wide state of cluster readahead (statics of
 /// mm/swap_state.c).
 #[derive(Clone, Copy, Debug)]
-pub struct SwapRa {
+pub(crate) struct SwapRa {
     /// `swapin_readahead_hits` (starts at 4).
-    pub hits: u64,
+    pub(crate) hits: u64,
     /// `prev_offset` of `swapin_nr_pages()`.
-    pub prev_offset: u64,
+    pub(crate) prev_offset: u64,
     /// `last_readahead_pages`
-    pub last_readahead_pages: u64,
+    pub(crate) last_readahead_pages: u64,
 }
 
 impl Default for SwapRa {

@@ -31,25 +31,25 @@ use crate::mm::workingset::Shadow;
 use crate::Kernel;
 
 /// `SWAPFILE_CLUSTER` with THP_SWAP.
-pub const SWAPFILE_CLUSTER: u64 = 512;
+pub(crate) const SWAPFILE_CLUSTER: u64 = 512;
 /// `SWAP_HAS_CACHE`
-pub const SWAP_HAS_CACHE: u8 = 0x40;
+pub(crate) const SWAP_HAS_CACHE: u8 = 0x40;
 /// `SWAP_MAP_MAX`
-pub const SWAP_MAP_MAX: u8 = 0x3e;
+pub(crate) const SWAP_MAP_MAX: u8 = 0x3e;
 /// `SWAP_MAP_BAD`
-pub const SWAP_MAP_BAD: u8 = 0x3f;
+pub(crate) const SWAP_MAP_BAD: u8 = 0x3f;
 /// `SWAP_NR_ORDERS`: orders 0 to the PMD order.
 const SWAP_NR_ORDERS: u32 = HPAGE_PMD_ORDER + 1;
 
 /// What backs a swap area: a file (no SWP_BLKDEV), a block device
 /// (SWP_BLKDEV, SWP_SOLIDSTATE unless rotational) or zram (SWP_BLKDEV,
 /// SWP_SYNCHRONOUS_IO, solid state).
-pub use foliosim_uapi::SwapKind;
+pub(crate) use foliosim_uapi::SwapKind;
 
 /// A swap entry (`swp_entry_t`): area type and slot offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SwpEntry {
-    pub ty: u32,
+pub(crate) struct SwpEntry {
+    pub(crate) ty: u32,
     pub offset: u64,
 }
 
@@ -85,16 +85,16 @@ enum ClusterList {
 
 /// `struct swap_info_struct`
 #[derive(Debug)]
-pub struct SwapInfo {
+pub(crate) struct SwapInfo {
     pub kind: SwapKind,
-    pub nr_slots: u64,
-    pub swap_map: Vec<u8>,
+    pub(crate) nr_slots: u64,
+    pub(crate) swap_map: Vec<u8>,
     /// The swap table: PFN of the swap-cache page of each slot.
     pub cache: Vec<u32>,
     /// The swap table's shadow entries: what a folio reclaim freed from
     /// the swap cache left in its slots (mm/workingset.rs), 0 for none.
-    pub shadow: Vec<u64>,
-    pub zeromap: Vec<bool>,
+    pub(crate) shadow: Vec<u64>,
+    pub(crate) zeromap: Vec<bool>,
     /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
     /// folio swapped out to each slot.
     pub memcg: Vec<MemcgId>,
@@ -105,12 +105,12 @@ pub struct SwapInfo {
     next: Vec<Option<u64>>,
     /// The sequence number the next list move takes.
     seq: u64,
-    pub inuse_pages: u64,
+    pub(crate) inuse_pages: u64,
 }
 
 impl SwapInfo {
     /// `swapon()`: a fresh area of `size` bytes (slot 0 is the header).
-    pub fn new(kind: SwapKind, size: u64) -> SwapInfo {
+    pub(crate) fn new(kind: SwapKind, size: u64) -> SwapInfo {
         let nr_slots = (size / 4096).max(2);
         let nr_clusters = nr_slots.div_ceil(SWAPFILE_CLUSTER) as usize;
         let mut si = SwapInfo {
@@ -145,14 +145,14 @@ impl SwapInfo {
     }
 
     /// SWP_BLKDEV
-    pub fn blkdev(&self) -> bool {
+    pub(crate) fn blkdev(&self) -> bool {
         !matches!(self.kind, SwapKind::File)
     }
 
     /// Not SWP_SOLIDSTATE (counted in `nr_rotate_swap`): a block device
     /// flagged rotational, or a swap file, whose filesystem's device the
     /// model takes as rotational (a disk, as on the reference host).
-    pub fn rotational(&self) -> bool {
+    pub(crate) fn rotational(&self) -> bool {
         match self.kind {
             SwapKind::File => true,
             SwapKind::Block { rotational } => rotational,
@@ -161,12 +161,12 @@ impl SwapInfo {
     }
 
     /// SWP_SYNCHRONOUS_IO
-    pub fn synchronous(&self) -> bool {
+    pub(crate) fn synchronous(&self) -> bool {
         matches!(self.kind, SwapKind::Zram)
     }
 
     /// The swap count of a slot (without SWAP_HAS_CACHE).
-    pub fn swap_count(&self, offset: u64) -> u8 {
+    pub(crate) fn swap_count(&self, offset: u64) -> u8 {
         self.swap_map[offset as usize] & !SWAP_HAS_CACHE
     }
 
@@ -337,13 +337,13 @@ impl SwapInfo {
 
 impl<A: Arch> Kernel<A> {
     /// `folio->swap` of a folio in the swap cache.
-    pub fn folio_swap(&self, folio: Pfn) -> Option<SwpEntry> {
+    pub(crate) fn folio_swap(&self, folio: Pfn) -> Option<SwpEntry> {
         self.swap_of.get(&folio.0).copied()
     }
 
     /// `folio_alloc_swap()` + `swap_cache_add_folio()`: give the folio
     /// 2^order contiguous slots and put it in the swap cache.
-    pub fn folio_alloc_swap(&mut self, folio: Pfn) -> bool {
+    pub(crate) fn folio_alloc_swap(&mut self, folio: Pfn) -> bool {
         let order = self.mem.order(folio);
         self.vmstat.sim.swap_alloc += 1;
         let areas = if order > 0 {
@@ -372,29 +372,31 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `swap_duplicate()`: one more swap PTE for `entry`.
-    pub fn swap_duplicate(&mut self, entry: SwpEntry, nr: u64) {
+    pub(crate) fn swap_duplicate(&mut self, entry: SwpEntry, nr: u64) {
         self.vmstat.sim.swap_lock += 1;
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {
             let m = &mut si.swap_map[o as usize];
-            assert!(
-                *m & !SWAP_HAS_CACHE < SWAP_MAP_MAX,
-                "unsupported: swap count continuation"
-            );
+            if *m & !SWAP_HAS_CACHE >= SWAP_MAP_MAX {
+                crate::model_limit(format!(
+                    "swap count continuation (more than {SWAP_MAP_MAX} references to one \
+                     swap slot)"
+                ));
+            }
             *m += 1;
         }
     }
 
     /// `__swap_cache_del_folio()` + `put_swap_folio()`: drop the folio
     /// from the swap cache and its SWAP_HAS_CACHE pins.
-    pub fn delete_from_swap_cache(&mut self, folio: Pfn) {
+    pub(crate) fn delete_from_swap_cache(&mut self, folio: Pfn) {
         self.swap_cache_del_folio(folio, None);
     }
 
     /// `__swap_cache_del_folio()` with the shadow reclaim leaves in the
     /// swap table (kept while a swap PTE still holds the slot), then
     /// `put_swap_folio()`.
-    pub fn swap_cache_del_folio(&mut self, folio: Pfn, shadow: Option<Shadow>) {
+    pub(crate) fn swap_cache_del_folio(&mut self, folio: Pfn, shadow: Option<Shadow>) {
         let Some(entry) = self.swap_of.remove(&folio.0) else {
             return;
         };
@@ -415,7 +417,7 @@ impl<A: Arch> Kernel<A> {
     /// `nr` swap references from `entry`; a slot left holding only an
     /// unmapped cached folio has that folio reclaimed
     /// (`__try_to_reclaim_swap()`).
-    pub fn swap_free_nr(&mut self, entry: SwpEntry, nr: u64) {
+    pub(crate) fn swap_free_nr(&mut self, entry: SwpEntry, nr: u64) {
         self.vmstat.sim.swap_lock += 1;
         let mut cached = Vec::new();
         {
@@ -447,7 +449,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// No slot of the folio has swap PTEs left.
-    pub fn folio_swap_unused(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_swap_unused(&self, folio: Pfn) -> bool {
         let Some(e) = self.folio_swap(folio) else {
             return true;
         };
@@ -459,7 +461,7 @@ impl<A: Arch> Kernel<A> {
     /// leaves the swap cache unwritten (`folio_free_swap()`, dirty again:
     /// returns false); zero-filled → zeromap; else count the write-out.
     /// Returns true when the folio was written (or needed no I/O).
-    pub fn swap_writeout(&mut self, folio: Pfn) -> bool {
+    pub(crate) fn swap_writeout(&mut self, folio: Pfn) -> bool {
         let entry = self.folio_swap(folio).expect("folio in swap cache");
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
@@ -489,4 +491,4 @@ impl<A: Arch> Kernel<A> {
 }
 
 /// Folio → swap entry of folios in the swap cache (`folio->swap`).
-pub type SwapOf = HashMap<u32, SwpEntry>;
+pub(crate) type SwapOf = HashMap<u32, SwpEntry>;

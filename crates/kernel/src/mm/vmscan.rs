@@ -56,7 +56,7 @@ const ROOT: MemcgId = ROOT_MEM_CGROUP;
 /// `PAGEVEC_SIZE`: folios freed per batch.
 const PAGEVEC_SIZE: u32 = 31;
 /// `DEF_PRIORITY`
-pub const DEF_PRIORITY: i32 = 12;
+pub(crate) const DEF_PRIORITY: i32 = 12;
 /// `vm_swappiness` (the default; not a scenario knob yet).
 const VM_SWAPPINESS: u64 = 60;
 /// `MAX_SWAPPINESS`
@@ -67,30 +67,30 @@ const DEACTIVATE_FILE: u8 = 2;
 
 /// What one `shrink_folio_list()` call did (`struct reclaim_stat`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReclaimStat {
-    pub nr_reclaimed: u64,
+pub(crate) struct ReclaimStat {
+    pub(crate) nr_reclaimed: u64,
     /// Folios kept or activated.
-    pub nr_kept: u64,
+    pub(crate) nr_kept: u64,
     /// Pages written out (`nr_pageout`).
-    pub nr_pageout: u64,
+    pub(crate) nr_pageout: u64,
     /// Pages activated, anon and file (`nr_activate[]`).
-    pub nr_activate: [u64; 2],
+    pub(crate) nr_activate: [u64; 2],
     /// Pages kept for one more trip (`nr_ref_keep`).
-    pub nr_ref_keep: u64,
+    pub(crate) nr_ref_keep: u64,
 }
 
 /// `struct scan_control`
 #[derive(Clone, Debug)]
 #[doc(alias = "scan_control")]
-pub struct ScanControl {
-    pub nr_to_reclaim: u64,
+pub(crate) struct ScanControl {
+    pub(crate) nr_to_reclaim: u64,
     /// `target_mem_cgroup`: None for `reclaim_pages()` (MADV_PAGEOUT).
     pub target: Option<MemcgId>,
     pub priority: i32,
-    pub may_swap: bool,
-    pub proactive: bool,
-    pub nr_scanned: u64,
-    pub nr_reclaimed: u64,
+    pub(crate) may_swap: bool,
+    pub(crate) proactive: bool,
+    pub(crate) nr_scanned: u64,
+    pub(crate) nr_reclaimed: u64,
     may_deactivate: u8,
     force_deactivate: bool,
     skipped_deactivate: bool,
@@ -165,14 +165,14 @@ enum Pageout {
 /// The folios `shrink_folio_list()` did not free, in processing order,
 /// and those among them waiting for their write to complete.
 #[derive(Default)]
-pub struct Kept {
+pub(crate) struct Kept {
     pub folios: Vec<Pfn>,
     pub written: Vec<Pfn>,
 }
 
 impl<A: Arch> Kernel<A> {
     /// `folio_isolate_lru()`: take one folio off its LRU list.
-    pub fn folio_isolate_lru(&mut self, folio: Pfn) {
+    pub(crate) fn folio_isolate_lru(&mut self, folio: Pfn) {
         self.lruvec_del_folio(folio);
         self.mem.clear(folio, PG_LRU);
         self.vmstat.sim.lru_isolate += 1;
@@ -181,7 +181,7 @@ impl<A: Arch> Kernel<A> {
     /// `reclaim_pages()` → `reclaim_folio_list()`: reclaim an isolated list
     /// (in isolation order), ignoring references; what is left goes back
     /// on the LRU.
-    pub fn reclaim_pages(&mut self, list: Vec<Pfn>) -> ReclaimStat {
+    pub(crate) fn reclaim_pages(&mut self, list: Vec<Pfn>) -> ReclaimStat {
         if list.is_empty() {
             return ReclaimStat::default();
         }
@@ -204,7 +204,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `shrink_folio_list()`. `list` is taken from its end (the kernel's
     /// list tail), so the first folio to process comes last.
-    pub fn shrink_folio_list(
+    pub(crate) fn shrink_folio_list(
         &mut self,
         mut list: Vec<Pfn>,
         sc: &mut ScanControl,
@@ -439,7 +439,7 @@ impl<A: Arch> Kernel<A> {
     /// that keep its charge, and put the tails on `list` (an isolated head,
     /// `list_add_tail()`) or next to the head on its LRU list
     /// (`lru_add_split_folio()`). Returns the head.
-    pub fn split_folio_to_list(&mut self, folio: Pfn, list: Option<&mut Vec<Pfn>>) -> Pfn {
+    pub(crate) fn split_folio_to_list(&mut self, folio: Pfn, list: Option<&mut Vec<Pfn>>) -> Pfn {
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
         self.vmstat.sim.folio_split += 1;
@@ -512,7 +512,7 @@ impl<A: Arch> Kernel<A> {
 impl<A: Arch> Kernel<A> {
     /// `try_to_free_mem_cgroup_pages()`: reclaim at least `nr_pages` (32 at
     /// least) from `memcg`, from priority 12 down. Returns pages reclaimed.
-    pub fn try_to_free_mem_cgroup_pages(
+    pub(crate) fn try_to_free_mem_cgroup_pages(
         &mut self,
         memcg: MemcgId,
         nr_pages: u64,
@@ -609,7 +609,7 @@ impl<A: Arch> Kernel<A> {
     /// the min watermark: at least 32 pages from every cgroup's lists,
     /// priority 12 down (`do_try_to_free_pages()` counts allocstall).
     /// Returns the pages reclaimed.
-    pub fn try_to_free_pages(&mut self, movable: bool) -> u64 {
+    pub(crate) fn try_to_free_pages(&mut self, movable: bool) -> u64 {
         let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
         let ev = if movable {
             VmEvent::AllocStallMovable

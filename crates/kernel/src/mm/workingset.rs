@@ -62,7 +62,7 @@ const EVICTION_MASK: u64 = !0u64 >> EVICTION_SHIFT;
 /// (`xa_mk_value()`: shifted left once with bit 0 set, so never 0). 0 in a
 /// shadow table means "no shadow".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shadow(pub u64);
+pub(crate) struct Shadow(pub u64);
 
 impl Shadow {
     /// `pack_shadow()` for node 0.
@@ -87,7 +87,7 @@ impl Shadow {
 
 /// `workingset_init()`: the timestamp bits shaved so that the longest
 /// actionable refault distance (all of memory) fits the eviction field.
-pub fn bucket_order(totalram_pages: u64) -> u32 {
+pub(crate) fn bucket_order(totalram_pages: u64) -> u32 {
     let timestamp_bits = BITS_PER_LONG - EVICTION_SHIFT;
     let max_order = BITS_PER_LONG - totalram_pages.saturating_sub(1).leading_zeros();
     max_order.saturating_sub(timestamp_bits)
@@ -96,7 +96,7 @@ pub fn bucket_order(totalram_pages: u64) -> u32 {
 impl<A: Arch> Kernel<A> {
     /// `workingset_age_nonresident()`: age `memcg`'s lruvec and every
     /// ancestor's by `nr_pages`.
-    pub fn workingset_age_nonresident(&mut self, memcg: MemcgId, nr_pages: u64) {
+    pub(crate) fn workingset_age_nonresident(&mut self, memcg: MemcgId, nr_pages: u64) {
         let mut m = memcg;
         loop {
             let l = &mut self.memcg.memcgs[m.idx()].lruvec;
@@ -111,7 +111,7 @@ impl<A: Arch> Kernel<A> {
     /// `workingset_eviction()`: the shadow a reclaimed `folio` leaves, taken
     /// from the reclaim target's lruvec (the root's for global reclaim and
     /// MADV_PAGEOUT), which then ages by the folio's pages.
-    pub fn workingset_eviction(&mut self, folio: Pfn, target: Option<MemcgId>) -> Shadow {
+    pub(crate) fn workingset_eviction(&mut self, folio: Pfn, target: Option<MemcgId>) -> Shadow {
         let memcg = target.unwrap_or(ROOT_MEM_CGROUP);
         let order = bucket_order(self.mem.nr_pages());
         let eviction = self.memcg.memcgs[memcg.idx()].lruvec.nonresident_age >> order;
@@ -122,7 +122,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `workingset_test_recent()`: whether the refault distance of `shadow`
     /// fits the eviction cgroup's workingset. Returns (recent, workingset).
-    pub fn workingset_test_recent(&self, shadow: Shadow, file: bool) -> (bool, bool) {
+    pub(crate) fn workingset_test_recent(&self, shadow: Shadow, file: bool) -> (bool, bool) {
         let (memcg, eviction, workingset) = shadow.unpack();
         if memcg.idx() >= self.memcg.memcgs.len() {
             return (false, workingset); // mem_cgroup_tryget() failed
@@ -158,7 +158,7 @@ impl<A: Arch> Kernel<A> {
     /// shadow. Counts the refault in the folio's cgroup; a recent one is
     /// activated (PG_active, the age advances) and, if it was PG_workingset
     /// at eviction, restored (PG_workingset, `lru_note_cost_refault()`).
-    pub fn workingset_refault(&mut self, folio: Pfn, shadow: Shadow) {
+    pub(crate) fn workingset_refault(&mut self, folio: Pfn, shadow: Shadow) {
         let file = !self
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
@@ -219,7 +219,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `workingset_activation()`: an activation outside reclaim
     /// (`folio_mark_accessed()`) ages the folio's lruvec.
-    pub fn workingset_activation(&mut self, folio: Pfn) {
+    pub(crate) fn workingset_activation(&mut self, folio: Pfn) {
         let memcg = self.folio_memcg(folio);
         let nr = self.mem.folio_nr_pages(folio);
         self.workingset_age_nonresident(memcg, nr);

@@ -17,30 +17,30 @@ use crate::kernel::sched::Cpus;
 use crate::mm::vmstat::{SimStat, VmStat};
 use crate::MmId;
 
-pub const PTE_VALID: u64 = 1 << 0;
+pub(crate) const PTE_VALID: u64 = 1 << 0;
 /// Bits 1:0 = 0b11: page (level 3) or table (levels 0-2).
-pub const PTE_TYPE_PAGE: u64 = 3;
+pub(crate) const PTE_TYPE_PAGE: u64 = 3;
 /// Bits 1:0 = 0b01: block (PMD leaf).
-pub const PMD_TYPE_SECT: u64 = 1;
-pub const PTE_USER: u64 = 1 << 6;
-pub const PTE_RDONLY: u64 = 1 << 7;
-pub const PTE_SHARED: u64 = 3 << 8;
-pub const PTE_AF: u64 = 1 << 10;
-pub const PTE_NG: u64 = 1 << 11;
-pub const PTE_DBM: u64 = 1 << 51;
+pub(crate) const PMD_TYPE_SECT: u64 = 1;
+pub(crate) const PTE_USER: u64 = 1 << 6;
+pub(crate) const PTE_RDONLY: u64 = 1 << 7;
+pub(crate) const PTE_SHARED: u64 = 3 << 8;
+pub(crate) const PTE_AF: u64 = 1 << 10;
+pub(crate) const PTE_NG: u64 = 1 << 11;
+pub(crate) const PTE_DBM: u64 = 1 << 51;
 /// Linux uses the hardware DBM bit as its write permission.
-pub const PTE_WRITE: u64 = PTE_DBM;
-pub const PTE_CONT: u64 = 1 << 52;
-pub const PTE_PXN: u64 = 1 << 53;
-pub const PTE_UXN: u64 = 1 << 54;
-pub const PTE_DIRTY: u64 = 1 << 55;
-pub const PTE_SPECIAL: u64 = 1 << 56;
+pub(crate) const PTE_WRITE: u64 = PTE_DBM;
+pub(crate) const PTE_CONT: u64 = 1 << 52;
+pub(crate) const PTE_PXN: u64 = 1 << 53;
+pub(crate) const PTE_UXN: u64 = 1 << 54;
+pub(crate) const PTE_DIRTY: u64 = 1 << 55;
+pub(crate) const PTE_SPECIAL: u64 = 1 << 56;
 /// `PTE_SWP_EXCLUSIVE` (swap PTEs only).
-pub const PTE_SWP_EXCLUSIVE: u64 = 1 << 2;
+pub(crate) const PTE_SWP_EXCLUSIVE: u64 = 1 << 2;
 /// Output address bits 47:12.
-pub const PTE_ADDR_MASK: u64 = ((1 << 48) - 1) & !0xfff;
+pub(crate) const PTE_ADDR_MASK: u64 = ((1 << 48) - 1) & !0xfff;
 /// `CONT_PTES` with the 4 KiB granule.
-pub const CONT_PTES: usize = 16;
+pub(crate) const CONT_PTES: usize = 16;
 
 /// arm64 with the 4 KiB granule.
 #[derive(Clone, Copy, Debug, Default)]

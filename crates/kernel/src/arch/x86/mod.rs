@@ -15,24 +15,25 @@ use crate::kernel::sched::Cpus;
 use crate::mm::vmstat::VmStat;
 use crate::MmId;
 
-pub const _PAGE_PRESENT: u64 = 1 << 0;
-pub const _PAGE_RW: u64 = 1 << 1;
-pub const _PAGE_USER: u64 = 1 << 2;
-pub const _PAGE_ACCESSED: u64 = 1 << 5;
-pub const _PAGE_DIRTY: u64 = 1 << 6;
-pub const _PAGE_PSE: u64 = 1 << 7;
-pub const _PAGE_SPECIAL: u64 = 1 << 9;
-pub const _PAGE_NX: u64 = 1 << 63;
+pub(crate) const _PAGE_PRESENT: u64 = 1 << 0;
+pub(crate) const _PAGE_RW: u64 = 1 << 1;
+pub(crate) const _PAGE_USER: u64 = 1 << 2;
+pub(crate) const _PAGE_ACCESSED: u64 = 1 << 5;
+pub(crate) const _PAGE_DIRTY: u64 = 1 << 6;
+pub(crate) const _PAGE_PSE: u64 = 1 << 7;
+pub(crate) const _PAGE_SPECIAL: u64 = 1 << 9;
+pub(crate) const _PAGE_NX: u64 = 1 << 63;
 /// `PTE_PFN_MASK` for 52-bit physical addresses.
-pub const PTE_PFN_MASK: u64 = ((1 << 52) - 1) & !0xfff;
+pub(crate) const PTE_PFN_MASK: u64 = ((1 << 52) - 1) & !0xfff;
 /// `_PAGE_SWP_EXCLUSIVE` (= `_PAGE_PWT` on x86_64).
-pub const _PAGE_SWP_EXCLUSIVE: u64 = 1 << 3;
+pub(crate) const _PAGE_SWP_EXCLUSIVE: u64 = 1 << 3;
 /// `SWP_TYPE_BITS`
-pub const SWP_TYPE_BITS: u32 = 5;
+pub(crate) const SWP_TYPE_BITS: u32 = 5;
 /// `SWP_OFFSET_SHIFT` = `_PAGE_BIT_PROTNONE + 1 + SWP_TYPE_BITS`.
-pub const SWP_OFFSET_SHIFT: u32 = 9 + SWP_TYPE_BITS;
+pub(crate) const SWP_OFFSET_SHIFT: u32 = 9 + SWP_TYPE_BITS;
 /// `_PAGE_TABLE`
-pub const _PAGE_TABLE: u64 = _PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED | _PAGE_DIRTY;
+pub(crate) const _PAGE_TABLE: u64 =
+    _PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED | _PAGE_DIRTY;
 
 /// x86_64.
 #[derive(Clone, Copy, Debug, Default)]

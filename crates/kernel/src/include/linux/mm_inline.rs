@@ -26,35 +26,35 @@ use crate::mm::memcontrol::ROOT_MEM_CGROUP;
 use crate::Kernel;
 
 /// `LRU_INACTIVE_ANON`
-pub const LRU_INACTIVE_ANON: usize = 0;
+pub(crate) const LRU_INACTIVE_ANON: usize = 0;
 /// `LRU_ACTIVE_ANON`
-pub const LRU_ACTIVE_ANON: usize = 1;
+pub(crate) const LRU_ACTIVE_ANON: usize = 1;
 /// `LRU_INACTIVE_FILE`
-pub const LRU_INACTIVE_FILE: usize = 2;
+pub(crate) const LRU_INACTIVE_FILE: usize = 2;
 /// `LRU_ACTIVE_FILE`
-pub const LRU_ACTIVE_FILE: usize = 3;
+pub(crate) const LRU_ACTIVE_FILE: usize = 3;
 /// The evictable lists (`for_each_evictable_lru()`); LRU_UNEVICTABLE is not
 /// modelled.
-pub const NR_LRU_LISTS: usize = 4;
+pub(crate) const NR_LRU_LISTS: usize = 4;
 /// `LRU_ACTIVE`: offset of the active list from its inactive list.
-pub const LRU_ACTIVE: usize = 1;
+pub(crate) const LRU_ACTIVE: usize = 1;
 /// `LRU_FILE`: offset of the file lists from the anon lists.
-pub const LRU_FILE: usize = 2;
+pub(crate) const LRU_FILE: usize = 2;
 
 /// `is_file_lru()`
 #[inline]
-pub fn is_file_lru(lru: usize) -> bool {
+pub(crate) fn is_file_lru(lru: usize) -> bool {
     lru >= LRU_FILE
 }
 
 /// `is_active_lru()`
 #[inline]
-pub fn is_active_lru(lru: usize) -> bool {
+pub(crate) fn is_active_lru(lru: usize) -> bool {
     lru & LRU_ACTIVE != 0
 }
 
 /// `lru_list_name()`, as memory.stat spells it.
-pub const LRU_NAMES: [&str; NR_LRU_LISTS] = [
+pub(crate) const LRU_NAMES: [&str; NR_LRU_LISTS] = [
     "inactive_anon",
     "active_anon",
     "inactive_file",
@@ -66,7 +66,7 @@ const NIL: u32 = u32::MAX;
 /// One ordered list (`lruvec->lists[lru]`): `head` is the most recently
 /// added folio, `tail` the next one reclaim takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ListHead {
+pub(crate) struct ListHead {
     head: u32,
     tail: u32,
     /// Folios on the list.
@@ -86,7 +86,7 @@ impl Default for ListHead {
 /// `folio->lru` of every folio head, as `[prev, next]` PFNs (`prev` towards
 /// the head of its list); empty until the first non-root cgroup exists.
 #[derive(Debug, Default)]
-pub struct LruLinks {
+pub(crate) struct LruLinks {
     links: Vec<[u32; 2]>,
     /// The root cgroup's lists are ordered too (global direct reclaim
     /// scans them; set before the first folio is allocated).
@@ -96,14 +96,14 @@ pub struct LruLinks {
 impl LruLinks {
     /// Allocate the links for `nr_pages` frames (zeroed memory: the host
     /// backs only what is used).
-    pub fn enable(&mut self, nr_pages: u64) {
+    pub(crate) fn enable(&mut self, nr_pages: u64) {
         if self.links.is_empty() {
             self.links = vec![[0u32; 2]; nr_pages as usize];
         }
     }
 
     /// `list_add()` at the head.
-    pub fn add_head(&mut self, list: &mut ListHead, folio: Pfn) {
+    pub(crate) fn add_head(&mut self, list: &mut ListHead, folio: Pfn) {
         let f = folio.0;
         self.links[f as usize] = [NIL, list.head];
         match list.head {
@@ -115,7 +115,7 @@ impl LruLinks {
     }
 
     /// `list_add_tail()` at the tail.
-    pub fn add_tail(&mut self, list: &mut ListHead, folio: Pfn) {
+    pub(crate) fn add_tail(&mut self, list: &mut ListHead, folio: Pfn) {
         let f = folio.0;
         self.links[f as usize] = [list.tail, NIL];
         match list.tail {
@@ -128,7 +128,7 @@ impl LruLinks {
 
     /// `list_add_tail(&new->lru, &anchor->lru)`: `folio` goes right before
     /// `anchor`, on its head side.
-    pub fn add_before(&mut self, list: &mut ListHead, folio: Pfn, anchor: Pfn) {
+    pub(crate) fn add_before(&mut self, list: &mut ListHead, folio: Pfn, anchor: Pfn) {
         let [prev, _] = self.links[anchor.idx()];
         self.links[folio.idx()] = [prev, anchor.0];
         self.links[anchor.idx()][0] = folio.0;
@@ -140,7 +140,7 @@ impl LruLinks {
     }
 
     /// `list_del()`
-    pub fn del(&mut self, list: &mut ListHead, folio: Pfn) {
+    pub(crate) fn del(&mut self, list: &mut ListHead, folio: Pfn) {
         let [prev, next] = self.links[folio.idx()];
         match prev {
             NIL => list.head = next,
@@ -155,13 +155,13 @@ impl LruLinks {
 
     /// `lru_to_folio()`: the tail folio.
     #[inline]
-    pub fn tail(&self, list: &ListHead) -> Option<Pfn> {
+    pub(crate) fn tail(&self, list: &ListHead) -> Option<Pfn> {
         (list.tail != NIL).then_some(Pfn(list.tail))
     }
 
     /// Visit the folios of `list` from head to tail, checking the back
     /// links, the tail and the length (for the invariant checker).
-    pub fn walk(
+    pub(crate) fn walk(
         &self,
         list: &ListHead,
         mut visit: impl FnMut(Pfn) -> Result<(), String>,
@@ -196,7 +196,7 @@ impl LruLinks {
 impl<A: Arch> Kernel<A> {
     /// `folio_lru_list()`: which list the folio's flags put it on.
     #[inline]
-    pub fn folio_lru_list(&self, folio: Pfn) -> usize {
+    pub(crate) fn folio_lru_list(&self, folio: Pfn) -> usize {
         let f = self.mem.flags(folio);
         let mut lru = if f & PG_SWAPBACKED != 0 {
             LRU_INACTIVE_ANON
@@ -219,7 +219,7 @@ impl<A: Arch> Kernel<A> {
     /// `lruvec_add_folio()`: the folio joins the head of the list its flags
     /// say, in its cgroup's lruvec. The caller sets PG_lru.
     #[inline]
-    pub fn lruvec_add_folio(&mut self, folio: Pfn) {
+    pub(crate) fn lruvec_add_folio(&mut self, folio: Pfn) {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
@@ -230,7 +230,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `lruvec_add_folio_tail()`
-    pub fn lruvec_add_folio_tail(&mut self, folio: Pfn) {
+    pub(crate) fn lruvec_add_folio_tail(&mut self, folio: Pfn) {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
@@ -243,7 +243,7 @@ impl<A: Arch> Kernel<A> {
     /// `lruvec_del_folio()`: take the folio off its list (its flags must
     /// still say which). The caller clears PG_lru.
     #[inline]
-    pub fn lruvec_del_folio(&mut self, folio: Pfn) {
+    pub(crate) fn lruvec_del_folio(&mut self, folio: Pfn) {
         let lru = self.folio_lru_list(folio);
         let memcg = self.folio_memcg(folio);
         self.update_lru_size(memcg, lru, -(self.mem.folio_nr_pages(folio) as i64));
@@ -257,7 +257,7 @@ impl<A: Arch> Kernel<A> {
     /// `tail` joins the head's list right before the head (so reclaim meets
     /// the head first, then the tails from the last one down), with PG_lru.
     /// Sizes do not change: the pages were on the list already.
-    pub fn lru_add_split_folio(&mut self, head: Pfn, tail: Pfn) {
+    pub(crate) fn lru_add_split_folio(&mut self, head: Pfn, tail: Pfn) {
         debug_assert!(self.mem.test(head, PG_LRU));
         self.mem.set(tail, PG_LRU);
         let memcg = self.folio_memcg(head);

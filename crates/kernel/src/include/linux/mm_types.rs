@@ -14,34 +14,35 @@
 //! * `mapping: u16` — head: the mapping id (a file, or an anon owner).
 //!
 //! The per-page mapcount field is 11 bits wide: more than 2046 mappings of
-//! one page is an "unsupported" condition and asserts.
+//! one page is a model limit ([`crate::model_limit`]); a mapcount going
+//! below zero is a foliosim bug and asserts.
 
 use crate::include::linux::pgtable::Pfn;
 use crate::mm::pgtable_generic::TableId;
 
-pub const PG_REFERENCED: u32 = 1 << 0;
-pub const PG_UPTODATE: u32 = 1 << 1;
-pub const PG_DIRTY: u32 = 1 << 2;
-pub const PG_LRU: u32 = 1 << 3;
-pub const PG_HEAD: u32 = 1 << 4;
+pub(crate) const PG_REFERENCED: u32 = 1 << 0;
+pub(crate) const PG_UPTODATE: u32 = 1 << 1;
+pub(crate) const PG_DIRTY: u32 = 1 << 2;
+pub(crate) const PG_LRU: u32 = 1 << 3;
+pub(crate) const PG_HEAD: u32 = 1 << 4;
 /// Not a kernel flag bit: the kernel marks tails via `compound_head`.
-pub const PG_TAIL: u32 = 1 << 5;
-pub const PG_ACTIVE: u32 = 1 << 6;
-pub const PG_WORKINGSET: u32 = 1 << 7;
+pub(crate) const PG_TAIL: u32 = 1 << 5;
+pub(crate) const PG_ACTIVE: u32 = 1 << 6;
+pub(crate) const PG_WORKINGSET: u32 = 1 << 7;
 /// `PG_readahead` (aliases `PG_reclaim` in the kernel).
-pub const PG_READAHEAD: u32 = 1 << 8;
-pub const PG_SWAPBACKED: u32 = 1 << 9;
-pub const PG_SWAPCACHE: u32 = 1 << 10;
+pub(crate) const PG_READAHEAD: u32 = 1 << 8;
+pub(crate) const PG_SWAPBACKED: u32 = 1 << 9;
+pub(crate) const PG_SWAPCACHE: u32 = 1 << 10;
 /// `PG_anon_exclusive`: per page, on head and tail pages.
-pub const PG_ANON_EXCLUSIVE: u32 = 1 << 11;
+pub(crate) const PG_ANON_EXCLUSIVE: u32 = 1 << 11;
 /// `PAGE_MAPPING_ANON`: `folio->mapping` points at an anon owner.
-pub const PG_ANON: u32 = 1 << 12;
+pub(crate) const PG_ANON: u32 = 1 << 12;
 /// `PG_partially_mapped` (large anon folios on the deferred split queue).
-pub const PG_PARTIALLY_MAPPED: u32 = 1 << 13;
+pub(crate) const PG_PARTIALLY_MAPPED: u32 = 1 << 13;
 /// `PG_buddy`: the head of a free block in the buddy allocator.
-pub const PG_BUDDY: u32 = 1 << 14;
+pub(crate) const PG_BUDDY: u32 = 1 << 14;
 /// A page-table page (`PageTable()`).
-pub const PG_TABLE: u32 = 1 << 15;
+pub(crate) const PG_TABLE: u32 = 1 << 15;
 
 const FLAG_MASK: u32 = 0xffff;
 const ORDER_SHIFT: u32 = 16;
@@ -51,29 +52,29 @@ const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
 const PG_NONZERO_BIT: u32 = 1 << 20;
 const MAPCOUNT_SHIFT: u32 = 21;
 /// Largest per-page mapcount the packed field holds.
-pub const MAX_PAGE_MAPCOUNT: u32 = (1 << (32 - MAPCOUNT_SHIFT)) - 2;
+pub(crate) const MAX_PAGE_MAPCOUNT: u32 = (1 << (32 - MAPCOUNT_SHIFT)) - 2;
 
 /// Folio-wide fields of a large folio (`_large_mapcount`, `_entire_mapcount`,
 /// `_nr_pages_mapped`, `_mm_id[2]`, `_mm_id_mapcount[2]`,
 /// `FOLIO_MM_IDS_SHARED_BIT`). Counts are stored without the kernel's −1
 /// bias: 0 means unmapped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LargeFolio {
-    pub large_mapcount: i32,
-    pub entire_mapcount: i32,
+pub(crate) struct LargeFolio {
+    pub(crate) large_mapcount: i32,
+    pub(crate) entire_mapcount: i32,
     /// Pages mapped by PTE (`_nr_pages_mapped` without ENTIRELY_MAPPED).
-    pub nr_pages_mapped: i32,
+    pub(crate) nr_pages_mapped: i32,
     /// `_mm_id[]`, 0 = `MM_ID_DUMMY` (free slot).
-    pub mm_id: [u32; 2],
+    pub(crate) mm_id: [u32; 2],
     /// `_mm_id_mapcount[]` without the −1 bias.
-    pub mm_id_mapcount: [i32; 2],
+    pub(crate) mm_id_mapcount: [i32; 2],
     /// `FOLIO_MM_IDS_SHARED_BIT`
-    pub maybe_shared: bool,
+    pub(crate) maybe_shared: bool,
 }
 
 /// The memory map: one entry per simulated physical page.
 #[derive(Debug)]
-pub struct MemMap {
+pub(crate) struct MemMap {
     flags: Vec<u32>,
     index: Vec<u32>,
     mapping: Vec<u16>,
@@ -84,7 +85,7 @@ pub struct MemMap {
 impl MemMap {
     /// A map for `nr_pages` frames. The arrays are zero-initialised, so the
     /// host only backs the parts the simulation touches.
-    pub fn new(nr_pages: u64) -> MemMap {
+    pub(crate) fn new(nr_pages: u64) -> MemMap {
         let n = nr_pages as usize;
         MemMap {
             flags: vec![0; n],
@@ -95,30 +96,30 @@ impl MemMap {
         }
     }
 
-    pub fn nr_pages(&self) -> u64 {
+    pub(crate) fn nr_pages(&self) -> u64 {
         self.flags.len() as u64
     }
 
     #[inline]
-    pub fn flags(&self, pfn: Pfn) -> u32 {
+    pub(crate) fn flags(&self, pfn: Pfn) -> u32 {
         self.flags[pfn.idx()] & FLAG_MASK
     }
     #[inline]
-    pub fn test(&self, pfn: Pfn, flag: u32) -> bool {
+    pub(crate) fn test(&self, pfn: Pfn, flag: u32) -> bool {
         self.flags[pfn.idx()] & flag != 0
     }
     #[inline]
-    pub fn set(&mut self, pfn: Pfn, flag: u32) {
+    pub(crate) fn set(&mut self, pfn: Pfn, flag: u32) {
         self.flags[pfn.idx()] |= flag;
     }
     #[inline]
-    pub fn clear(&mut self, pfn: Pfn, flag: u32) {
+    pub(crate) fn clear(&mut self, pfn: Pfn, flag: u32) {
         self.flags[pfn.idx()] &= !flag;
     }
 
     /// The order recorded on a head, tail or free-block head page.
     #[inline]
-    pub fn order(&self, pfn: Pfn) -> u32 {
+    pub(crate) fn order(&self, pfn: Pfn) -> u32 {
         (self.flags[pfn.idx()] & ORDER_MASK) >> ORDER_SHIFT
     }
     #[inline]
@@ -129,38 +130,38 @@ impl MemMap {
 
     /// `page_folio()`: the head PFN of the folio holding `pfn`.
     #[inline]
-    pub fn page_folio(&self, pfn: Pfn) -> Pfn {
+    pub(crate) fn page_folio(&self, pfn: Pfn) -> Pfn {
         let order = self.order(pfn);
         Pfn(pfn.0 & !((1u32 << order) - 1))
     }
 
     /// `folio_nr_pages()`
     #[inline]
-    pub fn folio_nr_pages(&self, folio: Pfn) -> u64 {
+    pub(crate) fn folio_nr_pages(&self, folio: Pfn) -> u64 {
         1 << self.order(folio)
     }
 
     /// `folio_test_large()`
     #[inline]
-    pub fn folio_test_large(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_test_large(&self, folio: Pfn) -> bool {
         self.order(folio) > 0
     }
 
     /// `folio_test_anon()`
     #[inline]
-    pub fn folio_test_anon(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_test_anon(&self, folio: Pfn) -> bool {
         self.test(folio, PG_ANON)
     }
 
     /// Does the page hold non-zero data?
     #[inline]
-    pub fn page_nonzero(&self, pfn: Pfn) -> bool {
+    pub(crate) fn page_nonzero(&self, pfn: Pfn) -> bool {
         self.flags[pfn.idx()] & PG_NONZERO_BIT != 0
     }
 
     /// Record what a user write stored in the page.
     #[inline]
-    pub fn set_page_nonzero(&mut self, pfn: Pfn, nonzero: bool) {
+    pub(crate) fn set_page_nonzero(&mut self, pfn: Pfn, nonzero: bool) {
         if nonzero {
             self.flags[pfn.idx()] |= PG_NONZERO_BIT;
         } else {
@@ -170,19 +171,21 @@ impl MemMap {
 
     /// Per-page mapcount (`page_mapcount()` without the PMD part).
     #[inline]
-    pub fn page_mapcount(&self, pfn: Pfn) -> u32 {
+    pub(crate) fn page_mapcount(&self, pfn: Pfn) -> u32 {
         self.flags[pfn.idx()] >> MAPCOUNT_SHIFT
     }
 
     /// Add `delta` to the per-page mapcount; returns the new value.
     #[inline]
-    pub fn page_mapcount_add(&mut self, pfn: Pfn, delta: i32) -> u32 {
+    pub(crate) fn page_mapcount_add(&mut self, pfn: Pfn, delta: i32) -> u32 {
         let cur = self.page_mapcount(pfn) as i32 + delta;
-        assert!(
-            (0..=MAX_PAGE_MAPCOUNT as i32).contains(&cur),
-            "unsupported: mapcount of pfn {} would be {cur} (model limit {MAX_PAGE_MAPCOUNT})",
-            pfn.0
-        );
+        assert!(cur >= 0, "mapcount of pfn {} below zero", pfn.0);
+        if cur > MAX_PAGE_MAPCOUNT as i32 {
+            crate::model_limit(format!(
+                "more than {MAX_PAGE_MAPCOUNT} mappings of one page (pfn {})",
+                pfn.0
+            ));
+        }
         let f = &mut self.flags[pfn.idx()];
         *f = (*f & !(u32::MAX << MAPCOUNT_SHIFT)) | ((cur as u32) << MAPCOUNT_SHIFT);
         cur as u32
@@ -190,35 +193,35 @@ impl MemMap {
 
     /// `folio->index` (low 32 bits).
     #[inline]
-    pub fn folio_index(&self, folio: Pfn) -> u32 {
+    pub(crate) fn folio_index(&self, folio: Pfn) -> u32 {
         self.index[folio.idx()]
     }
     #[inline]
-    pub fn set_folio_index(&mut self, folio: Pfn, index: u64) {
+    pub(crate) fn set_folio_index(&mut self, folio: Pfn, index: u64) {
         self.index[folio.idx()] = index as u32;
     }
     #[inline]
-    pub fn folio_mapping(&self, folio: Pfn) -> u16 {
+    pub(crate) fn folio_mapping(&self, folio: Pfn) -> u16 {
         self.mapping[folio.idx()]
     }
     #[inline]
-    pub fn set_folio_mapping(&mut self, folio: Pfn, mapping: u16) {
+    pub(crate) fn set_folio_mapping(&mut self, folio: Pfn, mapping: u16) {
         self.mapping[folio.idx()] = mapping;
     }
 
     /// The large-folio record of a large folio.
     #[inline]
-    pub fn large(&self, folio: Pfn) -> &LargeFolio {
+    pub(crate) fn large(&self, folio: Pfn) -> &LargeFolio {
         &self.large[self.index[folio.idx() + 1] as usize]
     }
     #[inline]
-    pub fn large_mut(&mut self, folio: Pfn) -> &mut LargeFolio {
+    pub(crate) fn large_mut(&mut self, folio: Pfn) -> &mut LargeFolio {
         let slot = self.index[folio.idx() + 1] as usize;
         &mut self.large[slot]
     }
 
     /// `folio_mapcount()`: PTE plus PMD mappings of the folio.
-    pub fn folio_mapcount(&self, folio: Pfn) -> u32 {
+    pub(crate) fn folio_mapcount(&self, folio: Pfn) -> u32 {
         if self.folio_test_large(folio) {
             self.large(folio).large_mapcount as u32
         } else {
@@ -227,13 +230,13 @@ impl MemMap {
     }
 
     /// `folio_mapped()`
-    pub fn folio_mapped(&self, folio: Pfn) -> bool {
+    pub(crate) fn folio_mapped(&self, folio: Pfn) -> bool {
         self.folio_mapcount(folio) > 0
     }
 
     /// `folio_precise_page_mapcount()`: PTE mappings of the page plus the
     /// folio's PMD mappings.
-    pub fn precise_page_mapcount(&self, pfn: Pfn) -> u32 {
+    pub(crate) fn precise_page_mapcount(&self, pfn: Pfn) -> u32 {
         let folio = self.page_folio(pfn);
         let mut n = self.page_mapcount(pfn);
         if self.folio_test_large(folio) {
@@ -244,7 +247,7 @@ impl MemMap {
 
     /// `prep_compound_page()` + `page_rmappable_folio()`: turn a just
     /// allocated block into a folio of `order` with clean metadata.
-    pub fn prep_new_folio(&mut self, head: Pfn, order: u32) {
+    pub(crate) fn prep_new_folio(&mut self, head: Pfn, order: u32) {
         let nr = 1usize << order;
         for i in 0..nr {
             let pfn = head.idx() + i;
@@ -274,7 +277,7 @@ impl MemMap {
     /// `__split_folio_to_order(folio, 0)`: every page becomes an order-0
     /// folio carrying the head's folio flags, mapping and consecutive
     /// indices; per-page flags and mapcounts stay.
-    pub fn split_to_order0(&mut self, head: Pfn) {
+    pub(crate) fn split_to_order0(&mut self, head: Pfn) {
         let order = self.order(head);
         if order == 0 {
             return;
@@ -298,7 +301,7 @@ impl MemMap {
 
     /// Tear down a folio's metadata before its pages go back to the buddy
     /// allocator.
-    pub fn destroy_folio(&mut self, head: Pfn) {
+    pub(crate) fn destroy_folio(&mut self, head: Pfn) {
         let order = self.order(head);
         if order > 0 {
             let slot = self.index[head.idx() + 1];
@@ -318,40 +321,35 @@ impl MemMap {
     }
 
     /// Mark `pfn` as the head of a free buddy block of `order`.
-    pub fn set_buddy(&mut self, pfn: Pfn, order: u32) {
+    pub(crate) fn set_buddy(&mut self, pfn: Pfn, order: u32) {
         self.flags[pfn.idx()] = PG_BUDDY;
         self.set_order(pfn, order);
     }
 
     /// Is `pfn` the head of a free block of exactly `order`?
     #[inline]
-    pub fn is_buddy(&self, pfn: Pfn, order: u32) -> bool {
+    pub(crate) fn is_buddy(&self, pfn: Pfn, order: u32) -> bool {
         self.test(pfn, PG_BUDDY) && self.order(pfn) == order
     }
 
-    pub fn clear_buddy(&mut self, pfn: Pfn) {
+    pub(crate) fn clear_buddy(&mut self, pfn: Pfn) {
         self.flags[pfn.idx()] = 0;
     }
 
     /// Store a page-table id on a page-table page.
-    pub fn set_table(&mut self, pfn: Pfn, table_id: TableId) {
+    pub(crate) fn set_table(&mut self, pfn: Pfn, table_id: TableId) {
         self.flags[pfn.idx()] = PG_TABLE;
         self.index[pfn.idx()] = table_id.0;
     }
 
     /// The table id of a page-table page.
     #[inline]
-    pub fn table_id(&self, pfn: Pfn) -> TableId {
+    pub(crate) fn table_id(&self, pfn: Pfn) -> TableId {
         TableId(self.index[pfn.idx()])
     }
 
-    pub fn clear_table(&mut self, pfn: Pfn) {
+    pub(crate) fn clear_table(&mut self, pfn: Pfn) {
         self.flags[pfn.idx()] = 0;
         self.index[pfn.idx()] = 0;
-    }
-
-    /// Raw access for the invariant checker.
-    pub fn large_records_in_use(&self) -> usize {
-        self.large.len() - self.large_free.len()
     }
 }

@@ -6,29 +6,27 @@
 //! 5-level paging are not modelled.
 
 /// `PAGE_SHIFT`
-pub const PAGE_SHIFT: u32 = 12;
+pub(crate) const PAGE_SHIFT: u32 = 12;
 /// `PAGE_SIZE`
 pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 /// `PTRS_PER_PTE` (= PTRS_PER_PMD = PTRS_PER_PUD = PTRS_PER_PGD here).
-pub const PTRS_PER_PTE: usize = 512;
+pub(crate) const PTRS_PER_PTE: usize = 512;
 /// `PMD_SHIFT`
 pub const PMD_SHIFT: u32 = 21;
 /// `PMD_SIZE`
 pub const PMD_SIZE: u64 = 1 << PMD_SHIFT;
 /// `PUD_SHIFT`
-pub const PUD_SHIFT: u32 = 30;
+pub(crate) const PUD_SHIFT: u32 = 30;
 /// `PGDIR_SHIFT`
-pub const PGDIR_SHIFT: u32 = 39;
+pub(crate) const PGDIR_SHIFT: u32 = 39;
 /// `HPAGE_PMD_ORDER`
-pub const HPAGE_PMD_ORDER: u32 = PMD_SHIFT - PAGE_SHIFT;
+pub(crate) const HPAGE_PMD_ORDER: u32 = PMD_SHIFT - PAGE_SHIFT;
 /// `HPAGE_PMD_NR`
-pub const HPAGE_PMD_NR: u64 = 1 << HPAGE_PMD_ORDER;
-/// `TASK_SIZE` of a 48-bit user address space.
-pub const TASK_SIZE: u64 = 1 << 47;
+pub(crate) const HPAGE_PMD_NR: u64 = 1 << HPAGE_PMD_ORDER;
 /// `MAX_PAGE_ORDER` of the buddy allocator (4 MiB blocks).
-pub const MAX_PAGE_ORDER: u32 = 10;
+pub(crate) const MAX_PAGE_ORDER: u32 = 10;
 /// `MAX_PAGECACHE_ORDER` on a 4 KiB-page THP kernel (= PMD order).
-pub const MAX_PAGECACHE_ORDER: u32 = HPAGE_PMD_ORDER;
+pub(crate) const MAX_PAGECACHE_ORDER: u32 = HPAGE_PMD_ORDER;
 
 const _: () = assert!(PTRS_PER_PTE as u64 * PAGE_SIZE == PMD_SIZE);
 
@@ -40,25 +38,25 @@ pub fn pte_index(addr: u64) -> usize {
 
 /// `pmd_index()`
 #[inline]
-pub fn pmd_index(addr: u64) -> usize {
+pub(crate) fn pmd_index(addr: u64) -> usize {
     ((addr >> PMD_SHIFT) as usize) & (PTRS_PER_PTE - 1)
 }
 
 /// `pud_index()`
 #[inline]
-pub fn pud_index(addr: u64) -> usize {
+pub(crate) fn pud_index(addr: u64) -> usize {
     ((addr >> PUD_SHIFT) as usize) & (PTRS_PER_PTE - 1)
 }
 
 /// `pgd_index()`
 #[inline]
-pub fn pgd_index(addr: u64) -> usize {
+pub(crate) fn pgd_index(addr: u64) -> usize {
     ((addr >> PGDIR_SHIFT) as usize) & (PTRS_PER_PTE - 1)
 }
 
 /// `pmd_addr_end()`: the end of the PMD block holding `addr`, capped at `end`.
 #[inline]
-pub fn pmd_addr_end(addr: u64, end: u64) -> u64 {
+pub(crate) fn pmd_addr_end(addr: u64, end: u64) -> u64 {
     let boundary = (addr + PMD_SIZE) & !(PMD_SIZE - 1);
     if boundary - 1 < end - 1 {
         boundary
@@ -73,21 +71,15 @@ pub const fn align_down(x: u64, a: u64) -> u64 {
     x & !(a - 1)
 }
 
-/// `ALIGN()` for a power-of-two `a`.
-#[inline]
-pub const fn align_up(x: u64, a: u64) -> u64 {
-    (x + a - 1) & !(a - 1)
-}
-
 /// `IS_ALIGNED()`
 #[inline]
-pub const fn is_aligned(x: u64, a: u64) -> bool {
+pub(crate) const fn is_aligned(x: u64, a: u64) -> bool {
     x & (a - 1) == 0
 }
 
 /// `DIV_ROUND_UP()`
 #[inline]
-pub const fn div_round_up(x: u64, d: u64) -> u64 {
+pub(crate) const fn div_round_up(x: u64, d: u64) -> u64 {
     x.div_ceil(d)
 }
 

@@ -16,7 +16,12 @@ use crate::{Kernel, KernelError, MmId};
 
 impl<A: Arch> Kernel<A> {
     /// `copy_page_range()` for one VMA.
-    pub fn copy_page_range(&mut self, dst: MmId, src: MmId, vma: &Vma) -> Result<(), KernelError> {
+    pub(crate) fn copy_page_range(
+        &mut self,
+        dst: MmId,
+        src: MmId,
+        vma: &Vma,
+    ) -> Result<(), KernelError> {
         if vma.anon_vma.is_none() {
             return Ok(()); // vma_needs_copy(): the child faults it in again.
         }

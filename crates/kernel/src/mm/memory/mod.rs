@@ -33,40 +33,40 @@ use crate::{Kernel, MmId};
 
 pub const VM_FAULT_OOM: u32 = 0x0001;
 pub const VM_FAULT_SIGBUS: u32 = 0x0002;
-pub const VM_FAULT_MAJOR: u32 = 0x0004;
-pub const VM_FAULT_SIGSEGV: u32 = 0x0040;
-pub const VM_FAULT_NOPAGE: u32 = 0x0100;
-pub const VM_FAULT_LOCKED: u32 = 0x0200;
-pub const VM_FAULT_RETRY: u32 = 0x0400;
-pub const VM_FAULT_FALLBACK: u32 = 0x0800;
+pub(crate) const VM_FAULT_MAJOR: u32 = 0x0004;
+pub(crate) const VM_FAULT_SIGSEGV: u32 = 0x0040;
+pub(crate) const VM_FAULT_NOPAGE: u32 = 0x0100;
+pub(crate) const VM_FAULT_LOCKED: u32 = 0x0200;
+pub(crate) const VM_FAULT_RETRY: u32 = 0x0400;
+pub(crate) const VM_FAULT_FALLBACK: u32 = 0x0800;
 pub const VM_FAULT_ERROR: u32 = VM_FAULT_OOM | VM_FAULT_SIGBUS | VM_FAULT_SIGSEGV;
 
-pub const FAULT_FLAG_WRITE: u32 = 0x01;
-pub const FAULT_FLAG_ALLOW_RETRY: u32 = 0x04;
-pub const FAULT_FLAG_TRIED: u32 = 0x20;
-pub const FAULT_FLAG_USER: u32 = 0x40;
+pub(crate) const FAULT_FLAG_WRITE: u32 = 0x01;
+pub(crate) const FAULT_FLAG_ALLOW_RETRY: u32 = 0x04;
+pub(crate) const FAULT_FLAG_TRIED: u32 = 0x20;
+pub(crate) const FAULT_FLAG_USER: u32 = 0x40;
 
 /// `struct vm_fault`
 #[derive(Clone, Debug)]
 #[doc(alias = "vm_fault")]
-pub struct Vmf {
+pub(crate) struct Vmf {
     pub mm: MmId,
-    pub vma: Vma,
+    pub(crate) vma: Vma,
     /// Page-aligned faulting address.
     pub address: u64,
-    pub pgoff: u64,
+    pub(crate) pgoff: u64,
     pub flags: u32,
     pub pmd: PmdSlot,
     /// The PTE table, once known to exist.
-    pub pte_table: Option<TableId>,
-    pub orig_pte: u64,
+    pub(crate) pte_table: Option<TableId>,
+    pub(crate) orig_pte: u64,
     /// `vmf->prealloc_pte`: (pfn, table id)
-    pub prealloc_pte: Option<(Pfn, TableId)>,
+    pub(crate) prealloc_pte: Option<(Pfn, TableId)>,
 }
 
 impl Vmf {
     #[inline]
-    pub fn is_write(&self) -> bool {
+    pub(crate) fn is_write(&self) -> bool {
         self.flags & FAULT_FLAG_WRITE != 0
     }
 }
@@ -82,7 +82,7 @@ pub struct FaultOutcome {
 
 /// `fault_around_bytes_set()`: round down to a power of two, at least one
 /// page, at most a page table; returns `fault_around_pages`.
-pub fn fault_around_bytes_set(bytes: u64) -> u64 {
+pub(crate) fn fault_around_bytes_set(bytes: u64) -> u64 {
     let pages = (bytes / PAGE_SIZE).clamp(1, PTRS_PER_PTE as u64);
     1 << (63 - pages.leading_zeros())
 }
@@ -90,7 +90,7 @@ pub fn fault_around_bytes_set(bytes: u64) -> u64 {
 impl<A: Arch> Kernel<A> {
     /// `add_mm_counter()`
     #[inline]
-    pub fn add_mm_counter(&mut self, mm: MmId, member: usize, value: i64) {
+    pub(crate) fn add_mm_counter(&mut self, mm: MmId, member: usize, value: i64) {
         if value != 0 {
             self.mm_mut(mm).rss[member] += value;
             self.vmstat.sim.rss_stat_update += 1;
@@ -100,7 +100,11 @@ impl<A: Arch> Kernel<A> {
     /// `add_mm_rss_vec()`: apply the per-counter deltas that a page-table
     /// pass (copy_pte_range(), zap_pte_range()) gathered in its local
     /// `rss[]`, one `add_mm_counter()` per non-zero counter.
-    pub fn add_mm_rss_vec(&mut self, mm: MmId, rss: &[i64; crate::mm::mmap::NR_MM_COUNTERS]) {
+    pub(crate) fn add_mm_rss_vec(
+        &mut self,
+        mm: MmId,
+        rss: &[i64; crate::mm::mmap::NR_MM_COUNTERS],
+    ) {
         for (member, &v) in rss.iter().enumerate() {
             self.add_mm_counter(mm, member, v);
         }
@@ -108,7 +112,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `mm_counter_file()`
     #[inline]
-    pub fn mm_counter_file(&self, folio: Pfn) -> usize {
+    pub(crate) fn mm_counter_file(&self, folio: Pfn) -> usize {
         if self
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED)
@@ -267,7 +271,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The protection bits of `vma->vm_page_prot` for a new entry: writable
     /// only for shared writable mappings without write-notify (shmem).
-    pub fn vma_page_prot(vma: &Vma) -> PteProt {
+    pub(crate) fn vma_page_prot(vma: &Vma) -> PteProt {
         PteProt {
             write: vma.vm_flags & (VM_SHARED | VM_WRITE) == (VM_SHARED | VM_WRITE)
                 && vma.kind == VmaKind::Shmem,
@@ -281,7 +285,7 @@ impl<A: Arch> Kernel<A> {
     /// `pte_mkspecial(pfn_pte(my_zero_pfn(addr), vma->vm_page_prot))`: an
     /// entry of the shared zero page in `vma` (read-only: no VMA that can
     /// map the zero page has a writable `vm_page_prot`).
-    pub fn zero_pte(&self, vma: &Vma) -> u64 {
+    pub(crate) fn zero_pte(&self, vma: &Vma) -> u64 {
         let prot = PteProt {
             special: true,
             ..Self::vma_page_prot(vma)
@@ -290,7 +294,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `vmf_anon_prepare()` / `anon_vma_prepare()`: give the VMA an anon_vma.
-    pub fn anon_vma_prepare(&mut self, vmf: &mut Vmf) {
+    pub(crate) fn anon_vma_prepare(&mut self, vmf: &mut Vmf) {
         if vmf.vma.anon_vma.is_none() {
             vmf.vma.anon_vma = Some(self.anon_vma_alloc(None));
             let v = vmf.vma;
@@ -300,7 +304,7 @@ impl<A: Arch> Kernel<A> {
 
     /// Make sure the PMD points at a PTE table (using the preallocated one
     /// if any) and record it in `vmf`.
-    pub fn pmd_install_prealloc(&mut self, vmf: &mut Vmf) -> Option<TableId> {
+    pub(crate) fn pmd_install_prealloc(&mut self, vmf: &mut Vmf) -> Option<TableId> {
         if self.pmdp_get(vmf.pmd) == 0 {
             if let Some((pfn, id)) = vmf.prealloc_pte.take() {
                 self.pt.set(vmf.pmd.table, vmf.pmd.idx, A::mk_table(pfn));
@@ -503,7 +507,7 @@ impl<A: Arch> Kernel<A> {
     /// `finish_fault()`: map the faulting page's whole folio if it fits the
     /// VMA and the page table, a PMD for a PMD-size folio, or one page.
     /// `cow` is the new anon folio of a private write.
-    pub fn finish_fault(&mut self, vmf: &mut Vmf, page: Pfn, cow: Option<Pfn>) -> u32 {
+    pub(crate) fn finish_fault(&mut self, vmf: &mut Vmf, page: Pfn, cow: Option<Pfn>) -> u32 {
         let folio = self.mem.page_folio(page);
         let mut needs_fallback = false;
         if cow.is_none() && vmf.vma.kind == VmaKind::File {
@@ -571,7 +575,14 @@ impl<A: Arch> Kernel<A> {
 
     /// `set_pte_range()`: map `nr` pages of `folio` from `page` at `addr`,
     /// with rmap. The caller accounts RSS.
-    pub fn set_pte_range(&mut self, vmf: &mut Vmf, folio: Pfn, page: Pfn, nr: u64, addr: u64) {
+    pub(crate) fn set_pte_range(
+        &mut self,
+        vmf: &mut Vmf,
+        folio: Pfn,
+        page: Pfn,
+        nr: u64,
+        addr: u64,
+    ) {
         let write = vmf.is_write();
         let prefault = !(vmf.address >= addr && vmf.address < addr + nr * PAGE_SIZE);
         let mut prot = Self::vma_page_prot(&vmf.vma);
@@ -617,7 +628,7 @@ impl<A: Arch> Kernel<A> {
     /// `vm_normal_page()`: the page behind a present entry, None for the
     /// zero page and other special entries.
     #[inline]
-    pub fn vm_normal_page(&self, pte: u64) -> Option<Pfn> {
+    pub(crate) fn vm_normal_page(&self, pte: u64) -> Option<Pfn> {
         (!A::pte_special(pte)).then(|| A::pte_pfn(pte))
     }
 

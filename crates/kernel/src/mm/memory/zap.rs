@@ -22,7 +22,14 @@ use crate::{Kernel, MmId};
 impl<A: Arch> Kernel<A> {
     /// `unmap_page_range()` over `[start, end)` of one VMA. `reclaim_pt`
     /// frees PTE tables the range covered entirely (MADV_DONTNEED).
-    pub fn unmap_vma_range(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64, reclaim_pt: bool) {
+    pub(crate) fn unmap_vma_range(
+        &mut self,
+        mm: MmId,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        reclaim_pt: bool,
+    ) {
         // The mmu_gather: one range flush at the end if a present entry was
         // cleared (tlb_finish_mmu(); swap entries do not set `tlb->end`).
         let present_cleared = |k: &Self| {
@@ -80,7 +87,7 @@ impl<A: Arch> Kernel<A> {
     /// consecutive pages of `folio` (at most `max`). With `respect_dirty`
     /// (FPB_RESPECT_DIRTY) the batch also stops where the dirty bit changes;
     /// write, young and soft-dirty differences are ignored.
-    pub fn folio_pte_batch(
+    pub(crate) fn folio_pte_batch(
         &mut self,
         tid: TableId,
         idx: usize,

@@ -64,7 +64,7 @@ fn contpte_convert(ptes: &mut [u64], idx: usize, cont: bool, st: &mut SimStat) {
 
 /// `contpte_try_unfold()`
 #[inline]
-pub fn contpte_try_unfold(ptes: &mut [u64], idx: usize, st: &mut SimStat) {
+pub(crate) fn contpte_try_unfold(ptes: &mut [u64], idx: usize, st: &mut SimStat) {
     if pte_valid_cont(ptes[idx]) {
         st.contpte_unfold += 1;
         contpte_convert(ptes, idx, false, st);
@@ -180,7 +180,7 @@ pub fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
 }
 
 /// arm64 `ptep_get_and_clear()`: unfold first, then clear one entry.
-pub fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64 {
+pub(crate) fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64 {
     contpte_try_unfold(ptes, idx, st);
     st.pte_clear += 1;
     std::mem::take(&mut ptes[idx])
@@ -188,7 +188,12 @@ pub fn ptep_get_and_clear(ptes: &mut [u64], idx: usize, st: &mut SimStat) -> u64
 
 /// arm64 `get_and_clear_full_ptes()` / `contpte_get_and_clear_full_ptes()`:
 /// whole contiguous blocks are cleared without unfolding.
-pub fn get_and_clear_full_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) -> u64 {
+pub(crate) fn get_and_clear_full_ptes(
+    ptes: &mut [u64],
+    idx: usize,
+    nr: usize,
+    st: &mut SimStat,
+) -> u64 {
     if nr == 1 {
         return ptep_get_and_clear(ptes, idx, st);
     }
@@ -211,7 +216,7 @@ pub fn get_and_clear_full_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut
 }
 
 /// arm64 `wrprotect_ptes()` / `contpte_wrprotect_ptes()`.
-pub fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
+pub(crate) fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat) {
     if nr == 1 {
         contpte_try_unfold(ptes, idx, st);
     } else {
@@ -226,7 +231,7 @@ pub fn wrprotect_ptes(ptes: &mut [u64], idx: usize, nr: usize, st: &mut SimStat)
 /// arm64 `ptep_set_access_flags()` / `contpte_ptep_set_access_flags()`:
 /// access/dirty changes apply to the whole contiguous block; a change of the
 /// write permission unfolds it first.
-pub fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
+pub(crate) fn ptep_set_access_flags(ptes: &mut [u64], idx: usize, pte: u64, st: &mut SimStat) {
     let orig = ptes[idx];
     if !pte_valid_cont(orig) {
         st.pte_modify += 1;
@@ -276,7 +281,7 @@ fn contpte_align_range(ptes: &[u64], idx: usize, nr: usize) -> (usize, usize) {
 /// blocks its first and last entries are in and changes the entries in
 /// place without unfolding (access/dirty are tracked per folio). Old and
 /// clean on arm64 means AF clear and, for a DBM entry, PTE_RDONLY set.
-pub fn clear_young_dirty_ptes(
+pub(crate) fn clear_young_dirty_ptes(
     ptes: &mut [u64],
     idx: usize,
     nr: usize,
@@ -314,7 +319,12 @@ fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> b
 /// `contpte_clear_flush_young_ptes()`: the range widened to the blocks its
 /// first and last entries are in (`contpte_align_addr_ptep()`), one
 /// test-and-clear per entry, one TLBI without DSB if any was young.
-pub fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+pub(crate) fn clear_flush_young_ptes(
+    ptes: &mut [u64],
+    idx: usize,
+    nr: usize,
+    vs: &mut VmStat,
+) -> bool {
     let (start, end) = contpte_align_range(ptes, idx, nr);
     let mut young = false;
     for i in start..end {

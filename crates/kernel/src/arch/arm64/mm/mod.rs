@@ -1,2 +1,2 @@
 pub mod contpte;
-pub mod tlbflush;
+pub(crate) mod tlbflush;

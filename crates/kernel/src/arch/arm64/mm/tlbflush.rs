@@ -12,7 +12,7 @@
 use crate::mm::vmstat::VmStat;
 
 /// `__flush_tlb_range_nosync()`
-pub fn __flush_tlb_range_nosync(nr_pages: u64, vs: &mut VmStat) {
+pub(crate) fn __flush_tlb_range_nosync(nr_pages: u64, vs: &mut VmStat) {
     vs.sim.dsb_ishst += 1;
     if nr_pages == 1 {
         vs.sim.tlbi_page += 1;
@@ -22,7 +22,7 @@ pub fn __flush_tlb_range_nosync(nr_pages: u64, vs: &mut VmStat) {
 }
 
 /// `__flush_tlb_range()`: the same, then wait for completion.
-pub fn __flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
+pub(crate) fn __flush_tlb_range(nr_pages: u64, vs: &mut VmStat) {
     vs.sim.flush_tlb_range += 1;
     __flush_tlb_range_nosync(nr_pages, vs);
     vs.sim.dsb_ish += 1;

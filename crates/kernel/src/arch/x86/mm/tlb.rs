@@ -28,14 +28,14 @@ use crate::mm::vmstat::{Trace, VmStat};
 use crate::MmId;
 
 /// `tlb_single_page_flush_ceiling`
-pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
+pub(crate) const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
 /// `TLB_GENERATION_INVALID`
 const TLB_GENERATION_INVALID: u64 = 0;
 
 /// `enum tlb_flush_reason`
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     RemoteShootdown,
     LocalShootdown,
     LocalMmShootdown,
@@ -71,7 +71,13 @@ fn trace(c: &Cpus, cpu: usize, reason: Reason, vs: &mut VmStat) {
 }
 
 /// `flush_tlb_mm_range()` issued on `c.current`.
-pub fn flush_tlb_mm_range(c: &mut Cpus, mm: MmId, nr_pages: u64, freed: bool, vs: &mut VmStat) {
+pub(crate) fn flush_tlb_mm_range(
+    c: &mut Cpus,
+    mm: MmId,
+    nr_pages: u64,
+    freed: bool,
+    vs: &mut VmStat,
+) {
     vs.sim.flush_tlb_range += 1;
     let new_tlb_gen = c.inc_mm_tlb_gen(mm);
     let info = FlushInfo {
@@ -174,12 +180,12 @@ fn flush_tlb_func(c: &mut Cpus, cpu: usize, f: &FlushInfo, vs: &mut VmStat) {
 }
 
 /// `arch_tlbbatch_should_defer()`: another CPU is in `mm_cpumask()`.
-pub fn arch_tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool {
+pub(crate) fn arch_tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool {
     c.cpumask(mm) & !(1 << c.current) != 0
 }
 
 /// `arch_tlbbatch_add_pending()`
-pub fn arch_tlbbatch_add_pending(c: &mut Cpus, mm: MmId, vs: &mut VmStat) {
+pub(crate) fn arch_tlbbatch_add_pending(c: &mut Cpus, mm: MmId, vs: &mut VmStat) {
     vs.sim.tlbbatch_add += 1;
     c.inc_mm_tlb_gen(mm);
     c.batch_cpumask |= c.cpumask(mm);
@@ -187,7 +193,7 @@ pub fn arch_tlbbatch_add_pending(c: &mut Cpus, mm: MmId, vs: &mut VmStat) {
 
 /// `arch_tlbbatch_flush()`: a full flush with no mm on every CPU of the
 /// batch's mask.
-pub fn arch_tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat) {
+pub(crate) fn arch_tlbbatch_flush(c: &mut Cpus, vs: &mut VmStat) {
     vs.sim.tlbbatch_flush += 1;
     let cpu = c.current;
     let info = FlushInfo {
@@ -211,7 +217,12 @@ impl Cpus {
     /// the model also uses for arm64's check_and_switch_context();
     /// returns whether the switch flushed the TLB (a `tlb:tlb_flush` event
     /// with reason TLB_FLUSH_ON_TASK_SWITCH either way).
-    pub fn switch_mm_irqs_off(&mut self, cpu: usize, next: Option<MmId>, vs: &mut VmStat) -> bool {
+    pub(crate) fn switch_mm_irqs_off(
+        &mut self,
+        cpu: usize,
+        next: Option<MmId>,
+        vs: &mut VmStat,
+    ) -> bool {
         let prev = self.cpu[cpu].loaded_mm;
         let was_lazy = std::mem::take(&mut self.cpu[cpu].is_lazy);
         let need_flush = match next {
