@@ -567,3 +567,94 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         Err(e) => Err(format!("{shown}: cannot write there: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct P(usize, &'static str, Vec<(String, String)>);
+
+    impl SweepPoint for P {
+        fn index(&self) -> usize {
+            self.0
+        }
+        fn scenario(&self) -> &str {
+            self.1
+        }
+        fn arch(&self) -> &str {
+            "x86_64"
+        }
+        fn grid(&self) -> &[(String, String)] {
+            &self.2
+        }
+    }
+
+    fn row(point: u64, size: &str, value: Option<i128>, error: &str) -> Row {
+        Row {
+            point,
+            grid: vec![size.into()],
+            scenario: "s".into(),
+            arch: "x86_64".into(),
+            engine: "sim".into(),
+            phase: if error.is_empty() { "p" } else { "" }.into(),
+            kind: match (error.is_empty(), value) {
+                (false, _) => "",
+                (true, Some(v)) if v > i64::MAX as i128 => "pagemap",
+                _ => "counter",
+            }
+            .into(),
+            name: if error.is_empty() { "pgfault" } else { "" }.into(),
+            value,
+            error: error.into(),
+        }
+    }
+
+    fn table() -> Table {
+        let keys = ["size".to_string(), "arch".to_string()];
+        let mut t = Table::new(&keys);
+        t.rows = vec![
+            row(0, "4k", Some(-3), ""),
+            // A present pagemap entry: bit 63 set.
+            row(0, "4k", Some(1 << 63 | 5), ""),
+            row(1, "64k", None, "s.toml: failed, \"quoted\""),
+        ];
+        t
+    }
+
+    #[test]
+    fn every_format_reads_back_what_it_wrote() {
+        let t = table();
+        assert_eq!(
+            t.columns(),
+            [
+                "point", "size", "scenario", "arch", "engine", "phase", "kind", "name", "value",
+                "error"
+            ]
+        );
+        for f in [TableFormat::Csv, TableFormat::Jsonl, TableFormat::Arrow] {
+            let bytes = t.encode(f).unwrap();
+            assert_eq!(TableFormat::sniff(&bytes), f);
+            assert_eq!(Table::decode(&bytes, f).unwrap(), t, "{f:?}");
+        }
+        let err = Table::decode(b"point,scenario\n", TableFormat::Csv).unwrap_err();
+        assert!(err.contains("not a sweep table"), "{err}");
+    }
+
+    #[test]
+    fn resume_keeps_the_points_not_done_and_drops_failed_rows() {
+        let mut t = table();
+        let at = |i, size: &str| P(i, "s", vec![("size".into(), size.into())]);
+        let keys = ["size".to_string()];
+        let left = t
+            .resume(&keys, vec![at(0, "4k"), at(1, "64k"), at(2, "2M")], "sim")
+            .unwrap();
+        assert_eq!(left.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2]);
+        assert!(
+            t.rows.iter().all(|r| !r.failed()),
+            "the failed point runs again"
+        );
+        let other = t.resume(&["other".to_string()], vec![at(0, "4k")], "sim");
+        assert!(other.unwrap_err().contains("sweep over size"));
+    }
+}

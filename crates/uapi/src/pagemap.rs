@@ -218,20 +218,24 @@ mod tests {
         let scan = [(0x1000, 0x3000, page_is::PRESENT | page_is::WRITTEN)];
         let flags = [1 << kpf::ANON | 1 << kpf::LRU, 1 << kpf::LRU];
         let c = pagemap_step_counters(16, &entries, Some(&scan), Some(&flags));
-        let get = |k: &str| c.get(k).copied();
-        assert_eq!(get("entries"), Some(4));
-        assert_eq!(get("read_calls"), Some(2), "32 bytes in reads of 16");
-        assert_eq!(get("pages_present"), Some(2));
-        assert_eq!(get("pages_file"), Some(1));
-        assert_eq!(get("pages_exclusive"), Some(1));
-        assert_eq!(get("pages_swapped"), Some(1));
-        assert_eq!(get("pages_soft_dirty"), Some(0));
-        assert_eq!(get("swap_offset_log2/02"), Some(1), "offset 5 is in [4, 8)");
-        assert_eq!(get("scan/regions"), Some(1));
-        assert_eq!(get("scan/present"), Some(2));
-        assert_eq!(get("scan/huge"), Some(0));
-        assert_eq!(get("kpf/lru"), Some(2));
-        assert_eq!(get("kpf/anon"), Some(1));
+        let want = [
+            ("entries", 4),
+            ("read_calls", 2), // 32 bytes in reads of 16
+            ("pages_present", 2),
+            ("pages_file", 1),
+            ("pages_exclusive", 1),
+            ("pages_swapped", 1),
+            ("pages_soft_dirty", 0),
+            ("swap_offset_log2/02", 1), // offset 5 is in [4, 8)
+            ("scan/regions", 1),
+            ("scan/present", 2),
+            ("scan/huge", 0),
+            ("kpf/lru", 2),
+            ("kpf/anon", 1),
+        ];
+        for (k, v) in want {
+            assert_eq!(c.get(k), Some(&v), "{k}");
+        }
         assert_eq!(pagemap_mask_pfn(entries[0]), PM_PRESENT | PM_MMAP_EXCLUSIVE);
         assert_eq!(pagemap_mask_pfn(entries[2]), entries[2]);
     }
