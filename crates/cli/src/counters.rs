@@ -1,17 +1,17 @@
 //! `foliosim counters`: every counter a report can carry, from the
-//! registries that name them: the kernel model's counter tables
-//! (`crates/kernel/src/mm/vmstat.rs`: vmstat events, mTHP stats,
+//! registries that name them: the model's counter tables
+//! (`crates/uapi/src/vmstat.rs`: vmstat events, mTHP stats,
 //! tracepoints, `sim/` primitives with their documentation) and the
 //! counter registry (`crates/uapi/src/counters.rs`: kinds, the tracepoints
 //! the native engine opens, the counted kernel functions, the native
 //! engine's own measurements, x86-only tracepoints).
 
-use foliosim_kernel::mm::vmstat::{MthpStat, SimStat, Trace, VmEvent, VmStat};
 use foliosim_report::Format;
 use foliosim_uapi::counters::{
     self, FAMILIES, KFUNCS, KFUNC_PREFIX, MAJOR_FAULTS, MINOR_FAULTS, MM_PAGE_ALLOC,
     NATIVE_COUNTERS, TRACEPOINTS,
 };
+use foliosim_uapi::vmstat::{model_counter_names, MthpStat, SimStat, Trace, VmEvent};
 use serde_json::json;
 
 /// One line of the list.
@@ -64,10 +64,12 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
         ));
     }
-    let model = VmStat::default().snapshot();
-    for name in model.keys().filter(|k| k.starts_with("nr_")) {
+    for name in model_counter_names()
+        .into_iter()
+        .filter(|k| k.starts_with("nr_"))
+    {
         out.push(entry(
-            name.clone(),
+            name,
             ALL,
             "/proc/vmstat LRU size, pages (its change over the phase)",
         ));
@@ -165,6 +167,7 @@ pub(crate) fn render(format: Format) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foliosim_kernel::mm::vmstat::VmStat;
 
     #[test]
     fn every_model_counter_is_listed() {

@@ -106,10 +106,7 @@ pub fn default_profile_name(arch: &str) -> Option<&'static str> {
 /// Every counter name a report of the model can contain (and so a profile
 /// may price): the names of a fresh counter snapshot.
 pub fn known_counters() -> Vec<String> {
-    foliosim_kernel::mm::vmstat::VmStat::default()
-        .snapshot()
-        .into_keys()
-        .collect()
+    foliosim_uapi::vmstat::model_counter_names()
 }
 
 /// Byte offset → 1-based line and column.

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use foliosim_report::{Report, RowKind};
 use serde_json::{json, Value};
 
-use crate::table::Table;
+use foliosim_table::Table;
 
 /// A value's place: (phase, kind, name).
 pub type ValueKey = (String, String, String);

@@ -17,7 +17,8 @@
 //! reports each point as it finishes (checkpoints); [`Table::encode`] /
 //! [`Table::read`] write and read the CSV, JSON-lines and Arrow IPC files,
 //! and [`Table::resume`] turns a previous output into the points still to
-//! run. Errors are messages (`String`) that name the file and line, or
+//! run. The table itself is the `foliosim-table` crate's, re-exported
+//! here. Errors are messages (`String`) that name the file and line, or
 //! the command-line argument, they come from.
 //!
 //! ```no_run
@@ -39,8 +40,10 @@ pub mod grid;
 mod run;
 mod spec;
 mod table;
-mod table_arrow;
 
+pub use foliosim_table::{
+    check_writable, PointKey, PointOutcome, Row, SweepPoint, Table, TableFormat,
+};
 pub use grid::{parse_ab_arg, parse_grid_arg, Axis, Dim, Grid, Source, HELPER_KEYS};
 pub use run::{
     run_point, run_sweep, sweep, sweep_with, Engine, PointResult, SimOptions, SweepOptions,
@@ -48,4 +51,3 @@ pub use run::{
 pub use spec::{
     expand, parse_sweep_file, parse_sweep_str, Point, Setting, SweepSpec, MAX_POINTS, RESERVED_KEYS,
 };
-pub use table::{check_writable, PointKey, Row, Table, TableFormat};

@@ -507,7 +507,7 @@ fn pagemap_step(
     let Some(open) = open else {
         return Ok(());
     };
-    let counters = foliosim_kernel::fs::proc::task_mmu::pagemap_step_counters(
+    let counters = foliosim_uapi::pagemap::pagemap_step_counters(
         p.read_size,
         &r.entries,
         r.scan.as_deref(),

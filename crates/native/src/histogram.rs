@@ -17,15 +17,15 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 use foliosim_uapi::foliomap::{FolioMap, PageState};
+use foliosim_uapi::pagemap::{
+    kpf, page_is, PM_FILE, PM_MMAP_EXCLUSIVE, PM_PFRAME_MASK, PM_PRESENT, PM_SWAP,
+};
 use foliosim_workload::{PAGE_SIZE, PMD_SIZE};
 
-pub(crate) const KPF_COMPOUND_HEAD: u64 = 1 << 15;
-pub(crate) const KPF_COMPOUND_TAIL: u64 = 1 << 16;
-pub(crate) const KPF_THP: u64 = 1 << 22;
-pub(crate) const KPF_ZERO_PAGE: u64 = 1 << 24;
-
-const PM_PRESENT: u64 = 1 << 63;
-const PM_PFN_MASK: u64 = (1 << 55) - 1;
+pub(crate) const KPF_COMPOUND_HEAD: u64 = 1 << kpf::COMPOUND_HEAD;
+pub(crate) const KPF_COMPOUND_TAIL: u64 = 1 << kpf::COMPOUND_TAIL;
+pub(crate) const KPF_THP: u64 = 1 << kpf::THP;
+pub(crate) const KPF_ZERO_PAGE: u64 = 1 << kpf::ZERO_PAGE;
 
 const BLOCK: u64 = 512;
 
@@ -131,9 +131,6 @@ impl<'a, F: FlagSource> Walk<'a, F> {
     /// `pages_file` (PM_FILE: file, shmem, huge zero page) and
     /// `pages_exclusive` (PM_MMAP_EXCLUSIVE).
     fn page_summary(&mut self, e: u64) {
-        const PM_SWAP: u64 = 1 << 62;
-        const PM_FILE: u64 = 1 << 61;
-        const PM_MMAP_EXCLUSIVE: u64 = 1 << 56;
         for (bit, key) in [
             (PM_PRESENT, "pages_present"),
             (PM_SWAP, "pages_swapped"),
@@ -156,7 +153,7 @@ impl<'a, F: FlagSource> Walk<'a, F> {
         if e & PM_PRESENT == 0 {
             return Ok(());
         }
-        let pfn = e & PM_PFN_MASK;
+        let pfn = e & PM_PFRAME_MASK;
         let blk = self.flags_of(pfn)?;
         let f = blk.get((pfn % BLOCK) as usize).copied().unwrap_or(0);
         if f & KPF_ZERO_PAGE != 0 {
@@ -215,10 +212,6 @@ pub(crate) fn histogram(
     Ok(walk.finish())
 }
 
-/// `PAGE_IS_HUGE` of PAGEMAP_SCAN: a PMD-mapped THP (or hugetlb).
-const PAGE_IS_HUGE: u64 = 1 << 6;
-const PM_SWAP: u64 = 1 << 62;
-
 impl<F: FlagSource> Walk<'_, F> {
     /// The folio-map state of the page at `va` with pagemap entry `e`;
     /// `pmd`: whether PAGEMAP_SCAN saw it PMD-mapped (None when the
@@ -234,7 +227,7 @@ impl<F: FlagSource> Walk<'_, F> {
                 PageState::None
             });
         }
-        let pfn = e & PM_PFN_MASK;
+        let pfn = e & PM_PFRAME_MASK;
         let f = self.flags_of(pfn)?.get((pfn % BLOCK) as usize).copied();
         let f = f.unwrap_or(0);
         if f & KPF_ZERO_PAGE != 0 {
@@ -267,7 +260,7 @@ pub(crate) fn folio_map(
         .map(|regions| {
             regions
                 .into_iter()
-                .filter(|r| r.2 & PAGE_IS_HUGE != 0)
+                .filter(|r| r.2 & page_is::HUGE != 0)
                 .map(|r| (r.0, r.1))
                 .collect()
         });

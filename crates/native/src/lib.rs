@@ -123,7 +123,7 @@ impl fmt::Display for NativeError {
 impl std::error::Error for NativeError {}
 
 /// Counters the simulator reports under kernel names that the host should
-/// provide too (mirrors crates/kernel/src/mm/vmstat.rs); any the host
+/// provide too (some of `VmEvent` in crates/uapi/src/vmstat.rs); any the host
 /// lacks is listed as missing, never reported as zero.
 const EXPECTED_VMSTAT: [&str; 26] = [
     "pgfault",

@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
-use foliosim_kernel::fs::proc::task_mmu::{PM_PFRAME_MASK, PM_PRESENT};
+use foliosim_uapi::pagemap::{PM_PFRAME_MASK, PM_PRESENT};
 
 use foliosim_workload::PAGE_SIZE;
 

@@ -110,7 +110,7 @@ pub fn probe(workdir: &Path) -> String {
 fn host_cpus() -> Option<u64> {
     let set = crate::sys::get_affinity().ok()?;
     let n = crate::sys::cpus(&set).len() as u64;
-    (n > 0).then_some(n.min(foliosim_kernel::kernel::sched::MAX_CPUS as u64))
+    (n > 0).then_some(n.min(foliosim_uapi::MAX_CPUS as u64))
 }
 
 /// A swap area of /proc/swaps as the probe describes it.

@@ -625,7 +625,7 @@ mod tests {
     fn failed_points_are_noted() {
         let mut s = sweep();
         s.rows.push(crate::sweep::SweepRow {
-            row: foliosim_explore::Row {
+            row: foliosim_table::Row {
                 point: 99,
                 grid: vec!["8K".into(), "0".into()],
                 scenario: "s".into(),

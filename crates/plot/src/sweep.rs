@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use foliosim_explore::{Row, Table, TableFormat};
+use foliosim_table::{Row, Table, TableFormat};
 
 /// One row (one value of one grid point: the sweep's own [`Row`]) with
 /// its line in the file (1-based), for messages.
@@ -34,7 +34,7 @@ pub struct Sweep {
 impl Sweep {
     /// Read a sweep file in any format `foliosim sweep` writes (CSV, JSON
     /// lines, Arrow IPC; told apart by content), through the sweep's own
-    /// reader (`foliosim_explore::Table`).
+    /// reader (`foliosim_table::Table`).
     pub fn load(path: &Path) -> Result<Sweep, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Sweep::decode(&path.display().to_string(), &bytes)

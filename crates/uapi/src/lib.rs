@@ -14,8 +14,13 @@
 //!   default.
 //! * [`counters`]: the counter names and who can observe each one
 //!   (per process, system-wide, model only).
+//! * [`vmstat`]: the model's counters by name (vmstat events, per-size
+//!   mTHP stats, tracepoints, `sim/` primitives) and every name a fresh
+//!   counter snapshot holds.
+//! * [`pagemap`]: the pagemap, PAGEMAP_SCAN and kpageflags encodings and
+//!   the counters of a pagemap step.
 //! * [`foliomap`]: the per-page states of a folio map.
-//! * [`Arch`]: the simulated or measured architecture.
+//! * [`Arch`]: the simulated or measured architecture; [`MAX_CPUS`].
 //! * [`diag`]: what goes to standard error besides errors (`--quiet`,
 //!   `--verbose`).
 
@@ -25,14 +30,25 @@ pub mod counters;
 pub mod diag;
 pub mod foliomap;
 pub mod mman;
+pub mod pagemap;
 pub mod series;
 pub mod swap;
 pub mod thp;
+pub mod vmstat;
 
 pub use mman::Madv;
 pub use series::Series;
 pub use swap::SwapKind;
 pub use thp::{MthpMode, ThpMode};
+
+/// The base page size every name and encoding here assumes: 4 KiB on
+/// x86_64 and on arm64 with the 4 KiB granule.
+pub(crate) const BASE_PAGE_SIZE: u64 = 4096;
+
+/// At most this many CPUs: a simulated machine has no more (the model's
+/// `mm_cpumask()` is one 64-bit word), and the native engine reports a
+/// host's CPU count capped here.
+pub const MAX_CPUS: usize = 64;
 
 /// The architecture a run simulates or measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

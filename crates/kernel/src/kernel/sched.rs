@@ -21,8 +21,7 @@ use crate::arch::Arch;
 use crate::include::linux::pgtable::HPAGE_PMD_NR;
 use crate::{Kernel, MmId};
 
-/// At most this many simulated CPUs (`mm_cpumask()` is a `u64`).
-pub const MAX_CPUS: usize = 64;
+pub use foliosim_uapi::MAX_CPUS;
 
 /// `TLB_FLUSH_ALL` as a page count.
 pub(crate) const TLB_FLUSH_ALL: u64 = u64::MAX;

@@ -19,49 +19,7 @@ use crate::include::linux::mm_types::{
 };
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_NR};
 use crate::Kernel;
-
-/// The `KPF_*` bit numbers (include/uapi/linux/kernel-page-flags.h and
-/// include/linux/kernel-page-flags.h).
-pub mod kpf {
-    pub const REFERENCED: u32 = 2;
-    pub const UPTODATE: u32 = 3;
-    pub const DIRTY: u32 = 4;
-    pub const LRU: u32 = 5;
-    pub const ACTIVE: u32 = 6;
-    pub const RECLAIM: u32 = 9;
-    pub const BUDDY: u32 = 10;
-    pub const MMAP: u32 = 11;
-    pub const ANON: u32 = 12;
-    pub const SWAPCACHE: u32 = 13;
-    pub const SWAPBACKED: u32 = 14;
-    pub const COMPOUND_HEAD: u32 = 15;
-    pub const COMPOUND_TAIL: u32 = 16;
-    pub const THP: u32 = 22;
-    pub const ZERO_PAGE: u32 = 24;
-    pub const PGTABLE: u32 = 26;
-    pub const RESERVED: u32 = 32;
-    pub const OWNER_2: u32 = 34;
-}
-
-/// Names of the kpageflags bits the pagemap step reports, in bit order.
-pub const KPF_NAMES: [(u32, &str); 16] = [
-    (kpf::REFERENCED, "referenced"),
-    (kpf::UPTODATE, "uptodate"),
-    (kpf::DIRTY, "dirty"),
-    (kpf::LRU, "lru"),
-    (kpf::ACTIVE, "active"),
-    (kpf::RECLAIM, "reclaim"),
-    (kpf::MMAP, "mmap"),
-    (kpf::ANON, "anon"),
-    (kpf::SWAPCACHE, "swapcache"),
-    (kpf::SWAPBACKED, "swapbacked"),
-    (kpf::COMPOUND_HEAD, "compound_head"),
-    (kpf::COMPOUND_TAIL, "compound_tail"),
-    (kpf::THP, "thp"),
-    (kpf::ZERO_PAGE, "zero_page"),
-    (kpf::RESERVED, "reserved"),
-    (kpf::OWNER_2, "owner_2"),
-];
+pub use foliosim_uapi::pagemap::{kpf, KPF_NAMES};
 
 fn bit(on: bool, b: u32) -> u64 {
     (on as u64) << b

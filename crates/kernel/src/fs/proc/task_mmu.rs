@@ -40,6 +40,11 @@ use crate::arch::Arch;
 use crate::include::linux::pgtable::{pmd_addr_end, pte_index, size_label, Pfn, PAGE_SIZE};
 use crate::{FileId, Kernel, KernelError, MmId};
 use foliosim_uapi::foliomap::{FolioMap, PageState};
+pub use foliosim_uapi::pagemap::{
+    page_is, pagemap_mask_pfn, pagemap_step_counters, pagemap_summary, PageRegion,
+    MAX_SWAPFILES_SHIFT, PM_ENTRY_BYTES, PM_FILE, PM_GUARD_REGION, PM_MMAP_EXCLUSIVE,
+    PM_PFRAME_MASK, PM_PRESENT, PM_SOFT_DIRTY, PM_SWAP, PM_UFFD_WP,
+};
 
 impl<A: Arch> Kernel<A> {
     /// The folio-size histogram of the mapped pages of `[start, end)`.
@@ -216,55 +221,10 @@ impl<A: Arch> Kernel<A> {
     }
 }
 
-/// `PM_PFRAME_MASK`: bits 0-54, the PFN or swap type and offset.
-pub const PM_PFRAME_MASK: u64 = (1 << 55) - 1;
-/// `PM_SOFT_DIRTY`
-pub const PM_SOFT_DIRTY: u64 = 1 << 55;
-/// `PM_MMAP_EXCLUSIVE`
-pub const PM_MMAP_EXCLUSIVE: u64 = 1 << 56;
-/// `PM_UFFD_WP`
-pub const PM_UFFD_WP: u64 = 1 << 57;
-/// `PM_GUARD_REGION`
-pub const PM_GUARD_REGION: u64 = 1 << 58;
-/// `PM_FILE`
-pub const PM_FILE: u64 = 1 << 61;
-/// `PM_SWAP`
-pub const PM_SWAP: u64 = 1 << 62;
-/// `PM_PRESENT`
-pub const PM_PRESENT: u64 = 1 << 63;
-/// `MAX_SWAPFILES_SHIFT`: the swap type's width in a swap frame.
-pub const MAX_SWAPFILES_SHIFT: u32 = 5;
-/// `PM_ENTRY_BYTES`
-pub const PM_ENTRY_BYTES: u64 = 8;
 /// `PAGEMAP_WALK_SIZE`: one walk (and one mmap-lock hold) per PMD block.
 pub const PAGEMAP_WALK_SIZE: u64 = crate::include::linux::pgtable::PMD_SIZE;
 /// `TASK_SIZE` of a 4-level x86_64 (47-bit) process; reads stop there.
 pub const TASK_SIZE: u64 = (1 << 47) - PAGE_SIZE;
-
-/// `PAGE_IS_*` categories of PAGEMAP_SCAN (include/uapi/linux/fs.h).
-pub mod page_is {
-    pub const WPALLOWED: u64 = 1 << 0;
-    pub const WRITTEN: u64 = 1 << 1;
-    pub const FILE: u64 = 1 << 2;
-    pub const PRESENT: u64 = 1 << 3;
-    pub const SWAPPED: u64 = 1 << 4;
-    pub const PFNZERO: u64 = 1 << 5;
-    pub const HUGE: u64 = 1 << 6;
-    pub const SOFT_DIRTY: u64 = 1 << 7;
-    pub const GUARD: u64 = 1 << 8;
-    /// Every category, with names for reports.
-    pub const ALL: [(u64, &str); 9] = [
-        (WPALLOWED, "wpallowed"),
-        (WRITTEN, "written"),
-        (FILE, "file"),
-        (PRESENT, "present"),
-        (SWAPPED, "swapped"),
-        (PFNZERO, "pfnzero"),
-        (HUGE, "huge"),
-        (SOFT_DIRTY, "soft_dirty"),
-        (GUARD, "guard"),
-    ];
-}
 
 /// `make_pme()`: the frame field and the flag bits.
 #[inline]
@@ -305,109 +265,6 @@ pub struct PagemapFile {
     pub pos: u64,
     /// `pm.show_pfn`: the opener has CAP_SYS_ADMIN.
     pub show_pfn: bool,
-}
-
-/// The decoded summary of pagemap entries, keyed as the pagemap step
-/// reports it: `entries`, `pages_present`, `pages_swapped`, `pages_file`,
-/// `pages_exclusive`, `pages_soft_dirty`, `pages_uffd_wp`, `pages_guard`
-/// (always present, 0 included) and `swap_offset_log2/<k>` (swap entries
-/// whose offset is in [2^k, 2^(k+1)), only non-zero buckets).
-pub fn pagemap_summary(entries: &[u64]) -> std::collections::BTreeMap<String, u64> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut n = [0u64; 7];
-    for &e in entries {
-        for (i, bit) in [
-            PM_PRESENT,
-            PM_SWAP,
-            PM_FILE,
-            PM_MMAP_EXCLUSIVE,
-            PM_SOFT_DIRTY,
-            PM_UFFD_WP,
-            PM_GUARD_REGION,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            n[i] += (e & bit != 0) as u64;
-        }
-        if e & PM_SWAP != 0 && e & PM_GUARD_REGION == 0 {
-            let off = (e & PM_PFRAME_MASK) >> MAX_SWAPFILES_SHIFT;
-            if off > 0 {
-                let k = 63 - off.leading_zeros();
-                *out.entry(format!("swap_offset_log2/{k:02}")).or_insert(0) += 1;
-            }
-        }
-    }
-    out.insert("entries".into(), entries.len() as u64);
-    for (key, v) in [
-        "pages_present",
-        "pages_swapped",
-        "pages_file",
-        "pages_exclusive",
-        "pages_soft_dirty",
-        "pages_uffd_wp",
-        "pages_guard",
-    ]
-    .into_iter()
-    .zip(n)
-    {
-        out.insert(key.into(), v);
-    }
-    out
-}
-
-/// The counters of one pagemap step named `name` (docs/scenarios.md),
-/// without the `pagemap/<name>/` prefix: the [`pagemap_summary`] of
-/// `entries`, `read_calls` (read(2) calls of `read_size` bytes), with a
-/// PAGEMAP_SCAN result (start, end, categories) `scan/regions` and
-/// `scan/<category>` (pages in regions with that category), with
-/// kpageflags words of the present pages `kpf/<flag>` (pages with it).
-pub fn pagemap_step_counters(
-    read_size: u64,
-    entries: &[u64],
-    scan: Option<&[(u64, u64, u64)]>,
-    kpageflags: Option<&[u64]>,
-) -> std::collections::BTreeMap<String, u64> {
-    let mut out = pagemap_summary(entries);
-    let bytes = entries.len() as u64 * PM_ENTRY_BYTES;
-    out.insert("read_calls".into(), bytes.div_ceil(read_size.max(1)));
-    if let Some(regions) = scan {
-        out.insert("scan/regions".into(), regions.len() as u64);
-        for (bit, name) in page_is::ALL {
-            let pages: u64 = regions
-                .iter()
-                .filter(|r| r.2 & bit != 0)
-                .map(|r| (r.1 - r.0) / PAGE_SIZE)
-                .sum();
-            out.insert(format!("scan/{name}"), pages);
-        }
-    }
-    if let Some(flags) = kpageflags {
-        for (bit, name) in crate::fs::proc::page::KPF_NAMES {
-            let n = flags.iter().filter(|&&f| f & (1 << bit) != 0).count();
-            out.insert(format!("kpf/{name}"), n as u64);
-        }
-    }
-    out
-}
-
-/// Bits 0-54 of a present entry cleared (PFNs differ between runs and
-/// machines); swap frames are kept.
-#[inline]
-pub fn pagemap_mask_pfn(e: u64) -> u64 {
-    if e & PM_PRESENT != 0 {
-        e & !PM_PFRAME_MASK
-    } else {
-        e
-    }
-}
-
-/// One region of a PAGEMAP_SCAN result (`struct page_region`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PageRegion {
-    pub start: u64,
-    pub end: u64,
-    pub categories: u64,
 }
 
 impl<A: Arch> Kernel<A> {

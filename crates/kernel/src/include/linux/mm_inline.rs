@@ -54,12 +54,7 @@ pub(crate) fn is_active_lru(lru: usize) -> bool {
 }
 
 /// `lru_list_name()`, as memory.stat spells it.
-pub(crate) const LRU_NAMES: [&str; NR_LRU_LISTS] = [
-    "inactive_anon",
-    "active_anon",
-    "inactive_file",
-    "active_file",
-];
+pub(crate) const LRU_NAMES: [&str; NR_LRU_LISTS] = foliosim_uapi::vmstat::LRU_NAMES;
 
 const NIL: u32 = u32::MAX;
 

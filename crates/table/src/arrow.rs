@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::table::{Row, Table};
+use crate::{Row, Table};
 
 fn schema(t: &Table) -> Schema {
     let mut fields = vec![Field::new("point", DataType::UInt64, false)];
