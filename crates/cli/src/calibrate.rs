@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use foliosim_cost::fit::{fit, median, rel_err, Sample};
+use foliosim_cost::fit::{fit, median, rel_err, FitResult, Sample};
 use foliosim_cost::Profile;
 use foliosim_report::{Phase, Report};
 
@@ -304,57 +304,87 @@ fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * x)
 }
 
-pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
-    if a.repeat == 0 {
-        return Err("--repeat must be at least 1".into());
+/// The measured phases and when they were measured.
+struct Runs {
+    phases: Vec<Measured>,
+    /// Load average before and after the timing runs.
+    load_start: String,
+    load_end: String,
+    /// Whether the timing runs counted tracepoints.
+    traced: bool,
+}
+
+/// Run every scenario of the corpus natively `--repeat` times.
+fn measure_corpus(a: &CalibrateArgs) -> Result<Runs, String> {
+    let files = corpus_files(&a.corpus, &a.exclude)?;
+    let load_start = loadavg();
+    foliosim_uapi::note!(
+        "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
+        files.len(),
+        a.repeat
+    );
+    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
+    let mut phases = Vec::new();
+    for f in &files {
+        foliosim_uapi::note!("  {}", f.display());
+        phases.extend(measure_scenario(f, a.repeat, &host)?);
     }
-    if a.pagemap {
-        return pagemap::cmd_pagemap(a);
-    }
-    let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
-    let (mut phases, load_start, load_end, traced) = match &a.from_runs {
-        Some(path) => load_runs(path)?,
-        None => {
-            let files = corpus_files(&a.corpus, &a.exclude)?;
-            let load_start = loadavg();
-            foliosim_uapi::note!(
-                "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
-                files.len(),
-                a.repeat
-            );
-            let host = foliosim_native::probe_overrides(
-                &foliosim_native::NativeOptions::default().workdir,
-            );
-            let mut phases = Vec::new();
-            for f in &files {
-                foliosim_uapi::note!("  {}", f.display());
-                phases.extend(measure_scenario(f, a.repeat, &host)?);
+    Ok(Runs {
+        phases,
+        load_start,
+        load_end: loadavg(),
+        traced: false,
+    })
+}
+
+/// The runs to fit: read with `--from-runs` or measured, recounted with
+/// `--recount`, saved with `--save-runs`.
+fn gather_runs(a: &CalibrateArgs) -> Result<Runs, String> {
+    let mut runs = match &a.from_runs {
+        Some(path) => {
+            let (phases, load_start, load_end, traced) = load_runs(path)?;
+            Runs {
+                phases,
+                load_start,
+                load_end,
+                traced,
             }
-            (phases, load_start, loadavg(), false)
         }
+        None => measure_corpus(a)?,
     };
     if a.recount {
-        recount(&mut phases, &a.corpus, &a.exclude)?;
+        recount(&mut runs.phases, &a.corpus, &a.exclude)?;
     }
     if let Some(path) = &a.save_runs {
-        write_output(
-            path,
-            &save_runs(&phases, &load_start, &load_end, traced),
-            &[],
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = save_runs(&runs.phases, &runs.load_start, &runs.load_end, runs.traced);
+        write_output(path, &text, &[]).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    if let Some(spec) = &a.check {
-        let profile = Profile::resolve(spec).map_err(|e| e.to_string())?;
-        print!("{}", check::check_text(&profile, &phases, a.min_ms)?);
-        return Ok(true);
-    }
+    Ok(runs)
+}
+
+/// The phases the fit uses, and what the others and the repeats' spread
+/// tell.
+struct Selection {
+    samples: Vec<Sample>,
+    /// Phases under `--min-ms` (not fitted).
+    skipped: Vec<String>,
+    /// Phases whose repeats spread more than `--max-spread`.
+    noisy: Vec<String>,
+    /// Per phase: (spread of the repeats / median, median wall time).
+    spreads: BTreeMap<String, (f64, f64)>,
+}
+
+/// The samples of the phases measured long enough to fit (median thread
+/// CPU time of the repeats).
+fn select_samples(phases: &[Measured], a: &CalibrateArgs) -> Selection {
     let min_ns = a.min_ms * 1e6;
-    let mut samples = Vec::new();
-    let mut skipped = Vec::new();
-    let mut noisy = Vec::new();
-    let mut spreads = BTreeMap::new();
-    for m in &phases {
+    let mut sel = Selection {
+        samples: Vec::new(),
+        skipped: Vec::new(),
+        noisy: Vec::new(),
+        spreads: BTreeMap::new(),
+    };
+    for m in phases {
         let med = median(&m.cpu);
         let spread = if med > 0.0 {
             (m.cpu.iter().cloned().fold(f64::MIN, f64::max)
@@ -363,33 +393,32 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         } else {
             0.0
         };
-        spreads.insert(m.name.clone(), (spread, median(&m.wall)));
+        sel.spreads
+            .insert(m.name.clone(), (spread, median(&m.wall)));
         if med < min_ns {
-            skipped.push(format!("{} ({:.3} ms)", m.name, med / 1e6));
+            sel.skipped
+                .push(format!("{} ({:.3} ms)", m.name, med / 1e6));
             continue;
         }
         if spread > a.max_spread {
-            noisy.push(format!("{} ({:.0}%)", m.name, 100.0 * spread));
+            sel.noisy
+                .push(format!("{} ({:.0}%)", m.name, 100.0 * spread));
         }
-        samples.push(Sample {
+        sel.samples.push(Sample {
             name: m.name.clone(),
             counters: m.counters.clone(),
             measured_ns: med,
         });
     }
-    // The runs actually behind the medians (with --from-runs, those saved).
-    let repeats = phases.iter().map(|m| m.cpu.len()).max().unwrap_or(0);
-    let date = today();
-    let source = format!(
-        "fitted by foliosim calibrate on {} {date} ({} phases, median of {repeats} runs, \
-         thread CPU time, shrink {})",
-        a.corpus.display(),
-        samples.len(),
-        a.shrink
-    );
-    let res = fit(&prior, &samples, &source, a.shrink)?;
+    sel
+}
+
+/// One line per fitted phase: measured, wall and modelled time, the
+/// fit's and the leave-one-out error; then the error summary.
+fn phase_table(sel: &Selection, res: &FitResult) -> String {
     let mut text = String::new();
-    let w = samples
+    let w = sel
+        .samples
         .iter()
         .map(|s| s.name.len())
         .max()
@@ -401,12 +430,12 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         "phase", "measured ms", "wall ms", "spread", "modelled ms", "error", "LOO err"
     );
     let (mut errs, mut loos) = (Vec::new(), Vec::new());
-    for (i, s) in samples.iter().enumerate() {
+    for (i, s) in sel.samples.iter().enumerate() {
         let e = rel_err(res.modelled[i], s.measured_ns);
         let l = rel_err(res.loo_modelled[i], s.measured_ns);
         errs.push(e.abs());
         loos.push(l.abs());
-        let (spread, wall) = spreads[&s.name];
+        let (spread, wall) = sel.spreads[&s.name];
         let _ = writeln!(
             text,
             "{:<w$}  {:>11.3}  {:>11.3}  {:>6.1}%  {:>11.3}  {:>8}  {:>8}",
@@ -425,6 +454,13 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         "\nfit: median |error| {fit_med:.1}%, worst {fit_max:.1}%; \
          leave-one-out: median {loo_med:.1}%, worst {loo_max:.1}%"
     );
+    text
+}
+
+/// The fit's report: the phase table, the group scales, and notes on the
+/// phases not fitted, fault counts and the machine's load.
+fn fit_text(a: &CalibrateArgs, runs: &Runs, sel: &Selection, res: &FitResult) -> String {
+    let mut text = phase_table(sel, res);
     let _ = writeln!(text, "group scales (x prior):");
     for (g, s) in &res.scales {
         let note = if res.unidentified.contains(g) {
@@ -434,15 +470,15 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         };
         let _ = writeln!(text, "  {g:<10} {s:>8.3}{note}");
     }
-    if !skipped.is_empty() {
+    if !sel.skipped.is_empty() {
         let _ = writeln!(
             text,
             "not fitted (under {} ms natively): {}",
             a.min_ms,
-            skipped.join(", ")
+            sel.skipped.join(", ")
         );
     }
-    for m in phases.iter().filter(|m| m.fault_mismatch.is_some()) {
+    for m in runs.phases.iter().filter(|m| m.fault_mismatch.is_some()) {
         let (s, n) = m.fault_mismatch.unwrap_or_default();
         let _ = writeln!(
             text,
@@ -452,17 +488,114 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     }
     let _ = writeln!(
         text,
-        "load average: {load_start} at the start, {load_end} at the end"
+        "load average: {} at the start, {} at the end",
+        runs.load_start, runs.load_end
     );
-    if !noisy.is_empty() {
+    if !sel.noisy.is_empty() {
         let _ = writeln!(
             text,
             "warning: the machine is noisy: repeats spread more than {:.0}% of their median in {} \
              (rerun when the load is low, or raise --repeat)",
             100.0 * a.max_spread,
-            noisy.join(", ")
+            sel.noisy.join(", ")
         );
     }
+    text
+}
+
+/// The comment heading a written profile: the command, the runs, and the
+/// fit's summary lines of `text`.
+fn profile_header(
+    a: &CalibrateArgs,
+    runs: &Runs,
+    date: &str,
+    repeats: usize,
+    text: &str,
+    groups: usize,
+) -> String {
+    format!(
+        "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}{}` \
+         on {date}\n({repeats} native runs per scenario{}, {}).\n\
+         Load average {} -> {}.\n{}",
+        a.corpus.display(),
+        a.prior,
+        a.shrink,
+        a.exclude
+            .iter()
+            .map(|x| format!(" --exclude {x}"))
+            .collect::<String>(),
+        a.from_runs
+            .as_ref()
+            .map(|p| format!(", refitted from {}", p.display()))
+            .unwrap_or_default(),
+        if runs.traced {
+            "timed with tracepoints counted: perf's handlers are in the costs"
+        } else {
+            "timed without tracepoint counters"
+        },
+        runs.load_start,
+        runs.load_end,
+        text.lines()
+            .skip_while(|l| !l.starts_with("fit:"))
+            .take(1 + groups + 1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// Costs the prior does not price (added to the profile at `out` by hand,
+/// e.g. from another measurement) are carried over unchanged.
+fn carry_over_costs(profile: &mut Profile, out: &Path) {
+    if !out.exists() {
+        return;
+    }
+    match Profile::resolve(&out.to_string_lossy()) {
+        Ok(old) => {
+            for (k, c) in old.costs {
+                if let std::collections::btree_map::Entry::Vacant(e) = profile.costs.entry(k) {
+                    foliosim_uapi::note!(
+                        "foliosim calibrate: keeping {} from {}",
+                        e.key(),
+                        out.display()
+                    );
+                    e.insert(c);
+                }
+            }
+        }
+        Err(e) => foliosim_uapi::note!(
+            "foliosim calibrate: warning: not carrying costs over from {}: {e}",
+            out.display()
+        ),
+    }
+}
+
+pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    if a.pagemap {
+        return pagemap::cmd_pagemap(a);
+    }
+    let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
+    let runs = gather_runs(a)?;
+    if let Some(spec) = &a.check {
+        let profile = Profile::resolve(spec).map_err(|e| e.to_string())?;
+        print!("{}", check::check_text(&profile, &runs.phases, a.min_ms)?);
+        return Ok(true);
+    }
+    let sel = select_samples(&runs.phases, a);
+    // The runs actually behind the medians (with --from-runs, those saved).
+    let repeats = runs.phases.iter().map(|m| m.cpu.len()).max().unwrap_or(0);
+    let date = today();
+    let source = format!(
+        "fitted by foliosim calibrate on {} {date} ({} phases, median of {repeats} runs, \
+         thread CPU time, shrink {})",
+        a.corpus.display(),
+        sel.samples.len(),
+        a.shrink
+    );
+    let res = fit(&prior, &sel.samples, &source, a.shrink)?;
+    let text = fit_text(a, &runs, &sel, &res);
     print!("{text}");
     if let Some(out) = &a.out {
         let mut profile = res.profile.clone();
@@ -473,56 +606,8 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
              scenario, median thread CPU time); every group of the prior {} scaled by the fit.",
             prior.name
         );
-        let header = format!(
-            "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}{}` \
-             on {date}\n({repeats} native runs per scenario{}, {}).\n\
-             Load average {load_start} -> {load_end}.\n{}",
-            a.corpus.display(),
-            a.prior,
-            a.shrink,
-            a.exclude
-                .iter()
-                .map(|x| format!(" --exclude {x}"))
-                .collect::<String>(),
-            a.from_runs
-                .as_ref()
-                .map(|p| format!(", refitted from {}", p.display()))
-                .unwrap_or_default(),
-            if traced {
-                "timed with tracepoints counted: perf's handlers are in the costs"
-            } else {
-                "timed without tracepoint counters"
-            },
-            text.lines()
-                .skip_while(|l| !l.starts_with("fit:"))
-                .take(1 + res.scales.len() + 1)
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        // Costs the prior does not price (added to the profile by hand,
-        // e.g. from another measurement) are carried over unchanged.
-        if out.exists() {
-            match Profile::resolve(&out.to_string_lossy()) {
-                Ok(old) => {
-                    for (k, c) in old.costs {
-                        if let std::collections::btree_map::Entry::Vacant(e) =
-                            profile.costs.entry(k)
-                        {
-                            foliosim_uapi::note!(
-                                "foliosim calibrate: keeping {} from {}",
-                                e.key(),
-                                out.display()
-                            );
-                            e.insert(c);
-                        }
-                    }
-                }
-                Err(e) => foliosim_uapi::note!(
-                    "foliosim calibrate: warning: not carrying costs over from {}: {e}",
-                    out.display()
-                ),
-            }
-        }
+        let header = profile_header(a, &runs, &date, repeats, &text, res.scales.len());
+        carry_over_costs(&mut profile, out);
         write_output(out, &profile.to_toml(&header), &[])
             .map_err(|e| format!("{}: {e}", out.display()))?;
         foliosim_uapi::note!("foliosim calibrate: wrote {}", out.display());

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use foliosim_explore::{
-    diff, expand, grid, sweep, sweep_with, Engine, PointResult, Setting, SimOptions, Source,
+    diff, expand, grid, sweep, sweep_with, Engine, Point, PointResult, Setting, SimOptions, Source,
     SweepOptions, SweepSpec, Table, TableFormat,
 };
 use foliosim_scenario::Arch;
@@ -157,7 +157,9 @@ fn engine(a: &SweepArgs, name: Option<&str>, kernel: Option<&str>) -> Result<Eng
     })
 }
 
-pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
+/// The sweep the arguments describe: the sweep file's, with the
+/// scenarios, overrides and grid of the command line added.
+fn sweep_spec(a: &SweepArgs) -> Result<SweepSpec, String> {
     let mut spec = match &a.file {
         Some(f) => foliosim_explore::parse_sweep_file(f)?,
         None => SweepSpec::new(Vec::new()),
@@ -171,11 +173,12 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         .collect::<Result<Vec<_>, _>>()?;
     spec.grid.add(dims, a.zip);
     spec.allow_large = a.yes;
-    let engine = engine(
-        a,
-        a.engine.as_deref().or(spec.engine.as_deref()),
-        a.kernel.as_deref().or(spec.kernel.as_deref()),
-    )?;
+    Ok(spec)
+}
+
+/// The table format: `--format`, else the -o file's extension, else CSV
+/// (Arrow only to a file or a pipe).
+fn table_format(a: &SweepArgs) -> Result<TableFormat, String> {
     let format = a
         .format
         .or_else(|| a.output.as_deref().and_then(TableFormat::from_path))
@@ -183,23 +186,107 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
     if format == TableFormat::Arrow && a.output.is_none() && std::io::stdout().is_terminal() {
         return Err("--format arrow is binary: write it to a file with -o FILE".into());
     }
+    Ok(format)
+}
+
+/// The table a sweep starts from and the points it runs: with an -o file
+/// that holds a table of the same grid, that table and the points it does
+/// not hold yet (and how many it holds), else an empty table and every
+/// point.
+fn resume(
+    a: &SweepArgs,
+    format: TableFormat,
+    keys: &[String],
+    points: Vec<Point>,
+    engine: &Engine,
+) -> Result<(Table, Vec<Point>, usize), String> {
+    let Some(o) = a.output.as_deref().filter(|o| has_data(o)) else {
+        return Ok((Table::new(keys), points, 0));
+    };
+    let mut old = Table::read(o, format)?;
+    let before = points.len();
+    let points = old
+        .resume(keys, points, engine.name())
+        .map_err(|e| format!("{}: {e}", o.display()))?;
+    let skipped = before - points.len();
+    Ok((old, points, skipped))
+}
+
+/// Write the table to the -o file (atomically), or to stdout.
+fn write_table(
+    a: &SweepArgs,
+    format: TableFormat,
+    t: &Table,
+    inputs: &[PathBuf],
+) -> Result<(), String> {
+    let bytes = t.encode(format)?;
+    match &a.output {
+        Some(o) => {
+            output::write_output(o, &bytes, inputs).map_err(|e| format!("{}: {e}", o.display()))
+        }
+        None => {
+            use std::io::Write as _;
+            std::io::stdout()
+                .write_all(&bytes)
+                .map_err(|e| format!("stdout: {e}"))
+        }
+    }
+}
+
+/// Checkpoints: the table so far replaces the -o file (atomically) at
+/// most every --checkpoint seconds, so an interrupted sweep resumes.
+struct Checkpoints<'a> {
+    a: &'a SweepArgs,
+    format: TableFormat,
+    inputs: &'a [PathBuf],
+    keys: &'a [String],
+    /// The table the sweep started from.
+    table: &'a Table,
+    /// How many points the sweep runs.
+    total: usize,
+    every: Duration,
+    /// The results so far and when the last checkpoint was written.
+    done: Mutex<(Vec<PointResult>, Instant)>,
+}
+
+impl Checkpoints<'_> {
+    /// A point has run: write a checkpoint if one is due (never after the
+    /// last point: the whole table follows).
+    fn record(&self, r: &PointResult) {
+        if self.a.output.is_none() {
+            return;
+        }
+        let mut g = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.push(r.clone());
+        if g.1.elapsed() < self.every || g.0.len() == self.total {
+            return;
+        }
+        g.0.sort_by_key(|r| r.point.index);
+        let mut t = self.table.clone();
+        let snapshot = t
+            .append(Table::from_results(self.keys, &g.0))
+            .and_then(|()| write_table(self.a, self.format, &t, self.inputs));
+        if let Err(e) = snapshot {
+            eprintln!("foliosim sweep: checkpoint not written: {e}");
+        }
+        g.1 = Instant::now();
+    }
+}
+
+pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
+    let spec = sweep_spec(a)?;
+    let engine = engine(
+        a,
+        a.engine.as_deref().or(spec.engine.as_deref()),
+        a.kernel.as_deref().or(spec.kernel.as_deref()),
+    )?;
+    let format = table_format(a)?;
     // Everything that can be refused is refused before a point runs.
     if let Some(o) = &a.output {
         foliosim_explore::check_writable(o)?;
     }
-    let mut points = expand(&spec)?;
     let keys = spec.grid.keys();
-    let mut table = Table::new(&keys);
-    let mut skipped = 0;
-    if let Some(o) = a.output.as_deref().filter(|o| has_data(o)) {
-        let mut old = Table::read(o, format)?;
-        let before = points.len();
-        points = old
-            .resume(&keys, points, engine.name())
-            .map_err(|e| format!("{}: {e}", o.display()))?;
-        skipped = before - points.len();
-        table = old;
-    }
+    let (mut table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
     let jobs = if engine.parallel() {
         a.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -214,55 +301,25 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         );
     }
     let start = Instant::now();
-    // Checkpoints: the table so far replaces the -o file (atomically) at
-    // most every --checkpoint seconds, so an interrupted sweep resumes.
-    let done: Mutex<(Vec<PointResult>, Instant)> = Mutex::new((Vec::new(), Instant::now()));
-    let every = Duration::from_secs(a.checkpoint);
-    let write = |t: &Table| -> Result<(), String> {
-        let bytes = t.encode(format)?;
-        match &a.output {
-            Some(o) => output::write_output(o, &bytes, &spec.scenarios)
-                .map_err(|e| format!("{}: {e}", o.display())),
-            None => {
-                use std::io::Write as _;
-                std::io::stdout()
-                    .write_all(&bytes)
-                    .map_err(|e| format!("stdout: {e}"))
-            }
-        }
+    let checkpoints = Checkpoints {
+        a,
+        format,
+        inputs: &spec.scenarios,
+        keys: &keys,
+        table: &table,
+        total: points.len(),
+        every: Duration::from_secs(a.checkpoint),
+        done: Mutex::new((Vec::new(), Instant::now())),
     };
-    let checkpoint = |r: &PointResult| {
-        if a.output.is_none() {
-            return;
-        }
-        let mut g = done.lock().unwrap_or_else(|e| e.into_inner());
-        g.0.push(r.clone());
-        if g.1.elapsed() < every || g.0.len() == points.len() {
-            return;
-        }
-        g.0.sort_by_key(|r| r.point.index);
-        let mut t = table.clone();
-        let snapshot = t
-            .append(Table::from_results(&keys, &g.0))
-            .and_then(|()| write(&t));
-        if let Err(e) = snapshot {
-            eprintln!("foliosim sweep: checkpoint not written: {e}");
-        }
-        g.1 = Instant::now();
+    let opts = SweepOptions {
+        jobs: Some(jobs),
+        progress: !a.quiet,
     };
-    let results = sweep_with(
-        &points,
-        &engine,
-        &SweepOptions {
-            jobs: Some(jobs),
-            progress: !a.quiet,
-        },
-        &checkpoint,
-    );
+    let results = sweep_with(&points, &engine, &opts, &|r| checkpoints.record(r));
     let run_time = start.elapsed();
     let failed = results.iter().filter(|r| r.result.is_err()).count();
     table.append(Table::from_results(&keys, &results))?;
-    write(&table)?;
+    write_table(a, format, &table, &spec.scenarios)?;
     if !a.quiet {
         eprintln!(
             "foliosim sweep: {} points run in {:.2} s ({} {}, engine {}){}",

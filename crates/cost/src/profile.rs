@@ -144,6 +144,148 @@ impl Ctx<'_> {
             Some(item) => Err(self.err(item.span(), key, "expected a string".into())),
         }
     }
+
+    /// Every key of `t` is one of `allowed`; `field` is the key's field
+    /// name, `span` its place.
+    fn known_keys(
+        &self,
+        t: &Table,
+        allowed: &[&str],
+        field: impl Fn(&str) -> String,
+        span: impl Fn(&str, &Item) -> Option<std::ops::Range<usize>>,
+    ) -> Result<(), CostError> {
+        for (k, item) in t.iter() {
+            if !allowed.contains(&k) {
+                return Err(self.err(
+                    span(k, item),
+                    &field(k),
+                    format!("unknown key; expected one of: {}", allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `arch` key: a name foliosim knows, spelt as it spells it.
+    fn arch(&self, root: &Table) -> Result<String, CostError> {
+        let arch = self.string(root, "arch", true)?;
+        if foliosim_uapi::Arch::from_name(&arch).is_none_or(|a| a.as_str() != arch) {
+            let span = root.get("arch").and_then(Item::span);
+            return Err(self.err(
+                span,
+                "arch",
+                format!("`{arch}`: expected \"x86_64\" or \"arm64\""),
+            ));
+        }
+        Ok(arch)
+    }
+
+    /// The `[cost]` table.
+    fn cost_table<'t>(&self, root: &'t Table) -> Result<&'t Table, CostError> {
+        match root.get("cost") {
+            Some(Item::Table(t)) => Ok(t),
+            Some(item) => Err(self.err(item.span(), "cost", "expected a table `[cost]`".into())),
+            None => Err(self.err(Some(0..0), "cost", "missing the `[cost]` table".into())),
+        }
+    }
+
+    /// The cost of `counter` (one of `known`, sorted), from its line
+    /// `item` of `[cost]`.
+    fn cost(
+        &self,
+        table: &Table,
+        known: &[String],
+        counter: &str,
+        item: &Item,
+    ) -> Result<Cost, CostError> {
+        let field = format!("cost.\"{counter}\"");
+        let key_span = table.key(counter).and_then(|k| k.span());
+        if known.binary_search(&counter.to_string()).is_err() {
+            return Err(self.err(
+                key_span,
+                &field,
+                format!(
+                    "unknown counter `{counter}` (a profile prices counters under the names \
+                     reports print, such as `pgfault` or `sim/ptep_get`)"
+                ),
+            ));
+        }
+        let entry: Table = match item {
+            Item::Value(Value::InlineTable(t)) => t.clone().into_table(),
+            Item::Table(t) => t.clone(),
+            _ => {
+                return Err(self.err(
+                    item.span().or(key_span),
+                    &field,
+                    "expected { ns = NUMBER, source = \"...\" }".into(),
+                ))
+            }
+        };
+        // Spans of an inline table converted to a table are kept on its
+        // values; fall back to the key's place.
+        let here = |v: &Item| v.span().or(key_span.clone());
+        self.known_keys(
+            &entry,
+            COST_KEYS,
+            |k| format!("{field}.{k}"),
+            |_, v| here(v),
+        )?;
+        let ns = self.cost_ns(&entry, &field, key_span.clone())?;
+        let text_of = |k: &str| -> Result<Option<String>, CostError> {
+            match entry.get(k) {
+                None => Ok(None),
+                Some(Item::Value(Value::String(s))) => Ok(Some(s.value().clone())),
+                Some(v) => {
+                    Err(self.err(here(v), &format!("{field}.{k}"), "expected a string".into()))
+                }
+            }
+        };
+        let source = text_of("source")?.filter(|s| !s.trim().is_empty());
+        let Some(source) = source else {
+            return Err(self.err(
+                key_span,
+                &format!("{field}.source"),
+                "every cost needs a non-empty `source` (where the number comes from)".into(),
+            ));
+        };
+        let group = text_of("group")?;
+        Ok(Cost { ns, group, source })
+    }
+
+    /// The `ns` of a cost line: a finite number ≥ 0.
+    fn cost_ns(
+        &self,
+        entry: &Table,
+        field: &str,
+        key_span: Option<std::ops::Range<usize>>,
+    ) -> Result<f64, CostError> {
+        let ns = match entry.get("ns") {
+            Some(Item::Value(Value::Float(f))) => *f.value(),
+            Some(Item::Value(Value::Integer(i))) => *i.value() as f64,
+            Some(v) => {
+                return Err(self.err(
+                    v.span().or(key_span),
+                    &format!("{field}.ns"),
+                    "expected a number of nanoseconds".into(),
+                ))
+            }
+            None => {
+                return Err(self.err(
+                    key_span,
+                    &format!("{field}.ns"),
+                    "missing required key `ns`".into(),
+                ))
+            }
+        };
+        if !ns.is_finite() || ns < 0.0 {
+            return Err(self.err(
+                entry.get("ns").and_then(Item::span).or(key_span),
+                &format!("{field}.ns"),
+                format!("{ns}: a cost must be a finite number ≥ 0"),
+            ));
+        }
+        Ok(ns)
+    }
 }
 
 const TOP_KEYS: &[&str] = &["name", "arch", "cpu", "description", "cost"];
@@ -161,118 +303,18 @@ impl Profile {
             )
         })?;
         let root = doc.as_table();
-        for (k, item) in root.iter() {
-            if !TOP_KEYS.contains(&k) {
-                let span = root.key(k).and_then(|k| k.span()).or(item.span());
-                return Err(cx.err(
-                    span,
-                    k,
-                    format!("unknown key; expected one of: {}", TOP_KEYS.join(", ")),
-                ));
-            }
-        }
+        cx.known_keys(root, TOP_KEYS, str::to_string, |k, item| {
+            root.key(k).and_then(|k| k.span()).or(item.span())
+        })?;
         let name = cx.string(root, "name", true)?;
-        let arch = cx.string(root, "arch", true)?;
-        if foliosim_uapi::Arch::from_name(&arch).is_none_or(|a| a.as_str() != arch) {
-            let span = root.get("arch").and_then(Item::span);
-            return Err(cx.err(
-                span,
-                "arch",
-                format!("`{arch}`: expected \"x86_64\" or \"arm64\""),
-            ));
-        }
+        let arch = cx.arch(root)?;
         let cpu = cx.string(root, "cpu", true)?;
         let description = cx.string(root, "description", false)?;
-        let table = match root.get("cost") {
-            Some(Item::Table(t)) => t,
-            Some(item) => {
-                return Err(cx.err(item.span(), "cost", "expected a table `[cost]`".into()))
-            }
-            None => return Err(cx.err(Some(0..0), "cost", "missing the `[cost]` table".into())),
-        };
+        let table = cx.cost_table(root)?;
         let known = known_counters();
         let mut costs = BTreeMap::new();
         for (counter, item) in table.iter() {
-            let field = format!("cost.\"{counter}\"");
-            let key_span = table.key(counter).and_then(|k| k.span());
-            if known.binary_search(&counter.to_string()).is_err() {
-                return Err(cx.err(
-                    key_span,
-                    &field,
-                    format!(
-                        "unknown counter `{counter}` (a profile prices counters under the names \
-                         reports print, such as `pgfault` or `sim/ptep_get`)"
-                    ),
-                ));
-            }
-            let entry: Table = match item {
-                Item::Value(Value::InlineTable(t)) => t.clone().into_table(),
-                Item::Table(t) => t.clone(),
-                _ => {
-                    return Err(cx.err(
-                        item.span().or(key_span),
-                        &field,
-                        "expected { ns = NUMBER, source = \"...\" }".into(),
-                    ))
-                }
-            };
-            // Spans of an inline table converted to a table are kept on
-            // its values; fall back to the key's place.
-            for (k, v) in entry.iter() {
-                if !COST_KEYS.contains(&k) {
-                    return Err(cx.err(
-                        v.span().or(key_span.clone()),
-                        &format!("{field}.{k}"),
-                        format!("unknown key; expected one of: {}", COST_KEYS.join(", ")),
-                    ));
-                }
-            }
-            let ns = match entry.get("ns") {
-                Some(Item::Value(Value::Float(f))) => *f.value(),
-                Some(Item::Value(Value::Integer(i))) => *i.value() as f64,
-                Some(v) => {
-                    return Err(cx.err(
-                        v.span().or(key_span.clone()),
-                        &format!("{field}.ns"),
-                        "expected a number of nanoseconds".into(),
-                    ))
-                }
-                None => {
-                    return Err(cx.err(
-                        key_span,
-                        &format!("{field}.ns"),
-                        "missing required key `ns`".into(),
-                    ))
-                }
-            };
-            if !ns.is_finite() || ns < 0.0 {
-                return Err(cx.err(
-                    entry.get("ns").and_then(Item::span).or(key_span),
-                    &format!("{field}.ns"),
-                    format!("{ns}: a cost must be a finite number ≥ 0"),
-                ));
-            }
-            let text_of = |k: &str| -> Result<Option<String>, CostError> {
-                match entry.get(k) {
-                    None => Ok(None),
-                    Some(Item::Value(Value::String(s))) => Ok(Some(s.value().clone())),
-                    Some(v) => Err(cx.err(
-                        v.span().or(key_span.clone()),
-                        &format!("{field}.{k}"),
-                        "expected a string".into(),
-                    )),
-                }
-            };
-            let source = text_of("source")?.filter(|s| !s.trim().is_empty());
-            let Some(source) = source else {
-                return Err(cx.err(
-                    key_span,
-                    &format!("{field}.source"),
-                    "every cost needs a non-empty `source` (where the number comes from)".into(),
-                ));
-            };
-            let group = text_of("group")?;
-            costs.insert(counter.to_string(), Cost { ns, group, source });
+            costs.insert(counter.to_string(), cx.cost(table, &known, counter, item)?);
         }
         Ok(Profile {
             name,

@@ -190,20 +190,8 @@ pub fn diff_reports(base: &[Report], patched: &[Report]) -> Result<Diff, String>
     };
     let b: Vec<_> = base.iter().map(report_values).collect();
     let p: Vec<_> = patched.iter().map(report_values).collect();
-    let rows = row_keys(b.iter().chain(&p))
-        .into_iter()
-        .map(|k| DiffRow {
-            cells: (0..b.len())
-                .map(|i| Cell {
-                    base: b[i].get(&k).copied(),
-                    patched: p[i].get(&k).copied(),
-                })
-                .collect(),
-            phase: k.0,
-            kind: k.1,
-            name: k.2,
-        })
-        .collect();
+    let sides: Vec<(&Values, &Values)> = b.iter().zip(&p).collect();
+    let rows = diff_rows(row_keys(b.iter().chain(&p)), &sides);
     let mut notes = Vec::new();
     let mut scen: Vec<&str> = base.iter().map(|r| r.scenario.as_str()).collect();
     scen.dedup();
@@ -226,11 +214,193 @@ pub fn diff_reports(base: &[Report], patched: &[Report]) -> Result<Diff, String>
     })
 }
 
+/// The rows `keys` comparing base and patched values, one cell per column
+/// group (`sides[i]` are group `i`'s base and patched values).
+fn diff_rows(keys: Vec<ValueKey>, sides: &[(&Values, &Values)]) -> Vec<DiffRow> {
+    keys.into_iter()
+        .map(|k| DiffRow {
+            cells: sides
+                .iter()
+                .map(|(x, y)| Cell {
+                    base: x.get(&k).copied(),
+                    patched: y.get(&k).copied(),
+                })
+                .collect(),
+            phase: k.0,
+            kind: k.1,
+            name: k.2,
+        })
+        .collect()
+}
+
 /// One point of a table, for [`diff_table`].
 struct PointData {
     /// Column name → value: the grid columns, scenario, arch, engine.
     labels: BTreeMap<String, String>,
     values: BTreeMap<ValueKey, i128>,
+}
+
+/// The points of a table that did not fail, in table order, with their
+/// compared values, and a note for each failed row.
+fn table_points(t: &Table) -> (Vec<PointData>, Vec<String>) {
+    let mut index: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut points: Vec<PointData> = Vec::new();
+    let mut notes = Vec::new();
+    for r in &t.rows {
+        if r.failed() {
+            notes.push(format!("point {} failed: {}", r.point, r.error));
+            continue;
+        }
+        let i = *index.entry(r.point).or_insert_with(|| {
+            let mut labels: BTreeMap<String, String> = t
+                .grid_columns
+                .iter()
+                .cloned()
+                .zip(r.grid.iter().cloned())
+                .collect();
+            labels.insert("scenario".into(), r.scenario.clone());
+            labels.insert("arch".into(), r.arch.clone());
+            labels.insert("engine".into(), r.engine.clone());
+            points.push(PointData {
+                labels,
+                values: BTreeMap::new(),
+            });
+            points.len() - 1
+        });
+        let keep = r.kind == "counter" || (r.kind == "time" && r.name == "modelled_ns");
+        if let (true, Some(v)) = (keep, r.value) {
+            points[i]
+                .values
+                .insert((r.phase.clone(), r.kind.clone(), r.name.clone()), v);
+        }
+    }
+    (points, notes)
+}
+
+/// The distinct values of the points' key `k`, in order of first
+/// appearance.
+fn values_of(pts: &[PointData], k: &str) -> Vec<String> {
+    combos(pts, &[k.to_string()])
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The distinct combinations of the points' values of `ks`, in order of
+/// first appearance.
+fn combos(pts: &[PointData], ks: &[String]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for p in pts {
+        let c: Vec<String> = ks.iter().map(|k| p.labels[k].clone()).collect();
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The base and patched values of `by`: `pair`, both of which some point
+/// must have, or else the two values `by` takes.
+fn base_and_patched(
+    by: &str,
+    by_values: &[String],
+    pair: Option<(&str, &str)>,
+) -> Result<(String, String), String> {
+    match pair {
+        Some((b, p)) => {
+            for v in [b, p] {
+                if !by_values.iter().any(|x| x == v) {
+                    return Err(format!(
+                        "--by {by}: no point has {by} = {v}; its values: {}",
+                        by_values.join(", ")
+                    ));
+                }
+            }
+            Ok((b.to_string(), p.to_string()))
+        }
+        None if by_values.len() == 2 => Ok((by_values[0].clone(), by_values[1].clone())),
+        None => Err(format!(
+            "--by {by}: takes {} values ({}), not two; name the pair as --by {by}=BASE,PATCHED",
+            by_values.len(),
+            by_values.join(", ")
+        )),
+    }
+}
+
+/// The keys making the column groups: `columns` (columns of the table
+/// other than `by`), else `arch` when it varies, else every varying key.
+fn column_keys(
+    keys: &[String],
+    by: &str,
+    varying: &[String],
+    columns: Option<&[String]>,
+) -> Result<Vec<String>, String> {
+    match columns {
+        Some(c) => {
+            for k in c {
+                if !keys.contains(k) || k == by {
+                    return Err(format!(
+                        "--columns {k}: not a column of the table other than --by {by}"
+                    ));
+                }
+            }
+            Ok(c.to_vec())
+        }
+        None if varying.iter().any(|k| k == "arch") => Ok(vec!["arch".into()]),
+        None => Ok(varying.to_vec()),
+    }
+}
+
+/// How the points of a table are laid out in a diff: `by` tells base from
+/// patched, `column_keys` the column groups, `block_keys` the row blocks.
+struct Layout<'a> {
+    pts: &'a [PointData],
+    by: &'a str,
+    column_keys: &'a [String],
+    block_keys: &'a [String],
+}
+
+impl Layout<'_> {
+    /// The point whose `by` is `side`, in column group `g` and row block
+    /// `b`.
+    fn find(&self, side: &str, g: &[String], b: &[String]) -> Option<&PointData> {
+        self.pts.iter().find(|p| {
+            p.labels[self.by] == side
+                && self
+                    .column_keys
+                    .iter()
+                    .zip(g)
+                    .all(|(k, v)| p.labels[k] == *v)
+                && self
+                    .block_keys
+                    .iter()
+                    .zip(b)
+                    .all(|(k, v)| p.labels[k] == *v)
+        })
+    }
+
+    /// One block per combination of the row-block keys, comparing `base`
+    /// with `patched` in each column group of `groups`.
+    fn blocks(&self, base: &str, patched: &str, groups: &[Vec<String>]) -> Vec<Block> {
+        let empty = BTreeMap::new();
+        let mut blocks = Vec::new();
+        for b in combos(self.pts, self.block_keys) {
+            let sides: Vec<(&Values, &Values)> = groups
+                .iter()
+                .map(|g| {
+                    (
+                        self.find(base, g, &b).map_or(&empty, |p| &p.values),
+                        self.find(patched, g, &b).map_or(&empty, |p| &p.values),
+                    )
+                })
+                .collect();
+            blocks.push(Block {
+                label: self.block_keys.iter().cloned().zip(b).collect(),
+                rows: diff_rows(row_keys(sides.iter().flat_map(|(x, y)| [*x, *y])), &sides),
+            });
+        }
+        blocks
+    }
 }
 
 /// Compare the points of a sweep table whose key `by` is `pair.0` (base)
@@ -257,143 +427,27 @@ pub fn diff_table(
             t.grid_columns.join(", ")
         ));
     }
-    // Points in table order.
-    let mut order: Vec<u64> = Vec::new();
-    let mut points: BTreeMap<u64, PointData> = BTreeMap::new();
-    let mut notes = Vec::new();
-    for r in &t.rows {
-        if r.failed() {
-            notes.push(format!("point {} failed: {}", r.point, r.error));
-            continue;
-        }
-        let pd = points.entry(r.point).or_insert_with(|| {
-            order.push(r.point);
-            let mut labels: BTreeMap<String, String> = t
-                .grid_columns
-                .iter()
-                .cloned()
-                .zip(r.grid.iter().cloned())
-                .collect();
-            labels.insert("scenario".into(), r.scenario.clone());
-            labels.insert("arch".into(), r.arch.clone());
-            labels.insert("engine".into(), r.engine.clone());
-            PointData {
-                labels,
-                values: BTreeMap::new(),
-            }
-        });
-        let keep = r.kind == "counter" || (r.kind == "time" && r.name == "modelled_ns");
-        if let (true, Some(v)) = (keep, r.value) {
-            pd.values
-                .insert((r.phase.clone(), r.kind.clone(), r.name.clone()), v);
-        }
-    }
-    let pts: Vec<&PointData> = order.iter().map(|p| &points[p]).collect();
-    let values_of = |k: &str| -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for p in &pts {
-            if !v.contains(&p.labels[k]) {
-                v.push(p.labels[k].clone());
-            }
-        }
-        v
-    };
-    let by_values = values_of(by);
-    let (base, patched) = match pair {
-        Some((b, p)) => {
-            for v in [b, p] {
-                if !by_values.iter().any(|x| x == v) {
-                    return Err(format!(
-                        "--by {by}: no point has {by} = {v}; its values: {}",
-                        by_values.join(", ")
-                    ));
-                }
-            }
-            (b.to_string(), p.to_string())
-        }
-        None if by_values.len() == 2 => (by_values[0].clone(), by_values[1].clone()),
-        None => {
-            return Err(format!(
-                "--by {by}: takes {} values ({}), not two; name the pair as --by {by}=BASE,PATCHED",
-                by_values.len(),
-                by_values.join(", ")
-            ))
-        }
-    };
+    let (pts, mut notes) = table_points(t);
+    let (base, patched) = base_and_patched(by, &values_of(&pts, by), pair)?;
     let varying: Vec<String> = keys
         .iter()
-        .filter(|k| *k != by && values_of(k).len() > 1)
+        .filter(|k| *k != by && values_of(&pts, k).len() > 1)
         .cloned()
         .collect();
-    let column_keys: Vec<String> = match columns {
-        Some(c) => {
-            for k in c {
-                if !keys.contains(k) || k == by {
-                    return Err(format!(
-                        "--columns {k}: not a column of the table other than --by {by}"
-                    ));
-                }
-            }
-            c.to_vec()
-        }
-        None if varying.iter().any(|k| k == "arch") => vec!["arch".into()],
-        None => varying.clone(),
-    };
+    let column_keys = column_keys(&keys, by, &varying, columns)?;
     let block_keys: Vec<String> = varying
         .iter()
         .filter(|k| !column_keys.contains(k))
         .cloned()
         .collect();
-    let combos = |ks: &[String]| -> Vec<Vec<String>> {
-        let mut out: Vec<Vec<String>> = Vec::new();
-        for p in &pts {
-            let c: Vec<String> = ks.iter().map(|k| p.labels[k].clone()).collect();
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
-        out
+    let groups = combos(&pts, &column_keys);
+    let layout = Layout {
+        pts: &pts,
+        by,
+        column_keys: &column_keys,
+        block_keys: &block_keys,
     };
-    let groups = combos(&column_keys);
-    let find = |side: &str, g: &[String], b: &[String]| -> Option<&PointData> {
-        pts.iter().copied().find(|p| {
-            p.labels[by] == side
-                && column_keys.iter().zip(g).all(|(k, v)| p.labels[k] == *v)
-                && block_keys.iter().zip(b).all(|(k, v)| p.labels[k] == *v)
-        })
-    };
-    let empty = BTreeMap::new();
-    let mut blocks = Vec::new();
-    for b in combos(&block_keys) {
-        let sides: Vec<(&Values, &Values)> = groups
-            .iter()
-            .map(|g| {
-                (
-                    find(&base, g, &b).map_or(&empty, |p| &p.values),
-                    find(&patched, g, &b).map_or(&empty, |p| &p.values),
-                )
-            })
-            .collect();
-        let rows = row_keys(sides.iter().flat_map(|(x, y)| [*x, *y]))
-            .into_iter()
-            .map(|k| DiffRow {
-                cells: sides
-                    .iter()
-                    .map(|(x, y)| Cell {
-                        base: x.get(&k).copied(),
-                        patched: y.get(&k).copied(),
-                    })
-                    .collect(),
-                phase: k.0,
-                kind: k.1,
-                name: k.2,
-            })
-            .collect();
-        blocks.push(Block {
-            label: block_keys.iter().cloned().zip(b).collect(),
-            rows,
-        });
-    }
+    let blocks = layout.blocks(&base, &patched, &groups);
     // Context: what every point shares.
     let fixed: Vec<String> = ["scenario", "engine"]
         .iter()

@@ -116,14 +116,8 @@ pub fn page(inputs: &Inputs, opts: &Options) -> Result<(String, Vec<String>), St
         h.push_str("<li><a href=\"#diff\">Difference</a></li>\n");
     }
     for (i, (file, r)) in inputs.reports.iter().enumerate() {
-        let _ = writeln!(
-            h,
-            "<li><a href=\"#report-{i}\">{} ({}, {}; {})</a></li>",
-            esc(&r.scenario),
-            esc(&r.arch),
-            esc(&r.engine),
-            esc(file)
-        );
+        let (name, run) = report_title(file, r);
+        let _ = writeln!(h, "<li><a href=\"#report-{i}\">{name} {run}</a></li>");
     }
     for (i, (file, _)) in inputs.sweeps.iter().enumerate() {
         let _ = writeln!(h, "<li><a href=\"#sweep-{i}\">Sweep {}</a></li>", esc(file));
@@ -145,6 +139,13 @@ pub fn page(inputs: &Inputs, opts: &Options) -> Result<(String, Vec<String>), St
     Ok((h, notes))
 }
 
+/// A report's scenario, and its architecture, engine and file in
+/// parentheses, escaped.
+fn report_title(file: &str, r: &Report) -> (String, String) {
+    let run = format!("({}, {}; {})", esc(&r.arch), esc(&r.engine), esc(file));
+    (esc(&r.scenario), run)
+}
+
 fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
@@ -156,14 +157,8 @@ fn num(v: f64) -> String {
 /// One report: knobs, folio maps, per phase counters, time and folios,
 /// then expectations.
 fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Result<(), String> {
-    let _ = writeln!(
-        h,
-        "<h2>{} <span class=\"note\">({}, {}; {})</span></h2>",
-        esc(&r.scenario),
-        esc(&r.arch),
-        esc(&r.engine),
-        esc(file)
-    );
+    let (name, run) = report_title(file, r);
+    let _ = writeln!(h, "<h2>{name} <span class=\"note\">{run}</span></h2>");
     if !r.system.is_empty() {
         h.push_str("<p class=\"knobs\"><b>System knobs:</b>\n");
         for (k, v) in &r.system {

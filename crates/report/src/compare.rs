@@ -120,19 +120,13 @@ fn kfunc_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> 
             if s == 0 && n == 0 {
                 return None;
             }
-            Some(Row {
-                name: format!(
-                    "{}{} = {}",
-                    counters::KFUNC_PREFIX,
-                    k.name,
-                    k.model.join(" + ")
-                ),
-                sim: Some(s),
-                native: Some(n),
-                tolerance: Some(0.0),
-                host_state: 0,
-                expect_slack: 0.0,
-            })
+            let name = format!(
+                "{}{} = {}",
+                counters::KFUNC_PREFIX,
+                k.name,
+                k.model.join(" + ")
+            );
+            Some(Row::exact(name, Some(s), Some(n)))
         })
         .collect()
 }
@@ -160,14 +154,10 @@ fn raw_pagemap_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec
                     .zip(n)
                     .filter(|(a, b)| mask(**a) != mask(**b))
                     .count();
-            Some(Row {
-                name: format!("pagemap/{name}/raw_mismatches"),
-                sim: Some(0),
-                native: Some(diff as i64),
-                tolerance: Some(0.0),
-                host_state: 0,
-                expect_slack: 0.0,
-            })
+            Some(Row::mismatches(
+                format!("pagemap/{name}/raw_mismatches"),
+                diff,
+            ))
         })
         .collect()
 }
@@ -200,14 +190,7 @@ fn map_rows(sp: Option<&crate::Phase>, np: Option<&crate::Phase>) -> Vec<Row> {
                 .filter(|(a, b)| strip(**a) != strip(**b))
                 .count()
                 + s.pages.len().abs_diff(n.pages.len());
-            Some(Row {
-                name: format!("maps/{region}/mismatches"),
-                sim: Some(0),
-                native: Some(differ as i64),
-                tolerance: Some(0.0),
-                host_state: 0,
-                expect_slack: 0.0,
-            })
+            Some(Row::mismatches(format!("maps/{region}/mismatches"), differ))
         })
         .collect()
 }
@@ -249,6 +232,24 @@ struct Row {
 }
 
 impl Row {
+    /// A row compared exactly (no tolerance, no host state, no
+    /// expectation).
+    fn exact(name: String, sim: Option<i64>, native: Option<i64>) -> Row {
+        Row {
+            name,
+            sim,
+            native,
+            tolerance: Some(0.0),
+            host_state: 0,
+            expect_slack: 0.0,
+        }
+    }
+
+    /// A count of mismatches between the runs, which must be 0.
+    fn mismatches(name: String, count: usize) -> Row {
+        Row::exact(name, Some(0), Some(count as i64))
+    }
+
     /// Absolute slack: a few TLB flushes come from the host's background
     /// work on the workload's mm (khugepaged, page-cache eviction).
     fn slack(&self) -> f64 {
@@ -349,11 +350,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
         let name = format!("folios/{r}/{b}");
         out.push(Row {
             expect_slack: expect_slack(sim, phase, &name),
-            name,
-            sim: get(sp),
-            native: get(np),
-            tolerance: Some(0.0),
-            host_state: 0,
+            ..Row::exact(name, get(sp), get(np))
         });
     }
     out

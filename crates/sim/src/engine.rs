@@ -8,6 +8,7 @@ use foliosim_kernel::kernel::sched::CpuRun;
 use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
 use foliosim_report::{Phase, Report};
 use foliosim_scenario::{CacheFill, IoCall, Scenario};
+use foliosim_uapi::Madv;
 use foliosim_workload::{Op, Pat, Workload};
 
 use crate::guarded::catch_model_limit;
@@ -166,10 +167,11 @@ impl<'w, A: Arch> Engine<'w, A> {
         c
     }
 
-    fn start_phase(&mut self, name: &str, mm: MmId) {
+    /// Phase `idx` of the workload starts (ending the open one).
+    fn start_phase(&mut self, idx: u32, mm: MmId) {
         self.end_phase();
         self.phase = Some(OpenPhase {
-            name: name.to_string(),
+            name: self.wl.phases[idx as usize].clone(),
             mm,
             start: self.counters(),
             pagemap: BTreeMap::new(),
@@ -225,6 +227,8 @@ impl<'w, A: Arch> Engine<'w, A> {
         (self.base[region as usize] + offset, len)
     }
 
+    /// One operation of process `mm`, then the checks that run after
+    /// every step.
     fn exec(&mut self, mm: MmId, op: &Op) -> Result<(), SimError> {
         self.step = op.step();
         let at = self.at(op.step());
@@ -246,20 +250,8 @@ impl<'w, A: Arch> Engine<'w, A> {
                     .k
                     .sys_mmap(mm, *hint, *size, *prot, *flags, file, *file_offset)
                     .map_err(|e| kerr(at, e))?;
-                self.base[*region as usize] = addr;
-                let wl = self.wl;
-                let decl = &wl.regions[*region as usize];
-                self.regions.insert(decl.name.clone(), (addr, *size));
-                if decl.map {
-                    self.mapped.insert(decl.name.clone());
-                } else {
-                    self.mapped.remove(&decl.name);
-                }
-                for &a in advise {
-                    let res = self.k.do_madvise(mm, addr, *size, a);
-                    self.take_gup_faults();
-                    res.map_err(|e| kerr(at, e))?;
-                }
+                self.place_region(*region, addr, *size);
+                self.advise_mapping(mm, addr, *size, advise, at)?;
             }
             Op::Touch {
                 region,
@@ -283,20 +275,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                 ..
             } => {
                 let (start, len) = self.range(*region, *offset, *len);
-                // `per_call`: one madvise(2) per chunk, ascending, the last
-                // one shorter.
-                let chunk = (*per_call).max(1);
-                let mut done = 0;
-                loop {
-                    let n = chunk.min(len - done);
-                    let res = self.k.sys_madvise(mm, start + done, n, advice.raw());
-                    self.take_gup_faults();
-                    res.map_err(|e| kerr(at, e))?;
-                    done += n;
-                    if done >= len {
-                        break;
-                    }
-                }
+                self.madvise_per_call(mm, start, len, *advice, *per_call, at)?;
             }
             Op::Munmap {
                 region,
@@ -307,22 +286,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let (start, len) = self.range(*region, *offset, *len);
                 self.k.sys_munmap(mm, start, len).map_err(|e| kerr(at, e))?;
             }
-            Op::Fork { child, .. } => {
-                let c = self.k.dup_mm(mm).map_err(|e| kerr(at, e))?;
-                self.check_now(at)?;
-                // The child runs on the parent's CPU while the parent waits.
-                self.k.sched_switch(self.cpu.id, CpuRun::User(c));
-                for s in child {
-                    self.exec(c, s)?;
-                }
-                self.step = op.step();
-                self.k.sched_switch(self.cpu.id, CpuRun::User(mm));
-            }
+            Op::Fork { child, .. } => self.fork(mm, op.step(), child, at)?,
             Op::Wait { .. } => self.wait(mm),
-            Op::Phase { idx, .. } => {
-                let wl = self.wl;
-                self.start_phase(&wl.phases[*idx as usize], mm)
-            }
+            Op::Phase { idx, .. } => self.start_phase(*idx, mm),
             Op::PhaseEnd { .. } => self.end_phase(),
             Op::Memcg { cg, .. } => {
                 let limit = self.wl.memcgs[*cg as usize].limit;
@@ -331,19 +297,8 @@ impl<'w, A: Arch> Engine<'w, A> {
                     .map_err(|e| kerr(at, e))?;
             }
             Op::MemcgReclaim { amount, .. } => self.memcg_reclaim(mm, *amount, at),
-            Op::ForceEmpty { .. } => {
-                let memcg = self.k.mm_memcg(mm);
-                self.k.mem_cgroup_force_empty(memcg);
-            }
-            Op::MemcgLimit { limit, .. } => {
-                let memcg = self.k.mm_memcg(mm);
-                let pages = limit.map(|l| l / PAGE_SIZE);
-                if let Err(e) = self.k.mem_cgroup_resize_max(memcg, pages) {
-                    foliosim_uapi::note!(
-                        "{at}: note: writing the limit failed ({e}); the run goes on"
-                    );
-                }
-            }
+            Op::ForceEmpty { .. } => self.force_empty(mm),
+            Op::MemcgLimit { limit, .. } => self.memcg_limit(mm, *limit, at),
             Op::Io {
                 file,
                 call,
@@ -354,24 +309,122 @@ impl<'w, A: Arch> Engine<'w, A> {
                 fsync,
                 ..
             } => {
-                let fd = self.fds[*file as usize].expect("an I/O file is open");
-                let io = IoRange {
-                    offset: *offset,
-                    len: *len,
-                    chunk: *chunk,
-                };
-                for _ in 0..*count {
-                    self.io_pass(mm, fd, *call, io).map_err(|e| kerr(at, e))?;
-                }
-                if *fsync {
-                    self.k.sys_fsync(mm, fd);
-                }
+                let io = IoRange::new(*offset, *len, *chunk, *count);
+                self.io(mm, *file, *call, io, *fsync, at)?;
             }
             Op::Pagemap { idx, .. } => self.pagemap(mm, *idx, at)?,
             Op::Threads { sleep, threads, .. } => self.run_threads(mm, *sleep, threads)?,
             Op::Join { .. } => self.join(mm),
         }
         self.check_now(at)
+    }
+
+    /// The region an mmap made: its address for later steps, and whether
+    /// its folio map is reported (a later mmap of the same name takes the
+    /// name over).
+    fn place_region(&mut self, region: u32, addr: u64, size: u64) {
+        self.base[region as usize] = addr;
+        let wl = self.wl;
+        let decl = &wl.regions[region as usize];
+        self.regions.insert(decl.name.clone(), (addr, size));
+        if decl.map {
+            self.mapped.insert(decl.name.clone());
+        } else {
+            self.mapped.remove(&decl.name);
+        }
+    }
+
+    /// The advice of an mmap step, applied to the whole new mapping.
+    fn advise_mapping(
+        &mut self,
+        mm: MmId,
+        addr: u64,
+        size: u64,
+        advise: &[Madv],
+        at: &str,
+    ) -> Result<(), SimError> {
+        for &a in advise {
+            let res = self.k.do_madvise(mm, addr, size, a);
+            self.take_gup_faults();
+            res.map_err(|e| kerr(at, e))?;
+        }
+        Ok(())
+    }
+
+    /// A madvise step: one madvise(2) per `per_call` bytes, ascending, the
+    /// last one shorter.
+    fn madvise_per_call(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        len: u64,
+        advice: Madv,
+        per_call: u64,
+        at: &str,
+    ) -> Result<(), SimError> {
+        let chunk = per_call.max(1);
+        let mut done = 0;
+        loop {
+            let n = chunk.min(len - done);
+            let res = self.k.sys_madvise(mm, start + done, n, advice.raw());
+            self.take_gup_faults();
+            res.map_err(|e| kerr(at, e))?;
+            done += n;
+            if done >= len {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A fork step: the child's mm is a copy of `mm` (dup_mm()), and the
+    /// child runs its steps on the parent's CPU while the parent waits.
+    fn fork(&mut self, mm: MmId, step: u32, child: &[Op], at: &str) -> Result<(), SimError> {
+        let c = self.k.dup_mm(mm).map_err(|e| kerr(at, e))?;
+        self.check_now(at)?;
+        self.k.sched_switch(self.cpu.id, CpuRun::User(c));
+        for s in child {
+            self.exec(c, s)?;
+        }
+        // Back in the parent: a model limit from here on is the fork step's.
+        self.step = step;
+        self.k.sched_switch(self.cpu.id, CpuRun::User(mm));
+        Ok(())
+    }
+
+    /// A force_empty step: everything of the process's memory cgroup is
+    /// reclaimed.
+    fn force_empty(&mut self, mm: MmId) {
+        let memcg = self.k.mm_memcg(mm);
+        self.k.mem_cgroup_force_empty(memcg);
+    }
+
+    /// A memcg_limit step; a refused limit is a note, not an error.
+    fn memcg_limit(&mut self, mm: MmId, limit: Option<u64>, at: &str) {
+        let memcg = self.k.mm_memcg(mm);
+        let pages = limit.map(|l| l / PAGE_SIZE);
+        if let Err(e) = self.k.mem_cgroup_resize_max(memcg, pages) {
+            foliosim_uapi::note!("{at}: note: writing the limit failed ({e}); the run goes on");
+        }
+    }
+
+    /// An I/O step: `count` passes over its range, then fsync(2) if asked.
+    fn io(
+        &mut self,
+        mm: MmId,
+        file: u32,
+        call: IoCall,
+        io: IoRange,
+        fsync: bool,
+        at: &str,
+    ) -> Result<(), SimError> {
+        let fd = self.fds[file as usize].expect("an I/O file is open");
+        for _ in 0..io.count {
+            self.io_pass(mm, fd, call, io).map_err(|e| kerr(at, e))?;
+        }
+        if fsync {
+            self.k.sys_fsync(mm, fd);
+        }
+        Ok(())
     }
 
     /// One pass of an I/O step: calls of `chunk` bytes over the range
@@ -552,12 +605,24 @@ impl<'w, A: Arch> Engine<'w, A> {
     }
 }
 
-/// The range and call size of an I/O step's pass.
+/// The range, call size and number of passes of an I/O step.
 #[derive(Clone, Copy)]
 struct IoRange {
     offset: u64,
     len: u64,
     chunk: u64,
+    count: u32,
+}
+
+impl IoRange {
+    fn new(offset: u64, len: u64, chunk: u64, count: u32) -> IoRange {
+        IoRange {
+            offset,
+            len,
+            chunk,
+            count,
+        }
+    }
 }
 
 /// The load size of a word touch.

@@ -7,25 +7,15 @@
 
 mod common;
 
-use common::{madvise, mmap, mmap_anon, pagemap, phase, swap, system_mem, touch};
+use common::{load_scenario, madvise, mmap, mmap_anon, pagemap, phase, swap, system_mem, touch};
 use foliosim_kernel::fs::proc::task_mmu::{
     MAX_SWAPFILES_SHIFT, PM_FILE, PM_MMAP_EXCLUSIVE, PM_PFRAME_MASK, PM_PRESENT, PM_SWAP,
 };
 use foliosim_report::Report;
 use foliosim_sim::{run, RunOptions};
 
-fn path(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(rel)
-}
-
 fn run_file(rel: &str, sets: &[(&str, &str)]) -> Report {
-    let ov: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let sc = foliosim_scenario::load(&path(rel), &ov).expect("scenario parses");
+    let sc = load_scenario(rel, sets);
     run(
         &sc,
         RunOptions {

@@ -356,6 +356,17 @@ impl Gen {
         Some((start, len))
     }
 
+    /// A random region (its index) and a mapped range of it, or None
+    /// when there is no region or the one picked has nothing mapped.
+    fn pick_region(&mut self, regions: &[Region]) -> Option<(usize, u64, u64)> {
+        if regions.is_empty() {
+            return None;
+        }
+        let i = self.rng.below(regions.len() as u64) as usize;
+        let (start, len) = self.pick_range(&regions[i])?;
+        Some((i, start, len))
+    }
+
     fn range_keys(&mut self, reg: &Region, start: u64, len: u64) -> String {
         let mut s = String::new();
         // Use the defaults (whole region) when they say the same.
@@ -369,13 +380,10 @@ impl Gen {
     }
 
     fn step_touch(&mut self, regions: &[Region], indent: &str) {
-        if regions.is_empty() {
-            return;
-        }
-        let reg = regions[self.rng.below(regions.len() as u64) as usize].clone();
-        let Some((start, len)) = self.pick_range(&reg) else {
+        let Some((i, start, len)) = self.pick_region(regions) else {
             return;
         };
+        let reg = regions[i].clone();
         let private_cow = !reg.shared && reg.cow && !self.opts.cow_writes;
         let write = reg.writable && !private_cow && self.rng.chance(55);
         if write && reg.kind == Kind::File && !reg.shared {
@@ -410,16 +418,12 @@ impl Gen {
     }
 
     fn step_munmap(&mut self, regions: &mut Vec<Region>, indent: &str) {
-        if regions.is_empty() {
-            return;
-        }
-        let i = self.rng.below(regions.len() as u64) as usize;
-        let reg = regions[i].clone();
         // Only what is still mapped: an unmapped part of a region may have
         // been reused by a later mmap, which a munmap by name would hit.
-        let Some((start, len)) = self.pick_range(&reg) else {
+        let Some((i, start, len)) = self.pick_region(regions) else {
             return;
         };
+        let reg = regions[i].clone();
         let keys = self.range_keys(&reg, start, len);
         let _ = write!(
             self.out,
@@ -438,13 +442,10 @@ impl Gen {
     }
 
     fn step_madvise(&mut self, regions: &[Region], indent: &str) {
-        if regions.is_empty() {
-            return;
-        }
-        let reg = regions[self.rng.below(regions.len() as u64) as usize].clone();
-        let Some((start, len)) = self.pick_range(&reg) else {
+        let Some((i, start, len)) = self.pick_region(regions) else {
             return;
         };
+        let reg = regions[i].clone();
         let advice = *self.rng.pick(&[
             "pageout",
             "pageout",

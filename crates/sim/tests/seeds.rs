@@ -4,22 +4,38 @@
 //! are compared with the seed posts' measured rows (which include the test
 //! program's own start-up faults, hence a small positive slack).
 
+mod common;
+
+use common::load_scenario;
 use foliosim_report::Report;
 use foliosim_sim::{run, RunOptions};
 
-fn scenario_path(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(rel)
+fn run_with(rel: &str, sets: &[(&str, String)]) -> Report {
+    let sc = load_scenario(rel, sets);
+    run(&sc, RunOptions::default()).expect("scenario runs")
 }
 
-fn run_with(rel: &str, sets: &[(&str, String)]) -> Report {
-    let ov: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    let sc = foliosim_scenario::load(&scenario_path(rel), &ov).expect("scenario parses");
-    run(&sc, RunOptions::default()).expect("scenario runs")
+/// Run with a fault-around window of 2^`n` pages.
+fn with_window(rel: &str, n: u32) -> Report {
+    run_with(rel, &[("fault_around_bytes", format!("4096<<{n}"))])
+}
+
+/// Run with 64 KiB mTHP set to `mode`.
+fn with_64k(rel: &str, mode: &str) -> Report {
+    run_with(
+        rel,
+        &[("transparent_hugepage.hugepages-64kB.enabled", mode.into())],
+    )
+}
+
+/// The seed's measured count at order `n` exceeds the model's `want` by 0
+/// to `max` (the test program's own start-up faults).
+fn assert_seed_slack(n: u32, seed: i64, want: i64, max: i64) {
+    let slack = seed - want;
+    assert!(
+        (0..=max).contains(&slack),
+        "order {n}: seed {seed} vs model {want}"
+    );
 }
 
 fn measured(r: &Report, counter: &str) -> i64 {
@@ -47,20 +63,12 @@ const SEED_ONE_PER_PT: [i64; 7] = [8_372, 8_324, 8_270, 8_260, 8_249, 8_239, 8_2
 #[test]
 fn seed001_sequential_16g() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with(
-            "seed001/seq-16g.toml",
-            &[("fault_around_bytes", format!("4096<<{n}"))],
-        );
+        let r = with_window("seed001/seq-16g.toml", *n);
         let want = (1i64 << 22) >> n;
         assert_eq!(measured(&r, "pgfault"), want, "order {n}");
         assert_eq!(measured(&r, "minor-faults"), want, "order {n}");
         assert_eq!(measured(&r, "major-faults"), 0);
-        let slack = SEED_SEQ[i] - want;
-        assert!(
-            (0..=1200).contains(&slack),
-            "order {n}: seed {} vs model {want}",
-            SEED_SEQ[i]
-        );
+        assert_seed_slack(*n, SEED_SEQ[i], want, 1200);
         // Fault-around calls ->map_pages once per fault; without it,
         // every fault goes through filemap_fault().
         let map_pages = if *n == 0 { 0 } else { want };
@@ -77,18 +85,10 @@ fn seed001_sequential_16g() {
 #[test]
 fn seed001_random_1g() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with(
-            "seed001/random-1g.toml",
-            &[("fault_around_bytes", format!("4096<<{n}"))],
-        );
+        let r = with_window("seed001/random-1g.toml", *n);
         let want = (1i64 << 18) >> n;
         assert_eq!(measured(&r, "pgfault"), want, "order {n}");
-        let slack = SEED_RANDOM[i] - want;
-        assert!(
-            (0..=1700).contains(&slack),
-            "order {n}: seed {} vs model {want}",
-            SEED_RANDOM[i]
-        );
+        assert_seed_slack(*n, SEED_RANDOM[i], want, 1700);
     }
 }
 
@@ -97,17 +97,9 @@ fn seed001_random_1g() {
 #[test]
 fn seed001_one_page_per_page_table() {
     for (i, n) in ORDERS.iter().enumerate() {
-        let r = run_with(
-            "seed001/one-per-pt-16g.toml",
-            &[("fault_around_bytes", format!("4096<<{n}"))],
-        );
+        let r = with_window("seed001/one-per-pt-16g.toml", *n);
         assert_eq!(measured(&r, "pgfault"), 8192, "order {n}");
-        let slack = SEED_ONE_PER_PT[i] - 8192;
-        assert!(
-            (0..=200).contains(&slack),
-            "order {n}: seed {}",
-            SEED_ONE_PER_PT[i]
-        );
+        assert_seed_slack(*n, SEED_ONE_PER_PT[i], 8192, 200);
         // The window maps min(2^n, 512) pages per fault.
         let pages = 8192 * (1i64 << n).min(512);
         assert_eq!(r.phases[0].folios["file"]["4kB"] as i64, pages);
@@ -119,13 +111,7 @@ fn seed001_one_page_per_page_table() {
 /// 256 MiB / 64 KiB = 4096 faults and 4096 allocations.
 #[test]
 fn seed003_64k_always() {
-    let r = run_with(
-        "seed003/anon-scan.toml",
-        &[(
-            "transparent_hugepage.hugepages-64kB.enabled",
-            "always".into(),
-        )],
-    );
+    let r = with_64k("seed003/anon-scan.toml", "always");
     assert_eq!(measured(&r, "pgfault"), 4096);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 4096);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_fallback"), 0);
@@ -138,13 +124,7 @@ fn seed003_64k_always() {
 /// no mTHP allocation.
 #[test]
 fn seed003_64k_madvise_without_hint() {
-    let r = run_with(
-        "seed003/anon-scan.toml",
-        &[(
-            "transparent_hugepage.hugepages-64kB.enabled",
-            "madvise".into(),
-        )],
-    );
+    let r = with_64k("seed003/anon-scan.toml", "madvise");
     assert_eq!(measured(&r, "pgfault"), 65536);
     assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 0);
     assert_eq!(measured(&r, "thp_fault_alloc"), 0);
@@ -157,13 +137,7 @@ fn seed003_64k_madvise_without_hint() {
 /// faults, no mTHP allocation.
 #[test]
 fn seed003_read_then_write() {
-    let r = run_with(
-        "seed003/anon-read-then-write.toml",
-        &[(
-            "transparent_hugepage.hugepages-64kB.enabled",
-            "always".into(),
-        )],
-    );
+    let r = with_64k("seed003/anon-read-then-write.toml", "always");
     let read = &r.phases[0];
     let write = &r.phases[1];
     assert_eq!(read.counters["pgfault"], 65536);

@@ -7,24 +7,17 @@
 //! The full tables, and the explanation of every ratio the model misses,
 //! are in docs/benchmarks.md ("Modelled time").
 
+mod common;
+
+use common::load_scenario;
 use foliosim_cost::{annotate, default_profile_name, Profile};
 use foliosim_report::{render, Format, Report};
 use foliosim_sim::{run, RunOptions};
 
-fn scenario_path(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(rel)
-}
-
 /// Simulate with overrides and annotate with the architecture's shipped
 /// profile.
 fn timed_report(rel: &str, sets: &[(&str, &str)]) -> Report {
-    let ov: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let sc = foliosim_scenario::load(&scenario_path(rel), &ov).expect("scenario parses");
+    let sc = load_scenario(rel, sets);
     let mut r = run(&sc, RunOptions::default()).expect("scenario runs");
     let name = default_profile_name(&r.arch).expect("a shipped profile per arch");
     let p = Profile::resolve(name).expect("shipped profile parses");
@@ -169,6 +162,16 @@ fn seed001_one_per_pt_time_grows_with_the_window() {
     }
 }
 
+/// The model's time ratio `model` at order `n` (to its own order 0) is
+/// within 25% of the seed's, `want`.
+fn assert_within_25_percent(n: u32, model: f64, want: f64) {
+    let q = model / want;
+    assert!(
+        (0.75..=1.25).contains(&q),
+        "order {n}: model {model:.3} seed {want:.3}"
+    );
+}
+
 #[test]
 fn seed001_one_per_pt_ratios_within_25_percent_up_to_order_4() {
     // The seed's one-thread row against its baseline (no fault-around,
@@ -180,13 +183,7 @@ fn seed001_one_per_pt_ratios_within_25_percent_up_to_order_4() {
     let seed = [(1u32, 0.045369149), (3, 0.051846126), (4, 0.063681685)];
     let base = one_per_pt(0);
     for (n, t) in seed {
-        let model = one_per_pt(n) / base;
-        let want = t / 0.039892712;
-        let q = model / want;
-        assert!(
-            (0.75..=1.25).contains(&q),
-            "order {n}: model {model:.3} seed {want:.3}"
-        );
+        assert_within_25_percent(n, one_per_pt(n) / base, t / 0.039892712);
     }
 }
 
@@ -277,12 +274,6 @@ fn seed001_random_word_ratios_within_25_percent() {
         (9, 15.365266994),
     ];
     for (n, s) in row {
-        let model = t(n) / base;
-        let want = s / 15.351890914;
-        let q = model / want;
-        assert!(
-            (0.75..=1.25).contains(&q),
-            "order {n}: model {model:.3} seed {want:.3}"
-        );
+        assert_within_25_percent(n, t(n) / base, s / 15.351890914);
     }
 }

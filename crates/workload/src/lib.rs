@@ -29,8 +29,8 @@ use std::fmt;
 
 use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, Pattern, Range, Scenario, Step, StepKind, ThreadAfter,
-    TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, PagemapStep, Pattern, Prot, Range, Scenario, Step,
+    StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
@@ -334,6 +334,18 @@ impl AddrModel {
     }
 }
 
+/// The keys of an mmap step.
+struct MmapKeys<'s> {
+    region: &'s str,
+    backing: &'s Backing,
+    shared: bool,
+    size: u64,
+    file_offset: u64,
+    prot: Prot,
+    advise: &'s [Madv],
+    map: bool,
+}
+
 struct Compiler<'a> {
     addr: AddrModel,
     sc: &'a Scenario,
@@ -445,10 +457,11 @@ impl Compiler<'_> {
         Ok((r.offset, len))
     }
 
+    /// One step: its location is recorded, then each kind compiles to its
+    /// operation.
     fn step(&mut self, s: &Step) -> Result<Op, CompileError> {
-        let at = s.loc.to_string();
         let step = self.locs.len() as u32;
-        self.locs.push(at.clone());
+        self.locs.push(s.loc.to_string());
         Ok(match &s.kind {
             StepKind::Mmap {
                 region,
@@ -460,53 +473,17 @@ impl Compiler<'_> {
                 advise,
                 map,
             } => {
-                let mut p = 0;
-                for (on, bit) in [
-                    (prot.read, PROT_READ),
-                    (prot.write, PROT_WRITE),
-                    (prot.exec, PROT_EXEC),
-                ] {
-                    if on {
-                        p |= bit;
-                    }
-                }
-                let share = if *shared { MAP_SHARED } else { MAP_PRIVATE };
-                let (flags, file) = match backing {
-                    Backing::Anon => (share | MAP_ANONYMOUS, None),
-                    // `kind = "shmem"` is the language's name for
-                    // MAP_SHARED|MAP_ANONYMOUS (the parser requires shared).
-                    Backing::Shmem => (MAP_SHARED | MAP_ANONYMOUS, None),
-                    Backing::File { file } => {
-                        let idx = self.file_index(file, &at)?;
-                        self.maps_files = true;
-                        (share, Some(idx))
-                    }
-                };
-                // Memory the mapping may populate beyond the page cache:
-                // anonymous and shmem pages, private copies of file pages.
-                if file.is_none() || (prot.write && !*shared) {
-                    self.anon_bytes = self.anon_bytes.saturating_add(*size);
-                }
-                let hint = self.layout_address(p, flags, file, *size, *file_offset);
-                self.addr.regions.insert(region.clone(), hint);
-                let id = self.regions.len() as u32;
-                self.regions.push(RegionDecl {
-                    name: region.clone(),
-                    size: *size,
-                    map: *map,
-                });
-                self.by_name.insert(region.clone(), id);
-                Op::Mmap {
-                    step,
-                    region: id,
-                    flags,
-                    prot: p,
-                    file,
+                let keys = MmapKeys {
+                    region,
+                    backing,
+                    shared: *shared,
                     size: *size,
                     file_offset: *file_offset,
-                    advise: advise.clone(),
-                    hint,
-                }
+                    prot: *prot,
+                    advise,
+                    map: *map,
+                };
+                self.mmap(step, keys)?
             }
             StepKind::Touch {
                 region,
@@ -514,85 +491,15 @@ impl Compiler<'_> {
                 pattern,
                 range,
                 unit,
-            } => {
-                let (id, size) = self.region(region, &at)?;
-                let (offset, len) = self.range(size, range, &at)?;
-                let pat = match *pattern {
-                    Pattern::Sequential => Pat::Seq,
-                    Pattern::Stride { stride } => Pat::Stride(stride.max(1)),
-                    Pattern::OnePerPageTable => Pat::OnePerPt,
-                    Pattern::Random { seed } => {
-                        let n = u32::try_from(len / PAGE_SIZE).map_err(|_| CompileError {
-                            at: at.clone(),
-                            what: "random touch of more than 2^32 pages".into(),
-                        })?;
-                        Pat::Random(foliosim_scenario::random_order(n, seed))
-                    }
-                };
-                // The parser allows words only for reads, sequential or random.
-                let pat = match (*unit, pat) {
-                    (TouchUnit::Word, Pat::Seq) => Pat::SeqWords,
-                    (TouchUnit::Word, Pat::Random(order)) => Pat::RandomWords(order),
-                    (_, pat) => pat,
-                };
-                Op::Touch {
-                    step,
-                    region: id,
-                    offset,
-                    len,
-                    write: *access != Access::Read,
-                    zero: *access == Access::WriteZero,
-                    pat,
-                }
-            }
+            } => self.touch(step, region, range, *access, *pattern, *unit)?,
             StepKind::Madvise {
                 region,
                 advice,
                 range,
                 per_call,
-            } => {
-                let (id, size) = self.region(region, &at)?;
-                let (offset, len) = self.range(size, range, &at)?;
-                let advice = *advice;
-                Op::Madvise {
-                    step,
-                    region: id,
-                    offset,
-                    len,
-                    advice,
-                    per_call: per_call.unwrap_or(len),
-                }
-            }
-            StepKind::Munmap { region, range } => {
-                let (id, size) = self.region(region, &at)?;
-                let (offset, len) = self.range(size, range, &at)?;
-                if let Some(&base) = self.addr.regions.get(region) {
-                    let _ = self.addr.k.sys_munmap(self.addr.cur, base + offset, len);
-                }
-                Op::Munmap {
-                    step,
-                    region: id,
-                    offset,
-                    len,
-                }
-            }
-            StepKind::Fork { child } => {
-                let parent = self.addr.cur;
-                self.addr.cur = self.addr.k.dup_mm(parent).map_err(|e| CompileError {
-                    at: at.clone(),
-                    what: e.to_string(),
-                })?;
-                let memcg = self.cur_memcg;
-                let child = self.steps(child);
-                self.cur_memcg = memcg;
-                self.addr.cur = parent;
-                let mut child = child?;
-                // A phase the child opened ends with its last step.
-                if child.iter().any(|op| matches!(op, Op::Phase { .. })) {
-                    child.push(Op::PhaseEnd { step });
-                }
-                Op::Fork { step, child }
-            }
+            } => self.madvise(step, region, range, *advice, *per_call)?,
+            StepKind::Munmap { region, range } => self.munmap(step, region, range)?,
+            StepKind::Fork { child } => self.fork(step, child)?,
             StepKind::Wait => {
                 self.addr.wait(self.addr.cur);
                 Op::Wait { step }
@@ -603,85 +510,282 @@ impl Compiler<'_> {
                 Op::Phase { step, idx }
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
-            StepKind::Memcg { limit } => {
-                let cg = self.memcgs.len() as u32;
-                self.memcgs.push(MemcgDecl {
-                    at: at.clone(),
-                    limit: *limit,
-                });
-                self.cur_memcg = Some(cg);
-                Op::Memcg { step, cg }
-            }
-            StepKind::MemcgReclaim { amount } => {
-                self.reclaim_at.get_or_insert_with(|| at.clone());
-                Op::MemcgReclaim {
-                    step,
-                    cg: self.memcg(&at)?,
-                    amount: *amount,
-                }
-            }
-            StepKind::ForceEmpty => {
-                self.force_empty_at.get_or_insert_with(|| at.clone());
-                Op::ForceEmpty {
-                    step,
-                    cg: self.memcg(&at)?,
-                }
-            }
+            StepKind::Memcg { limit } => self.memcg_step(step, *limit),
+            StepKind::MemcgReclaim { amount } => self.memcg_reclaim(step, *amount)?,
+            StepKind::ForceEmpty => self.force_empty(step)?,
             StepKind::MemcgLimit { limit } => Op::MemcgLimit {
                 step,
-                cg: self.memcg(&at)?,
+                cg: self.memcg(self.at(step))?,
                 limit: *limit,
             },
-            StepKind::Io(io) => {
-                let idx = self.file_index(&io.file, &at)?;
-                self.io_files[idx as usize] = true;
-                self.max_io_chunk = self.max_io_chunk.max(io.chunk);
-                Op::Io {
-                    step,
-                    file: idx,
-                    call: io.call,
-                    offset: io.offset,
-                    len: io.len,
-                    chunk: io.chunk,
-                    count: io.count,
-                    fsync: io.fsync,
-                }
-            }
-            StepKind::Pagemap(p) => {
-                let (region, size) = self.region(&p.region, &at)?;
-                let (offset, len) = self.range(size, &p.range, &at)?;
-                let idx = self.pagemaps.len() as u32;
-                self.pagemaps.push(PagemapDecl {
-                    step: p.clone(),
-                    region,
-                    offset,
-                    len,
-                });
-                Op::Pagemap { step, idx }
-            }
+            StepKind::Io(io) => self.io(step, io)?,
+            StepKind::Pagemap(p) => self.pagemap(step, p)?,
             StepKind::Threads {
                 count,
                 after,
                 threads,
-            } => {
-                if *count as usize > self.max_threads {
-                    self.max_threads = *count as usize;
-                    self.threads_at = Some(at.clone());
-                }
-                // The simulator runs thread 0's steps, then thread 1's, ...:
-                // compiled in that order, so the address model sees a
-                // thread's munmap where the simulator does.
-                let threads = threads
-                    .iter()
-                    .map(|steps| steps.iter().map(|s| self.step(s)).collect())
-                    .collect::<Result<Vec<Vec<Op>>, CompileError>>()?;
-                Op::Threads {
-                    step,
-                    sleep: *after == ThreadAfter::Sleep,
-                    threads,
-                }
-            }
+            } => self.threads(step, *count, *after, threads)?,
             StepKind::Join => Op::Join { step },
+        })
+    }
+
+    /// `file:line:col` of step `step`.
+    fn at(&self, step: u32) -> &str {
+        &self.locs[step as usize]
+    }
+
+    /// An mmap step: its `PROT_*` and `MAP_*` values, the address the
+    /// layout model gives it, and a new region taking the name over.
+    fn mmap(&mut self, step: u32, m: MmapKeys<'_>) -> Result<Op, CompileError> {
+        let at = self.at(step).to_string();
+        let mut p = 0;
+        for (on, bit) in [
+            (m.prot.read, PROT_READ),
+            (m.prot.write, PROT_WRITE),
+            (m.prot.exec, PROT_EXEC),
+        ] {
+            if on {
+                p |= bit;
+            }
+        }
+        let share = if m.shared { MAP_SHARED } else { MAP_PRIVATE };
+        let (flags, file) = match m.backing {
+            Backing::Anon => (share | MAP_ANONYMOUS, None),
+            // `kind = "shmem"` is the language's name for
+            // MAP_SHARED|MAP_ANONYMOUS (the parser requires shared).
+            Backing::Shmem => (MAP_SHARED | MAP_ANONYMOUS, None),
+            Backing::File { file } => {
+                let idx = self.file_index(file, &at)?;
+                self.maps_files = true;
+                (share, Some(idx))
+            }
+        };
+        // Memory the mapping may populate beyond the page cache:
+        // anonymous and shmem pages, private copies of file pages.
+        if file.is_none() || (m.prot.write && !m.shared) {
+            self.anon_bytes = self.anon_bytes.saturating_add(m.size);
+        }
+        let hint = self.layout_address(p, flags, file, m.size, m.file_offset);
+        self.addr.regions.insert(m.region.to_string(), hint);
+        let id = self.regions.len() as u32;
+        self.regions.push(RegionDecl {
+            name: m.region.to_string(),
+            size: m.size,
+            map: m.map,
+        });
+        self.by_name.insert(m.region.to_string(), id);
+        Ok(Op::Mmap {
+            step,
+            region: id,
+            flags,
+            prot: p,
+            file,
+            size: m.size,
+            file_offset: m.file_offset,
+            advise: m.advise.to_vec(),
+            hint,
+        })
+    }
+
+    /// The region a step names and its range inside it, as (region,
+    /// offset, length).
+    fn region_range(
+        &self,
+        step: u32,
+        region: &str,
+        range: &Range,
+    ) -> Result<(u32, u64, u64), CompileError> {
+        let at = self.at(step);
+        let (id, size) = self.region(region, at)?;
+        let (offset, len) = self.range(size, range, at)?;
+        Ok((id, offset, len))
+    }
+
+    /// A touch step: its pages in touch order.
+    fn touch(
+        &mut self,
+        step: u32,
+        region: &str,
+        range: &Range,
+        access: Access,
+        pattern: Pattern,
+        unit: TouchUnit,
+    ) -> Result<Op, CompileError> {
+        let (id, offset, len) = self.region_range(step, region, range)?;
+        let pat = match pattern {
+            Pattern::Sequential => Pat::Seq,
+            Pattern::Stride { stride } => Pat::Stride(stride.max(1)),
+            Pattern::OnePerPageTable => Pat::OnePerPt,
+            Pattern::Random { seed } => {
+                let n = u32::try_from(len / PAGE_SIZE).map_err(|_| CompileError {
+                    at: self.at(step).to_string(),
+                    what: "random touch of more than 2^32 pages".into(),
+                })?;
+                Pat::Random(foliosim_scenario::random_order(n, seed))
+            }
+        };
+        // The parser allows words only for reads, sequential or random.
+        let pat = match (unit, pat) {
+            (TouchUnit::Word, Pat::Seq) => Pat::SeqWords,
+            (TouchUnit::Word, Pat::Random(order)) => Pat::RandomWords(order),
+            (_, pat) => pat,
+        };
+        Ok(Op::Touch {
+            step,
+            region: id,
+            offset,
+            len,
+            write: access != Access::Read,
+            zero: access == Access::WriteZero,
+            pat,
+        })
+    }
+
+    /// A madvise step: the range and the bytes per call.
+    fn madvise(
+        &mut self,
+        step: u32,
+        region: &str,
+        range: &Range,
+        advice: Madv,
+        per_call: Option<u64>,
+    ) -> Result<Op, CompileError> {
+        let (id, offset, len) = self.region_range(step, region, range)?;
+        Ok(Op::Madvise {
+            step,
+            region: id,
+            offset,
+            len,
+            advice,
+            per_call: per_call.unwrap_or(len),
+        })
+    }
+
+    /// A munmap step; the layout model unmaps the range too, so later
+    /// mappings may take its place.
+    fn munmap(&mut self, step: u32, region: &str, range: &Range) -> Result<Op, CompileError> {
+        let (id, offset, len) = self.region_range(step, region, range)?;
+        if let Some(&base) = self.addr.regions.get(region) {
+            let _ = self.addr.k.sys_munmap(self.addr.cur, base + offset, len);
+        }
+        Ok(Op::Munmap {
+            step,
+            region: id,
+            offset,
+            len,
+        })
+    }
+
+    /// A fork step: the child's steps compile in a copy of the parent's
+    /// layout and memory cgroup, which the parent gets back afterwards.
+    fn fork(&mut self, step: u32, child: &[Step]) -> Result<Op, CompileError> {
+        let parent = self.addr.cur;
+        self.addr.cur = self.addr.k.dup_mm(parent).map_err(|e| CompileError {
+            at: self.at(step).to_string(),
+            what: e.to_string(),
+        })?;
+        let memcg = self.cur_memcg;
+        let child = self.steps(child);
+        self.cur_memcg = memcg;
+        self.addr.cur = parent;
+        let mut child = child?;
+        // A phase the child opened ends with its last step.
+        if child.iter().any(|op| matches!(op, Op::Phase { .. })) {
+            child.push(Op::PhaseEnd { step });
+        }
+        Ok(Op::Fork { step, child })
+    }
+
+    /// A memcg step: a new memory cgroup, which the process (and the
+    /// children it forks later) is in from here.
+    fn memcg_step(&mut self, step: u32, limit: Option<u64>) -> Op {
+        let cg = self.memcgs.len() as u32;
+        self.memcgs.push(MemcgDecl {
+            at: self.at(step).to_string(),
+            limit,
+        });
+        self.cur_memcg = Some(cg);
+        Op::Memcg { step, cg }
+    }
+
+    /// A memcg_reclaim step (the first one is remembered for engines that
+    /// cannot run it).
+    fn memcg_reclaim(&mut self, step: u32, amount: u64) -> Result<Op, CompileError> {
+        let at = self.at(step).to_string();
+        self.reclaim_at.get_or_insert_with(|| at.clone());
+        Ok(Op::MemcgReclaim {
+            step,
+            cg: self.memcg(&at)?,
+            amount,
+        })
+    }
+
+    /// A force_empty step (the first one is remembered for engines that
+    /// cannot run it).
+    fn force_empty(&mut self, step: u32) -> Result<Op, CompileError> {
+        let at = self.at(step).to_string();
+        self.force_empty_at.get_or_insert_with(|| at.clone());
+        Ok(Op::ForceEmpty {
+            step,
+            cg: self.memcg(&at)?,
+        })
+    }
+
+    /// An I/O step: its file is opened by every process, and its chunk
+    /// sizes the I/O buffer.
+    fn io(&mut self, step: u32, io: &IoStep) -> Result<Op, CompileError> {
+        let idx = self.file_index(&io.file, self.at(step))?;
+        self.io_files[idx as usize] = true;
+        self.max_io_chunk = self.max_io_chunk.max(io.chunk);
+        Ok(Op::Io {
+            step,
+            file: idx,
+            call: io.call,
+            offset: io.offset,
+            len: io.len,
+            chunk: io.chunk,
+            count: io.count,
+            fsync: io.fsync,
+        })
+    }
+
+    /// A pagemap step: its range resolved inside its region.
+    fn pagemap(&mut self, step: u32, p: &PagemapStep) -> Result<Op, CompileError> {
+        let (region, offset, len) = self.region_range(step, &p.region, &p.range)?;
+        let idx = self.pagemaps.len() as u32;
+        self.pagemaps.push(PagemapDecl {
+            step: p.clone(),
+            region,
+            offset,
+            len,
+        });
+        Ok(Op::Pagemap { step, idx })
+    }
+
+    /// A threads step: each thread's steps, and the largest thread count
+    /// of the scenario.
+    fn threads(
+        &mut self,
+        step: u32,
+        count: u32,
+        after: ThreadAfter,
+        threads: &[Vec<Step>],
+    ) -> Result<Op, CompileError> {
+        if count as usize > self.max_threads {
+            self.max_threads = count as usize;
+            self.threads_at = Some(self.at(step).to_string());
+        }
+        // The simulator runs thread 0's steps, then thread 1's, ...:
+        // compiled in that order, so the address model sees a
+        // thread's munmap where the simulator does.
+        let threads = threads
+            .iter()
+            .map(|steps| steps.iter().map(|s| self.step(s)).collect())
+            .collect::<Result<Vec<Vec<Op>>, CompileError>>()?;
+        Ok(Op::Threads {
+            step,
+            sleep: after == ThreadAfter::Sleep,
+            threads,
         })
     }
 

@@ -28,6 +28,19 @@ pub fn try_run_with(text: &str, overrides: &[(&str, &str)]) -> Result<Report, Si
     )
 }
 
+/// The shipped scenario `scenarios/<rel>` with `sets` (`--set KEY=VALUE`
+/// pairs).
+pub fn load_scenario<V: AsRef<str>>(rel: &str, sets: &[(&str, V)]) -> foliosim_scenario::Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel);
+    let ov: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.as_ref().to_owned()))
+        .collect();
+    foliosim_scenario::load(&path, &ov).expect("scenario parses")
+}
+
 /// [`try_run_with`] that must succeed.
 pub fn run_with(text: &str, overrides: &[(&str, &str)]) -> Report {
     match try_run_with(text, overrides) {
