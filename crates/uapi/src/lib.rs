@@ -10,6 +10,8 @@
 //! * [`thp`]: `transparent_hugepage/enabled` and the per-size
 //!   `hugepages-<size>kB/enabled` modes in sysfs spelling.
 //! * [`swap`]: the kinds of swap device a scenario can ask for.
+//! * [`knobs`]: the `[system]` knobs, one table of key, type, default,
+//!   host file and doc; and the page size.
 //! * [`series`]: the patch-series switches, one table of name, doc and
 //!   default.
 //! * [`counters`]: the counter names and who can observe each one
@@ -24,11 +26,13 @@
 pub mod counters;
 pub mod diag;
 pub mod foliomap;
+pub mod knobs;
 pub mod mman;
 pub mod series;
 pub mod swap;
 pub mod thp;
 
+pub use knobs::{PAGE_SHIFT, PAGE_SIZE};
 pub use mman::Madv;
 pub use series::Series;
 pub use swap::SwapKind;
