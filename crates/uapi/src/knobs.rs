@@ -51,42 +51,32 @@ pub enum Value {
     Mthp(MthpMode),
 }
 
-impl Value {
-    /// The integer of an [`Value::Int`] (a size or a count).
-    pub const fn int(self) -> u64 {
-        match self {
-            Value::Int(n) => n,
-            _ => panic!("not an integer knob"),
+/// `Value::$name()`: the inner value of a `$variant`; a knob of another
+/// kind is a mistake of the caller (const: found at compile time when the
+/// table's defaults are read in a const context).
+macro_rules! accessors {
+    ($($(#[$doc:meta])* $name:ident -> $t:ty = $variant:ident, $kind:literal;)*) => {
+        impl Value {
+            $(
+                $(#[$doc])*
+                pub const fn $name(self) -> $t {
+                    match self {
+                        Value::$variant(v) => v,
+                        _ => panic!(concat!("not ", $kind)),
+                    }
+                }
+            )*
         }
-    }
+    };
+}
 
-    pub const fn flag(self) -> bool {
-        match self {
-            Value::Flag(b) => b,
-            _ => panic!("not a flag knob"),
-        }
-    }
-
-    pub const fn thp(self) -> ThpMode {
-        match self {
-            Value::Thp(m) => m,
-            _ => panic!("not a transparent_hugepage/enabled knob"),
-        }
-    }
-
-    pub const fn mthp(self) -> MthpMode {
-        match self {
-            Value::Mthp(m) => m,
-            _ => panic!("not a per-size mTHP knob"),
-        }
-    }
-
-    pub const fn arch(self) -> Arch {
-        match self {
-            Value::Arch(a) => a,
-            _ => panic!("not the arch knob"),
-        }
-    }
+accessors! {
+    /// The integer of a size or count knob.
+    int -> u64 = Int, "an integer knob";
+    flag -> bool = Flag, "a flag knob";
+    thp -> ThpMode = Thp, "a transparent_hugepage/enabled knob";
+    mthp -> MthpMode = Mthp, "a per-size mTHP knob";
+    arch -> Arch = Arch, "the arch knob";
 }
 
 impl std::fmt::Display for Value {
