@@ -47,6 +47,7 @@ use mm::page_alloc::FreeArea;
 use mm::pgtable_generic::{PageTables, Table, TableId};
 use mm::vmstat::VmStat;
 
+use foliosim_uapi::knobs::{self, FieldMut, Knob};
 pub use foliosim_uapi::{MthpMode, Series, ThpMode};
 
 /// Boot-time and sysfs configuration of the simulated kernel.
@@ -91,25 +92,56 @@ pub struct Config {
 }
 
 impl Default for Config {
+    /// The defaults of the `[system]` knob table ([`knobs::KNOBS`]).
     fn default() -> Self {
         let mut anon_orders = [MthpMode::Never; HPAGE_PMD_ORDER as usize + 1];
-        anon_orders[HPAGE_PMD_ORDER as usize] = MthpMode::Inherit;
+        for (order, mode) in anon_orders.iter_mut().enumerate() {
+            *mode = knobs::mthp_default((PAGE_SIZE << order) >> 10);
+        }
         Config {
-            memory: 24 << 30,
-            thp_enabled: ThpMode::Madvise,
-            use_zero_page: true,
-            thp_shrink_underused: true,
-            khugepaged_max_ptes_none: 511,
+            memory: knobs::MEMORY.default.int(),
+            thp_enabled: knobs::THP_ENABLED.default.thp(),
+            use_zero_page: knobs::THP_USE_ZERO_PAGE.default.flag(),
+            thp_shrink_underused: knobs::THP_SHRINK_UNDERUSED.default.flag(),
+            khugepaged_max_ptes_none: knobs::KHUGEPAGED_MAX_PTES_NONE.default.int() as u32,
             anon_orders,
-            fault_around_bytes: 65536,
-            read_ahead_kb: 128,
-            page_cluster: 3,
-            vma_ra_enabled: true,
+            fault_around_bytes: knobs::FAULT_AROUND_BYTES.default.int(),
+            read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
+            page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
+            vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
             lru_order_root: true,
         }
+    }
+}
+
+impl Config {
+    /// The field that holds `knob` (of size `kb` KiB for a per-size knob);
+    /// None for a knob the model takes elsewhere (`arch` is the type
+    /// parameter of [`Kernel`], `cpus` bounds the engine's threads).
+    pub fn knob_mut(&mut self, knob: &Knob, kb: Option<u64>) -> Option<FieldMut<'_>> {
+        Some(match *knob {
+            knobs::MEMORY => FieldMut::U64(&mut self.memory),
+            knobs::THP_ENABLED => FieldMut::Thp(&mut self.thp_enabled),
+            knobs::THP_USE_ZERO_PAGE => FieldMut::Flag(&mut self.use_zero_page),
+            knobs::THP_SHRINK_UNDERUSED => FieldMut::Flag(&mut self.thp_shrink_underused),
+            knobs::KHUGEPAGED_MAX_PTES_NONE => FieldMut::U32(&mut self.khugepaged_max_ptes_none),
+            knobs::MTHP_ENABLED => {
+                let pages = (kb? << 10) / PAGE_SIZE;
+                if !pages.is_power_of_two() {
+                    return None;
+                }
+                let order = pages.trailing_zeros() as usize;
+                FieldMut::Mthp(self.anon_orders.get_mut(order)?)
+            }
+            knobs::FAULT_AROUND_BYTES => FieldMut::U64(&mut self.fault_around_bytes),
+            knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
+            knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
+            knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
+            _ => return None,
+        })
     }
 }
 

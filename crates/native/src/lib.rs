@@ -35,6 +35,7 @@ mod guard;
 pub mod guest;
 mod histogram;
 mod host;
+mod knobs;
 mod memcg;
 mod pagemap;
 mod perf;
@@ -53,7 +54,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use foliosim_report::Report;
-use foliosim_scenario::{Arch, MthpMode, Scenario};
+use foliosim_scenario::{Arch, Scenario};
 use foliosim_workload::Workload;
 
 /// How to run natively.
@@ -164,115 +165,6 @@ const EXPECTED_MTHP: [&str; 8] = [
     "split",
 ];
 
-const THP_DIR: &str = host::THP_DIR;
-/// The fault-around window, a debugfs file (mm/memory.c).
-const FAULT_AROUND_BYTES: &str = "/sys/kernel/debug/fault_around_bytes";
-
-/// `vm.page-cluster` (mm/swap.c).
-const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
-/// VMA-based swap readahead (mm/swap_state.c).
-const VMA_RA_ENABLED: &str = "/sys/kernel/mm/swap/vma_ra_enabled";
-
-/// The writes the swap readahead knobs need: always made, as a previous
-/// run or the host's setup may have left other values.
-fn swap_ra_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
-    let s = &sc.system;
-    let knobs = [
-        (
-            PAGE_CLUSTER,
-            s.page_cluster.to_string(),
-            s.page_cluster == 3,
-        ),
-        (
-            VMA_RA_ENABLED,
-            if s.vma_ra_enabled { "true" } else { "false" }.to_string(),
-            s.vma_ra_enabled,
-        ),
-    ];
-    let mut out = Vec::new();
-    for (p, v, default) in knobs {
-        let p = PathBuf::from(p);
-        if p.exists() {
-            out.push((p, v));
-        } else if !default {
-            return Err(NativeError::Refused(format!(
-                "{} does not exist: the host kernel has no swap support",
-                p.display()
-            )));
-        }
-    }
-    Ok(out)
-}
-
-/// The sysfs writes the scenario's THP knobs need, in order.
-fn thp_writes(sc: &Scenario) -> Result<Vec<(PathBuf, String)>, NativeError> {
-    let s = &sc.system;
-    let dir = Path::new(THP_DIR);
-    let mut out = vec![
-        (dir.join("enabled"), s.thp_enabled.as_str().to_string()),
-        (
-            dir.join("use_zero_page"),
-            if s.thp_use_zero_page { "1" } else { "0" }.to_string(),
-        ),
-    ];
-    for (p, _) in &out {
-        if !p.exists() {
-            return Err(NativeError::Refused(format!(
-                "{} does not exist: the host kernel has no transparent hugepage support",
-                p.display()
-            )));
-        }
-    }
-    // Knobs of later kernels: written when present, refused when missing
-    // and not at the default.
-    let later = [
-        (
-            "shrink_underused",
-            if s.thp_shrink_underused { "1" } else { "0" }.to_string(),
-            s.thp_shrink_underused,
-        ),
-        (
-            "khugepaged/max_ptes_none",
-            s.khugepaged_max_ptes_none.to_string(),
-            s.khugepaged_max_ptes_none == 511,
-        ),
-    ];
-    for (file, value, default) in later {
-        let p = dir.join(file);
-        if p.exists() {
-            out.push((p, value));
-        } else if !default {
-            return Err(NativeError::Refused(format!(
-                "transparent_hugepage.{} = {value}: {} does not exist on this host",
-                file.replace('/', "."),
-                p.display()
-            )));
-        }
-    }
-    for (&size, &mode) in &s.mthp_enabled {
-        let kb = size / 1024;
-        let p = dir.join(format!("hugepages-{kb}kB/enabled"));
-        let default = if size == 2 << 20 {
-            MthpMode::Inherit
-        } else {
-            MthpMode::Never
-        };
-        if !p.exists() {
-            if mode == default {
-                continue;
-            }
-            return Err(NativeError::Refused(format!(
-                "transparent_hugepage.hugepages-{kb}kB.enabled = {}: {} does not exist on this \
-                 host (no multi-size THP of that size)",
-                mode.as_str(),
-                p.display()
-            )));
-        }
-        out.push((p, mode.as_str().to_string()));
-    }
-    Ok(out)
-}
-
 /// What the checks found.
 struct Preflight {
     plan: Workload,
@@ -287,33 +179,63 @@ struct Preflight {
 
 /// The checks that need nothing from the host but reading it.
 fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeError> {
+    check_arch(sc)?;
+    knobs::check_debugfs(sc, opts.guest)?;
+    check_series(sc)?;
+    let p = foliosim_workload::compile(sc).map_err(|e| NativeError::Unsupported {
+        at: e.at,
+        what: e.what,
+    })?;
+    let cpus = host_cpus(&p)?;
     let mut notes = Vec::new();
-    let mut guest_writes = Vec::new();
-    let host_arch = match sys::machine().as_str() {
-        "x86_64" => Some(Arch::X86_64),
-        "aarch64" | "arm64" => Some(Arch::Arm64),
-        _ => None,
+    let memcg = match memcg::preflight(&p)? {
+        Some((h, n)) => {
+            notes.extend(n);
+            Some(h)
+        }
+        None => None,
     };
-    if host_arch != Some(sc.system.arch) {
-        return Err(NativeError::Refused(format!(
-            "the scenario is for arch = {} but this host is {}; a native run measures the host's \
-             own architecture (use `foliosim run --arch {}` to simulate it)",
-            sc.system.arch.as_str(),
-            sys::machine(),
-            sc.system.arch.as_str()
-        )));
+    notes.extend(swapdev::preflight(&sc.system.swap, &opts.workdir)?);
+    let mut guest_writes = Vec::new();
+    if !sc.files.is_empty() || p.maps_files {
+        let dir = if opts.workdir.exists() {
+            opts.workdir.clone()
+        } else {
+            opts.workdir
+                .ancestors()
+                .find(|a| a.exists())
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+        };
+        guest_writes.extend(knobs::check_read_ahead(sc, &dir, opts.guest, &mut notes)?);
     }
-    if sc.system.fault_around_bytes != 65536 && !opts.guest {
-        return Err(NativeError::Refused(format!(
-            "fault_around_bytes = {}: the host's fault_around_bytes (debugfs) cannot be read or \
-             written here (EPERM), so natively only the kernel default 65536 can run; use \
-             `foliosim run` to simulate other values",
-            sc.system.fault_around_bytes
-        )));
+    check_memory(sc, opts, &p, &mut notes)?;
+    Ok(Preflight {
+        plan: p,
+        memcg,
+        notes,
+        cpus,
+        guest_writes,
+    })
+}
+
+/// A native run measures the host's own architecture.
+fn check_arch(sc: &Scenario) -> Result<(), NativeError> {
+    if Arch::from_name(&sys::machine()) == Some(sc.system.arch) {
+        return Ok(());
     }
-    // The series switches describe the kernel: one that is on must be in
-    // the running kernel's release, one that is off must not be (vanilla
-    // 6.18 has none, Linux 7.0 contains seed 002).
+    Err(NativeError::Refused(format!(
+        "the scenario is for arch = {} but this host is {}; a native run measures the host's \
+         own architecture (use `foliosim run --arch {}` to simulate it)",
+        sc.system.arch.as_str(),
+        sys::machine(),
+        sc.system.arch.as_str()
+    )))
+}
+
+/// The series switches describe the kernel: one that is on must be in the
+/// running kernel's release, one that is off must not be (vanilla 6.18 has
+/// none, Linux 7.0 contains seed 002).
+fn check_series(sc: &Scenario) -> Result<(), NativeError> {
     let release = guest::kernel_release();
     for (switch, on) in sc.system.series.iter() {
         let key = format!("series.{}", switch.name);
@@ -333,72 +255,32 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
             )));
         }
     }
-    let p = foliosim_workload::compile(sc).map_err(|e| NativeError::Unsupported {
-        at: e.at,
-        what: e.what,
-    })?;
-    let cpus = host_cpus(&p)?;
-    let memcg = match memcg::preflight(&p)? {
-        Some((h, n)) => {
-            notes.extend(n);
-            Some(h)
-        }
-        None => None,
-    };
-    notes.extend(swapdev::preflight(&sc.system.swap, &opts.workdir)?);
-    if !sc.files.is_empty() || p.maps_files {
-        let dir = if opts.workdir.exists() {
-            opts.workdir.clone()
-        } else {
-            opts.workdir
-                .ancestors()
-                .find(|a| a.exists())
-                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
-        };
-        match host::device_read_ahead_kb(&dir) {
-            // A guest's disk is its own: set its readahead to the
-            // scenario's (put back by the guard).
-            Some((_, kb)) if kb != sc.system.read_ahead_kb && opts.guest => {
-                let p = host::bdi_read_ahead_path(&dir).ok_or_else(|| {
-                    NativeError::Refused(format!(
-                        "read_ahead_kb of {}: no bdi read_ahead_kb file",
-                        dir.display()
-                    ))
-                })?;
-                guest_writes.push((p, sc.system.read_ahead_kb.to_string()));
-            }
-            Some((dev, kb)) if kb != sc.system.read_ahead_kb => {
-                return Err(NativeError::Refused(format!(
-                    "read_ahead_kb = {} but the device holding {} ({dev}) has read_ahead_kb = \
-                     {kb}; the native engine does not change the host's readahead: run with \
-                     --set read_ahead_kb={kb}",
-                    sc.system.read_ahead_kb,
-                    dir.display()
-                )))
-            }
-            Some(_) => {}
-            None => notes.push(format!(
-                "the read_ahead_kb of the device holding {} is unknown; read_ahead_kb = {} is \
-                 not checked",
-                dir.display(),
-                sc.system.read_ahead_kb
-            )),
-        }
+    Ok(())
+}
+
+/// `memory` is the simulator's: natively the host's memory is used (a
+/// note), and a scenario needing more than the host has available is
+/// refused. A guest's RAM is the scenario's memory: running short is what
+/// the scenario asks for (global reclaim), not a host to protect.
+fn check_memory(
+    sc: &Scenario,
+    opts: &NativeOptions,
+    p: &Workload,
+    notes: &mut Vec<String>,
+) -> Result<(), NativeError> {
+    if opts.guest {
+        return Ok(());
     }
     let (total, avail) = host::meminfo();
-    if !opts.guest {
-        notes.push(format!(
+    notes.push(format!(
         "memory = {} MiB is a simulator knob; natively the host's memory is used ({} MiB, {} MiB \
          available)",
         sc.system.memory >> 20,
         total >> 20,
         avail >> 20
     ));
-    }
     let needed = p.anon_bytes + sc.files.iter().map(|f| f.size).sum::<u64>();
-    // A guest's RAM is the scenario's memory: running short is what the
-    // scenario asks for (global reclaim), not a host to protect.
-    if avail > 0 && needed > avail && !opts.guest {
+    if avail > 0 && needed > avail {
         return Err(NativeError::Refused(format!(
             "the scenario needs about {} MiB of memory (anonymous mappings and page cache) but \
              the host has {} MiB available",
@@ -406,13 +288,7 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
             avail >> 20
         )));
     }
-    Ok(Preflight {
-        plan: p,
-        memcg,
-        notes,
-        cpus,
-        guest_writes,
-    })
+    Ok(())
 }
 
 fn require_readable(path: &str, what: &str) -> Result<(), NativeError> {
@@ -477,17 +353,8 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     }
     require_readable("/proc/kpageflags", "folio histograms need it")?;
     require_readable("/proc/self/pagemap", "folio histograms need it")?;
-    let mut writes = thp_writes(sc)?;
-    writes.extend(swap_ra_writes(sc)?);
+    let mut writes = knobs::writes(sc, opts.guest)?;
     writes.extend(guest_writes);
-    if opts.guest && sc.system.fault_around_bytes != 65536 {
-        // A guest's debugfs is its own: the value is written there (and
-        // put back by the guard like the THP knobs).
-        writes.push((
-            PathBuf::from(FAULT_AROUND_BYTES),
-            sc.system.fault_around_bytes.to_string(),
-        ));
-    }
     for n in &notes {
         foliosim_uapi::note!("foliosim native: note: {n}");
     }

@@ -12,7 +12,10 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
-use crate::host::{device_read_ahead_kb, knob_value, meminfo, mthp_dirs, THP_DIR};
+use foliosim_uapi::knobs::{self, Access, Instance, Kind};
+use foliosim_uapi::{Arch, PAGE_SIZE};
+
+use crate::host::{device_read_ahead_kb, knob_value, meminfo};
 
 /// The host description for scenario files kept under `workdir`.
 pub fn probe(workdir: &Path) -> String {
@@ -20,7 +23,7 @@ pub fn probe(workdir: &Path) -> String {
     let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let _ = writeln!(out, "# foliosim probe of this host");
     let _ = writeln!(out, "# kernel = \"{}\"", release.trim());
-    let _ = writeln!(out, "# page_size = 4096");
+    let _ = writeln!(out, "# page_size = {PAGE_SIZE}");
     if let Ok(left) = fs::read_to_string(crate::guard::STATE_FILE) {
         // A native run is in progress, or one was killed and nothing has
         // restored its changes yet: what is read below may be its settings.
@@ -34,51 +37,69 @@ pub fn probe(workdir: &Path) -> String {
         );
     }
     let _ = writeln!(out, "[system]");
-    let _ = writeln!(
-        out,
-        "arch = \"{}\"",
-        std::env::consts::ARCH.replace("aarch64", "arm64")
-    );
-    let (total, _) = meminfo();
-    let _ = writeln!(out, "memory = {}", total & !((4 << 20) - 1));
-    if let Some(n) = host_cpus() {
-        let online = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "cpus = {n}  # the CPUs this process may run on; online: {}",
-            online.trim()
-        );
+    for inst in knobs::instances() {
+        system_line(&mut out, &inst, workdir);
     }
-    let thp = |f: &str| {
-        fs::read_to_string(Path::new(THP_DIR).join(f))
-            .map(|t| knob_value(&t))
-            .ok()
-    };
-    if let Some(v) = thp("enabled") {
-        let _ = writeln!(out, "transparent_hugepage.enabled = \"{v}\"");
-    }
-    if let Some(v) = thp("use_zero_page") {
-        let _ = writeln!(out, "transparent_hugepage.use_zero_page = {v}");
-    }
-    for (name, dir) in mthp_dirs() {
-        if let Ok(t) = fs::read_to_string(dir.join("enabled")) {
-            let _ = writeln!(
-                out,
-                "transparent_hugepage.{name}.enabled = \"{}\"",
-                knob_value(&t)
-            );
+    probe_swap(&mut out);
+    probe_config(&mut out);
+    out
+}
+
+/// The line of knob instance `inst` in the fragment: the host's value
+/// (from its file where it has one), or a comment when it is unknown.
+fn system_line(out: &mut String, inst: &Instance, workdir: &Path) {
+    let key = &inst.key;
+    match *inst.knob {
+        knobs::ARCH => {
+            let arch = std::env::consts::ARCH;
+            let arch = Arch::from_name(arch).map_or(arch, Arch::as_str);
+            let _ = writeln!(out, "{key} = \"{arch}\"");
         }
+        knobs::MEMORY => {
+            let (total, _) = meminfo();
+            let align = match inst.knob.kind {
+                Kind::Bytes { align, .. } => align,
+                _ => 1,
+            };
+            let _ = writeln!(out, "{key} = {}", total / align * align);
+        }
+        knobs::CPUS => {
+            if let Some(n) = host_cpus() {
+                let online =
+                    fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{key} = {n}  # the CPUs this process may run on; online: {}",
+                    online.trim()
+                );
+            }
+        }
+        _ => match inst.knob.host.map(|h| h.access) {
+            Some(Access::Debugfs) => {
+                let _ = writeln!(
+                    out,
+                    "{key} = {}  # debugfs value unreadable here; the kernel default",
+                    inst.default
+                );
+            }
+            Some(Access::Device) => read_ahead_line(out, key, workdir),
+            _ => {
+                let Some(t) = inst.path.as_ref().and_then(|p| fs::read_to_string(p).ok()) else {
+                    return;
+                };
+                let v = knob_value(&t);
+                if matches!(inst.knob.kind, Kind::Thp | Kind::Mthp) {
+                    let _ = writeln!(out, "{key} = \"{v}\"");
+                } else {
+                    let _ = writeln!(out, "{key} = {v}");
+                }
+            }
+        },
     }
-    let _ = writeln!(
-        out,
-        "fault_around_bytes = 65536  # debugfs value unreadable here; the kernel default"
-    );
-    if let Ok(t) = fs::read_to_string("/proc/sys/vm/page-cluster") {
-        let _ = writeln!(out, "vm.page_cluster = {}", t.trim());
-    }
-    if let Ok(t) = fs::read_to_string("/sys/kernel/mm/swap/vma_ra_enabled") {
-        let _ = writeln!(out, "vma_ra_enabled = {}", t.trim());
-    }
+}
+
+/// `read_ahead_kb` of the device holding `workdir`.
+fn read_ahead_line(out: &mut String, key: &str, workdir: &Path) {
     match device_read_ahead_kb(workdir) {
         Some((dev, kb)) => {
             let rot = fs::read_to_string(format!("/sys/block/{dev}/queue/rotational"))
@@ -86,7 +107,7 @@ pub fn probe(workdir: &Path) -> String {
                 .unwrap_or(false);
             let _ = writeln!(
                 out,
-                "read_ahead_kb = {kb}  # {dev} (rotational={}), holding {}",
+                "{key} = {kb}  # {dev} (rotational={}), holding {}",
                 rot as u8,
                 workdir.display()
             );
@@ -94,14 +115,11 @@ pub fn probe(workdir: &Path) -> String {
         None => {
             let _ = writeln!(
                 out,
-                "# read_ahead_kb: no block device found for {}",
+                "# {key}: no block device found for {}",
                 workdir.display()
             );
         }
     }
-    probe_swap(&mut out);
-    probe_config(&mut out);
-    out
 }
 
 /// How many CPUs this process may run on (its affinity mask: the CPUs a
@@ -177,7 +195,7 @@ fn host_swaps() -> Vec<HostSwap> {
                 name,
                 kind,
                 rotational,
-                size: (size_kb + 4) * 1024,
+                size: size_kb * 1024 + PAGE_SIZE,
                 priority,
             })
         })
@@ -204,13 +222,13 @@ fn probe_swap(out: &mut String) {
             "# swap: {} ({}, rotational={rot}, {} KiB usable, priority {})",
             s.name,
             s.kind,
-            (s.size >> 10) - 4,
+            (s.size - PAGE_SIZE) >> 10,
             s.priority
         );
     }
     for s in &swaps {
         // The language's sizes: whole pages, at least 1 MiB.
-        let size = s.size & !4095;
+        let size = s.size / PAGE_SIZE * PAGE_SIZE;
         if size < 1 << 20 {
             let _ = writeln!(
                 out,
@@ -346,29 +364,23 @@ pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     if let Some(n) = host_cpus() {
-        out.push(("cpus".into(), n.to_string()));
+        out.push((knobs::CPUS.key.into(), n.to_string()));
     }
-    let thp = |f: &str| {
-        fs::read_to_string(Path::new(THP_DIR).join(f))
-            .map(|t| knob_value(&t))
-            .ok()
-    };
-    if let Some(v) = thp("enabled") {
-        out.push(("transparent_hugepage.enabled".into(), v));
-    }
-    if let Some(v) = thp("use_zero_page") {
-        out.push(("transparent_hugepage.use_zero_page".into(), v));
-    }
-    for (name, dir) in mthp_dirs() {
-        if let Ok(t) = fs::read_to_string(dir.join("enabled")) {
-            out.push((
-                format!("transparent_hugepage.{name}.enabled"),
-                knob_value(&t),
-            ));
+    // The THP knobs a scenario can set; the swap readahead knobs are not
+    // mirrored (a native run writes them, defaults included).
+    let mirrored = [
+        knobs::THP_ENABLED,
+        knobs::THP_USE_ZERO_PAGE,
+        knobs::MTHP_ENABLED,
+    ];
+    for inst in knobs::instances().filter(|i| mirrored.contains(i.knob)) {
+        let Some(path) = &inst.path else { continue };
+        if let Ok(t) = fs::read_to_string(path) {
+            out.push((inst.key, knob_value(&t)));
         }
     }
     if let Some((_, kb)) = device_read_ahead_kb(workdir) {
-        out.push(("read_ahead_kb".into(), kb.to_string()));
+        out.push((knobs::READ_AHEAD_KB.key.into(), kb.to_string()));
     }
     out
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use foliosim_scenario::{SwapDevice, SwapKind};
+use foliosim_uapi::PAGE_SIZE;
 
 use crate::guard::{HostGuard, Locked, Undo};
 use crate::{sys, NativeError};
@@ -193,14 +194,14 @@ fn which(cmd: &str) -> Option<PathBuf> {
 
 /// The version-1 swap header ("SWAPSPACE2") of a device of `size` bytes,
 /// as mkswap writes it (without a UUID).
-fn header(size: u64) -> [u8; 4096] {
-    let mut h = [0u8; 4096];
-    let last_page = (size / 4096 - 1).min(u32::MAX as u64) as u32;
+fn header(size: u64) -> [u8; PAGE_SIZE as usize] {
+    let mut h = [0u8; PAGE_SIZE as usize];
+    let last_page = (size / PAGE_SIZE - 1).min(u32::MAX as u64) as u32;
     h[1024..1028].copy_from_slice(&1u32.to_ne_bytes()); // version
     h[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
     // nr_badpages = 0, uuid = 0
     h[1052..1060].copy_from_slice(b"foliosim"); // volume name
-    h[4096 - 10..].copy_from_slice(b"SWAPSPACE2");
+    h[PAGE_SIZE as usize - 10..].copy_from_slice(b"SWAPSPACE2");
     h
 }
 

@@ -59,6 +59,8 @@ static MSG_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// Bytes of stack below the current frame written before measuring.
 const STACK_PREFAULT: usize = 32 << 10;
+/// The page size, for addresses.
+const PAGE: usize = PAGE_SIZE as usize;
 
 /// What the engine hands the workload at fork time.
 pub(crate) struct Setup<'a> {
@@ -314,7 +316,7 @@ fn thread_stack() -> Option<(usize, usize)> {
 
 /// The lowest address of the calling thread's stack we may write.
 fn stack_low() -> usize {
-    thread_stack().map_or(0, |(low, _)| low + 4 * 4096)
+    thread_stack().map_or(0, |(low, _)| low + 4 * PAGE)
 }
 
 /// Break copy-on-write sharing of `[start, end)` ahead of time with
@@ -324,8 +326,8 @@ fn stack_low() -> usize {
 /// (getrusage), so nothing may be populated inside a window whose faults
 /// are estimated from getrusage. Returns false if that failed.
 fn populate_write(start: usize, end: usize) -> bool {
-    let s = start & !4095;
-    let e = (end + 4095) & !4095;
+    let s = start & !(PAGE - 1);
+    let e = (end + PAGE - 1) & !(PAGE - 1);
     if e <= s {
         return true;
     }
@@ -339,12 +341,12 @@ fn warm_range(start: usize, end: usize) {
     if populate_write(start, end) {
         return;
     }
-    let mut p = start & !4095;
+    let mut p = start & !(PAGE - 1);
     while p < end {
         // Inside memory of ours that the caller names (this thread's stack,
         // our own tables), rewritten with its own value.
         sys::rewrite_u8(p.max(start) as u64);
-        p += 4096;
+        p += PAGE;
     }
 }
 
@@ -354,7 +356,7 @@ fn warm_range(start: usize, end: usize) {
 fn prefault_stack(top: usize, low: usize) {
     let here = 0u8;
     let sp = ptr::addr_of!(here) as usize;
-    let lo = (sp.saturating_sub(STACK_PREFAULT).max(low)) & !4095;
+    let lo = (sp.saturating_sub(STACK_PREFAULT).max(low)) & !(PAGE - 1);
     warm_range(lo, top);
     std::hint::black_box(&here);
 }
@@ -365,7 +367,7 @@ fn tls_pages() -> [usize; 4] {
     let tp = sys::thread_pointer();
     let errno = sys::errno_address();
     let rseq = sys::rseq_offset().map_or(0, |o| tp.wrapping_add_signed(o));
-    [tp, tp.wrapping_sub(4096), errno, rseq]
+    [tp, tp.wrapping_sub(PAGE), errno, rseq]
 }
 
 /// Write `data` to the file at `path` in one write(2); Err(errno).

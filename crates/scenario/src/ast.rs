@@ -46,7 +46,7 @@ pub struct Scenario {
 /// The `[system]` table: machine and kernel knobs under the kernel's names.
 #[derive(Clone, Debug)]
 pub struct System {
-    /// `arch`: "x86_64" (default) or "arm64" (4 KiB granule).
+    /// `arch`: "x86_64" (default) or "arm64" (4 KiB granule; "aarch64" too).
     pub arch: Arch,
     /// `memory`: simulated RAM in bytes (default 24 GiB).
     pub memory: u64,

@@ -5,7 +5,7 @@ use crate::error::{Ctx, Result, ScenarioError};
 use crate::size::parse_size;
 use crate::tree::{join, Data, Entry, Node};
 
-pub(crate) const PAGE_SIZE: u64 = 4096;
+pub(crate) use foliosim_uapi::PAGE_SIZE;
 
 impl Ctx {
     fn expected(&self, node: &Node, field: &str, what: &str) -> ScenarioError {
@@ -100,7 +100,8 @@ impl Ctx {
     pub fn page_size(&self, node: &Node, field: &str) -> Result<u64> {
         let size = self.page_offset(node, field)?;
         if size == 0 {
-            let msg = "expected a positive multiple of the page size (4096), found 0";
+            let msg =
+                format!("expected a positive multiple of the page size ({PAGE_SIZE}), found 0");
             return Err(self.err(&node.origin, field, msg));
         }
         Ok(size)

@@ -6,26 +6,12 @@ use crate::ast::{Arch, MthpMode, SwapDevice, SwapKind, System, ThpMode};
 use crate::check::{Fields, PAGE_SIZE};
 use crate::error::{Ctx, Result};
 use crate::tree::{join, Data, Node, Origin};
+use foliosim_uapi::knobs::{self, FieldMut, Kind, Knob, Setting, Value, KNOBS};
 use foliosim_uapi::series::SWITCHES;
+use foliosim_uapi::thp::MTHP_SIZES_KB;
 
-/// The mTHP sizes in KiB that `hugepages-<N>kB` may name.
-pub(crate) use foliosim_uapi::thp::MTHP_SIZES_KB;
-
-const KEYS: &[&str] = &[
-    "arch",
-    "memory",
-    "cpus",
-    "transparent_hugepage.enabled",
-    "transparent_hugepage.use_zero_page",
-    "transparent_hugepage.shrink_underused",
-    "transparent_hugepage.khugepaged.max_ptes_none",
-    "transparent_hugepage.hugepages-<N>kB.enabled",
-    "fault_around_bytes",
-    "read_ahead_kb",
-    "vm.page_cluster",
-    "vma_ra_enabled",
-    "swap (an array of tables, [[system.swap]])",
-];
+/// What the list of valid keys says after the knobs.
+const SWAP_KEY: &str = "swap (an array of tables, [[system.swap]])";
 
 /// The keys of a `[[system.swap]]` table.
 const SWAP_KEYS: &[&str] = &["kind", "size", "rotational"];
@@ -46,90 +32,70 @@ const SWAP_KINDS: &[(&str, SwapKindName)] = &[
 /// The smallest swap device: 1 MiB.
 pub(crate) const MIN_SWAP: u64 = 1 << 20;
 
-const ARCHES: &[(&str, Arch)] = &[("x86_64", Arch::X86_64), ("arm64", Arch::Arm64)];
-
-const THP: &[(&str, ThpMode)] = &[
-    ("always", ThpMode::Always),
-    ("madvise", ThpMode::Madvise),
-    ("never", ThpMode::Never),
-];
-
-const MTHP: &[(&str, MthpMode)] = &[
-    ("always", MthpMode::Always),
-    ("inherit", MthpMode::Inherit),
-    ("madvise", MthpMode::Madvise),
-    ("never", MthpMode::Never),
-];
-
 const MIB: u64 = 1 << 20;
-const THP_PREFIX: &str = "transparent_hugepage.hugepages-";
 
 impl Default for System {
-    /// The defaults of every knob, with `knobs` filled in.
+    /// The defaults of every knob ([`knobs::KNOBS`]), with `knobs` filled
+    /// in.
     fn default() -> Self {
         let mthp_enabled = MTHP_SIZES_KB
             .iter()
-            .map(|&kb| {
-                let mode = if kb == 2048 {
-                    MthpMode::Inherit
-                } else {
-                    MthpMode::Never
-                };
-                (kb * 1024, mode)
-            })
+            .map(|&kb| (kb * 1024, knobs::mthp_default(kb)))
             .collect();
         let mut system = System {
-            arch: Arch::X86_64,
-            memory: 24 << 30,
-            cpus: 2,
-            thp_enabled: ThpMode::Madvise,
-            thp_use_zero_page: true,
-            thp_shrink_underused: true,
-            khugepaged_max_ptes_none: 511,
+            arch: knobs::ARCH.default.arch(),
+            memory: knobs::MEMORY.default.int(),
+            cpus: knobs::CPUS.default.int() as u32,
+            thp_enabled: knobs::THP_ENABLED.default.thp(),
+            thp_use_zero_page: knobs::THP_USE_ZERO_PAGE.default.flag(),
+            thp_shrink_underused: knobs::THP_SHRINK_UNDERUSED.default.flag(),
+            khugepaged_max_ptes_none: knobs::KHUGEPAGED_MAX_PTES_NONE.default.int() as u32,
             mthp_enabled,
-            fault_around_bytes: 65536,
-            read_ahead_kb: 128,
-            page_cluster: 3,
-            vma_ra_enabled: true,
+            fault_around_bytes: knobs::FAULT_AROUND_BYTES.default.int(),
+            read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
+            page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
+            vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
             knobs: BTreeMap::new(),
         };
-        system.knobs = knobs(&system);
+        system.knobs = knobs(&mut system);
         system
     }
 }
 
-/// Every knob in the kernel's spelling.
-fn knobs(system: &System) -> BTreeMap<String, String> {
-    let mut knobs = BTreeMap::new();
-    let mut put = |key: &str, value: String| knobs.insert(key.to_owned(), value);
-    put("arch", system.arch.as_str().to_owned());
-    put("memory", system.memory.to_string());
-    put("cpus", system.cpus.to_string());
-    put(
-        "transparent_hugepage.enabled",
-        word(THP, system.thp_enabled),
-    );
-    let zero_page = if system.thp_use_zero_page { "1" } else { "0" };
-    put("transparent_hugepage.use_zero_page", zero_page.to_owned());
-    put(
-        "transparent_hugepage.shrink_underused",
-        bit(system.thp_shrink_underused),
-    );
-    put(
-        "transparent_hugepage.khugepaged.max_ptes_none",
-        system.khugepaged_max_ptes_none.to_string(),
-    );
-    for (&bytes, &mode) in &system.mthp_enabled {
-        let key = format!("{THP_PREFIX}{}kB.enabled", bytes / 1024);
-        put(&key, word(MTHP, mode));
+impl System {
+    /// The field that holds `knob` (of size `kb` KiB for a per-size knob);
+    /// None for a knob of another table or a size without a field.
+    pub fn knob_mut(&mut self, knob: &Knob, kb: Option<u64>) -> Option<FieldMut<'_>> {
+        Some(match *knob {
+            knobs::ARCH => FieldMut::Arch(&mut self.arch),
+            knobs::MEMORY => FieldMut::U64(&mut self.memory),
+            knobs::CPUS => FieldMut::U32(&mut self.cpus),
+            knobs::THP_ENABLED => FieldMut::Thp(&mut self.thp_enabled),
+            knobs::THP_USE_ZERO_PAGE => FieldMut::Flag(&mut self.thp_use_zero_page),
+            knobs::THP_SHRINK_UNDERUSED => FieldMut::Flag(&mut self.thp_shrink_underused),
+            knobs::KHUGEPAGED_MAX_PTES_NONE => FieldMut::U32(&mut self.khugepaged_max_ptes_none),
+            knobs::MTHP_ENABLED => FieldMut::Mthp(self.mthp_enabled.get_mut(&(kb? * 1024))?),
+            knobs::FAULT_AROUND_BYTES => FieldMut::U64(&mut self.fault_around_bytes),
+            knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
+            knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
+            knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
+            _ => return None,
+        })
     }
-    put("fault_around_bytes", system.fault_around_bytes.to_string());
-    put("read_ahead_kb", system.read_ahead_kb.to_string());
-    put("vm.page_cluster", system.page_cluster.to_string());
-    put("vma_ra_enabled", bit(system.vma_ra_enabled));
+}
+
+/// Every knob in the kernel's spelling.
+fn knobs(system: &mut System) -> BTreeMap<String, String> {
+    let mut knobs = BTreeMap::new();
+    for inst in knobs::instances() {
+        if let Some(f) = system.knob_mut(inst.knob, inst.kb) {
+            knobs.insert(inst.key, f.get().to_string());
+        }
+    }
+    let mut put = |key: &str, value: String| knobs.insert(key.to_owned(), value);
     put("swap", system.swap.len().to_string());
     for (i, dev) in system.swap.iter().enumerate() {
         put(&format!("swap.{i}.kind"), dev.kind.name().to_owned());
@@ -148,11 +114,18 @@ fn bit(b: bool) -> String {
     if b { "1" } else { "0" }.to_owned()
 }
 
-fn word<T: Copy + PartialEq>(choices: &[(&str, T)], value: T) -> String {
-    choices
-        .iter()
-        .find(|(_, v)| *v == value)
-        .map_or_else(String::new, |(w, _)| (*w).to_owned())
+/// `transparent_hugepage.hugepages-`: what precedes `<N>` in the per-size
+/// key.
+fn mthp_prefix() -> &'static str {
+    knobs::MTHP_ENABLED
+        .key
+        .split_once("<N>")
+        .map_or("", |(prefix, _)| prefix)
+}
+
+/// The per-size key of `kb`: `transparent_hugepage.hugepages-64kB.enabled`.
+fn mthp_key(kb: u64) -> String {
+    knobs::MTHP_ENABLED.key.replace("<N>", &kb.to_string())
 }
 
 /// A value of `[system]` under its dotted path.
@@ -199,7 +172,7 @@ pub(crate) fn system(ctx: &Ctx, node: Option<&Node>) -> Result<System> {
             system.swap = swap_devices(ctx, swap, &mut system.explicit)?;
         }
     }
-    system.knobs = knobs(&system);
+    system.knobs = knobs(&mut system);
     debug_assert!(system.explicit.iter().all(|k| system.knobs.contains_key(k)));
     Ok(system)
 }
@@ -289,36 +262,15 @@ fn flatten<'a>(
 fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
     let field = format!("system.{}", leaf.path);
     let node = leaf.node;
-    match leaf.path.as_str() {
-        "arch" => system.arch = ctx.choice(node, &field, ARCHES)?,
-        "memory" => system.memory = memory(ctx, node, &field)?,
-        "cpus" => system.cpus = cpus(ctx, node, &field)?,
-        "transparent_hugepage.enabled" => system.thp_enabled = ctx.choice(node, &field, THP)?,
-        "transparent_hugepage.use_zero_page" => {
-            system.thp_use_zero_page = flag(ctx, node, &field)?;
+    let path = leaf.path.as_str();
+    let (knob, kb) = match knobs::lookup(path) {
+        Some(Setting::Switch(switch)) => {
+            let on = flag(ctx, node, &field)?;
+            system.series.set(switch.name, on);
+            return Ok(leaf.path.clone());
         }
-        "transparent_hugepage.shrink_underused" => {
-            system.thp_shrink_underused = flag(ctx, node, &field)?;
-        }
-        "transparent_hugepage.khugepaged.max_ptes_none" => {
-            let v = ctx.uint(node, &field)?;
-            if v > 511 {
-                let msg = format!("{v} is above 511 (HPAGE_PMD_NR - 1)");
-                return Err(ctx.err(&node.origin, &field, msg));
-            }
-            system.khugepaged_max_ptes_none = v as u32;
-        }
-        "fault_around_bytes" => system.fault_around_bytes = ctx.nonzero_size(node, &field)?,
-        "read_ahead_kb" => system.read_ahead_kb = ctx.uint(node, &field)?,
-        "vm.page_cluster" => system.page_cluster = page_cluster(ctx, node, &field)?,
-        "vma_ra_enabled" => system.vma_ra_enabled = flag(ctx, node, &field)?,
-        path if path.starts_with("series.") || path == "series" => {
-            let name = path.strip_prefix("series.").unwrap_or("");
-            if system.series.get(name).is_some() {
-                let on = flag(ctx, node, &field)?;
-                system.series.set(name, on);
-                return Ok(leaf.path.clone());
-            }
+        Some(Setting::Knob { knob, kb }) => (knob, kb),
+        None if path.starts_with("series.") || path == "series" => {
             let valid: Vec<String> = SWITCHES
                 .iter()
                 .map(|s| format!("series.{}", s.name))
@@ -329,16 +281,16 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
             );
             return Err(ctx.err(leaf.last_key_origin(), &field, msg));
         }
-        path => match path.strip_prefix(THP_PREFIX) {
-            Some(rest) => {
-                let bytes = mthp_size(ctx, leaf, rest, &field)?;
-                let mode = ctx.choice(node, &field, MTHP)?;
-                system.mthp_enabled.insert(bytes, mode);
-                return Ok(format!("{THP_PREFIX}{}kB.enabled", bytes / 1024));
-            }
+        None => match path.strip_prefix(mthp_prefix()) {
+            // Another spelling of a size (`hugepages-064kB`), or an error.
+            Some(rest) => (
+                &knobs::MTHP_ENABLED,
+                Some(mthp_size(ctx, leaf, rest, &field)?),
+            ),
             None => {
+                let keys = KNOBS.iter().map(|k| k.key.to_owned());
                 let series = SWITCHES.iter().map(|s| format!("series.{}", s.name));
-                let keys: Vec<String> = KEYS.iter().map(|k| k.to_string()).chain(series).collect();
+                let keys: Vec<String> = keys.chain([SWAP_KEY.to_owned()]).chain(series).collect();
                 let msg = format!(
                     "unknown key `{path}` in [system]; expected one of: {}",
                     keys.join(", ")
@@ -346,32 +298,67 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
                 return Err(ctx.err(leaf.last_key_origin(), &field, msg));
             }
         },
-    }
-    Ok(leaf.path.clone())
+    };
+    let value = knob_value(ctx, node, &field, knob)?;
+    let stored = system.knob_mut(knob, kb).is_some_and(|f| f.set(value));
+    debug_assert!(stored, "{path}: no field holds this knob");
+    Ok(kb.map_or_else(|| knob.key.to_owned(), mthp_key))
 }
 
-/// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`.
-/// `vm.page_cluster`: 0 to 31, as the sysctl accepts (mm/swap.c:
-/// page_cluster_max).
-fn page_cluster(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
-    let n = ctx.uint(node, field)?;
-    if n > 31 {
-        let msg = format!("expected a page-cluster from 0 to 31, found {n}");
-        return Err(ctx.err(&node.origin, field, msg));
-    }
-    Ok(n as u32)
+/// A value of `knob`, of its kind and in its range.
+fn knob_value(ctx: &Ctx, node: &Node, field: &str, knob: &Knob) -> Result<Value> {
+    let out_of_range = |msg: String| Err(ctx.err(&node.origin, field, msg));
+    Ok(match knob.kind {
+        Kind::Arch => {
+            let alias = match &node.data {
+                Data::Str(s) => Arch::from_name(s),
+                _ => None,
+            };
+            match alias {
+                Some(arch) => Value::Arch(arch),
+                None => {
+                    Value::Arch(ctx.choice(node, field, &Arch::ALL.map(|a| (a.as_str(), a)))?)
+                }
+            }
+        }
+        Kind::Bytes { align: 1, min: 1 } => Value::Int(ctx.nonzero_size(node, field)?),
+        Kind::Bytes { align, min } => {
+            let bytes = ctx.size(node, field)?;
+            if bytes % align != 0 || bytes < min {
+                return out_of_range(format!(
+                    "expected a multiple of {} of at least {}, found {bytes} bytes",
+                    human(align),
+                    human(min)
+                ));
+            }
+            Value::Int(bytes)
+        }
+        Kind::Int { min, max, what } => {
+            let n = ctx.uint(node, field)?;
+            if !(min..=max).contains(&n) {
+                return out_of_range(format!("expected {what} from {min} to {max}, found {n}"));
+            }
+            Value::Int(n)
+        }
+        Kind::Flag => Value::Flag(flag(ctx, node, field)?),
+        Kind::Thp => Value::Thp(ctx.choice(node, field, &ThpMode::ALL.map(|m| (m.as_str(), m)))?),
+        Kind::Mthp => {
+            Value::Mthp(ctx.choice(node, field, &MthpMode::ALL.map(|m| (m.as_str(), m)))?)
+        }
+    })
 }
 
-/// `cpus`: 1 to 64 simulated CPUs.
-fn cpus(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
-    let n = ctx.uint(node, field)?;
-    if !(1..=64).contains(&n) {
-        let msg = format!("expected a number of CPUs from 1 to 64, found {n}");
-        return Err(ctx.err(&node.origin, field, msg));
+/// A size in messages: `4 MiB`, else bytes.
+fn human(bytes: u64) -> String {
+    if bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
     }
-    Ok(n as u32)
 }
 
+/// `rest` follows `transparent_hugepage.hugepages-`: `<N>kB.enabled`; the
+/// size in KiB.
 fn mthp_size(ctx: &Ctx, leaf: &Leaf<'_>, rest: &str, field: &str) -> Result<u64> {
     let (size, key) = rest.split_once('.').unwrap_or((rest, ""));
     let kb = size
@@ -391,21 +378,13 @@ fn mthp_size(ctx: &Ctx, leaf: &Leaf<'_>, rest: &str, field: &str) -> Result<u64>
     };
     if key != "enabled" {
         let msg = format!(
-            "unknown key `{}` in [system]; expected `{THP_PREFIX}{kb}kB.enabled`",
-            leaf.path
+            "unknown key `{}` in [system]; expected `{}`",
+            leaf.path,
+            mthp_key(kb)
         );
         return Err(ctx.err(leaf.key_origin(2), field, msg));
     }
-    Ok(kb * 1024)
-}
-
-fn memory(ctx: &Ctx, node: &Node, field: &str) -> Result<u64> {
-    let bytes = ctx.size(node, field)?;
-    if bytes % (4 * MIB) != 0 || bytes < 64 * MIB {
-        let msg = format!("expected a multiple of 4 MiB of at least 64 MiB, found {bytes} bytes");
-        return Err(ctx.err(&node.origin, field, msg));
-    }
-    Ok(bytes)
+    Ok(kb)
 }
 
 /// `0`/`1`, `"0"`/`"1"` or a boolean.
@@ -420,5 +399,36 @@ fn flag(ctx: &Ctx, node: &Node, field: &str) -> Result<bool> {
             let msg = format!("expected 0, 1, true or false, found {}", node.describe());
             Err(ctx.err(&node.origin, field, msg))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every knob of the table has a field in `System`, which holds the
+    /// table's default, and a `knobs` entry in the kernel's spelling.
+    #[test]
+    fn every_knob_has_a_field_with_its_default() {
+        let mut system = System::default();
+        for inst in knobs::instances() {
+            let field = system.knob_mut(inst.knob, inst.kb);
+            let value = field.map(|f| f.get());
+            assert_eq!(value, Some(inst.default), "{}", inst.key);
+            assert_eq!(system.knobs[&inst.key], inst.default.to_string());
+        }
+    }
+
+    #[test]
+    fn arch_takes_the_uname_spelling() {
+        let sc = crate::parse_str("t.toml", "[system]\narch = \"aarch64\"\n", &[]).unwrap();
+        assert_eq!(sc.system.arch, Arch::Arm64);
+        assert_eq!(sc.system.knobs["arch"], "arm64");
+        let e = crate::parse_str("t.toml", "[system]\narch = \"riscv\"\n", &[]).unwrap_err();
+        assert!(
+            e.message.contains("one of \"x86_64\", \"arm64\""),
+            "{}",
+            e.message
+        );
     }
 }

@@ -292,7 +292,12 @@ fn system_value_checks() {
             "system.transparent_hugepage.khugepaged.max_ptes_none"
         )
     );
-    assert!(e.message.contains("above 511"), "{}", e.message);
+    // HPAGE_PMD_NR - 1 = 511 (mm/khugepaged.c: max_ptes_none_store()).
+    assert!(
+        e.message.contains("from 0 to 511, found 512"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]

@@ -27,7 +27,7 @@ const PER_RANDOM_PAGE: u64 = 4;
 const PER_RAW_ENTRY: u64 = 80;
 /// The program itself, its allocator and small tables.
 const BASE: u64 = 64 << 20;
-const PAGE: u64 = 4096;
+const PAGE: u64 = foliosim_uapi::PAGE_SIZE;
 
 /// The estimate: the total and its parts, largest first.
 #[derive(Clone, Debug, PartialEq, Eq)]

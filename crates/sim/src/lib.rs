@@ -119,23 +119,18 @@ impl std::error::Error for SimError {}
 pub fn kernel_config(sc: &Scenario) -> Config {
     let s = &sc.system;
     let mut cfg = Config {
-        memory: s.memory,
-        thp_enabled: s.thp_enabled,
-        use_zero_page: s.thp_use_zero_page,
-        thp_shrink_underused: s.thp_shrink_underused,
-        khugepaged_max_ptes_none: s.khugepaged_max_ptes_none,
-        fault_around_bytes: s.fault_around_bytes,
-        read_ahead_kb: s.read_ahead_kb,
-        page_cluster: s.page_cluster,
-        vma_ra_enabled: s.vma_ra_enabled,
         swap: s.swap.iter().map(|d| (d.kind, d.size)).collect(),
         series: s.series,
         lru_order_root: !fits_in_memory(sc),
         ..Config::default()
     };
-    for (&size, &mode) in &s.mthp_enabled {
-        let order = (size / 4096).trailing_zeros() as usize;
-        cfg.anon_orders[order] = mode;
+    // Every knob both hold, through the knob table.
+    let mut system = s.clone();
+    for inst in foliosim_uapi::knobs::instances() {
+        let from = system.knob_mut(inst.knob, inst.kb);
+        if let (Some(from), Some(to)) = (from, cfg.knob_mut(inst.knob, inst.kb)) {
+            to.set(from.get());
+        }
     }
     cfg
 }
@@ -291,6 +286,61 @@ pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Re
 #[cfg(test)]
 mod tests {
     use super::fits_in_memory;
+    use foliosim_uapi::knobs::{self, Kind, Value};
+    use foliosim_uapi::{MthpMode, ThpMode};
+
+    /// A value of `inst` other than its default, in `--set` spelling.
+    fn other_value(inst: &knobs::Instance) -> Value {
+        match (inst.knob.kind, inst.default) {
+            (Kind::Int { max, .. }, Value::Int(n)) if n < max => Value::Int(n + 1),
+            (Kind::Int { .. }, Value::Int(n)) => Value::Int(n - 1),
+            (Kind::Bytes { align, .. }, Value::Int(n)) => Value::Int(n + align),
+            (_, Value::Flag(b)) => Value::Flag(!b),
+            (_, Value::Thp(m)) => Value::Thp(if m == ThpMode::Always {
+                ThpMode::Never
+            } else {
+                ThpMode::Always
+            }),
+            (_, Value::Mthp(m)) => Value::Mthp(if m == MthpMode::Always {
+                MthpMode::Never
+            } else {
+                MthpMode::Always
+            }),
+            (_, Value::Arch(_)) => Value::Arch(foliosim_uapi::Arch::Arm64),
+            (kind, v) => panic!("{}: {v:?} is not a {kind:?}", inst.key),
+        }
+    }
+
+    /// The kernel model's defaults are the table's.
+    #[test]
+    fn kernel_config_defaults_are_the_tables() {
+        let mut cfg = foliosim_kernel::Config::default();
+        for inst in knobs::instances() {
+            if let Some(f) = cfg.knob_mut(inst.knob, inst.kb) {
+                assert_eq!(f.get(), inst.default, "{}", inst.key);
+            }
+        }
+    }
+
+    /// A knob set in a scenario reaches the kernel model's configuration,
+    /// for every knob of the table but those the model takes elsewhere.
+    #[test]
+    fn every_knob_reaches_the_kernel_config() {
+        let mut elsewhere = Vec::new();
+        for inst in knobs::instances() {
+            let value = other_value(&inst);
+            let set = [(inst.key.clone(), value.to_string())];
+            let sc = foliosim_scenario::parse_str("t.toml", "", &set).expect("valid");
+            let mut cfg = super::kernel_config(&sc);
+            match cfg.knob_mut(inst.knob, inst.kb) {
+                Some(f) => assert_eq!(f.get(), value, "{}", inst.key),
+                None => elsewhere.push(inst.key),
+            }
+        }
+        // arch picks the Kernel's type parameter; cpus bounds the engine's
+        // threads.
+        assert_eq!(elsewhere, ["arch", "cpus"]);
+    }
 
     fn sc(body: &str) -> foliosim_scenario::Scenario {
         foliosim_scenario::parse_str("t.toml", body, &[]).expect("valid scenario")

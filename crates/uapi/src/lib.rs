@@ -10,6 +10,8 @@
 //! * [`thp`]: `transparent_hugepage/enabled` and the per-size
 //!   `hugepages-<size>kB/enabled` modes in sysfs spelling.
 //! * [`swap`]: the kinds of swap device a scenario can ask for.
+//! * [`knobs`]: the `[system]` knobs, one table of key, type, default,
+//!   host file and doc; and the page size.
 //! * [`series`]: the patch-series switches, one table of name, doc and
 //!   default.
 //! * [`counters`]: the counter names and who can observe each one
@@ -29,6 +31,7 @@
 pub mod counters;
 pub mod diag;
 pub mod foliomap;
+pub mod knobs;
 pub mod mman;
 pub mod pagemap;
 pub mod series;
@@ -36,14 +39,11 @@ pub mod swap;
 pub mod thp;
 pub mod vmstat;
 
+pub use knobs::{PAGE_SHIFT, PAGE_SIZE};
 pub use mman::Madv;
 pub use series::Series;
 pub use swap::SwapKind;
 pub use thp::{MthpMode, ThpMode};
-
-/// The base page size every name and encoding here assumes: 4 KiB on
-/// x86_64 and on arm64 with the 4 KiB granule.
-pub(crate) const BASE_PAGE_SIZE: u64 = 4096;
 
 /// At most this many CPUs: a simulated machine has no more (the model's
 /// `mm_cpumask()` is one 64-bit word), and the native engine reports a

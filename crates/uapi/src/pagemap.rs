@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::BASE_PAGE_SIZE;
+use crate::PAGE_SIZE;
 
 /// `PM_PFRAME_MASK`: bits 0-54, the PFN or swap type and offset.
 pub const PM_PFRAME_MASK: u64 = (1 << 55) - 1;
@@ -176,7 +176,7 @@ pub fn pagemap_step_counters(
             let pages: u64 = regions
                 .iter()
                 .filter(|r| r.2 & bit != 0)
-                .map(|r| (r.1 - r.0) / BASE_PAGE_SIZE)
+                .map(|r| (r.1 - r.0) / PAGE_SIZE)
                 .sum();
             out.insert(format!("scan/{name}"), pages);
         }

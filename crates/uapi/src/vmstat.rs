@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 
 use crate::counters::MM_PAGE_ALLOC;
-use crate::BASE_PAGE_SIZE;
+use crate::PAGE_SIZE;
 
 macro_rules! counter_enum {
     ($(#[$m:meta])* $name:ident, $count:ident { $($variant:ident => $label:literal,)* }) => {
@@ -398,7 +398,7 @@ pub const SIZE_ORDERS: RangeInclusive<u32> = 2..=9;
 /// The per-size mTHP statistic `stat` of order `order`:
 /// `hugepages-<size>kB/<stat>`.
 pub fn mthp_counter(order: u32, stat: MthpStat) -> String {
-    let kb = (BASE_PAGE_SIZE << order) / 1024;
+    let kb = (PAGE_SIZE << order) / 1024;
     format!("hugepages-{kb}kB/{}", stat.name())
 }
 

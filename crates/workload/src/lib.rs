@@ -38,7 +38,7 @@ use foliosim_uapi::mman::{
 use foliosim_uapi::Madv;
 
 /// The base page size of every architecture foliosim runs (4 KiB granule).
-pub const PAGE_SIZE: u64 = 4096;
+pub use foliosim_uapi::PAGE_SIZE;
 /// The PMD size with 4 KiB pages.
 pub const PMD_SIZE: u64 = 2 << 20;
 

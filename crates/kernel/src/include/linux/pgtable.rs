@@ -5,10 +5,8 @@
 //! 4-level paging; arm64 4 KiB granule with 48-bit VA). Other granules and
 //! 5-level paging are not modelled.
 
-/// `PAGE_SHIFT`
-pub(crate) const PAGE_SHIFT: u32 = 12;
-/// `PAGE_SIZE`
-pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+/// `PAGE_SHIFT` and `PAGE_SIZE`: the project's one page size.
+pub use foliosim_uapi::{PAGE_SHIFT, PAGE_SIZE};
 /// `PTRS_PER_PTE` (= PTRS_PER_PMD = PTRS_PER_PUD = PTRS_PER_PGD here).
 pub(crate) const PTRS_PER_PTE: usize = 512;
 /// `PMD_SHIFT`
