@@ -181,9 +181,9 @@ fn trim_engine_cpumask() {
     let Ok(m) = sys::Mapping::anon(4 << 20) else {
         return;
     };
-    // SAFETY: advice on our own fresh mapping (no THP: a PTE table).
-    unsafe { libc::madvise(m.addr, m.len, libc::MADV_NOHUGEPAGE) };
-    sys::touch_anon(&m);
+    // No THP: a PTE table.
+    m.madvise(libc::MADV_NOHUGEPAGE);
+    m.touch_all();
     drop(m);
 }
 
@@ -294,6 +294,10 @@ fn error_message(
         Failure::Affinity => {
             format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
         }
+        Failure::BadOffset => format!(
+            "the step's range (to offset {err:#x}) is not inside its region, or a word is not \
+             8-byte aligned: the compiled workload is inconsistent"
+        ),
         Failure::Rseq => format!(
             "unregistering glibc's rseq area (so the kernel never writes it copy-on-write after a fork) failed: {errno}"
         ),
@@ -388,7 +392,7 @@ fn warm_host_memory(bytes: u64) {
         return;
     }
     if let Ok(m) = sys::Mapping::anon(bytes as usize) {
-        sys::touch_anon(&m);
+        m.touch_all();
     }
 }
 
