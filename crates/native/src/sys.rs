@@ -989,12 +989,13 @@ pub(crate) fn spawn_thread<T: Sync + 'static>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const PAGE: u64 = 4096;
 
-    fn anon(pages: u64) -> Region {
+    /// A fresh private anonymous region of `pages` pages.
+    pub(crate) fn anon(pages: u64) -> Region {
         let rw = libc::PROT_READ | libc::PROT_WRITE;
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         Region::map(0, (pages * PAGE) as usize, rw, flags, -1, 0).expect("mmap")

@@ -41,6 +41,7 @@ use crate::perf::{self, Event};
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
 use crate::sys::{self, BadOffset, Region};
 use foliosim_scenario::IoCall;
+use foliosim_uapi::Madv;
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
 /// At most this many tracepoint counters (crate::perf opens 13).
@@ -923,184 +924,209 @@ impl Proc<'_> {
     }
 
     fn op(&mut self, op: &Op) {
+        CUR_STEP.store(op.step() as u64, Ordering::Relaxed);
         match op {
             Op::Mmap {
-                step,
                 region,
-                flags,
-                prot,
-                file,
                 size,
-                file_offset,
                 advise,
-                hint,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let mut fd = -1;
-                if let Some(fi) = file {
-                    let oflags = if *prot & libc::PROT_WRITE != 0 && *flags & libc::MAP_SHARED != 0
-                    {
-                        libc::O_RDWR
-                    } else {
-                        libc::O_RDONLY
-                    };
-                    fd = sys::open_raw(&self.paths[*fi as usize], oflags);
-                    if fd < 0 {
-                        self.fail(Failure::Open, errno());
-                    }
-                }
-                let r = Region::map(*hint, *size as usize, *prot, *flags, fd, *file_offset);
-                let err = errno();
-                if fd >= 0 {
-                    sys::close(fd);
-                }
-                let Some(r) = r else {
-                    self.fail(Failure::Mmap, err);
-                };
-                self.regions[*region as usize] = r;
-                for &a in advise {
-                    match r.madvise(0, *size, a.raw()) {
-                        Ok(true) => {}
-                        Ok(false) => self.fail(Failure::Madvise, errno()),
-                        Err(e) => self.fail(Failure::BadOffset, e.0),
-                    }
-                }
-                send(
-                    self.msg_w,
-                    &Msg::Mapped {
-                        region: *region,
-                        addr: r.addr(),
-                        len: *size,
-                    },
-                );
-            }
+                ..
+            } => self.mmap(op, *region, *size, advise),
             Op::Touch { .. } | Op::Madvise { .. } | Op::Munmap { .. } => {
                 if let Err((code, err)) = exec_region_op(op, &self.regions) {
                     self.fail(code, err);
                 }
             }
-            Op::Fork { step, child } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.fork(child);
-            }
-            Op::Wait { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.wait();
-            }
-            Op::Phase { step, idx } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(Mark::Phase, *idx);
-            }
-            Op::PhaseEnd { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(Mark::PhaseEnd, 0);
-            }
-            Op::Pagemap { step, idx } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                // The phase's clocks keep running across the engine's read.
-                let (wall, cpu) = (self.t_wall, self.t_cpu);
-                self.sync(&Msg::Pagemap { idx: *idx });
-                self.t_wall = wall;
-                self.t_cpu = cpu;
-            }
-            Op::Memcg { step, cg } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                // "0" moves the writing process (cgroup_procs_write_start).
-                if let Err(e) = write_file(&self.cgroups[*cg as usize].procs, b"0\n") {
-                    self.fail(Failure::MemcgMove, e);
-                }
-            }
-            Op::MemcgReclaim { step, cg, amount } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let c = &self.cgroups[*cg as usize];
-                let mut buf = [0u8; 24];
-                match &c.reclaim {
-                    Some(reclaim) => self.reclaim_write(
-                        reclaim,
-                        fmt_u64(*amount, &mut buf),
-                        Failure::MemcgReclaim,
-                    ),
-                    None => {
-                        // cgroup v1: lower the limit below the usage by the
-                        // amount (the kernel reclaims until the usage fits),
-                        // then put it back.
-                        let usage = match read_u64(&c.usage) {
-                            Ok(u) => u,
-                            Err(e) => self.fail(Failure::MemcgUsage, e),
-                        };
-                        let target = fmt_u64(usage.saturating_sub(*amount), &mut buf);
-                        self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
-                        if let Err(e) = write_file(&c.limit, &c.restore_limit) {
-                            self.fail(Failure::MemcgLimit, e);
-                        }
-                    }
-                }
-            }
-            Op::MemcgLimit { step, cg, limit } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let c = &self.cgroups[*cg as usize];
-                let mut buf = [0u8; 24];
-                let data = match limit {
-                    Some(l) => fmt_u64(*l, &mut buf),
-                    None => c.unlimited,
-                };
-                match write_file(&c.limit, data) {
-                    Ok(()) => {}
-                    Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
-                    Err(e) => self.fail(Failure::MemcgLimit, e),
-                }
-            }
+            Op::Fork { child, .. } => self.fork(child),
+            Op::Wait { .. } => self.wait(),
+            Op::Phase { idx, .. } => self.mark(Mark::Phase, *idx),
+            Op::PhaseEnd { .. } => self.mark(Mark::PhaseEnd, 0),
+            Op::Pagemap { idx, .. } => self.pagemap(*idx),
+            Op::Memcg { cg, .. } => self.memcg_move(*cg),
+            Op::MemcgReclaim { cg, amount, .. } => self.memcg_reclaim(*cg, *amount),
+            Op::MemcgLimit { cg, limit, .. } => self.memcg_limit(*cg, *limit),
             Op::Io {
-                step,
-                file,
-                call,
-                offset,
-                len,
-                chunk,
-                count,
-                fsync,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let fd = self.fds[*file as usize];
-                for _ in 0..*count {
-                    if let Err(e) = self.io_pass(fd, *call, *offset, *len, *chunk) {
-                        self.fail(Failure::Io, e);
-                    }
-                }
-                if *fsync && !sys::fsync(fd) {
-                    self.fail(Failure::Io, errno());
-                }
-            }
+                file, count, fsync, ..
+            } => self.io(op, *file, *count, *fsync),
             Op::Threads {
                 step,
                 sleep,
                 threads,
             } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                for (t, ops) in self.threads.iter().zip(threads) {
-                    if let Err(e) = t.run(ops, *sleep) {
-                        self.fail(Failure::Affinity, e);
-                    }
-                }
-                self.live_threads = threads.len();
+                self.run_threads(*sleep, threads);
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
             }
-            Op::Join { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                for t in &self.threads[..self.live_threads] {
-                    t.join();
-                }
-                self.live_threads = 0;
+            Op::Join { .. } => self.join_threads(),
+            Op::ForceEmpty { cg, .. } => self.force_empty(*cg),
+        }
+    }
+
+    /// An mmap step (`op`) of `size` bytes: map region `region`, apply
+    /// `advise` and tell the engine where it is.
+    fn mmap(&mut self, op: &Op, region: u32, size: u64, advise: &[Madv]) {
+        let r = self.map(op);
+        self.regions[region as usize] = r;
+        for &a in advise {
+            match r.madvise(0, size, a.raw()) {
+                Ok(true) => {}
+                Ok(false) => self.fail(Failure::Madvise, errno()),
+                Err(e) => self.fail(Failure::BadOffset, e.0),
             }
-            Op::ForceEmpty { step, cg } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                if let Some(f) = &self.cgroups[*cg as usize].force_empty {
-                    self.reclaim_write(f, b"0\n", Failure::ForceEmpty);
-                } else {
-                    self.fail(Failure::ForceEmpty, libc::ENOENT as u64);
+        }
+        send(
+            self.msg_w,
+            &Msg::Mapped {
+                region,
+                addr: r.addr(),
+                len: size,
+            },
+        );
+    }
+
+    /// The mmap(2) of an mmap step (`op`, an `Op::Mmap`), with its file
+    /// opened for the call.
+    fn map(&self, op: &Op) -> Region {
+        let &Op::Mmap {
+            flags,
+            prot,
+            file,
+            size,
+            file_offset,
+            hint,
+            ..
+        } = op
+        else {
+            return Region::NONE;
+        };
+        let mut fd = -1;
+        if let Some(fi) = file {
+            let oflags = if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 {
+                libc::O_RDWR
+            } else {
+                libc::O_RDONLY
+            };
+            fd = sys::open_raw(&self.paths[fi as usize], oflags);
+            if fd < 0 {
+                self.fail(Failure::Open, errno());
+            }
+        }
+        let r = Region::map(hint, size as usize, prot, flags, fd, file_offset);
+        let err = errno();
+        if fd >= 0 {
+            sys::close(fd);
+        }
+        let Some(r) = r else {
+            self.fail(Failure::Mmap, err);
+        };
+        r
+    }
+
+    /// A pagemap step: the engine reads our pagemap while we wait.
+    fn pagemap(&mut self, idx: u32) {
+        // The phase's clocks keep running across the engine's read.
+        let (wall, cpu) = (self.t_wall, self.t_cpu);
+        self.sync(&Msg::Pagemap { idx });
+        self.t_wall = wall;
+        self.t_cpu = cpu;
+    }
+
+    /// A memcg step: move this process into memory cgroup `cg`.
+    fn memcg_move(&self, cg: u32) {
+        // "0" moves the writing process (cgroup_procs_write_start).
+        if let Err(e) = write_file(&self.cgroups[cg as usize].procs, b"0\n") {
+            self.fail(Failure::MemcgMove, e);
+        }
+    }
+
+    /// A memcg_reclaim step: have cgroup `cg` reclaim `amount` bytes.
+    fn memcg_reclaim(&self, cg: u32, amount: u64) {
+        let c = &self.cgroups[cg as usize];
+        let mut buf = [0u8; 24];
+        match &c.reclaim {
+            Some(reclaim) => {
+                self.reclaim_write(reclaim, fmt_u64(amount, &mut buf), Failure::MemcgReclaim)
+            }
+            None => {
+                // cgroup v1: lower the limit below the usage by the amount
+                // (the kernel reclaims until the usage fits), then put it
+                // back.
+                let usage = match read_u64(&c.usage) {
+                    Ok(u) => u,
+                    Err(e) => self.fail(Failure::MemcgUsage, e),
+                };
+                let target = fmt_u64(usage.saturating_sub(amount), &mut buf);
+                self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
+                if let Err(e) = write_file(&c.limit, &c.restore_limit) {
+                    self.fail(Failure::MemcgLimit, e);
                 }
             }
         }
+    }
+
+    /// A memcg_limit step: set cgroup `cg`'s limit (None: no limit).
+    fn memcg_limit(&self, cg: u32, limit: Option<u64>) {
+        let c = &self.cgroups[cg as usize];
+        let mut buf = [0u8; 24];
+        let data = match limit {
+            Some(l) => fmt_u64(l, &mut buf),
+            None => c.unlimited,
+        };
+        match write_file(&c.limit, data) {
+            Ok(()) => {}
+            Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
+            Err(e) => self.fail(Failure::MemcgLimit, e),
+        }
+    }
+
+    /// A force_empty step on cgroup `cg` (cgroup v1).
+    fn force_empty(&self, cg: u32) {
+        if let Some(f) = &self.cgroups[cg as usize].force_empty {
+            self.reclaim_write(f, b"0\n", Failure::ForceEmpty);
+        } else {
+            self.fail(Failure::ForceEmpty, libc::ENOENT as u64);
+        }
+    }
+
+    /// An I/O step (`op`, an `Op::Io`) on `[[file]]` `file`: `count`
+    /// passes, then an fsync if asked.
+    fn io(&mut self, op: &Op, file: u32, count: u32, fsync: bool) {
+        let &Op::Io {
+            call,
+            offset,
+            len,
+            chunk,
+            ..
+        } = op
+        else {
+            return;
+        };
+        let fd = self.fds[file as usize];
+        for _ in 0..count {
+            if let Err(e) = self.io_pass(fd, call, offset, len, chunk) {
+                self.fail(Failure::Io, e);
+            }
+        }
+        if fsync && !sys::fsync(fd) {
+            self.fail(Failure::Io, errno());
+        }
+    }
+
+    /// A threads step: each scenario thread runs its steps.
+    fn run_threads(&mut self, sleep: bool, threads: &[Vec<Op>]) {
+        for (t, ops) in self.threads.iter().zip(threads) {
+            if let Err(e) = t.run(ops, sleep) {
+                self.fail(Failure::Affinity, e);
+            }
+        }
+        self.live_threads = threads.len();
+    }
+
+    /// A join step: the threads of the last threads step stop.
+    fn join_threads(&mut self) {
+        for t in &self.threads[..self.live_threads] {
+            t.join();
+        }
+        self.live_threads = 0;
     }
 
     /// One pass of an I/O step: calls of `chunk` bytes over
@@ -1273,12 +1299,7 @@ impl Proc<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn anon(pages: u64) -> Region {
-        let rw = libc::PROT_READ | libc::PROT_WRITE;
-        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-        Region::map(0, (pages * PAGE_SIZE) as usize, rw, flags, -1, 0).expect("mmap")
-    }
+    use crate::sys::tests::anon;
 
     #[test]
     fn a_touch_stops_at_the_first_access_outside_its_region() {
