@@ -182,9 +182,9 @@ fn trim_engine_cpumask() {
     let Ok(m) = sys::Mapping::anon(4 << 20) else {
         return;
     };
-    // SAFETY: advice on our own fresh mapping (no THP: a PTE table).
-    unsafe { libc::madvise(m.addr, m.len, libc::MADV_NOHUGEPAGE) };
-    sys::touch_anon(&m);
+    // No THP: a PTE table.
+    m.madvise(libc::MADV_NOHUGEPAGE);
+    m.touch_all();
     drop(m);
 }
 
@@ -295,6 +295,10 @@ fn error_message(
         Failure::Affinity => {
             format!("sched_setaffinity of a scenario thread to its CPU failed: {errno}")
         }
+        Failure::BadOffset => format!(
+            "the step's range (to offset {err:#x}) is not inside its region, or a word is not \
+             8-byte aligned: the compiled workload is inconsistent"
+        ),
         Failure::Rseq => format!(
             "unregistering glibc's rseq area (so the kernel never writes it copy-on-write after a fork) failed: {errno}"
         ),
@@ -304,6 +308,9 @@ fn error_message(
 
 /// Counters at the start of a phase: the system-wide ones last, so that
 /// nothing the engine does lands inside the phase.
+/// `snap_start` or `snap_end`.
+type SnapFn = fn(i32, &[u64], &Overhead, Option<&Counters>, Option<&Cgroups>) -> Snap;
+
 fn snap_start(
     pid: i32,
     tids: &[u64],
@@ -389,7 +396,7 @@ fn warm_host_memory(bytes: u64) {
         return;
     }
     if let Ok(m) = sys::Mapping::anon(bytes as usize) {
-        sys::touch_anon(&m);
+        m.touch_all();
     }
 }
 
@@ -542,57 +549,104 @@ fn limit_step_cgroup(ops: &[foliosim_workload::Op], step: u64) -> Option<u32> {
 
 /// Run the workload once.
 pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError> {
-    let mut flags = KpageFlags::open()
+    let flags = KpageFlags::open()
         .map_err(|e| NativeError::Refused(format!("cannot read /proc/kpageflags: {e}")))?;
     if let Some(c) = ctx.cgroups {
         c.create(ctx.guard, ctx.plan)?;
     }
     let wl = spawn(ctx)?;
-    let mut missing = Vec::new();
-    let mut perf: Option<Counters> = None;
-    let mut regions: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    // Named regions whose mmap step asked for a folio map (`map = true`).
-    let mut mapped: std::collections::BTreeSet<String> = Default::default();
-    let mut tids: Vec<u64> = Vec::new();
-    let mut overhead = Overhead::default();
-    let mut open: Option<OpenPhase> = None;
-    let mut phases = Vec::new();
-    let mut not_warm = None;
-    let mut last_warm: Option<std::time::Instant> = None;
-    let all_files_warm = !ctx.files.is_empty() && ctx.files.iter().all(HostFile::warm);
-    // `memcg/<n>/limit_write_ebusy`: memcg_limit writes that failed so far
-    // (every cgroup's count is 0 until then).
-    let mut limit_busy: BTreeMap<String, i64> = ctx
-        .cgroups
-        .map(|c| {
-            (0..c.wl.len())
-                .map(|n| (format!("memcg/{n}/limit_write_ebusy"), 0))
-                .collect()
-        })
-        .unwrap_or_default();
-    loop {
-        match wl.recv()? {
+    let mut f = Follow::new(ctx, reruns, flags);
+    while f.on_msg(&wl, wl.recv()?)? {}
+    drop(wl);
+    let errs = ctx.guard.remove_cgroups();
+    if !errs.is_empty() {
+        return Err(io_err("removing the memory cgroups", errs.join("; ")));
+    }
+    Ok(Attempt {
+        phases: f.phases,
+        not_warm: f.not_warm,
+        missing: f.missing,
+    })
+}
+
+/// What the engine keeps while it follows the messages of one attempt's
+/// workload.
+struct Follow<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    /// Attempts before this one (counted as repopulations).
+    reruns: u64,
+    flags: KpageFlags,
+    missing: Vec<(String, String)>,
+    perf: Option<Counters>,
+    regions: BTreeMap<String, (u64, u64)>,
+    /// Named regions whose mmap step asked for a folio map (`map = true`).
+    mapped: std::collections::BTreeSet<String>,
+    tids: Vec<u64>,
+    overhead: Overhead,
+    open: Option<OpenPhase>,
+    phases: Vec<Phase>,
+    not_warm: Option<String>,
+    last_warm: Option<std::time::Instant>,
+    all_files_warm: bool,
+    /// `memcg/<n>/limit_write_ebusy`: memcg_limit writes that failed so
+    /// far (every cgroup's count is 0 until then).
+    limit_busy: BTreeMap<String, i64>,
+}
+
+impl<'c, 'a> Follow<'c, 'a> {
+    fn new(ctx: &'c Ctx<'a>, reruns: u64, flags: KpageFlags) -> Self {
+        let limit_busy = ctx
+            .cgroups
+            .map(|c| {
+                (0..c.wl.len())
+                    .map(|n| (format!("memcg/{n}/limit_write_ebusy"), 0))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Follow {
+            ctx,
+            reruns,
+            flags,
+            missing: Vec::new(),
+            perf: None,
+            regions: BTreeMap::new(),
+            mapped: Default::default(),
+            tids: Vec::new(),
+            overhead: Overhead::default(),
+            open: None,
+            phases: Vec::new(),
+            not_warm: None,
+            last_warm: None,
+            all_files_warm: !ctx.files.is_empty() && ctx.files.iter().all(HostFile::warm),
+            limit_busy,
+        }
+    }
+
+    /// Act on one message; false once the workload's steps are done.
+    fn on_msg(&mut self, wl: &Workload<'_>, msg: Msg) -> Result<bool, NativeError> {
+        let ctx = self.ctx;
+        match msg {
             Msg::Ready { .. } => {
-                perf = Some(Counters::open(wl.pid, ctx.events, &mut missing));
+                self.perf = Some(Counters::open(wl.pid, ctx.events, &mut self.missing));
                 wl.go()?;
             }
             Msg::Mapped { region, addr, len } => {
                 let decl = &ctx.plan.regions[region as usize];
-                regions.insert(decl.name.clone(), (addr, len));
+                self.regions.insert(decl.name.clone(), (addr, len));
                 if decl.map {
-                    mapped.insert(decl.name.clone());
+                    self.mapped.insert(decl.name.clone());
                 } else {
-                    mapped.remove(&decl.name);
+                    self.mapped.remove(&decl.name);
                 }
             }
-            Msg::Thread { tid, .. } => tids.push(tid),
+            Msg::Thread { tid, .. } => self.tids.push(tid),
             Msg::Overhead { minflt, majflt } => {
-                overhead.faults.0 += minflt;
-                overhead.faults.1 += majflt;
+                self.overhead.faults.0 += minflt;
+                self.overhead.faults.1 += majflt;
             }
             Msg::OverheadEvent { event, count } => {
                 if let Some(e) = ctx.events.events.get(event as usize) {
-                    *overhead.events.entry(e.name.clone()).or_insert(0) += count;
+                    *self.overhead.events.entry(e.name.clone()).or_insert(0) += count;
                 }
             }
             Msg::Error {
@@ -603,24 +657,12 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 pid,
             } => return Err(error_message(ctx, step, why, err, addr, pid)),
             Msg::Pagemap { idx } => {
-                pagemap_step(ctx, wl.pid, idx as usize, &regions, open.as_mut())?;
+                pagemap_step(ctx, wl.pid, idx as usize, &self.regions, self.open.as_mut())?;
                 wl.go()?;
             }
             Msg::Note {
                 step, what, err, ..
-            } => {
-                if what == Notice::LimitBusy {
-                    if let Some(cg) = limit_step_cgroup(&ctx.plan.root, step) {
-                        *limit_busy
-                            .entry(format!("memcg/{cg}/limit_write_ebusy"))
-                            .or_insert(0) += 1;
-                    }
-                }
-                foliosim_uapi::note!(
-                    "foliosim native: note: {}",
-                    note_message(ctx, step, what, err)
-                )
-            }
+            } => self.note(step, what, err),
             Msg::Mark {
                 mark,
                 phase: idx,
@@ -628,76 +670,117 @@ pub(crate) fn attempt(ctx: &Ctx<'_>, reruns: u64) -> Result<Attempt, NativeError
                 cpu_ns,
                 pid,
             } => {
-                if let Some(o) = open.take() {
-                    let mut end = snap_end(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
-                    end.global.extend(limit_busy.clone());
-                    let owner = o.pid;
-                    let mut phase =
-                        end_phase(ctx, owner, o, end, (wall_ns, cpu_ns), &regions, &mut flags)?;
-                    phase.maps = folio_maps(owner, &regions, &mapped, &mut flags)?;
-                    let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
-                    if !changed.is_empty() {
-                        return Err(NativeError::Changed(format!(
-                            "during phase {}: {}",
-                            phase.name,
-                            changed.join("; ")
-                        )));
-                    }
-                    if not_warm.is_none() {
-                        if let Some(why) = warm_check(ctx.files) {
-                            not_warm = Some(format!("after phase {}: {why}", phase.name));
-                        } else if let Some(&maj) = phase.counters.get("major-faults") {
-                            if all_files_warm && maj != 0 {
-                                not_warm =
-                                    Some(format!("phase {} had {maj} major faults", phase.name));
-                            }
-                        }
-                    }
-                    phases.push(phase);
+                if let Some(o) = self.open.take() {
+                    self.close_phase(wl, o, (wall_ns, cpu_ns))?;
                 }
                 match mark {
                     Mark::Phase => {
-                        let name = ctx.plan.phases[idx as usize].clone();
-                        // Free page reporting hands memory back after ~2 s.
-                        if last_warm.is_none_or(|t| t.elapsed().as_millis() > 1000) {
-                            warm_host_memory(ctx.warm_bytes);
-                            last_warm = Some(std::time::Instant::now());
-                        }
-                        let mut repopulated = reruns;
-                        for _ in 0..3 {
-                            let n = repopulate(ctx.files)?;
-                            if n == 0 {
-                                break;
-                            }
-                            repopulated += n;
-                        }
-                        let mut start =
-                            snap_start(wl.pid, &tids, &overhead, perf.as_ref(), ctx.cgroups);
-                        start.global.extend(limit_busy.clone());
-                        open = Some(OpenPhase {
-                            name,
-                            pid: pid as i32,
-                            start,
-                            repopulated,
-                            pagemap: BTreeMap::new(),
-                            pagemap_raw: BTreeMap::new(),
-                        });
+                        self.open_phase(wl, idx, pid)?;
                         wl.go()?;
                     }
                     Mark::PhaseEnd => wl.go()?,
-                    Mark::End => break,
+                    Mark::End => return Ok(false),
                 }
             }
         }
+        Ok(true)
     }
-    drop(wl);
-    let errs = ctx.guard.remove_cgroups();
-    if !errs.is_empty() {
-        return Err(io_err("removing the memory cgroups", errs.join("; ")));
+
+    /// The counters `snap` (`snap_start` or `snap_end`) reads of workload
+    /// `pid`, with the memcg_limit EBUSY counts.
+    fn snap(&self, pid: i32, snap: SnapFn) -> Snap {
+        let mut s = snap(
+            pid,
+            &self.tids,
+            &self.overhead,
+            self.perf.as_ref(),
+            self.ctx.cgroups,
+        );
+        s.global.extend(self.limit_busy.clone());
+        s
     }
-    Ok(Attempt {
-        phases,
-        not_warm,
-        missing,
-    })
+
+    /// A notice from the workload: said on stderr (and counted, for a
+    /// memcg_limit write that met EBUSY).
+    fn note(&mut self, step: u64, what: Notice, err: u64) {
+        if what == Notice::LimitBusy {
+            if let Some(cg) = limit_step_cgroup(&self.ctx.plan.root, step) {
+                *self
+                    .limit_busy
+                    .entry(format!("memcg/{cg}/limit_write_ebusy"))
+                    .or_insert(0) += 1;
+            }
+        }
+        foliosim_uapi::note!(
+            "foliosim native: note: {}",
+            note_message(self.ctx, step, what, err)
+        )
+    }
+
+    /// Measure the end of phase `o` and keep it; note whether the page
+    /// cache stayed warm through it.
+    fn close_phase(
+        &mut self,
+        wl: &Workload<'_>,
+        o: OpenPhase,
+        times: (u64, u64),
+    ) -> Result<(), NativeError> {
+        let ctx = self.ctx;
+        let end = self.snap(wl.pid, snap_end);
+        let owner = o.pid;
+        let mut phase = end_phase(ctx, owner, o, end, times, &self.regions, &mut self.flags)?;
+        phase.maps = folio_maps(owner, &self.regions, &self.mapped, &mut self.flags)?;
+        let changed = host::settings_diff(ctx.settings, &host::settings_snapshot());
+        if !changed.is_empty() {
+            return Err(NativeError::Changed(format!(
+                "during phase {}: {}",
+                phase.name,
+                changed.join("; ")
+            )));
+        }
+        if self.not_warm.is_none() {
+            if let Some(why) = warm_check(ctx.files) {
+                self.not_warm = Some(format!("after phase {}: {why}", phase.name));
+            } else if let Some(&maj) = phase.counters.get("major-faults") {
+                if self.all_files_warm && maj != 0 {
+                    self.not_warm = Some(format!("phase {} had {maj} major faults", phase.name));
+                }
+            }
+        }
+        self.phases.push(phase);
+        Ok(())
+    }
+
+    /// Open phase `idx`, marked by process `pid`: warm host memory and
+    /// the page cache, then measure its start.
+    fn open_phase(&mut self, wl: &Workload<'_>, idx: u32, pid: u64) -> Result<(), NativeError> {
+        let ctx = self.ctx;
+        let name = ctx.plan.phases[idx as usize].clone();
+        // Free page reporting hands memory back after ~2 s.
+        if self
+            .last_warm
+            .is_none_or(|t| t.elapsed().as_millis() > 1000)
+        {
+            warm_host_memory(ctx.warm_bytes);
+            self.last_warm = Some(std::time::Instant::now());
+        }
+        let mut repopulated = self.reruns;
+        for _ in 0..3 {
+            let n = repopulate(ctx.files)?;
+            if n == 0 {
+                break;
+            }
+            repopulated += n;
+        }
+        let start = self.snap(wl.pid, snap_start);
+        self.open = Some(OpenPhase {
+            name,
+            pid: pid as i32,
+            start,
+            repopulated,
+            pagemap: BTreeMap::new(),
+            pagemap_raw: BTreeMap::new(),
+        });
+        Ok(())
+    }
 }

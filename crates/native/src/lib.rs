@@ -422,12 +422,47 @@ fn run_guarded(
     } else {
         perf::none_counted(perf::UNTRACED)
     };
+    let (files, paths) = create_files(sc, &dir)?;
+    let ctx = engine::Ctx {
+        plan,
+        files: &files,
+        paths: &paths,
+        events: &events,
+        guard: g,
+        cpu: *cpu,
+        thread_cpus,
+        warm_bytes: plan.anon_bytes.min(1 << 30),
+        settings: &settings,
+        cgroups: cgroups.as_ref(),
+    };
+    let attempt = attempt_until_warm(&ctx, &files)?;
+    let after = host::settings_snapshot();
+    let changed = host::settings_diff(&settings, &after);
+    if !changed.is_empty() {
+        return Err(NativeError::Changed(changed.join("; ")));
+    }
+    let phases = finish_phases(sc, &events, attempt);
+    Ok(Report {
+        scenario: sc.name.clone(),
+        arch: sc.system.arch.as_str().to_string(),
+        engine: "native".into(),
+        provenance: None,
+        system: sc.system.knobs.clone(),
+        phases,
+        expectations: Vec::new(),
+    })
+}
 
+/// Create the scenario's `[[file]]`s in `dir`; the files and their paths.
+fn create_files(
+    sc: &Scenario,
+    dir: &Path,
+) -> Result<(Vec<files::HostFile>, Vec<CString>), NativeError> {
     let files: Vec<files::HostFile> = sc
         .files
         .iter()
         .enumerate()
-        .map(|(i, f)| files::HostFile::new(f, i, &dir))
+        .map(|(i, f)| files::HostFile::new(f, i, dir))
         .collect();
     for f in &files {
         f.create().map_err(|e| NativeError::Io {
@@ -443,24 +478,22 @@ fn run_guarded(
             at: "native engine".into(),
             what: e.to_string(),
         })?;
-    let ctx = engine::Ctx {
-        plan,
-        files: &files,
-        paths: &paths,
-        events: &events,
-        guard: g,
-        cpu: *cpu,
-        thread_cpus,
-        warm_bytes: plan.anon_bytes.min(1 << 30),
-        settings: &settings,
-        cgroups: cgroups.as_ref(),
-    };
+    Ok((files, paths))
+}
 
-    const ATTEMPTS: u64 = 3;
+/// Attempts at most, while the warm page cache does not stay warm.
+const ATTEMPTS: u64 = 3;
+
+/// Run the workload until an attempt kept the page cache warm, or
+/// `ATTEMPTS` times.
+fn attempt_until_warm(
+    ctx: &engine::Ctx<'_>,
+    files: &[files::HostFile],
+) -> Result<engine::Attempt, NativeError> {
     let mut reruns = 0;
-    let attempt = loop {
-        engine::repopulate(&files)?;
-        let a = engine::attempt(&ctx, reruns)?;
+    loop {
+        engine::repopulate(files)?;
+        let a = engine::attempt(ctx, reruns)?;
         match &a.not_warm {
             Some(why) if reruns + 1 < ATTEMPTS => {
                 foliosim_uapi::note!(
@@ -469,18 +502,48 @@ fn run_guarded(
                 );
                 reruns += 1;
             }
-            _ => break a,
+            _ => return Ok(a),
         }
-    };
-    let after = host::settings_snapshot();
-    let changed = host::settings_diff(&settings, &after);
-    if !changed.is_empty() {
-        return Err(NativeError::Changed(changed.join("; ")));
     }
+}
 
-    let mut missing = events.missing.clone();
-    missing.extend(attempt.missing.iter().cloned());
+/// The attempt's phases with `native/missing_counters` (and
+/// `native/not_warm`) added; what the host could not count, and a page
+/// cache that stayed cold, are said on stderr.
+fn finish_phases(
+    sc: &Scenario,
+    events: &perf::Events,
+    attempt: engine::Attempt,
+) -> Vec<foliosim_report::Phase> {
     let mut phases = attempt.phases;
+    let missing = missing_counters(sc, events, &attempt.missing, &phases);
+    for p in &mut phases {
+        p.counters
+            .insert("native/missing_counters".into(), missing.len() as i64);
+        if attempt.not_warm.is_some() {
+            p.counters.insert("native/not_warm".into(), 1);
+        }
+    }
+    if let Some(why) = &attempt.not_warm {
+        foliosim_uapi::note!(
+            "foliosim native: warning: the page cache was still not warm after {ATTEMPTS} \
+             attempts ({why}); counters marked native/not_warm = 1"
+        );
+    }
+    phases
+}
+
+/// Every counter the host could not provide, with why (sorted, each
+/// once), as the tracepoints, the attempt and the first phase show; said
+/// on stderr.
+fn missing_counters(
+    sc: &Scenario,
+    events: &perf::Events,
+    in_attempt: &[(String, String)],
+    phases: &[foliosim_report::Phase],
+) -> Vec<(String, String)> {
+    let mut missing = events.missing.clone();
+    missing.extend(in_attempt.iter().cloned());
     if let Some(p) = phases.first() {
         for n in EXPECTED_VMSTAT {
             if !p.counters.contains_key(n) {
@@ -521,26 +584,5 @@ fn run_guarded(
             list.join(", ")
         );
     }
-    for p in &mut phases {
-        p.counters
-            .insert("native/missing_counters".into(), missing.len() as i64);
-        if attempt.not_warm.is_some() {
-            p.counters.insert("native/not_warm".into(), 1);
-        }
-    }
-    if let Some(why) = &attempt.not_warm {
-        foliosim_uapi::note!(
-            "foliosim native: warning: the page cache was still not warm after {ATTEMPTS} \
-             attempts ({why}); counters marked native/not_warm = 1"
-        );
-    }
-    Ok(Report {
-        scenario: sc.name.clone(),
-        arch: sc.system.arch.as_str().to_string(),
-        engine: "native".into(),
-        provenance: None,
-        system: sc.system.knobs.clone(),
-        phases,
-        expectations: Vec::new(),
-    })
+    missing
 }

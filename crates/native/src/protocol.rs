@@ -50,10 +50,13 @@ pub(crate) enum Failure {
     /// A read, write, lseek or fsync of an I/O step failed (or read less
     /// than the file holds).
     Io,
+    /// A step's range is not inside its region, or a word touch's offset
+    /// is not a multiple of 8 (the offset of the range's end in `err`).
+    BadOffset,
 }
 
 impl Failure {
-    const ALL: [Failure; 17] = [
+    const ALL: [Failure; 18] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -71,6 +74,7 @@ impl Failure {
         Failure::Affinity,
         Failure::Rseq,
         Failure::Io,
+        Failure::BadOffset,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {

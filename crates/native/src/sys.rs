@@ -189,59 +189,60 @@ pub(crate) fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     set
 }
 
-/// An anonymous or file mapping unmapped on drop.
+/// An anonymous or file mapping of the engine, unmapped on drop.
+///
+/// Invariant: `[addr, addr + len)` is a mapping the kernel made for this
+/// value alone; nothing else refers into it.
 pub(crate) struct Mapping {
-    pub addr: *mut libc::c_void,
-    pub len: usize,
+    addr: *mut libc::c_void,
+    len: usize,
 }
 
 impl Mapping {
-    pub(crate) fn anon(len: usize) -> io::Result<Mapping> {
-        // SAFETY: a fresh anonymous mapping at an address the kernel chooses
-        // aliases nothing.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
+    fn new(len: usize, prot: i32, flags: i32, fd: RawFd) -> io::Result<Mapping> {
+        let addr = mmap(0, len, prot, flags, fd, 0);
         if addr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
         Ok(Mapping { addr, len })
+    }
+
+    pub(crate) fn anon(len: usize) -> io::Result<Mapping> {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        Mapping::new(len, rw, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)
     }
 
     /// A read-only shared mapping of a file (for mincore; it maps nothing
     /// until touched).
     pub(crate) fn file_ro(fd: &impl AsRawFd, len: usize) -> io::Result<Mapping> {
-        // SAFETY: a fresh read-only mapping chosen by the kernel aliases
-        // nothing we hold.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping { addr, len })
+        Mapping::new(len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd())
     }
 
     /// Residency of every page (mincore).
     pub(crate) fn mincore(&self) -> io::Result<Vec<u8>> {
-        let mut v = vec![0u8; self.len.div_ceil(4096)];
+        let mut v = vec![0u8; self.len.div_ceil(foliosim_uapi::PAGE_SIZE as usize)];
         // SAFETY: the range is our mapping and `v` has one byte per page.
         cvt(unsafe { libc::mincore(self.addr, self.len, v.as_mut_ptr()) })?;
         Ok(v)
+    }
+
+    /// madvise(2) `advice` on the whole mapping; false on failure.
+    pub(crate) fn madvise(&self, advice: i32) -> bool {
+        // SAFETY: advice on our own mapping, which nothing refers into.
+        unsafe { libc::madvise(self.addr, self.len, advice) == 0 }
+    }
+
+    /// Write one byte to every page of an anonymous mapping (warming host
+    /// memory, docs/fidelity.md, "Host behaviours").
+    pub(crate) fn touch_all(&self) {
+        let base = self.addr as *mut u8;
+        let mut off = 0;
+        while off < self.len {
+            // SAFETY: `off` is inside our mapping, which nothing else refers
+            // into; an anonymous mapping is writable.
+            unsafe { std::ptr::write_volatile(base.add(off), 1) };
+            off += foliosim_uapi::PAGE_SIZE as usize;
+        }
     }
 }
 
@@ -249,18 +250,6 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: we own the mapping and nothing refers into it any more.
         unsafe { libc::munmap(self.addr, self.len) };
-    }
-}
-
-/// Write one byte to every page of an anonymous mapping (warming host
-/// memory, docs/fidelity.md, "Host behaviours").
-pub(crate) fn touch_anon(m: &Mapping) {
-    let base = m.addr as *mut u8;
-    let mut off = 0;
-    while off < m.len {
-        // SAFETY: `off` is inside the writable anonymous mapping `m`.
-        unsafe { std::ptr::write_volatile(base.add(off), 1) };
-        off += 4096;
     }
 }
 
@@ -651,96 +640,235 @@ pub(crate) fn thread_stack() -> Option<(usize, usize)> {
     ok.then_some((addr as usize, size))
 }
 
-// Memory of the workload's own mappings. The addresses are those of
-// mappings the workload made for the scenario (or its own program, stack
-// and tables), which no Rust reference points into; a bad address raises
-// SIGSEGV/SIGBUS, a modelled outcome the fault reporter turns into an
-// error, never undefined behaviour Rust could observe.
+// Memory of the workload's own mappings. Safe code never names a raw
+// address here: a scenario region is a `Region` only `Region::map` makes,
+// and every access names an offset the region checks against its length.
+// What lies at a checked offset is the kernel's business: a range the
+// scenario unmapped or protected, a file page past the end of the file, or
+// a region a child did not inherit (MADV_DONTFORK) faults with SIGSEGV or
+// SIGBUS, the modelled outcome the fault reporter turns into the step's
+// error (`catch_fault_signals`). Memory the workload owns otherwise (its
+// program's file mappings, stack and tables) is reached only through
+// `populate`, which changes no byte, `FileMapping` and `rewrite_u8`, whose
+// callers vouch for the address.
 
-/// mmap(2) without MAP_FIXED; None when it failed (errno says why).
-#[inline]
-pub(crate) fn mmap_raw(
-    hint: u64,
-    len: usize,
-    prot: i32,
-    flags: i32,
-    fd: RawFd,
-    off: u64,
-) -> Option<u64> {
-    // SAFETY: without MAP_FIXED the hint is only a hint: the kernel picks a
-    // free range, which aliases nothing of ours.
-    let addr = unsafe {
+/// mmap(2) with `flags` as given; the address, or MAP_FAILED.
+fn mmap(hint: u64, len: usize, prot: i32, flags: i32, fd: RawFd, off: u64) -> *mut libc::c_void {
+    // SAFETY: callers never pass MAP_FIXED, so the hint is only a hint: the
+    // kernel picks a free range, which aliases nothing of ours.
+    unsafe {
         libc::mmap(
             hint as *mut libc::c_void,
             len,
             prot,
-            flags & !libc::MAP_FIXED,
+            flags,
             fd,
             off as libc::off_t,
         )
+    }
+}
+
+/// An offset range outside a region (`Region`), or a word offset not a
+/// multiple of 8: the offset of its end (of the word, when misaligned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BadOffset(pub u64);
+
+/// A scenario region of a workload process: `len` bytes at `addr` that
+/// `map` mapped in this process or an ancestor it forked from.
+///
+/// Invariant: no Rust object lives in `[addr, addr + len)`. The workload
+/// makes no mapping but scenario regions once its steps run (it allocates
+/// nothing then), so whatever the kernel maps in that range after an unmap
+/// is another scenario region, never memory Rust code refers to; an access
+/// of an unmapped page there faults (see above) instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Region {
+    addr: u64,
+    len: u64,
+}
+
+impl Region {
+    /// A region not mapped (yet): every access is out of range.
+    pub(crate) const NONE: Region = Region { addr: 0, len: 0 };
+
+    /// mmap(2) without MAP_FIXED (the hint is only a hint); None when it
+    /// failed (errno says why). Allocates nothing.
+    #[inline]
+    pub(crate) fn map(
+        hint: u64,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: RawFd,
+        off: u64,
+    ) -> Option<Region> {
+        let addr = mmap(hint, len, prot, flags & !libc::MAP_FIXED, fd, off);
+        (addr != libc::MAP_FAILED).then_some(Region {
+            addr: addr as u64,
+            len: len as u64,
+        })
+    }
+
+    /// The address the kernel mapped the region at.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The address of `[offset, offset + len)` of the region, if inside.
+    #[inline(always)]
+    fn at(&self, offset: u64, len: u64) -> Result<u64, BadOffset> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(self.addr + offset),
+            Some(end) => Err(BadOffset(end)),
+            None => Err(BadOffset(u64::MAX)),
+        }
+    }
+
+    /// munmap(2) of `[offset, offset + len)`; Ok(false) when the call
+    /// failed (errno says why).
+    #[inline]
+    pub(crate) fn munmap(&self, offset: u64, len: u64) -> Result<bool, BadOffset> {
+        let a = self.at(offset, len)?;
+        // SAFETY: the range is inside the region, where no Rust object
+        // lives (the invariant).
+        Ok(unsafe { libc::munmap(a as *mut libc::c_void, len as usize) } == 0)
+    }
+
+    /// madvise(2) `advice` on `[offset, offset + len)`; Ok(false) when the
+    /// call failed (errno says why).
+    #[inline]
+    pub(crate) fn madvise(&self, offset: u64, len: u64, advice: i32) -> Result<bool, BadOffset> {
+        let a = self.at(offset, len)?;
+        // SAFETY: advice (even MADV_DONTNEED, which zeroes) on a range
+        // inside the region, where no Rust object lives (the invariant).
+        Ok(unsafe { libc::madvise(a as *mut libc::c_void, len as usize, advice) } == 0)
+    }
+
+    /// Store `v` at byte `offset`.
+    #[inline(always)]
+    pub(crate) fn store_u8(&self, offset: u64, v: u8) -> Result<(), BadOffset> {
+        let a = self.at(offset, 1)?;
+        // SAFETY: a byte inside the region, where no Rust object lives (the
+        // invariant); an unmapped or read-only page faults instead.
+        unsafe { std::ptr::write_volatile(a as *mut u8, v) };
+        Ok(())
+    }
+
+    /// Load the byte at `offset`.
+    #[inline(always)]
+    pub(crate) fn load_u8(&self, offset: u64) -> Result<u8, BadOffset> {
+        let a = self.at(offset, 1)?;
+        // SAFETY: as in `store_u8`; any byte value is a valid u8.
+        Ok(unsafe { std::ptr::read_volatile(a as *const u8) })
+    }
+
+    /// Load the 8-byte word at `offset` (a multiple of 8).
+    #[inline(always)]
+    pub(crate) fn load_u64(&self, offset: u64) -> Result<u64, BadOffset> {
+        let a = self.at(offset, 8)?;
+        if a % 8 != 0 {
+            return Err(BadOffset(offset + 8));
+        }
+        // SAFETY: an aligned word inside the region, where no Rust object
+        // lives (the invariant); any bits are a valid u64.
+        Ok(unsafe { std::ptr::read_volatile(a as *const u64) })
+    }
+}
+
+/// MADV_POPULATE_WRITE (`write`) or MADV_POPULATE_READ of `len` bytes at
+/// `addr`, any memory of this process; false on failure (errno says why).
+/// Safe for any address: populating faults pages in (writable, for a
+/// write) and changes no byte.
+#[inline]
+pub(crate) fn populate(addr: u64, len: usize, write: bool) -> bool {
+    let advice = if write {
+        libc::MADV_POPULATE_WRITE
+    } else {
+        libc::MADV_POPULATE_READ
     };
-    (addr != libc::MAP_FAILED).then_some(addr as u64)
-}
-
-/// munmap(2) of part of a scenario mapping; false on failure.
-#[inline]
-pub(crate) fn munmap(addr: u64, len: usize) -> bool {
-    // SAFETY: the range belongs to a scenario mapping (see above), which
-    // no Rust object refers to.
-    unsafe { libc::munmap(addr as *mut libc::c_void, len) == 0 }
-}
-
-/// madvise(2) on a range of the workload's own mappings; false on failure.
-#[inline]
-pub(crate) fn madvise(addr: u64, len: usize, advice: i32) -> bool {
-    // SAFETY: advice on memory of our own mappings that no Rust object
-    // refers to (or, for populate advice, that only gets its pages mapped).
+    // SAFETY: populate advice changes the contents of no byte (above).
     unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) == 0 }
-}
-
-/// mprotect(2) of one of the workload's own mappings; false on failure.
-#[inline]
-pub(crate) fn mprotect(addr: u64, len: usize, prot: i32) -> bool {
-    // SAFETY: changing the protection of a private mapping of ours that no
-    // Rust object refers to; execute permission is kept by the callers.
-    unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) == 0 }
 }
 
 /// Whether the page at `addr` is resident (mincore(2)); None on failure.
 #[inline]
 pub(crate) fn page_resident(addr: u64) -> Option<bool> {
     let mut v = 0u8;
-    // SAFETY: one byte of residency for one page.
+    // SAFETY: mincore reads no memory at `addr` and writes one byte of
+    // residency for one page into `v`.
     let r = unsafe { libc::mincore(addr as *mut libc::c_void, 4096, &mut v) };
     (r == 0).then_some(v & 1 != 0)
 }
 
-/// Store `v` at `addr` (a byte of a scenario mapping or of our own memory).
-#[inline(always)]
-pub(crate) fn store_u8(addr: u64, v: u8) {
-    // SAFETY: see the comment above `mmap_raw`.
-    unsafe { std::ptr::write_volatile(addr as *mut u8, v) };
-}
-
-/// Load the byte at `addr` (as `store_u8`).
-#[inline(always)]
-pub(crate) fn load_u8(addr: u64) -> u8 {
-    // SAFETY: see the comment above `mmap_raw`.
-    unsafe { std::ptr::read_volatile(addr as *const u8) }
-}
-
-/// Load the 8-byte word at `addr` (8-byte aligned, as `store_u8`).
-#[inline(always)]
-pub(crate) fn load_u64(addr: u64) -> u64 {
-    // SAFETY: see the comment above `mmap_raw`; callers pass aligned words.
-    unsafe { std::ptr::read_volatile(addr as *const u64) }
-}
-
 /// Rewrite the byte at `addr` with its own value (makes its page writable
-/// and private without changing it); the process is single-threaded.
+/// and private without changing it).
+///
+/// # Safety
+/// `addr` is a byte of this process's writable memory that no other
+/// thread accesses meanwhile (it may be uninitialised: it is copied as
+/// such).
 #[inline(always)]
-pub(crate) fn rewrite_u8(addr: u64) {
-    store_u8(addr, load_u8(addr));
+pub(crate) unsafe fn rewrite_u8(addr: u64) {
+    let p = addr as *mut std::mem::MaybeUninit<u8>;
+    // SAFETY: the caller's promise; a MaybeUninit copy of the byte writes
+    // back whatever it held.
+    unsafe { std::ptr::write_volatile(p, std::ptr::read_volatile(p)) };
+}
+
+/// A private file mapping of this process's own (program text and data,
+/// a library) as /proc/self/maps lists it.
+///
+/// Invariant: `[addr, addr + len)` is such a mapping with protection
+/// `prot`, no other thread runs, and the mapping stays while the value
+/// lives.
+pub(crate) struct FileMapping {
+    addr: u64,
+    len: usize,
+    prot: i32,
+}
+
+impl FileMapping {
+    /// # Safety
+    /// The invariant holds for the value made.
+    pub(crate) unsafe fn new(addr: u64, len: usize, prot: i32) -> FileMapping {
+        FileMapping { addr, len, prot }
+    }
+
+    /// Fault every page in without fault accounting (MADV_POPULATE_READ);
+    /// then whether the first page is resident.
+    pub(crate) fn populate_read(&self) -> bool {
+        populate(self.addr, self.len, false);
+        page_resident(self.addr) == Some(true)
+    }
+
+    /// Give the mapping an anon_vma, so that fork(2) copies its page
+    /// tables: rewrite its first byte with its own value (a private copy
+    /// of that page; the file is not changed), under a temporary
+    /// PROT_WRITE when the mapping is read-only. Execute permission is
+    /// kept, so code running from it keeps running. A mapping without read
+    /// permission is left alone.
+    pub(crate) fn give_anon_vma(&self) {
+        if self.prot & libc::PROT_READ == 0 {
+            return;
+        }
+        if self.prot & libc::PROT_WRITE != 0 {
+            // SAFETY: the first byte of a writable private mapping of ours;
+            // no other thread runs (the invariant).
+            unsafe { rewrite_u8(self.addr) };
+            return;
+        }
+        let p = self.addr as *mut libc::c_void;
+        // SAFETY: adding write permission to a private mapping of ours (the
+        // invariant) changes no byte and keeps execute permission.
+        if unsafe { libc::mprotect(p, self.len, self.prot | libc::PROT_WRITE) } != 0 {
+            return;
+        }
+        // SAFETY: the first byte of that mapping, writable now; no other
+        // thread runs (the invariant).
+        unsafe { rewrite_u8(self.addr) };
+        // SAFETY: back to the mapping's own protection.
+        unsafe { libc::mprotect(p, self.len, self.prot) };
+    }
 }
 
 // Scenario threads.
@@ -858,4 +986,81 @@ pub(crate) fn spawn_thread<T: Sync + 'static>(
         return Err(r as u64);
     }
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    const PAGE: u64 = 4096;
+
+    /// A fresh private anonymous region of `pages` pages.
+    pub(crate) fn anon(pages: u64) -> Region {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+        Region::map(0, (pages * PAGE) as usize, rw, flags, -1, 0).expect("mmap")
+    }
+
+    #[test]
+    fn region_accesses_inside_reach_the_mapping() {
+        let r = anon(2);
+        assert_eq!(r.load_u8(0), Ok(0), "fresh anonymous memory reads zero");
+        r.store_u8(2 * PAGE - 1, 7).unwrap();
+        assert_eq!(r.load_u8(2 * PAGE - 1), Ok(7));
+        r.store_u8(PAGE, 0xab).unwrap();
+        assert_eq!(r.load_u64(PAGE), Ok(0xab), "little-endian word");
+        assert_eq!(r.load_u64(2 * PAGE - 8), Ok(7 << 56));
+        assert_eq!(r.madvise(0, 2 * PAGE, libc::MADV_DONTNEED), Ok(true));
+        assert_eq!(r.load_u8(2 * PAGE - 1), Ok(0), "MADV_DONTNEED zeroed it");
+        assert_eq!(r.munmap(0, 2 * PAGE), Ok(true));
+    }
+
+    #[test]
+    fn region_refuses_offsets_past_its_end() {
+        let r = anon(2);
+        let len = 2 * PAGE;
+        assert_eq!(r.store_u8(len, 1), Err(BadOffset(len + 1)));
+        assert_eq!(r.load_u8(u64::MAX), Err(BadOffset(u64::MAX)));
+        assert_eq!(r.load_u64(len - 4), Err(BadOffset(len + 4)));
+        assert_eq!(r.load_u64(4), Err(BadOffset(12)), "misaligned word");
+        assert_eq!(
+            r.madvise(PAGE, 2 * PAGE, libc::MADV_DONTNEED),
+            Err(BadOffset(3 * PAGE))
+        );
+        assert_eq!(r.munmap(PAGE, u64::MAX), Err(BadOffset(u64::MAX)));
+        assert_eq!(r.munmap(len, PAGE), Err(BadOffset(len + PAGE)));
+        // Nothing was unmapped or zeroed: the region still reads back.
+        r.store_u8(len - 1, 9).unwrap();
+        assert_eq!(
+            r.madvise(len, PAGE, libc::MADV_DONTNEED),
+            Err(BadOffset(len + PAGE))
+        );
+        assert_eq!(r.load_u8(len - 1), Ok(9));
+        assert_eq!(r.munmap(0, len), Ok(true));
+    }
+
+    #[test]
+    fn an_unmapped_region_refuses_every_access() {
+        let r = Region::NONE;
+        assert_eq!(r.load_u8(0), Err(BadOffset(1)));
+        assert_eq!(r.store_u8(0, 1), Err(BadOffset(1)));
+        assert_eq!(r.load_u64(0), Err(BadOffset(8)));
+        assert_eq!(
+            r.madvise(0, PAGE, libc::MADV_DONTNEED),
+            Err(BadOffset(PAGE))
+        );
+        assert_eq!(r.munmap(0, PAGE), Err(BadOffset(PAGE)));
+        // An empty range is inside even an empty region.
+        assert_eq!(r.at(0, 0), Ok(0));
+    }
+
+    #[test]
+    fn engine_mapping_touches_every_page() {
+        let m = Mapping::anon(4 * PAGE as usize).expect("mmap");
+        assert!(m.madvise(libc::MADV_NOHUGEPAGE));
+        assert_eq!(m.mincore().unwrap(), vec![0; 4], "nothing touched yet");
+        m.touch_all();
+        let v = m.mincore().unwrap();
+        assert!(v.iter().all(|&b| b & 1 != 0), "{v:?}");
+    }
 }

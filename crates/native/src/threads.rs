@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use foliosim_workload::Op;
 
-use crate::sys::{self, futex_wait, futex_wake};
+use crate::sys::{self, futex_wait, futex_wake, Region};
 
 /// Being created.
 const T_START: u32 = 0;
@@ -58,11 +58,11 @@ pub(crate) struct ThreadCtl {
     ops: AtomicPtr<Op>,
     ops_len: AtomicUsize,
     pub tid: AtomicI32,
-    /// The main thread's region addresses (a vector that is never resized).
-    regions: *const u64,
+    /// The main thread's regions (a vector that is never resized).
+    regions: *const Region,
     nr_regions: usize,
     /// Runs a compiled thread op (the workload's step executor).
-    exec: fn(&Op, &[u64]),
+    exec: fn(&Op, &[Region]),
 }
 
 // SAFETY: `regions` points into a buffer the main thread never frees or
@@ -137,8 +137,8 @@ fn thread_main(t: &'static ThreadCtl) {
 /// Err(errno) if one cannot be created. Allocates (set-up only).
 pub(crate) fn start(
     cpus: &[usize],
-    regions: &[u64],
-    exec: fn(&Op, &[u64]),
+    regions: &[Region],
+    exec: fn(&Op, &[Region]),
 ) -> Result<Vec<Thread>, u64> {
     let mut out = Vec::with_capacity(cpus.len());
     for &cpu in cpus {

@@ -39,8 +39,9 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
-use crate::sys;
+use crate::sys::{self, BadOffset, Region};
 use foliosim_scenario::IoCall;
+use foliosim_uapi::Madv;
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
 /// At most this many tracepoint counters (crate::perf opens 13).
@@ -89,8 +90,8 @@ struct Proc<'a> {
     cgroups: &'a [WlCgroup],
     msg_w: RawFd,
     go_r: RawFd,
-    /// Address of every region this process has mapped (0 = none).
-    regions: Vec<u64>,
+    /// Every region this process has mapped (`Region::NONE`: not yet).
+    regions: Vec<Region>,
     /// Live children (capacity reserved: pushing never allocates).
     children: Vec<libc::pid_t>,
     stack_top: usize,
@@ -273,7 +274,6 @@ fn populate_file_mappings() {
         else {
             continue;
         };
-        let len = end - start;
         let mut prot = 0;
         if perms[0] == b'r' {
             prot |= libc::PROT_READ;
@@ -284,26 +284,11 @@ fn populate_file_mappings() {
         if perms[2] == b'x' {
             prot |= libc::PROT_EXEC;
         }
-        let p = start as u64;
-        sys::madvise(p, len, libc::MADV_POPULATE_READ);
-        if sys::page_resident(p) != Some(true) {
-            continue;
-        }
-        if prot & libc::PROT_READ == 0 {
-            continue;
-        }
-        if prot & libc::PROT_WRITE != 0 {
-            // The first byte of a private writable mapping of ours,
-            // rewritten with its own value.
-            sys::rewrite_u8(p);
-            continue;
-        }
-        // Our own private mapping made writable for a moment (copy-on-write;
-        // the file is not changed). Execute permission is kept, so code
-        // running from it keeps running.
-        if sys::mprotect(p, len, prot | libc::PROT_WRITE) {
-            sys::rewrite_u8(p);
-            sys::mprotect(p, len, prot);
+        // SAFETY: a private file mapping of ours as /proc/self/maps lists
+        // it, at set-up: no other thread exists yet, and nothing unmaps it.
+        let m = unsafe { sys::FileMapping::new(start as u64, end - start, prot) };
+        if m.populate_read() {
+            m.give_anon_vma();
         }
     }
 }
@@ -331,21 +316,24 @@ fn populate_write(start: usize, end: usize) -> bool {
     if e <= s {
         return true;
     }
-    sys::madvise(s as u64, e - s, libc::MADV_POPULATE_WRITE)
+    sys::populate(s as u64, e - s, true)
 }
 
 /// Make `[start, end)` writable without faulting later: populate it, or
 /// else rewrite one byte of every page with its own value (which also
 /// grows the stack mapping down if needed).
-fn warm_range(start: usize, end: usize) {
+///
+/// # Safety
+/// `[start, end)` is writable memory of this process (this thread's stack,
+/// our own tables) that no other thread accesses meanwhile.
+unsafe fn warm_range(start: usize, end: usize) {
     if populate_write(start, end) {
         return;
     }
     let mut p = start & !(PAGE - 1);
     while p < end {
-        // Inside memory of ours that the caller names (this thread's stack,
-        // our own tables), rewritten with its own value.
-        sys::rewrite_u8(p.max(start) as u64);
+        // SAFETY: a byte of `[start, end)`, the caller's promise.
+        unsafe { sys::rewrite_u8(p.max(start) as u64) };
         p += PAGE;
     }
 }
@@ -357,7 +345,9 @@ fn prefault_stack(top: usize, low: usize) {
     let here = 0u8;
     let sp = ptr::addr_of!(here) as usize;
     let lo = (sp.saturating_sub(STACK_PREFAULT).max(low)) & !(PAGE - 1);
-    warm_range(lo, top);
+    // SAFETY: this thread's stack between its lowest writable address and
+    // the workload's top frame; no other thread uses it.
+    unsafe { warm_range(lo, top) };
     std::hint::black_box(&here);
 }
 
@@ -432,54 +422,64 @@ fn fmt_u64(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
 /// The byte stores write: 1, or 0 for `access = "write-zero"`.
 static STORE_VALUE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
 
-/// One byte read or written at `addr`.
+/// One byte read or written at `offset` of region `r` (a fault there is
+/// a modelled outcome that the SIGSEGV/SIGBUS reporter turns into an
+/// error).
 #[inline(always)]
-fn access(addr: u64, write: bool) {
-    // `addr` is the first byte of a page of a region the scenario mapped
-    // here; a bad access is a modelled outcome that the SIGSEGV/SIGBUS
-    // reporter turns into an error.
+fn access(r: &Region, offset: u64, write: bool) -> Result<(), BadOffset> {
     if write {
-        sys::store_u8(addr, STORE_VALUE.load(Ordering::Relaxed));
+        r.store_u8(offset, STORE_VALUE.load(Ordering::Relaxed))
     } else {
-        sys::load_u8(addr);
+        r.load_u8(offset).map(drop)
     }
 }
 
-/// A madvise step: `advice` on `len` bytes at `start`, in consecutive
-/// madvise(2) calls of `per_call` bytes each, ascending, the last one
-/// shorter (one call when `per_call` is `len`), like the simulator. No
-/// allocation. False when a call fails (errno is that call's).
-fn madvise_calls(start: u64, len: u64, per_call: u64, advice: i32) -> bool {
+/// A madvise step: `advice` on `len` bytes at `offset` of region `r`, in
+/// consecutive madvise(2) calls of `per_call` bytes each, ascending, the
+/// last one shorter (one call when `per_call` is `len`), like the
+/// simulator. No allocation. Ok(false) when a call fails (errno is that
+/// call's).
+fn madvise_calls(
+    r: &Region,
+    offset: u64,
+    len: u64,
+    per_call: u64,
+    advice: i32,
+) -> Result<bool, BadOffset> {
     let chunk = per_call.max(1);
     let mut done = 0;
     loop {
         let n = chunk.min(len - done);
-        if !sys::madvise(start + done, n as usize, advice) {
-            return false;
+        if !r.madvise(offset + done, n, advice)? {
+            return Ok(false);
         }
         done += n;
         if done >= len {
-            return true;
+            return Ok(true);
         }
     }
 }
 
-/// The touch loops, in the simulator's order (crates/sim/src/engine.rs).
+/// The touch loops, in the simulator's order (crates/sim/src/engine.rs),
+/// over `len` bytes at `offset` of region `r`. The loops walk addresses
+/// (a page-table boundary is one of the address).
 #[inline(never)]
-fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
+fn touch(r: &Region, offset: u64, len: u64, write: bool, pat: &Pat) -> Result<(), BadOffset> {
+    let base = r.addr();
+    let start = base + offset;
     let end = start + len;
     match pat {
         Pat::Seq => {
             let mut a = start;
             while a < end {
-                access(a, write);
+                access(r, a - base, write)?;
                 a += PAGE_SIZE;
             }
         }
         Pat::Stride(s) => {
             let mut a = start;
             while a < end {
-                access(a, write);
+                access(r, a - base, write)?;
                 // A stride past the end of the address space ends the touch.
                 a = a.saturating_add(*s);
             }
@@ -487,54 +487,53 @@ fn touch(start: u64, len: u64, write: bool, pat: &Pat) {
         Pat::OnePerPt => {
             let mut a = start;
             while a < end {
-                access(a, write);
+                access(r, a - base, write)?;
                 a = (a & !(PMD_SIZE - 1)) + PMD_SIZE;
             }
         }
         Pat::Random(order) => {
             for &i in order {
-                access(start + i as u64 * PAGE_SIZE, write);
+                access(r, offset + i as u64 * PAGE_SIZE, write)?;
             }
         }
         Pat::SeqWords => {
-            let mut a = start;
-            while a < end {
-                load_word(a);
-                a += WORD;
+            let mut off = offset;
+            while off < offset + len {
+                r.load_u64(off)?;
+                off += WORD;
             }
         }
         Pat::RandomWords(order) => {
             let words = PAGE_SIZE / WORD;
-            for r in 0..words {
+            for round in 0..words {
                 // Round r's word before the shift: rounds 8a..8a+7 visit
                 // words a, a+64, .., a+448 (eight cache lines 512 bytes
                 // apart), so a page's line is reused only 8 rounds later.
-                let base = (r % 8) * 64 + r / 8;
+                let first = (round % 8) * 64 + round / 8;
                 for (i, &p) in order.iter().enumerate() {
-                    let w = (base + i as u64) % words;
-                    load_word(start + p as u64 * PAGE_SIZE + w * WORD);
+                    let w = (first + i as u64) % words;
+                    r.load_u64(offset + p as u64 * PAGE_SIZE + w * WORD)?;
                 }
             }
         }
     }
+    Ok(())
 }
 
-/// The load size of a word touch (`unit = "word"`).
+/// The load size of a word touch (`unit = "word"`; word touches only
+/// read).
 const WORD: u64 = 8;
 
-/// One 8-byte load at `addr` (word touches only read).
-#[inline(always)]
-fn load_word(addr: u64) {
-    // An 8-byte-aligned word of a page of a region the scenario mapped
-    // here; a bad access is a modelled outcome that the SIGSEGV/SIGBUS
-    // reporter turns into an error.
-    sys::load_u64(addr);
+/// The error of a step whose range is not inside its region (a compiled
+/// workload the parser's checks should have refused).
+fn bad_offset(e: BadOffset) -> (Failure, u64) {
+    (Failure::BadOffset, e.0)
 }
 
-/// A touch, madvise or munmap step on the scenario regions mapped at
-/// `regions` (the steps a scenario thread may run as well as the main
-/// one). Err: the error code and errno of a failed system call.
-fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
+/// A touch, madvise or munmap step on the scenario regions `regions` (the
+/// steps a scenario thread may run as well as the main one). Err: the
+/// error code and errno of a failed system call.
+fn exec_region_op(op: &Op, regions: &[Region]) -> Result<(), (Failure, u64)> {
     match op {
         Op::Touch {
             step,
@@ -547,7 +546,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
             STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
-            touch(regions[*region as usize] + offset, *len, *write, pat);
+            touch(&regions[*region as usize], *offset, *len, *write, pat).map_err(bad_offset)?;
         }
         Op::Madvise {
             step,
@@ -558,8 +557,8 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
             per_call,
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
-            let a = regions[*region as usize] + offset;
-            if !madvise_calls(a, *len, *per_call, advice.raw()) {
+            let r = &regions[*region as usize];
+            if !madvise_calls(r, *offset, *len, *per_call, advice.raw()).map_err(bad_offset)? {
                 return Err((Failure::Madvise, errno()));
             }
         }
@@ -570,8 +569,8 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
             len,
         } => {
             CUR_STEP.store(*step as u64, Ordering::Relaxed);
-            let a = regions[*region as usize] + offset;
-            if !sys::munmap(a, *len as usize) {
+            let r = &regions[*region as usize];
+            if !r.munmap(*offset, *len).map_err(bad_offset)? {
                 return Err((Failure::Munmap, errno()));
             }
         }
@@ -585,7 +584,7 @@ fn exec_region_op(op: &Op, regions: &[u64]) -> Result<(), (Failure, u64)> {
 /// other in a thread), on the main thread's region addresses. An error is
 /// reported with the step and ends the process (exit_group), threads and
 /// all.
-fn exec_thread_op(op: &Op, regions: &[u64]) {
+fn exec_thread_op(op: &Op, regions: &[Region]) {
     if let Err((code, err)) = exec_region_op(op, regions) {
         let pid = sys::getpid() as u64;
         let m = Msg::Error {
@@ -629,7 +628,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
         cgroups: s.cgroups,
         msg_w: s.msg_w,
         go_r: s.go_r,
-        regions: vec![0; s.plan.regions.len()],
+        regions: vec![Region::NONE; s.plan.regions.len()],
         children: Vec::with_capacity(s.plan.max_children.max(1)),
         stack_top: s.stack_top,
         stack_low: stack_low(),
@@ -832,7 +831,7 @@ impl Proc<'_> {
             sys::waitpid_raw(pid, 0);
         }
         let len = 4 * PAGE_SIZE as usize;
-        let m = sys::mmap_raw(
+        let m = Region::map(
             0,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
@@ -840,15 +839,16 @@ impl Proc<'_> {
             -1,
             0,
         );
-        if let Some(a) = m {
+        if let Some(r) = m {
+            let len = len as u64;
             for write in [false, true] {
-                touch(a, len as u64, write, &Pat::Seq);
-                touch(a, len as u64, write, &Pat::Stride(2 * PAGE_SIZE));
-                touch(a, len as u64, write, &Pat::OnePerPt);
-                touch(a, len as u64, write, &Pat::Random(vec![3, 1, 0, 2]));
+                let _ = touch(&r, 0, len, write, &Pat::Seq);
+                let _ = touch(&r, 0, len, write, &Pat::Stride(2 * PAGE_SIZE));
+                let _ = touch(&r, 0, len, write, &Pat::OnePerPt);
+                let _ = touch(&r, 0, len, write, &Pat::Random(vec![3, 1, 0, 2]));
             }
-            sys::madvise(a, len, libc::MADV_NORMAL);
-            sys::munmap(a, len);
+            let _ = r.madvise(0, len, libc::MADV_NORMAL);
+            let _ = r.munmap(0, len);
         }
         // Opening and closing /dev/null, a pipe, zero-length reads and
         // writes, and status queries.
@@ -895,14 +895,18 @@ impl Proc<'_> {
             vec_range(&self.io_buf),
         ] {
             if e > s {
-                warm_range(s, e);
+                // SAFETY: the spare capacity and contents of our own vectors,
+                // which no other thread accesses now (a scenario thread only
+                // reads `regions`, and only while it runs steps).
+                unsafe { warm_range(s, e) };
             }
         }
         for a in [
             ptr::addr_of!(CUR_STEP) as usize,
             ptr::addr_of!(MSG_FD) as usize,
         ] {
-            warm_range(a, a + 8);
+            // SAFETY: our own statics; no scenario thread runs steps now.
+            unsafe { warm_range(a, a + 8) };
         }
         // Populate only: these pages are also written by libc (and, were
         // rseq registered, by the kernel), so they are never rewritten
@@ -922,182 +926,209 @@ impl Proc<'_> {
     }
 
     fn op(&mut self, op: &Op) {
+        CUR_STEP.store(op.step() as u64, Ordering::Relaxed);
         match op {
             Op::Mmap {
-                step,
                 region,
-                flags,
-                prot,
-                file,
                 size,
-                file_offset,
                 advise,
-                hint,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let mut fd = -1;
-                if let Some(fi) = file {
-                    let oflags = if *prot & libc::PROT_WRITE != 0 && *flags & libc::MAP_SHARED != 0
-                    {
-                        libc::O_RDWR
-                    } else {
-                        libc::O_RDONLY
-                    };
-                    fd = sys::open_raw(&self.paths[*fi as usize], oflags);
-                    if fd < 0 {
-                        self.fail(Failure::Open, errno());
-                    }
-                }
-                let addr = sys::mmap_raw(*hint, *size as usize, *prot, *flags, fd, *file_offset);
-                let err = errno();
-                if fd >= 0 {
-                    sys::close(fd);
-                }
-                let Some(addr) = addr else {
-                    self.fail(Failure::Mmap, err);
-                };
-                self.regions[*region as usize] = addr;
-                for &a in advise {
-                    if !sys::madvise(addr, *size as usize, a.raw()) {
-                        self.fail(Failure::Madvise, errno());
-                    }
-                }
-                send(
-                    self.msg_w,
-                    &Msg::Mapped {
-                        region: *region,
-                        addr,
-                        len: *size,
-                    },
-                );
-            }
+                ..
+            } => self.mmap(op, *region, *size, advise),
             Op::Touch { .. } | Op::Madvise { .. } | Op::Munmap { .. } => {
                 if let Err((code, err)) = exec_region_op(op, &self.regions) {
                     self.fail(code, err);
                 }
             }
-            Op::Fork { step, child } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.fork(child);
-            }
-            Op::Wait { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.wait();
-            }
-            Op::Phase { step, idx } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(Mark::Phase, *idx);
-            }
-            Op::PhaseEnd { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                self.mark(Mark::PhaseEnd, 0);
-            }
-            Op::Pagemap { step, idx } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                // The phase's clocks keep running across the engine's read.
-                let (wall, cpu) = (self.t_wall, self.t_cpu);
-                self.sync(&Msg::Pagemap { idx: *idx });
-                self.t_wall = wall;
-                self.t_cpu = cpu;
-            }
-            Op::Memcg { step, cg } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                // "0" moves the writing process (cgroup_procs_write_start).
-                if let Err(e) = write_file(&self.cgroups[*cg as usize].procs, b"0\n") {
-                    self.fail(Failure::MemcgMove, e);
-                }
-            }
-            Op::MemcgReclaim { step, cg, amount } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let c = &self.cgroups[*cg as usize];
-                let mut buf = [0u8; 24];
-                match &c.reclaim {
-                    Some(reclaim) => self.reclaim_write(
-                        reclaim,
-                        fmt_u64(*amount, &mut buf),
-                        Failure::MemcgReclaim,
-                    ),
-                    None => {
-                        // cgroup v1: lower the limit below the usage by the
-                        // amount (the kernel reclaims until the usage fits),
-                        // then put it back.
-                        let usage = match read_u64(&c.usage) {
-                            Ok(u) => u,
-                            Err(e) => self.fail(Failure::MemcgUsage, e),
-                        };
-                        let target = fmt_u64(usage.saturating_sub(*amount), &mut buf);
-                        self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
-                        if let Err(e) = write_file(&c.limit, &c.restore_limit) {
-                            self.fail(Failure::MemcgLimit, e);
-                        }
-                    }
-                }
-            }
-            Op::MemcgLimit { step, cg, limit } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let c = &self.cgroups[*cg as usize];
-                let mut buf = [0u8; 24];
-                let data = match limit {
-                    Some(l) => fmt_u64(*l, &mut buf),
-                    None => c.unlimited,
-                };
-                match write_file(&c.limit, data) {
-                    Ok(()) => {}
-                    Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
-                    Err(e) => self.fail(Failure::MemcgLimit, e),
-                }
-            }
+            Op::Fork { child, .. } => self.fork(child),
+            Op::Wait { .. } => self.wait(),
+            Op::Phase { idx, .. } => self.mark(Mark::Phase, *idx),
+            Op::PhaseEnd { .. } => self.mark(Mark::PhaseEnd, 0),
+            Op::Pagemap { idx, .. } => self.pagemap(*idx),
+            Op::Memcg { cg, .. } => self.memcg_move(*cg),
+            Op::MemcgReclaim { cg, amount, .. } => self.memcg_reclaim(*cg, *amount),
+            Op::MemcgLimit { cg, limit, .. } => self.memcg_limit(*cg, *limit),
             Op::Io {
-                step,
-                file,
-                call,
-                offset,
-                len,
-                chunk,
-                count,
-                fsync,
-            } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                let fd = self.fds[*file as usize];
-                for _ in 0..*count {
-                    if let Err(e) = self.io_pass(fd, *call, *offset, *len, *chunk) {
-                        self.fail(Failure::Io, e);
-                    }
-                }
-                if *fsync && !sys::fsync(fd) {
-                    self.fail(Failure::Io, errno());
-                }
-            }
+                file, count, fsync, ..
+            } => self.io(op, *file, *count, *fsync),
             Op::Threads {
                 step,
                 sleep,
                 threads,
             } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                for (t, ops) in self.threads.iter().zip(threads) {
-                    if let Err(e) = t.run(ops, *sleep) {
-                        self.fail(Failure::Affinity, e);
-                    }
-                }
-                self.live_threads = threads.len();
+                self.run_threads(*sleep, threads);
                 CUR_STEP.store(*step as u64, Ordering::Relaxed);
             }
-            Op::Join { step } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                for t in &self.threads[..self.live_threads] {
-                    t.join();
-                }
-                self.live_threads = 0;
+            Op::Join { .. } => self.join_threads(),
+            Op::ForceEmpty { cg, .. } => self.force_empty(*cg),
+        }
+    }
+
+    /// An mmap step (`op`) of `size` bytes: map region `region`, apply
+    /// `advise` and tell the engine where it is.
+    fn mmap(&mut self, op: &Op, region: u32, size: u64, advise: &[Madv]) {
+        let r = self.map(op);
+        self.regions[region as usize] = r;
+        for &a in advise {
+            match r.madvise(0, size, a.raw()) {
+                Ok(true) => {}
+                Ok(false) => self.fail(Failure::Madvise, errno()),
+                Err(e) => self.fail(Failure::BadOffset, e.0),
             }
-            Op::ForceEmpty { step, cg } => {
-                CUR_STEP.store(*step as u64, Ordering::Relaxed);
-                if let Some(f) = &self.cgroups[*cg as usize].force_empty {
-                    self.reclaim_write(f, b"0\n", Failure::ForceEmpty);
-                } else {
-                    self.fail(Failure::ForceEmpty, libc::ENOENT as u64);
+        }
+        send(
+            self.msg_w,
+            &Msg::Mapped {
+                region,
+                addr: r.addr(),
+                len: size,
+            },
+        );
+    }
+
+    /// The mmap(2) of an mmap step (`op`, an `Op::Mmap`), with its file
+    /// opened for the call.
+    fn map(&self, op: &Op) -> Region {
+        let &Op::Mmap {
+            flags,
+            prot,
+            file,
+            size,
+            file_offset,
+            hint,
+            ..
+        } = op
+        else {
+            return Region::NONE;
+        };
+        let mut fd = -1;
+        if let Some(fi) = file {
+            let oflags = if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 {
+                libc::O_RDWR
+            } else {
+                libc::O_RDONLY
+            };
+            fd = sys::open_raw(&self.paths[fi as usize], oflags);
+            if fd < 0 {
+                self.fail(Failure::Open, errno());
+            }
+        }
+        let r = Region::map(hint, size as usize, prot, flags, fd, file_offset);
+        let err = errno();
+        if fd >= 0 {
+            sys::close(fd);
+        }
+        let Some(r) = r else {
+            self.fail(Failure::Mmap, err);
+        };
+        r
+    }
+
+    /// A pagemap step: the engine reads our pagemap while we wait.
+    fn pagemap(&mut self, idx: u32) {
+        // The phase's clocks keep running across the engine's read.
+        let (wall, cpu) = (self.t_wall, self.t_cpu);
+        self.sync(&Msg::Pagemap { idx });
+        self.t_wall = wall;
+        self.t_cpu = cpu;
+    }
+
+    /// A memcg step: move this process into memory cgroup `cg`.
+    fn memcg_move(&self, cg: u32) {
+        // "0" moves the writing process (cgroup_procs_write_start).
+        if let Err(e) = write_file(&self.cgroups[cg as usize].procs, b"0\n") {
+            self.fail(Failure::MemcgMove, e);
+        }
+    }
+
+    /// A memcg_reclaim step: have cgroup `cg` reclaim `amount` bytes.
+    fn memcg_reclaim(&self, cg: u32, amount: u64) {
+        let c = &self.cgroups[cg as usize];
+        let mut buf = [0u8; 24];
+        match &c.reclaim {
+            Some(reclaim) => {
+                self.reclaim_write(reclaim, fmt_u64(amount, &mut buf), Failure::MemcgReclaim)
+            }
+            None => {
+                // cgroup v1: lower the limit below the usage by the amount
+                // (the kernel reclaims until the usage fits), then put it
+                // back.
+                let usage = match read_u64(&c.usage) {
+                    Ok(u) => u,
+                    Err(e) => self.fail(Failure::MemcgUsage, e),
+                };
+                let target = fmt_u64(usage.saturating_sub(amount), &mut buf);
+                self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
+                if let Err(e) = write_file(&c.limit, &c.restore_limit) {
+                    self.fail(Failure::MemcgLimit, e);
                 }
             }
         }
+    }
+
+    /// A memcg_limit step: set cgroup `cg`'s limit (None: no limit).
+    fn memcg_limit(&self, cg: u32, limit: Option<u64>) {
+        let c = &self.cgroups[cg as usize];
+        let mut buf = [0u8; 24];
+        let data = match limit {
+            Some(l) => fmt_u64(l, &mut buf),
+            None => c.unlimited,
+        };
+        match write_file(&c.limit, data) {
+            Ok(()) => {}
+            Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
+            Err(e) => self.fail(Failure::MemcgLimit, e),
+        }
+    }
+
+    /// A force_empty step on cgroup `cg` (cgroup v1).
+    fn force_empty(&self, cg: u32) {
+        if let Some(f) = &self.cgroups[cg as usize].force_empty {
+            self.reclaim_write(f, b"0\n", Failure::ForceEmpty);
+        } else {
+            self.fail(Failure::ForceEmpty, libc::ENOENT as u64);
+        }
+    }
+
+    /// An I/O step (`op`, an `Op::Io`) on `[[file]]` `file`: `count`
+    /// passes, then an fsync if asked.
+    fn io(&mut self, op: &Op, file: u32, count: u32, fsync: bool) {
+        let &Op::Io {
+            call,
+            offset,
+            len,
+            chunk,
+            ..
+        } = op
+        else {
+            return;
+        };
+        let fd = self.fds[file as usize];
+        for _ in 0..count {
+            if let Err(e) = self.io_pass(fd, call, offset, len, chunk) {
+                self.fail(Failure::Io, e);
+            }
+        }
+        if fsync && !sys::fsync(fd) {
+            self.fail(Failure::Io, errno());
+        }
+    }
+
+    /// A threads step: each scenario thread runs its steps.
+    fn run_threads(&mut self, sleep: bool, threads: &[Vec<Op>]) {
+        for (t, ops) in self.threads.iter().zip(threads) {
+            if let Err(e) = t.run(ops, sleep) {
+                self.fail(Failure::Affinity, e);
+            }
+        }
+        self.live_threads = threads.len();
+    }
+
+    /// A join step: the threads of the last threads step stop.
+    fn join_threads(&mut self) {
+        for t in &self.threads[..self.live_threads] {
+            t.join();
+        }
+        self.live_threads = 0;
     }
 
     /// One pass of an I/O step: calls of `chunk` bytes over
@@ -1264,5 +1295,49 @@ impl Proc<'_> {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::tests::anon;
+
+    #[test]
+    fn a_touch_stops_at_the_first_access_outside_its_region() {
+        let r = anon(4);
+        // Pages 2 and 0, then page 9 of a 4-page region: refused before
+        // any access there, after the two before it.
+        let e = touch(&r, 0, 4 * PAGE_SIZE, true, &Pat::Random(vec![2, 0, 9, 1]));
+        assert_eq!(e, Err(BadOffset(9 * PAGE_SIZE + 1)));
+        let written: Vec<u8> = (0..4).map(|p| r.load_u8(p * PAGE_SIZE).unwrap()).collect();
+        assert_eq!(written, [1, 0, 1, 0]);
+        // A range reaching past the end is refused at its first page
+        // outside.
+        let e = touch(&r, 2 * PAGE_SIZE, 3 * PAGE_SIZE, false, &Pat::Seq);
+        assert_eq!(e, Err(BadOffset(4 * PAGE_SIZE + 1)));
+        let e = touch(&r, 3 * PAGE_SIZE, PAGE_SIZE + 8, false, &Pat::SeqWords);
+        assert_eq!(e, Err(BadOffset(4 * PAGE_SIZE + 8)));
+        assert_eq!(r.munmap(0, 4 * PAGE_SIZE), Ok(true));
+    }
+
+    #[test]
+    fn madvise_calls_check_every_chunk() {
+        let r = anon(4);
+        assert_eq!(
+            madvise_calls(&r, 0, 4 * PAGE_SIZE, PAGE_SIZE, libc::MADV_NORMAL),
+            Ok(true)
+        );
+        // From page 2 in calls of two pages: the second call (pages 4-5)
+        // lies past the 4-page region.
+        let e = madvise_calls(
+            &r,
+            2 * PAGE_SIZE,
+            6 * PAGE_SIZE,
+            2 * PAGE_SIZE,
+            libc::MADV_NORMAL,
+        );
+        assert_eq!(e, Err(BadOffset(6 * PAGE_SIZE)));
+        assert_eq!(r.munmap(0, 4 * PAGE_SIZE), Ok(true));
     }
 }

@@ -277,42 +277,96 @@ pub fn build(
             src.display()
         ));
     }
-    let host_arm64 = std::env::consts::ARCH == "aarch64";
-    let (karch, image_rel, image_name, cross, tool) = match arch {
-        Arch::X86_64 => ("x86", "arch/x86/boot/bzImage", "bzImage", None, "gcc"),
-        Arch::Arm64 => (
-            "arm64",
-            "arch/arm64/boot/Image",
-            "Image",
-            (!host_arm64).then_some("aarch64-linux-gnu-"),
-            "aarch64-linux-gnu-gcc",
-        ),
-    };
-    if cross.is_some() && Command::new(tool).arg("--version").output().is_err() {
-        return Err(format!(
-            "building an arm64 kernel here needs a cross compiler: apt-get install \
-             gcc-aarch64-linux-gnu ({tool} not found)"
-        ));
-    }
-    for t in ["make", "flex", "bison", "bc"] {
-        if Command::new("which")
-            .arg(t)
-            .output()
-            .map_or(true, |o| !o.status.success())
-        {
-            return Err(format!(
-                "building a kernel needs {t}: apt-get install build-essential flex bison bc \
-                 libelf-dev libssl-dev"
-            ));
+    let tc = Toolchain::new(src, arch);
+    tc.check()?;
+    let tmp = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    let version = tc.make(tmp.path(), &["kernelversion"])?;
+    let name = format!("{version}-{}", arch.as_str());
+    let out = cache_dir().join("build").join(&name);
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    log(&format!("configuring {name} in {}", out.display()));
+    let base = tc.configure(&out, tmp.path(), log)?;
+    log(&format!(
+        "building {} with {jobs} jobs (about 5 minutes on 2 cores)",
+        tc.image_name
+    ));
+    tc.make(&out, &[&format!("-j{jobs}"), tc.image_name])?;
+    tc.install(&out, &name, base)
+}
+
+/// How this host builds a kernel of one architecture from one tree.
+struct Toolchain<'a> {
+    src: &'a Path,
+    arch: Arch,
+    /// The kernel's name of the architecture (`ARCH=`).
+    karch: &'static str,
+    /// The image, relative to the build folder.
+    image_rel: &'static str,
+    image_name: &'static str,
+    /// `CROSS_COMPILE=` when the host is another architecture.
+    cross: Option<&'static str>,
+    /// The compiler that must be installed.
+    tool: &'static str,
+}
+
+impl<'a> Toolchain<'a> {
+    fn new(src: &'a Path, arch: Arch) -> Self {
+        let host_arm64 = std::env::consts::ARCH == "aarch64";
+        let (karch, image_rel, image_name, cross, tool) = match arch {
+            Arch::X86_64 => ("x86", "arch/x86/boot/bzImage", "bzImage", None, "gcc"),
+            Arch::Arm64 => (
+                "arm64",
+                "arch/arm64/boot/Image",
+                "Image",
+                (!host_arm64).then_some("aarch64-linux-gnu-"),
+                "aarch64-linux-gnu-gcc",
+            ),
+        };
+        Toolchain {
+            src,
+            arch,
+            karch,
+            image_rel,
+            image_name,
+            cross,
+            tool,
         }
     }
-    let make = |out: &Path, args: &[&str]| -> Result<String, String> {
+
+    /// Whether the tools a build needs are installed (else how to get
+    /// them).
+    fn check(&self) -> Result<(), String> {
+        let tool = self.tool;
+        if self.cross.is_some() && Command::new(tool).arg("--version").output().is_err() {
+            return Err(format!(
+                "building an arm64 kernel here needs a cross compiler: apt-get install \
+                 gcc-aarch64-linux-gnu ({tool} not found)"
+            ));
+        }
+        for t in ["make", "flex", "bison", "bc"] {
+            if Command::new("which")
+                .arg(t)
+                .output()
+                .map_or(true, |o| !o.status.success())
+            {
+                return Err(format!(
+                    "building a kernel needs {t}: apt-get install build-essential flex bison bc \
+                     libelf-dev libssl-dev"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `make -s ARGS` in the tree with the build folder `out`; its
+    /// standard output, trimmed.
+    fn make(&self, out: &Path, args: &[&str]) -> Result<String, String> {
         let mut c = Command::new("make");
-        c.current_dir(src)
+        c.current_dir(self.src)
             .arg("-s")
-            .arg(format!("ARCH={karch}"))
+            .arg(format!("ARCH={}", self.karch))
             .arg(format!("O={}", out.display()));
-        if let Some(x) = cross {
+        if let Some(x) = self.cross {
             c.arg(format!("CROSS_COMPILE={x}"));
         }
         let o = c
@@ -329,99 +383,112 @@ pub fn build(
             ));
         }
         Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let tmp = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
-    let version = make(tmp.path(), &["kernelversion"])?;
-    let name = format!("{version}-{}", arch.as_str());
-    let out = cache_dir().join("build").join(&name);
-    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    log(&format!("configuring {name} in {}", out.display()));
-    let base = match arch {
-        Arch::X86_64 => "tinyconfig",
-        Arch::Arm64 => "defconfig",
-    };
-    make(&out, &[base])?;
-    if arch == Arch::Arm64 {
-        let mut c = Command::new(src.join("scripts/config"));
-        c.arg("--file").arg(out.join(".config"));
-        for d in ARM64_DISABLE {
-            c.args(["-d", d]);
-        }
-        let st = c.status().map_err(|e| format!("scripts/config: {e}"))?;
-        if !st.success() {
-            return Err("scripts/config failed".into());
+    }
+
+    /// The architecture's fragment.
+    fn fragment(&self) -> &'static str {
+        match self.arch {
+            Arch::X86_64 => FRAGMENT_X86_64,
+            Arch::Arm64 => FRAGMENT_ARM64,
         }
     }
-    let arch_frag = match arch {
-        Arch::X86_64 => FRAGMENT_X86_64,
-        Arch::Arm64 => FRAGMENT_ARM64,
-    };
-    let (mm, af) = (tmp.path().join("mm.config"), tmp.path().join("arch.config"));
-    fs::write(&mm, FRAGMENT_MM).map_err(|e| e.to_string())?;
-    fs::write(&af, arch_frag).map_err(|e| e.to_string())?;
-    let st = Command::new(src.join("scripts/kconfig/merge_config.sh"))
-        .current_dir(src)
-        .env("ARCH", karch)
-        .arg("-m")
-        .arg("-O")
-        .arg(&out)
-        .arg(out.join(".config"))
-        .arg(&mm)
-        .arg(&af)
-        .output()
-        .map_err(|e| format!("merge_config.sh: {e}"))?;
-    if !st.status.success() {
-        return Err(format!(
-            "merge_config.sh failed: {}",
-            String::from_utf8_lossy(&st.stderr)
-        ));
+
+    /// Configure the build folder `out`: the base config, then the
+    /// fragments merged in (written to `tmp`). Returns the base config's
+    /// name; options the tree does not take go to `log`.
+    fn configure(
+        &self,
+        out: &Path,
+        tmp: &Path,
+        log: &dyn Fn(&str),
+    ) -> Result<&'static str, String> {
+        let (src, arch) = (self.src, self.arch);
+        let base = match arch {
+            Arch::X86_64 => "tinyconfig",
+            Arch::Arm64 => "defconfig",
+        };
+        self.make(out, &[base])?;
+        if arch == Arch::Arm64 {
+            let mut c = Command::new(src.join("scripts/config"));
+            c.arg("--file").arg(out.join(".config"));
+            for d in ARM64_DISABLE {
+                c.args(["-d", d]);
+            }
+            let st = c.status().map_err(|e| format!("scripts/config: {e}"))?;
+            if !st.success() {
+                return Err("scripts/config failed".into());
+            }
+        }
+        let arch_frag = self.fragment();
+        let (mm, af) = (tmp.join("mm.config"), tmp.join("arch.config"));
+        fs::write(&mm, FRAGMENT_MM).map_err(|e| e.to_string())?;
+        fs::write(&af, arch_frag).map_err(|e| e.to_string())?;
+        let st = Command::new(src.join("scripts/kconfig/merge_config.sh"))
+            .current_dir(src)
+            .env("ARCH", self.karch)
+            .arg("-m")
+            .arg("-O")
+            .arg(out)
+            .arg(out.join(".config"))
+            .arg(&mm)
+            .arg(&af)
+            .output()
+            .map_err(|e| format!("merge_config.sh: {e}"))?;
+        if !st.status.success() {
+            return Err(format!(
+                "merge_config.sh failed: {}",
+                String::from_utf8_lossy(&st.stderr)
+            ));
+        }
+        self.make(out, &["olddefconfig"])?;
+        let config = fs::read_to_string(out.join(".config")).map_err(|e| e.to_string())?;
+        let unmet: Vec<&str> = FRAGMENT_MM
+            .lines()
+            .chain(arch_frag.lines())
+            .filter(|l| l.ends_with("=y") && !config.lines().any(|c| c == *l))
+            .collect();
+        if !unmet.is_empty() {
+            log(&format!(
+                "note: options of the fragments this tree does not take: {}",
+                unmet.join(" ")
+            ));
+        }
+        Ok(base)
     }
-    make(&out, &["olddefconfig"])?;
-    let config = fs::read_to_string(out.join(".config")).map_err(|e| e.to_string())?;
-    let unmet: Vec<&str> = FRAGMENT_MM
-        .lines()
-        .chain(arch_frag.lines())
-        .filter(|l| l.ends_with("=y") && !config.lines().any(|c| c == *l))
-        .collect();
-    if !unmet.is_empty() {
-        log(&format!(
-            "note: options of the fragments this tree does not take: {}",
-            unmet.join(" ")
-        ));
+
+    /// Copy the image built in `out` and its config to the cache as
+    /// `name`, with a SOURCE note and the fragments; the cached kernel.
+    fn install(&self, out: &Path, name: &str, base: &str) -> Result<KernelImage, String> {
+        let dest = cache_dir().join("kernels").join(name);
+        fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        let copy = |from: &Path, to: &str| {
+            fs::copy(from, dest.join(to))
+                .map(|_| ())
+                .map_err(|e| format!("copying {} to {}: {e}", from.display(), dest.display()))
+        };
+        copy(&out.join(self.image_rel), self.image_name)?;
+        copy(&out.join(".config"), "config")?;
+        let commit = Command::new("git")
+            .current_dir(self.src)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        let about = format!(
+            "source: {}\ncommit: {}\nbase config: {base}\nfragments: mm.config {}.config\n",
+            self.src.display(),
+            commit.as_deref().unwrap_or("unknown (not a git checkout)"),
+            self.arch.as_str()
+        );
+        fs::write(dest.join("SOURCE"), about).map_err(|e| e.to_string())?;
+        fs::write(
+            dest.join("fragment.config"),
+            format!("{FRAGMENT_MM}{}", self.fragment()),
+        )
+        .map_err(|e| e.to_string())?;
+        open_dir(&dest).expect("the image was just copied")
     }
-    log(&format!(
-        "building {image_name} with {jobs} jobs (about 5 minutes on 2 cores)"
-    ));
-    make(&out, &[&format!("-j{jobs}"), image_name])?;
-    let dest = cache_dir().join("kernels").join(&name);
-    fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    let copy = |from: &Path, to: &str| {
-        fs::copy(from, dest.join(to))
-            .map(|_| ())
-            .map_err(|e| format!("copying {} to {}: {e}", from.display(), dest.display()))
-    };
-    copy(&out.join(image_rel), image_name)?;
-    copy(&out.join(".config"), "config")?;
-    let commit = Command::new("git")
-        .current_dir(src)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let about = format!(
-        "source: {}\ncommit: {}\nbase config: {base}\nfragments: mm.config {}.config\n",
-        src.display(),
-        commit.as_deref().unwrap_or("unknown (not a git checkout)"),
-        arch.as_str()
-    );
-    fs::write(dest.join("SOURCE"), about).map_err(|e| e.to_string())?;
-    fs::write(
-        dest.join("fragment.config"),
-        format!("{FRAGMENT_MM}{arch_frag}"),
-    )
-    .map_err(|e| e.to_string())?;
-    open_dir(&dest).expect("the image was just copied")
 }
 
 #[cfg(test)]

@@ -641,8 +641,50 @@ fn boot(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
+    let (rx, reader) = read_lines(child.stdout.take().expect("piped"));
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .expect("a valid template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar.set_message(format!("vm {}: booting", k.name));
+    let deadline = Instant::now() + timeout;
+    let mut console = Console {
+        k,
+        scenario,
+        bar: &bar,
+        tail: VecDeque::new(),
+        data: String::new(),
+        result: None,
+    };
+    let why_stopped = console.follow(&rx, deadline, timeout, stop);
+    bar.finish_and_clear();
+    // The guest restarts after its result, which ends QEMU; give it a
+    // moment, then stop it.
+    let grace = Duration::from_secs(if console.result.is_some() { 10 } else { 0 });
+    stop_within(&mut child, grace);
+    let qemu_err = err_reader.join().unwrap_or_default();
+    drop(rx);
+    let _ = reader.join();
+    if let Some(r) = console.result {
+        return r;
+    }
+    Err(no_result(k, why_stopped, console.tail, &qemu_err))
+}
+
+/// A thread sending each line of `stdout` (lossily UTF-8), then None at
+/// its end.
+fn read_lines(
+    stdout: std::process::ChildStdout,
+) -> (mpsc::Receiver<Option<String>>, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<Option<String>>();
-    let stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut r = BufReader::new(stdout);
         let mut buf = Vec::new();
@@ -662,75 +704,89 @@ fn boot(
         }
         let _ = tx.send(None);
     });
-    let mut stderr = child.stderr.take().expect("piped");
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-            .expect("a valid template"),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar.set_message(format!("vm {}: booting", k.name));
-    let deadline = Instant::now() + timeout;
-    let mut tail: VecDeque<String> = VecDeque::new();
-    let mut data = String::new();
-    let mut result: Option<Result<Value, String>> = None;
-    let mut why_stopped = None;
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            why_stopped = Some("interrupted".to_string());
-            break;
-        }
-        if Instant::now() > deadline {
-            why_stopped = Some(format!(
-                "the guest did not finish within {} s (a hang, or a run too long for \
-                 --timeout)",
-                timeout.as_secs()
-            ));
-            break;
-        }
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(line)) => match wire::parse(&line) {
-                wire::Line::Status(st) => {
-                    let what = match st {
-                        "booted" => format!("vm {}: booted", k.name),
-                        "running" => format!("vm {}: running {scenario}", k.name),
-                        other => format!("vm {}: {other}", k.name),
-                    };
-                    bar.set_message(what);
-                }
-                wire::Line::Data(d) => data.push_str(d),
-                wire::Line::End { len, crc } => {
-                    result = Some(wire::decode(&data, len, crc).and_then(|b| {
-                        serde_json::from_slice(&b)
-                            .map_err(|e| format!("the guest's result is not JSON: {e}"))
-                    }));
-                }
-                wire::Line::Console(text) => {
-                    if text.starts_with("foliosim") {
-                        bar.suspend(|| eprintln!("guest: {text}"));
-                    }
-                    if tail.len() == 30 {
-                        tail.pop_front();
-                    }
-                    tail.push_back(text.to_string());
-                }
-            },
-            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-        if result.is_some() {
-            break;
+    (rx, reader)
+}
+
+/// The guest's console as the host follows it.
+struct Console<'a> {
+    k: &'a KernelImage,
+    scenario: &'a str,
+    bar: &'a indicatif::ProgressBar,
+    /// The last 30 plain console lines.
+    tail: VecDeque<String>,
+    /// The result's encoded data so far.
+    data: String,
+    result: Option<Result<Value, String>>,
+}
+
+impl Console<'_> {
+    /// Read lines until the result arrives, the console ends, `stop` is
+    /// set or `deadline` passes; why it stopped without a result, if
+    /// interrupted or late.
+    fn follow(
+        &mut self,
+        rx: &mpsc::Receiver<Option<String>>,
+        deadline: Instant,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Option<String> {
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Some("interrupted".to_string());
+            }
+            if Instant::now() > deadline {
+                return Some(format!(
+                    "the guest did not finish within {} s (a hang, or a run too long for \
+                     --timeout)",
+                    timeout.as_secs()
+                ));
+            }
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(Some(line)) => self.line(&line),
+                Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if self.result.is_some() {
+                return None;
+            }
         }
     }
-    bar.finish_and_clear();
-    // The guest restarts after its result, which ends QEMU; give it a
-    // moment, then stop it.
-    let end = Instant::now() + Duration::from_secs(if result.is_some() { 10 } else { 0 });
+
+    /// One console line: a status, part of the result, or guest output.
+    fn line(&mut self, line: &str) {
+        let k = self.k;
+        match wire::parse(line) {
+            wire::Line::Status(st) => {
+                let what = match st {
+                    "booted" => format!("vm {}: booted", k.name),
+                    "running" => format!("vm {}: running {}", k.name, self.scenario),
+                    other => format!("vm {}: {other}", k.name),
+                };
+                self.bar.set_message(what);
+            }
+            wire::Line::Data(d) => self.data.push_str(d),
+            wire::Line::End { len, crc } => {
+                self.result = Some(wire::decode(&self.data, len, crc).and_then(|b| {
+                    serde_json::from_slice(&b)
+                        .map_err(|e| format!("the guest's result is not JSON: {e}"))
+                }));
+            }
+            wire::Line::Console(text) => {
+                if text.starts_with("foliosim") {
+                    self.bar.suspend(|| eprintln!("guest: {text}"));
+                }
+                if self.tail.len() == 30 {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(text.to_string());
+            }
+        }
+    }
+}
+
+/// Wait up to `grace` for QEMU to exit, then kill it.
+fn stop_within(child: &mut std::process::Child, grace: Duration) {
+    let end = Instant::now() + grace;
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
@@ -742,12 +798,16 @@ fn boot(
             }
         }
     }
-    let qemu_err = err_reader.join().unwrap_or_default();
-    drop(rx);
-    let _ = reader.join();
-    if let Some(r) = result {
-        return r;
-    }
+}
+
+/// The error of a boot that brought no result: why, what QEMU said and
+/// the last console lines.
+fn no_result(
+    k: &KernelImage,
+    why_stopped: Option<String>,
+    tail: VecDeque<String>,
+    qemu_err: &str,
+) -> String {
     let last: Vec<String> = tail.into_iter().filter(|l| !l.trim().is_empty()).collect();
     let console = if last.is_empty() {
         "(the console stayed empty)".to_string()
@@ -756,7 +816,7 @@ fn boot(
     };
     let why = why_stopped.unwrap_or_else(|| "the guest stopped without a result".into());
     let qemu = qemu_err.trim();
-    Err(format!(
+    format!(
         "vm {}: {why}{}\nlast console lines:\n  {console}",
         k.name,
         if qemu.is_empty() {
@@ -764,7 +824,7 @@ fn boot(
         } else {
             format!("\nQEMU said: {qemu}")
         }
-    ))
+    )
 }
 
 #[cfg(test)]
