@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use foliosim_native::{run, NativeError, NativeOptions};
+use foliosim_native::{NativeError, NativeOptions};
 use foliosim_testkit as tk;
 
 /// 256 MiB of anonymous memory written with 64 KiB mTHP: 4096 faults.

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use foliosim_kernel::fs::proc::task_mmu::pagemap_mask_pfn;
-use foliosim_native::{run, NativeOptions};
+use foliosim_native::NativeOptions;
 
 #[test]
 fn raw_pagemap_entries_equal_the_host_kernel() {

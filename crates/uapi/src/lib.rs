@@ -15,6 +15,7 @@
 //! * [`counters`]: the counter names and who can observe each one
 //!   (per process, system-wide, model only).
 //! * [`foliomap`]: the per-page states of a folio map.
+//! * [`meminfo`]: the host's `/proc/meminfo` (total and available memory).
 //! * [`Arch`]: the simulated or measured architecture.
 //! * [`diag`]: what goes to standard error besides errors (`--quiet`,
 //!   `--verbose`).
@@ -24,6 +25,7 @@
 pub mod counters;
 pub mod diag;
 pub mod foliomap;
+pub mod meminfo;
 pub mod mman;
 pub mod series;
 pub mod swap;
