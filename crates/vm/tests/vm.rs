@@ -188,9 +188,10 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
         release: release.into(),
         config: None,
     };
-    let sc = foliosim_scenario::load(&scenario("corpus/anon-never.toml"), &[]).unwrap();
-    let wl = foliosim_sim::compile(&sc).unwrap();
+    // The scenario parsed with the user's overrides, compiled once.
     let guest_overrides = |user: &[(String, String)], k: &kernels::KernelImage| {
+        let sc = foliosim_scenario::load(&scenario("corpus/anon-never.toml"), user).unwrap();
+        let wl = foliosim_sim::compile(&sc).unwrap();
         foliosim_vm::guest_overrides(&sc, &wl, user, k)
     };
     let on = |ov: &[(String, String)]| -> Vec<String> {
