@@ -24,7 +24,7 @@ use foliosim_cost::Profile;
 use foliosim_report::{Phase, Report};
 
 use super::output::write_output;
-use super::{run_guarded, with_host_defaults, CalibrateArgs};
+use super::CalibrateArgs;
 
 mod check;
 mod pagemap;
@@ -103,33 +103,26 @@ fn corpus_files(dir: &Path, exclude: &[String]) -> Result<Vec<PathBuf>, String> 
     Ok(v)
 }
 
+/// The native engine of every timing run: no tracepoint counters (see
+/// the file header).
+const TIMING: foliosim_run::Engine = foliosim_run::Engine::Native { trace: false };
+
 /// The scenario at `path` with the probed host's knobs for everything it
-/// leaves at its default (as `compare` does), and its simulation.
+/// leaves at its default (as `compare` does), compiled once for the
+/// timing runs and the model, and its simulation.
 fn simulate(
     path: &Path,
     host: &[(String, String)],
-) -> Result<(foliosim_scenario::Scenario, Report), String> {
+) -> Result<(foliosim_run::Compiled, Report), String> {
     let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
-    let sc = src.parse(&[]).map_err(|e| e.to_string())?;
-    let sc = with_host_defaults(&src, sc, &[], host)?;
-    let sim = run_guarded(
-        &sc,
-        foliosim_sim::RunOptions {
-            check: false,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((sc, sim))
-}
-
-/// The native options of every timing run: no tracepoint counters (see
-/// the file header).
-fn timing_options() -> foliosim_native::NativeOptions {
-    foliosim_native::NativeOptions {
-        trace: false,
-        ..foliosim_native::NativeOptions::default()
-    }
+    let sc = foliosim_run::with_host_defaults(&src, &[], host).map_err(|e| e.to_string())?;
+    let sim_engine = foliosim_run::Engine::sim();
+    let compiled = foliosim_run::Compiled::new(&src.label, sc, &[&TIMING, &sim_engine])
+        .map_err(|e| e.to_string())?;
+    let sim = compiled
+        .run_on(&sim_engine, true)
+        .map_err(|e| e.to_string())?;
+    Ok((compiled, sim))
 }
 
 /// Simulate the scenario at `path` once and run it natively `repeat`
@@ -142,12 +135,14 @@ fn measure_phases<T>(
     new: impl Fn(&str, &Phase) -> T,
     mut add: impl FnMut(&mut T, &Phase, &Phase) -> Result<(), String>,
 ) -> Result<Vec<T>, String> {
-    let (sc, sim) = simulate(path, host)?;
-    let mut out: Vec<T> = sim.phases.iter().map(|p| new(&sc.name, p)).collect();
-    let opts = timing_options();
+    let (compiled, sim) = simulate(path, host)?;
+    let mut out: Vec<T> = sim
+        .phases
+        .iter()
+        .map(|p| new(&compiled.scenario.name, p))
+        .collect();
     for _ in 0..repeat {
-        let native =
-            foliosim_native::run(&sc, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+        let native = compiled.run_on(&TIMING, true).map_err(|e| e.to_string())?;
         for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&native.phases)) {
             add(m, sp, np).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -187,9 +182,9 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
     let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     let mut fresh = BTreeMap::new();
     for f in corpus_files(corpus, exclude)? {
-        let (sc, r) = simulate(&f, &host)?;
+        let (compiled, r) = simulate(&f, &host)?;
         for p in r.phases {
-            fresh.insert(format!("{}/{}", sc.name, p.name), p.counters);
+            fresh.insert(format!("{}/{}", compiled.scenario.name, p.name), p.counters);
         }
     }
     for m in phases.iter_mut() {

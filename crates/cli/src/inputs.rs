@@ -1,14 +1,11 @@
-//! The scenarios a command reads (files, or standard input for `-`), the
-//! provenance stamped on every report, and where results go: standard
-//! output (coloured only on a terminal without `NO_COLOR`) or `-o FILE`.
+//! The scenarios a command reads (files, or standard input for `-`), and
+//! where results go: standard output (coloured only on a terminal without
+//! `NO_COLOR`) or `-o FILE`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use foliosim_report::{Override, Provenance};
 use foliosim_scenario::Source;
-
-use crate::Common;
 
 /// Read every scenario once, in order; a file that cannot be read is an
 /// error for that file only. `-` (standard input) may be named once: a
@@ -31,47 +28,6 @@ pub(crate) fn is_stdin(path: &Path) -> bool {
 /// The files a run reads, which `-o` must never replace.
 pub(crate) fn input_files(paths: &[PathBuf]) -> Vec<PathBuf> {
     paths.iter().filter(|p| !is_stdin(p)).cloned().collect()
-}
-
-/// The provenance of a run of `src` with the options of `c`: the version,
-/// the scenario as named, its seed and every override in the order given.
-pub(crate) fn provenance(
-    c: &Common,
-    src: &Source,
-    seed: u64,
-    kernel: Option<(String, String)>,
-) -> Provenance {
-    let mut overrides: Vec<Override> = c
-        .set
-        .iter()
-        .filter_map(|s| s.split_once('='))
-        .map(|(k, v)| Override {
-            option: "--set".into(),
-            key: k.trim().into(),
-            value: v.trim().into(),
-        })
-        .collect();
-    if let Some(a) = c.arch {
-        overrides.push(Override {
-            option: "--arch".into(),
-            key: "arch".into(),
-            value: a.as_str().into(),
-        });
-    }
-    if let Some(s) = c.seed {
-        overrides.push(Override {
-            option: "--seed".into(),
-            key: "seed".into(),
-            value: s.to_string(),
-        });
-    }
-    Provenance {
-        foliosim: env!("CARGO_PKG_VERSION").into(),
-        scenario_path: src.label.clone(),
-        seed,
-        overrides,
-        kernel,
-    }
 }
 
 /// Whether the table on standard output may be coloured: a terminal, and

@@ -15,6 +15,7 @@ mod sweep;
 
 use clap::{Parser, Subcommand};
 use foliosim_report::{render_styled, Format, Report};
+use foliosim_run::{Engine, Given, Job};
 use foliosim_scenario::Arch;
 
 /// The end of the top-level `--help`.
@@ -446,118 +447,29 @@ enum Cmd {
     Report(plot::ReportArgs),
 }
 
-fn overrides(c: &Common) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
+/// The overrides of `c` as the user gave them.
+fn given(c: &Common) -> Result<Given, String> {
+    let mut set = Vec::new();
     for s in &c.set {
         let (k, v) = s
             .split_once('=')
             .ok_or_else(|| format!("--set {s}: expected KEY=VALUE"))?;
-        out.push((k.trim().to_string(), v.trim().to_string()));
+        set.push((k.trim().to_string(), v.trim().to_string()));
     }
-    if let Some(a) = c.arch {
-        out.push(("arch".into(), a.as_str().into()));
-    }
-    if let Some(seed) = c.seed {
-        out.push(("seed".into(), seed.to_string()));
-    }
-    Ok(out)
+    Ok(Given {
+        set,
+        arch: c.arch,
+        seed: c.seed,
+    })
 }
 
-// One simulation; a panic inside the model (a model limit or a bug)
-// becomes an error message instead of a crash.
-use foliosim_sim::run_guarded;
-
-/// Which engine a command runs.
-#[derive(Clone)]
-enum Engine {
-    Sim,
-    /// Native, counting tracepoints with perf or not.
-    Native {
-        trace: bool,
-    },
-    /// In a guest booted in QEMU.
-    Vm(foliosim_vm::VmOptions),
-}
-
-// Modelled time for a simulated report: the `--profile` given, else
-// the shipped profile of the report's architecture.
-use foliosim_cost::add_time;
-
-/// An error of the run of scenario `label`, naming the file once: errors
-/// that point into the file already start with its label.
-fn in_file(label: &str, e: String) -> String {
-    if e.starts_with(&format!("{label}:")) {
-        e
-    } else {
-        format!("{label}: {e}")
+/// The simulator's options of `c`.
+fn sim_options(c: &Common) -> foliosim_run::SimOptions {
+    foliosim_run::SimOptions {
+        check: c.check,
+        profile: c.profile.clone(),
+        max_memory: c.max_memory,
     }
-}
-
-/// Run one scenario in a guest: the scenario as the guest ran it (the
-/// overrides the kernel's release implies), its report with the
-/// expectations judged (unless --no-expect), and the kernel's name and
-/// release.
-fn run_in_vm(
-    c: &Common,
-    src: &foliosim_scenario::Source,
-    ov: &[(String, String)],
-    opts: &foliosim_vm::VmOptions,
-) -> Result<(foliosim_scenario::Scenario, Report, (String, String)), String> {
-    let run = foliosim_vm::run_source(src, ov, opts)?;
-    foliosim_uapi::note!(
-        "foliosim vm: {} on {} (Linux {}, {}): {:.1} s",
-        src.label,
-        run.kernel.name,
-        run.release,
-        run.accel,
-        run.seconds
-    );
-    let sc = src.parse(&run.overrides).map_err(|e| e.to_string())?;
-    let mut r = run.report;
-    if !c.no_expect {
-        r.evaluate(&sc.expects);
-    }
-    Ok((sc, r, (run.kernel.name, run.release)))
-}
-
-/// Run one scenario on `engine`; the report carries its provenance.
-fn run_one(
-    c: &Common,
-    engine: &Engine,
-    ov: &[(String, String)],
-    src: &foliosim_scenario::Source,
-) -> Result<Report, String> {
-    if let Engine::Vm(opts) = engine {
-        let (sc, mut r, kernel) = run_in_vm(c, src, ov, opts)?;
-        r.provenance = Some(inputs::provenance(c, src, sc.seed, Some(kernel)));
-        return Ok(r);
-    }
-    let mut sc = src.parse(ov).map_err(|e| e.to_string())?;
-    if c.no_expect {
-        sc.expects.clear();
-    }
-    let mut report = match engine {
-        Engine::Sim => run_guarded(
-            &sc,
-            foliosim_sim::RunOptions {
-                check: c.check,
-                max_memory: c.max_memory,
-            },
-        )
-        .and_then(|mut r| add_time(&mut r, c.profile.as_deref()).map(|_| r)),
-        // No panic hook here: the host guard restores settings while
-        // unwinding.
-        Engine::Vm(_) => unreachable!("handled above"),
-        Engine::Native { trace } => {
-            let opts = foliosim_native::NativeOptions {
-                trace: *trace,
-                ..foliosim_native::NativeOptions::default()
-            };
-            foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
-        }
-    }?;
-    report.provenance = Some(inputs::provenance(c, src, sc.seed, None));
-    Ok(report)
 }
 
 /// Say how a run went (with `--verbose`), and warn when its report has
@@ -594,7 +506,7 @@ fn run_batch<T>(
     let sources = inputs::read_all(scenarios)?;
     let (mut done, mut failed) = (Vec::new(), 0);
     for src in sources {
-        match src.and_then(|src| one(&src).map_err(|e| in_file(&src.label, e))) {
+        match src.and_then(|src| one(&src).map_err(|e| foliosim_run::in_file(&src.label, e))) {
             Ok(r) => done.push(r),
             Err(e) if scenarios.len() == 1 => return Err(e),
             Err(e) => {
@@ -613,8 +525,9 @@ fn run_batch<T>(
 }
 
 fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
-    let ov = overrides(c)?;
-    if !matches!(engine, Engine::Sim) && c.profile.is_some() {
+    let given = given(c)?;
+    let ov = given.overrides();
+    if !matches!(engine, Engine::Sim(_)) && c.profile.is_some() {
         return Err(
             "--profile applies to simulated runs (run, compare); a native run \
                     reports measured time (native/wall_ns, native/thread_cpu_ns)"
@@ -623,7 +536,13 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     }
     let (reports, failed) = run_batch(&c.scenarios, |src| {
         let started = std::time::Instant::now();
-        let r = run_one(c, &engine, &ov, src)?;
+        let job = Job {
+            source: src,
+            overrides: &ov,
+            expect: !c.no_expect,
+            given: Some(&given),
+        };
+        let r = foliosim_run::run(&job, &engine).map_err(|e| e.to_string())?;
         ran(&r, started);
         Ok(r)
     })?;
@@ -638,73 +557,38 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
     }
 }
 
-/// The scenario with the probed host's value for every knob it leaves at
-/// its default (the host fragment merged in, as `compare` promises).
-fn with_host_defaults(
-    src: &foliosim_scenario::Source,
-    sc: foliosim_scenario::Scenario,
-    ov: &[(String, String)],
-    host: &[(String, String)],
-) -> Result<foliosim_scenario::Scenario, String> {
-    let mut all: Vec<(String, String)> = host
-        .iter()
-        .filter(|(k, _)| !sc.system.explicit.contains(k))
-        .cloned()
-        .collect();
-    all.extend(ov.iter().cloned());
-    src.parse(&all).map_err(|e| e.to_string())
-}
-
 /// One scenario of `compare`: the table text, the JSON object, agreement.
 fn compare_one(
     a: &CompareArgs,
     vm: Option<&foliosim_vm::VmOptions>,
     host: &[(String, String)],
-    ov: &[(String, String)],
+    given: &Given,
     src: &foliosim_scenario::Source,
 ) -> Result<(String, serde_json::Value, bool), String> {
     let c = &a.common;
-    let (mut sc, mut native, kernel) = match vm {
-        None => {
-            let sc = src.parse(ov).map_err(|e| e.to_string())?;
-            let mut sc = with_host_defaults(src, sc, ov, host)?;
-            if c.no_expect {
-                sc.expects.clear();
-            }
-            let native = foliosim_native::run(&sc, &foliosim_native::NativeOptions::default())
-                .map_err(|e| e.to_string())?;
-            (sc, native, None)
-        }
-        Some(opts) => {
-            // The guest ran exactly the scenario's settings (its THP
-            // knobs, readahead and fault-around written from it), so
-            // the model runs them too: no host defaults to merge.
-            let (sc, r, kernel) = run_in_vm(c, src, ov, opts)?;
-            (sc, r, Some(kernel))
-        }
+    let ov = given.overrides();
+    let job = Job {
+        source: src,
+        overrides: &ov,
+        expect: !c.no_expect,
+        given: Some(given),
     };
-    if c.no_expect {
-        sc.expects.clear();
-    }
-    let mut sim = run_guarded(
-        &sc,
-        foliosim_sim::RunOptions {
-            check: c.check,
-            max_memory: c.max_memory,
-        },
-    )?;
-    add_time(&mut sim, c.profile.as_deref())?;
-    let prov = inputs::provenance(c, src, sc.seed, kernel);
-    native.provenance = Some(prov.clone());
-    sim.provenance = Some(prov.clone());
+    let other = match vm {
+        Some(opts) => Engine::Vm(opts.clone()),
+        None => Engine::Native { trace: true },
+    };
+    let (sim, native) =
+        foliosim_run::compare(&job, &other, &sim_options(c), host).map_err(|e| e.to_string())?;
     let (t, mut j, o) = foliosim_report::compare::compare(&sim, &native);
-    j["provenance"] = prov.to_json_value();
+    if let Some(prov) = &sim.provenance {
+        j["provenance"] = prov.to_json_value();
+    }
     Ok((t, j, o))
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let c = &a.common;
-    let ov = overrides(c)?;
+    let given = given(c)?;
     let vm = match a.engine.as_str() {
         "vm" => Some(a.vm.options(c.arch)?),
         _ => None,
@@ -716,7 +600,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         Some(_) => Vec::new(),
     };
     let (done, failed) = run_batch(&c.scenarios, |src| {
-        compare_one(a, vm.as_ref(), &host, &ov, src)
+        compare_one(a, vm.as_ref(), &host, &given, src)
     })?;
     if !done.is_empty() {
         let out = match c.format {
@@ -811,7 +695,7 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
     match &cli.cmd {
         Cmd::Run(a) => match &a.ab {
             Some(ab) => sweep::run_ab(&a.common, ab),
-            None => cmd_run(&a.common, Engine::Sim),
+            None => cmd_run(&a.common, Engine::Sim(sim_options(&a.common))),
         },
         Cmd::Sweep(a) => sweep::cmd_sweep(a),
         Cmd::Diff(a) => sweep::cmd_diff(a),
@@ -841,8 +725,8 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
 
 fn main() -> ExitCode {
     // The init process of a guest that `foliosim vm` booted.
-    if foliosim_vm::guest::is_guest_init() {
-        foliosim_vm::guest::main();
+    if foliosim_run::guest::is_guest_init() {
+        foliosim_run::guest::main();
     }
     let cli = Cli::parse();
     foliosim_uapi::diag::set_verbosity(if cli.quiet {

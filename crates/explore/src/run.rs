@@ -8,53 +8,7 @@ use rayon::prelude::*;
 
 use crate::spec::Point;
 
-/// Options of simulated runs.
-#[derive(Clone, Debug, Default)]
-pub struct SimOptions {
-    /// Run the invariant checker after every step.
-    pub check: bool,
-    /// Cost profile (file or shipped name) for modelled time; None: the
-    /// architecture's shipped profile.
-    pub profile: Option<String>,
-    /// Refuse a point whose estimated memory exceeds this many bytes
-    /// (`foliosim_sim::RunOptions::max_memory`). In a sweep this is the
-    /// memory of the whole sweep; [`sweep`] gives each worker its share.
-    /// None: 3/4 of the host's available memory.
-    pub max_memory: Option<u64>,
-}
-
-/// Which engine runs the points.
-#[derive(Clone, Debug)]
-pub enum Engine {
-    /// The simulator (`foliosim run`).
-    Sim(SimOptions),
-    /// The host kernel (`foliosim native`, root); counting tracepoints or not.
-    Native { trace: bool },
-    /// A kernel booted in QEMU (`foliosim vm`).
-    Vm(foliosim_vm::VmOptions),
-}
-
-impl Engine {
-    /// The simulator with default options.
-    pub fn sim() -> Engine {
-        Engine::Sim(SimOptions::default())
-    }
-
-    /// The engine's name, as reports spell it (`sim`, `native`, `vm`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Engine::Sim(_) => "sim",
-            Engine::Native { .. } => "native",
-            Engine::Vm(_) => "vm",
-        }
-    }
-
-    /// Whether points may run in parallel: only simulated ones (the host
-    /// and a VM are measured one run at a time).
-    pub fn parallel(&self) -> bool {
-        matches!(self, Engine::Sim(_))
-    }
-}
+pub use foliosim_run::{Engine, SimOptions};
 
 /// How [`sweep`] runs.
 #[derive(Clone, Debug, Default)]
@@ -79,51 +33,14 @@ pub struct PointResult {
 /// it, and return the report (expectations evaluated; modelled time added
 /// to simulated runs), or the error, which names the scenario file.
 pub fn run_point(point: &Point, engine: &Engine) -> Result<Report, String> {
-    let path = &point.scenario;
-    let in_file = |e: String| {
-        let p = path.display().to_string();
-        if e.starts_with(&format!("{p}:")) {
-            e
-        } else {
-            format!("{p}: {e}")
-        }
+    let src = foliosim_scenario::Source::read(&point.scenario).map_err(|e| e.to_string())?;
+    let job = foliosim_run::Job {
+        source: &src,
+        overrides: &point.overrides,
+        expect: true,
+        given: None,
     };
-    if let Engine::Vm(opts) = engine {
-        let run = foliosim_vm::run(path, &point.overrides, opts).map_err(in_file)?;
-        let sc = foliosim_scenario::load(path, &run.overrides).map_err(|e| e.to_string())?;
-        let mut r = run.report;
-        r.evaluate(&sc.expects);
-        return Ok(r);
-    }
-    let sc = foliosim_scenario::load(path, &point.overrides).map_err(|e| e.to_string())?;
-    match engine {
-        Engine::Sim(o) => foliosim_sim::guard(|| {
-            let opts = foliosim_sim::RunOptions {
-                check: o.check,
-                max_memory: o.max_memory,
-            };
-            let mut r = foliosim_sim::run(&sc, opts).map_err(|e| e.to_string())?;
-            foliosim_cost::add_time(&mut r, o.profile.as_deref())?;
-            Ok(r)
-        }),
-        Engine::Native { trace } => {
-            let opts = foliosim_native::NativeOptions {
-                trace: *trace,
-                ..foliosim_native::NativeOptions::default()
-            };
-            foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())
-        }
-        Engine::Vm(_) => unreachable!("handled above"),
-    }
-    .map_err(in_file)
-}
-
-/// `MemAvailable` of the host (None if /proc/meminfo cannot say).
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    foliosim_run::run(&job, engine).map_err(|e| e.to_string())
 }
 
 /// The number of workers `opts` asks for on `engine`.
@@ -162,7 +79,11 @@ pub fn sweep_with(
     let jobs = workers(engine, opts);
     let engine = match engine {
         Engine::Sim(o) if jobs > 1 => {
-            let total = o.max_memory.or_else(|| mem_available().map(|a| a / 4 * 3));
+            let total = o.max_memory.or_else(|| {
+                foliosim_uapi::meminfo::meminfo()
+                    .available
+                    .map(|a| a / 4 * 3)
+            });
             Engine::Sim(SimOptions {
                 max_memory: total.map(|t| t / jobs as u64),
                 ..o.clone()

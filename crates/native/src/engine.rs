@@ -303,7 +303,17 @@ fn error_message(
             "unregistering glibc's rseq area (so the kernel never writes it copy-on-write after a fork) failed: {errno}"
         ),
     };
-    NativeError::Io { at, what }
+    // A signal or a step's own system call failing is how the kernel
+    // ended the workload; the rest is the engine's set-up.
+    match why {
+        Failure::Signal
+        | Failure::Mmap
+        | Failure::Madvise
+        | Failure::Munmap
+        | Failure::Fork
+        | Failure::Io => NativeError::Killed { at, what },
+        _ => NativeError::Io { at, what },
+    }
 }
 
 /// Counters at the start of a phase: the system-wide ones last, so that

@@ -230,17 +230,10 @@ pub(crate) fn bdi_read_ahead_path(path: &Path) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// MemTotal and MemAvailable in bytes.
+/// MemTotal and MemAvailable in bytes (0 where /proc/meminfo cannot say).
 pub(crate) fn meminfo() -> (u64, u64) {
-    let text = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let get = |k: &str| {
-        text.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (get("MemTotal:"), get("MemAvailable:"))
+    let m = foliosim_uapi::meminfo::meminfo();
+    (m.total.unwrap_or(0), m.available.unwrap_or(0))
 }
 
 #[cfg(test)]

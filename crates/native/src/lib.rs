@@ -98,8 +98,11 @@ pub enum NativeError {
     Refused(String),
     /// A step the native engine does not support.
     Unsupported { at: String, what: String },
-    /// A system call or file operation failed.
+    /// A system call or file operation of the engine failed.
     Io { at: String, what: String },
+    /// The workload ended as the kernel ended it: a signal (SIGSEGV,
+    /// SIGBUS, an OOM kill) or a failed system call of a step.
+    Killed { at: String, what: String },
     /// Host settings changed during the run (someone else changed THP
     /// settings or swap), so its system-wide counters mean nothing.
     Changed(String),
@@ -112,7 +115,9 @@ impl fmt::Display for NativeError {
             NativeError::Unsupported { at, what } => {
                 write!(f, "{at}: not supported by the native engine: {what}")
             }
-            NativeError::Io { at, what } => write!(f, "{at}: {what}"),
+            NativeError::Io { at, what } | NativeError::Killed { at, what } => {
+                write!(f, "{at}: {what}")
+            }
             NativeError::Changed(what) => write!(
                 f,
                 "host settings changed during the native run, the run is discarded: {what}"
@@ -167,7 +172,6 @@ const EXPECTED_MTHP: [&str; 8] = [
 
 /// What the checks found.
 struct Preflight {
-    plan: Workload,
     /// Where the memory cgroups of memcg steps go (None: no memcg step).
     memcg: Option<memcg::Hierarchy>,
     notes: Vec<String>,
@@ -178,17 +182,13 @@ struct Preflight {
 }
 
 /// The checks that need nothing from the host but reading it.
-fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeError> {
+fn preflight(sc: &Scenario, p: &Workload, opts: &NativeOptions) -> Result<Preflight, NativeError> {
     check_arch(sc)?;
     knobs::check_debugfs(sc, opts.guest)?;
     check_series(sc)?;
-    let p = foliosim_workload::compile(sc).map_err(|e| NativeError::Unsupported {
-        at: e.at,
-        what: e.what,
-    })?;
-    let cpus = host_cpus(&p)?;
+    let cpus = host_cpus(p)?;
     let mut notes = Vec::new();
-    let memcg = match memcg::preflight(&p)? {
+    let memcg = match memcg::preflight(p)? {
         Some((h, n)) => {
             notes.extend(n);
             Some(h)
@@ -208,9 +208,8 @@ fn preflight(sc: &Scenario, opts: &NativeOptions) -> Result<Preflight, NativeErr
         };
         guest_writes.extend(knobs::check_read_ahead(sc, &dir, opts.guest, &mut notes)?);
     }
-    check_memory(sc, opts, &p, &mut notes)?;
+    check_memory(sc, opts, p, &mut notes)?;
     Ok(Preflight {
-        plan: p,
         memcg,
         notes,
         cpus,
@@ -334,16 +333,20 @@ fn host_cpus(p: &Workload) -> Result<(usize, Vec<usize>), NativeError> {
     Ok((main, others[..p.max_threads].to_vec()))
 }
 
-/// Run `sc` on the host kernel and return its report (expectations
-/// evaluated).
-pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
+/// Run the compiled workload `plan` of `sc` (see
+/// `foliosim_workload::compile`) on the host kernel and return its report,
+/// expectations not evaluated.
+pub fn run_workload(
+    sc: &Scenario,
+    plan: &Workload,
+    opts: &NativeOptions,
+) -> Result<Report, NativeError> {
     let Preflight {
-        plan,
         memcg,
         notes,
         cpus,
         guest_writes,
-    } = preflight(sc, opts)?;
+    } = preflight(sc, plan, opts)?;
     if sys::geteuid() != 0 {
         return Err(NativeError::Refused(
             "the native engine needs root (to set THP knobs, read /proc/kpageflags and PFNs in \
@@ -371,16 +374,15 @@ pub fn run(sc: &Scenario, opts: &NativeOptions) -> Result<Report, NativeError> {
     }
     let mut g = guard::HostGuard::install()
         .map_err(|e| NativeError::Refused(format!("cannot install signal handling: {e}")))?;
-    let result = run_guarded(sc, opts, &plan, memcg, &writes, &cpus, &g);
+    let result = run_guarded(sc, opts, plan, memcg, &writes, &cpus, &g);
     let errs = g.finish();
-    let mut report = result?;
+    let report = result?;
     if !errs.is_empty() {
         return Err(NativeError::Io {
             at: "restoring host settings".into(),
             what: errs.join("; "),
         });
     }
-    report.evaluate(&sc.expects);
     Ok(report)
 }
 

@@ -19,7 +19,7 @@
 mod common;
 
 use common::*;
-use foliosim_native::{run, NativeOptions};
+use foliosim_native::NativeOptions;
 
 /// Compare every scenario in `scenarios/<dir>/`; returns the disagreements
 /// not marked NATIVE-XFAIL and the number of XFAIL marks.

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use foliosim_native::{run, NativeOptions};
+use foliosim_native::NativeOptions;
 use foliosim_uapi::pagemap::pagemap_mask_pfn;
 
 #[test]

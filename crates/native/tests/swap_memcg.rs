@@ -13,7 +13,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use common::*;
-use foliosim_native::{run, NativeError, NativeOptions};
+use foliosim_native::{NativeError, NativeOptions};
 use foliosim_testkit as tk;
 
 /// 64 MiB of anonymous memory written, then paged out with MADV_PAGEOUT

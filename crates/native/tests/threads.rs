@@ -1,7 +1,10 @@
 //! Native scenario threads: what needs no root. (Their agreement with the
 //! simulator is checked by the corpus test, `scenarios/corpus/threads-*`.)
 
-use foliosim_native::{run, NativeError, NativeOptions};
+mod common;
+
+use common::run;
+use foliosim_native::{NativeError, NativeOptions};
 
 /// CPUs this process may run on.
 fn usable_cpus() -> usize {

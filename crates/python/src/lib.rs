@@ -7,15 +7,20 @@
 //! with the interpreter's lock released, so Python threads (a Dask
 //! worker's) simulate in parallel. Errors are Python exceptions: a
 //! scenario that does not exist is `FileNotFoundError`, a bad scenario,
-//! key, value or profile `ValueError` (its message names the file, line,
-//! column and field), a run the model stops or refuses (unsupported, a
-//! modelled SIGBUS, a panic in the model) `foliosim.SimulationError`.
+//! key, value or profile `foliosim.UsageError` (a `ValueError`; its
+//! message names the file, line, column and field), and a run the model
+//! stops or refuses a subclass of `foliosim.SimulationError` per kind of
+//! `foliosim_run::RunError`: `UnsupportedError`, `KilledError` (a
+//! modelled SIGSEGV or SIGBUS), `ModelBugError` (a broken invariant or a
+//! panic in the model), `HostError` (the host cannot run it, such as a
+//! memory estimate over the limit) and `GuestError`.
 
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 
-use foliosim_report::{Override, Provenance, Report};
+use foliosim_report::Report;
+use foliosim_run::{Given, RunError};
 use foliosim_scenario::{Arch, ScenarioError, SET_FILE};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -27,7 +32,46 @@ pyo3::create_exception!(
     PyRuntimeError,
     "A run the model stopped or refused: an unsupported feature, a modelled \
      outcome that ends the process (SIGBUS, OOM), a memory estimate over the \
-     limit, or an internal error of the model."
+     limit, or an internal error of the model. Each kind is a subclass."
+);
+pyo3::create_exception!(
+    foliosim,
+    UnsupportedError,
+    SimulationError,
+    "The scenario asks for something the engine does not model or support."
+);
+pyo3::create_exception!(
+    foliosim,
+    KilledError,
+    SimulationError,
+    "The process ended as the kernel ends it: a signal (SIGSEGV, SIGBUS), an \
+     OOM kill, a system call failing."
+);
+pyo3::create_exception!(
+    foliosim,
+    ModelBugError,
+    SimulationError,
+    "A broken invariant or a panic in the model: a foliosim bug."
+);
+pyo3::create_exception!(
+    foliosim,
+    HostError,
+    SimulationError,
+    "The host cannot run the scenario: too little memory for the simulation, \
+     the host's limits or settings."
+);
+pyo3::create_exception!(
+    foliosim,
+    GuestError,
+    SimulationError,
+    "The guest kernel of a VM run brought back no result."
+);
+pyo3::create_exception!(
+    foliosim,
+    UsageError,
+    PyValueError,
+    "Bad input: the scenario, an override, an argument, a cost profile. A \
+     ValueError; its message names the file, line, column and field."
 );
 
 /// Why a run failed, before it becomes a Python exception (the work runs
@@ -40,8 +84,8 @@ enum Failure {
     Io(String),
     /// Bad input: the scenario, an override, the profile.
     Invalid(String),
-    /// The simulation stopped or was refused.
-    Sim(String),
+    /// The run stopped or was refused.
+    Run(RunError),
 }
 
 impl From<Failure> for PyErr {
@@ -49,8 +93,15 @@ impl From<Failure> for PyErr {
         match f {
             Failure::NotFound(m) => PyFileNotFoundError::new_err(m),
             Failure::Io(m) => PyOSError::new_err(m),
-            Failure::Invalid(m) => PyValueError::new_err(m),
-            Failure::Sim(m) => SimulationError::new_err(m),
+            Failure::Invalid(m) => UsageError::new_err(m),
+            Failure::Run(e) => match e {
+                RunError::Usage(m) => UsageError::new_err(m),
+                RunError::Unsupported(m) => UnsupportedError::new_err(m),
+                RunError::Killed(m) => KilledError::new_err(m),
+                RunError::Invariant(m) => ModelBugError::new_err(m),
+                RunError::Host(m) => HostError::new_err(m),
+                RunError::Guest(m) => GuestError::new_err(m),
+            },
         }
     }
 }
@@ -127,74 +178,39 @@ fn overrides_of(set: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)
     Ok(out)
 }
 
-/// Every override of a run: `set`, then `arch` and `seed` (which win, as
-/// on the command line); and how many came from `set`.
-fn all_overrides(
+/// Every override of a run as given: `set`, then `arch` and `seed`
+/// (which win, as on the command line).
+fn given_of(
     set: Option<&Bound<'_, PyAny>>,
     arch: Option<&str>,
     seed: Option<u64>,
-) -> PyResult<(Vec<(String, String)>, usize)> {
-    let mut ov = overrides_of(set)?;
-    let n_set = ov.len();
-    if let Some(a) = arch {
-        let arch = Arch::from_name(a).ok_or_else(|| {
-            let names: Vec<&str> = Arch::ALL.iter().map(|a| a.as_str()).collect();
-            PyValueError::new_err(format!("arch {a:?}: expected one of {}", names.join(", ")))
-        })?;
-        ov.push(("arch".into(), arch.as_str().into()));
-    }
-    if let Some(s) = seed {
-        ov.push(("seed".into(), s.to_string()));
-    }
-    Ok((ov, n_set))
-}
-
-/// The provenance of a run from Python: the overrides as the command
-/// line would give them (`set` as `--set`, `arch` as `--arch`, `seed` as
-/// `--seed`), so `foliosim run` can repeat it.
-fn provenance(path: &Path, overrides: &[(String, String)], n_set: usize, seed: u64) -> Provenance {
-    let overrides = overrides
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Override {
-            option: match k.as_str() {
-                "arch" | "seed" if i >= n_set => format!("--{k}"),
-                _ => "--set".into(),
-            },
-            key: k.clone(),
-            value: v.clone(),
+) -> PyResult<Given> {
+    let arch = arch
+        .map(|a| {
+            Arch::from_name(a).ok_or_else(|| {
+                let names: Vec<&str> = Arch::ALL.iter().map(|a| a.as_str()).collect();
+                PyValueError::new_err(format!("arch {a:?}: expected one of {}", names.join(", ")))
+            })
         })
-        .collect();
-    Provenance {
-        foliosim: foliosim_report::VERSION.into(),
-        scenario_path: path.display().to_string(),
+        .transpose()?;
+    Ok(Given {
+        set: overrides_of(set)?,
+        arch,
         seed,
-        overrides,
-        kernel: None,
-    }
+    })
 }
 
 /// Load and simulate one scenario, add modelled time and the run's
-/// provenance; no Python here. `overrides[..n_set]` came from `set`.
-fn simulate(
-    path: &Path,
-    overrides: &[(String, String)],
-    n_set: usize,
-    profile: Option<&str>,
-    opts: foliosim_sim::RunOptions,
-) -> Result<Report, Failure> {
-    let sc = foliosim_scenario::load(path, overrides).map_err(|e| scenario_failure(path, e))?;
-    let mut report = foliosim_sim::run_guarded(&sc, opts).map_err(|e| {
-        // Errors that point into the file start with its path already.
-        let p = path.display().to_string();
-        Failure::Sim(if e.starts_with(&format!("{p}:")) {
-            e
-        } else {
-            format!("{p}: {e}")
-        })
-    })?;
-    foliosim_cost::add_time(&mut report, profile).map_err(Failure::Invalid)?;
-    report.provenance = Some(provenance(path, overrides, n_set, sc.seed));
+/// provenance; no Python here. The provenance names the overrides as the
+/// command line would give them (`set` as `--set`, `arch` as `--arch`,
+/// `seed` as `--seed`), so `foliosim run` can repeat the run.
+fn simulate(path: &Path, given: &Given, engine: &foliosim_run::Engine) -> Result<Report, Failure> {
+    let sc =
+        foliosim_scenario::load(path, &given.overrides()).map_err(|e| scenario_failure(path, e))?;
+    let label = path.display().to_string();
+    let compiled = foliosim_run::Compiled::new(&label, sc, &[engine]).map_err(Failure::Run)?;
+    let mut report = compiled.run_on(engine, true).map_err(Failure::Run)?;
+    report.provenance = Some(given.provenance(&label, compiled.scenario.seed, None));
     Ok(report)
 }
 
@@ -335,10 +351,13 @@ fn run(
     check: bool,
     max_memory: Option<u64>,
 ) -> PyResult<PyReport> {
-    let (ov, n_set) = all_overrides(set, arch, seed)?;
-    let opts = foliosim_sim::RunOptions { check, max_memory };
-    let profile = profile.map(str::to_owned);
-    let inner = py.detach(|| simulate(&path, &ov, n_set, profile.as_deref(), opts))?;
+    let given = given_of(set, arch, seed)?;
+    let engine = foliosim_run::Engine::Sim(foliosim_run::SimOptions {
+        check,
+        profile: profile.map(str::to_owned),
+        max_memory,
+    });
+    let inner = py.detach(|| simulate(&path, &given, &engine))?;
     Ok(PyReport { inner })
 }
 
@@ -423,7 +442,7 @@ fn expand(
     }
     let mut spec = foliosim_explore::SweepSpec::new(scenarios);
     spec.allow_large = allow_large;
-    for (key, value) in all_overrides(set, arch, seed)?.0 {
+    for (key, value) in given_of(set, arch, seed)?.overrides() {
         let source = match key.as_str() {
             "arch" => Source::ArchArg,
             _ => Source::SetArg(format!("{key}={value}")),
@@ -513,12 +532,12 @@ fn run_points<'py>(
 }
 
 /// A panic raised inside the guard that protects every run, for the tests
-/// to check that a panic in the model becomes `SimulationError` and the
+/// to check that a panic in the model becomes `ModelBugError` and the
 /// interpreter goes on.
 #[pyfunction]
 fn _panic_in_guard(py: Python<'_>, message: String) -> PyResult<()> {
-    py.detach(|| foliosim_sim::guard::<()>(|| panic!("{message}")))
-        .map_err(|e| Failure::Sim(e).into())
+    py.detach(|| foliosim_run::guarded("<test>", || panic!("{message}")))
+        .map_err(|e| Failure::Run(e).into())
 }
 
 /// The extension module `foliosim._native`.
@@ -531,6 +550,12 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_points, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_guard, m)?)?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("UnsupportedError", m.py().get_type::<UnsupportedError>())?;
+    m.add("KilledError", m.py().get_type::<KilledError>())?;
+    m.add("ModelBugError", m.py().get_type::<ModelBugError>())?;
+    m.add("HostError", m.py().get_type::<HostError>())?;
+    m.add("GuestError", m.py().get_type::<GuestError>())?;
+    m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add(
         "ARCHS",
         Arch::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
@@ -545,7 +570,7 @@ mod tests {
     #[test]
     fn a_missing_scenario_is_not_found() {
         let p = Path::new("/nonexistent/foliosim.toml");
-        let f = simulate(p, &[], 0, None, Default::default()).unwrap_err();
+        let f = simulate(p, &Given::default(), &foliosim_run::Engine::sim()).unwrap_err();
         match f {
             Failure::NotFound(m) => assert!(m.starts_with("/nonexistent/foliosim.toml:"), "{m}"),
             other => panic!("{other:?}"),
@@ -558,8 +583,11 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../scenarios/seed003/anon-scan.toml"
         ));
-        let ov = [("fault_around_bytes".to_owned(), "lots".to_owned())];
-        match simulate(p, &ov, 1, None, Default::default()).unwrap_err() {
+        let given = Given {
+            set: vec![("fault_around_bytes".to_owned(), "lots".to_owned())],
+            ..Given::default()
+        };
+        match simulate(p, &given, &foliosim_run::Engine::sim()).unwrap_err() {
             Failure::Invalid(m) => {
                 assert!(m.starts_with("set fault_around_bytes=lots: "), "{m}");
                 assert!(m.contains("expected a size"), "{m}");

@@ -85,3 +85,81 @@ def test_a_panic_in_the_model_is_an_exception():
     assert isinstance(e.value, RuntimeError)
     assert "internal error in the model" in str(e.value)
     assert re.search(r"pfn out of range \(at .*lib\.rs:\d+\)", str(e.value))
+
+
+# Every kind of failure is its own exception class; all but bad input are
+# SimulationError (so code catching it still works), bad input ValueError.
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_kinds_are_simulation_errors():
+    for kind in (
+        foliosim.UnsupportedError,
+        foliosim.KilledError,
+        foliosim.ModelBugError,
+        foliosim.HostError,
+        foliosim.GuestError,
+    ):
+        assert issubclass(kind, foliosim.SimulationError), kind
+    assert issubclass(foliosim.UsageError, ValueError)
+    assert not issubclass(foliosim.UsageError, foliosim.SimulationError)
+
+
+def test_a_bad_key_is_a_usage_error(anon_scan):
+    with pytest.raises(foliosim.UsageError, match=r"^set bogus_knob=1: "):
+        foliosim.run(anon_scan, set={"bogus_knob": 1})
+
+
+def test_a_touch_past_the_end_of_a_file_is_killed_by_sigbus(tmp_path):
+    # A 64 KiB file mapped with 128 KiB: a page past the file's end has no
+    # page to fault in, and filemap_fault() answers VM_FAULT_SIGBUS.
+    path = write(
+        tmp_path,
+        "sigbus.toml",
+        '[[file]]\nname = "f"\nsize = "64K"\n'
+        '[[step]]\nop = "mmap"\nregion = "m"\nkind = "file"\nfile = "f"\nsize = "128K"\nprot = "r"\n'
+        '[[step]]\nop = "touch"\nregion = "m"\naccess = "read"\n',
+    )
+    with pytest.raises(foliosim.KilledError, match="SIGBUS") as e:
+        foliosim.run(path)
+    assert str(e.value).startswith(f"{path}:"), str(e.value)
+
+
+def test_a_touch_of_an_unmapped_range_is_killed_by_sigsegv(tmp_path):
+    # The range was unmapped: no VMA covers the address, so the fault is
+    # a bad area and the process gets SIGSEGV.
+    path = write(
+        tmp_path,
+        "sigsegv.toml",
+        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "anon"\nsize = "64K"\n'
+        '[[step]]\nop = "munmap"\nregion = "a"\n'
+        '[[step]]\nop = "touch"\nregion = "a"\naccess = "write"\n',
+    )
+    with pytest.raises(foliosim.KilledError, match="SIGSEGV"):
+        foliosim.run(path)
+
+
+def test_madv_willneed_is_unsupported(tmp_path):
+    path = write(
+        tmp_path,
+        "willneed.toml",
+        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "anon"\nsize = "64K"\n'
+        '[[step]]\nop = "madvise"\nregion = "a"\nadvice = "willneed"\n',
+    )
+    with pytest.raises(foliosim.UnsupportedError, match="willneed"):
+        foliosim.run(path)
+
+
+def test_a_panic_in_the_model_is_a_model_bug():
+    with pytest.raises(foliosim.ModelBugError, match="internal error in the model"):
+        foliosim._native._panic_in_guard("rmap out of step")
+
+
+def test_a_simulation_too_large_for_the_host_is_a_host_error(anon_scan):
+    with pytest.raises(foliosim.HostError, match="would need about"):
+        foliosim.run(anon_scan, max_memory=1 << 20)

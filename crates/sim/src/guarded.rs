@@ -81,15 +81,34 @@ pub fn run_guarded(sc: &Scenario, opts: RunOptions) -> Result<Report, String> {
 /// around [`crate::run`]; it is public for callers that run more than a
 /// simulation (adding modelled time, converting the report).
 pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    catch(f).unwrap_or_else(|p| Err(p.message))
+}
+
+/// A panic [`catch`] caught.
+#[derive(Debug)]
+pub struct Panicked {
+    /// What [`guard`] makes of it: the panic's message and source line.
+    pub message: String,
+    /// Whether the model panicked at one of its limits (something it does
+    /// not model) rather than at a bug.
+    pub limit: bool,
+}
+
+/// Call `f`; a panic inside it comes back as [`Panicked`], printed
+/// nowhere. Safe to call from several threads at once.
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     install_hook();
     let res = {
         GUARDED.with(|g| g.set(true));
         let _guard = Guard;
         panic::catch_unwind(AssertUnwindSafe(f))
     };
-    res.unwrap_or_else(|payload| {
+    res.map_err(|payload| {
         if let Some(limit) = payload.downcast_ref::<ModelLimit>() {
-            return Err(limit.to_string());
+            return Panicked {
+                message: limit.to_string(),
+                limit: true,
+            };
         }
         let msg = payload
             .downcast_ref::<String>()
@@ -100,9 +119,10 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
             .with(|w| w.borrow_mut().take())
             .map(|a| format!(" (at {a})"))
             .unwrap_or_default();
-        Err(format!(
-            "internal error in the model (a foliosim bug or limit): {msg}{at}"
-        ))
+        Panicked {
+            message: format!("internal error in the model (a foliosim bug or limit): {msg}{at}"),
+            limit: false,
+        }
     })
 }
 

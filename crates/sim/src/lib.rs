@@ -10,9 +10,11 @@
 mod engine;
 mod estimate;
 mod guarded;
+mod layout;
 
 pub use estimate::{estimate_peak, Estimate};
-pub use guarded::{guard, run_guarded};
+pub use guarded::{catch, guard, run_guarded, Panicked};
+pub use layout::{compile, layout, Layout};
 
 use std::fmt;
 
@@ -135,14 +137,6 @@ pub fn kernel_config(sc: &Scenario) -> Config {
     cfg
 }
 
-/// `MemAvailable` of the host (None if /proc/meminfo cannot say).
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 /// The soft limit of this process's address space (`ulimit -v`), if any.
 fn address_space_limit() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
@@ -205,8 +199,24 @@ fn fits_in_memory(sc: &Scenario) -> bool {
     bound < sc.system.memory
 }
 
-/// Simulate `sc` and return its report (expectations evaluated).
+/// Simulate `sc` and return its report (expectations evaluated):
+/// [`admit`], [`compile`], [`run_workload`] and `Report::evaluate`.
 pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
+    admit(sc, opts)?;
+    let wl = compile(sc).map_err(|e| SimError::Unsupported {
+        at: e.at,
+        what: e.what,
+    })?;
+    let mut report = run_workload(sc, &wl, opts)?;
+    report.evaluate(&sc.expects);
+    Ok(report)
+}
+
+/// Whether `sc` may be simulated here: its estimated memory within
+/// `opts.max_memory` (else 3/4 of the host's available memory or its
+/// address-space limit) and reservable, and its warm files within its
+/// machine. Checked before anything of the scenario is built.
+pub fn admit(sc: &Scenario, opts: RunOptions) -> Result<(), SimError> {
     let estimate = estimate_peak(sc);
     // Without --max-memory: three quarters of the available memory (the
     // estimate is not exact, and the rest of the machine needs some too),
@@ -214,7 +224,9 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
     let limit = opts
         .max_memory
         .or_else(|| {
-            let avail = mem_available().map(|a| a / 4 * 3);
+            let avail = foliosim_uapi::meminfo::meminfo()
+                .available
+                .map(|a| a / 4 * 3);
             match (avail, address_space_limit()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -247,22 +259,11 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
             }
         }
     }
-    // The compiler's layout pass runs the kernel model too: a limit met
-    // there (more files than the model holds) is the scenario's.
-    let wl = guarded::catch_model_limit(|| foliosim_workload::compile(sc))
-        .map_err(|limit| SimError::Unsupported {
-            at: sc.name.clone(),
-            what: limit.what,
-        })?
-        .map_err(|e| SimError::Unsupported {
-            at: e.at,
-            what: e.what,
-        })?;
-    run_workload(sc, &wl, opts)
+    Ok(())
 }
 
-/// Simulate the compiled workload `wl` of `sc` and return its report
-/// (expectations evaluated).
+/// Simulate the compiled workload `wl` of `sc` (admitted by [`admit`])
+/// and return its report, expectations not evaluated.
 pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Report, SimError> {
     let mut cfg = kernel_config(sc);
     cfg.check_invariants = opts.check;
@@ -279,7 +280,6 @@ pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Re
                 .retain(|k, _| !foliosim_uapi::counters::x86_only(k));
         }
     }
-    report.evaluate(&sc.expects);
     Ok(report)
 }
 

@@ -90,10 +90,8 @@ fn workspace() -> Vec<Crate> {
 
 /// Dependencies allowed against the list's order until the code that
 /// needs them moves: (crate, dependency), by folder.
-const KNOWN: &[(&str, &str)] = &[
-    // removed when workload takes placement as an argument
-    ("workload", "kernel"),
-];
+/// None today.
+const KNOWN: &[(&str, &str)] = &[];
 
 /// What is wrong with `list` as the layers of `crates`: a crate that
 /// depends on one listed at or after it, a crate not listed, a listed

@@ -22,6 +22,7 @@
 //! * [`pagemap`]: the pagemap, PAGEMAP_SCAN and kpageflags encodings and
 //!   the counters of a pagemap step.
 //! * [`foliomap`]: the per-page states of a folio map.
+//! * [`meminfo`]: the host's `/proc/meminfo` (total and available memory).
 //! * [`Arch`]: the simulated or measured architecture; [`MAX_CPUS`].
 //! * [`diag`]: what goes to standard error besides errors (`--quiet`,
 //!   `--verbose`).
@@ -32,6 +33,7 @@ pub mod counters;
 pub mod diag;
 pub mod foliomap;
 pub mod knobs;
+pub mod meminfo;
 pub mod mman;
 pub mod pagemap;
 pub mod series;

@@ -4,15 +4,24 @@
 //! and `/foliosim/job.json` (what to run). The kernel starts `/init` with
 //! the console as its standard streams; it mounts what a native run needs
 //! (`foliosim_native::guest::mount_all`), runs the scenario with the
-//! native engine, sends the result back on the console
-//! ([`crate::wire`]) and restarts the machine, which ends QEMU.
+//! native engine through the runner its caller passes (crates/run, which
+//! compiles it as the host did), sends the result back on the console
+//! ([`crate::wire`]) with the expectations not judged (the host judges
+//! them) and restarts the machine, which ends QEMU.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
+use foliosim_native::NativeOptions;
+use foliosim_report::Report;
+use foliosim_scenario::Scenario;
 use serde_json::{json, Value};
 
 use crate::wire;
+
+/// Runs the guest's scenario with the native engine: its report, or the
+/// kind of the failure (`killed`, `unsupported`, ...) and its message.
+pub type Runner = dyn Fn(&Scenario, &NativeOptions) -> Result<Report, (&'static str, String)>;
 
 /// Where the host puts the job description in the initramfs.
 pub const JOB: &str = "/foliosim/job.json";
@@ -23,15 +32,16 @@ pub fn is_guest_init() -> bool {
     std::process::id() == 1 && std::path::Path::new(JOB).exists()
 }
 
-/// Run the job, send the result, end the machine. Never returns.
-pub fn main() -> ! {
+/// Run the job with `runner`, send the result, end the machine. Never
+/// returns.
+pub fn main(runner: &Runner) -> ! {
     say(&wire::status("booted"));
     std::panic::set_hook(Box::new(|info| {
         eprintln!("foliosim: guest engine panicked: {info}");
     }));
-    let result = match std::panic::catch_unwind(run_job) {
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(runner))) {
         Ok(Ok(v)) => v,
-        Ok(Err(e)) => json!({ "error": e }),
+        Ok(Err((kind, e))) => json!({ "error": e, "kind": kind }),
         Err(_) => {
             json!({ "error": "the guest's native engine panicked (its message is in the console lines above)" })
         }
@@ -49,7 +59,15 @@ fn say(text: &str) {
     let _ = out.flush();
 }
 
-fn run_job() -> Result<Value, String> {
+/// The job's result, or the kind of its failure and the message.
+fn run_job(runner: &Runner) -> Result<Value, (&'static str, String)> {
+    let guest = |e: String| ("guest", e);
+    run_job_with(runner).map_err(guest)?
+}
+
+/// Set the guest up and run the job: Err for a failure of the set-up, the
+/// job's own result inside.
+fn run_job_with(runner: &Runner) -> Result<Result<Value, (&'static str, String)>, String> {
     let job: Value =
         serde_json::from_slice(&std::fs::read(JOB).map_err(|e| format!("reading {JOB}: {e}"))?)
             .map_err(|e| format!("{JOB}: {e}"))?;
@@ -76,20 +94,22 @@ fn run_job() -> Result<Value, String> {
         })
         .unwrap_or_default();
     let text = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
-    let sc = foliosim_scenario::parse_str(label, &text, &overrides).map_err(|e| e.to_string())?;
+    let sc = match foliosim_scenario::parse_str(label, &text, &overrides) {
+        Ok(sc) => sc,
+        Err(e) => return Ok(Err(("usage", e.to_string()))),
+    };
     let workdir = PathBuf::from(if disk.is_some() {
         foliosim_native::guest::WORK_MOUNT
     } else {
         "/tmp"
     });
-    let opts = foliosim_native::NativeOptions {
+    let opts = NativeOptions {
         workdir: workdir.clone(),
         trace: true,
         guest: true,
     };
     say(&wire::status("running"));
-    let report = foliosim_native::run(&sc, &opts).map_err(|e| e.to_string())?;
-    Ok(wire_result(report, &unprobed))
+    Ok(runner(&sc, &opts).map(|report| wire_result(report, &unprobed)))
 }
 
 /// What the guest sends back for its run: the report as the documented

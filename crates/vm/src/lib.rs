@@ -2,10 +2,10 @@
 //! kernel booted in QEMU, for any kernel and architecture.
 //!
 //! How a run goes:
-//! 1. the kernel is found ([`kernels::resolve`]) and the scenario is
-//!    loaded on the host with the guest's architecture, the series
-//!    switches the kernel's release contains, and the guest's RAM as
-//!    `memory`;
+//! 1. the kernel is found ([`kernel_for`]); the caller (crates/run)
+//!    parses the scenario with the guest's architecture, compiles it once,
+//!    and adds the series switches the kernel's release contains and the
+//!    guest's RAM as `memory` ([`guest_overrides`]);
 //! 2. a static foliosim for the guest's architecture is found or built
 //!    (`cargo build --profile guest --target <arch>-unknown-linux-musl`);
 //! 3. an initramfs is written (the binary as `/init`, the scenario, the
@@ -14,7 +14,8 @@
 //!    out;
 //! 4. QEMU boots the kernel with `-no-reboot` and no network; the guest
 //!    runs the scenario with the native engine ([`guest`]) and sends the
-//!    report on its console ([`wire`]), then restarts, which ends QEMU;
+//!    report, expectations not judged, on its console ([`wire`]), then
+//!    restarts, which ends QEMU;
 //! 5. a guest that panics, hangs or stops early is reported with the last
 //!    lines of its console.
 //!
@@ -40,6 +41,7 @@ use std::time::{Duration, Instant};
 use foliosim_report::Report;
 use foliosim_scenario::{Scenario, Source};
 use foliosim_uapi::{series::SWITCHES, Arch, SwapKind};
+use foliosim_workload::Workload;
 use serde_json::{json, Value};
 
 pub use kernels::KernelImage;
@@ -82,14 +84,37 @@ pub struct VmOptions {
     pub accel: Accel,
 }
 
+/// Why a guest run produced no report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VmError {
+    /// The host cannot run the guest: no QEMU, no such kernel, a kernel
+    /// without what the scenario needs, too little memory, a work disk
+    /// that cannot be made.
+    Host(String),
+    /// The guest brought back no result: it panicked, hung, stopped early
+    /// or sent something unreadable.
+    Guest(String),
+    /// The run inside the guest failed; `kind` is the kind the guest named
+    /// for it (`killed`, `unsupported`, `host`, ...).
+    Run { kind: String, message: String },
+}
+
+impl std::fmt::Display for VmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VmError::Host(m) | VmError::Guest(m) => f.write_str(m),
+            VmError::Run { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for VmError {}
+
 /// A finished guest run.
 #[derive(Debug)]
 pub struct VmRun {
     /// The guest's report (engine "vm"), expectations not evaluated.
     pub report: Report,
-    /// The overrides the scenario ran with (the user's plus the guest's
-    /// arch, memory and series switches): simulate with these.
-    pub overrides: Vec<(String, String)>,
     pub kernel: KernelImage,
     /// `uname -r` in the guest.
     pub release: String,
@@ -117,82 +142,10 @@ fn interrupted() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// The overrides that make scenario `path` describe the guest: the user's
-/// `ov`, then the kernel's architecture, the series switches its release
-/// contains (unless the scenario sets them), and a `memory` for the guest
-/// when the scenario leaves it at its default. Returns them with notes.
-pub fn guest_overrides(
-    path: &Path,
-    ov: &[(String, String)],
-    kernel: &KernelImage,
-) -> Result<(Overrides, Vec<String>), String> {
-    let src = Source::read(path).map_err(|e| e.to_string())?;
-    guest_overrides_of(&src, ov, kernel)
-}
-
-/// [`guest_overrides`] of a scenario already read.
-fn guest_overrides_of(
-    src: &Source,
-    ov: &[(String, String)],
-    kernel: &KernelImage,
-) -> Result<(Overrides, Vec<String>), String> {
-    let mut out: Vec<(String, String)> = ov.to_vec();
-    let mut notes = Vec::new();
-    out.push(("arch".into(), kernel.arch.as_str().into()));
-    let sc = src.parse(&out).map_err(|e| e.to_string())?;
-    for sw in SWITCHES {
-        let key = format!("series.{}", sw.name);
-        if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
-            out.push((key, "1".into()));
-        }
-    }
-    if !sc.system.explicit.contains("memory") {
-        let mib = guest_memory_mib(&sc)?;
-        notes.push(format!(
-            "memory is not set: the guest gets {mib} MiB (the working set and room for the \
-             kernel); set memory to choose"
-        ));
-        out.push(("memory".into(), format!("{mib}M")));
-    }
-    Ok((out, notes))
-}
-
-/// RAM for a guest whose scenario does not say: the anonymous memory and
-/// files it uses, zram's worst case, a quarter more, and 512 MiB for the
-/// kernel and the initramfs; at least 1 GiB, in 256 MiB steps.
-fn guest_memory_mib(sc: &Scenario) -> Result<u64, String> {
-    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
-    let files: u64 = sc.files.iter().map(|f| f.size).sum();
-    let zram: u64 = sc
-        .system
-        .swap
-        .iter()
-        .filter(|d| d.kind == SwapKind::Zram)
-        .map(|d| d.size)
-        .sum();
-    let need = (w.anon_bytes + files + zram) >> 20;
-    let mib = (need + need / 4 + 512).max(1024);
-    Ok(mib.div_ceil(256) * 256)
-}
-
-/// Run scenario `path` with overrides `ov` in a guest.
-pub fn run(path: &Path, ov: &[(String, String)], opts: &VmOptions) -> Result<VmRun, String> {
-    let src = Source::read(path).map_err(|e| e.to_string())?;
-    run_source(&src, ov, opts)
-}
-
-/// Run the scenario `src` (a file's or standard input's text) with
-/// overrides `ov` in a guest.
-pub fn run_source(
-    src: &Source,
-    ov: &[(String, String)],
-    opts: &VmOptions,
-) -> Result<VmRun, String> {
-    // A bare release (`6.18.35`) takes the architecture from --arch, else
-    // from the scenario.
-    let arch = opts
-        .arch
-        .or_else(|| src.parse(ov).ok().map(|s| s.system.arch));
+/// The kernel `opts` names, for a guest of architecture `arch` (the
+/// user's `--arch`, else the scenario's) when the name is a bare release;
+/// refused when `--arch` names another architecture than the kernel's.
+pub fn kernel_for(opts: &VmOptions, arch: Option<Arch>) -> Result<KernelImage, String> {
     let kernel = kernels::resolve(&opts.kernel, arch)?;
     if let Some(a) = opts.arch {
         if a != kernel.arch {
@@ -204,47 +157,155 @@ pub fn run_source(
             ));
         }
     }
-    let (overrides, notes) = guest_overrides_of(src, ov, &kernel)?;
-    for n in &notes {
-        foliosim_uapi::note!("foliosim vm: note: {n}");
+    Ok(kernel)
+}
+
+/// The overrides that make a scenario describe the guest of `kernel`:
+/// `ov` (the user's and the kernel's architecture, as `sc` was parsed
+/// with), then the series switches the kernel's release contains (unless
+/// the scenario sets them), and a `memory` for the guest when the
+/// scenario leaves it at its default (from its compiled workload `wl`).
+/// Returns them with notes.
+pub fn guest_overrides(
+    sc: &Scenario,
+    wl: &Workload,
+    ov: &[(String, String)],
+    kernel: &KernelImage,
+) -> (Overrides, Vec<String>) {
+    let mut out: Vec<(String, String)> = ov.to_vec();
+    let mut notes = Vec::new();
+    for sw in SWITCHES {
+        let key = format!("series.{}", sw.name);
+        if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
+            out.push((key, "1".into()));
+        }
     }
-    let sc = src.parse(&overrides).map_err(|e| e.to_string())?;
-    let qemu = qemu_binary(kernel.arch)?;
-    let (total, _) = meminfo();
+    if !sc.system.explicit.contains("memory") {
+        let mib = guest_memory_mib(sc, wl);
+        notes.push(format!(
+            "memory is not set: the guest gets {mib} MiB (the working set and room for the \
+             kernel); set memory to choose"
+        ));
+        out.push(("memory".into(), format!("{mib}M")));
+    }
+    (out, notes)
+}
+
+/// RAM for a guest whose scenario does not say: the anonymous memory and
+/// files it uses, zram's worst case, a quarter more, and 512 MiB for the
+/// kernel and the initramfs; at least 1 GiB, in 256 MiB steps.
+fn guest_memory_mib(sc: &Scenario, w: &Workload) -> u64 {
+    let files: u64 = sc.files.iter().map(|f| f.size).sum();
+    let zram: u64 = sc
+        .system
+        .swap
+        .iter()
+        .filter(|d| d.kind == SwapKind::Zram)
+        .map(|d| d.size)
+        .sum();
+    let need = (w.anon_bytes + files + zram) >> 20;
+    let mib = (need + need / 4 + 512).max(1024);
+    mib.div_ceil(256) * 256
+}
+
+/// Run the scenario `src` (a file's or standard input's text) in the
+/// guest of `kernel` ([`kernel_for`]): `sc` is the scenario parsed with
+/// `overrides` ([`guest_overrides`]), `wl` its compiled workload. The
+/// guest parses the same text with the same overrides.
+pub fn run_workload(
+    src: &Source,
+    sc: &Scenario,
+    wl: &Workload,
+    overrides: &[(String, String)],
+    kernel: KernelImage,
+    opts: &VmOptions,
+) -> Result<VmRun, VmError> {
+    let out = boot_run(src, sc, wl, overrides, &kernel, opts)?;
+    let release = out
+        .value
+        .get("release")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if let Some(e) = out.value.get("error").and_then(Value::as_str) {
+        return Err(VmError::Run {
+            kind: out
+                .value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("guest")
+                .to_string(),
+            message: format!("in the guest (Linux {release}): {e}"),
+        });
+    }
+    let mut report = guest::report_of(&out.value).map_err(VmError::Guest)?;
+    report.engine = "vm".into();
+    report
+        .system
+        .insert("vm.kernel".into(), format!("{} ({release})", kernel.name));
+    Ok(VmRun {
+        report,
+        kernel,
+        release,
+        accel: out.accel,
+        seconds: out.seconds,
+    })
+}
+
+/// What a booted guest sent back, and how it ran.
+struct Booted {
+    value: Value,
+    accel: &'static str,
+    seconds: f64,
+}
+
+/// Check what the guest needs, write its initramfs and disk, boot it and
+/// return what it sent.
+fn boot_run(
+    src: &Source,
+    sc: &Scenario,
+    wl: &Workload,
+    overrides: &[(String, String)],
+    kernel: &KernelImage,
+    opts: &VmOptions,
+) -> Result<Booted, VmError> {
+    let host = VmError::Host;
+    let qemu = qemu_binary(kernel.arch).map_err(host)?;
+    let total = foliosim_uapi::meminfo::meminfo().total.unwrap_or(0);
     if total > 0 && sc.system.memory > total {
-        return Err(format!(
+        return Err(VmError::Host(format!(
             "memory = {} MiB is more than this host has ({} MiB): the guest's RAM is the \
              scenario's memory; run with --set memory=SIZE",
             sc.system.memory >> 20,
             total >> 20
-        ));
+        )));
     }
-    let needs_disk = needs_disk(&sc)?;
+    let needs_disk = needs_disk(sc, wl);
     if needs_disk && kernel.has("VIRTIO_BLK") == Some(false) {
-        return Err(format!(
+        return Err(VmError::Host(format!(
             "kernel {} has no virtio-blk driver (CONFIG_VIRTIO_BLK), and this scenario needs a \
              disk for its files or swap files; build a kernel with the project's fragment: \
              `foliosim vm kernel build --src LINUX_SOURCE --arch {}`",
             kernel.name,
             kernel.arch.as_str()
-        ));
+        )));
     }
-    if uses_madvise(&sc)? && kernel.has("ADVISE_SYSCALLS") == Some(false) {
-        return Err(format!(
+    if uses_madvise(wl) && kernel.has("ADVISE_SYSCALLS") == Some(false) {
+        return Err(VmError::Host(format!(
             "kernel {} was built without madvise(2) (CONFIG_ADVISE_SYSCALLS, which tinyconfig \
              leaves out) and this scenario calls it; build a kernel with the project's \
              fragment: `foliosim vm kernel build --src LINUX_SOURCE --arch {}`",
             kernel.name,
             kernel.arch.as_str()
-        ));
+        )));
     }
-    let binary = guest_binary(kernel.arch)?;
+    let binary = guest_binary(kernel.arch).map_err(host)?;
     let stop = interrupted();
-    let work = RunDir::new()?;
+    let work = RunDir::new().map_err(host)?;
     let initrd = work.path().join("initramfs.cpio");
-    write_initramfs(&initrd, &binary, src, &overrides, needs_disk)?;
+    write_initramfs(&initrd, &binary, src, overrides, needs_disk).map_err(host)?;
     let disk = if needs_disk {
-        Some(make_disk(&work.path().join("work.img"), &sc)?)
+        Some(make_disk(&work.path().join("work.img"), sc).map_err(host)?)
     } else {
         None
     };
@@ -253,29 +314,13 @@ pub fn run_source(
         foliosim_uapi::note!("foliosim vm: note: {n}");
     }
     let mut cmd = Command::new(&qemu);
-    cmd.args(qemu_args(&kernel, accel, &sc, &initrd, disk.as_deref()));
+    cmd.args(qemu_args(kernel, accel, sc, &initrd, disk.as_deref()));
     let started = Instant::now();
-    let out = boot(cmd, &kernel, &sc.name, opts.timeout, &stop)?;
+    let value = boot(cmd, kernel, &sc.name, opts.timeout, &stop).map_err(VmError::Guest)?;
     let seconds = started.elapsed().as_secs_f64();
     drop(work);
-    let release = out
-        .get("release")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if let Some(e) = out.get("error").and_then(Value::as_str) {
-        return Err(format!("in the guest (Linux {release}): {e}"));
-    }
-    let mut report = guest::report_of(&out)?;
-    report.engine = "vm".into();
-    report
-        .system
-        .insert("vm.kernel".into(), format!("{} ({release})", kernel.name));
-    Ok(VmRun {
-        report,
-        overrides,
-        kernel,
-        release,
+    Ok(Booted {
+        value,
         accel,
         seconds,
     })
@@ -283,18 +328,14 @@ pub fn run_source(
 
 /// Whether the scenario needs the work disk: files, or swap on a file or
 /// a loop device (whose backing file lives there).
-fn needs_disk(sc: &Scenario) -> Result<bool, String> {
-    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
-    Ok(!sc.files.is_empty()
-        || w.maps_files
-        || sc.system.swap.iter().any(|d| d.kind != SwapKind::Zram))
+fn needs_disk(sc: &Scenario, w: &Workload) -> bool {
+    !sc.files.is_empty() || w.maps_files || sc.system.swap.iter().any(|d| d.kind != SwapKind::Zram)
 }
 
 /// Whether the compiled workload calls madvise(2) (a step, or advice
 /// given with an mmap).
-fn uses_madvise(sc: &Scenario) -> Result<bool, String> {
+fn uses_madvise(w: &Workload) -> bool {
     use foliosim_workload::Op;
-    let w = foliosim_workload::compile(sc).map_err(|e| format!("{}: {}", e.at, e.what))?;
     fn any(ops: &[Op]) -> bool {
         ops.iter().any(|op| match op {
             Op::Madvise { .. } => true,
@@ -304,7 +345,7 @@ fn uses_madvise(sc: &Scenario) -> Result<bool, String> {
             _ => false,
         })
     }
-    Ok(any(&w.root))
+    any(&w.root)
 }
 
 /// A temporary folder of one guest run, under the cache as
@@ -346,17 +387,6 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
     }
-}
-
-fn meminfo() -> (u64, u64) {
-    let text = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or(0, |kb| kb << 10)
-    };
-    (get("MemTotal:"), get("MemAvailable:"))
 }
 
 fn which(name: &str) -> Option<PathBuf> {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use foliosim_report::Report;
+use foliosim_run::vm::VmOutcome;
 use foliosim_uapi::Arch;
-use foliosim_vm::{kernels, Accel, VmOptions, VmRun};
+use foliosim_vm::{kernels, Accel, VmOptions};
 
 fn scenario(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -77,8 +78,30 @@ fn folios(r: &Report, phase: &str, region: &str, bucket: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn run(rel: &str, opts: &VmOptions) -> VmRun {
-    foliosim_vm::run(&scenario(rel), &[], opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
+/// Run scenario `rel` with overrides `ov` in the guest `opts` describes,
+/// expectations judged.
+fn run_ov(
+    rel: &str,
+    ov: &[(String, String)],
+    opts: &VmOptions,
+) -> Result<VmOutcome, foliosim_run::RunError> {
+    let src = foliosim_scenario::Source::read(&scenario(rel)).unwrap();
+    let job = foliosim_run::Job {
+        source: &src,
+        overrides: ov,
+        expect: true,
+        given: None,
+    };
+    foliosim_run::vm::run(&job, opts)
+}
+
+fn run(rel: &str, opts: &VmOptions) -> VmOutcome {
+    run_ov(rel, &[], opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The model on the scenario the guest ran.
+fn simulate(r: &VmOutcome) -> Report {
+    foliosim_sim::run(&r.scenario, foliosim_sim::RunOptions::default()).unwrap()
 }
 
 /// corpus/anon-mthp-64k-always writes every page of a 2 MiB anonymous
@@ -89,7 +112,7 @@ fn run(rel: &str, opts: &VmOptions) -> VmRun {
 fn check_anon_64k(arch: Arch) {
     let Some(opts) = kernel_618(arch) else { return };
     let r = run("corpus/anon-mthp-64k-always.toml", &opts);
-    assert_eq!(r.release, "6.18.35");
+    assert_eq!(r.kernel.as_ref().map(|k| k.1.as_str()), Some("6.18.35"));
     assert_eq!(r.report.engine, "vm");
     assert_eq!(r.report.arch, arch.as_str());
     assert_eq!(count(&r.report, "write", "minor-faults"), Some(32));
@@ -107,9 +130,8 @@ fn check_anon_64k(arch: Arch) {
         Arch::Arm64 => assert_eq!(pfu, None),
     }
     // The model, run with the guest's settings, agrees.
-    let sc = foliosim_scenario::load(&scenario("corpus/anon-mthp-64k-always.toml"), &r.overrides)
-        .unwrap();
-    let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).unwrap();
+    assert!(r.overrides.iter().any(|(k, _)| k == "memory"));
+    let sim = simulate(&r);
     let (text, _, ok) = foliosim_report::compare::compare(&sim, &r.report);
     assert!(ok, "{text}");
 }
@@ -133,8 +155,9 @@ fn a_guest_past_its_time_limit_is_stopped() {
         return;
     };
     opts.timeout = Duration::from_millis(300);
-    let err =
-        foliosim_vm::run(&scenario("corpus/anon-mthp-64k-always.toml"), &[], &opts).unwrap_err();
+    let err = run_ov("corpus/anon-mthp-64k-always.toml", &[], &opts).unwrap_err();
+    assert_eq!(err.kind(), "guest", "{err}");
+    let err = err.to_string();
     assert!(err.contains("did not finish within"), "{err}");
     assert!(err.contains("last console lines"), "{err}");
 }
@@ -147,7 +170,9 @@ fn an_unknown_kernel_names_the_build_command() {
         timeout: Duration::from_secs(5),
         accel: Accel::Tcg,
     };
-    let err = foliosim_vm::run(&scenario("corpus/anon-never.toml"), &[], &opts).unwrap_err();
+    let err = run_ov("corpus/anon-never.toml", &[], &opts).unwrap_err();
+    assert_eq!(err.kind(), "host", "{err}");
+    let err = err.to_string();
     assert!(err.contains("no kernel named no-such-kernel-9.9"), "{err}");
     assert!(err.contains("foliosim vm kernel build"), "{err}");
 }
@@ -163,22 +188,27 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
         release: release.into(),
         config: None,
     };
-    let path = scenario("corpus/anon-never.toml");
+    // The scenario parsed with the user's overrides, compiled once.
+    let guest_overrides = |user: &[(String, String)], k: &kernels::KernelImage| {
+        let sc = foliosim_scenario::load(&scenario("corpus/anon-never.toml"), user).unwrap();
+        let wl = foliosim_sim::compile(&sc).unwrap();
+        foliosim_vm::guest_overrides(&sc, &wl, user, k)
+    };
     let on = |ov: &[(String, String)]| -> Vec<String> {
         ov.iter()
             .filter(|(k, v)| k.starts_with("series.") && v == "1")
             .map(|(k, _)| k.clone())
             .collect()
     };
-    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("6.18.35")).unwrap();
+    let (ov, _) = guest_overrides(&[], &k("6.18.35"));
     assert!(on(&ov).is_empty(), "{ov:?}");
     // Seed 002 went into 7.0; per-lruvec reclaim statistics are in 7.1.
-    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.0.3")).unwrap();
+    let (ov, _) = guest_overrides(&[], &k("7.0.3"));
     assert_eq!(
         on(&ov),
         ["series.batch_folio_referenced", "series.batch_file_unmap"]
     );
-    let (ov, _) = foliosim_vm::guest_overrides(&path, &[], &k("7.1.5")).unwrap();
+    let (ov, _) = guest_overrides(&[], &k("7.1.5"));
     assert_eq!(
         on(&ov),
         [
@@ -189,7 +219,7 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
     );
     // Set by the user: left as given.
     let user = [("series.batch_file_unmap".to_string(), "0".to_string())];
-    let (ov, _) = foliosim_vm::guest_overrides(&path, &user, &k("7.1.5")).unwrap();
+    let (ov, _) = guest_overrides(&user, &k("7.1.5"));
     assert_eq!(
         on(&ov),
         [
@@ -202,9 +232,8 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
 /// The model beside the guest on `rel` with overrides `ov`: every judged
 /// counter agrees; returns the guest's report.
 fn agrees(rel: &str, ov: &[(String, String)], opts: &VmOptions) -> Report {
-    let r = foliosim_vm::run(&scenario(rel), ov, opts).unwrap_or_else(|e| panic!("{rel}: {e}"));
-    let sc = foliosim_scenario::load(&scenario(rel), &r.overrides).unwrap();
-    let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).unwrap();
+    let r = run_ov(rel, ov, opts).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let sim = simulate(&r);
     let (text, _, ok) = foliosim_report::compare::compare(&sim, &r.report);
     assert!(ok, "{rel}:\n{text}");
     r.report

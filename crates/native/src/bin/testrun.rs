@@ -22,7 +22,15 @@ fn main() -> ExitCode {
     if let Some(w) = args.get(2) {
         opts.workdir = w.into();
     }
-    match foliosim_native::run(&sc, &opts) {
+    // The kernel places the mappings: this helper runs one engine only.
+    let wl = match foliosim_workload::compile(&sc, &mut foliosim_workload::NoHints) {
+        Ok(wl) => wl,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match foliosim_native::run_workload(&sc, &wl, &opts) {
         Ok(r) => {
             print!(
                 "{}",

@@ -380,3 +380,18 @@ pub fn wait_exit(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// The native engine on `sc` as `foliosim native` runs it: compiled with
+/// the model's placement, expectations judged.
+pub fn run(
+    sc: &foliosim_scenario::Scenario,
+    opts: &foliosim_native::NativeOptions,
+) -> Result<foliosim_report::Report, foliosim_native::NativeError> {
+    let wl = foliosim_sim::compile(sc).map_err(|e| foliosim_native::NativeError::Unsupported {
+        at: e.at,
+        what: e.what,
+    })?;
+    let mut r = foliosim_native::run_workload(sc, &wl, opts)?;
+    r.evaluate(&sc.expects);
+    Ok(r)
+}

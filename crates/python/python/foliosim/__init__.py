@@ -23,9 +23,32 @@ import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _native
-from ._native import ARCHS, SimulationError
+from ._native import (
+    ARCHS,
+    GuestError,
+    HostError,
+    KilledError,
+    ModelBugError,
+    SimulationError,
+    UnsupportedError,
+    UsageError,
+)
 
-__all__ = ["run", "sweep", "Report", "SimulationError", "ARCHS", "TIDY_COLUMNS", "SWEEP_COLUMNS"]
+__all__ = [
+    "run",
+    "sweep",
+    "Report",
+    "SimulationError",
+    "UsageError",
+    "UnsupportedError",
+    "KilledError",
+    "ModelBugError",
+    "HostError",
+    "GuestError",
+    "ARCHS",
+    "TIDY_COLUMNS",
+    "SWEEP_COLUMNS",
+]
 
 #: The columns of ``Report.to_pandas()``, in order.
 TIDY_COLUMNS = ("scenario", "arch", "engine", "phase", "kind", "name", "value")
@@ -169,10 +192,14 @@ def run(
     line's options. ``check=True`` runs the invariant checker after every
     step; ``max_memory`` (bytes) refuses larger simulations.
 
-    Raises ``FileNotFoundError`` for a missing file, ``ValueError`` for a
-    bad scenario, key, value or profile (the message names file, line,
-    column and field) and ``SimulationError`` for a run the model stops or
-    refuses.
+    Raises ``FileNotFoundError`` for a missing file, ``UsageError`` (a
+    ``ValueError``) for a bad scenario, key, value or profile (the message
+    names file, line, column and field) and a ``SimulationError`` for a run
+    the model stops or refuses, by kind: ``UnsupportedError`` (not
+    modelled), ``KilledError`` (the process would receive SIGSEGV or
+    SIGBUS, or a system call fails), ``ModelBugError`` (a broken invariant
+    or a panic in the model), ``HostError`` (the host cannot run it, such
+    as a memory estimate over ``max_memory``) and ``GuestError``.
     """
     return Report(
         _native.run(

@@ -1,0 +1,156 @@
+//! Every kind of `RunError` reached by a real scenario on the simulator,
+//! with the message the command line prints.
+
+use foliosim_run::{Engine, Given, Job, RunError, SimOptions};
+use foliosim_scenario::Source;
+use foliosim_testkit as tk;
+
+fn source(text: String) -> Source {
+    Source {
+        label: "s.toml".into(),
+        text,
+    }
+}
+
+fn run_with(
+    text: String,
+    ov: &[(String, String)],
+    sim: SimOptions,
+) -> Result<foliosim_report::Report, RunError> {
+    let src = source(text);
+    let job = Job {
+        source: &src,
+        overrides: ov,
+        expect: true,
+        given: None,
+    };
+    foliosim_run::run(&job, &Engine::Sim(sim))
+}
+
+fn run(text: String) -> Result<foliosim_report::Report, RunError> {
+    run_with(text, &[], SimOptions::default())
+}
+
+#[test]
+fn a_page_past_the_end_of_a_file_is_killed_by_sigbus() {
+    // filemap_fault() finds no page beyond i_size: VM_FAULT_SIGBUS.
+    let text = [
+        tk::file("f", "64K", ""),
+        tk::mmap_file("m", "f", "128K", "prot = \"r\"\n"),
+        tk::touch("m", "read", ""),
+    ]
+    .concat();
+    let e = run(text).unwrap_err();
+    assert_eq!(e.kind(), "killed", "{e}");
+    assert!(e.to_string().starts_with("s.toml:"), "{e}");
+    assert!(e.to_string().contains("SIGBUS"), "{e}");
+}
+
+#[test]
+fn an_unmapped_range_is_killed_by_sigsegv() {
+    let text = [
+        tk::mmap_anon("a", "64K"),
+        tk::munmap("a"),
+        tk::touch("a", "write", ""),
+    ]
+    .concat();
+    let e = run(text).unwrap_err();
+    assert!(matches!(e, RunError::Killed(_)), "{e:?}");
+    assert!(e.to_string().contains("SIGSEGV"), "{e}");
+}
+
+#[test]
+fn madv_willneed_is_unsupported() {
+    let text = [tk::mmap_anon("a", "64K"), tk::madvise("a", "willneed", "")].concat();
+    let e = run(text).unwrap_err();
+    assert!(matches!(e, RunError::Unsupported(_)), "{e:?}");
+    assert!(e.to_string().contains("unsupported by the model"), "{e}");
+}
+
+#[test]
+fn a_bad_override_is_usage_naming_the_file_once() {
+    let ov = [("bogus_knob".to_string(), "1".to_string())];
+    let e = run_with(tk::mmap_anon("a", "64K"), &ov, SimOptions::default()).unwrap_err();
+    assert!(matches!(e, RunError::Usage(_)), "{e:?}");
+    assert!(
+        e.to_string().starts_with("s.toml: --set bogus_knob=1: "),
+        "{e}"
+    );
+    // An error inside the file names it with its line already.
+    let e = run("[system]\nmemory = \"lots\"\n".into()).unwrap_err();
+    assert_eq!(e.kind(), "usage");
+    assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
+}
+
+#[test]
+fn an_unknown_profile_is_usage() {
+    let sim = SimOptions {
+        profile: Some("no-such-cpu".into()),
+        ..SimOptions::default()
+    };
+    let e = run_with(tk::mmap_anon("a", "64K"), &[], sim).unwrap_err();
+    assert_eq!(e.kind(), "usage", "{e}");
+}
+
+#[test]
+fn a_simulation_over_the_memory_limit_is_the_hosts() {
+    let sim = SimOptions {
+        max_memory: Some(1 << 20),
+        ..SimOptions::default()
+    };
+    let e = run_with(tk::anon_written("a", "256M"), &[], sim).unwrap_err();
+    assert_eq!(e.kind(), "host", "{e}");
+    assert!(e.to_string().contains("would need about"), "{e}");
+}
+
+#[test]
+fn a_panic_in_the_model_is_an_invariant_error() {
+    let e = foliosim_run::guarded("s.toml", || panic!("rmap out of step")).unwrap_err();
+    assert!(matches!(e, RunError::Invariant(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with("s.toml: internal error in the model"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_run_is_judged_once_timed_and_stamped() {
+    let text = [
+        tk::mmap_anon("a", "64K"),
+        tk::phase("p"),
+        tk::touch("a", "write", ""),
+        "[[expect]]\nphase = \"p\"\ncounter = \"pgfault\"\nvalue = 16\n".into(),
+    ]
+    .concat();
+    let src = source(text);
+    let given = Given {
+        set: vec![("seed".into(), "9".into())],
+        arch: Some(foliosim_uapi::Arch::Arm64),
+        seed: None,
+    };
+    let ov = given.overrides();
+    let job = Job {
+        source: &src,
+        overrides: &ov,
+        expect: true,
+        given: Some(&given),
+    };
+    // 16 pages written, one fault each (no THP for 64 KiB by default).
+    let r = foliosim_run::run(&job, &Engine::sim()).unwrap();
+    assert_eq!(r.expectations.len(), 1);
+    assert!(r.expectations_ok(), "{:?}", r.expectations);
+    assert_eq!(r.arch, "arm64");
+    assert!(r.phases[0].time.is_some(), "modelled time added");
+    let p = r.provenance.expect("provenance");
+    assert_eq!(p.seed, 9);
+    let opts: Vec<&str> = p.overrides.iter().map(|o| o.option.as_str()).collect();
+    assert_eq!(opts, ["--set", "--arch"]);
+    // --no-expect: nothing judged.
+    let job = Job {
+        expect: false,
+        ..job
+    };
+    let r = foliosim_run::run(&job, &Engine::sim()).unwrap();
+    assert!(r.expectations.is_empty());
+}

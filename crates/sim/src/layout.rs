@@ -1,0 +1,140 @@
+//! The kernel model's mmap placement for compiling a scenario
+//! ([`foliosim_workload::compile`]): every mmap, munmap, fork and wait of
+//! the scenario runs through the model's system calls (`sys_mmap`,
+//! `sys_munmap`, `dup_mm`, `exit_mmap`) on a small machine where nothing
+//! faults, to learn the address each mapping gets without a hint
+//! (`__get_unmapped_area()`: top-down, THP alignment).
+
+use foliosim_kernel::{FileId, Kernel, MmId, X86_64};
+use foliosim_scenario::Scenario;
+use foliosim_workload::{CompileError, Placement, Workload};
+
+/// The layout pass of one compile (see the module's documentation).
+pub struct Layout {
+    k: Kernel<X86_64>,
+    cur: MmId,
+    /// The parents of the processes being compiled, innermost last.
+    parents: Vec<MmId>,
+    files: Vec<FileId>,
+}
+
+/// The placement of the kernel model for `sc`: its `[[file]]`s exist,
+/// one process without mappings is current.
+pub fn layout(sc: &Scenario) -> Layout {
+    let cfg = foliosim_kernel::Config {
+        memory: 64 << 20,
+        ..Default::default()
+    };
+    // A 64 MiB machine always boots; placement does not depend on the
+    // architecture (same mmap base, 4 KiB granule).
+    let mut k = Kernel::<X86_64>::new(cfg).expect("a 64 MiB model boots");
+    let cur = k.mm_alloc();
+    let files = sc
+        .files
+        .iter()
+        .map(|f| k.create_file(&f.name, f.size))
+        .collect();
+    Layout {
+        k,
+        cur,
+        parents: Vec::new(),
+        files,
+    }
+}
+
+/// Compile `sc` with the kernel model's placement: the one workload every
+/// engine runs.
+pub fn compile(sc: &Scenario) -> Result<Workload, CompileError> {
+    // The layout pass runs the kernel model too: a limit met there (more
+    // files than the model holds) is the scenario's.
+    crate::guarded::catch_model_limit(|| foliosim_workload::compile(sc, &mut layout(sc)))
+        .unwrap_or_else(|limit| {
+            Err(CompileError {
+                at: sc.name.clone(),
+                what: limit.what,
+            })
+        })
+}
+
+impl Layout {
+    /// The children of `mm` exit, as in the engines, so that the layout
+    /// model does not keep every forked mm (and its page tables) for the
+    /// rest of the scenario.
+    fn reap(&mut self, mm: MmId) {
+        let children = std::mem::take(&mut self.k.mm_mut(mm).children);
+        for c in children {
+            self.reap(c);
+            self.k.exit_mmap(c);
+        }
+    }
+}
+
+impl Placement for Layout {
+    fn mmap(&mut self, prot: i32, flags: i32, file: Option<u32>, size: u64, offset: u64) -> u64 {
+        let file = file.map(|i| self.files[i as usize]);
+        self.k
+            .sys_mmap(self.cur, 0, size, prot, flags, file, offset)
+            .unwrap_or(0)
+    }
+
+    fn munmap(&mut self, addr: u64, len: u64) {
+        let _ = self.k.sys_munmap(self.cur, addr, len);
+    }
+
+    fn fork(&mut self) -> Result<(), String> {
+        let child = self.k.dup_mm(self.cur).map_err(|e| e.to_string())?;
+        self.parents.push(self.cur);
+        self.cur = child;
+        Ok(())
+    }
+
+    fn end_child(&mut self) {
+        if let Some(parent) = self.parents.pop() {
+            self.cur = parent;
+        }
+    }
+
+    fn wait(&mut self) {
+        self.reap(self.cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forked children leave the layout model at a `wait`: a long run of
+    /// fork + wait pairs on a small machine compiles (it ran out of memory
+    /// for page tables when every child mm was kept).
+    #[test]
+    fn waited_children_leave_the_layout_model() {
+        let mut text = String::from(
+            "[system]\nmemory = \"64M\"\n[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n",
+        );
+        for _ in 0..20_000 {
+            text += "[[step]]\nop = \"fork\"\n[[step]]\nop = \"wait\"\n";
+        }
+        let sc = foliosim_scenario::parse_str("t.toml", &text, &[]).expect("valid scenario");
+        let p = compile(&sc).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.root.len(), 40_001);
+    }
+
+    /// Without a hint, the model places mappings top-down below the mmap
+    /// base, and a 2 MiB anonymous mapping THP-aligned
+    /// (`__thp_get_unmapped_area()`): so do the compiled hints.
+    #[test]
+    fn hints_are_the_models_top_down_placement() {
+        let text = "[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n\
+                    [[step]]\nop = \"mmap\"\nregion = \"b\"\nkind = \"anon\"\nsize = \"2M\"\n";
+        let sc = foliosim_scenario::parse_str("t.toml", text, &[]).expect("valid scenario");
+        let w = compile(&sc).unwrap();
+        let hint = |i: usize| match &w.root[i] {
+            foliosim_workload::Op::Mmap { hint, .. } => *hint,
+            o => panic!("{o:?}"),
+        };
+        let (a, b) = (hint(0), hint(1));
+        assert!(a > 0 && b > 0);
+        assert!(b < a, "top-down: {b:#x} below {a:#x}");
+        assert_eq!(b % (2 << 20), 0, "{b:#x} is PMD-aligned");
+    }
+}
