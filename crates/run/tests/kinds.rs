@@ -68,6 +68,28 @@ fn madv_willneed_is_unsupported() {
 }
 
 #[test]
+fn a_model_limit_deep_in_a_step_is_unsupported() {
+    // Read faults on anon memory map the shared zero page, so they take
+    // only page tables: one PTE table per 2 MiB. 64 GiB touched once per
+    // table needs 32,768 tables on a machine of 16,384 frames; the kernel
+    // would call the OOM killer, which the model does not have, so the
+    // model stops at its limit (a typed panic deep in the allocator).
+    let text = [
+        tk::system_mem("64M", ""),
+        tk::mmap_anon("a", "64G"),
+        tk::touch("a", "read", "pattern = \"one-per-pt\""),
+    ]
+    .concat();
+    let e = run(text).unwrap_err();
+    assert!(matches!(e, RunError::Unsupported(_)), "{e:?}");
+    assert!(e.to_string().starts_with("s.toml:"), "{e}");
+    assert!(
+        e.to_string().contains("out of memory for a page table"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_bad_override_is_usage_naming_the_file_once() {
     let ov = [("bogus_knob".to_string(), "1".to_string())];
     let e = run_with(tk::mmap_anon("a", "64K"), &ov, SimOptions::default()).unwrap_err();

@@ -224,6 +224,14 @@ fn step_at(text: &str, first: &str, nth: usize) -> String {
     format!("test.toml:{line}:1")
 }
 
+/// Run `text` and check that it stops as unsupported at the `nth` (from 1)
+/// step `op`, with a message that contains `what`.
+fn assert_refused_at(text: &str, check: bool, op: &str, nth: usize, what: &str) {
+    let (at, msg) = refused(text, check);
+    assert_eq!(at, step_at(text, &format!("op = \"{op}\""), nth));
+    assert!(msg.contains(what), "{msg}");
+}
+
 #[test]
 fn page_tables_filling_the_machine_are_unsupported() {
     // Read faults on anon memory map the shared zero page, so the only
@@ -237,9 +245,7 @@ fn page_tables_filling_the_machine_are_unsupported() {
         touch("a", "read", "pattern = \"one-per-pt\""),
     ]
     .concat();
-    let (at, what) = refused(&text, true);
-    assert_eq!(at, step_at(&text, "op = \"touch\"", 1));
-    assert!(what.contains("out of memory for a page table"), "{what}");
+    assert_refused_at(&text, true, "touch", 1, "out of memory for a page table");
 }
 
 #[test]
@@ -259,9 +265,7 @@ fn a_swap_count_needing_continuation_is_unsupported() {
     let forks = |n: usize| base.clone() + &step("fork").repeat(n);
     assert!(try_run_with(&forks(61), &[]).is_ok());
     let text = forks(62);
-    let (at, what) = refused(&text, true);
-    assert_eq!(at, step_at(&text, "op = \"fork\"", 62));
-    assert!(what.contains("swap count continuation"), "{what}");
+    assert_refused_at(&text, true, "fork", 62, "swap count continuation");
 }
 
 #[test]
@@ -275,11 +279,12 @@ fn mappings_beyond_the_mapcount_field_are_unsupported() {
         step("fork").repeat(2046),
     ]
     .concat();
-    let (at, what) = refused(&text, false);
-    assert_eq!(at, step_at(&text, "op = \"fork\"", 2046));
-    assert!(
-        what.contains("more than 2046 mappings of one page"),
-        "{what}"
+    assert_refused_at(
+        &text,
+        false,
+        "fork",
+        2046,
+        "more than 2046 mappings of one page",
     );
 }
 
@@ -304,7 +309,11 @@ fn more_memory_cgroups_than_the_model_holds_are_unsupported() {
     // MEM_CGROUP_ID_MAX is 65535 too): 65,534 `memcg` steps make cgroups,
     // the next one is refused at its step.
     let text = [system(""), step("memcg").repeat(65535)].concat();
-    let (at, what) = refused(&text, false);
-    assert_eq!(at, step_at(&text, "op = \"memcg\"", 65535));
-    assert!(what.contains("more than 65534 memory cgroups"), "{what}");
+    assert_refused_at(
+        &text,
+        false,
+        "memcg",
+        65535,
+        "more than 65534 memory cgroups",
+    );
 }
