@@ -129,8 +129,12 @@ fn check_anon_64k(arch: Arch) {
         Arch::X86_64 => assert_eq!(pfu, Some(32)),
         Arch::Arm64 => assert_eq!(pfu, None),
     }
-    // The model, run with the guest's settings, agrees.
-    assert!(r.overrides.iter().any(|(k, _)| k == "memory"));
+    // The model, run with the guest's settings, agrees. The guest's
+    // architecture is among them; `memory` is not, as the scenario sets it.
+    assert!(r
+        .overrides
+        .contains(&("arch".to_string(), arch.as_str().to_string())));
+    assert!(!r.overrides.iter().any(|(k, _)| k == "memory"));
     let sim = simulate(&r);
     let (text, _, ok) = foliosim_report::compare::compare(&sim, &r.report);
     assert!(ok, "{text}");
