@@ -173,6 +173,9 @@ impl std::fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
+/// The result of a system call or kernel entry point the model may refuse.
+pub type KResult<T> = Result<T, KernelError>;
+
 /// A limit of the model met deep inside an operation, where no `Result`
 /// reaches the caller (a page table that cannot be allocated because the
 /// OOM killer is not modelled, a mapcount beyond its packed field, ...).
@@ -262,7 +265,7 @@ pub struct Kernel<A: Arch> {
 
 impl<A: Arch> Kernel<A> {
     /// Boot a kernel with `cfg`.
-    pub fn new(cfg: Config) -> Result<Kernel<A>, KernelError> {
+    pub fn new(cfg: Config) -> KResult<Kernel<A>> {
         if !cfg.memory.is_multiple_of(4 << 20) || cfg.memory < (64 << 20) {
             return Err(KernelError::Unsupported(format!(
                 "memory = {} must be a multiple of 4 MiB and at least 64 MiB",

@@ -316,54 +316,53 @@ fn error_message(
     }
 }
 
-/// Counters at the start of a phase: the system-wide ones last, so that
-/// nothing the engine does lands inside the phase.
-/// `snap_start` or `snap_end`.
-type SnapFn = fn(i32, &[u64], &Overhead, Option<&Counters>, Option<&Cgroups>) -> Snap;
-
-fn snap_start(
-    pid: i32,
-    tids: &[u64],
-    overhead: &Overhead,
-    perf: Option<&Counters>,
-    cgroups: Option<&Cgroups>,
-) -> Snap {
-    let preempted = preemptions(pid, tids);
-    let traces = perf.map(Counters::read).unwrap_or_default();
-    let faults = host::tree_faults(pid).ok();
-    let mut global = cgroups.map(Cgroups::stats).unwrap_or_default();
-    global.extend(host::vmstat().unwrap_or_default());
-    global.extend(host::mthp_stats().unwrap_or_default());
-    Snap {
-        global,
-        faults,
-        overhead: overhead.clone(),
-        traces,
-        preempted,
-    }
+/// Which edge of a phase a snapshot is taken at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    Start,
+    End,
 }
 
-/// Counters at the end of a phase: the system-wide ones first.
-fn snap_end(
+/// Counters at one edge of a phase. The reads are ordered so that nothing
+/// the engine does lands inside the phase: at the start the workload's own
+/// counters first and the system-wide ones last, at the end the reverse.
+fn snap_at(
+    edge: Edge,
     pid: i32,
     tids: &[u64],
     overhead: &Overhead,
     perf: Option<&Counters>,
     cgroups: Option<&Cgroups>,
 ) -> Snap {
-    let mut global = host::vmstat().unwrap_or_default();
-    global.extend(host::mthp_stats().unwrap_or_default());
-    global.extend(cgroups.map(Cgroups::stats).unwrap_or_default());
-    let traces = perf.map(Counters::read).unwrap_or_default();
-    let faults = host::tree_faults(pid).ok();
-    let preempted = preemptions(pid, tids);
-    Snap {
-        global,
-        faults,
+    let mut s = Snap {
+        global: BTreeMap::new(),
+        faults: None,
         overhead: overhead.clone(),
-        traces,
-        preempted,
+        traces: Vec::new(),
+        preempted: 0,
+    };
+    let mut reads: [&mut dyn FnMut(&mut Snap); 4] = [
+        &mut |s| s.preempted = preemptions(pid, tids),
+        &mut |s| {
+            s.traces = perf.map(Counters::read).unwrap_or_default();
+            s.faults = host::tree_faults(pid).ok();
+        },
+        &mut |s| {
+            s.global
+                .extend(cgroups.map(Cgroups::stats).unwrap_or_default())
+        },
+        &mut |s| {
+            s.global.extend(host::vmstat().unwrap_or_default());
+            s.global.extend(host::mthp_stats().unwrap_or_default());
+        },
+    ];
+    if edge == Edge::End {
+        reads.reverse();
     }
+    for read in reads {
+        read(&mut s);
+    }
+    s
 }
 
 /// Involuntary context switches of the scenario threads so far.
@@ -696,10 +695,11 @@ impl<'c, 'a> Follow<'c, 'a> {
         Ok(true)
     }
 
-    /// The counters `snap` (`snap_start` or `snap_end`) reads of workload
-    /// `pid`, with the memcg_limit EBUSY counts.
-    fn snap(&self, pid: i32, snap: SnapFn) -> Snap {
-        let mut s = snap(
+    /// The counters of workload `pid` at `edge` of a phase, with the
+    /// memcg_limit EBUSY counts.
+    fn snap(&self, pid: i32, edge: Edge) -> Snap {
+        let mut s = snap_at(
+            edge,
             pid,
             &self.tids,
             &self.overhead,
@@ -736,7 +736,7 @@ impl<'c, 'a> Follow<'c, 'a> {
         times: (u64, u64),
     ) -> Result<(), NativeError> {
         let ctx = self.ctx;
-        let end = self.snap(wl.pid, snap_end);
+        let end = self.snap(wl.pid, Edge::End);
         let owner = o.pid;
         let mut phase = end_phase(ctx, owner, o, end, times, &self.regions, &mut self.flags)?;
         phase.maps = folio_maps(owner, &self.regions, &self.mapped, &mut self.flags)?;
@@ -782,7 +782,7 @@ impl<'c, 'a> Follow<'c, 'a> {
             }
             repopulated += n;
         }
-        let start = self.snap(wl.pid, snap_start);
+        let start = self.snap(wl.pid, Edge::Start);
         self.open = Some(OpenPhase {
             name,
             pid: pid as i32,

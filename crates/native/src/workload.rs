@@ -534,50 +534,30 @@ fn bad_offset(e: BadOffset) -> (Failure, u64) {
 /// steps a scenario thread may run as well as the main one). Err: the
 /// error code and errno of a failed system call.
 fn exec_region_op(op: &Op, regions: &[Region]) -> Result<(), (Failure, u64)> {
-    match op {
+    // The callers pass only these three.
+    let Some((region, offset, len)) = op.region_range() else {
+        return Ok(());
+    };
+    CUR_STEP.store(u64::from(op.step()), Ordering::Relaxed);
+    let r = &regions[region as usize];
+    let ok = match op {
         Op::Touch {
-            step,
-            region,
-            offset,
-            len,
-            write,
-            zero,
-            pat,
+            write, zero, pat, ..
         } => {
-            CUR_STEP.store(*step as u64, Ordering::Relaxed);
             STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
-            touch(&regions[*region as usize], *offset, *len, *write, pat).map_err(bad_offset)?;
+            touch(r, offset, len, *write, pat).map_err(bad_offset)?;
+            true
         }
         Op::Madvise {
-            step,
-            region,
-            offset,
-            len,
-            advice,
-            per_call,
-        } => {
-            CUR_STEP.store(*step as u64, Ordering::Relaxed);
-            let r = &regions[*region as usize];
-            if !madvise_calls(r, *offset, *len, *per_call, advice.raw()).map_err(bad_offset)? {
-                return Err((Failure::Madvise, errno()));
-            }
-        }
-        Op::Munmap {
-            step,
-            region,
-            offset,
-            len,
-        } => {
-            CUR_STEP.store(*step as u64, Ordering::Relaxed);
-            let r = &regions[*region as usize];
-            if !r.munmap(*offset, *len).map_err(bad_offset)? {
-                return Err((Failure::Munmap, errno()));
-            }
-        }
-        // The callers pass only the three above.
-        _ => {}
+            advice, per_call, ..
+        } => madvise_calls(r, offset, len, *per_call, advice.raw()).map_err(bad_offset)?,
+        _ => r.munmap(offset, len).map_err(bad_offset)?,
+    };
+    match (ok, op) {
+        (true, _) => Ok(()),
+        (false, Op::Madvise { .. }) => Err((Failure::Madvise, errno())),
+        (false, _) => Err((Failure::Munmap, errno())),
     }
-    Ok(())
 }
 
 /// A scenario thread's step (touch, madvise or munmap; the plan has no

@@ -202,28 +202,32 @@ pub struct Step {
     pub kind: StepKind,
 }
 
+/// The keys of an `op = "mmap"` step.
+#[derive(Clone, Debug)]
+pub struct MmapStep {
+    /// `region`: the name later steps use.
+    pub region: String,
+    pub backing: Backing,
+    /// `shared` (default false; must be true for shmem).
+    pub shared: bool,
+    /// `size` in bytes (a multiple of the page size).
+    pub size: u64,
+    /// `offset` into the file (file mappings only; default 0).
+    pub file_offset: u64,
+    /// `prot` (default "rw").
+    pub prot: Prot,
+    /// `madvise = [...]`: advice applied to the whole region right after
+    /// the mmap (default none).
+    pub advise: Vec<Madv>,
+    /// `map = true`: report the region's per-page folio map at the end
+    /// of every phase (default false).
+    pub map: bool,
+}
+
 #[derive(Clone, Debug)]
 pub enum StepKind {
     /// `op = "mmap"`
-    Mmap {
-        /// `region`: the name later steps use.
-        region: String,
-        backing: Backing,
-        /// `shared` (default false; must be true for shmem).
-        shared: bool,
-        /// `size` in bytes (a multiple of the page size).
-        size: u64,
-        /// `offset` into the file (file mappings only; default 0).
-        file_offset: u64,
-        /// `prot` (default "rw").
-        prot: Prot,
-        /// `madvise = [...]`: advice applied to the whole region right after
-        /// the mmap (default none).
-        advise: Vec<Madv>,
-        /// `map = true`: report the region's per-page folio map at the end
-        /// of every phase (default false).
-        map: bool,
-    },
+    Mmap(MmapStep),
     /// `op = "touch"`
     Touch {
         region: String,

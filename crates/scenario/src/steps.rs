@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::ast::{
-    Access, Backing, IoCall, IoStep, Madv, PagemapStep, Pattern, Prot, Range, Step, StepKind,
-    TouchUnit,
+    Access, Backing, IoCall, IoStep, Madv, MmapStep, PagemapStep, Pattern, Prot, Range, Step,
+    StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -452,7 +452,7 @@ impl StepChecker<'_> {
         }
         self.mapped.insert(region.clone(), f.path().to_owned());
         scope.regions.insert(region.clone(), size);
-        Ok(StepKind::Mmap {
+        Ok(StepKind::Mmap(MmapStep {
             region,
             backing,
             shared,
@@ -461,7 +461,7 @@ impl StepChecker<'_> {
             prot,
             advise,
             map,
-        })
+        }))
     }
 
     /// The `file` of a file mapping or I/O step, which must name a

@@ -118,7 +118,7 @@ fn step_fields_by_number() {
         panic!("not a touch");
     };
     assert_eq!(*pattern, Pattern::Stride { stride: 65536 });
-    assert!(matches!(s.steps[0].kind, StepKind::Mmap { size, .. } if size == 4 << 20));
+    assert!(matches!(s.steps[0].kind, StepKind::Mmap(MmapStep { size, .. }) if size == 4 << 20));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn toml_values_and_plain_strings() {
             ("step.2.len", "64K"),
         ],
     );
-    let StepKind::Mmap { advise, .. } = &s.steps[0].kind else {
+    let StepKind::Mmap(MmapStep { advise, .. }) = &s.steps[0].kind else {
         panic!("not an mmap");
     };
     assert_eq!(advise, &[Madv::Hugepage, Madv::Cold]);

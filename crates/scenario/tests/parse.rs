@@ -193,42 +193,32 @@ fn full_scenario_files() {
 fn full_scenario_mmaps() {
     let s = parse(FULL);
     assert_eq!(s.steps.len(), 14);
-    let StepKind::Mmap {
-        region,
-        backing,
-        shared,
-        size,
-        file_offset,
-        prot,
-        advise,
-        map,
-    } = &s.steps[0].kind
-    else {
+    let StepKind::Mmap(m) = &s.steps[0].kind else {
         panic!("not an mmap: {:?}", s.steps[0]);
     };
-    assert_eq!(region, "heap");
-    assert!(!map, "folio maps are opt-in");
-    assert_eq!(*backing, Backing::Anon);
-    assert!(!shared);
-    assert_eq!(*size, 2 << 20);
-    assert_eq!(*file_offset, 0);
+    assert_eq!(m.region, "heap");
+    assert!(!m.map, "folio maps are opt-in");
+    assert_eq!(m.backing, Backing::Anon);
+    assert!(!m.shared);
+    assert_eq!(m.size, 2 << 20);
+    assert_eq!(m.file_offset, 0);
     assert_eq!(
-        *prot,
+        m.prot,
         Prot {
             read: true,
             write: true,
             exec: false
         }
     );
-    assert_eq!(advise, &[Madv::Hugepage, Madv::Willneed]);
+    assert_eq!(m.advise, [Madv::Hugepage, Madv::Willneed]);
     assert_eq!(s.steps[0].loc.line, 26);
-    let StepKind::Mmap {
+    let StepKind::Mmap(MmapStep {
         backing,
         shared,
         file_offset,
         prot,
         ..
-    } = &s.steps[1].kind
+    }) = &s.steps[1].kind
     else {
         panic!("not an mmap");
     };
@@ -248,7 +238,7 @@ fn full_scenario_mmaps() {
             exec: false
         }
     );
-    let StepKind::Mmap { backing, size, .. } = &s.steps[2].kind else {
+    let StepKind::Mmap(MmapStep { backing, size, .. }) = &s.steps[2].kind else {
         panic!("not an mmap");
     };
     assert_eq!(*backing, Backing::Shmem);
@@ -414,13 +404,13 @@ fn step_and_file_defaults() {
     let text = format!("{BASE}\n[[step]]\nop = \"touch\"\nregion = \"buf\"\naccess = \"read\"\n");
     let s = parse(&text);
     assert_eq!(s.files[0].fill, CacheFill::Write { write_size: 4096 });
-    let StepKind::Mmap {
+    let StepKind::Mmap(MmapStep {
         shared,
         prot,
         advise,
         file_offset,
         ..
-    } = &s.steps[0].kind
+    }) = &s.steps[0].kind
     else {
         panic!("not an mmap");
     };
@@ -508,7 +498,7 @@ step = [
         .steps
         .iter()
         .map(|step| match &step.kind {
-            StepKind::Mmap { prot, .. } => *prot,
+            StepKind::Mmap(MmapStep { prot, .. }) => *prot,
             other => panic!("not an mmap: {other:?}"),
         })
         .collect();

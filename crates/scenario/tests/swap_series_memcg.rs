@@ -496,7 +496,7 @@ fn set_memcg_step_fields() {
 #[test]
 fn mmap_map_is_a_boolean() {
     let mmap = "[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n";
-    let on = |s: &Scenario| matches!(s.steps[0].kind, StepKind::Mmap { map, .. } if map);
+    let on = |s: &Scenario| matches!(s.steps[0].kind, StepKind::Mmap(MmapStep { map, .. }) if map);
     assert!(!on(&ok(mmap, &[])));
     assert!(on(&ok(&format!("{mmap}map = true\n"), &[])));
     assert!(on(&ok(mmap, &[("step.1.map", "true")])));

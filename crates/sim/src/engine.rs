@@ -227,6 +227,13 @@ impl<'w, A: Arch> Engine<'w, A> {
         (self.base[region as usize] + offset, len)
     }
 
+    /// The address range `(start, len)` a touch, madvise or munmap
+    /// operates on.
+    fn op_range(&self, op: &Op) -> (u64, u64) {
+        let (region, offset, len) = op.region_range().expect("a region operation");
+        self.range(region, offset, len)
+    }
+
     /// One operation of process `mm`, then the checks that run after
     /// every step.
     fn exec(&mut self, mm: MmId, op: &Op) -> Result<(), SimError> {
@@ -254,36 +261,20 @@ impl<'w, A: Arch> Engine<'w, A> {
                 self.advise_mapping(mm, addr, *size, advise, at)?;
             }
             Op::Touch {
-                region,
-                offset,
-                len,
-                write,
-                zero,
-                pat,
-                ..
+                write, zero, pat, ..
             } => {
-                let (start, len) = self.range(*region, *offset, *len);
+                let (start, len) = self.op_range(op);
                 self.cpu.store_nonzero = !*zero;
                 self.touch(mm, start..start + len, *write, pat, at)?;
             }
             Op::Madvise {
-                region,
-                offset,
-                len,
-                advice,
-                per_call,
-                ..
+                advice, per_call, ..
             } => {
-                let (start, len) = self.range(*region, *offset, *len);
+                let (start, len) = self.op_range(op);
                 self.madvise_per_call(mm, start, len, *advice, *per_call, at)?;
             }
-            Op::Munmap {
-                region,
-                offset,
-                len,
-                ..
-            } => {
-                let (start, len) = self.range(*region, *offset, *len);
+            Op::Munmap { .. } => {
+                let (start, len) = self.op_range(op);
                 self.k.sys_munmap(mm, start, len).map_err(|e| kerr(at, e))?;
             }
             Op::Fork { child, .. } => self.fork(mm, op.step(), child, at)?,

@@ -83,15 +83,10 @@ fn range_len(r: &Range, size: u64) -> u64 {
 fn steps(list: &[Step], regions: &mut ScopedMap<'_, u64>, parts: &mut Vec<(String, u64)>) {
     for st in list {
         match &st.kind {
-            StepKind::Mmap {
-                region,
-                backing,
-                shared,
-                size,
-                ..
-            } => {
-                regions.insert(region.clone(), *size);
-                if *backing == Backing::Shmem || (*backing == Backing::Anon && *shared) {
+            StepKind::Mmap(m) => {
+                let size = m.size;
+                regions.insert(m.region.clone(), size);
+                if m.backing == Backing::Shmem || (m.backing == Backing::Anon && m.shared) {
                     parts.push((
                         format!("{}: shared anonymous mapping ({} MiB)", st.loc, size >> 20),
                         (size / PAGE).saturating_mul(PER_CACHE_PAGE),

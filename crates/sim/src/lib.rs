@@ -162,17 +162,11 @@ fn fits_in_memory(sc: &Scenario) -> bool {
             match &st.kind {
                 // A file mapping's pages are the file's page cache (counted
                 // with the files) unless private writes copy them.
-                StepKind::Mmap {
-                    size,
-                    backing,
-                    shared,
-                    prot,
-                    ..
-                } => {
+                StepKind::Mmap(m) => {
                     let cached =
-                        matches!(backing, Backing::File { .. }) && (*shared || !prot.write);
+                        matches!(m.backing, Backing::File { .. }) && (m.shared || !m.prot.write);
                     if !cached {
-                        *mapped = mapped.saturating_add(*size);
+                        *mapped = mapped.saturating_add(m.size);
                     }
                 }
                 StepKind::Fork { child } => {

@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, IoStep, PagemapStep, Pattern, Prot, Range, Scenario, Step,
-    StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, PagemapStep, Pattern, Range, Scenario,
+    Step, StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
@@ -231,6 +231,32 @@ impl Op {
             | Op::Join { step } => *step,
         }
     }
+
+    /// The scenario-region range `(region, offset, len)` a touch, madvise
+    /// or munmap operates on; None for the other operations.
+    pub fn region_range(&self) -> Option<(u32, u64, u64)> {
+        match *self {
+            Op::Touch {
+                region,
+                offset,
+                len,
+                ..
+            }
+            | Op::Madvise {
+                region,
+                offset,
+                len,
+                ..
+            }
+            | Op::Munmap {
+                region,
+                offset,
+                len,
+                ..
+            } => Some((region, offset, len)),
+            _ => None,
+        }
+    }
 }
 
 /// A pagemap step: its keys and the range as (region, offset, length).
@@ -330,18 +356,6 @@ impl Placement for NoHints {
 struct AddrModel<'p> {
     place: &'p mut dyn Placement,
     regions: HashMap<String, u64>,
-}
-
-/// The keys of an mmap step.
-struct MmapKeys<'s> {
-    region: &'s str,
-    backing: &'s Backing,
-    shared: bool,
-    size: u64,
-    file_offset: u64,
-    prot: Prot,
-    advise: &'s [Madv],
-    map: bool,
 }
 
 struct Compiler<'a> {
@@ -462,28 +476,7 @@ impl Compiler<'_> {
         let step = self.locs.len() as u32;
         self.locs.push(s.loc.to_string());
         Ok(match &s.kind {
-            StepKind::Mmap {
-                region,
-                backing,
-                shared,
-                size,
-                file_offset,
-                prot,
-                advise,
-                map,
-            } => {
-                let keys = MmapKeys {
-                    region,
-                    backing,
-                    shared: *shared,
-                    size: *size,
-                    file_offset: *file_offset,
-                    prot: *prot,
-                    advise,
-                    map: *map,
-                };
-                self.mmap(step, keys)?
-            }
+            StepKind::Mmap(m) => self.mmap(step, m)?,
             StepKind::Touch {
                 region,
                 access,
@@ -535,7 +528,7 @@ impl Compiler<'_> {
 
     /// An mmap step: its `PROT_*` and `MAP_*` values, the address the
     /// layout model gives it, and a new region taking the name over.
-    fn mmap(&mut self, step: u32, m: MmapKeys<'_>) -> Result<Op, CompileError> {
+    fn mmap(&mut self, step: u32, m: &MmapStep) -> Result<Op, CompileError> {
         let at = self.at(step).to_string();
         let mut p = 0;
         for (on, bit) in [
@@ -548,7 +541,7 @@ impl Compiler<'_> {
             }
         }
         let share = if m.shared { MAP_SHARED } else { MAP_PRIVATE };
-        let (flags, file) = match m.backing {
+        let (flags, file) = match &m.backing {
             Backing::Anon => (share | MAP_ANONYMOUS, None),
             // `kind = "shmem"` is the language's name for
             // MAP_SHARED|MAP_ANONYMOUS (the parser requires shared).

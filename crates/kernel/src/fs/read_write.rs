@@ -14,6 +14,7 @@
 //! O_APPEND, vectored and asynchronous I/O are not modelled.
 
 use crate::arch::Arch;
+use crate::KResult;
 use crate::{Kernel, KernelError, MmId};
 
 impl<A: Arch> Kernel<A> {
@@ -31,7 +32,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `ksys_read()`: read up to `count` bytes at the file position and
     /// advance it. Returns the bytes read (0 at EOF).
-    pub fn sys_read(&mut self, mm: MmId, file: u32, count: u64) -> Result<u64, KernelError> {
+    pub fn sys_read(&mut self, mm: MmId, file: u32, count: u64) -> KResult<u64> {
         self.at_f_pos(file, |k, pos| k.sys_pread64(mm, file, count, pos))
     }
 
@@ -40,8 +41,8 @@ impl<A: Arch> Kernel<A> {
     fn at_f_pos(
         &mut self,
         file: u32,
-        io: impl FnOnce(&mut Self, u64) -> Result<u64, KernelError>,
-    ) -> Result<u64, KernelError> {
+        io: impl FnOnce(&mut Self, u64) -> KResult<u64>,
+    ) -> KResult<u64> {
         let pos = self.open_files[file as usize].f_pos;
         let n = io(self, pos)?;
         self.open_files[file as usize].f_pos = pos + n;
@@ -49,30 +50,18 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `ksys_pread64()`: read up to `count` bytes at `pos`.
-    pub fn sys_pread64(
-        &mut self,
-        mm: MmId,
-        file: u32,
-        count: u64,
-        pos: u64,
-    ) -> Result<u64, KernelError> {
+    pub fn sys_pread64(&mut self, mm: MmId, file: u32, count: u64, pos: u64) -> KResult<u64> {
         self.as_task(mm, |k| k.filemap_read(file, pos, count))
     }
 
     /// `ksys_write()`: write `count` bytes at the file position and advance
     /// it.
-    pub fn sys_write(&mut self, mm: MmId, file: u32, count: u64) -> Result<u64, KernelError> {
+    pub fn sys_write(&mut self, mm: MmId, file: u32, count: u64) -> KResult<u64> {
         self.at_f_pos(file, |k, pos| k.sys_pwrite64(mm, file, count, pos))
     }
 
     /// `ksys_pwrite64()`: write `count` bytes at `pos` (inside the file).
-    pub fn sys_pwrite64(
-        &mut self,
-        mm: MmId,
-        file: u32,
-        count: u64,
-        pos: u64,
-    ) -> Result<u64, KernelError> {
+    pub fn sys_pwrite64(&mut self, mm: MmId, file: u32, count: u64, pos: u64) -> KResult<u64> {
         let f = self.open_files[file as usize].mapping;
         let size = self.files[f.0 as usize].i_size;
         if pos.checked_add(count).is_none_or(|end| end > size) {

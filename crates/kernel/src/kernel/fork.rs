@@ -6,18 +6,18 @@
 //! KSM registration.
 
 use crate::arch::Arch;
-use crate::{Kernel, KernelError, MmId};
+use crate::{KResult, Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
     /// `dup_mm()`: returns the child's mm.
-    pub fn dup_mm(&mut self, parent: MmId) -> Result<MmId, KernelError> {
+    pub fn dup_mm(&mut self, parent: MmId) -> KResult<MmId> {
         // The parent forks: the child's page tables are charged to its
         // cgroup (`current`'s).
         let memcg = self.mm_memcg(parent);
         self.with_current_memcg(memcg, |k| k.dup_mm_locked(parent))
     }
 
-    fn dup_mm_locked(&mut self, parent: MmId) -> Result<MmId, KernelError> {
+    fn dup_mm_locked(&mut self, parent: MmId) -> KResult<MmId> {
         self.vmstat.sim.dup_mm += 1;
         let child = self.mm_alloc();
         // The child task starts in its parent's memory cgroup.

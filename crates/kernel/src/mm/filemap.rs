@@ -36,6 +36,7 @@ use crate::mm::memory::{
 };
 use crate::mm::readahead::FileRaState;
 use crate::mm::vmstat::{Trace, VmEvent};
+use crate::KResult;
 use crate::{FileId, Kernel, KernelError};
 
 /// Empty page-cache slot.
@@ -366,7 +367,7 @@ impl<A: Arch> Kernel<A> {
         index: u64,
         order: u32,
         write: bool,
-    ) -> Result<Pfn, KernelError> {
+    ) -> KResult<Pfn> {
         self.vmstat.sim.pagecache_lookup += 1;
         if let Some(p) = self.files[f.0 as usize].lookup(index) {
             return Ok(self.mem.page_folio(p));
@@ -409,7 +410,7 @@ impl<A: Arch> Kernel<A> {
     /// Buffered write(2) calls of `write_size` bytes from offset 0 to the
     /// end of the file (a `[[file]]` fill), then written back: the folios
     /// end up uptodate and clean (as after fsync).
-    pub fn fill_by_write(&mut self, f: FileId, write_size: u64) -> Result<(), KernelError> {
+    pub fn fill_by_write(&mut self, f: FileId, write_size: u64) -> KResult<()> {
         let file = self.open_file(f);
         let size = self.files[f.0 as usize].i_size;
         let mut pos = 0;
@@ -437,7 +438,7 @@ impl<A: Arch> Kernel<A> {
         file: u32,
         pos: u64,
         count: u64,
-    ) -> Result<u64, KernelError> {
+    ) -> KResult<u64> {
         let f = self.open_files[file as usize].mapping;
         let chunk = PAGE_SIZE << self.files[f.0 as usize].max_order;
         let end = pos + count;
@@ -486,7 +487,7 @@ impl<A: Arch> Kernel<A> {
 
     /// read(2) of the whole file in `read_size` calls (a `[[file]]` fill)
     /// through a file opened for it.
-    pub fn fill_by_read(&mut self, f: FileId, read_size: u64) -> Result<(), KernelError> {
+    pub fn fill_by_read(&mut self, f: FileId, read_size: u64) -> KResult<()> {
         let file = self.open_file(f);
         let size = self.files[f.0 as usize].i_size;
         let mut pos = 0;
@@ -509,12 +510,7 @@ impl<A: Arch> Kernel<A> {
     /// except the first one when the previous read through this file ended
     /// in it (`pos_same_folio()` with `ra->prev_pos`). Returns the bytes
     /// read (0 at or past EOF); `ra->prev_pos` is the end of the read.
-    pub(crate) fn filemap_read(
-        &mut self,
-        file: u32,
-        pos: u64,
-        count: u64,
-    ) -> Result<u64, KernelError> {
+    pub(crate) fn filemap_read(&mut self, file: u32, pos: u64, count: u64) -> KResult<u64> {
         let f = self.open_files[file as usize].mapping;
         let size = self.files[f.0 as usize].i_size;
         let last_pos = self.open_files[file as usize].ra.prev_pos;

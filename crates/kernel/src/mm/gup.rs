@@ -29,6 +29,7 @@ use crate::mm::memory::{
     FaultOutcome, FAULT_FLAG_ALLOW_RETRY, FAULT_FLAG_WRITE, VM_FAULT_ERROR, VM_FAULT_OOM,
 };
 use crate::mm::mmap::{VM_READ, VM_WRITE};
+use crate::KResult;
 use crate::{Kernel, KernelError, MmId};
 
 /// Faults get_user_pages() took for the current task since the engine
@@ -57,7 +58,7 @@ impl<A: Arch> Kernel<A> {
         start: u64,
         end: u64,
         write: bool,
-    ) -> Result<(), KernelError> {
+    ) -> KResult<()> {
         let mut addr = start;
         while addr < end {
             // __get_user_pages(): FOLL_MADV_POPULATE looks the VMA up with
@@ -91,7 +92,7 @@ impl<A: Arch> Kernel<A> {
     /// One step of `__get_user_pages()`: follow the page at `addr`,
     /// faulting it in first if needed (`faultin_page()`, then `retry`).
     /// Returns the pages the step covered.
-    fn populate_one(&mut self, mm: MmId, addr: u64, write: bool) -> Result<u64, KernelError> {
+    fn populate_one(&mut self, mm: MmId, addr: u64, write: bool) -> KResult<u64> {
         for _ in 0..4 {
             if let Follow::Page { nr } = self.follow_page_mask(mm, addr, write) {
                 return Ok(nr);

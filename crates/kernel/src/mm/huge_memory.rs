@@ -22,6 +22,7 @@
 //! shrinker, `defrag` (allocation succeeds while memory is free), PUD THP,
 //! shmem huge pages.
 
+use crate::KResult;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::arch::{Arch, FolioSpan, PteProt};
@@ -477,7 +478,7 @@ impl<A: Arch> Kernel<A> {
         dst: MmId,
         vma: &Vma,
         haddr: u64,
-    ) -> Result<(), crate::KernelError> {
+    ) -> KResult<()> {
         let spmd = self.walk_to_pmd(src, haddr).expect("source pmd");
         let mut pmdval = self.pmdp_get(spmd);
         let dpmd = self.pmd_alloc(dst, haddr);

@@ -29,6 +29,7 @@ use crate::include::linux::pgtable::{
 };
 use crate::mm::mmap::{Vma, VmaKind, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_RAND_READ, VM_SEQ_READ};
 use crate::mm::pgtable_generic::TableId;
+use crate::KResult;
 use crate::{Kernel, KernelError, MmId};
 
 pub use foliosim_uapi::Madv;
@@ -62,13 +63,7 @@ impl<A: Arch> Kernel<A> {
     /// The madvise(2) system call: `behavior` is the raw `MADV_*` value
     /// (an unknown one fails with EINVAL, as madvise_behavior_valid()
     /// makes it).
-    pub fn sys_madvise(
-        &mut self,
-        mm: MmId,
-        start: u64,
-        len: u64,
-        behavior: i32,
-    ) -> Result<(), KernelError> {
+    pub fn sys_madvise(&mut self, mm: MmId, start: u64, len: u64, behavior: i32) -> KResult<()> {
         let advice = Madv::from_raw(behavior).ok_or_else(|| {
             KernelError::Errno("EINVAL", format!("madvise advice {behavior} is not valid"))
         })?;
@@ -77,13 +72,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `do_madvise()` on `[start, start + len)`.
-    pub fn do_madvise(
-        &mut self,
-        mm: MmId,
-        start: u64,
-        len: u64,
-        advice: Madv,
-    ) -> Result<(), KernelError> {
+    pub fn do_madvise(&mut self, mm: MmId, start: u64, len: u64, advice: Madv) -> KResult<()> {
         if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
             return Err(KernelError::Errno(
                 "EINVAL",
@@ -329,7 +318,7 @@ impl<A: Arch> Kernel<A> {
         vma: &Vma,
         start: u64,
         end: u64,
-    ) -> Result<(), KernelError> {
+    ) -> KResult<()> {
         if vma.kind != VmaKind::Anon || vma.is_shared() {
             return Err(KernelError::Errno(
                 "EINVAL",

@@ -42,6 +42,7 @@ use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
 use crate::mm::vmstat::MemcgEvent;
+use crate::KResult;
 use crate::{Kernel, KernelError, MmId};
 
 /// A memory cgroup (`struct mem_cgroup`): its index in
@@ -187,11 +188,7 @@ impl<A: Arch> Kernel<A> {
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
     /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
     /// into it (`cgroup.procs`). Charges already made stay where they are.
-    pub fn mem_cgroup_create(
-        &mut self,
-        mm: MmId,
-        limit_bytes: Option<u64>,
-    ) -> Result<MemcgId, KernelError> {
+    pub fn mem_cgroup_create(&mut self, mm: MmId, limit_bytes: Option<u64>) -> KResult<MemcgId> {
         let id = self.memcg.memcgs.len();
         if id >= u16::MAX as usize {
             return Err(KernelError::Unsupported(
@@ -621,11 +618,7 @@ impl<A: Arch> Kernel<A> {
     /// may swap) and try again, until it fits or one reclaim call frees
     /// nothing: Err (-EBUSY), the limit unchanged. `max_pages`: None is
     /// unlimited.
-    pub fn mem_cgroup_resize_max(
-        &mut self,
-        memcg: MemcgId,
-        max_pages: Option<u64>,
-    ) -> Result<(), KernelError> {
+    pub fn mem_cgroup_resize_max(&mut self, memcg: MemcgId, max_pages: Option<u64>) -> KResult<()> {
         let max = max_pages.unwrap_or(PAGE_COUNTER_MAX);
         let mut drained = false;
         loop {

@@ -14,6 +14,7 @@
 //! is fixed), mremap/mprotect, freeing of upper-level tables, shmem's
 //! huge-aware placement (shmem huge pages are not modelled).
 
+use crate::KResult;
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
@@ -280,7 +281,7 @@ impl<A: Arch> Kernel<A> {
         flags: i32,
         file: Option<FileId>,
         offset: u64,
-    ) -> Result<u64, KernelError> {
+    ) -> KResult<u64> {
         use foliosim_uapi::mman::*;
         let known = MAP_TYPE | MAP_ANONYMOUS | MAP_NORESERVE;
         if flags & !known != 0 {
@@ -323,7 +324,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `do_mmap()`. Returns the address.
-    pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> Result<u64, KernelError> {
+    pub fn do_mmap(&mut self, mm: MmId, a: MmapArgs) -> KResult<u64> {
         if a.len == 0 || !a.len.is_multiple_of(PAGE_SIZE) || !a.offset.is_multiple_of(PAGE_SIZE) {
             return Err(KernelError::Errno(
                 "EINVAL",
@@ -479,13 +480,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The munmap(2) system call (`__vm_munmap()`).
-    pub fn sys_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
+    pub fn sys_munmap(&mut self, mm: MmId, start: u64, len: u64) -> KResult<()> {
         self.vmstat.sim.syscall_mm += 1;
         self.do_munmap(mm, start, len)
     }
 
     /// `do_vmi_munmap()`: unmap `[start, start + len)`.
-    pub(crate) fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> Result<(), KernelError> {
+    pub(crate) fn do_munmap(&mut self, mm: MmId, start: u64, len: u64) -> KResult<()> {
         if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || len == 0 {
             return Err(KernelError::Errno(
                 "EINVAL",

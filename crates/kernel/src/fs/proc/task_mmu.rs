@@ -34,6 +34,7 @@
 //! and uffd-wp markers (no step installs them), migration entries (never
 //! left in tables between steps), hugetlb, VM_PFNMAP, VM_SOFTDIRTY.
 
+use crate::KResult;
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
@@ -437,7 +438,7 @@ impl<A: Arch> Kernel<A> {
         file: &mut PagemapFile,
         count: u64,
         out: &mut Vec<u64>,
-    ) -> Result<u64, KernelError> {
+    ) -> KResult<u64> {
         if !file.pos.is_multiple_of(PM_ENTRY_BYTES) || !count.is_multiple_of(PM_ENTRY_BYTES) {
             return Err(KernelError::Errno(
                 "EINVAL",
@@ -506,7 +507,7 @@ impl<A: Arch> Kernel<A> {
         read_size: u64,
         show_pfn: bool,
         out: &mut Vec<u64>,
-    ) -> Result<(), KernelError> {
+    ) -> KResult<()> {
         let mut file = PagemapFile {
             pos: start / PAGE_SIZE * PM_ENTRY_BYTES,
             show_pfn,

@@ -12,16 +12,11 @@ use crate::arch::{Arch, FolioSpan};
 use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE};
 use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
 use crate::mm::pgtable_generic::TableId;
-use crate::{Kernel, KernelError, MmId};
+use crate::{KResult, Kernel, MmId};
 
 impl<A: Arch> Kernel<A> {
     /// `copy_page_range()` for one VMA.
-    pub(crate) fn copy_page_range(
-        &mut self,
-        dst: MmId,
-        src: MmId,
-        vma: &Vma,
-    ) -> Result<(), KernelError> {
+    pub(crate) fn copy_page_range(&mut self, dst: MmId, src: MmId, vma: &Vma) -> KResult<()> {
         if vma.anon_vma.is_none() {
             return Ok(()); // vma_needs_copy(): the child faults it in again.
         }
