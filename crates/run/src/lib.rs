@@ -320,17 +320,13 @@ pub mod vm {
             Some(sc) if sc.system.arch == kernel.arch => sc,
             _ => parse(src, &user)?,
         };
+        let mut sc = sc;
         let workload = foliosim_sim::compile(&sc)
             .map_err(|e| RunError::Unsupported(in_file(label, e.to_string())))?;
-        let (overrides, notes) = foliosim_vm::guest_overrides(&sc, &workload, &user, &kernel);
+        let (overrides, notes) = foliosim_vm::guest_overrides(&mut sc, &workload, &user, &kernel);
         for n in &notes {
             foliosim_uapi::note!("foliosim vm: note: {n}");
         }
-        let sc = if overrides.len() == user.len() {
-            sc
-        } else {
-            parse(src, &overrides)?
-        };
         let run = foliosim_vm::run_workload(src, &sc, &workload, &overrides, kernel, opts)
             .map_err(|e| RunError::from_vm(label, e))?;
         foliosim_uapi::note!(

@@ -87,6 +87,32 @@ impl System {
     }
 }
 
+impl System {
+    /// Set the knob or series switch `key` (canonical spelling, without
+    /// `system.`) to `value` as if the file had said so: it becomes
+    /// explicit and `knobs` shows it. For settings an engine derives, such
+    /// as a guest's memory, on a scenario already parsed; ranges are not
+    /// checked. False, and nothing changed, if `key` names neither or
+    /// `value` is not of its kind.
+    pub fn set(&mut self, key: &str, value: Value) -> bool {
+        let stored = match (knobs::lookup(key), value) {
+            (Some(Setting::Switch(switch)), Value::Flag(on)) => {
+                self.series.set(switch.name, on);
+                true
+            }
+            (Some(Setting::Knob { knob, kb }), value) => {
+                self.knob_mut(knob, kb).is_some_and(|f| f.set(value))
+            }
+            _ => false,
+        };
+        if stored {
+            self.explicit.insert(key.to_owned());
+            self.knobs = knobs(self);
+        }
+        stored
+    }
+}
+
 /// Every knob in the kernel's spelling.
 fn knobs(system: &mut System) -> BTreeMap<String, String> {
     let mut knobs = BTreeMap::new();

@@ -248,3 +248,30 @@ fn steps_created_by_set_have_a_set_location() {
     assert!(child[0].loc.file.starts_with("--set step.1.child="));
     assert!(parse(text).steps.len() == 1);
 }
+
+/// `System::set` (a setting an engine derives) leaves the scenario as
+/// parsing it with the same `--set` would.
+#[test]
+fn a_derived_setting_is_the_same_as_a_set() {
+    use foliosim_uapi::knobs::Value;
+    let sets = [
+        ("memory", "3G"),
+        ("series.batch_file_unmap", "1"),
+        ("transparent_hugepage.hugepages-64kB.enabled", "always"),
+    ];
+    let want = ok(BASE, &sets);
+    let mut got = parse(BASE);
+    assert!(got.system.set("memory", Value::Int(3 << 30)));
+    assert!(got.system.set("series.batch_file_unmap", Value::Flag(true)));
+    let always = Value::Mthp(MthpMode::Always);
+    assert!(got
+        .system
+        .set("transparent_hugepage.hugepages-64kB.enabled", always));
+    assert_eq!(format!("{:?}", got.system), format!("{:?}", want.system));
+    // Neither a knob nor a switch, or a value of another kind: nothing set.
+    let before = format!("{:?}", got.system);
+    assert!(!got.system.set("memroy", Value::Int(1 << 30)));
+    assert!(!got.system.set("memory", Value::Flag(true)));
+    assert!(!got.system.set("series.batch_file_unmap", Value::Int(1)));
+    assert_eq!(format!("{:?}", got.system), before);
+}

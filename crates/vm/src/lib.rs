@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use foliosim_report::Report;
 use foliosim_scenario::{Scenario, Source};
+use foliosim_uapi::knobs::{self, Value as KnobValue};
 use foliosim_uapi::{series::SWITCHES, Arch, SwapKind};
 use foliosim_workload::Workload;
 use serde_json::{json, Value};
@@ -160,33 +161,45 @@ pub fn kernel_for(opts: &VmOptions, arch: Option<Arch>) -> Result<KernelImage, S
     Ok(kernel)
 }
 
-/// The overrides that make a scenario describe the guest of `kernel`:
-/// `ov` (the user's and the kernel's architecture, as `sc` was parsed
-/// with), then the series switches the kernel's release contains (unless
-/// the scenario sets them), and a `memory` for the guest when the
-/// scenario leaves it at its default (from its compiled workload `wl`).
-/// Returns them with notes.
+/// Make the scenario `sc` describe the guest of `kernel`: `ov` are the
+/// overrides it was parsed with (the user's and the kernel's
+/// architecture); to them come the series switches the kernel's release
+/// contains (unless the scenario sets them) and a `memory` for the guest
+/// when the scenario leaves it at its default (from its compiled workload
+/// `wl`). Each is set in `sc` as well, so that it need not be parsed
+/// again. Returns every override (the guest parses the scenario's text
+/// with them) and notes.
 pub fn guest_overrides(
-    sc: &Scenario,
+    sc: &mut Scenario,
     wl: &Workload,
     ov: &[(String, String)],
     kernel: &KernelImage,
 ) -> (Overrides, Vec<String>) {
     let mut out: Vec<(String, String)> = ov.to_vec();
     let mut notes = Vec::new();
+    let mut derive = |sc: &mut Scenario, key: String, text: String, value: KnobValue| {
+        let stored = sc.system.set(&key, value);
+        debug_assert!(stored, "{key}: not a [system] setting");
+        out.push((key, text));
+    };
     for sw in SWITCHES {
         let key = format!("series.{}", sw.name);
         if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
-            out.push((key, "1".into()));
+            derive(sc, key, "1".into(), KnobValue::Flag(true));
         }
     }
-    if !sc.system.explicit.contains("memory") {
+    if !sc.system.explicit.contains(knobs::MEMORY.key) {
         let mib = guest_memory_mib(sc, wl);
         notes.push(format!(
             "memory is not set: the guest gets {mib} MiB (the working set and room for the \
              kernel); set memory to choose"
         ));
-        out.push(("memory".into(), format!("{mib}M")));
+        derive(
+            sc,
+            knobs::MEMORY.key.into(),
+            format!("{mib}M"),
+            KnobValue::Int(mib << 20),
+        );
     }
     (out, notes)
 }

@@ -192,11 +192,17 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
         release: release.into(),
         config: None,
     };
-    // The scenario parsed with the user's overrides, compiled once.
+    // The scenario parsed with the user's overrides, compiled once; the
+    // guest's settings applied to it are the scenario the guest parses
+    // with every override.
     let guest_overrides = |user: &[(String, String)], k: &kernels::KernelImage| {
-        let sc = foliosim_scenario::load(&scenario("corpus/anon-never.toml"), user).unwrap();
+        let path = scenario("corpus/anon-never.toml");
+        let mut sc = foliosim_scenario::load(&path, user).unwrap();
         let wl = foliosim_sim::compile(&sc).unwrap();
-        foliosim_vm::guest_overrides(&sc, &wl, user, k)
+        let (ov, notes) = foliosim_vm::guest_overrides(&mut sc, &wl, user, k);
+        let reparsed = foliosim_scenario::load(&path, &ov).unwrap();
+        assert_eq!(format!("{sc:?}"), format!("{reparsed:?}"), "{ov:?}");
+        (ov, notes)
     };
     let on = |ov: &[(String, String)]| -> Vec<String> {
         ov.iter()
