@@ -2,7 +2,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod calibrate;
@@ -369,6 +369,26 @@ enum Cmd {
     Vm(VmArgs),
     /// Describe the host as a scenario `[system]` fragment.
     Probe,
+    /// Put back what a killed native run left on the host (root).
+    ///
+    /// A native run restores the host itself when it ends, on a signal,
+    /// and (through a supervisor process) when it is SIGKILLed. Should the
+    /// run and its supervisor die together (a cgroup-wide kill, `systemctl
+    /// stop`, the OOM killer), its saved state in /run/foliosim-native.saved
+    /// lists what is left; every foliosim command run as root puts it back
+    /// first, and this command does only that: knob values, swap areas,
+    /// loop and zram devices, memory cgroups, and the work directories
+    /// under --workdir of runs that are over. Exit 1 if something could
+    /// not be restored (it stays listed for the next try).
+    ///
+    /// Example (a systemd unit that starts foliosim native):
+    ///   ExecStopPost=/usr/local/bin/foliosim restore
+    #[command(verbatim_doc_comment)]
+    Restore {
+        /// The directory native runs were given for their work files.
+        #[arg(long, default_value = "/var/tmp")]
+        workdir: PathBuf,
+    },
     /// Fit a cost profile to native measurements (root; x86_64 hosts).
     ///
     /// Runs every scenario of the corpus natively --repeat times (median of
@@ -700,6 +720,7 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
         Cmd::Sweep(a) => sweep::cmd_sweep(a),
         Cmd::Diff(a) => sweep::cmd_diff(a),
         Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
+        Cmd::Restore { workdir } => cmd_restore(workdir),
         Cmd::Probe => inputs::print(&foliosim_native::probe(
             &foliosim_native::NativeOptions::default().workdir,
         ))
@@ -723,6 +744,44 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
     }
 }
 
+/// `foliosim restore`.
+fn cmd_restore(workdir: &Path) -> Result<bool, String> {
+    match foliosim_native::restore_stale(workdir, true) {
+        Ok(Some(r)) if r.restored.is_empty() && r.failed.is_empty() => {
+            eprintln!("foliosim: nothing to restore");
+            Ok(true)
+        }
+        Ok(Some(r)) => {
+            for what in &r.restored {
+                eprintln!("foliosim: restored {what}");
+            }
+            for what in &r.failed {
+                eprintln!("foliosim: could not restore: {what}");
+            }
+            Ok(r.failed.is_empty())
+        }
+        Ok(None) => {
+            eprintln!("foliosim: a native run is in progress; it restores the host itself");
+            Ok(true)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Before any command: put back what a killed native run left (see
+/// `foliosim restore`), or say that it is left.
+fn restore_stale_first(cmd: &Cmd) {
+    if matches!(cmd, Cmd::Restore { .. }) {
+        return;
+    }
+    let workdir = foliosim_native::NativeOptions::default().workdir;
+    match foliosim_native::restore_stale(&workdir, false) {
+        Ok(Some(r)) => r.note("foliosim"),
+        Ok(None) => {}
+        Err(e) => foliosim_uapi::note!("foliosim: note: {e}"),
+    }
+}
+
 fn main() -> ExitCode {
     // The init process of a guest that `foliosim vm` booted.
     if foliosim_run::guest::is_guest_init() {
@@ -736,6 +795,7 @@ fn main() -> ExitCode {
     } else {
         foliosim_uapi::diag::Verbosity::Normal
     });
+    restore_stale_first(&cli.cmd);
     // A panic (a foliosim bug) is a tool error, exit status 2, like any
     // other; the default hook has printed its message.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(&cli)))

@@ -46,11 +46,14 @@ pub(crate) enum Undo {
     /// A swap area: swapoff(path).
     Swapon(PathBuf),
     /// Loop device `index` attached to `backing`: detached (only if it is
-    /// still attached to `backing`), and removed if the run `created` it.
+    /// still attached to `backing`), and removed if the run `created` it;
+    /// else its `queue/` settings (read_ahead_kb, which attaching changes,
+    /// and rotational) are put back to their values before the run.
     Loop {
         index: u32,
         backing: PathBuf,
         created: bool,
+        queue: Vec<(String, String)>,
     },
     /// zram device `id` added through zram-control: reset and hot-removed.
     Zram(u32),
@@ -74,7 +77,16 @@ impl Undo {
                 index,
                 backing,
                 created,
-            } => format!("loop\t{index}\t{}\t{}", backing.display(), *created as u8),
+                queue,
+            } => {
+                let queue: Vec<String> = queue.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!(
+                    "loop\t{index}\t{}\t{}\t{}",
+                    backing.display(),
+                    *created as u8,
+                    queue.join(",")
+                )
+            }
             Undo::Zram(id) => format!("zram\t{id}"),
             Undo::ZramAdding { existing } => {
                 let ids: Vec<String> = existing.iter().map(u32::to_string).collect();
@@ -90,10 +102,17 @@ impl Undo {
     fn parse(line: &str) -> Option<Undo> {
         Some(match line.split('\t').collect::<Vec<_>>()[..] {
             ["swapon", p] => Undo::Swapon(p.into()),
-            ["loop", i, b, c] => Undo::Loop {
+            // Written by a foliosim that did not keep the queue settings.
+            ["loop", _, _, _] => Undo::parse(&format!("{line}\t"))?,
+            ["loop", i, b, c, q] => Undo::Loop {
                 index: i.parse().ok()?,
                 backing: b.into(),
                 created: c == "1",
+                queue: q
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
             },
             ["zram", id] => Undo::Zram(id.parse().ok()?),
             ["cgroup", d, p] => Undo::Cgroup {
@@ -170,6 +189,16 @@ fn interrupted() -> io::Result<()> {
     }
 }
 
+/// Whether a native run (or a killed run's supervisor) holds the run
+/// lock; works without root (a shared lock on the file opened read-only).
+pub(crate) fn run_in_progress() -> bool {
+    let Ok(file) = File::open(LOCK_FILE) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own; closing it drops the lock.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
 /// Exclusive use of the host for one run.
 pub(crate) struct RunLock {
     _file: File,
@@ -177,6 +206,28 @@ pub(crate) struct RunLock {
 }
 
 impl RunLock {
+    /// The lock if no native run holds it; None while one does (a live
+    /// run, or the supervisor of a killed one restoring the host).
+    pub(crate) fn try_acquire() -> io::Result<Option<RunLock>> {
+        let Ok(inproc) = IN_PROCESS.try_lock() else {
+            return Ok(None);
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_FILE)?;
+        // SAFETY: flock on a descriptor we own.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+            return Ok(None);
+        }
+        Ok(Some(RunLock {
+            _file: file,
+            _inproc: inproc,
+        }))
+    }
+
     pub(crate) fn acquire() -> io::Result<RunLock> {
         let inproc = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
         let file = OpenOptions::new()
@@ -208,37 +259,113 @@ impl RunLock {
     }
 }
 
-/// Put back settings (and remove the work directory) a killed run left behind (call with the RunLock held:
-/// then no live run owns the state file). Returns what was restored.
-pub(crate) fn recover_stale() -> Vec<String> {
-    let Ok(text) = fs::read_to_string(STATE_FILE) else {
-        return Vec::new();
+/// What putting the host back did: each thing restored, and each thing
+/// that could not be (still listed in the state file).
+#[derive(Debug, Default)]
+pub struct Recovery {
+    pub restored: Vec<String>,
+    pub failed: Vec<String>,
+}
+
+impl Recovery {
+    /// Say on standard error, as `who`, what was restored and what failed.
+    pub fn note(&self, who: &str) {
+        if !self.restored.is_empty() {
+            eprintln!(
+                "{who}: a native run was killed before restoring the host; restored: {}",
+                self.restored.join(", ")
+            );
+        }
+        for f in &self.failed {
+            eprintln!("{who}: could not restore what a killed native run left: {f}");
+        }
+    }
+}
+
+/// The name of a run's work directory in the directory `parent` it was
+/// asked to use: `foliosim-native-<pid>-<n>`.
+const WORKDIR_PREFIX: &str = "foliosim-native-";
+
+/// Remove the work directories of runs that are over under `parent` (call
+/// with the RunLock held and the state file recovered: no live run owns
+/// one). A killed run's state file is gone after a reboot (it lives in
+/// /run), its work directory (swap files on disk) is not. A directory
+/// still holding an active swap area or a loop device's backing file is
+/// left, and said.
+pub(crate) fn clean_stale_workdirs(parent: &Path, r: &mut Recovery) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
     };
-    let mut done = Vec::new();
-    for line in text.lines().rev() {
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let loops: Vec<String> = fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| fs::read_to_string(e.path().join("loop/backing_file")).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(WORKDIR_PREFIX) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = e.path();
+        let inside = |p: &str| Path::new(p.trim()).starts_with(&dir);
+        let busy = swaps
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .any(inside)
+            || loops.iter().any(|b| inside(b));
+        if busy {
+            r.failed.push(format!(
+                "{} holds an active swap area or loop device; left in place",
+                dir.display()
+            ));
+            continue;
+        }
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => r.restored.push(format!("removed {}", dir.display())),
+            Err(e) => r.failed.push(format!("removing {}: {e}", dir.display())),
+        }
+    }
+}
+
+/// The state a run saved (the workload is not known: it died with the
+/// engine).
+fn load_state(text: &str) -> Shared {
+    let mut sh = Shared {
+        saved: Vec::new(),
+        undo: Vec::new(),
+        tracefs: None,
+        workdir: None,
+        workload: 0,
+    };
+    for line in text.lines() {
         if let Some(u) = Undo::parse(line) {
-            match undo_one(&u) {
-                Ok(true) => done.push(u.describe()),
-                Ok(false) => {}
-                Err(e) => eprintln!("foliosim native: {e}"),
-            }
+            sh.undo.push(u);
             continue;
         }
         match line.split('\t').collect::<Vec<_>>()[..] {
-            ["knob", path, value] if fs::write(path, value).is_ok() => {
-                done.push(format!("{path} = {value}"));
-            }
-            ["workdir", path] if fs::remove_dir_all(path).is_ok() => {
-                done.push(format!("removed {path}"));
-            }
-            ["tracefs", path] if sys::umount(Path::new(path)).is_ok() => {
-                done.push(format!("unmounted tracefs at {path}"));
-            }
+            ["knob", path, value] => sh.saved.push((path.into(), value.to_string())),
+            ["workdir", path] => sh.workdir = Some(path.into()),
+            ["tracefs", path] => sh.tracefs = Some(path.into()),
             _ => {}
         }
     }
-    let _ = fs::remove_file(STATE_FILE);
-    done
+    sh
+}
+
+/// Put back what a killed run left behind (call with the RunLock held:
+/// then no live run owns the state file). The state file goes only once
+/// everything is restored; what failed stays in it for the next try.
+pub(crate) fn recover_stale() -> Recovery {
+    // A state file being written when the run was killed: the change it
+    // announced was not made yet.
+    let _ = fs::remove_file(format!("{STATE_FILE}.tmp"));
+    match fs::read_to_string(STATE_FILE) {
+        Ok(text) => restore(&mut load_state(&text)),
+        Err(_) => Recovery::default(),
+    }
 }
 
 fn persist(sh: &Shared) {
@@ -297,7 +424,8 @@ pub(crate) fn undo_one(u: &Undo) -> Result<bool, String> {
             index,
             backing,
             created,
-        } => crate::swapdev::detach_loop(*index, backing, *created),
+            queue,
+        } => crate::swapdev::detach_loop(*index, backing, *created, queue),
         Undo::Zram(id) => crate::swapdev::remove_zram(*id),
         Undo::ZramAdding { existing } => {
             let mut any = false;
@@ -313,9 +441,10 @@ pub(crate) fn undo_one(u: &Undo) -> Result<bool, String> {
     }
 }
 
-/// Undo everything recorded; returns the problems met.
-fn restore(sh: &mut Shared) -> Vec<String> {
-    let mut errs = Vec::new();
+/// Undo everything recorded, newest first; what could not be undone
+/// stays recorded (and in the state file).
+fn restore(sh: &mut Shared) -> Recovery {
+    let mut r = Recovery::default();
     if sh.workload > 0 {
         sys::kill(sh.workload, libc::SIGKILL);
         // Its memory (and swap) must be gone before its cgroups and swap
@@ -327,39 +456,62 @@ fn restore(sh: &mut Shared) -> Vec<String> {
     }
     let mut kept = Vec::new();
     while let Some(u) = sh.undo.pop() {
-        if let Err(e) = undo_one(&u) {
-            errs.push(e);
-            kept.push(u);
+        match undo_one(&u) {
+            Ok(true) => r.restored.push(u.describe()),
+            Ok(false) => {}
+            Err(e) => {
+                r.failed.push(e);
+                kept.push(u);
+            }
         }
     }
     kept.reverse();
     sh.undo = kept;
-    for (p, v) in sh.saved.iter().rev() {
-        if let Err(e) = fs::write(p, v) {
-            errs.push(format!("restoring {} = {v}: {e}", p.display()));
-        }
-    }
-    if errs.is_empty() {
-        sh.saved.clear();
-    }
-    if let Some(t) = sh.tracefs.take() {
-        if let Err(e) = sys::umount(&t) {
-            errs.push(format!("unmounting tracefs at {}: {e}", t.display()));
-        }
-    }
-    if let Some(w) = sh.workdir.take() {
-        if let Err(e) = fs::remove_dir_all(&w) {
-            if e.kind() != io::ErrorKind::NotFound {
-                errs.push(format!("removing {}: {e}", w.display()));
+    let mut kept = Vec::new();
+    for (p, v) in sh.saved.drain(..).rev() {
+        match fs::write(&p, &v) {
+            Ok(()) => r.restored.push(format!("{} = {v}", p.display())),
+            // A setting of a device the run removed: nothing to put back.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                r.failed
+                    .push(format!("restoring {} = {v}: {e}", p.display()));
+                kept.push((p, v));
             }
         }
     }
-    if errs.is_empty() {
+    kept.reverse();
+    sh.saved = kept;
+    if let Some(t) = sh.tracefs.take() {
+        match sys::umount(&t) {
+            Ok(()) => r
+                .restored
+                .push(format!("unmounted tracefs at {}", t.display())),
+            // Not mounted (any more) there.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => {}
+            Err(e) => {
+                r.failed
+                    .push(format!("unmounting tracefs at {}: {e}", t.display()));
+                sh.tracefs = Some(t);
+            }
+        }
+    }
+    if let Some(w) = sh.workdir.take() {
+        match fs::remove_dir_all(&w) {
+            Ok(()) => r.restored.push(format!("removed {}", w.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                r.failed.push(format!("removing {}: {e}", w.display()));
+                sh.workdir = Some(w);
+            }
+        }
+    }
+    if r.failed.is_empty() {
         let _ = fs::remove_file(STATE_FILE);
     } else {
         persist(sh);
     }
-    errs
+    r
 }
 
 /// Fork the supervisor: it outlives the engine, and restores the host from
@@ -400,10 +552,17 @@ fn supervise(rx: OwnedFd) -> ! {
         // The engine died. Its workload dies with it (PR_SET_PDEATHSIG):
         // give it a moment to release its memory, swap and cgroups.
         std::thread::sleep(Duration::from_millis(100));
-        for what in recover_stale() {
+        let r = recover_stale();
+        for what in r.restored {
             let _ = sys::write_all(
                 2,
                 format!("foliosim native: the engine was killed; restored {what}\n").as_bytes(),
+            );
+        }
+        for what in r.failed {
+            let _ = sys::write_all(
+                2,
+                format!("foliosim native: the engine was killed; {what}\n").as_bytes(),
             );
         }
     }
@@ -426,8 +585,7 @@ fn restorer(rx: OwnedFd) {
         }
         let sig = b[0] as libc::c_int;
         INTERRUPTED.store(sig, Ordering::SeqCst);
-        let errs = restore(&mut shared());
-        for e in errs {
+        for e in restore(&mut shared()).failed {
             eprintln!("foliosim native: {e}");
         }
         eprintln!(
@@ -581,7 +739,7 @@ impl HostGuard {
         }
         for i in 0..1000u64 {
             let p = parent.join(format!(
-                "foliosim-native-{}-{}",
+                "{WORKDIR_PREFIX}{}-{}",
                 sys::getpid(),
                 sys::now_ns() % 1_000_000_007 + i
             ));
@@ -650,7 +808,7 @@ impl HostGuard {
 
     /// Undo everything now; returns what went wrong.
     pub(crate) fn finish(&mut self) -> Vec<String> {
-        let errs = restore(&mut shared());
+        let errs = restore(&mut shared()).failed;
         self.uninstall();
         errs
     }
@@ -715,10 +873,61 @@ impl Locked<'_> {
 impl Drop for HostGuard {
     fn drop(&mut self) {
         if !self.done {
-            for e in restore(&mut shared()) {
+            for e in restore(&mut shared()).failed {
                 eprintln!("foliosim native: {e}");
             }
             self.uninstall();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_lines_read_back_as_written() {
+        let undo = [
+            Undo::Swapon("/var/tmp/w/swap-0".into()),
+            Undo::Loop {
+                index: 3,
+                backing: "/var/tmp/w/swap-1.img".into(),
+                created: false,
+                queue: vec![
+                    ("read_ahead_kb".into(), "128".into()),
+                    ("rotational".into(), "0".into()),
+                ],
+            },
+            Undo::Loop {
+                index: 9,
+                backing: "/var/tmp/w/swap-2.img".into(),
+                created: true,
+                queue: Vec::new(),
+            },
+            Undo::Zram(2),
+            Undo::ZramAdding {
+                existing: vec![0, 1],
+            },
+            Undo::Cgroup {
+                dir: "/sys/fs/cgroup/memory/f".into(),
+                parent: "/sys/fs/cgroup/memory".into(),
+            },
+            Undo::ZramModule,
+        ];
+        for u in &undo {
+            assert_eq!(Undo::parse(&u.line()).as_ref(), Some(u), "{}", u.line());
+        }
+        // A loop line without queue settings (an older state file).
+        let old = Undo::parse("loop\t4\t/x/swap.img\t1");
+        assert!(
+            matches!(old, Some(Undo::Loop { index: 4, created: true, ref queue, .. })
+            if queue.is_empty())
+        );
+        let text = "knob\t/sys/a\talways\nworkdir\t/var/tmp/w\ntracefs\t/t\nswapon\t/s\n";
+        let sh = load_state(text);
+        assert_eq!(sh.saved, [(PathBuf::from("/sys/a"), "always".to_string())]);
+        assert_eq!(sh.workdir.as_deref(), Some(Path::new("/var/tmp/w")));
+        assert_eq!(sh.tracefs.as_deref(), Some(Path::new("/t")));
+        assert_eq!(sh.undo, [Undo::Swapon("/s".into())]);
     }
 }

@@ -46,6 +46,7 @@ mod sys;
 mod threads;
 mod workload;
 
+pub use guard::Recovery;
 pub use probe::{probe, probe_overrides};
 pub use sys::with_signals_blocked;
 
@@ -333,6 +334,44 @@ fn host_cpus(p: &Workload) -> Result<(usize, Vec<usize>), NativeError> {
     Ok((main, others[..p.max_threads].to_vec()))
 }
 
+/// Put back what a killed native run left on the host: its knob values,
+/// swap areas, loop and zram devices, memory cgroups, tracefs mount and
+/// work directory, once no native run is in progress. Every `foliosim`
+/// command calls this first, so a run killed together with its supervisor
+/// (a cgroup-wide kill, the OOM killer) is undone by the next command.
+/// `foliosim restore` calls it with `sweep` true: then the work
+/// directories of finished runs under `workdir` (the parent a run was
+/// given) go too, even without a state file (a reboot clears /run, where
+/// the state file lives, but not the swap files on disk; the next native
+/// run removes them as well). Ok(None): nothing was left, or a native run
+/// (or a killed run's supervisor) is in progress and owns it. Err: a
+/// killed run's changes are left and this process is not root.
+pub fn restore_stale(workdir: &Path, sweep: bool) -> Result<Option<Recovery>, NativeError> {
+    let tmp = format!("{}.tmp", guard::STATE_FILE);
+    let stale = Path::new(guard::STATE_FILE).exists() || Path::new(&tmp).exists();
+    if !stale && !sweep {
+        return Ok(None);
+    }
+    if sys::geteuid() != 0 {
+        if !stale || guard::run_in_progress() {
+            return Ok(None);
+        }
+        return Err(NativeError::Refused(format!(
+            "{} lists host changes of a native run that was killed; run `foliosim restore` \
+             as root to put them back",
+            guard::STATE_FILE
+        )));
+    }
+    let lock = guard::RunLock::try_acquire()
+        .map_err(|e| NativeError::Refused(format!("cannot take the native-run lock: {e}")))?;
+    let Some(_lock) = lock else {
+        return Ok(None);
+    };
+    let mut r = guard::recover_stale();
+    guard::clean_stale_workdirs(workdir, &mut r);
+    Ok(Some(r))
+}
+
 /// Run the compiled workload `plan` of `sc` (see
 /// `foliosim_workload::compile`) on the host kernel and return its report,
 /// expectations not evaluated.
@@ -364,14 +403,9 @@ pub fn run_workload(
 
     let _lock = guard::RunLock::acquire()
         .map_err(|e| NativeError::Refused(format!("cannot take the native-run lock: {e}")))?;
-    let stale = guard::recover_stale();
-    if !stale.is_empty() {
-        eprintln!(
-            "foliosim native: a previous native run was killed before restoring the host; \
-             restored: {}",
-            stale.join(", ")
-        );
-    }
+    let mut stale = guard::recover_stale();
+    guard::clean_stale_workdirs(&opts.workdir, &mut stale);
+    stale.note("foliosim native");
     let mut g = guard::HostGuard::install()
         .map_err(|e| NativeError::Refused(format!("cannot install signal handling: {e}")))?;
     let result = run_guarded(sc, opts, plan, memcg, &writes, &cpus, &g);

@@ -30,8 +30,8 @@ pub fn probe(workdir: &Path) -> String {
         let _ = writeln!(
             out,
             "# WARNING: {} lists {} host change(s) of a native run that is running or was \
-             killed; the values below may be that run's, not the host's own (the next \
-             `foliosim native` restores them)",
+             killed; the values below may be that run's, not the host's own (`foliosim \
+             restore` as root puts them back)",
             crate::guard::STATE_FILE,
             left.lines().count()
         );
@@ -354,13 +354,7 @@ pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
         .then(crate::guard::RunLock::acquire)
         .and_then(Result::ok);
     if crate::sys::geteuid() == 0 {
-        let stale = crate::guard::recover_stale();
-        if !stale.is_empty() {
-            eprintln!(
-                "foliosim: a killed native run had left host changes; restored: {}",
-                stale.join(", ")
-            );
-        }
+        crate::guard::recover_stale().note("foliosim");
     }
     let mut out = Vec::new();
     if let Some(n) = host_cpus() {

@@ -312,9 +312,28 @@ fn loop_ctl(req: libc::c_ulong, arg: libc::c_long) -> io::Result<i32> {
     sys::cvt(unsafe { libc::ioctl(ctl.as_raw_fd(), req as _, arg) })
 }
 
-/// Detach loop device `index` if it is still attached to `backing`, and
-/// remove it if the run added it. Ok(false) if there was nothing to do.
-pub(crate) fn detach_loop(index: u32, backing: &Path, created: bool) -> Result<bool, String> {
+/// The `queue/` settings of loop device `index` that a run changes:
+/// read_ahead_kb (LOOP_CONFIGURE sets it from the backing file's device)
+/// and rotational.
+fn loop_queue(index: u32) -> Vec<(String, String)> {
+    ["read_ahead_kb", "rotational"]
+        .into_iter()
+        .filter_map(|k| {
+            let v = fs::read_to_string(format!("/sys/block/loop{index}/queue/{k}")).ok()?;
+            Some((k.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Detach loop device `index` if it is still attached to `backing`, then
+/// remove it if the run added it, or put its `queue` settings back.
+/// Ok(false) if there was nothing to do.
+pub(crate) fn detach_loop(
+    index: u32,
+    backing: &Path,
+    created: bool,
+    queue: &[(String, String)],
+) -> Result<bool, String> {
     let name = format!("loop{index}");
     let ours = |b: &str| {
         let b = b.strip_suffix(" (deleted)").unwrap_or(b);
@@ -349,6 +368,19 @@ pub(crate) fn detach_loop(index: u32, backing: &Path, created: bool) -> Result<b
             Ok(_) => did = true,
             Err(e) if e.raw_os_error() == Some(libc::ENODEV) => {}
             Err(e) => return Err(format!("removing /dev/{name}: {e}")),
+        }
+    } else if !created && loop_backing(index).is_none() {
+        // Ours to set back while nobody else has attached it.
+        for (k, v) in queue {
+            let p = format!("/sys/block/{name}/queue/{k}");
+            match crate::host::read_knob(Path::new(&p)) {
+                Ok(cur) if cur == *v => {}
+                Ok(_) => {
+                    fs::write(&p, v).map_err(|e| format!("restoring {p} = {v}: {e}"))?;
+                    did = true;
+                }
+                Err(_) => {}
+            }
         }
     }
     Ok(did)
@@ -568,6 +600,7 @@ fn attach_loop(
             index,
             backing: backing.to_path_buf(),
             created,
+            queue: loop_queue(index),
         });
         let dev = open_block(&name).map_err(|e| io(format!("opening /dev/{name}: {e}")))?;
         for dio in [true, false] {
