@@ -47,7 +47,7 @@ mod threads;
 mod workload;
 
 pub use probe::{probe, probe_overrides};
-pub use sys::with_signals_blocked;
+pub use sys::{route_terminal_signals, with_signals_blocked};
 
 use std::ffi::CString;
 use std::fmt;
