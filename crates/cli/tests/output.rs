@@ -35,13 +35,22 @@ fn refused(out: &Output, want: &str) {
     assert!(err.contains(want), "expected {want:?} in: {err}");
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
+/// As root, a scratch directory with the [`scenario`]; else None, and
+/// the test says it is skipped and `why`.
+fn as_root(why: &str) -> Option<tempfile::TempDir> {
+    let root = std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|u| u.split_whitespace().nth(1))
-        == Some("0")
+        == Some("0");
+    if !root {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    scenario(tmp.path());
+    Some(tmp)
 }
 
 /// mknod(1) a character device `major:minor` at `path` (root only).
@@ -57,13 +66,10 @@ fn mknod(path: &Path, major: u32, minor: u32) {
 
 #[test]
 fn a_link_to_a_private_device_node_is_not_followed() {
-    if !is_root() {
-        eprintln!("skipped: making a device node needs root");
+    let Some(tmp) = as_root("making a device node needs root") else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     let d = tmp.path();
-    scenario(d);
     // Private nodes of the devices /dev/full (1:7, writes fail with
     // ENOSPC) and /dev/zero (1:5, writes succeed and vanish).
     mknod(&d.join("full"), 1, 7);
@@ -94,16 +100,22 @@ fn a_link_to_a_private_device_node_is_not_followed() {
     }
 }
 
+/// A scratch directory with the [`scenario`] and a FIFO `fifo`.
+fn with_fifo() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    scenario(tmp.path());
+    let made = Command::new("mkfifo")
+        .arg(tmp.path().join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    tmp
+}
+
 #[test]
 fn a_link_to_a_fifo_delivers_nothing_to_its_reader() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = with_fifo();
     let d = tmp.path();
-    scenario(d);
-    assert!(Command::new("mkfifo")
-        .arg(d.join("fifo"))
-        .status()
-        .unwrap()
-        .success());
     std::os::unix::fs::symlink(d.join("fifo"), d.join("o.json")).unwrap();
     // Whoever reads the FIFO copies what arrives to `got`.
     let got = std::fs::File::create(d.join("got")).unwrap();
@@ -133,14 +145,8 @@ fn a_link_to_a_fifo_delivers_nothing_to_its_reader() {
 
 #[test]
 fn a_fifo_with_no_reader_fails_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = with_fifo();
     let d = tmp.path();
-    scenario(d);
-    assert!(Command::new("mkfifo")
-        .arg(d.join("fifo"))
-        .status()
-        .unwrap()
-        .success());
     refused(&foliosim(&["run", "s.toml", "-o", "fifo"], d), "is a FIFO");
     // Allowed, it still does not wait for a reader that never comes.
     let mut child = Command::new(env!("CARGO_BIN_EXE_foliosim"))
@@ -168,23 +174,21 @@ fn the_file_standard_input_was_read_from_is_not_overwritten() {
     let d = tmp.path();
     let s = scenario(d);
     let before = std::fs::read(&s).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .args(["run", "-", "-o", "s.toml"])
-        .current_dir(d)
-        .stdin(std::fs::File::open(&s).unwrap())
-        .output()
-        .unwrap();
+    let run_from = |input: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_foliosim"))
+            .args(["run", "-", "-o", "s.toml"])
+            .current_dir(d)
+            .stdin(std::fs::File::open(input).unwrap())
+            .output()
+            .unwrap()
+    };
+    let out = run_from(&s);
     refused(&out, "standard input was read from");
     assert_eq!(std::fs::read(&s).unwrap(), before);
     // Standard input from another file: the output is written.
     let copy = d.join("copy.toml");
     std::fs::copy(&s, &copy).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .args(["run", "-", "-o", "s.toml"])
-        .current_dir(d)
-        .stdin(std::fs::File::open(&copy).unwrap())
-        .output()
-        .unwrap();
+    let out = run_from(&copy);
     assert!(
         out.status.success(),
         "{}",
@@ -197,13 +201,10 @@ fn the_file_standard_input_was_read_from_is_not_overwritten() {
 
 #[test]
 fn an_attacker_owned_link_target_is_not_followed() {
-    if !is_root() {
-        eprintln!("skipped: giving a file to another user needs root");
+    let Some(tmp) = as_root("giving a file to another user needs root") else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     let d = tmp.path();
-    scenario(d);
     // The attacker's file (owner nobody, 0666) and its link at the output.
     let theirs = d.join("theirs");
     std::fs::write(&theirs, "bait\n").unwrap();
