@@ -25,11 +25,6 @@ pub(crate) fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// The files a run reads, which `-o` must never replace.
-pub(crate) fn input_files(paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths.iter().filter(|p| !is_stdin(p)).cloned().collect()
-}
-
 /// Whether the table on standard output may be coloured: a terminal, and
 /// neither `NO_COLOR` (https://no-color.org) nor `CLICOLOR=0` nor
 /// `TERM=dumb` (anstream's rules, which clap's own help follows too).
@@ -39,9 +34,10 @@ pub(crate) fn stdout_colour() -> bool {
 
 /// Write `text` to `output` (atomically, see `output.rs`) or to standard
 /// output. A reader that closed the pipe early (`| head`) is not an error.
+/// `inputs` (the files read, `-` for standard input) are never replaced.
 pub(crate) fn emit(output: Option<&Path>, text: &str, inputs: &[PathBuf]) -> Result<(), String> {
     match output {
-        Some(p) => crate::output::write_output(p, text, &input_files(inputs))
+        Some(p) => crate::output::write_output(p, text, inputs)
             .map_err(|e| format!("{}: {e}", p.display())),
         None => print(text),
     }

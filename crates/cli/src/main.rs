@@ -48,6 +48,15 @@ pub(crate) struct Cli {
     /// Also print each run's scenario, engine and duration on standard error.
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// Let -o write through a symbolic link (to what it points to); without
+    /// it a link at the -o path is refused.
+    #[arg(long, global = true)]
+    follow: bool,
+    /// Let -o write into a FIFO, a device or a socket (in place); without
+    /// it only regular files, `-`, /dev/stdout, /dev/stderr and /dev/null
+    /// are written. A FIFO must have its reader already.
+    #[arg(long, global = true)]
+    to_device: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -86,7 +95,8 @@ pub(crate) struct Common {
     /// Output format.
     #[arg(long, value_parser = format_arg(), default_value = "table")]
     format: Format,
-    /// Write the output to FILE (atomically) instead of stdout.
+    /// Write the output to FILE (atomically) instead of stdout: a regular
+    /// file, `-` (stdout) or /dev/null (see --follow, --to-device).
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
     /// Seed for random choices without their own seed (the scenario's `seed`).
@@ -554,6 +564,9 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
                 .into(),
         );
     }
+    if let Some(o) = &c.output {
+        output::check_output(o, &c.scenarios)?;
+    }
     let (reports, failed) = run_batch(&c.scenarios, |src| {
         let started = std::time::Instant::now();
         let job = Job {
@@ -619,6 +632,9 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         }
         Some(_) => Vec::new(),
     };
+    if let Some(o) = &c.output {
+        output::check_output(o, &c.scenarios)?;
+    }
     let (done, failed) = run_batch(&c.scenarios, |src| {
         compare_one(a, vm.as_ref(), &host, &given, src)
     })?;
@@ -788,6 +804,10 @@ fn main() -> ExitCode {
         foliosim_run::guest::main();
     }
     let cli = Cli::parse();
+    output::set_reach(output::Reach {
+        follow: cli.follow,
+        to_device: cli.to_device,
+    });
     foliosim_uapi::diag::set_verbosity(if cli.quiet {
         foliosim_uapi::diag::Verbosity::Quiet
     } else if cli.verbose {

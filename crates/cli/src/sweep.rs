@@ -61,7 +61,9 @@ pub(crate) struct SweepArgs {
     jobs: Option<usize>,
     /// Write the table to FILE (atomically). Run again with the same FILE,
     /// a sweep skips the points it already holds and appends the others
-    /// (points recorded as failed run again).
+    /// (points recorded as failed run again). One sweep at a time writes
+    /// a FILE: while one runs (it locks `.FILE.foliosim-lock` beside it),
+    /// another to the same FILE is refused at once, naming its process.
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
     /// With -o: write the points run so far to FILE at most every SECS
@@ -253,7 +255,7 @@ impl Checkpoints<'_> {
     /// A point has run: write a checkpoint if one is due (never after the
     /// last point: the whole table follows).
     fn record(&self, r: &PointResult) {
-        if self.a.output.is_none() {
+        if self.a.output.as_deref().is_none_or(output::is_stream) {
             return;
         }
         let mut g = self.done.lock().unwrap_or_else(|e| e.into_inner());
@@ -274,6 +276,7 @@ impl Checkpoints<'_> {
 }
 
 pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
+    route_signals()?;
     let spec = sweep_spec(a)?;
     let engine = engine(
         a,
@@ -281,10 +284,12 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         a.kernel.as_deref().or(spec.kernel.as_deref()),
     )?;
     let format = table_format(a)?;
-    // Everything that can be refused is refused before a point runs.
-    if let Some(o) = &a.output {
-        foliosim_explore::check_writable(o)?;
-    }
+    // Everything that can be refused is refused before a point runs; the
+    // table is locked before it is read.
+    let lock = match &a.output {
+        Some(o) => output::OutputLock::take(o, &spec.scenarios)?,
+        None => None,
+    };
     let keys = spec.grid.keys();
     let (mut table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
     let jobs = if engine.parallel() {
@@ -338,14 +343,32 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
             "foliosim sweep: {failed} of {} points failed; the `error` column says why",
             results.len()
         );
+        drop(lock);
         std::process::exit(1);
     }
+    drop(lock);
     Ok(true)
 }
 
-/// Whether `path` is a regular file with contents (a table to resume).
+/// Whether `path` is a regular file with contents (a table to resume;
+/// never standard output).
 fn has_data(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+    !output::is_stream(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// Handle SIGINT, SIGTERM, SIGHUP and SIGQUIT in one thread from now on
+/// (blocked in this thread and every worker it starts): each takes
+/// effect once no temporary table file exists; one that ends the process
+/// removes the sweep's lock file first. Call before any thread starts.
+fn route_signals() -> Result<(), String> {
+    foliosim_native::route_terminal_signals(|_sig, ends, deliver| {
+        let _no_temporary = output::hold_temporary_files();
+        if ends {
+            output::release_for_exit();
+        }
+        deliver();
+    })
+    .map_err(|e| format!("handling signals: {e}"))
 }
 
 #[derive(clap::Args)]
@@ -454,6 +477,7 @@ pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
 /// `foliosim run --ab KEY[=BASE,PATCHED]`: run the scenarios with KEY at
 /// both values and print the diff (`--format table` is the text table).
 pub(crate) fn run_ab(c: &crate::Common, ab: &str) -> Result<bool, String> {
+    route_signals()?;
     let mut spec = SweepSpec::new(c.scenarios.clone());
     spec.base = base_settings(&c.set, c.arch, c.seed)?;
     let dim = grid::parse_ab_arg(ab)?;

@@ -449,3 +449,96 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
     let ids: std::collections::BTreeSet<u64> = all.rows.iter().map(|r| r.point).collect();
     assert_eq!((seeds.len(), ids.len()), (N, N));
 }
+
+/// A sweep of `n` points of [`pageout`] of 4 MiB to `out` on `jobs`
+/// workers, a checkpoint after every point.
+fn slow_sweep(d: &Path, n: usize, jobs: u32, out: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_foliosim"));
+    c.args(["sweep", "pageout.toml", "--grid"])
+        .arg(format!("seed=[1..{n}]"))
+        .args(["-o", out, "--jobs", &jobs.to_string()])
+        .args(["-q", "--checkpoint", "0"])
+        .current_dir(d);
+    c
+}
+
+#[test]
+fn a_second_sweep_to_the_same_file_is_refused() {
+    const N: usize = 100;
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let mut first = slow_sweep(d, N, 1, "t.jsonl").spawn().unwrap();
+    // The lock file names the first sweep once it holds the lock.
+    let lock = d.join(".t.jsonl.foliosim-lock");
+    let pid = first.id().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&lock).map_or(true, |s| s.trim() != pid) {
+        assert!(std::time::Instant::now() < deadline, "no lock file");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let second = slow_sweep(d, N, 1, "t.jsonl").output().unwrap();
+    let done = first.try_wait().unwrap();
+    assert!(done.is_none(), "the first sweep ended too soon: {done:?}");
+    assert_eq!(second.status.code(), Some(2));
+    let err = text(&second.stderr);
+    assert!(
+        err.contains(&format!(
+            "another sweep (process {pid}) is writing this table"
+        )),
+        "{err}"
+    );
+    assert!(first.wait().unwrap().success());
+    // Every point of the first sweep is there, and nothing else.
+    let t = foliosim_explore::Table::read(&d.join("t.jsonl"), foliosim_explore::TableFormat::Jsonl)
+        .unwrap();
+    let ids: std::collections::BTreeSet<u64> = t.rows.iter().map(|r| r.point).collect();
+    assert_eq!(ids.len(), N);
+    assert_eq!(files(d), ["pageout.toml", "t.jsonl"]);
+}
+
+#[test]
+fn no_signal_leaves_a_temporary_file() {
+    use std::os::unix::process::ExitStatusExt as _;
+    // 100 signals, SIGINT and SIGTERM in turn, each at a moment drawn
+    // from the run time of a whole sweep (a fixed-seed xorshift, so a
+    // failure can be replayed), to sweeps of 12 points on 2 workers with
+    // a checkpoint after every point: most land while a table is written
+    // or about to be. After each, only the scenario and whole tables may
+    // be there.
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let start = std::time::Instant::now();
+    assert!(slow_sweep(d, 12, 2, "t.csv").status().unwrap().success());
+    let whole_us = start.elapsed().as_micros() as u64 + 1;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (mut killed, mut finished) = (0, 0);
+    for i in 0..100 {
+        let _ = std::fs::remove_file(d.join("t.csv"));
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let wait = std::time::Duration::from_micros(x % whole_us);
+        let sig = if i % 2 == 0 { "-INT" } else { "-TERM" };
+        let mut child = slow_sweep(d, 12, 2, "t.csv").spawn().unwrap();
+        std::thread::sleep(wait);
+        let _ = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status();
+        let status = child.wait().unwrap();
+        match status.signal() {
+            Some(2 | 15) => killed += 1,
+            None if status.success() => finished += 1,
+            _ => panic!("signal {i} ({sig} after {wait:?}): {status:?}"),
+        }
+        let left = files(d);
+        assert!(
+            left == ["pageout.toml"] || left == ["pageout.toml", "t.csv"],
+            "signal {i} ({sig} after {wait:?}) left {left:?}"
+        );
+        if left.len() == 2 {
+            foliosim_explore::Table::read(&d.join("t.csv"), foliosim_explore::TableFormat::Csv)
+                .unwrap();
+        }
+    }
+    assert!(killed >= 50, "{killed} sweeps killed, {finished} finished");
+}

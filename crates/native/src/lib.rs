@@ -48,7 +48,7 @@ mod workload;
 
 pub use guard::Recovery;
 pub use probe::{probe, probe_overrides};
-pub use sys::with_signals_blocked;
+pub use sys::{route_terminal_signals, with_signals_blocked};
 
 use std::ffi::CString;
 use std::fmt;

@@ -367,22 +367,88 @@ pub(crate) fn exit_now(code: i32) -> ! {
 /// arrives meanwhile is delivered (with its usual effect) only once `f`
 /// has returned.
 pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    let set = terminal_signals();
     // SAFETY: sigset_t is plain data; all-zero is a valid value to fill.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` and `old` are valid sigset_t values owned here.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    let out = f();
+    // SAFETY: `old` is the mask pthread_sigmask returned.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    out
+}
+
+/// The terminal signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+fn terminal_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t owned here.
     unsafe {
         libc::sigemptyset(&mut set);
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::sigaddset(&mut set, sig);
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
     }
-    let out = f();
-    // SAFETY: `old` is the mask pthread_sigmask returned.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    out
+    set
+}
+
+/// Take the terminal signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) away
+/// from every thread and handle them in one: they are blocked in the
+/// calling thread, and so in every thread it starts from now on (call
+/// this before starting any), and a new thread waits for them
+/// (sigwait(2)). For each one that arrives it calls `gate(sig, ends,
+/// deliver)`: `deliver` gives the signal its usual effect (the process's
+/// disposition at that moment: an engine's handler, or the default,
+/// which ends the process), `ends` says whether that disposition is the
+/// default. A signal the process ignores is never seen. Child processes
+/// started with `std::process::Command` start with no signal blocked.
+pub fn route_terminal_signals(
+    gate: impl Fn(i32, bool, &mut dyn FnMut()) + Send + 'static,
+) -> io::Result<()> {
+    let set = terminal_signals();
+    // SAFETY: `set` is a valid sigset_t; the old mask is not wanted.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    std::thread::Builder::new()
+        .name("foliosim-signals".into())
+        .spawn(move || loop {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` and `sig` are valid and owned by this thread.
+            if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                continue;
+            }
+            let ends = disposition_is_default(sig);
+            gate(sig, ends, &mut || deliver_here(sig));
+        })?;
+    Ok(())
+}
+
+/// Whether signal `sig` has its default disposition now.
+fn disposition_is_default(sig: i32) -> bool {
+    // SAFETY: sigaction is plain data; all-zero is a valid value.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only reads the current one into `old`.
+    unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+    old.sa_sigaction == libc::SIG_DFL
+}
+
+/// Deliver `sig` to the calling thread, which has it blocked: unblock it,
+/// send it (a handler runs, or the default action ends the process,
+/// before the send returns), block it again.
+fn deliver_here(sig: i32) {
+    // SAFETY: plain data, initialised by sigemptyset.
+    let mut one: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `one` is a valid sigset_t owned here; pthread_kill targets
+    // this live thread.
+    unsafe {
+        libc::sigemptyset(&mut one);
+        libc::sigaddset(&mut one, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+        libc::pthread_kill(libc::pthread_self(), sig);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &one, std::ptr::null_mut());
+    }
 }
 
 // The workload side: calls the workload processes and their scenario
