@@ -340,7 +340,10 @@ impl<A: Arch> Kernel<A> {
                     p.0
                 ));
             }
-            if self.mem.test(p, PG_ANON_EXCLUSIVE) && want + pmd > 1 {
+            if self.mem.folio_test_anon(folio)
+                && self.mem.test(p, PG_ANON_EXCLUSIVE)
+                && want + pmd > 1
+            {
                 return Err(format!(
                     "pfn {}: PageAnonExclusive but mapped {} times",
                     p.0,

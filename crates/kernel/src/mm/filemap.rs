@@ -25,7 +25,7 @@
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{
-    PG_DIRTY, PG_LRU, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET,
+    PG_DIRTY, PG_LRU, PG_MAPPEDTODISK, PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE, PG_WORKINGSET,
 };
 use crate::include::linux::pgtable::{
     div_round_up, Pfn, HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER, PAGE_SHIFT, PAGE_SIZE,
@@ -397,11 +397,20 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// Read a not-uptodate folio from the device (`filemap_read_folio()`).
+    /// Read a not-uptodate folio from the device (`filemap_read_folio()`,
+    /// or a readahead batch's `read_pages()`), through ext4's
+    /// `ext4_mpage_readpages()`: a folio whose blocks all lie within the
+    /// file (none past EOF, and a written file has no holes) is marked
+    /// `PG_mappedtodisk`.
     pub(crate) fn read_folio(&mut self, folio: Pfn) {
         let nr = self.mem.folio_nr_pages(folio);
         self.vmstat.sim.pages_read_io += nr;
         self.mem.set(folio, PG_UPTODATE);
+        let file = self.mem.folio_mapping(folio) as usize - 1;
+        let end = (self.mem.folio_index(folio) as u64 + nr) << PAGE_SHIFT;
+        if !self.files[file].shmem && end <= self.files[file].i_size {
+            self.mem.set(folio, PG_MAPPEDTODISK);
+        }
         for i in 0..nr {
             self.mem.set_page_nonzero(folio.plus(i), true);
         }

@@ -115,8 +115,8 @@ impl<A: Arch> Kernel<A> {
         }
         match self.folio_alloc(HPAGE_PMD_ORDER) {
             Some(p) => {
-                self.mem
-                    .set(p, crate::include::linux::mm_types::PG_UPTODATE);
+                // Zero-filled at allocation (__GFP_ZERO), never marked
+                // uptodate: /proc/kpageflags shows it without.
                 self.vmstat.sim.page_zero += HPAGE_PMD_NR;
                 self.vmstat.count_vm_event(VmEvent::ThpZeroPageAlloc);
                 self.huge_zero_folio = Some(p);
@@ -354,7 +354,8 @@ impl<A: Arch> Kernel<A> {
         let pte = Self::pmd_to_pte(pmdval);
         if !A::pte_special(pmdval) {
             let folio = pfn;
-            let exclusive = self.mem.test(folio, PG_ANON_EXCLUSIVE);
+            let exclusive =
+                self.mem.folio_test_anon(folio) && self.mem.test(folio, PG_ANON_EXCLUSIVE);
             for i in 0..HPAGE_PMD_NR {
                 if exclusive {
                     self.mem.set(folio.plus(i), PG_ANON_EXCLUSIVE);

@@ -35,6 +35,10 @@ pub(crate) const PG_SWAPBACKED: u32 = 1 << 9;
 pub(crate) const PG_SWAPCACHE: u32 = 1 << 10;
 /// `PG_anon_exclusive`: per page, on head and tail pages.
 pub(crate) const PG_ANON_EXCLUSIVE: u32 = 1 << 11;
+/// `PG_mappedtodisk`: a page-cache folio all of whose blocks are mapped
+/// on disk. The kernel's bit too is `PG_owner_2`, shared with
+/// `PG_anon_exclusive`, which only anon pages carry.
+pub(crate) const PG_MAPPEDTODISK: u32 = PG_ANON_EXCLUSIVE;
 /// `PAGE_MAPPING_ANON`: `folio->mapping` points at an anon owner.
 pub(crate) const PG_ANON: u32 = 1 << 12;
 /// `PG_partially_mapped` (large anon folios on the deferred split queue).
