@@ -7,23 +7,133 @@
 //! The simulation runs with the probed host's values for every knob the
 //! scenario leaves at its default (`foliosim probe` fed back to `run`).
 //!
-//! A scenario that disagrees is run natively once more, after the host's
-//! free memory was compacted (`defragment_host`), and fails only if it
-//! disagrees again (the host's background work can add a few events, and
-//! fragmented free memory makes large folios fall back).
+//! A scenario that disagrees is run natively up to twice more, after the
+//! host's free memory was compacted (`defragment_host`), and passes if any
+//! run agrees (fragmented free memory makes large folios fall back). The
+//! host's background work can add events the model cannot have: DAMON's
+//! proactive reclaim (`kdamond`) unmaps and evicts the workload's page
+//! cache (TLB flushes, major faults, other folio sizes) and khugepaged
+//! collapses its memory. Each native run records whether those threads
+//! worked meanwhile; a scenario whose every run disagrees only in the
+//! counters they move, each time while they worked, is reported as host
+//! interference, not as a model disagreement (and no more than a few may
+//! be). Any other difference fails.
 //! A scenario whose description has a line `NATIVE-XFAIL: <reason>` may
 //! disagree (a kernel behaviour the model does not have, named in the
 //! reason); its outcome is printed either way, and an XFAIL that agrees is
-//! reported so the mark can go.
+//! reported so the mark can go. A marked scenario whose files and
+//! mappings exceed 2 GiB is not run natively unless FOLIOSIM_NATIVE_SLOW=1
+//! (it takes minutes here and its outcome is informational).
 
 mod common;
 
 use common::*;
 use foliosim_native::NativeOptions;
+use serde_json::Value;
+
+/// Files and mappings above this size make a NATIVE-XFAIL scenario slow.
+const SLOW_BYTES: u64 = 2 << 30;
+const SLOW: &str = "FOLIOSIM_NATIVE_SLOW";
+
+/// The bytes of a scenario's files and mappings.
+fn footprint(sc: &foliosim_scenario::Scenario) -> u64 {
+    fn mapped(steps: &[foliosim_scenario::Step]) -> u64 {
+        steps
+            .iter()
+            .map(|st| match &st.kind {
+                foliosim_scenario::StepKind::Mmap(m) => m.size,
+                foliosim_scenario::StepKind::Fork { child } => mapped(child),
+                _ => 0,
+            })
+            .sum()
+    }
+    sc.files.iter().map(|f| f.size).sum::<u64>() + mapped(&sc.steps)
+}
+
+/// The counters a comparison found different (`compare`'s JSON).
+fn mismatches(json: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in json["phases"].as_array().into_iter().flatten() {
+        for r in p["rows"].as_array().into_iter().flatten() {
+            if r["ok"] == Value::Bool(false) {
+                out.push(format!(
+                    "{}:{}",
+                    p["name"].as_str().unwrap_or(""),
+                    r["name"]
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What the host's own memory-management threads did so far: CPU ticks
+/// of DAMON's kdamond threads and khugepaged's completed full scans.
+#[derive(PartialEq, Eq)]
+struct HostActivity {
+    kdamond_ticks: u64,
+    khugepaged_scans: u64,
+}
+
+fn host_activity() -> HostActivity {
+    let mut kdamond_ticks = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if !stat[open + 1..close].starts_with("kdamond") {
+            continue;
+        }
+        // utime and stime: fields 14 and 15, the 12th and 13th after comm.
+        let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+        kdamond_ticks += f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        kdamond_ticks += f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    }
+    let khugepaged_scans =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/khugepaged/full_scans")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+    HostActivity {
+        kdamond_ticks,
+        khugepaged_scans,
+    }
+}
+
+impl HostActivity {
+    /// What worked since `before`, said; None if nothing did.
+    fn busier_than(&self, before: &HostActivity) -> Option<String> {
+        let mut said = Vec::new();
+        if self.kdamond_ticks > before.kdamond_ticks {
+            let n = self.kdamond_ticks - before.kdamond_ticks;
+            said.push(format!("kdamond ran {n} ticks"));
+        }
+        if self.khugepaged_scans > before.khugepaged_scans {
+            let n = self.khugepaged_scans - before.khugepaged_scans;
+            said.push(format!("khugepaged completed {n} full scans"));
+        }
+        (!said.is_empty()).then(|| said.join(", "))
+    }
+}
+
+/// Whether host interference `busy` accounts for the differing counters
+/// `off`: proactive reclaim and collapse change TLB flushes, faults and
+/// folio sizes, nothing else the comparison judges.
+fn interference_explains(off: &[String], busy: &Option<String>) -> bool {
+    let moved = |c: &str| {
+        let name = c.split_once(':').map_or(c, |(_, n)| n);
+        matches!(name, "tlb:tlb_flush" | "major-faults" | "minor-faults")
+            || name.starts_with("folios/")
+    };
+    busy.is_some() && !off.is_empty() && off.iter().all(|c| moved(c))
+}
 
 /// Compare every scenario in `scenarios/<dir>/`; returns the disagreements
 /// not marked NATIVE-XFAIL and the number of XFAIL marks.
-fn compare_dir(dir: &str, opts: &NativeOptions) -> (Vec<String>, usize) {
+fn compare_dir(dir: &str, opts: &NativeOptions, interfered: &mut usize) -> (Vec<String>, usize) {
     let (mut failures, mut xfails) = (Vec::new(), 0);
     for path in &scenario_files(dir, "") {
         let mut sc = load_with_host_knobs(path, &opts.workdir);
@@ -51,24 +161,50 @@ fn compare_dir(dir: &str, opts: &NativeOptions) -> (Vec<String>, usize) {
             .find_map(|l| l.trim().strip_prefix("NATIVE-XFAIL:"))
             .map(str::trim);
         xfails += xfail.is_some() as usize;
+        if xfail.is_some() && footprint(&sc) > SLOW_BYTES && std::env::var_os(SLOW).is_none() {
+            eprintln!(
+                "{}: marked NATIVE-XFAIL and {} MiB: not run natively (set {SLOW}=1 to run it)",
+                path.display(),
+                footprint(&sc) >> 20
+            );
+            continue;
+        }
         let sim = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("simulation");
         let compare_once = || {
+            let before = host_activity();
             let native =
                 run(&sc, opts).unwrap_or_else(|e| panic!("{}: native run: {e}", path.display()));
-            foliosim_report::compare::compare(&sim, &native)
+            let busy = host_activity().busier_than(&before);
+            let (text, json, ok) = foliosim_report::compare::compare(&sim, &native);
+            (text, mismatches(&json), busy, ok)
         };
-        // The model is deterministic; the host is not quite (other CPUs'
-        // work on the workload's mm, proactive reclaim): a scenario that
-        // disagrees runs once more natively and fails only if it disagrees
-        // again.
-        let (mut text, _, mut ok) = compare_once();
-        if !ok && xfail.is_none() {
+        // The model is deterministic; the host is not quite: a scenario
+        // that disagrees runs up to twice more natively.
+        let mut explained = true;
+        let (mut text, mut off, mut busy, mut ok) = compare_once();
+        for _ in 0..2 {
+            if ok || xfail.is_some() {
+                break;
+            }
+            explained &= interference_explains(&off, &busy);
             eprintln!(
-                "{}: disagreed once; compacting memory and running it again",
-                path.display()
+                "{}: disagreed on {}{}; compacting memory and running it again",
+                path.display(),
+                off.join(", "),
+                busy.as_deref().map_or(String::new(), |b| format!(" ({b})"))
             );
             defragment_host();
-            (text, _, ok) = compare_once();
+            (text, off, busy, ok) = compare_once();
+        }
+        if !ok && xfail.is_none() && explained && interference_explains(&off, &busy) {
+            eprintln!(
+                "{}: host interference: every run disagreed only on {} while {}",
+                path.display(),
+                off.join(", "),
+                busy.as_deref().unwrap_or_default()
+            );
+            *interfered += 1;
+            continue;
         }
         match (ok, xfail) {
             (true, None) => {}
@@ -101,9 +237,9 @@ fn every_scenario_agrees_with_the_host_kernel_or_says_why() {
         ..NativeOptions::default()
     };
     defragment_host();
-    let (mut failures, mut xfails) = (Vec::new(), 0);
+    let (mut failures, mut xfails, mut interfered) = (Vec::new(), 0, 0);
     for dir in &dirs {
-        let (f, x) = compare_dir(dir, &opts);
+        let (f, x) = compare_dir(dir, &opts, &mut interfered);
         failures.extend(f);
         xfails += x;
     }
@@ -116,4 +252,33 @@ fn every_scenario_agrees_with_the_host_kernel_or_says_why() {
         "simulator and host disagree:\n{}",
         failures.join("\n")
     );
+    assert!(
+        interfered <= 3,
+        "{interfered} scenarios met host interference on every run: the host is too busy \
+         to tell the model's agreement"
+    );
+}
+
+#[test]
+fn host_interference_explains_only_the_counters_it_moves() {
+    let busy = Some("kdamond ran 3 ticks".to_string());
+    let off = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("measured:{n}"))
+            .collect::<Vec<_>>()
+    };
+    assert!(interference_explains(&off(&["tlb:tlb_flush"]), &busy));
+    assert!(interference_explains(
+        &off(&["major-faults", "minor-faults", "folios/file/16kB"]),
+        &busy
+    ));
+    // A counter reclaim or collapse does not move: the model's to answer.
+    assert!(!interference_explains(
+        &off(&["tlb:tlb_flush", "pswpout"]),
+        &busy
+    ));
+    // Nothing worked beside the run: any difference is the model's.
+    assert!(!interference_explains(&off(&["tlb:tlb_flush"]), &None));
+    assert!(!interference_explains(&[], &busy));
 }
