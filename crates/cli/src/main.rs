@@ -379,6 +379,25 @@ enum Cmd {
     Vm(VmArgs),
     /// Describe the host as a scenario `[system]` fragment.
     Probe,
+    /// Folio sizes of a running process, per kind of mapping (root).
+    ///
+    /// Reads /proc/PID/maps, /proc/PID/pagemap and /proc/kpageflags and
+    /// prints, for anonymous, file, shmem and other mappings, how many
+    /// folios of each size hold its present pages and their share, the
+    /// zero-page and swap entries: a real program's folio histogram in the
+    /// buckets of a scenario's. arm64's contiguous bit is invisible there.
+    ///
+    /// Example:
+    ///   foliosim census --pid "$(pgrep -n sqlite3)"
+    #[command(verbatim_doc_comment)]
+    Census {
+        /// The process.
+        #[arg(long)]
+        pid: i32,
+        /// Output format: table or json.
+        #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+        format: String,
+    },
     /// Put back what a killed native run left on the host (root).
     ///
     /// A native run restores the host itself when it ends, on a signal,
@@ -737,6 +756,18 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
         Cmd::Diff(a) => sweep::cmd_diff(a),
         Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
         Cmd::Restore { workdir } => cmd_restore(workdir),
+        Cmd::Census { pid, format } => foliosim_native::census::census(*pid)
+            .map_err(|e| e.to_string())
+            .and_then(|c| match format.as_str() {
+                // {"pid": P, "kinds": {"anon": {"4kB": N, ...}, ...}}: the
+                // keys of a scenario's folio histogram and pagemap summary.
+                "json" => inputs::print(&format!(
+                    "{:#}\n",
+                    serde_json::json!({"pid": c.pid, "kinds": c.kinds})
+                )),
+                _ => inputs::print(&c.text()),
+            })
+            .map(|_| true),
         Cmd::Probe => inputs::print(&foliosim_native::probe(
             &foliosim_native::NativeOptions::default().workdir,
         ))

@@ -29,6 +29,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod census;
 mod engine;
 mod files;
 mod guard;
