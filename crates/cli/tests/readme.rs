@@ -82,10 +82,18 @@ fn commands(lines: &[String], at: &str) -> Vec<Vec<String>> {
         let words = shlex::split(line).unwrap_or_else(|| panic!("{at}: cannot split `{line}`"));
         let args = match words.as_slice() {
             [first, rest @ ..] if first == "foliosim" => rest.to_vec(),
-            [c, r, rel, dd, rest @ ..]
-                if c == "cargo" && r == "run" && rel == "--release" && dd == "--" =>
-            {
-                rest.to_vec()
+            // `cargo run [--release] [--locked] -- ARGS`
+            [c, r, rest @ ..] if c == "cargo" && r == "run" => {
+                match rest.iter().position(|w| w == "--") {
+                    Some(i)
+                        if rest[..i]
+                            .iter()
+                            .all(|o| o == "--release" || o == "--locked") =>
+                    {
+                        rest[i + 1..].to_vec()
+                    }
+                    _ => continue,
+                }
             }
             _ => continue,
         };
@@ -247,7 +255,7 @@ fn documented_outputs_are_what_foliosim_prints() {
 fn continuation_lines_join_and_other_programs_are_skipped() {
     let sh: Vec<String> = [
         "# a comment",
-        "cargo run --release -- run a.toml",
+        "cargo run --release --locked -- run a.toml",
         "foliosim sweep a.toml --grid arch=x86_64,arm64 \\",
         "    --set 'fault_around_bytes=4096<<9' -o t.csv",
         "tools/setup-vm.sh; cargo test --workspace",
