@@ -332,6 +332,12 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Compare base and patched: the table posted to linux-mm.
     ///
+    /// Report files of repeated runs (`native --repeat N --format json`),
+    /// more than two files, or --label give the mmtests compare-kernels
+    /// table: per value Amean, Stddev and CoeffVar per file (the first is
+    /// the base), % change, and `*...%*` around a change of the mean that
+    /// Welch's t-test finds significant at --level.
+    ///
     /// A and B are reports (`foliosim run --format json -o a.json`); or A
     /// is a sweep table and --by KEY compares its points with KEY's first
     /// value (base) against those with its second (patched), column groups
@@ -346,6 +352,7 @@ enum Cmd {
     ///   foliosim diff pageout.csv --by series.batch_anon_unmap
     ///   foliosim diff pageout.csv --by series.batch_anon_unmap --columns arch --format md
     ///   foliosim diff fa.csv --by fault_around_bytes=4096,65536 --all
+    ///   foliosim diff never.json always.json --label never --label always
     #[command(verbatim_doc_comment)]
     Diff(sweep::DiffArgs),
     /// Run scenarios natively on the host kernel (root; x86_64 hosts).
