@@ -120,6 +120,12 @@ pub(crate) struct Common {
     /// Default: the simulated architecture's shipped profile.
     #[arg(long, value_name = "FILE|NAME")]
     profile: Option<String>,
+    /// Run each scenario N times (native and vm) and report per counter
+    /// the mean, standard deviation, coefficient of variation, minimum and
+    /// maximum; the JSON keeps every run's report and adds `repeat`
+    /// (docs/output.md). The simulator is deterministic: `run` refuses it.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
 }
 
 /// `run`: the scenario options and `--ab`.
@@ -326,6 +332,12 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Compare base and patched: the table posted to linux-mm.
     ///
+    /// Report files of repeated runs (`native --repeat N --format json`),
+    /// more than two files, or --label give the mmtests compare-kernels
+    /// table: per value Amean, Stddev and CoeffVar per file (the first is
+    /// the base), % change, and `*...%*` around a change of the mean that
+    /// Welch's t-test finds significant at --level.
+    ///
     /// A and B are reports (`foliosim run --format json -o a.json`); or A
     /// is a sweep table and --by KEY compares its points with KEY's first
     /// value (base) against those with its second (patched), column groups
@@ -340,6 +352,7 @@ enum Cmd {
     ///   foliosim diff pageout.csv --by series.batch_anon_unmap
     ///   foliosim diff pageout.csv --by series.batch_anon_unmap --columns arch --format md
     ///   foliosim diff fa.csv --by fault_around_bytes=4096,65536 --all
+    ///   foliosim diff never.json always.json --label never --label always
     #[command(verbatim_doc_comment)]
     Diff(sweep::DiffArgs),
     /// Run scenarios natively on the host kernel (root; x86_64 hosts).
@@ -583,29 +596,61 @@ fn cmd_run(c: &Common, engine: Engine) -> Result<bool, String> {
                 .into(),
         );
     }
+    if matches!(engine, Engine::Sim(_)) && c.repeat > 1 {
+        return Err(format!(
+            "--repeat {}: the simulator is deterministic, so every run of a scenario \
+             gives the same report; repeat native or vm runs",
+            c.repeat
+        ));
+    }
     if let Some(o) = &c.output {
         output::check_output(o, &c.scenarios)?;
     }
-    let (reports, failed) = run_batch(&c.scenarios, |src| {
-        let started = std::time::Instant::now();
+    let (runs, failed) = run_batch(&c.scenarios, |src| {
         let job = Job {
             source: src,
             overrides: &ov,
             expect: !c.no_expect,
             given: Some(&given),
         };
-        let r = foliosim_run::run(&job, &engine).map_err(|e| e.to_string())?;
-        ran(&r, started);
-        Ok(r)
+        (1..=c.repeat)
+            .map(|i| {
+                let started = std::time::Instant::now();
+                let r = foliosim_run::run(&job, &engine).map_err(|e| match c.repeat {
+                    1 => e.to_string(),
+                    n => format!("run {i} of {n}: {e}"),
+                })?;
+                ran(&r, started);
+                Ok(r)
+            })
+            .collect::<Result<Vec<Report>, String>>()
     })?;
+    let reports: Vec<Report> = runs.into_iter().flatten().collect();
     if !reports.is_empty() {
-        let colour = c.output.is_none() && c.format == Format::Table && inputs::stdout_colour();
-        let text = render_styled(&reports, c.format, colour);
+        let text = if c.repeat > 1 {
+            repeated_text(&reports, c.format)
+        } else {
+            let colour = c.output.is_none() && c.format == Format::Table && inputs::stdout_colour();
+            render_styled(&reports, c.format, colour)
+        };
         inputs::emit(c.output.as_deref(), &text, &c.scenarios)?;
     }
     match failed {
         Some(e) => Err(e),
         None => Ok(reports.iter().all(Report::expectations_ok)),
+    }
+}
+
+/// The output of repeated runs (`--repeat`): their statistics.
+fn repeated_text(reports: &[Report], format: Format) -> String {
+    use foliosim_report::stats;
+    match format {
+        Format::Json => {
+            let doc = stats::repeat_document(reports, foliosim_report::VERSION);
+            serde_json::to_string_pretty(&doc).expect("serialisable") + "\n"
+        }
+        Format::Csv => stats::repeat_csv(reports),
+        Format::Table => stats::repeat_table(reports),
     }
 }
 
@@ -640,6 +685,9 @@ fn compare_one(
 
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let c = &a.common;
+    if c.repeat > 1 {
+        return Err("--repeat applies to native and vm runs, not to compare".into());
+    }
     let given = given(c)?;
     let vm = match a.engine.as_str() {
         "vm" => Some(a.vm.options(c.arch)?),
@@ -749,6 +797,9 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
 fn dispatch(cli: &Cli) -> Result<bool, String> {
     match &cli.cmd {
         Cmd::Run(a) => match &a.ab {
+            Some(_) if a.common.repeat > 1 => {
+                Err("--repeat: the simulator is deterministic; repeat native or vm runs".into())
+            }
             Some(ab) => sweep::run_ab(&a.common, ab),
             None => cmd_run(&a.common, Engine::Sim(sim_options(&a.common))),
         },

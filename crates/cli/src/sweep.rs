@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use foliosim_explore::{
-    diff, expand, grid, sweep, sweep_with, Engine, Point, PointResult, Setting, SimOptions, Source,
-    SweepOptions, SweepSpec, Table, TableFormat,
+    diff, expand, grid, nway, sweep, sweep_with, Engine, Point, PointResult, Setting, SimOptions,
+    Source, SweepOptions, SweepSpec, Table, TableFormat,
 };
 use foliosim_scenario::Arch;
 
@@ -373,9 +373,9 @@ fn route_signals() -> Result<(), String> {
 
 #[derive(clap::Args)]
 pub(crate) struct DiffArgs {
-    /// Base and patched reports (`foliosim run --format json -o FILE`),
-    /// or, with --by, one sweep table.
-    #[arg(required = true, num_args = 1..=2, value_name = "A [B]")]
+    /// Reports (`foliosim run|native|vm --format json -o FILE`), the first
+    /// the base; or, with --by, one sweep table.
+    #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Compare the points of a sweep table whose KEY has its first value
     /// (base) with those where it has the second (patched); KEY=BASE,PATCHED
@@ -394,6 +394,15 @@ pub(crate) struct DiffArgs {
     /// Show every value, not only those that changed.
     #[arg(long)]
     all: bool,
+    /// The title of each report file's column, in order (default: the
+    /// file names); given or with repeated runs (`--repeat`) or more than
+    /// two files, the comparison is the mmtests-style table.
+    #[arg(long, value_name = "NAME")]
+    label: Vec<String>,
+    /// Significance level of Welch's t-test in the mmtests-style table: a
+    /// change of the mean whose two-sided p-value is below it is marked.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    level: f64,
     /// Output: fixed-width text for a mail, Markdown, CSV or JSON.
     #[arg(long, default_value = "text", value_parser = ["text", "md", "csv", "json"])]
     format: String,
@@ -402,12 +411,18 @@ pub(crate) struct DiffArgs {
     output: Option<PathBuf>,
 }
 
-/// The diff `d` in `format` (text, md, csv, json).
-fn render_diff(d: &diff::Diff, format: &str, all: bool) -> Result<String, String> {
+/// The diff `d` in `format` (text, md, csv, json); `inputs` describe
+/// what was compared in the JSON.
+fn render_diff(
+    d: &diff::Diff,
+    format: &str,
+    all: bool,
+    inputs: &[serde_json::Value],
+) -> Result<String, String> {
     Ok(match format {
         "md" => d.markdown(all),
         "csv" => d.csv(all)?,
-        "json" => d.json(all),
+        "json" => d.json(all, inputs),
         _ => d.text(all),
     })
 }
@@ -424,52 +439,122 @@ fn emit(text: &str, out: Option<&Path>, inputs: &[PathBuf]) -> Result<(), String
     }
 }
 
+/// The reports of the JSON document `p`.
+fn load_reports(p: &Path) -> Result<Vec<foliosim_report::Report>, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    diff::reports_from_json(&text).map_err(|e| {
+        format!(
+            "{}: {e} (expected `foliosim run --format json` output; a sweep \
+             table needs --by KEY)",
+            p.display()
+        )
+    })
+}
+
+/// The diff of one sweep table `t` by `by`.
+fn diff_of_table(a: &DiffArgs, t: &Path, by: &str) -> Result<diff::Diff, String> {
+    let bytes = std::fs::read(t).map_err(|e| format!("{}: {e}", t.display()))?;
+    let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
+    let table = Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
+    let (key, pair) = match by.split_once('=') {
+        None => (by, None),
+        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
+            [b, p] => (k, Some((b.trim(), p.trim()))),
+            _ => return Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
+        },
+    };
+    diff::diff_table(&table, key, pair, a.columns.as_deref())
+        .map_err(|e| format!("{}: {e}", t.display()))
+}
+
+/// `diff` of report files in the mmtests style: N inputs, repeated runs,
+/// Welch's t-test.
+fn diff_nway(a: &DiffArgs, loaded: Vec<Vec<foliosim_report::Report>>) -> Result<String, String> {
+    if !a.label.is_empty() && a.label.len() != a.files.len() {
+        return Err(format!(
+            "{} --label for {} files: give one per file, in order",
+            a.label.len(),
+            a.files.len()
+        ));
+    }
+    let inputs: Vec<nway::Input> = a
+        .files
+        .iter()
+        .zip(loaded)
+        .enumerate()
+        .map(|(i, (f, reports))| nway::Input {
+            label: a.label.get(i).cloned().unwrap_or_else(|| {
+                f.file_name()
+                    .map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into())
+            }),
+            file: f.display().to_string(),
+            reports,
+        })
+        .collect();
+    let mut n = nway::compare(&inputs, a.level)?;
+    if let Some(names) = &a.only {
+        n.retain_names(names);
+    }
+    match a.format.as_str() {
+        "json" => Ok(n.json(a.all)),
+        "text" => Ok(n.text(a.all)),
+        f => Err(format!(
+            "--format {f}: the comparison of repeated runs or more than two \
+             reports is written as text or json"
+        )),
+    }
+}
+
 pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
-    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut inputs: Vec<serde_json::Value> = Vec::new();
     let mut d = match (&a.by, a.files.as_slice()) {
         (Some(by), [t]) => {
-            let bytes = read(t)?;
-            let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
-            let table =
-                Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
-            let (key, pair) = match by.split_once('=') {
-                None => (by.as_str(), None),
-                Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
-                    [b, p] => (k, Some((b.trim(), p.trim()))),
-                    _ => return Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
-                },
-            };
-            diff::diff_table(&table, key, pair, a.columns.as_deref())
-                .map_err(|e| format!("{}: {e}", t.display()))?
+            inputs.push(serde_json::json!({"file": t.display().to_string()}));
+            diff_of_table(a, t, by)?
         }
         (Some(_), _) => return Err("--by compares the points of one sweep table".into()),
-        (None, [x, y]) => {
-            let load = |p: &PathBuf| -> Result<Vec<foliosim_report::Report>, String> {
-                let text =
-                    String::from_utf8(read(p)?).map_err(|e| format!("{}: {e}", p.display()))?;
-                diff::reports_from_json(&text).map_err(|e| {
-                    format!(
-                        "{}: {e} (expected `foliosim run --format json` output; a sweep \
-                         table needs --by KEY)",
-                        p.display()
-                    )
-                })
-            };
+        (None, [_]) => {
+            return Err(
+                "give two or more report files (the first the base) or one sweep table \
+                 with --by KEY"
+                    .into(),
+            )
+        }
+        (None, files) => {
             if a.columns.is_some() {
                 return Err("--columns applies to a sweep table with --by".into());
             }
-            diff::diff_reports(&load(x)?, &load(y)?)?
-        }
-        (None, _) => {
-            return Err(
-                "give two report files (base, patched) or one sweep table with --by KEY".into(),
-            )
+            let loaded = files
+                .iter()
+                .map(|f| load_reports(f))
+                .collect::<Result<Vec<_>, _>>()?;
+            let repeated = loaded
+                .iter()
+                .any(|r| foliosim_report::stats::group_runs(r).len() < r.len());
+            if files.len() > 2 || repeated || !a.label.is_empty() {
+                let text = diff_nway(a, loaded)?;
+                emit(&text, a.output.as_deref(), &a.files)?;
+                return Ok(true);
+            }
+            for (f, r) in files.iter().zip(&loaded) {
+                let prov: Vec<serde_json::Value> = r
+                    .iter()
+                    .map(|r| {
+                        r.provenance
+                            .as_ref()
+                            .map_or(serde_json::Value::Null, |p| p.to_json_value())
+                    })
+                    .collect();
+                inputs
+                    .push(serde_json::json!({"file": f.display().to_string(), "provenance": prov}));
+            }
+            diff::diff_reports(&loaded[0], &loaded[1])?
         }
     };
     if let Some(names) = &a.only {
         d.retain_names(names);
     }
-    let text = render_diff(&d, &a.format, a.all)?;
+    let text = render_diff(&d, &a.format, a.all, &inputs)?;
     emit(&text, a.output.as_deref(), &a.files)?;
     Ok(true)
 }
@@ -510,7 +595,12 @@ pub(crate) fn run_ab(c: &crate::Common, ab: &str) -> Result<bool, String> {
         foliosim_report::Format::Csv => "csv",
         foliosim_report::Format::Json => "json",
     };
-    let text = render_diff(&d, format, false)?;
+    let inputs: Vec<serde_json::Value> = c
+        .scenarios
+        .iter()
+        .map(|s| serde_json::json!({"scenario_path": s.display().to_string()}))
+        .collect();
+    let text = render_diff(&d, format, false, &inputs)?;
     emit(&text, c.output.as_deref(), &c.scenarios)?;
     Ok(true)
 }

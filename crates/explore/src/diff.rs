@@ -760,21 +760,45 @@ impl Diff {
         String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
     }
 
-    /// JSON: an array of objects with the fields of [`Diff::csv`].
-    pub fn json(&self, all: bool) -> String {
+    /// JSON: one wrapper object with the foliosim version, what was
+    /// compared (`by`, `base`, `patched`), the notes, the inputs the
+    /// caller describes (file names, provenance) and `rows`: objects with
+    /// the fields of [`Diff::csv`], where base, patched, change and
+    /// pct_change are numbers (null where there is none).
+    pub fn json(&self, all: bool, inputs: &[Value]) -> String {
         let (head, recs) = self.records(all);
-        let arr: Vec<Value> = recs
+        let numeric = ["base", "patched", "change", "pct_change"];
+        let rows: Vec<Value> = recs
             .into_iter()
             .map(|r| {
                 Value::Object(
                     head.iter()
                         .zip(r)
-                        .map(|(k, v)| (k.clone(), json!(v)))
+                        .map(|(k, v)| {
+                            let v = if numeric.contains(&k.as_str()) {
+                                v.parse::<i64>()
+                                    .map(Value::from)
+                                    .or_else(|_| v.parse::<f64>().map(|f| json!(f)))
+                                    .unwrap_or(Value::Null)
+                            } else {
+                                json!(v)
+                            };
+                            (k.clone(), v)
+                        })
                         .collect(),
                 )
             })
             .collect();
-        serde_json::to_string_pretty(&Value::Array(arr)).expect("serialisable") + "\n"
+        let doc = json!({
+            "foliosim": foliosim_report::VERSION,
+            "by": self.by,
+            "base": self.base,
+            "patched": self.patched,
+            "notes": self.notes,
+            "inputs": inputs,
+            "rows": rows,
+        });
+        serde_json::to_string_pretty(&doc).expect("serialisable") + "\n"
     }
 }
 

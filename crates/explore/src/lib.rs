@@ -37,6 +37,7 @@
 
 pub mod diff;
 pub mod grid;
+pub mod nway;
 mod run;
 mod spec;
 mod table;

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod stats;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
