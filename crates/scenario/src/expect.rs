@@ -34,6 +34,10 @@ fn expect(f: &Fields<'_>, phases: &[String]) -> Result<Expect> {
         };
         return Err(f.err_at("phase", format!("unknown phase {phase:?}; {declared}")));
     }
+    let value = f.req("value", Ctx::number)?;
+    let tolerance = f
+        .opt("tolerance", tolerance)?
+        .unwrap_or(Tolerance::Abs(0.0));
     let counter: String = f.req("counter", Ctx::name)?;
     let fixed = counters::fixed_counter_names();
     if !counters::is_counter_name(&counter, &fixed) {
@@ -47,10 +51,8 @@ fn expect(f: &Fields<'_>, phases: &[String]) -> Result<Expect> {
         loc: f.ctx().loc(&f.table().origin),
         phase,
         counter,
-        value: f.req("value", Ctx::number)?,
-        tolerance: f
-            .opt("tolerance", tolerance)?
-            .unwrap_or(Tolerance::Abs(0.0)),
+        value,
+        tolerance,
     })
 }
 

@@ -3,9 +3,9 @@
 //! the `strsim` crate, ties broken by Jaro-Winkler similarity).
 
 /// Up to three of `known` within a small edit distance of `name` (one
-/// edit per four characters, at least two), closest first.
+/// edit per four characters, at least one), closest first.
 pub fn closest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let bound = (name.chars().count() / 4).max(2);
+    let bound = (name.chars().count() / 4).max(1);
     let mut near: Vec<(usize, f64, &str)> = known
         .into_iter()
         .filter(|k| *k != name)
@@ -57,8 +57,13 @@ mod tests {
         // Nothing near: no suggestion.
         assert_eq!(did_you_mean("zzz", known), "");
         // At most three, closest first.
-        let many = ["abcd", "abce", "abcf", "abcg", "abxd"];
-        assert_eq!(closest("abcd1", many), ["abcd", "abce", "abcf"]);
+        let many = ["abcdefgh", "abcdefgi", "abcdefgj", "abcdefgk", "xbcdefgh"];
+        assert_eq!(
+            closest("abcdefgz", many),
+            ["abcdefgh", "abcdefgi", "abcdefgj"]
+        );
+        // Short names: one edit at most (`foo` is not `op`).
+        assert_eq!(closest("foo", ["op", "fo"]), ["fo"]);
         assert_eq!(
             did_you_mean("abcx", ["abcd", "abce"]),
             "; did you mean abcd or abce?"
