@@ -662,6 +662,7 @@ fn parquet_tables_and_unknown_extensions() {
     // pandas reads it as well, where it is installed.
     let pandas = Command::new("python3")
         .args(["-c", "import pandas, pyarrow"])
+        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if pandas {
