@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use foliosim_explore::{
@@ -14,7 +14,7 @@ use foliosim_scenario::Arch;
 
 use crate::output;
 
-/// `--format` of a sweep: csv, jsonl, arrow.
+/// `--format` of a sweep: csv, jsonl, arrow, parquet.
 fn table_format_arg() -> impl clap::builder::TypedValueParser<Value = TableFormat> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(TableFormat::NAMES)
@@ -72,7 +72,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     checkpoint: u64,
     /// Table format (default: from the -o file's extension, .csv, .jsonl,
-    /// .arrow; else csv).
+    /// .arrow, .parquet; else csv).
     #[arg(long, value_parser = table_format_arg())]
     format: Option<TableFormat>,
     /// Run a sweep of more than 10,000 points.
@@ -178,15 +178,33 @@ fn sweep_spec(a: &SweepArgs) -> Result<SweepSpec, String> {
     Ok(spec)
 }
 
-/// The table format: `--format`, else the -o file's extension, else CSV
-/// (Arrow only to a file or a pipe).
+/// The table format: `--format`, else the -o file's extension (one
+/// [`TableFormat::from_path`] knows; another is refused), else CSV
+/// (Arrow and Parquet only to a file or a pipe).
 fn table_format(a: &SweepArgs) -> Result<TableFormat, String> {
-    let format = a
-        .format
-        .or_else(|| a.output.as_deref().and_then(TableFormat::from_path))
-        .unwrap_or(TableFormat::Csv);
-    if format == TableFormat::Arrow && a.output.is_none() && std::io::stdout().is_terminal() {
-        return Err("--format arrow is binary: write it to a file with -o FILE".into());
+    let by_extension = |o: &Path| match o.extension() {
+        Some(x) if !output::is_stream(o) => TableFormat::from_path(o).map(Some).ok_or_else(|| {
+            format!(
+                "-o {}: no table format has the extension .{}: use {} (or --format {})",
+                o.display(),
+                x.to_string_lossy(),
+                TableFormat::EXTENSIONS.join(", "),
+                TableFormat::NAMES.join("|")
+            )
+        }),
+        _ => Ok(None),
+    };
+    let format = match (a.format, a.output.as_deref()) {
+        (Some(f), _) => f,
+        (None, Some(o)) => by_extension(o)?.unwrap_or(TableFormat::Csv),
+        (None, None) => TableFormat::Csv,
+    };
+    let binary = matches!(format, TableFormat::Arrow | TableFormat::Parquet);
+    if binary && a.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(format!(
+            "--format {} is binary: write it to a file with -o FILE",
+            format.name()
+        ));
     }
     Ok(format)
 }
@@ -214,15 +232,15 @@ fn resume(
     Ok((old, points, skipped))
 }
 
-/// Write the table to the -o file (atomically), or to stdout.
+/// Write the table to `out` (atomically), or to stdout.
 fn write_table(
-    a: &SweepArgs,
+    out: Option<&Path>,
     format: TableFormat,
     t: &Table,
     inputs: &[PathBuf],
 ) -> Result<(), String> {
     let bytes = t.encode(format)?;
-    match &a.output {
+    match out {
         Some(o) => {
             output::write_output(o, &bytes, inputs).map_err(|e| format!("{}: {e}", o.display()))
         }
@@ -235,15 +253,18 @@ fn write_table(
     }
 }
 
-/// Checkpoints: the table so far replaces the -o file (atomically) at
-/// most every --checkpoint seconds, so an interrupted sweep resumes.
-struct Checkpoints<'a> {
-    a: &'a SweepArgs,
+/// A running sweep's finished points: the table so far replaces the -o
+/// file (atomically) at most every --checkpoint seconds, so an
+/// interrupted sweep resumes, and an interrupt writes it at once
+/// ([`save_and_exit`]).
+struct Progress {
+    output: Option<PathBuf>,
     format: TableFormat,
-    inputs: &'a [PathBuf],
-    keys: &'a [String],
-    /// The table the sweep started from.
-    table: &'a Table,
+    inputs: Vec<PathBuf>,
+    keys: Vec<String>,
+    /// The table the sweep started from and how many points it held.
+    table: Table,
+    skipped: usize,
     /// How many points the sweep runs.
     total: usize,
     every: Duration,
@@ -251,28 +272,69 @@ struct Checkpoints<'a> {
     done: Mutex<(Vec<PointResult>, Instant)>,
 }
 
-impl Checkpoints<'_> {
+/// The sweep running now, for a terminal signal to save.
+static RUNNING: Mutex<Option<Arc<Progress>>> = Mutex::new(None);
+
+impl Progress {
+    /// Whether the table goes to a file that checkpoints replace.
+    fn to_file(&self) -> bool {
+        self.output
+            .as_deref()
+            .is_some_and(|o| !output::is_stream(o))
+    }
+
+    /// The starting table and `done`, in point order.
+    fn table_with(&self, done: &mut [PointResult]) -> Result<Table, String> {
+        done.sort_by_key(|r| r.point.index);
+        let mut t = self.table.clone();
+        t.append(Table::from_results(&self.keys, done))?;
+        Ok(t)
+    }
+
     /// A point has run: write a checkpoint if one is due (never after the
     /// last point: the whole table follows).
     fn record(&self, r: &PointResult) {
-        if self.a.output.as_deref().is_none_or(output::is_stream) {
-            return;
-        }
         let mut g = self.done.lock().unwrap_or_else(|e| e.into_inner());
         g.0.push(r.clone());
-        if g.1.elapsed() < self.every || g.0.len() == self.total {
+        if !self.to_file() || g.1.elapsed() < self.every || g.0.len() == self.total {
             return;
         }
-        g.0.sort_by_key(|r| r.point.index);
-        let mut t = self.table.clone();
-        let snapshot = t
-            .append(Table::from_results(self.keys, &g.0))
-            .and_then(|()| write_table(self.a, self.format, &t, self.inputs));
+        let snapshot = self
+            .table_with(&mut g.0)
+            .and_then(|t| write_table(self.output.as_deref(), self.format, &t, &self.inputs));
         if let Err(e) = snapshot {
             eprintln!("foliosim sweep: checkpoint not written: {e}");
         }
         g.1 = Instant::now();
     }
+}
+
+/// SIGINT or SIGTERM during a sweep: write the points finished so far
+/// where the table goes, say how many, and end the process with status
+/// 130. Returns when no sweep runs.
+fn save_and_exit() {
+    let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = running.as_ref() else {
+        return;
+    };
+    // Holding `done` keeps checkpoints from starting; one being written
+    // has ended.
+    let mut g = p.done.lock().unwrap_or_else(|e| e.into_inner());
+    let saved = p
+        .table_with(&mut g.0)
+        .and_then(|t| write_table(p.output.as_deref(), p.format, &t, &p.inputs));
+    let _no_temporary = output::hold_temporary_files();
+    output::release_for_exit();
+    let (n, m) = (p.skipped + g.0.len(), p.skipped + p.total);
+    match (saved, &p.output) {
+        (Err(e), _) => eprintln!("foliosim sweep: interrupted; the table was not written: {e}"),
+        (Ok(()), Some(o)) if p.to_file() => eprintln!(
+            "foliosim sweep: {n} of {m} saved in {}; run again to continue",
+            o.display()
+        ),
+        (Ok(()), _) => eprintln!("foliosim sweep: interrupted: {n} of {m} points written"),
+    }
+    std::process::exit(130);
 }
 
 pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
@@ -291,7 +353,7 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         None => None,
     };
     let keys = spec.grid.keys();
-    let (mut table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
+    let (table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
     let jobs = if engine.parallel() {
         a.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -306,25 +368,30 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         );
     }
     let start = Instant::now();
-    let checkpoints = Checkpoints {
-        a,
+    let progress = Arc::new(Progress {
+        output: a.output.clone(),
         format,
-        inputs: &spec.scenarios,
-        keys: &keys,
-        table: &table,
+        inputs: spec.scenarios.clone(),
+        keys: keys.clone(),
+        table,
+        skipped,
         total: points.len(),
         every: Duration::from_secs(a.checkpoint),
         done: Mutex::new((Vec::new(), Instant::now())),
-    };
+    });
     let opts = SweepOptions {
         jobs: Some(jobs),
         progress: !a.quiet,
     };
-    let results = sweep_with(&points, &engine, &opts, &|r| checkpoints.record(r));
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = Some(progress.clone());
+    let results = sweep_with(&points, &engine, &opts, &|r| progress.record(r));
+    // From here a signal waits for the whole table to be written.
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let mut table = Arc::try_unwrap(progress).map_or_else(|p| p.table.clone(), |p| p.table);
     let run_time = start.elapsed();
     let failed = results.iter().filter(|r| r.result.is_err()).count();
     table.append(Table::from_results(&keys, &results))?;
-    write_table(a, format, &table, &spec.scenarios)?;
+    write_table(a.output.as_deref(), format, &table, &spec.scenarios)?;
     if !a.quiet {
         eprintln!(
             "foliosim sweep: {} points run in {:.2} s ({} {}, engine {}){}",
@@ -361,7 +428,10 @@ fn has_data(path: &Path) -> bool {
 /// effect once no temporary table file exists; one that ends the process
 /// removes the sweep's lock file first. Call before any thread starts.
 fn route_signals() -> Result<(), String> {
-    foliosim_native::route_terminal_signals(|_sig, ends, deliver| {
+    foliosim_native::route_terminal_signals(|sig, ends, deliver| {
+        if ends && (sig == libc::SIGINT || sig == libc::SIGTERM) {
+            save_and_exit();
+        }
         let _no_temporary = output::hold_temporary_files();
         if ends {
             output::release_for_exit();
@@ -552,7 +622,7 @@ pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
         }
     };
     if let Some(names) = &a.only {
-        d.retain_names(names);
+        d.retain_names(names)?;
     }
     let text = render_diff(&d, &a.format, a.all, &inputs)?;
     emit(&text, a.output.as_deref(), &a.files)?;

@@ -374,7 +374,6 @@ fn diff_of_a_sweep_by_key_per_arch() {
 
 #[test]
 fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
-    use std::os::unix::process::ExitStatusExt as _;
     // 400 points of 32 MiB written and paged out (MADV_PAGEOUT writes
     // every 4 KiB page to swap: 8,192 pswpout a point), one at a time,
     // the table written after every point. SIGTERM follows the first
@@ -413,9 +412,11 @@ fn an_interrupted_sweep_keeps_its_checkpoint_and_resumes() {
         .unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
+    // SIGTERM after the first checkpoint: the points run so far are
+    // saved and the sweep exits 130.
     assert_eq!(
-        status.signal(),
-        Some(15),
+        status.code(),
+        Some(130),
         "the sweep ended before SIGTERM: {status:?}"
     );
     // What is there is a whole table of whole points, and nothing else.
@@ -527,9 +528,11 @@ fn no_signal_leaves_a_temporary_file() {
             .args([sig, &child.id().to_string()])
             .status();
         let status = child.wait().unwrap();
-        match status.signal() {
-            Some(2 | 15) => killed += 1,
-            None if status.success() => finished += 1,
+        // Before the sweep handles signals the default action ends it;
+        // after, it saves the points run so far and exits 130.
+        match (status.signal(), status.code()) {
+            (Some(2 | 15), _) | (None, Some(130)) => killed += 1,
+            (None, Some(0)) => finished += 1,
             _ => panic!("signal {i} ({sig} after {wait:?}): {status:?}"),
         }
         let left = files(d);
@@ -796,4 +799,250 @@ fn native_repeat_reports_every_run_and_their_statistics() {
             .any(|l| l.contains("measured: minor-faults") && l.contains("256 ± 0")),
         "{t}"
     );
+}
+
+#[test]
+fn an_interrupt_saves_the_finished_points() {
+    // SIGINT and SIGTERM with the default --checkpoint (30 s, so no
+    // checkpoint is written before the signal): the points run so far are
+    // written, the sweep says how many, exits 130, and a second run
+    // continues from them.
+    const N: usize = 3000;
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let sweep = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_foliosim"));
+        c.args(["sweep", "pageout.toml", "--grid"])
+            .arg(format!("seed=[1..{N}]"))
+            .args(["-o", "t.csv", "--jobs", "1", "-q"])
+            .current_dir(d)
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let mut saved = 0;
+    // The second run starts from the first's points and adds to them.
+    for sig in ["-INT", "-TERM"] {
+        let child = sweep().spawn().unwrap();
+        // Once the sweep holds the table's lock it handles signals; a
+        // few points later it is interrupted.
+        let lock = d.join(".t.csv.foliosim-lock");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !lock.exists() {
+            assert!(std::time::Instant::now() < deadline, "no lock file");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let _ = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{sig}: {err}");
+        let t = foliosim_explore::Table::read(&d.join("t.csv"), foliosim_explore::TableFormat::Csv)
+            .unwrap();
+        let ids: std::collections::BTreeSet<u64> = t.rows.iter().map(|r| r.point).collect();
+        assert!(
+            ids.len() > saved && ids.len() < N,
+            "{sig}: {} points",
+            ids.len()
+        );
+        assert!(
+            err.contains(&format!(
+                "{} of {N} saved in t.csv; run again to continue",
+                ids.len()
+            )),
+            "{sig}: {err}"
+        );
+        saved = ids.len();
+        assert_eq!(files(d), ["pageout.toml", "t.csv"]);
+    }
+}
+
+#[test]
+fn parquet_tables_and_unknown_extensions() {
+    use arrow_array::{Array as _, Int64Array, StringArray, UInt64Array};
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let args = [
+        "sweep",
+        "pageout.toml",
+        "--grid",
+        "seed=7,9",
+        "--grid",
+        "folio_size=4K,64K",
+        "-q",
+        "-o",
+    ];
+    ok(&[&args[..], &["t.parquet"]].concat(), d);
+    // Read with the parquet crate: the grid's numbers are numbers.
+    let f = std::fs::File::open(d.join("t.parquet")).unwrap();
+    let batches: Vec<_> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let b = &batches[0];
+    let col = |n: &str| b.column(b.schema().index_of(n).unwrap()).clone();
+    let seed = col("seed");
+    let seed = seed
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .expect("seed is Int64");
+    assert!(seed.values().iter().all(|s| [7, 9].contains(s)));
+    let size = col("folio_size");
+    let size = size
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .expect("folio_size is Utf8");
+    assert_eq!(size.value(0), "4K");
+    assert!(col("point")
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .is_some());
+    let value = col("value");
+    let value = value
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .expect("value is Int64");
+    let name = col("name");
+    let name = name.as_any().downcast_ref::<StringArray>().unwrap();
+    // MADV_PAGEOUT of 4 MiB of written anonymous memory writes every
+    // page to swap: 1024 pages.
+    let pswpout = (0..b.num_rows())
+        .find(|&i| name.value(i) == "pswpout")
+        .map(|i| value.value(i));
+    assert_eq!(pswpout, Some(1024));
+    assert_eq!(col("error").null_count(), b.num_rows());
+    // pandas reads it as well, where it is installed.
+    let pandas = Command::new("python3")
+        .args(["-c", "import pandas, pyarrow"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if pandas {
+        let script = "import pandas as pd; df = pd.read_parquet('t.parquet'); \
+                      assert str(df['seed'].dtype) == 'int64'; \
+                      assert set(df['seed']) == {7, 9}";
+        let st = Command::new("python3")
+            .args(["-c", script])
+            .current_dir(d)
+            .status();
+        assert!(st.unwrap().success());
+    }
+    // A second run resumes from the Parquet file.
+    let out = ok(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "seed=7,9",
+            "--grid",
+            "folio_size=4K,64K",
+            "-o",
+            "t.parquet",
+        ],
+        d,
+    );
+    assert!(text(&out.stderr).contains("4 points already in t.parquet, 0 to run"));
+    // Other extensions are refused, naming the supported ones.
+    for bad in ["t.tsv", "t.xlsx"] {
+        let out = foliosim(&[&args[..], &[bad]].concat(), d);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("-o {bad}: no table format has the extension"))
+                && err.contains(".csv, .jsonl, .ndjson, .arrow, .feather, .ipc, .parquet"),
+            "{err}"
+        );
+    }
+    assert_eq!(files(d), ["pageout.toml", "t.parquet"]);
+}
+
+#[test]
+fn unknown_names_suggest_the_closest_known_ones() {
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    // A misspelled counter in [[expect]] fails when the scenario loads,
+    // naming the file, the line of the table and the counter.
+    let bad =
+        pageout("4M") + "[[expect]]\nphase = \"measured\"\ncounter = \"pgfualt\"\nvalue = 0\n";
+    let line = bad.lines().position(|l| l == "[[expect]]").unwrap() + 1;
+    foliosim_testkit::write(d, "bad.toml", &bad);
+    ok(
+        &[
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "series.batch_anon_unmap=0,1",
+            "-q",
+            "-o",
+            "t.csv",
+        ],
+        d,
+    );
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "pageout.toml", "--set", "fault_around_byte=4096"],
+            "did you mean fault_around_bytes?",
+        ),
+        (
+            &[
+                "sweep",
+                "pageout.toml",
+                "--grid",
+                "fault_around_byte=4096,8192",
+            ],
+            "did you mean fault_around_bytes?",
+        ),
+        (
+            &["run", "pageout.toml", "--set", "series.batch_anon_umap=1"],
+            "did you mean series.batch_anon_unmap",
+        ),
+        (&["run", "bad.toml"], "did you mean pgfault?"),
+        (
+            &[
+                "diff",
+                "t.csv",
+                "--by",
+                "series.batch_anon_unmap",
+                "--only",
+                "modeled_ns",
+            ],
+            "did you mean modelled_ns?",
+        ),
+        (
+            &[
+                "plot",
+                "t.csv",
+                "--y",
+                "pgfualt",
+                "--x",
+                "series.batch_anon_unmap",
+                "-o",
+                "p.svg",
+            ],
+            "did you mean pgfault?",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = foliosim(args, d);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let err = text(&foliosim(&["run", "bad.toml"], d).stderr);
+    assert!(
+        err.contains(&format!("bad.toml:{}", line + 2))
+            && err.contains("unknown counter \"pgfualt\""),
+        "{err}"
+    );
+    // --by and --columns name the closest columns.
+    let out = foliosim(&["diff", "t.csv", "--by", "series.batch_anon_umap"], d);
+    assert!(
+        text(&out.stderr).contains("did you mean series.batch_anon_unmap"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(files(d), ["bad.toml", "pageout.toml", "t.csv"]);
 }

@@ -340,7 +340,11 @@ fn column_keys(
             for k in c {
                 if !keys.contains(k) || k == by {
                     return Err(format!(
-                        "--columns {k}: not a column of the table other than --by {by}"
+                        "--columns {k}: not a column of the table other than --by {by}{}",
+                        foliosim_uapi::names::did_you_mean(
+                            k,
+                            keys.iter().map(String::as_str).filter(|c| *c != by)
+                        )
                     ));
                 }
             }
@@ -423,7 +427,8 @@ pub fn diff_table(
     keys.extend(["scenario", "arch", "engine"].map(String::from));
     if !keys.iter().any(|k| k == by) {
         return Err(format!(
-            "--by {by}: the table has no such column; its grid columns: {}",
+            "--by {by}: the table has no such column{}; its grid columns: {}",
+            foliosim_uapi::names::did_you_mean(by, keys.iter().map(String::as_str)),
             t.grid_columns.join(", ")
         ));
     }
@@ -519,11 +524,24 @@ impl Diff {
     }
 
     /// Keep only the rows named in `names` (counter names, `modelled_ns`);
-    /// `foliosim diff --only`.
-    pub fn retain_names(&mut self, names: &[String]) {
+    /// `foliosim diff --only`. A name no row has is an error naming the
+    /// closest names the diff has.
+    pub fn retain_names(&mut self, names: &[String]) -> Result<(), String> {
+        let have: std::collections::BTreeSet<&str> = self
+            .blocks
+            .iter()
+            .flat_map(|b| b.rows.iter().map(|r| r.name.as_str()))
+            .collect();
+        if let Some(n) = names.iter().find(|n| !have.contains(n.as_str())) {
+            return Err(format!(
+                "--only {n}: no such value in the inputs{}",
+                foliosim_uapi::names::did_you_mean(n, have.iter().copied())
+            ));
+        }
         for b in &mut self.blocks {
             b.rows.retain(|r| names.contains(&r.name));
         }
+        Ok(())
     }
 
     /// Whether every block has one row (after [`Diff::retain_names`] of one

@@ -148,7 +148,7 @@ fn text_shows_changed_rows_per_arch() {
 #[test]
 fn one_value_makes_one_table() {
     let mut d = diff::diff_table(&table(), "switch", None, None).unwrap();
-    d.retain_names(&["modelled_ns".to_string()]);
+    d.retain_names(&["modelled_ns".to_string()]).unwrap();
     let text = d.text(false);
     let lines: Vec<Vec<&str>> = text
         .lines()

@@ -150,7 +150,12 @@ description = ["with, comma \"q\"", "plain"]
         "{csv}"
     );
     assert!(csv.contains(",measured,counter,pgfault,256,\n"), "{csv}");
-    for f in [TableFormat::Csv, TableFormat::Jsonl, TableFormat::Arrow] {
+    for f in [
+        TableFormat::Csv,
+        TableFormat::Jsonl,
+        TableFormat::Arrow,
+        TableFormat::Parquet,
+    ] {
         let bytes = t.encode(f).unwrap();
         assert_eq!(TableFormat::sniff(&bytes), f);
         let back = Table::decode(&bytes, f).unwrap();

@@ -128,7 +128,8 @@ fn x_key(sweep: &Sweep, x: &str) -> Result<usize, String> {
     }
     sweep.keys.iter().position(|k| k == x).ok_or_else(|| {
         format!(
-            "--x {x}: not a grid key of the sweep; its keys are: {}",
+            "--x {x}: not a grid key of the sweep{}; its keys are: {}",
+            foliosim_uapi::names::did_you_mean(x, sweep.keys.iter().map(String::as_str)),
             sweep.keys.join(", ")
         )
     })
@@ -142,8 +143,9 @@ fn value_rows<'a>(sweep: &'a Sweep, spec: &PlotSpec) -> Result<(Vec<Row<'a>>, St
         let names = sweep.names();
         let shown: Vec<&str> = names.iter().take(30).copied().collect();
         return Err(format!(
-            "--y {}: no such value in the sweep; it has {} names, like: {}",
+            "--y {}: no such value in the sweep{}; it has {} names, like: {}",
             spec.y,
+            foliosim_uapi::names::did_you_mean(&spec.y, names.iter().copied()),
             names.len(),
             shown.join(", ")
         ));

@@ -33,7 +33,7 @@ pub struct Sweep {
 
 impl Sweep {
     /// Read a sweep file in any format `foliosim sweep` writes (CSV, JSON
-    /// lines, Arrow IPC; told apart by content), through the sweep's own
+    /// lines, Arrow IPC, Parquet; told apart by content), through the sweep's own
     /// reader (`foliosim_table::Table`).
     pub fn load(path: &Path) -> Result<Sweep, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -51,7 +51,7 @@ impl Sweep {
         // The row's line in the file: CSV has a header line first.
         let first = match format {
             TableFormat::Csv => 2,
-            TableFormat::Jsonl | TableFormat::Arrow => 1,
+            TableFormat::Jsonl | TableFormat::Arrow | TableFormat::Parquet => 1,
         };
         let mut rows = Vec::with_capacity(table.rows.len());
         for (i, r) in table.rows.into_iter().enumerate() {

@@ -187,9 +187,10 @@ impl<'a> Fields<'a> {
         {
             Some(entry) => {
                 let msg = format!(
-                    "unknown key `{}` {}; expected one of: {}",
+                    "unknown key `{}` {}{}; expected one of: {}",
                     entry.key,
                     self.place,
+                    foliosim_uapi::names::did_you_mean(&entry.key, allowed.iter().copied()),
                     allowed.join(", ")
                 );
                 Err(self

@@ -4,6 +4,7 @@ use crate::ast::{Expect, Tolerance};
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
 use crate::tree::{Data, Node};
+use foliosim_uapi::{counters, names};
 
 const KEYS: &[&str] = &["phase", "counter", "value", "tolerance"];
 
@@ -33,14 +34,25 @@ fn expect(f: &Fields<'_>, phases: &[String]) -> Result<Expect> {
         };
         return Err(f.err_at("phase", format!("unknown phase {phase:?}; {declared}")));
     }
+    let value = f.req("value", Ctx::number)?;
+    let tolerance = f
+        .opt("tolerance", tolerance)?
+        .unwrap_or(Tolerance::Abs(0.0));
+    let counter: String = f.req("counter", Ctx::name)?;
+    let fixed = counters::fixed_counter_names();
+    if !counters::is_counter_name(&counter, &fixed) {
+        let msg = format!(
+            "unknown counter {counter:?}{}; `foliosim counters` lists them",
+            names::did_you_mean(&counter, fixed.iter().map(String::as_str))
+        );
+        return Err(f.err_at("counter", msg));
+    }
     Ok(Expect {
         loc: f.ctx().loc(&f.table().origin),
         phase,
-        counter: f.req("counter", Ctx::name)?,
-        value: f.req("value", Ctx::number)?,
-        tolerance: f
-            .opt("tolerance", tolerance)?
-            .unwrap_or(Tolerance::Abs(0.0)),
+        counter,
+        value,
+        tolerance,
     })
 }
 

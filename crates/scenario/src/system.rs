@@ -7,6 +7,7 @@ use crate::check::{Fields, PAGE_SIZE};
 use crate::error::{Ctx, Result};
 use crate::tree::{join, Data, Node, Origin};
 use foliosim_uapi::knobs::{self, FieldMut, Kind, Knob, Setting, Value, KNOBS};
+use foliosim_uapi::names::did_you_mean;
 use foliosim_uapi::series::SWITCHES;
 use foliosim_uapi::thp::MTHP_SIZES_KB;
 
@@ -302,7 +303,8 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
                 .map(|s| format!("series.{}", s.name))
                 .collect();
             let msg = format!(
-                "unknown patch-series switch `{path}`; expected one of: {}",
+                "unknown patch-series switch `{path}`{}; expected one of: {}",
+                did_you_mean(path, valid.iter().map(String::as_str)),
                 valid.join(", ")
             );
             return Err(ctx.err(leaf.last_key_origin(), &field, msg));
@@ -318,7 +320,8 @@ fn set_knob(ctx: &Ctx, system: &mut System, leaf: &Leaf<'_>) -> Result<String> {
                 let series = SWITCHES.iter().map(|s| format!("series.{}", s.name));
                 let keys: Vec<String> = keys.chain([SWAP_KEY.to_owned()]).chain(series).collect();
                 let msg = format!(
-                    "unknown key `{path}` in [system]; expected one of: {}",
+                    "unknown key `{path}` in [system]{}; expected one of: {}",
+                    did_you_mean(path, keys.iter().map(String::as_str)),
                     keys.join(", ")
                 );
                 return Err(ctx.err(leaf.last_key_origin(), &field, msg));

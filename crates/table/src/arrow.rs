@@ -1,37 +1,65 @@
-//! The tidy table as an Arrow IPC file (the Feather v2 format), one
-//! record batch, no compression.
+//! The tidy table as one Arrow record batch, written as an Arrow IPC
+//! file (the Feather v2 format, no compression) or a Parquet file (no
+//! compression).
 //!
-//! Types: `point` UInt64; the grid columns, `scenario`, `arch`, `engine`,
-//! `phase`, `kind`, `name` and `error` Utf8 (the last four null where the
-//! CSV leaves them empty); `value` Int64 (null on a failed point's row).
-//! A raw pagemap entry (`kind` = `pagemap`) is an unsigned 64-bit word:
-//! it is stored as the Int64 with the same bits (bit 63, "present", makes
-//! it negative) and read back as the unsigned entry.
+//! Types: `point` UInt64; `scenario`, `arch`, `engine`, `phase`, `kind`,
+//! `name` and `error` Utf8 (the last four null where the CSV leaves them
+//! empty); `value` Int64 (null on a failed point's row). The grid columns
+//! are Utf8 in the Arrow IPC file; in Parquet each has its own type: Int64
+//! when every value is an integer written plainly, Float64 when every
+//! value is a decimal number, Boolean when every value is `true` or
+//! `false`, else Utf8 (`64K`, `zram`). A raw pagemap entry (`kind` =
+//! `pagemap`) is an unsigned 64-bit word: it is stored as the Int64 with
+//! the same bits (bit 63, "present", makes it negative) and read back as
+//! the unsigned entry.
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::{Row, Table};
 
-fn schema(t: &Table) -> Schema {
-    let mut fields = vec![Field::new("point", DataType::UInt64, false)];
-    for c in &t.grid_columns {
-        fields.push(Field::new(c, DataType::Utf8, false));
+/// The type of a grid column whose values are `values`, when typed.
+fn grid_type<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> DataType {
+    let int = |v: &str| v.parse::<i64>().is_ok_and(|n| n.to_string() == v);
+    let float = |v: &str| {
+        v.parse::<f64>()
+            .is_ok_and(|x| x.is_finite() && x.to_string() == v)
+    };
+    if values.clone().next().is_none() {
+        DataType::Utf8
+    } else if values.clone().all(int) {
+        DataType::Int64
+    } else if values.clone().all(float) {
+        DataType::Float64
+    } else if values.all(|v| v == "true" || v == "false") {
+        DataType::Boolean
+    } else {
+        DataType::Utf8
     }
-    for c in ["scenario", "arch", "engine"] {
-        fields.push(Field::new(c, DataType::Utf8, false));
-    }
-    for c in ["phase", "kind", "name"] {
-        fields.push(Field::new(c, DataType::Utf8, true));
-    }
-    fields.push(Field::new("value", DataType::Int64, true));
-    fields.push(Field::new("error", DataType::Utf8, true));
-    Schema::new(fields)
 }
 
-pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
+/// Grid column `i` as an array of type `ty` (from [`grid_type`]).
+fn grid_array(t: &Table, i: usize, ty: &DataType) -> ArrayRef {
+    let values = t.rows.iter().map(|r| r.grid[i].as_str());
+    match ty {
+        DataType::Int64 => Arc::new(Int64Array::from_iter_values(
+            values.map(|v| v.parse().expect("checked by grid_type")),
+        )),
+        DataType::Float64 => Arc::new(Float64Array::from_iter_values(
+            values.map(|v| v.parse().expect("checked by grid_type")),
+        )),
+        DataType::Boolean => Arc::new(BooleanArray::from_iter(values.map(|v| Some(v == "true")))),
+        _ => Arc::new(StringArray::from_iter_values(values)),
+    }
+}
+
+/// The table as one record batch; `typed`: grid columns of their own
+/// types rather than Utf8.
+fn batch(t: &Table, typed: bool) -> Result<RecordBatch, String> {
     let strings = |f: &dyn Fn(&Row) -> &str| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(t.rows.iter().map(f)))
     };
@@ -41,12 +69,27 @@ pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
             (!s.is_empty()).then_some(s)
         })))
     };
+    let mut fields = vec![Field::new("point", DataType::UInt64, false)];
     let mut cols: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(
         t.rows.iter().map(|r| r.point),
     ))];
-    for i in 0..t.grid_columns.len() {
-        cols.push(strings(&|r| r.grid[i].as_str()));
+    for (i, c) in t.grid_columns.iter().enumerate() {
+        let ty = if typed {
+            grid_type(t.rows.iter().map(|r| r.grid[i].as_str()))
+        } else {
+            DataType::Utf8
+        };
+        cols.push(grid_array(t, i, &ty));
+        fields.push(Field::new(c, ty, false));
     }
+    for c in ["scenario", "arch", "engine"] {
+        fields.push(Field::new(c, DataType::Utf8, false));
+    }
+    for c in ["phase", "kind", "name"] {
+        fields.push(Field::new(c, DataType::Utf8, true));
+    }
+    fields.push(Field::new("value", DataType::Int64, true));
+    fields.push(Field::new("error", DataType::Utf8, true));
     cols.push(strings(&|r| &r.scenario));
     cols.push(strings(&|r| &r.arch));
     cols.push(strings(&|r| &r.engine));
@@ -71,10 +114,13 @@ pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
     }
     cols.push(Arc::new(Int64Array::from(values)));
     cols.push(nullable(&|r| &r.error));
-    let schema = Arc::new(schema(t));
-    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())?;
-    let mut w =
-        arrow_ipc::writer::FileWriter::try_new(Vec::new(), &schema).map_err(|e| e.to_string())?;
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| e.to_string())
+}
+
+pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
+    let batch = batch(t, false)?;
+    let mut w = arrow_ipc::writer::FileWriter::try_new(Vec::new(), &batch.schema())
+        .map_err(|e| e.to_string())?;
     w.write(&batch).map_err(|e| e.to_string())?;
     w.finish().map_err(|e| e.to_string())?;
     w.into_inner().map_err(|e| e.to_string())
@@ -83,23 +129,65 @@ pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
 pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
     let rd = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
         .map_err(|e| format!("not an Arrow IPC file: {e}"))?;
-    let cols: Vec<String> = rd
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
+    let schema = rd.schema();
+    let batches = rd
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    from_batches(&schema, &batches)
+}
+
+/// The table as a Parquet file: the record batch with typed grid
+/// columns; the Arrow schema goes in the file's metadata.
+pub(crate) fn encode_parquet(t: &Table) -> Result<Vec<u8>, String> {
+    let batch = batch(t, true)?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), batch.schema(), None)
+        .map_err(|e| e.to_string())?;
+    w.write(&batch).map_err(|e| e.to_string())?;
+    w.into_inner().map_err(|e| e.to_string())
+}
+
+pub(crate) fn decode_parquet(data: &[u8]) -> Result<Table, String> {
+    use arrow_array::RecordBatchReader as _;
+    let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::copy_from_slice(data),
+    )
+    .and_then(|b| b.build())
+    .map_err(|e| format!("not a Parquet file: {e}"))?;
+    let schema = rd.schema();
+    let batches = rd
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    from_batches(&schema, &batches)
+}
+
+/// Row `row` of a text or grid column as the CSV writes it (empty for
+/// null).
+fn text(a: &dyn Array, name: &str, row: usize) -> Result<String, String> {
+    if a.is_null(row) {
+        return Ok(String::new());
+    }
+    let any = a.as_any();
+    if let Some(s) = any.downcast_ref::<StringArray>() {
+        Ok(s.value(row).to_string())
+    } else if let Some(n) = any.downcast_ref::<Int64Array>() {
+        Ok(n.value(row).to_string())
+    } else if let Some(x) = any.downcast_ref::<Float64Array>() {
+        Ok(x.value(row).to_string())
+    } else if let Some(b) = any.downcast_ref::<BooleanArray>() {
+        Ok(b.value(row).to_string())
+    } else {
+        Err(format!(
+            "column `{name}` is not Utf8, Int64, Float64 or Boolean"
+        ))
+    }
+}
+
+/// The table the record batches hold.
+fn from_batches(schema: &Schema, batches: &[RecordBatch]) -> Result<Table, String> {
+    let cols: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let mut t = Table::from_header(&cols)?;
     let g = t.grid_columns.len();
-    for batch in rd {
-        let batch = batch.map_err(|e| e.to_string())?;
-        let text = |i: usize| -> Result<&StringArray, String> {
-            batch
-                .column(i)
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .ok_or_else(|| format!("column `{}` is not Utf8", cols[i]))
-        };
+    for batch in batches {
         let point = batch
             .column(0)
             .as_any()
@@ -110,31 +198,27 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
             .as_any()
             .downcast_ref::<Int64Array>()
             .ok_or("column `value` is not Int64")?;
-        let texts: Vec<&StringArray> = (0..cols.len())
-            .filter(|&i| i != 0 && i != g + 7)
-            .map(text)
-            .collect::<Result<_, _>>()?;
-        let get = |a: &StringArray, row: usize| -> String {
-            if a.is_null(row) {
-                String::new()
-            } else {
-                a.value(row).to_string()
-            }
-        };
+        // Every other column: grid columns, scenario, arch, engine, phase,
+        // kind, name, error.
+        let texts: Vec<(usize, &dyn Array)> = (1..cols.len())
+            .filter(|&i| i != g + 7)
+            .map(|i| (i, batch.column(i).as_ref()))
+            .collect();
         for row in 0..batch.num_rows() {
-            // texts: grid columns, scenario, arch, engine, phase, kind,
-            // name, error.
-            let s = |j: usize| get(texts[j], row);
-            let kind = s(g + 4);
+            let s = |j: usize| -> Result<String, String> {
+                let (i, a) = texts[j];
+                text(a, &cols[i], row)
+            };
+            let kind = s(g + 4)?;
             let v = (!value.is_null(row)).then(|| value.value(row));
             t.rows.push(Row {
                 point: point.value(row),
-                grid: (0..g).map(s).collect(),
-                scenario: s(g),
-                arch: s(g + 1),
-                engine: s(g + 2),
-                phase: s(g + 3),
-                name: s(g + 5),
+                grid: (0..g).map(s).collect::<Result<_, _>>()?,
+                scenario: s(g)?,
+                arch: s(g + 1)?,
+                engine: s(g + 2)?,
+                phase: s(g + 3)?,
+                name: s(g + 5)?,
                 value: v.map(|v| {
                     if kind == "pagemap" {
                         i128::from(v as u64)
@@ -143,7 +227,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
                     }
                 }),
                 kind,
-                error: s(g + 6),
+                error: s(g + 6)?,
             });
         }
     }

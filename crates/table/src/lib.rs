@@ -1,6 +1,7 @@
 //! The tidy table of a sweep: a row per point, phase and value, with the
 //! columns `point, <one per grid key>, scenario, arch, engine, phase,
-//! kind, name, value, error`; its CSV, JSON-lines and Arrow IPC files.
+//! kind, name, value, error`; its CSV, JSON-lines, Arrow IPC and Parquet
+//! files.
 //!
 //! `phase`, `kind`, `name` and `value` are those of
 //! `foliosim_report::Report::tidy_rows`. A failed point is one row whose
@@ -56,11 +57,29 @@ pub enum TableFormat {
     /// The Arrow IPC file format (Feather v2): `pyarrow.feather`,
     /// `pandas.read_feather`, `polars.read_ipc` read it.
     Arrow,
+    /// Parquet, grid columns typed (numbers as numbers): `pandas.read_parquet`,
+    /// `polars.read_parquet`, DuckDB read it.
+    Parquet,
 }
 
 impl TableFormat {
     /// The names `--format` accepts.
-    pub const NAMES: [&'static str; 3] = ["csv", "jsonl", "arrow"];
+    pub const NAMES: [&'static str; 4] = ["csv", "jsonl", "arrow", "parquet"];
+
+    /// The file name extensions [`TableFormat::from_path`] knows.
+    pub const EXTENSIONS: [&'static str; 7] = [
+        ".csv", ".jsonl", ".ndjson", ".arrow", ".feather", ".ipc", ".parquet",
+    ];
+
+    /// The format's name in [`TableFormat::NAMES`].
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFormat::Csv => "csv",
+            TableFormat::Jsonl => "jsonl",
+            TableFormat::Arrow => "arrow",
+            TableFormat::Parquet => "parquet",
+        }
+    }
 
     /// The format called `s` (one of [`TableFormat::NAMES`]).
     pub fn from_name(s: &str) -> Option<TableFormat> {
@@ -68,28 +87,32 @@ impl TableFormat {
             "csv" => Some(TableFormat::Csv),
             "jsonl" => Some(TableFormat::Jsonl),
             "arrow" => Some(TableFormat::Arrow),
+            "parquet" => Some(TableFormat::Parquet),
             _ => None,
         }
     }
 
     /// The format a file name's extension implies: `.csv`; `.jsonl`,
-    /// `.ndjson`; `.arrow`, `.feather`, `.ipc`.
+    /// `.ndjson`; `.arrow`, `.feather`, `.ipc`; `.parquet`.
     pub fn from_path(path: &Path) -> Option<TableFormat> {
         match path.extension()?.to_str()? {
             "csv" => Some(TableFormat::Csv),
             "jsonl" | "ndjson" => Some(TableFormat::Jsonl),
             "arrow" | "feather" | "ipc" => Some(TableFormat::Arrow),
+            "parquet" => Some(TableFormat::Parquet),
             _ => None,
         }
     }
 }
 
 impl TableFormat {
-    /// The format of a table file's contents: Arrow's magic `ARROW1`, a
-    /// JSON object per line, else CSV.
+    /// The format of a table file's contents: Arrow's magic `ARROW1`,
+    /// Parquet's `PAR1`, a JSON object per line, else CSV.
     pub fn sniff(bytes: &[u8]) -> TableFormat {
         if bytes.starts_with(b"ARROW1") {
             TableFormat::Arrow
+        } else if bytes.starts_with(b"PAR1") {
+            TableFormat::Parquet
         } else if bytes.first() == Some(&b'{') {
             TableFormat::Jsonl
         } else {
@@ -319,6 +342,7 @@ impl Table {
             TableFormat::Csv => self.to_csv(),
             TableFormat::Jsonl => Ok(self.to_jsonl()),
             TableFormat::Arrow => crate::arrow::encode(self),
+            TableFormat::Parquet => crate::arrow::encode_parquet(self),
         }
     }
 
@@ -328,6 +352,7 @@ impl Table {
             TableFormat::Csv => Table::from_csv(bytes),
             TableFormat::Jsonl => Table::from_jsonl(bytes),
             TableFormat::Arrow => crate::arrow::decode(bytes),
+            TableFormat::Parquet => crate::arrow::decode_parquet(bytes),
         }
     }
 
@@ -632,7 +657,13 @@ mod tests {
                 "error"
             ]
         );
-        for f in [TableFormat::Csv, TableFormat::Jsonl, TableFormat::Arrow] {
+        for f in [
+            TableFormat::Csv,
+            TableFormat::Jsonl,
+            TableFormat::Arrow,
+            TableFormat::Parquet,
+        ] {
+            assert_eq!(TableFormat::from_name(f.name()), Some(f));
             let bytes = t.encode(f).unwrap();
             assert_eq!(TableFormat::sniff(&bytes), f);
             assert_eq!(Table::decode(&bytes, f).unwrap(), t, "{f:?}");
@@ -656,5 +687,67 @@ mod tests {
         );
         let other = t.resume(&["other".to_string()], vec![at(0, "4k")], "sim");
         assert!(other.unwrap_err().contains("sweep over size"));
+    }
+
+    #[test]
+    fn parquet_grid_columns_have_their_own_types() {
+        use arrow_array::{Array as _, Float64Array, Int64Array, StringArray};
+        use arrow_schema::DataType;
+        let mut t = Table::new(&["memory".into(), "ratio".into(), "size".into(), "on".into()]);
+        for (i, (m, r, s, on)) in [
+            ("4096", "0.5", "64K", "true"),
+            ("1073741824", "1.25", "2M", "false"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut row = row(i as u64, s, Some(7), "");
+            row.grid = vec![m.into(), r.into(), s.into(), on.into()];
+            t.rows.push(row);
+        }
+        let bytes = t.encode(TableFormat::Parquet).unwrap();
+        assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+        // Read with the parquet crate's own reader, not ours.
+        let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            bytes::Bytes::from(bytes.clone()),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        let batch = rd.into_iter().next().unwrap().unwrap();
+        let types: Vec<(String, DataType)> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone()))
+            .collect();
+        let ty = |n: &str| types.iter().find(|(c, _)| c == n).unwrap().1.clone();
+        assert_eq!(ty("point"), DataType::UInt64);
+        assert_eq!(ty("memory"), DataType::Int64);
+        assert_eq!(ty("ratio"), DataType::Float64);
+        assert_eq!(ty("size"), DataType::Utf8);
+        assert_eq!(ty("on"), DataType::Boolean);
+        assert_eq!(ty("value"), DataType::Int64);
+        let col = |n: &str| batch.column(batch.schema().index_of(n).unwrap()).clone();
+        let memory = col("memory");
+        let memory = memory.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(memory.values().to_vec(), [4096, 1 << 30]);
+        let ratio = col("ratio");
+        let ratio = ratio.as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!(ratio.values().to_vec(), [0.5, 1.25]);
+        let size = col("size");
+        let size = size.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(size.value(1), "2M");
+        // An empty error is null, not "".
+        assert_eq!(col("error").null_count(), 2);
+        assert_eq!(Table::decode(&bytes, TableFormat::Parquet).unwrap(), t);
+        // A plain-looking value that a number would not write back the
+        // same way stays text.
+        t.rows[0].grid[0] = "0100".into();
+        let back = Table::decode(
+            &t.encode(TableFormat::Parquet).unwrap(),
+            TableFormat::Parquet,
+        );
+        assert_eq!(back.unwrap(), t);
     }
 }

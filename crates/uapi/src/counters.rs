@@ -251,6 +251,64 @@ pub fn class(name: &str) -> &'static str {
     }
 }
 
+/// The counter names of the catalogue (`foliosim counters`) that are
+/// fixed names rather than families: the model's counters, the fault
+/// counts, the counted kernel functions and the native engine's
+/// measurements.
+pub fn fixed_counter_names() -> Vec<String> {
+    let mut names = crate::vmstat::model_counter_names();
+    names.extend([MINOR_FAULTS, MAJOR_FAULTS].map(String::from));
+    names.extend(TRACEPOINTS.iter().map(|t| t.to_string()));
+    names.extend(KFUNCS.iter().map(|k| format!("{KFUNC_PREFIX}{}", k.name)));
+    names.extend(
+        NATIVE_COUNTERS
+            .iter()
+            .filter(|(n, _)| !n.contains('<'))
+            .map(|(n, _)| n.to_string()),
+    );
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether `name` can be a counter of a report: one of
+/// [`fixed_counter_names`], or a member of a family whose `<...>` parts a
+/// scenario or host decides: `folios/<region>/...`, `pagemap/<step>/...`,
+/// `memcg/<n>/...`, `native/pagemap_ns/<step>`, a tracepoint's
+/// `<tracepoint>/<detail>`, `hugepages-<size>kB/<stat>` of any size.
+pub fn is_counter_name(name: &str, fixed: &[String]) -> bool {
+    if fixed.binary_search_by(|n| n.as_str().cmp(name)).is_ok() {
+        return true;
+    }
+    let family = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| !rest.is_empty())
+    };
+    if [
+        FOLIOS_PREFIX,
+        PAGEMAP_PREFIX,
+        "memcg/",
+        "native/pagemap_ns/",
+        "native/pagemap_cpu_ns/",
+    ]
+    .into_iter()
+    .any(family)
+    {
+        return true;
+    }
+    if let Some((size, stat)) = name
+        .strip_prefix(MTHP_PREFIX)
+        .and_then(|r| r.split_once("kB/"))
+    {
+        return size.parse::<u64>().is_ok()
+            && crate::vmstat::MthpStat::ALL
+                .iter()
+                .any(|s| s.name() == stat);
+    }
+    let base = name.split('/').next().unwrap_or(name);
+    base != name && base.contains(':') && fixed.iter().any(|n| n == base)
+}
+
 /// Whether `name` is a tracepoint counter only x86 kernels have.
 pub fn x86_only(name: &str) -> bool {
     let base = name.split('/').next().unwrap_or(name);
@@ -298,5 +356,38 @@ mod tests {
         assert_eq!(class("native/wall_ns"), "per-process");
         assert_eq!(class("pgfault"), "system-wide");
         assert_eq!(class("sim/ptep_get"), "model-only");
+    }
+
+    #[test]
+    fn counter_names_and_families() {
+        let fixed = super::fixed_counter_names();
+        assert!(fixed.windows(2).all(|w| w[0] < w[1]));
+        let ok = |n: &str| super::is_counter_name(n, &fixed);
+        for n in [
+            "pgfault",
+            "minor-faults",
+            "sim/ptep_get",
+            "kfunc/try_to_unmap_one",
+            "native/wall_ns",
+            "folios/heap/64kB",
+            "pagemap/a/kpf/compound_head",
+            "memcg/0/inactive_file",
+            "hugepages-64kB/anon_fault_alloc",
+            "hugepages-32kB/swpout",
+            "kmem:mm_page_alloc/order=2",
+            "tlb:tlb_flush/remote_shootdown",
+        ] {
+            assert!(ok(n), "{n}");
+        }
+        for n in [
+            "pgfualt",
+            "modeled_ns",
+            "folios/",
+            "hugepages-64kB/anon_fault_aloc",
+            "nosuch:tp/x",
+            "pgfault/x",
+        ] {
+            assert!(!ok(n), "{n}");
+        }
     }
 }

@@ -22,6 +22,7 @@
 //! * [`pagemap`]: the pagemap, PAGEMAP_SCAN and kpageflags encodings and
 //!   the counters of a pagemap step.
 //! * [`foliomap`]: the per-page states of a folio map.
+//! * [`names`]: the known names closest to a mistyped one ("did you mean").
 //! * [`meminfo`]: the host's `/proc/meminfo` (total and available memory).
 //! * [`Arch`]: the simulated or measured architecture; [`MAX_CPUS`].
 //! * [`diag`]: what goes to standard error besides errors (`--quiet`,
@@ -35,6 +36,7 @@ pub mod foliomap;
 pub mod knobs;
 pub mod meminfo;
 pub mod mman;
+pub mod names;
 pub mod pagemap;
 pub mod series;
 pub mod swap;
