@@ -137,8 +137,7 @@ fn scenario(ctx: &Ctx, root: &Node, file_label: &str) -> Result<Scenario> {
     let seed = top.opt("seed", Ctx::seed)?.unwrap_or(1);
     let system = system::system(ctx, top.get("system"))?;
     let files = files::files(ctx, top.get("file"))?;
-    let file_names = files.iter().map(|f| (f.name.clone(), f.size)).collect();
-    let checked = steps::steps(ctx, top.get("step"), file_names, seed, system.cpus)?;
+    let checked = steps::steps(ctx, top.get("step"), &files, seed, system.cpus)?;
     let expects = expect::expects(ctx, top.get("expect"), &checked.phases)?;
     Ok(Scenario {
         name,
