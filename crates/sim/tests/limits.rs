@@ -373,3 +373,54 @@ fn a_1_eib_mmap_and_munmap_end_at_once() {
     }
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
+
+/// Phases and steps count: 30,000 phases refused under `--max-memory
+/// 300M` (they took 569 MiB with the table, 2.8 GiB with `--format json`,
+/// while the estimate saw only the 64 MiB machine). Each phase costs
+/// 96 KiB plus 2 KiB per region (one here) and each step 512 bytes.
+#[test]
+fn phases_and_steps_count_in_the_estimate() {
+    let sc = foliosim_scenario::parse_str("p.toml", &big::many_phases(30_000), &[]).unwrap();
+    let est = foliosim_sim::estimate_peak(&sc);
+    let part = |what: &str| {
+        est.parts
+            .iter()
+            .find(|(w, _)| w.contains(what))
+            .map(|(_, b)| *b)
+            .unwrap_or_else(|| panic!("no part {what}: {:?}", est.parts))
+    };
+    assert_eq!(part("30000 phases"), 30_000 * ((96 << 10) + (2 << 10)));
+    assert_eq!(part("30001 steps"), 30_001 * 512);
+    let opts = foliosim_sim::RunOptions {
+        check: false,
+        max_memory: Some(300 << 20),
+    };
+    match foliosim_sim::run(&sc, opts) {
+        Err(e @ SimError::TooBig { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("30000 phases"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A region with `map = true` adds its pages to every phase's cost: a
+/// 1 GiB map (262,144 pages) in 4 phases at 512 bytes per page and
+/// phase, besides the phases' own 96 KiB + 2 KiB.
+#[test]
+fn folio_maps_count_per_page_and_phase() {
+    let text = [
+        system_mem("2G", ""),
+        mmap("m", "anon", "1G", "map = true"),
+        phase("a"),
+        phase("b"),
+        phase("c"),
+        phase("d"),
+    ]
+    .concat();
+    let sc = foliosim_scenario::parse_str("m.toml", &text, &[]).unwrap();
+    let est = foliosim_sim::estimate_peak(&sc);
+    let phases = est.parts.iter().find(|(w, _)| w.starts_with("4 phases"));
+    let per_phase = (96 << 10) + (2 << 10) + 262_144 * 512;
+    assert_eq!(phases.map(|p| p.1), Some(4 * per_phase), "{:?}", est.parts);
+}
