@@ -80,6 +80,12 @@ impl Source {
             field: String::new(),
             message: format!("cannot read the scenario: {e}"),
         })?;
+        Source::from_bytes(label, bytes)
+    }
+
+    /// The scenario text `bytes` named `label`; text that is not UTF-8
+    /// names the line and column of the first bad byte.
+    pub fn from_bytes(label: String, bytes: Vec<u8>) -> Result<Source> {
         let text = String::from_utf8(bytes).map_err(|e| {
             // Point at the first byte that is not UTF-8: its line and
             // column (in characters, 1-based) in the valid text before it.
