@@ -51,15 +51,28 @@ fn a_machine_too_big_for_the_host_is_refused_before_it_starts() {
     .unwrap();
     let est = foliosim_sim::estimate_peak(&sc);
     assert_eq!(est.parts[0].1, (15u64 << 40) / 4096 * 20);
+    let msg = too_big(&sc, 64 << 30);
+    assert!(msg.contains("simulated page frames"), "{msg}");
+}
+
+/// The bytes of the estimate's part whose description contains `what`.
+fn estimate_part(est: &foliosim_sim::Estimate, what: &str) -> u64 {
+    est.parts
+        .iter()
+        .find(|(w, _)| w.contains(what))
+        .map(|(_, b)| *b)
+        .unwrap_or_else(|| panic!("no part {what}: {:?}", est.parts))
+}
+
+/// The message of the refusal of `sc` under a `max_memory` limit, which
+/// must be the estimate's.
+fn too_big(sc: &foliosim_scenario::Scenario, max_memory: u64) -> String {
     let opts = foliosim_sim::RunOptions {
         check: true,
-        max_memory: Some(64 << 30),
+        max_memory: Some(max_memory),
     };
-    match foliosim_sim::run(&sc, opts) {
-        Err(e @ SimError::TooBig { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains("simulated page frames"), "{msg}");
-        }
+    match foliosim_sim::run(sc, opts) {
+        Err(e @ SimError::TooBig { .. }) => e.to_string(),
         other => panic!("{other:?}"),
     }
 }
@@ -128,13 +141,7 @@ fn swap_areas_files_and_raw_pagemaps_count_per_unit() {
     .concat();
     let sc = foliosim_scenario::parse_str("big.toml", &text, &[]).unwrap();
     let est = foliosim_sim::estimate_peak(&sc);
-    let part = |what: &str| {
-        est.parts
-            .iter()
-            .find(|(w, _)| w.contains(what))
-            .map(|(_, b)| *b)
-            .unwrap_or_else(|| panic!("no part {what}: {:?}", est.parts))
-    };
+    let part = |what: &str| estimate_part(&est, what);
     assert_eq!(part("system.swap[1]"), 32 << 30);
     assert_eq!(part("file \"f\""), 16 << 30);
     assert_eq!(part("raw pagemap"), 20 << 30);
@@ -382,26 +389,11 @@ fn a_1_eib_mmap_and_munmap_end_at_once() {
 fn phases_and_steps_count_in_the_estimate() {
     let sc = foliosim_scenario::parse_str("p.toml", &big::many_phases(30_000), &[]).unwrap();
     let est = foliosim_sim::estimate_peak(&sc);
-    let part = |what: &str| {
-        est.parts
-            .iter()
-            .find(|(w, _)| w.contains(what))
-            .map(|(_, b)| *b)
-            .unwrap_or_else(|| panic!("no part {what}: {:?}", est.parts))
-    };
+    let part = |what: &str| estimate_part(&est, what);
     assert_eq!(part("30000 phases"), 30_000 * ((96 << 10) + (2 << 10)));
     assert_eq!(part("30001 steps"), 30_001 * 512);
-    let opts = foliosim_sim::RunOptions {
-        check: false,
-        max_memory: Some(300 << 20),
-    };
-    match foliosim_sim::run(&sc, opts) {
-        Err(e @ SimError::TooBig { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains("30000 phases"), "{msg}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let msg = too_big(&sc, 300 << 20);
+    assert!(msg.contains("30000 phases"), "{msg}");
 }
 
 /// A region with `map = true` adds its pages to every phase's cost: a
