@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Build the fuzz targets with libFuzzer's coverage instrumentation (the
-# flags cargo-fuzz passes; stable Rust is enough) and run each for a time.
+# flags cargo-fuzz passes; stable Rust is enough), run the kept regression
+# inputs through them, then fuzz each target for a time.
 #   fuzz/run.sh [SECONDS_PER_TARGET]      default 30 (CI); days for a long run
 # The corpus of interesting inputs is kept in fuzz/corpus/<target>/; new
 # finds are added there, crashes are written to fuzz/artifacts/<target>/.
+# An input running longer than 10 s is a crash (-timeout), as is one
+# taking more than 2 GiB (-rss_limit_mb).
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-30}
@@ -13,8 +16,21 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # An explicit --target keeps the flags off build scripts, as cargo-fuzz does.
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --bins --target "$host"
-for t in scenario model; do
+bin=target/$host/release
+limits=(-timeout=10 -rss_limit_mb=2048)
+# The regression inputs: every one through the whole simulated run; all
+# but the 10^6 phases through the parser alone too (parsing those needs
+# more than the 2 GiB limit: the engines target refuses them first).
+regr=$(mktemp -d)
+trap 'rm -rf "$regr"' EXIT
+./regressions.sh "$regr"
+"$bin/engines" "${limits[@]}" "$regr"/*.toml 2>&1 | tail -3
+"$bin/scenario" "${limits[@]}" "$regr"/munmap-*.toml "$regr"/files-*.toml 2>&1 | tail -3
+for t in scenario model engines tables; do
     mkdir -p "corpus/$t" "artifacts/$t"
-    "target/$host/release/$t" "corpus/$t" -max_total_time="$secs" -max_len=4096 \
+    # Reports and sweep tables of a few points are tens of KiB.
+    len=4096
+    [ "$t" = tables ] && len=131072
+    "$bin/$t" "corpus/$t" "${limits[@]}" -max_total_time="$secs" -max_len="$len" \
         -artifact_prefix="artifacts/$t/" -print_final_stats=1 2>&1 | tail -12
 done

@@ -289,6 +289,61 @@ fn check_memory(
             avail >> 20
         )));
     }
+    check_swap_memory(&sc.system.swap, needed, (total, avail))
+}
+
+/// Host memory the kernel keeps for a swap area of `size` bytes while it
+/// is on, used or not: per slot the swap map (1 byte, `swap_map` of
+/// setup_swap_map_and_extents()), the swap cgroup ids (2), the zero-page
+/// bitmap and the cluster array (32 bytes per 512 slots), rounded up to
+/// 8; a zram device adds its table (`struct zram_table_entry`, 16 bytes
+/// per page, 24 with CONFIG_ZRAM_TRACK_ENTRY_ACTIME). A 512 GiB zram took
+/// 2.9 GiB of the host's memory.
+fn swap_kernel_bytes(d: &foliosim_scenario::SwapDevice) -> u64 {
+    let slots = d.size / foliosim_uapi::PAGE_SIZE;
+    let per_slot = match d.kind {
+        foliosim_uapi::SwapKind::Zram => 8 + 24,
+        _ => 8,
+    };
+    slots.saturating_mul(per_slot)
+}
+
+/// The scenario's swap areas against the host's memory (`total`,
+/// `avail` bytes): a zram device no larger than twice the memory (the
+/// kernel's zram documentation: beyond a 2:1 compression ratio a larger
+/// device is only its table, wasted), and what the kernel keeps for every
+/// area ([`swap_kernel_bytes`]) within what is available besides the
+/// scenario's `needed` bytes. Refused naming the device's `size`.
+fn check_swap_memory(
+    swap: &[foliosim_scenario::SwapDevice],
+    mut needed: u64,
+    (total, avail): (u64, u64),
+) -> Result<(), NativeError> {
+    for (i, d) in swap.iter().enumerate() {
+        let field = format!("system.swap[{}].size = {} MiB", i + 1, d.size >> 20);
+        if d.kind == foliosim_uapi::SwapKind::Zram && total > 0 && d.size > 2 * total {
+            return Err(NativeError::Refused(format!(
+                "{field}: a zram device larger than twice the host's memory ({} MiB) cannot \
+                 be filled at the 2:1 compression zram expects, and its table alone would take \
+                 about {} MiB of the host's memory; use a smaller size",
+                total >> 20,
+                swap_kernel_bytes(d) >> 20
+            )));
+        }
+        let kernel = swap_kernel_bytes(d);
+        needed = needed.saturating_add(kernel);
+        if avail > 0 && needed > avail {
+            return Err(NativeError::Refused(format!(
+                "{field}: the kernel keeps about {} MiB of the host's memory for this {} swap \
+                 area, which with the scenario's other needs ({} MiB) is more than the {} MiB \
+                 the host has available; use a smaller size",
+                kernel >> 20,
+                d.kind.name(),
+                (needed - kernel) >> 20,
+                avail >> 20
+            )));
+        }
+    }
     Ok(())
 }
 

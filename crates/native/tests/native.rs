@@ -280,3 +280,40 @@ fn without_root_a_run_is_refused() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// A zram device larger than twice the host's memory (512 GiB, or more on
+/// a host with 256 GiB or more) for 64 MiB of work is refused before
+/// anything is set up, naming its size: the kernel's zram documentation
+/// expects at most a 2:1 compression ratio, and the device's table alone
+/// took 2.9 GiB of the host's memory. No swap area, zram or loop device,
+/// or memory cgroup appears. As root this reaches the point where a run
+/// would set the device up.
+#[test]
+fn a_zram_larger_than_twice_the_memory_is_refused_naming_it() {
+    let _s = serial();
+    let total_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("MemTotal");
+    let gib = 1u64 << 30;
+    let size = (512 * gib).max((2 * (total_kib << 10)).next_multiple_of(gib) + gib);
+    let text = [
+        tk::system_mem("64M", ""),
+        tk::swap("zram", &size.to_string()),
+        tk::mmap_anon("heap", "64M"),
+        tk::touch("heap", "write", ""),
+    ]
+    .concat();
+    let before = host_devices();
+    match run(&scenario(&text), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            let field = format!("system.swap[1].size = {} MiB", size >> 20);
+            assert!(why.contains(&field), "{why}");
+            assert!(why.contains("zram"), "{why}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(host_devices(), before);
+}

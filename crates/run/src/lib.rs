@@ -103,6 +103,13 @@ pub fn run(job: &Job<'_>, engine: &Engine) -> Result<Report, RunError> {
             r
         }
         _ => {
+            // Parsing needs memory in proportion to the text: the
+            // simulator's memory guard admits the text first.
+            if let Engine::Sim(o) = engine {
+                let len = job.source.text.len() as u64;
+                foliosim_sim::admit_text(len, sim_options(o))
+                    .map_err(|e| RunError::from_sim(label, e))?;
+            }
             let sc = parse(job.source, job.overrides)?;
             let compiled = Compiled::new(label, sc, &[engine])?;
             let mut r = compiled.run_on(engine, job.expect)?;

@@ -125,6 +125,23 @@ fn a_simulation_over_the_memory_limit_is_the_hosts() {
     assert!(e.to_string().contains("would need about"), "{e}");
 }
 
+/// 10^6 phases: 39 MB of text whose parse alone would take 2.3 GB (62
+/// bytes per byte of `[[step]]` tables; 18 GB to run). Under the
+/// 2,000,000 KiB of `ulimit -v 2000000`, where it once aborted in an
+/// allocation, the text is refused before it is parsed, naming it.
+#[test]
+fn a_million_phases_are_refused_before_parsing() {
+    let sim = SimOptions {
+        max_memory: Some(2_000_000 << 10),
+        ..SimOptions::default()
+    };
+    let t = std::time::Instant::now();
+    let e = run_with(tk::big::many_phases(1_000_000), &[], sim).unwrap_err();
+    assert_eq!(e.kind(), "host", "{e}");
+    assert!(e.to_string().contains("parsing the scenario text"), "{e}");
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+}
+
 #[test]
 fn a_panic_in_the_model_is_an_invariant_error() {
     let e = foliosim_run::guarded("s.toml", || panic!("rmap out of step")).unwrap_err();

@@ -1,5 +1,7 @@
 //! `[[expect]]` tables.
 
+use std::collections::HashSet;
+
 use crate::ast::{Expect, Tolerance};
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -15,18 +17,19 @@ pub(crate) fn expects(ctx: &Ctx, node: Option<&Node>, phases: &[String]) -> Resu
     };
     let tables = ctx.array(node, "expect", "an array of tables ([[expect]])")?;
     let mut expects = Vec::with_capacity(tables.len());
+    let known: HashSet<&str> = phases.iter().map(String::as_str).collect();
     for (i, table) in tables.iter().enumerate() {
         let path = format!("expect[{}]", i + 1);
         let fields = Fields::new(ctx, table, &path, format!("in {path}"))?;
-        expects.push(expect(&fields, phases)?);
+        expects.push(expect(&fields, phases, &known)?);
     }
     Ok(expects)
 }
 
-fn expect(f: &Fields<'_>, phases: &[String]) -> Result<Expect> {
+fn expect(f: &Fields<'_>, phases: &[String], known: &HashSet<&str>) -> Result<Expect> {
     f.check_allowed(KEYS)?;
     let phase = f.req("phase", Ctx::name)?;
-    if !phases.contains(&phase) {
+    if !known.contains(phase.as_str()) {
         let declared = if phases.is_empty() {
             "no step declares a phase".to_owned()
         } else {

@@ -1,5 +1,7 @@
 //! `[[file]]` tables.
 
+use std::collections::HashMap;
+
 use crate::ast::{CacheFill, FileSpec};
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -27,11 +29,15 @@ pub(crate) fn files(ctx: &Ctx, node: Option<&Node>) -> Result<Vec<FileSpec>> {
     };
     let tables = ctx.array(node, "file", "an array of tables ([[file]])")?;
     let mut files: Vec<FileSpec> = Vec::with_capacity(tables.len());
+    // Each name's index, so the uniqueness check stays linear in the files.
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(tables.len());
     for (i, table) in tables.iter().enumerate() {
         let path = format!("file[{}]", i + 1);
         let fields = Fields::new(ctx, table, &path, format!("in {path}"))?;
         let file = file(&fields)?;
-        if let Some(j) = files.iter().position(|f| f.name == file.name) {
+        // The name as the table spells it (`file()` took a copy).
+        let name = table.get_str("name").unwrap_or_default();
+        if let Some(j) = index.insert(name, i) {
             let msg = format!("duplicate file name {:?} (also file[{}])", file.name, j + 1);
             return Err(fields.err_at("name", msg));
         }

@@ -80,6 +80,12 @@ impl Source {
             field: String::new(),
             message: format!("cannot read the scenario: {e}"),
         })?;
+        Source::from_bytes(label, bytes)
+    }
+
+    /// The scenario text `bytes` named `label`; text that is not UTF-8
+    /// names the line and column of the first bad byte.
+    pub fn from_bytes(label: String, bytes: Vec<u8>) -> Result<Source> {
         let text = String::from_utf8(bytes).map_err(|e| {
             // Point at the first byte that is not UTF-8: its line and
             // column (in characters, 1-based) in the valid text before it.
@@ -137,8 +143,7 @@ fn scenario(ctx: &Ctx, root: &Node, file_label: &str) -> Result<Scenario> {
     let seed = top.opt("seed", Ctx::seed)?.unwrap_or(1);
     let system = system::system(ctx, top.get("system"))?;
     let files = files::files(ctx, top.get("file"))?;
-    let file_names = files.iter().map(|f| (f.name.clone(), f.size)).collect();
-    let checked = steps::steps(ctx, top.get("step"), file_names, seed, system.cpus)?;
+    let checked = steps::steps(ctx, top.get("step"), &files, seed, system.cpus)?;
     let expects = expect::expects(ctx, top.get("expect"), &checked.phases)?;
     Ok(Scenario {
         name,

@@ -1,10 +1,10 @@
 //! `[[step]]` tables, including the steps of forked children.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::ast::{
-    Access, Backing, IoCall, IoStep, Madv, MmapStep, PagemapStep, Pattern, Prot, Range, Step,
-    StepKind, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, PagemapStep, Pattern, Prot, Range,
+    Step, StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -176,8 +176,10 @@ impl<'p> Scope<'p> {
 /// Validation state shared by all steps of the scenario.
 pub(crate) struct StepChecker<'a> {
     ctx: &'a Ctx,
-    /// The `[[file]]`s: name and size in bytes.
-    file_names: Vec<(String, u64)>,
+    /// The `[[file]]`s, in file order (for messages), and their sizes in
+    /// bytes by name (for lookups).
+    files: &'a [FileSpec],
+    file_sizes: HashMap<&'a str, u64>,
     /// Default seed of random touches.
     seed: u64,
     /// Every region some mmap step names, with the first such step (from a
@@ -185,8 +187,9 @@ pub(crate) struct StepChecker<'a> {
     declared: HashMap<String, String>,
     /// Regions mmapped so far, with their step.
     mapped: HashMap<String, String>,
-    /// Phase names in declaration order.
+    /// Phase names in declaration order, and as a set.
     phases: Vec<String>,
+    phase_set: HashSet<String>,
     /// Names of the pagemap steps so far, with their step.
     pagemaps: HashMap<String, String>,
     /// The `threads` / `join` state.
@@ -203,7 +206,7 @@ pub(crate) struct Checked {
 pub(crate) fn steps(
     ctx: &Ctx,
     node: Option<&Node>,
-    file_names: Vec<(String, u64)>,
+    files: &[FileSpec],
     seed: u64,
     cpus: u32,
 ) -> Result<Checked> {
@@ -211,13 +214,16 @@ pub(crate) fn steps(
     if let Some(node) = node {
         declare_regions(node, "step", &mut declared);
     }
+    let file_sizes = files.iter().map(|f| (f.name.as_str(), f.size)).collect();
     let mut checker = StepChecker {
         ctx,
-        file_names,
+        files,
+        file_sizes,
         seed,
         declared,
         mapped: HashMap::new(),
         phases: Vec::new(),
+        phase_set: HashSet::new(),
         pagemaps: HashMap::new(),
         threads: threads::ThreadState::new(cpus),
     };
@@ -355,7 +361,7 @@ impl StepChecker<'_> {
             return Ok(StepKind::PhaseEnd);
         }
         let name = f.req("name", Ctx::name)?;
-        if self.phases.contains(&name) {
+        if !self.phase_set.insert(name.clone()) {
             return Err(f.err_at("name", format!("duplicate phase name {name:?}")));
         }
         self.phases.push(name.clone());
@@ -472,13 +478,13 @@ impl StepChecker<'_> {
 
     fn file_sized(&self, f: &Fields<'_>) -> Result<(String, u64)> {
         let name = f.req("file", Ctx::name)?;
-        if let Some((_, size)) = self.file_names.iter().find(|(n, _)| *n == name) {
-            return Ok((name, *size));
+        if let Some(&size) = self.file_sizes.get(name.as_str()) {
+            return Ok((name, size));
         }
-        let known = if self.file_names.is_empty() {
+        let known = if self.files.is_empty() {
             "the scenario has no [[file]] tables".to_owned()
         } else {
-            let names: Vec<&str> = self.file_names.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
             format!("files: {}", names.join(", "))
         };
         Err(f.err_at("file", format!("unknown file {name:?}; {known}")))

@@ -142,7 +142,11 @@ pub(crate) fn parse_document(ctx: &Ctx, text: &str) -> Result<Node> {
         ctx,
         spans: Spans::File(lines),
     };
-    conv.table(doc.as_table(), Origin::File { line: 1, col: 1 }, "")
+    conv.table(
+        doc.as_table(),
+        Origin::File { line: 1, col: 1 },
+        &Path::Root,
+    )
 }
 
 /// Convert an override value (already parsed as TOML) into a tree whose
@@ -153,7 +157,29 @@ pub(crate) fn from_override_value(ctx: &Ctx, value: &Value, origin: &Origin) -> 
         ctx,
         spans: Spans::Fixed(origin.clone()),
     };
-    conv.value(value, origin, "").ok()
+    conv.value(value, origin, &Path::Root).ok()
+}
+
+/// A value's place in the document (`step[2].child[1].op`), spelled out
+/// only for an error: building every field name while converting cost
+/// more than the conversion itself.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'p str),
+    /// A 0-based element of an array, spelled 1-based.
+    Index(&'p Path<'p>, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{}]", i + 1),
+        }
+    }
 }
 
 enum Spans<'a> {
@@ -175,12 +201,12 @@ impl Converter<'_> {
         }
     }
 
-    fn table(&self, table: &dyn TableLike, origin: Origin, path: &str) -> Result<Node> {
+    fn table(&self, table: &dyn TableLike, origin: Origin, path: &Path<'_>) -> Result<Node> {
         let mut entries = Vec::new();
         for (key, item) in table.iter() {
             let key_span = table.get_key_value(key).and_then(|(k, _)| k.span());
             let key_origin = self.origin(key_span, &origin);
-            let field = join(path, key);
+            let field = Path::Key(path, key);
             if let Some(node) = self.item(item, &key_origin, &field)? {
                 entries.push(Entry {
                     key: key.to_owned(),
@@ -192,7 +218,7 @@ impl Converter<'_> {
         Ok(Node::new(Data::Table(entries), origin))
     }
 
-    fn item(&self, item: &Item, fallback: &Origin, path: &str) -> Result<Option<Node>> {
+    fn item(&self, item: &Item, fallback: &Origin, path: &Path<'_>) -> Result<Option<Node>> {
         let node = match item {
             Item::None => return Ok(None),
             Item::Value(value) => self.value(value, fallback, path)?,
@@ -205,8 +231,7 @@ impl Converter<'_> {
                 let mut nodes = Vec::new();
                 for (i, table) in array.iter().enumerate() {
                     let table_origin = self.origin(table.span(), &origin);
-                    let field = format!("{path}[{}]", i + 1);
-                    nodes.push(self.table(table, table_origin, &field)?);
+                    nodes.push(self.table(table, table_origin, &Path::Index(path, i))?);
                 }
                 Node::new(Data::Array(nodes), origin)
             }
@@ -214,7 +239,7 @@ impl Converter<'_> {
         Ok(Some(node))
     }
 
-    fn value(&self, value: &Value, fallback: &Origin, path: &str) -> Result<Node> {
+    fn value(&self, value: &Value, fallback: &Origin, path: &Path<'_>) -> Result<Node> {
         let origin = self.origin(value.span(), fallback);
         let data = match value {
             Value::String(s) => Data::Str(s.value().clone()),
@@ -223,13 +248,12 @@ impl Converter<'_> {
             Value::Boolean(b) => Data::Bool(*b.value()),
             Value::Datetime(_) => {
                 let msg = "date-time values are not used by scenarios";
-                return Err(self.ctx.err(&origin, path, msg));
+                return Err(self.ctx.err(&origin, &path.to_string(), msg));
             }
             Value::Array(array) => {
                 let mut nodes = Vec::new();
                 for (i, element) in array.iter().enumerate() {
-                    let field = format!("{path}[{}]", i + 1);
-                    nodes.push(self.value(element, &origin, &field)?);
+                    nodes.push(self.value(element, &origin, &Path::Index(path, i))?);
                 }
                 Data::Array(nodes)
             }

@@ -12,7 +12,7 @@ mod estimate;
 mod guarded;
 mod layout;
 
-pub use estimate::{estimate_peak, Estimate};
+pub use estimate::{estimate_peak, estimate_text, Estimate};
 pub use guarded::{catch, guard, run_guarded, Panicked};
 pub use layout::{compile, layout, Layout};
 
@@ -211,7 +211,40 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
 /// address-space limit) and reservable, and its warm files within its
 /// machine. Checked before anything of the scenario is built.
 pub fn admit(sc: &Scenario, opts: RunOptions) -> Result<(), SimError> {
-    let estimate = estimate_peak(sc);
+    admit_estimate(estimate_peak(sc), opts)?;
+    // A warm page cache larger than the machine cannot be warm: its fill
+    // would only run global reclaim against itself (and slowly).
+    let mut warm = 0u64;
+    for f in &sc.files {
+        if f.fill != foliosim_scenario::CacheFill::Cold {
+            warm = warm.saturating_add(f.size);
+            if warm > sc.system.memory {
+                return Err(SimError::Unsupported {
+                    at: f.loc.to_string(),
+                    what: format!(
+                        "file {:?} is filled warm, but the warm files ({} MiB up to here) do \
+                         not fit in memory = {} MiB; raise memory or use fill = \"cold\"",
+                        f.name,
+                        warm >> 20,
+                        sc.system.memory >> 20
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a scenario text of `len` bytes may be parsed for a simulation
+/// here: [`estimate_text`] within the limit of [`admit`]. Checked before
+/// the text is parsed.
+pub fn admit_text(len: u64, opts: RunOptions) -> Result<(), SimError> {
+    admit_estimate(estimate_text(len), opts)
+}
+
+/// `estimate` within `opts.max_memory` (else 3/4 of the host's available
+/// memory or its address-space limit), and reservable.
+fn admit_estimate(estimate: Estimate, opts: RunOptions) -> Result<(), SimError> {
     // Without --max-memory: three quarters of the available memory (the
     // estimate is not exact, and the rest of the machine needs some too),
     // or the address-space limit.
@@ -232,26 +265,6 @@ pub fn admit(sc: &Scenario, opts: RunOptions) -> Result<(), SimError> {
     }
     if !host_can_reserve(estimate.total) {
         return Err(SimError::HostRefused { estimate });
-    }
-    // A warm page cache larger than the machine cannot be warm: its fill
-    // would only run global reclaim against itself (and slowly).
-    let mut warm = 0u64;
-    for f in &sc.files {
-        if f.fill != foliosim_scenario::CacheFill::Cold {
-            warm = warm.saturating_add(f.size);
-            if warm > sc.system.memory {
-                return Err(SimError::Unsupported {
-                    at: f.loc.to_string(),
-                    what: format!(
-                        "file {:?} is filled warm, but the warm files ({} MiB up to here) do \
-                         not fit in memory = {} MiB; raise memory or use fill = \"cold\"",
-                        f.name,
-                        warm >> 20,
-                        sc.system.memory >> 20
-                    ),
-                });
-            }
-        }
     }
     Ok(())
 }

@@ -136,6 +136,47 @@ pub fn anon_measured(name_: &str, memory: &str, size: &str) -> String {
     .concat()
 }
 
+/// Scenarios whose cost once grew faster than their text: the regression
+/// cases of the parser, the memory estimate and the page-table walks
+/// (their tests and the fuzz targets run them).
+pub mod big {
+    use std::fmt::Write as _;
+
+    /// `n` `[[file]]` tables `f0` ... (one page each, cold) on a 64 MiB
+    /// machine, and a mapping of the last one.
+    pub fn many_files(n: usize) -> String {
+        let mut s = super::system_mem("64M", "");
+        for i in 0..n {
+            let _ = write!(
+                s,
+                "[[file]]\nname = \"f{i}\"\nsize = 4096\nfill = \"cold\"\n"
+            );
+        }
+        let last = format!("f{}", n.saturating_sub(1));
+        s + &super::mmap_file("a", &last, "4K", "")
+    }
+
+    /// A 64 KiB anonymous region on a 64 MiB machine and `n` phases
+    /// `p0` ... that measure nothing.
+    pub fn many_phases(n: usize) -> String {
+        let mut s = super::system_mem("64M", "") + &super::mmap_anon("a", "64K");
+        for i in 0..n {
+            let _ = write!(s, "[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
+        }
+        s
+    }
+
+    /// An anonymous mapping of `size` on a 2 GiB machine, then its munmap.
+    pub fn mmap_munmap(size: &str) -> String {
+        [
+            super::system_mem("2G", ""),
+            super::mmap_anon("a", size),
+            super::munmap("a"),
+        ]
+        .concat()
+    }
+}
+
 /// Write `text` to `dir/name` and return the path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

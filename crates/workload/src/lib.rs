@@ -360,9 +360,10 @@ struct AddrModel<'p> {
 
 struct Compiler<'a> {
     addr: AddrModel<'a>,
-    sc: &'a Scenario,
     regions: Vec<RegionDecl>,
     by_name: HashMap<String, u32>,
+    /// The index of each `[[file]]` by name.
+    file_idx: HashMap<&'a str, u32>,
     locs: Vec<String>,
     phases: Vec<String>,
     max_children: usize,
@@ -389,9 +390,11 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
             place,
             regions: HashMap::new(),
         },
-        sc,
         regions: Vec::new(),
         by_name: HashMap::new(),
+        file_idx: (sc.files.iter().enumerate())
+            .map(|(i, f)| (f.name.as_str(), i as u32))
+            .collect(),
         locs: Vec::new(),
         phases: Vec::new(),
         max_children: 0,
@@ -782,8 +785,8 @@ impl Compiler<'_> {
 
     /// The index of the `[[file]]` named `name`.
     fn file_index(&self, name: &str, at: &str) -> Result<u32, CompileError> {
-        let idx = self.sc.files.iter().position(|f| f.name == name);
-        idx.map(|i| i as u32).ok_or_else(|| CompileError {
+        let idx = self.file_idx.get(name).copied();
+        idx.ok_or_else(|| CompileError {
             at: at.to_string(),
             what: format!("no [[file]] named {name:?}"),
         })

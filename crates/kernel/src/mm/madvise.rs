@@ -24,9 +24,7 @@
 use crate::arch::Arch;
 use crate::include::linux::mm_types::PG_WORKINGSET;
 use crate::include::linux::mm_types::{PG_ACTIVE, PG_DIRTY, PG_LRU, PG_REFERENCED, PG_SWAPCACHE};
-use crate::include::linux::pgtable::{
-    pmd_addr_end, pte_index, Pfn, HPAGE_PMD_NR, PAGE_SIZE, PMD_SIZE,
-};
+use crate::include::linux::pgtable::{pte_index, Pfn, HPAGE_PMD_NR, PAGE_SIZE, PMD_SIZE};
 use crate::mm::mmap::{Vma, VmaKind, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_RAND_READ, VM_SEQ_READ};
 use crate::mm::pgtable_generic::TableId;
 use crate::KResult;
@@ -188,10 +186,13 @@ impl<A: Arch> Kernel<A> {
         let mut g = Gather::EMPTY;
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
-            let list = self.cold_or_pageout_pmd_range(mm, vma, addr, next, pageout, &mut g);
-            if pageout {
-                self.reclaim_pages(list);
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
+            if let Some(pmd) = pmd {
+                let list =
+                    self.cold_or_pageout_pmd_range(mm, vma, pmd, (addr, next), pageout, &mut g);
+                if pageout {
+                    self.reclaim_pages(list);
+                }
             }
             addr = next;
         }
@@ -220,15 +221,12 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         mm: MmId,
         vma: &Vma,
-        addr: u64,
-        next: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+        (addr, next): (u64, u64),
         pageout: bool,
         g: &mut Gather,
     ) -> Vec<Pfn> {
         let mut list = Vec::new();
-        let Some(pmd) = self.walk_to_pmd(mm, addr) else {
-            return list;
-        };
         let pmdval = self.pmdp_get(pmd);
         if A::pmd_trans_huge(pmdval) {
             if A::pte_special(pmdval) {
@@ -328,8 +326,10 @@ impl<A: Arch> Kernel<A> {
         let mut g = Gather::EMPTY;
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
-            self.madvise_free_pte_range(mm, vma, addr, next, &mut g);
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
+            if let Some(pmd) = pmd {
+                self.madvise_free_pte_range(mm, vma, pmd, (addr, next), &mut g);
+            }
             addr = next;
         }
         self.tlb_end_vma(mm, &g);
@@ -373,13 +373,10 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         mm: MmId,
         vma: &Vma,
-        addr: u64,
-        next: u64,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+        (addr, next): (u64, u64),
         g: &mut Gather,
     ) {
-        let Some(pmd) = self.walk_to_pmd(mm, addr) else {
-            return;
-        };
         if A::pmd_trans_huge(self.pmdp_get(pmd))
             && self.madvise_free_huge_pmd(mm, pmd, addr, next, g)
         {

@@ -18,9 +18,7 @@ use crate::KResult;
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
-use crate::include::linux::pgtable::{
-    align_down, is_aligned, pmd_addr_end, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE,
-};
+use crate::include::linux::pgtable::{align_down, is_aligned, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
 use crate::mm::pgtable_generic::TableId;
 use crate::{FileId, Kernel, KernelError, MmId};
 
@@ -493,6 +491,15 @@ impl<A: Arch> Kernel<A> {
                 "munmap range must be page aligned".into(),
             ));
         }
+        // A range reaching past the top of the user address space is
+        // refused before any VMA is looked at.
+        use crate::fs::proc::task_mmu::TASK_SIZE;
+        if start > TASK_SIZE || len > TASK_SIZE - start {
+            return Err(KernelError::Errno(
+                "EINVAL",
+                format!("munmap range {start:#x}+{len:#x} ends beyond TASK_SIZE"),
+            ));
+        }
         let end = start + len;
         // One mmu_gather for the unmap and the page-table freeing.
         self.tlb_gather_mmu(false);
@@ -540,7 +547,12 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn free_pgtables(&mut self, mm: MmId, start: u64, end: u64) {
         let mut addr = align_down(start, PMD_SIZE);
         while addr < end {
-            let next = pmd_addr_end(addr, u64::MAX);
+            // Whole blocks: a PMD block reaching past `end` is checked too.
+            let (pmd, next) = self.pmd_range_step(mm, addr, 0);
+            let Some(pmd) = pmd else {
+                addr = next;
+                continue;
+            };
             let busy = {
                 let vmas = &self.mm(mm).vmas;
                 vmas.range(..next)
@@ -548,10 +560,8 @@ impl<A: Arch> Kernel<A> {
                     .is_some_and(|(_, v)| v.vm_end > addr)
             };
             if !busy {
-                if let Some(pmd) = self.walk_to_pmd(mm, addr) {
-                    self.cpus.gather.freed_tables |= self.cpus.gather.active;
-                    self.free_pte_table(pmd);
-                }
+                self.cpus.gather.freed_tables |= self.cpus.gather.active;
+                self.free_pte_table(pmd);
             }
             addr = next;
         }

@@ -9,7 +9,9 @@
 //! architecture's encoding. The P4D level is folded (4-level paging).
 
 use crate::arch::Arch;
-use crate::include::linux::pgtable::{pgd_index, pmd_index, pud_index, Pfn, PTRS_PER_PTE};
+use crate::include::linux::pgtable::{
+    pgd_addr_end, pgd_index, pmd_addr_end, pmd_index, pud_addr_end, pud_index, Pfn, PTRS_PER_PTE,
+};
 use crate::{Kernel, MmId};
 
 /// One page-table page's entries.
@@ -131,6 +133,30 @@ impl<A: Arch> Kernel<A> {
         })
     }
 
+    /// One step of a walk over `[addr, end)` through the existing tables
+    /// (the loops of `unmap_page_range()`, `free_pgd_range()`,
+    /// `copy_page_range()`, `walk_page_range()`): the PMD entry of `addr`
+    /// and the end of its block (`pmd_addr_end()`), or, where the PGD or
+    /// PUD entry is none (`pgd_none_or_clear_bad()`,
+    /// `pud_none_or_clear_bad()`), no entry and the end of that entry's
+    /// range (`pgd_addr_end()`, `pud_addr_end()`). A walk of an unpopulated
+    /// range so takes one step per upper-level entry, not one per 2 MiB.
+    #[inline]
+    pub(crate) fn pmd_range_step(&self, mm: MmId, addr: u64, end: u64) -> (Option<PmdSlot>, u64) {
+        let pgd = self.mm(mm).pgd;
+        let Some(pud) = self.entry_table(self.pt.get(pgd, pgd_index(addr))) else {
+            return (None, pgd_addr_end(addr, end));
+        };
+        let Some(pmd) = self.entry_table(self.pt.get(pud, pud_index(addr))) else {
+            return (None, pud_addr_end(addr, end));
+        };
+        let slot = PmdSlot {
+            table: pmd,
+            idx: pmd_index(addr),
+        };
+        (Some(slot), pmd_addr_end(addr, end))
+    }
+
     /// Walk to the PMD entry of `addr`, allocating the PUD and PMD tables
     /// (`__pud_alloc()`, `__pmd_alloc()`).
     pub(crate) fn pmd_alloc(&mut self, mm: MmId, addr: u64) -> PmdSlot {
@@ -178,5 +204,60 @@ impl<A: Arch> Kernel<A> {
             self.pt.set(pmd.table, pmd.idx, 0);
             self.pgtable_free(A::table_pfn(entry));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::proc::task_mmu::TASK_SIZE;
+    use crate::include::linux::pgtable::PAGE_SIZE;
+    use crate::mm::mmap::{MMAP_BASE, MMAP_MIN_ADDR};
+    use crate::{Config, Kernel, X86_64};
+    use foliosim_uapi::mman::{MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE};
+
+    /// The largest anonymous mapping the model places (all of
+    /// `[MMAP_MIN_ADDR, MMAP_BASE)`, 96 TiB) with one page written at each
+    /// end. A walk of the whole user address space steps over every none
+    /// PGD and PUD entry at once: the first and the last page sit in PGD
+    /// entries 0 and 191 (of the 256 below TASK_SIZE), PUD entries 0 and
+    /// 511, so it takes 254 PGD steps, 2 × 511 PUD steps and 2 × 512 PMD
+    /// steps = 2,300 (not 2^26 steps of 2 MiB). munmap then frees the two
+    /// PTE tables, and a range past TASK_SIZE is EINVAL before any walk.
+    #[test]
+    fn a_walk_steps_over_none_upper_level_entries() {
+        let cfg = Config {
+            memory: 64 << 20,
+            ..Config::default()
+        };
+        let mut k = Kernel::<X86_64>::new(cfg).expect("kernel");
+        let mm = k.mm_alloc();
+        let len = MMAP_BASE - MMAP_MIN_ADDR;
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS;
+        let prot = PROT_READ | PROT_WRITE;
+        let a = k.sys_mmap(mm, 0, len, prot, flags, None, 0).expect("mmap");
+        assert_eq!(a, MMAP_MIN_ADDR);
+        k.handle_mm_fault(mm, a, true);
+        k.handle_mm_fault(mm, a + len - PAGE_SIZE, true);
+        let (mut steps, mut pmds) = (0, 0);
+        let mut addr = 0;
+        while addr < TASK_SIZE {
+            let (pmd, next) = k.pmd_range_step(mm, addr, TASK_SIZE);
+            assert!(next > addr && next <= TASK_SIZE, "{addr:#x} → {next:#x}");
+            steps += 1;
+            pmds += usize::from(pmd.is_some());
+            addr = next;
+        }
+        assert_eq!((steps, pmds), (2300, 1024));
+
+        let freed = k.vmstat.sim.pt_free;
+        match k.sys_munmap(mm, 0, 1 << 60) {
+            Err(crate::KernelError::Errno(e, _)) => assert_eq!(e, "EINVAL"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(k.vmstat.sim.pt_free, freed);
+        k.sys_munmap(mm, a, len).expect("munmap");
+        assert_eq!(k.vmstat.sim.pt_free - freed, 2);
+        assert!(k.mm(mm).vmas.is_empty());
+        k.check_invariants().expect("consistent");
     }
 }

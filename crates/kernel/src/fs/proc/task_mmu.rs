@@ -64,8 +64,8 @@ impl<A: Arch> Kernel<A> {
         };
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
-            let Some(pmd) = self.walk_to_pmd(mm, addr) else {
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
+            let Some(pmd) = pmd else {
                 addr = next;
                 continue;
             };
@@ -107,12 +107,9 @@ impl<A: Arch> Kernel<A> {
         let mut pages = Vec::with_capacity(((end - start) / PAGE_SIZE) as usize);
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
             let n = ((next - addr) / PAGE_SIZE) as usize;
-            let pmdval = self
-                .walk_to_pmd(mm, addr)
-                .map(|p| self.pmdp_get(p))
-                .unwrap_or(0);
+            let pmdval = pmd.map(|p| self.pmdp_get(p)).unwrap_or(0);
             if A::pmd_trans_huge(pmdval) {
                 let s = if A::pte_special(pmdval) {
                     PageState::Zero { huge: true }
@@ -165,12 +162,9 @@ impl<A: Arch> Kernel<A> {
         let mut n = [0u64; 4];
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
             let pages = (next - addr) / PAGE_SIZE;
-            let pmdval = self
-                .walk_to_pmd(mm, addr)
-                .map(|p| self.pmdp_get(p))
-                .unwrap_or(0);
+            let pmdval = pmd.map(|p| self.pmdp_get(p)).unwrap_or(0);
             if A::pmd_trans_huge(pmdval) {
                 n[0] += pages;
                 let page = A::pte_pfn(pmdval);

@@ -52,15 +52,41 @@ pub(crate) fn pgd_index(addr: u64) -> usize {
     ((addr >> PGDIR_SHIFT) as usize) & (PTRS_PER_PTE - 1)
 }
 
-/// `pmd_addr_end()`: the end of the PMD block holding `addr`, capped at `end`.
+/// `PUD_SIZE`
+pub(crate) const PUD_SIZE: u64 = 1 << PUD_SHIFT;
+/// `PGDIR_SIZE`
+pub(crate) const PGDIR_SIZE: u64 = 1 << PGDIR_SHIFT;
+
+/// The end of the `size`-aligned block holding `addr`, capped at `end`
+/// (the `*_addr_end()` macros: the comparison of `boundary - 1` and
+/// `end - 1` makes an `end` or a boundary of 0 mean the top of the address
+/// space).
 #[inline]
-pub(crate) fn pmd_addr_end(addr: u64, end: u64) -> u64 {
-    let boundary = (addr + PMD_SIZE) & !(PMD_SIZE - 1);
-    if boundary - 1 < end - 1 {
+fn addr_end(addr: u64, end: u64, size: u64) -> u64 {
+    let boundary = addr.wrapping_add(size) & !(size - 1);
+    if boundary.wrapping_sub(1) < end.wrapping_sub(1) {
         boundary
     } else {
         end
     }
+}
+
+/// `pmd_addr_end()`: the end of the PMD block holding `addr`, capped at `end`.
+#[inline]
+pub(crate) fn pmd_addr_end(addr: u64, end: u64) -> u64 {
+    addr_end(addr, end, PMD_SIZE)
+}
+
+/// `pud_addr_end()`
+#[inline]
+pub(crate) fn pud_addr_end(addr: u64, end: u64) -> u64 {
+    addr_end(addr, end, PUD_SIZE)
+}
+
+/// `pgd_addr_end()`
+#[inline]
+pub(crate) fn pgd_addr_end(addr: u64, end: u64) -> u64 {
+    addr_end(addr, end, PGDIR_SIZE)
 }
 
 /// `ALIGN_DOWN()` for a power-of-two `a`.

@@ -9,7 +9,7 @@
 //! pinned pages (copied eagerly by the kernel), uffd-wp, swap entries.
 
 use crate::arch::{Arch, FolioSpan};
-use crate::include::linux::pgtable::{pmd_addr_end, pte_index, PAGE_SIZE};
+use crate::include::linux::pgtable::{pte_index, PAGE_SIZE};
 use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
 use crate::mm::pgtable_generic::TableId;
 use crate::{KResult, Kernel, MmId};
@@ -22,8 +22,8 @@ impl<A: Arch> Kernel<A> {
         }
         let mut addr = vma.vm_start;
         while addr < vma.vm_end {
-            let next = pmd_addr_end(addr, vma.vm_end);
-            if let Some(spmd) = self.walk_to_pmd(src, addr) {
+            let (spmd, next) = self.pmd_range_step(src, addr, vma.vm_end);
+            if let Some(spmd) = spmd {
                 let pmdval = self.pmdp_get(spmd);
                 if A::pmd_trans_huge(pmdval) {
                     // copy_huge_pmd() copies anonymous PMDs only; the child

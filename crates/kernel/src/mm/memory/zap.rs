@@ -12,9 +12,7 @@
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::PG_DIRTY;
-use crate::include::linux::pgtable::{
-    align_down, pmd_addr_end, pte_index, Pfn, PAGE_SIZE, PMD_SIZE,
-};
+use crate::include::linux::pgtable::{align_down, pte_index, Pfn, PAGE_SIZE, PMD_SIZE};
 use crate::mm::mmap::{Vma, MM_ANONPAGES, MM_SWAPENTS, NR_MM_COUNTERS};
 use crate::mm::pgtable_generic::TableId;
 use crate::{Kernel, MmId};
@@ -38,8 +36,8 @@ impl<A: Arch> Kernel<A> {
         let cleared = present_cleared(self);
         let mut addr = start;
         while addr < end {
-            let next = pmd_addr_end(addr, end);
-            if let Some(pmd) = self.walk_to_pmd(mm, addr) {
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
+            if let Some(pmd) = pmd {
                 self.zap_pmd(mm, vma, addr, next, pmd, reclaim_pt);
             }
             addr = next;
