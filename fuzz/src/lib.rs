@@ -22,7 +22,7 @@ fn size(steps: &[Step], acc: &mut (u64, u64)) {
     for st in steps {
         acc.0 += 1;
         match &st.kind {
-            StepKind::Mmap { size, .. } => acc.1 = acc.1.saturating_add(*size),
+            StepKind::Mmap(m) => acc.1 = acc.1.saturating_add(m.size),
             StepKind::Fork { child } => size(child, acc),
             StepKind::Threads { threads, .. } => threads.iter().for_each(|t| size(t, acc)),
             _ => {}
