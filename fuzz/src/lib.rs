@@ -116,7 +116,7 @@ pub fn tables(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(reports) = foliosim_explore::diff::reports_from_json(text) {
             if let Ok(d) = foliosim_explore::diff::diff_reports(&reports, &reports) {
-                let _ = (d.text(true), d.markdown(true), d.csv(true), d.json(true));
+                let _ = (d.text(true), d.markdown(true), d.csv(true), d.json(true, &[]));
             }
         }
     }
