@@ -5,15 +5,6 @@
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1))
-        == Some("0")
-}
-
 /// A python3 that maps 64 MiB of private anonymous memory with THP
 /// disabled for itself (PR_SET_THP_DISABLE = 41: every fault takes one
 /// 4 KiB page, do_anonymous_page()), writes every page and waits.
@@ -29,7 +20,7 @@ sys.stdin.read()
 
 #[test]
 fn a_census_counts_a_programs_anonymous_pages_by_folio_size() {
-    if !is_root() {
+    if !foliosim_testkit::is_root() {
         eprintln!("SKIPPED a_census_counts_a_programs_anonymous_pages_by_folio_size: needs root");
         return;
     }

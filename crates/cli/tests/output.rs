@@ -38,13 +38,7 @@ fn refused(out: &Output, want: &str) {
 /// As root, a scratch directory with the [`scenario`]; else None, and
 /// the test says it is skipped and `why`.
 fn as_root(why: &str) -> Option<tempfile::TempDir> {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|u| u.split_whitespace().nth(1))
-        == Some("0");
-    if !root {
+    if !foliosim_testkit::is_root() {
         eprintln!("skipped: {why}");
         return None;
     }

@@ -20,12 +20,7 @@ fn bin() -> Command {
 }
 
 fn skip_unless_root(test: &str) -> bool {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1));
-    let root = euid == Some("0");
+    let root = foliosim_testkit::is_root();
     if !root {
         eprintln!("SKIPPED {test}: needs root (it runs foliosim native)");
     }

@@ -743,21 +743,12 @@ fn two_report_diff_json_is_one_wrapper() {
     assert_eq!(r["pct_change"], 150.0);
 }
 
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1))
-        == Some("0")
-}
-
 /// Three native runs of a 1 MiB write with THP off: the workload's minor
 /// faults are the same every run (one per 4 KiB page: 256), so their
 /// standard deviation is 0.
 #[test]
 fn native_repeat_reports_every_run_and_their_statistics() {
-    if !is_root() {
+    if !foliosim_testkit::is_root() {
         eprintln!("SKIPPED native_repeat_reports_every_run_and_their_statistics: needs root");
         return;
     }

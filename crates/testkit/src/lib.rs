@@ -183,3 +183,15 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
     p
 }
+
+/// Whether this process runs as root (effective uid 0, from
+/// /proc/self/status): tests that change or read the host's memory
+/// management need it and skip, saying so, without.
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0")
+}
