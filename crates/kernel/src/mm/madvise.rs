@@ -113,6 +113,9 @@ impl<A: Arch> Kernel<A> {
             }
             return Ok(());
         }
+        if advice == Madv::Collapse {
+            return self.madvise_collapse_range(mm, start, end);
+        }
         if matches!(advice, Madv::PopulateRead | Madv::PopulateWrite) {
             // is_madvise_populate(): no walk over the VMAs' flags, straight
             // to get_user_pages() (mm/gup.rs).
@@ -129,14 +132,39 @@ impl<A: Arch> Kernel<A> {
                     "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
                         .into(),
                 )),
-                Madv::PopulateRead | Madv::PopulateWrite => unreachable!(),
+                Madv::PopulateRead | Madv::PopulateWrite | Madv::Collapse => unreachable!(),
                 Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
             };
         for mut v in self.vmas_in_range_split(mm, start, end) {
             v.vm_flags = (v.vm_flags & !clear) | set;
             self.vma_update(mm, &v);
+            if advice == Madv::Hugepage {
+                // hugepage_madvise(): register without waiting for a fault.
+                self.khugepaged_enter_vma(mm, &v, v.vm_flags);
+            }
         }
         self.vma_merge_range(mm, start, end);
+        Ok(())
+    }
+
+    /// MADV_COLLAPSE over the VMAs of `[start, end)`, each clipped to the
+    /// range (`madvise_collapse()` per VMA, mm/khugepaged.rs).
+    fn madvise_collapse_range(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        end: u64,
+    ) -> Result<(), KernelError> {
+        let vmas: Vec<Vma> = self
+            .mm(mm)
+            .vmas
+            .values()
+            .filter(|v| v.vm_start < end && v.vm_end > start)
+            .copied()
+            .collect();
+        for v in vmas {
+            self.madvise_collapse(mm, &v, v.vm_start.max(start), v.vm_end.min(end))?;
+        }
         Ok(())
     }
 
