@@ -251,7 +251,7 @@ impl<A: Arch> Kernel<A> {
     /// The checks hpage_collapse_scan_pmd() and __collapse_huge_page_isolate()
     /// share for one present page, counting shared and young pages.
     fn collapse_check_page(
-        &self,
+        &mut self,
         page: Pfn,
         pte: u64,
         cc: CollapseControl,
@@ -262,10 +262,9 @@ impl<A: Arch> Kernel<A> {
             return Err(ScanResult::PageAnon);
         }
         if self.folio_maybe_mapped_shared(folio) {
-            t.shared += 1;
-            if cc.is_khugepaged && t.shared > self.cfg.khugepaged_max_ptes_shared {
-                return Err(ScanResult::ExceedSharedPte);
-            }
+            let max = self.cfg.khugepaged_max_ptes_shared;
+            let limit = (VmEvent::ThpScanExceedSharedPte, ScanResult::ExceedSharedPte);
+            self.collapse_limit(cc, &mut t.shared, max, limit)?;
         }
         if !self.mem.test(folio, PG_LRU) {
             return Err(ScanResult::PageLru);
@@ -295,24 +294,35 @@ impl<A: Arch> Kernel<A> {
         match self.collapse_pte_kind(pte) {
             PteKind::Swap if isolate => Err(ScanResult::PteNonPresent),
             PteKind::Swap => {
-                t.unmapped += 1;
-                if cc.is_khugepaged && t.unmapped > self.cfg.khugepaged_max_ptes_swap {
-                    self.vmstat.count_vm_event(VmEvent::ThpScanExceedSwapPte);
-                    return Err(ScanResult::ExceedSwapPte);
-                }
-                Ok(())
+                let max = self.cfg.khugepaged_max_ptes_swap;
+                let limit = (VmEvent::ThpScanExceedSwapPte, ScanResult::ExceedSwapPte);
+                self.collapse_limit(cc, &mut t.unmapped, max, limit)
             }
             PteKind::NoneOrZero => {
-                t.none_or_zero += 1;
-                if cc.is_khugepaged && t.none_or_zero > self.cfg.khugepaged_max_ptes_none {
-                    self.vmstat.count_vm_event(VmEvent::ThpScanExceedNonePte);
-                    return Err(ScanResult::ExceedNonePte);
-                }
-                Ok(())
+                let max = self.cfg.khugepaged_max_ptes_none;
+                let limit = (VmEvent::ThpScanExceedNonePte, ScanResult::ExceedNonePte);
+                self.collapse_limit(cc, &mut t.none_or_zero, max, limit)
             }
             PteKind::Special => Err(ScanResult::PageNull),
             PteKind::Present(page) => self.collapse_check_page(page, pte, cc, t),
         }
+    }
+
+    /// Count one more PTE of a kind khugepaged limits (`max_ptes_*`): past
+    /// `max`, khugepaged counts the limit's event and fails with its result.
+    fn collapse_limit(
+        &mut self,
+        cc: CollapseControl,
+        count: &mut u32,
+        max: u32,
+        (ev, r): (VmEvent, ScanResult),
+    ) -> Result<(), ScanResult> {
+        *count += 1;
+        if cc.is_khugepaged && *count > max {
+            self.vmstat.count_vm_event(ev);
+            return Err(r);
+        }
+        Ok(())
     }
 
     /// `find_pmd_or_thp_or_none()` + `check_pmd_state()`: the PTE table
@@ -364,14 +374,16 @@ impl<A: Arch> Kernel<A> {
                     Ok(()) if cc.is_khugepaged && lacks => ScanResult::LackReferencedPage,
                     Ok(()) => {
                         tried = true;
-                        self.collapse_huge_page(mm, vma, haddr, t.unmapped > 0, cc)
+                        let r = self.collapse_huge_page(mm, vma, haddr, t.unmapped > 0, cc);
+                        self.vmstat.trace(Trace::CollapseHugePage);
+                        r
                     }
                 }
             }
         };
-        if !cc.is_khugepaged {
-            self.vmstat.trace(Trace::KhugepagedScanPmd);
-        }
+        // khugepaged's hits are taken back by khugepaged_run(): they are
+        // its thread's, not the workload's.
+        self.vmstat.trace(Trace::KhugepagedScanPmd);
         (result, tried)
     }
 
@@ -395,21 +407,6 @@ impl<A: Arch> Kernel<A> {
     /// `collapse_huge_page()`: allocate, swap in, isolate, copy and map the
     /// new folio with one PMD.
     fn collapse_huge_page(
-        &mut self,
-        mm: MmId,
-        vma: &Vma,
-        haddr: u64,
-        unmapped: bool,
-        cc: CollapseControl,
-    ) -> ScanResult {
-        let result = self.collapse_huge_page_locked(mm, vma, haddr, unmapped, cc);
-        if !cc.is_khugepaged {
-            self.vmstat.trace(Trace::CollapseHugePage);
-        }
-        result
-    }
-
-    fn collapse_huge_page_locked(
         &mut self,
         mm: MmId,
         vma: &Vma,
@@ -601,9 +598,9 @@ impl<A: Arch> Kernel<A> {
         &mut self,
         mm: MmId,
         vma: &Vma,
-        start: u64,
-        end: u64,
+        range: std::ops::Range<u64>,
     ) -> Result<(), KernelError> {
+        let (start, end) = (range.start, range.end);
         let einval = |why: &str| KernelError::Errno("EINVAL", format!("MADV_COLLAPSE: {why}"));
         if !vma.is_anonymous() {
             // The kernel's checks for file and shmem VMAs come first.
@@ -686,14 +683,23 @@ impl<A: Arch> Kernel<A> {
     /// time between passes), until `khugepaged/full_scans` has advanced by
     /// `full_scans` or it has no work (no mm registered, or no PMD size
     /// enabled).
+    /// The tracepoints khugepaged hits (its allocations, its TLB flushes)
+    /// are its own thread's, not the workload's, so they do not count.
     pub fn khugepaged_run(&mut self, full_scans: u64) -> Result<(), KernelError> {
         let target = self.vmstat.khugepaged[Khugepaged::FullScans as usize] + full_scans;
+        let (trace, page_alloc) = (self.vmstat.trace, self.vmstat.page_alloc);
+        let mut result = Ok(());
         while self.vmstat.khugepaged[Khugepaged::FullScans as usize] < target
             && self.khugepaged_has_work()
         {
-            self.khugepaged_do_scan()?;
+            result = self.khugepaged_do_scan();
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.vmstat.trace = trace;
+        self.vmstat.page_alloc = page_alloc;
+        result
     }
 
     /// `khugepaged_do_scan()`: one pass of `pages_to_scan` progress; a

@@ -95,14 +95,7 @@ impl<A: Arch> Kernel<A> {
             advice,
             Madv::Pageout | Madv::Cold | Madv::Dontneed | Madv::Free
         ) {
-            let vmas: Vec<_> = self
-                .mm(mm)
-                .vmas
-                .values()
-                .filter(|v| v.vm_start < end && v.vm_end > start)
-                .copied()
-                .collect();
-            for v in vmas {
+            for v in self.vmas_overlapping(mm, start, end) {
                 let (s, e) = (v.vm_start.max(start), v.vm_end.min(end));
                 match advice {
                     Madv::Pageout => self.madvise_cold_or_pageout(mm, &v, s, e, true),
@@ -155,17 +148,20 @@ impl<A: Arch> Kernel<A> {
         start: u64,
         end: u64,
     ) -> Result<(), KernelError> {
-        let vmas: Vec<Vma> = self
-            .mm(mm)
+        for v in self.vmas_overlapping(mm, start, end) {
+            self.madvise_collapse(mm, &v, v.vm_start.max(start)..v.vm_end.min(end))?;
+        }
+        Ok(())
+    }
+
+    /// The VMAs that overlap `[start, end)`, in address order.
+    fn vmas_overlapping(&self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
+        self.mm(mm)
             .vmas
             .values()
             .filter(|v| v.vm_start < end && v.vm_end > start)
             .copied()
-            .collect();
-        for v in vmas {
-            self.madvise_collapse(mm, &v, v.vm_start.max(start), v.vm_end.min(end))?;
-        }
-        Ok(())
+            .collect()
     }
 
     /// `tlb_end_vma()`: one flush of the gathered range, if any (page
