@@ -11,7 +11,7 @@ use foliosim_uapi::counters::{
     self, FAMILIES, KFUNCS, KFUNC_PREFIX, MAJOR_FAULTS, MINOR_FAULTS, MM_PAGE_ALLOC,
     NATIVE_COUNTERS, TRACEPOINTS,
 };
-use foliosim_uapi::vmstat::{model_counter_names, MthpStat, SimStat, Trace, VmEvent};
+use foliosim_uapi::vmstat::{model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent};
 use serde_json::json;
 
 /// One line of the list.
@@ -79,6 +79,13 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             format!("hugepages-<size>kB/{}", st.name()),
             ALL,
             "per-size mTHP statistic (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats)",
+        ));
+    }
+    for k in Khugepaged::ALL {
+        out.push(entry(
+            k.name().into(),
+            ALL,
+            "khugepaged counter (/sys/kernel/mm/transparent_hugepage/khugepaged/), system-wide",
         ));
     }
     for t in Trace::ALL {

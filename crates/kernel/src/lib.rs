@@ -62,9 +62,16 @@ pub struct Config {
     /// `transparent_hugepage/shrink_underused`: PMD THPs are queued for
     /// the deferred-split shrinker at fault, to be split when underused.
     pub thp_shrink_underused: bool,
-    /// `transparent_hugepage/khugepaged/max_ptes_none`: a queued THP with
-    /// more zero-filled pages than this is underused.
+    /// `transparent_hugepage/khugepaged/max_ptes_none`: khugepaged's limit
+    /// of none PTEs in a range; a queued THP with more zero-filled pages
+    /// than this is underused.
     pub khugepaged_max_ptes_none: u32,
+    /// `khugepaged/max_ptes_swap`
+    pub khugepaged_max_ptes_swap: u32,
+    /// `khugepaged/max_ptes_shared`
+    pub khugepaged_max_ptes_shared: u32,
+    /// `khugepaged/pages_to_scan`: the progress one khugepaged pass makes.
+    pub khugepaged_pages_to_scan: u32,
     /// `hugepages-<size>kB/enabled` for orders 2..=9 (index = order).
     pub anon_orders: [MthpMode; HPAGE_PMD_ORDER as usize + 1],
     /// `fault_around_bytes` as written to debugfs.
@@ -104,6 +111,9 @@ impl Default for Config {
             use_zero_page: knobs::THP_USE_ZERO_PAGE.default.flag(),
             thp_shrink_underused: knobs::THP_SHRINK_UNDERUSED.default.flag(),
             khugepaged_max_ptes_none: knobs::KHUGEPAGED_MAX_PTES_NONE.default.int() as u32,
+            khugepaged_max_ptes_swap: knobs::KHUGEPAGED_MAX_PTES_SWAP.default.int() as u32,
+            khugepaged_max_ptes_shared: knobs::KHUGEPAGED_MAX_PTES_SHARED.default.int() as u32,
+            khugepaged_pages_to_scan: knobs::KHUGEPAGED_PAGES_TO_SCAN.default.int() as u32,
             anon_orders,
             fault_around_bytes: knobs::FAULT_AROUND_BYTES.default.int(),
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
@@ -120,7 +130,10 @@ impl Default for Config {
 impl Config {
     /// The field that holds `knob` (of size `kb` KiB for a per-size knob);
     /// None for a knob the model takes elsewhere (`arch` is the type
-    /// parameter of [`Kernel`], `cpus` bounds the engine's threads).
+    /// parameter of [`Kernel`], `cpus` bounds the engine's threads) or
+    /// not at all (`khugepaged.scan_sleep_millisecs`: the model's
+    /// khugepaged runs only at `khugepaged` steps, never in the
+    /// background).
     pub fn knob_mut(&mut self, knob: &Knob, kb: Option<u64>) -> Option<FieldMut<'_>> {
         Some(match *knob {
             knobs::MEMORY => FieldMut::U64(&mut self.memory),
@@ -128,6 +141,11 @@ impl Config {
             knobs::THP_USE_ZERO_PAGE => FieldMut::Flag(&mut self.use_zero_page),
             knobs::THP_SHRINK_UNDERUSED => FieldMut::Flag(&mut self.thp_shrink_underused),
             knobs::KHUGEPAGED_MAX_PTES_NONE => FieldMut::U32(&mut self.khugepaged_max_ptes_none),
+            knobs::KHUGEPAGED_MAX_PTES_SWAP => FieldMut::U32(&mut self.khugepaged_max_ptes_swap),
+            knobs::KHUGEPAGED_MAX_PTES_SHARED => {
+                FieldMut::U32(&mut self.khugepaged_max_ptes_shared)
+            }
+            knobs::KHUGEPAGED_PAGES_TO_SCAN => FieldMut::U32(&mut self.khugepaged_pages_to_scan),
             knobs::MTHP_ENABLED => {
                 let pages = (kb? << 10) / PAGE_SIZE;
                 if !pages.is_power_of_two() {
@@ -260,6 +278,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) gup_faults: mm::gup::GupFaults,
     /// The simulated CPUs: loaded mms, lazy TLB, mm_cpumask, TLB generations.
     pub(crate) cpus: kernel::sched::Cpus,
+    /// khugepaged's list of registered mms and its scan cursor.
+    pub(crate) khugepaged: mm::khugepaged::KhugepagedScan,
     _arch: PhantomData<A>,
 }
 
@@ -316,6 +336,7 @@ impl<A: Arch> Kernel<A> {
             pinned: None,
             gup_faults: Default::default(),
             cpus: Default::default(),
+            khugepaged: Default::default(),
             _arch: PhantomData,
         })
     }

@@ -290,6 +290,10 @@ fn error_message(
         }
         Failure::MemcgReclaim => format!("writing memory.reclaim failed: {errno}"),
         Failure::ForceEmpty => format!("writing memory.force_empty failed: {errno}"),
+        Failure::Khugepaged => format!(
+            "driving khugepaged (transparent_hugepage/khugepaged/scan_sleep_millisecs, \
+             full_scans) failed: {errno}"
+        ),
         Failure::Io => format!("the I/O step's system call failed: {errno}"),
         Failure::Thread => format!("pthread_create of a scenario thread failed: {errno}"),
         Failure::Affinity => {

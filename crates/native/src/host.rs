@@ -56,9 +56,19 @@ pub(crate) fn mthp_dirs() -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Every per-size mTHP stat file, as `hugepages-64kB/anon_fault_alloc`.
+/// Every per-size mTHP stat file, as `hugepages-64kB/anon_fault_alloc`,
+/// and khugepaged's counters (`khugepaged/full_scans`,
+/// `khugepaged/pages_collapsed`).
 pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
     let mut out = BTreeMap::new();
+    for k in foliosim_uapi::vmstat::Khugepaged::ALL {
+        let path = Path::new(THP_DIR).join(k.name());
+        if let Ok(v) = read_knob(&path) {
+            if let Ok(v) = v.parse() {
+                out.insert(k.name().to_string(), v);
+            }
+        }
+    }
     for (name, dir) in mthp_dirs() {
         let Ok(rd) = fs::read_dir(dir.join("stats")) else {
             continue;

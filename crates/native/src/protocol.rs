@@ -53,10 +53,14 @@ pub(crate) enum Failure {
     /// A step's range is not inside its region, or a word touch's offset
     /// is not a multiple of 8 (the offset of the range's end in `err`).
     BadOffset,
+    /// Driving khugepaged failed: its sysfs files could not be read or
+    /// written, or it did not complete the full scans in time
+    /// (ETIMEDOUT).
+    Khugepaged,
 }
 
 impl Failure {
-    const ALL: [Failure; 18] = [
+    const ALL: [Failure; 19] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -75,6 +79,7 @@ impl Failure {
         Failure::Rseq,
         Failure::Io,
         Failure::BadOffset,
+        Failure::Khugepaged,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {

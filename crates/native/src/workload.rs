@@ -926,6 +926,7 @@ impl Proc<'_> {
             Op::Pagemap { idx, .. } => self.pagemap(*idx),
             Op::Memcg { cg, .. } => self.memcg_move(*cg),
             Op::MemcgReclaim { cg, amount, .. } => self.memcg_reclaim(*cg, *amount),
+            Op::Khugepaged { full_scans, .. } => self.khugepaged(*full_scans),
             Op::MemcgLimit { cg, limit, .. } => self.memcg_limit(*cg, *limit),
             Op::Io {
                 file, count, fsync, ..
@@ -1043,6 +1044,36 @@ impl Proc<'_> {
                 }
             }
         }
+    }
+
+    /// A khugepaged step: let the host's khugepaged scan without sleeping
+    /// (`scan_sleep_millisecs` 0) until its `full_scans` counter has
+    /// advanced by `n`, then put the sleep back. The engine's guard
+    /// restores the host's own value after the run in any case.
+    fn khugepaged(&self, n: u32) {
+        const SLEEP: &std::ffi::CStr =
+            c"/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs";
+        const FULL_SCANS: &std::ffi::CStr =
+            c"/sys/kernel/mm/transparent_hugepage/khugepaged/full_scans";
+        let fail = |e| -> ! { self.fail(Failure::Khugepaged, e) };
+        let sleep = read_u64(SLEEP).unwrap_or_else(|e| fail(e));
+        let start = read_u64(FULL_SCANS).unwrap_or_else(|e| fail(e));
+        write_file(SLEEP, b"0\n").unwrap_or_else(|e| fail(e));
+        // A full scan covers every registered mm of the host: generous.
+        let limit = std::time::Duration::from_secs(60 + 10 * u64::from(n));
+        let t0 = std::time::Instant::now();
+        let done = loop {
+            match read_u64(FULL_SCANS) {
+                Ok(now) if now >= start + u64::from(n) => break Ok(()),
+                Ok(_) if t0.elapsed() >= limit => break Err(libc::ETIMEDOUT as u64),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        let mut buf = [0u8; 24];
+        write_file(SLEEP, fmt_u64(sleep, &mut buf)).unwrap_or_else(|e| fail(e));
+        done.unwrap_or_else(|e| fail(e));
     }
 
     /// A memcg_limit step: set cgroup `cg`'s limit (None: no limit).

@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use crate::Report;
 use foliosim_uapi::counters::{
-    self, CounterKind, FILEMAP_FAULT, FILEMAP_MAP_PAGES, FOLIOS_PREFIX, MAJOR_FAULTS, MINOR_FAULTS,
-    PAGEMAP_PREFIX, PAGE_FAULT_USER, TLB_FLUSH,
+    self, CounterKind, COLLAPSE_HUGE_PAGE, FILEMAP_FAULT, FILEMAP_MAP_PAGES, FOLIOS_PREFIX,
+    KHUGEPAGED_SCAN_PMD, MAJOR_FAULTS, MINOR_FAULTS, PAGEMAP_PREFIX, PAGE_FAULT_USER, TLB_FLUSH,
 };
 use serde_json::{json, Value};
 
@@ -30,6 +30,11 @@ pub const EXACT: [&str; 5] = [
     FILEMAP_MAP_PAGES,
     FILEMAP_FAULT,
 ];
+
+/// Tracepoints of MADV_COLLAPSE, counted for the workload (khugepaged's
+/// hits are in its own thread): exact when a scenario collapses, and not
+/// shown otherwise.
+const COLLAPSE_EXACT: [&str; 2] = [KHUGEPAGED_SCAN_PMD, COLLAPSE_HUGE_PAGE];
 
 /// Swap counters: system-wide, but nothing else on the host swaps.
 const SWAP_EXACT: [&str; 8] = [
@@ -50,7 +55,11 @@ const SIZE_EXACT: [&str; 4] = ["/swpout", "/swpout_fallback", "/swpin", "/split"
 /// How far the native value may be from the simulated one: Some(relative
 /// tolerance) (0.0 = exact), None = shown for information only.
 pub fn default_tolerance(name: &str) -> Option<f64> {
-    if EXACT.contains(&name) || name.starts_with(FOLIOS_PREFIX) || SWAP_EXACT.contains(&name) {
+    if EXACT.contains(&name)
+        || name.starts_with(FOLIOS_PREFIX)
+        || SWAP_EXACT.contains(&name)
+        || COLLAPSE_EXACT.contains(&name)
+    {
         return Some(0.0);
     }
     if name.starts_with(PAGEMAP_PREFIX) {

@@ -62,8 +62,18 @@ pub struct System {
     /// queued for the deferred-split shrinker, which splits underused ones.
     pub thp_shrink_underused: bool,
     /// `transparent_hugepage.khugepaged.max_ptes_none` (0..=511, default
-    /// 511): a THP with more zero-filled pages is underused.
+    /// 511): khugepaged's limit of none PTEs in a range it collapses; a THP
+    /// with more zero-filled pages is underused.
     pub khugepaged_max_ptes_none: u32,
+    /// `transparent_hugepage.khugepaged.max_ptes_swap` (default 64).
+    pub khugepaged_max_ptes_swap: u32,
+    /// `transparent_hugepage.khugepaged.max_ptes_shared` (default 256).
+    pub khugepaged_max_ptes_shared: u32,
+    /// `transparent_hugepage.khugepaged.pages_to_scan` (default 4096).
+    pub khugepaged_pages_to_scan: u32,
+    /// `transparent_hugepage.khugepaged.scan_sleep_millisecs` (default
+    /// 10000): the host's; the model's khugepaged runs only at steps.
+    pub khugepaged_scan_sleep_millisecs: u32,
     /// `transparent_hugepage.hugepages-<size>kB.enabled`, keyed by the size in
     /// bytes (16 KiB .. 2 MiB, powers of two). Every size is present: the
     /// default is `inherit` for 2 MiB and `never` for the others.
@@ -295,6 +305,11 @@ pub enum StepKind {
     },
     /// `op = "join"`: the threads exit; the main thread waits for them.
     Join,
+    /// `op = "khugepaged"`, `full_scans` (1 to 100): khugepaged runs until
+    /// its `full_scans` counter has advanced by this many (top-level steps
+    /// only). The model's khugepaged runs only here; natively the step
+    /// sets `scan_sleep_millisecs` to 0, waits, and sets it back.
+    Khugepaged { full_scans: u32 },
 }
 
 /// An `op = "pagemap"` step: read the pagemap entries of `range` of

@@ -30,6 +30,7 @@ enum Op {
     Pagemap,
     Threads,
     Join,
+    Khugepaged,
     Io(IoCall),
 }
 
@@ -53,6 +54,7 @@ const OPS: &[(&str, Op)] = &[
     ("pagemap", Op::Pagemap),
     ("threads", Op::Threads),
     ("join", Op::Join),
+    ("khugepaged", Op::Khugepaged),
 ];
 
 impl Op {
@@ -76,6 +78,7 @@ impl Op {
             Op::Memcg => &["op", "limit"],
             Op::MemcgReclaim => &["op", "amount"],
             Op::MemcgLimit => &["op", "limit"],
+            Op::Khugepaged => &["op", "full_scans"],
             Op::Io(call) if call.writes() => &[
                 "op",
                 "file",
@@ -138,6 +141,9 @@ const ACCESSES: &[(&str, Access)] = &[
     ("write-zero", Access::WriteZero),
 ];
 
+/// The most full scans one khugepaged step may wait for.
+const MAX_FULL_SCANS: u64 = 100;
+
 pub(crate) const ADVICE: &[(&str, Madv)] = &[
     ("hugepage", Madv::Hugepage),
     ("nohugepage", Madv::Nohugepage),
@@ -151,6 +157,7 @@ pub(crate) const ADVICE: &[(&str, Madv)] = &[
     ("free", Madv::Free),
     ("populate_read", Madv::PopulateRead),
     ("populate_write", Madv::PopulateWrite),
+    ("collapse", Madv::Collapse),
 ];
 
 /// What one process has at a point of its steps: the regions it can use
@@ -341,6 +348,24 @@ impl StepChecker<'_> {
             Op::Pagemap => self.pagemap(&f, scope, top)?,
             Op::Threads => self.threads(&f, scope, top)?,
             Op::Join => self.join(&f)?,
+            Op::Khugepaged => {
+                if !top {
+                    let msg =
+                        "khugepaged steps are only allowed in top-level steps, not in a child";
+                    return Err(f.err_at("op", msg));
+                }
+                let full_scans = f.req("full_scans", Ctx::uint)?;
+                if !(1..=MAX_FULL_SCANS).contains(&full_scans) {
+                    let msg = format!(
+                        "full_scans = {full_scans}: expected a number of full scans from 1 to \
+                         {MAX_FULL_SCANS}"
+                    );
+                    return Err(f.err_at("full_scans", msg));
+                }
+                StepKind::Khugepaged {
+                    full_scans: full_scans as u32,
+                }
+            }
         };
         Ok(Step {
             loc: self.ctx.loc(&table.origin),

@@ -51,6 +51,11 @@ impl Default for System {
             thp_use_zero_page: knobs::THP_USE_ZERO_PAGE.default.flag(),
             thp_shrink_underused: knobs::THP_SHRINK_UNDERUSED.default.flag(),
             khugepaged_max_ptes_none: knobs::KHUGEPAGED_MAX_PTES_NONE.default.int() as u32,
+            khugepaged_max_ptes_swap: knobs::KHUGEPAGED_MAX_PTES_SWAP.default.int() as u32,
+            khugepaged_max_ptes_shared: knobs::KHUGEPAGED_MAX_PTES_SHARED.default.int() as u32,
+            khugepaged_pages_to_scan: knobs::KHUGEPAGED_PAGES_TO_SCAN.default.int() as u32,
+            khugepaged_scan_sleep_millisecs: knobs::KHUGEPAGED_SCAN_SLEEP_MILLISECS.default.int()
+                as u32,
             mthp_enabled,
             fault_around_bytes: knobs::FAULT_AROUND_BYTES.default.int(),
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
@@ -78,6 +83,14 @@ impl System {
             knobs::THP_USE_ZERO_PAGE => FieldMut::Flag(&mut self.thp_use_zero_page),
             knobs::THP_SHRINK_UNDERUSED => FieldMut::Flag(&mut self.thp_shrink_underused),
             knobs::KHUGEPAGED_MAX_PTES_NONE => FieldMut::U32(&mut self.khugepaged_max_ptes_none),
+            knobs::KHUGEPAGED_MAX_PTES_SWAP => FieldMut::U32(&mut self.khugepaged_max_ptes_swap),
+            knobs::KHUGEPAGED_MAX_PTES_SHARED => {
+                FieldMut::U32(&mut self.khugepaged_max_ptes_shared)
+            }
+            knobs::KHUGEPAGED_PAGES_TO_SCAN => FieldMut::U32(&mut self.khugepaged_pages_to_scan),
+            knobs::KHUGEPAGED_SCAN_SLEEP_MILLISECS => {
+                FieldMut::U32(&mut self.khugepaged_scan_sleep_millisecs)
+            }
             knobs::MTHP_ENABLED => FieldMut::Mthp(self.mthp_enabled.get_mut(&(kb? * 1024))?),
             knobs::FAULT_AROUND_BYTES => FieldMut::U64(&mut self.fault_around_bytes),
             knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),

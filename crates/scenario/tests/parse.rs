@@ -387,6 +387,14 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.hugepages-512kB.enabled", "never"),
         ("transparent_hugepage.hugepages-64kB.enabled", "never"),
         ("transparent_hugepage.khugepaged.max_ptes_none", "511"),
+        // mm/khugepaged.c: khugepaged_init() and the scan sleep's default.
+        ("transparent_hugepage.khugepaged.max_ptes_shared", "256"),
+        ("transparent_hugepage.khugepaged.max_ptes_swap", "64"),
+        ("transparent_hugepage.khugepaged.pages_to_scan", "4096"),
+        (
+            "transparent_hugepage.khugepaged.scan_sleep_millisecs",
+            "10000",
+        ),
         ("transparent_hugepage.shrink_underused", "1"),
         ("transparent_hugepage.use_zero_page", "1"),
         ("vm.page_cluster", "3"),

@@ -306,6 +306,10 @@ impl<'w, A: Arch> Engine<'w, A> {
             Op::Pagemap { idx, .. } => self.pagemap(mm, *idx, at)?,
             Op::Threads { sleep, threads, .. } => self.run_threads(mm, *sleep, threads)?,
             Op::Join { .. } => self.join(mm),
+            Op::Khugepaged { full_scans, .. } => self
+                .k
+                .khugepaged_run(u64::from(*full_scans))
+                .map_err(|e| kerr(at, e))?,
         }
         self.check_now(at)
     }

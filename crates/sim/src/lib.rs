@@ -345,8 +345,16 @@ mod tests {
             }
         }
         // arch picks the Kernel's type parameter; cpus bounds the engine's
-        // threads.
-        assert_eq!(elsewhere, ["arch", "cpus"]);
+        // threads; the model's khugepaged has no background period (it
+        // runs at khugepaged steps only).
+        assert_eq!(
+            elsewhere,
+            [
+                "arch",
+                "cpus",
+                "transparent_hugepage.khugepaged.scan_sleep_millisecs"
+            ]
+        );
     }
 
     fn sc(body: &str) -> foliosim_scenario::Scenario {

@@ -43,10 +43,16 @@ pub const VMSCAN_RECLAIM_PAGES: &str = "vmscan:mm_vmscan_reclaim_pages";
 pub const VMSCAN_WRITE_FOLIO: &str = "vmscan:mm_vmscan_write_folio";
 /// `kmem:mm_page_alloc`, counted per order (`kmem:mm_page_alloc/order=N`).
 pub const MM_PAGE_ALLOC: &str = "kmem:mm_page_alloc";
+/// `huge_memory:mm_khugepaged_scan_pmd`: one per PMD range
+/// `hpage_collapse_scan_pmd()` looked at (khugepaged's hits are in its own
+/// thread, not the workload's).
+pub const KHUGEPAGED_SCAN_PMD: &str = "huge_memory:mm_khugepaged_scan_pmd";
+/// `huge_memory:mm_collapse_huge_page`: one per `collapse_huge_page()`.
+pub const COLLAPSE_HUGE_PAGE: &str = "huge_memory:mm_collapse_huge_page";
 
 /// The tracepoints the native engine counts for the workload, in the order
 /// it opens them.
-pub const TRACEPOINTS: [&str; 8] = [
+pub const TRACEPOINTS: [&str; 10] = [
     PAGE_FAULT_USER,
     FILEMAP_MAP_PAGES,
     FILEMAP_FAULT,
@@ -55,6 +61,8 @@ pub const TRACEPOINTS: [&str; 8] = [
     VMSCAN_RECLAIM_PAGES,
     VMSCAN_WRITE_FOLIO,
     MM_PAGE_ALLOC,
+    KHUGEPAGED_SCAN_PMD,
+    COLLAPSE_HUGE_PAGE,
 ];
 
 /// The tracepoints only x86 has: on arm64 they are absent, never 0.

@@ -233,9 +233,82 @@ pub const KHUGEPAGED_MAX_PTES_NONE: Knob = Knob {
             lacks: None,
         },
     }),
-    doc: "a queued THP with more zero-filled pages is underused (thp_underused(); never \
+    doc: "khugepaged collapses a PMD range with at most this many none or zero-page PTEs; \
+          a queued THP with more zero-filled pages is underused (thp_underused(); never \
           at 511)",
 };
+
+/// A knob of khugepaged's sysfs directory, written like the others.
+const fn khugepaged(
+    key: &'static str,
+    path: &'static str,
+    max: u64,
+    default: u64,
+    what: &'static str,
+    doc: &'static str,
+) -> Knob {
+    Knob {
+        key,
+        kind: Kind::Int { min: 0, max, what },
+        default: Value::Int(default),
+        host: Some(Host {
+            path,
+            flag_words: DIGITS,
+            access: Access::Set {
+                required: false,
+                lacks: None,
+            },
+        }),
+        doc,
+    }
+}
+
+pub const KHUGEPAGED_MAX_PTES_SWAP: Knob = khugepaged(
+    "transparent_hugepage.khugepaged.max_ptes_swap",
+    "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap",
+    511,
+    64,
+    "a number of PTEs",
+    "khugepaged collapses a PMD range with at most this many swap PTEs (swapped in \
+     first); MADV_COLLAPSE ignores it",
+);
+
+pub const KHUGEPAGED_MAX_PTES_SHARED: Knob = khugepaged(
+    "transparent_hugepage.khugepaged.max_ptes_shared",
+    "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared",
+    511,
+    256,
+    "a number of PTEs",
+    "khugepaged collapses a PMD range with at most this many PTEs of folios maybe \
+     mapped by another process; MADV_COLLAPSE ignores it",
+);
+
+pub const KHUGEPAGED_PAGES_TO_SCAN: Knob = Knob {
+    kind: Kind::Int {
+        min: 1,
+        max: u32::MAX as u64,
+        what: "a number of pages",
+    },
+    ..khugepaged(
+        "transparent_hugepage.khugepaged.pages_to_scan",
+        "/sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan",
+        0,
+        4096,
+        "",
+        "the pages (PMD ranges count 512, other VMAs 1) one khugepaged pass scans \
+         before it sleeps",
+    )
+};
+
+pub const KHUGEPAGED_SCAN_SLEEP_MILLISECS: Knob = khugepaged(
+    "transparent_hugepage.khugepaged.scan_sleep_millisecs",
+    "/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
+    u32::MAX as u64,
+    10000,
+    "milliseconds",
+    "the host's khugepaged sleeps this long between passes; the model's khugepaged runs \
+     only at khugepaged steps, so set it high for a native run to match",
+);
 
 pub const MTHP_ENABLED: Knob = Knob {
     key: "transparent_hugepage.hugepages-<N>kB.enabled",
@@ -326,6 +399,10 @@ pub const KNOBS: &[Knob] = &[
     THP_USE_ZERO_PAGE,
     THP_SHRINK_UNDERUSED,
     KHUGEPAGED_MAX_PTES_NONE,
+    KHUGEPAGED_MAX_PTES_SWAP,
+    KHUGEPAGED_MAX_PTES_SHARED,
+    KHUGEPAGED_PAGES_TO_SCAN,
+    KHUGEPAGED_SCAN_SLEEP_MILLISECS,
     MTHP_ENABLED,
     FAULT_AROUND_BYTES,
     READ_AHEAD_KB,
@@ -539,7 +616,13 @@ mod tests {
     fn kernel_defaults() {
         // mm/swap.c: page_cluster = 3 (with at least 16 MiB of RAM);
         // mm/memory.c: fault_around_pages = 65536 >> PAGE_SHIFT;
-        // mm/khugepaged.c: khugepaged_max_ptes_none = HPAGE_PMD_NR - 1.
+        // mm/khugepaged.c: khugepaged_max_ptes_none = HPAGE_PMD_NR - 1,
+        // max_ptes_swap = HPAGE_PMD_NR / 8, max_ptes_shared = HPAGE_PMD_NR / 2,
+        // pages_to_scan = HPAGE_PMD_NR * 8, scan_sleep_millisecs = 10000.
+        assert_eq!(KHUGEPAGED_MAX_PTES_SWAP.default.int(), 512 / 8);
+        assert_eq!(KHUGEPAGED_MAX_PTES_SHARED.default.int(), 512 / 2);
+        assert_eq!(KHUGEPAGED_PAGES_TO_SCAN.default.int(), 512 * 8);
+        assert_eq!(KHUGEPAGED_SCAN_SLEEP_MILLISECS.default.int(), 10000);
         assert_eq!(PAGE_CLUSTER.default.int(), 3);
         assert_eq!(FAULT_AROUND_BYTES.default.int() >> PAGE_SHIFT, 16);
         assert_eq!(KHUGEPAGED_MAX_PTES_NONE.default.int(), 511);

@@ -44,11 +44,12 @@ pub enum Madv {
     Pageout = 21,
     PopulateRead = 22,
     PopulateWrite = 23,
+    Collapse = 25,
 }
 
 impl Madv {
     /// Every advice, in value order.
-    pub const ALL: [Madv; 12] = [
+    pub const ALL: [Madv; 13] = [
         Madv::Normal,
         Madv::Random,
         Madv::Sequential,
@@ -61,6 +62,7 @@ impl Madv {
         Madv::Pageout,
         Madv::PopulateRead,
         Madv::PopulateWrite,
+        Madv::Collapse,
     ];
 
     /// The `MADV_*` value passed to madvise(2).
@@ -89,6 +91,7 @@ impl Madv {
             Madv::Pageout => "pageout",
             Madv::PopulateRead => "populate_read",
             Madv::PopulateWrite => "populate_write",
+            Madv::Collapse => "collapse",
         }
     }
 
@@ -111,6 +114,7 @@ mod tests {
         assert_eq!(Madv::Cold.raw(), 20);
         assert_eq!(Madv::Pageout.raw(), 21);
         assert_eq!(Madv::PopulateWrite.raw(), 23);
+        assert_eq!(Madv::Collapse.raw(), 25);
         for m in Madv::ALL {
             assert_eq!(Madv::from_raw(m.raw()), Some(m));
             assert_eq!(Madv::from_name(m.name()), Some(m));

@@ -40,6 +40,11 @@ counter_enum!(
         ThpFaultAlloc => "thp_fault_alloc",
         ThpFaultFallback => "thp_fault_fallback",
         ThpFaultFallbackCharge => "thp_fault_fallback_charge",
+        ThpCollapseAlloc => "thp_collapse_alloc",
+        ThpCollapseAllocFailed => "thp_collapse_alloc_failed",
+        ThpScanExceedNonePte => "thp_scan_exceed_none_pte",
+        ThpScanExceedSwapPte => "thp_scan_exceed_swap_pte",
+        ThpScanExceedSharedPte => "thp_scan_exceed_share_pte",
         ThpFileMapped => "thp_file_mapped",
         ThpSplitPmd => "thp_split_pmd",
         ThpDeferredSplitPage => "thp_deferred_split_page",
@@ -162,6 +167,19 @@ counter_enum!(
         VmscanLruIsolate => "vmscan:mm_vmscan_lru_isolate",
         VmscanLruShrinkInactive => "vmscan:mm_vmscan_lru_shrink_inactive",
         VmscanLruShrinkActive => "vmscan:mm_vmscan_lru_shrink_active",
+        KhugepagedScanPmd => "huge_memory:mm_khugepaged_scan_pmd",
+        CollapseHugePage => "huge_memory:mm_collapse_huge_page",
+    }
+);
+
+counter_enum!(
+    /// khugepaged's own counters (mm/khugepaged.c: `khugepaged_pages_collapsed`,
+    /// `khugepaged_full_scans`), shown in
+    /// `/sys/kernel/mm/transparent_hugepage/khugepaged/` and named
+    /// `khugepaged/<file>`.
+    Khugepaged, NR_KHUGEPAGED {
+        PagesCollapsed => "khugepaged/pages_collapsed",
+        FullScans => "khugepaged/full_scans",
     }
 );
 
@@ -418,6 +436,7 @@ pub fn model_counter_names() -> Vec<String> {
         names.insert(page_alloc_counter(order));
     }
     names.extend(Trace::ALL.iter().map(|t| t.name().to_string()));
+    names.extend(Khugepaged::ALL.iter().map(|k| k.name().to_string()));
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.into_iter().collect()

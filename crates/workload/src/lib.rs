@@ -137,6 +137,12 @@ pub enum Op {
         step: u32,
         child: Vec<Op>,
     },
+    /// Run khugepaged until its `full_scans` counter advanced by
+    /// `full_scans`.
+    Khugepaged {
+        step: u32,
+        full_scans: u32,
+    },
     Wait {
         step: u32,
     },
@@ -228,6 +234,7 @@ impl Op {
             | Op::Io { step, .. }
             | Op::Pagemap { step, .. }
             | Op::Threads { step, .. }
+            | Op::Khugepaged { step, .. }
             | Op::Join { step } => *step,
         }
     }
@@ -521,6 +528,10 @@ impl Compiler<'_> {
                 threads,
             } => self.threads(step, *count, *after, threads)?,
             StepKind::Join => Op::Join { step },
+            StepKind::Khugepaged { full_scans } => Op::Khugepaged {
+                step,
+                full_scans: *full_scans,
+            },
         })
     }
 

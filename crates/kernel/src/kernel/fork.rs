@@ -39,6 +39,7 @@ impl<A: Arch> Kernel<A> {
         }
         // dup_mmap(): one flush_tlb_mm(oldmm) for the write-protection.
         self.flush_tlb_mm(parent);
+        self.khugepaged_fork(child, parent);
         self.mm_mut(parent).children.push(child);
         Ok(child)
     }

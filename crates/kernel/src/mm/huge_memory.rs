@@ -149,6 +149,8 @@ impl<A: Arch> Kernel<A> {
             return VM_FAULT_FALLBACK;
         }
         self.anon_vma_prepare(vmf);
+        let vma = vmf.vma;
+        self.khugepaged_enter_vma(vmf.mm, &vma, vma.vm_flags);
         if !vmf.is_write() && self.cfg.use_zero_page {
             let Some(zero) = self.get_huge_zero_folio() else {
                 self.vmstat.count_vm_event(VmEvent::ThpFaultFallback);

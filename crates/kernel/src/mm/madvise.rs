@@ -82,14 +82,7 @@ impl<A: Arch> Kernel<A> {
             advice,
             Madv::Pageout | Madv::Cold | Madv::Dontneed | Madv::Free
         ) {
-            let vmas: Vec<_> = self
-                .mm(mm)
-                .vmas
-                .values()
-                .filter(|v| v.vm_start < end && v.vm_end > start)
-                .copied()
-                .collect();
-            for v in vmas {
+            for v in self.vmas_overlapping(mm, start, end) {
                 let (s, e) = (v.vm_start.max(start), v.vm_end.min(end));
                 match advice {
                     Madv::Pageout => self.madvise_cold_or_pageout(mm, &v, s, e, true),
@@ -99,6 +92,9 @@ impl<A: Arch> Kernel<A> {
                 }
             }
             return Ok(());
+        }
+        if advice == Madv::Collapse {
+            return self.madvise_collapse_range(mm, start, end);
         }
         if matches!(advice, Madv::PopulateRead | Madv::PopulateWrite) {
             // is_madvise_populate(): no walk over the VMAs' flags, straight
@@ -116,15 +112,43 @@ impl<A: Arch> Kernel<A> {
                     "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
                         .into(),
                 )),
-                Madv::PopulateRead | Madv::PopulateWrite => unreachable!(),
+                Madv::PopulateRead | Madv::PopulateWrite | Madv::Collapse => unreachable!(),
                 Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
             };
         for mut v in self.vmas_in_range_split(mm, start, end) {
             v.vm_flags = (v.vm_flags & !clear) | set;
             self.vma_update(mm, &v);
+            if advice == Madv::Hugepage {
+                // hugepage_madvise(): register without waiting for a fault.
+                self.khugepaged_enter_vma(mm, &v, v.vm_flags);
+            }
         }
         self.vma_merge_range(mm, start, end);
         Ok(())
+    }
+
+    /// MADV_COLLAPSE over the VMAs of `[start, end)`, each clipped to the
+    /// range (`madvise_collapse()` per VMA, mm/khugepaged.rs).
+    fn madvise_collapse_range(
+        &mut self,
+        mm: MmId,
+        start: u64,
+        end: u64,
+    ) -> Result<(), KernelError> {
+        for v in self.vmas_overlapping(mm, start, end) {
+            self.madvise_collapse(mm, &v, v.vm_start.max(start)..v.vm_end.min(end))?;
+        }
+        Ok(())
+    }
+
+    /// The VMAs that overlap `[start, end)`, in address order.
+    fn vmas_overlapping(&self, mm: MmId, start: u64, end: u64) -> Vec<Vma> {
+        self.mm(mm)
+            .vmas
+            .values()
+            .filter(|v| v.vm_start < end && v.vm_end > start)
+            .copied()
+            .collect()
     }
 
     /// `tlb_end_vma()`: one flush of the gathered range, if any (page

@@ -569,6 +569,8 @@ impl<A: Arch> Kernel<A> {
 
     /// `exit_mmap()`: tear the whole address space down.
     pub fn exit_mmap(&mut self, mm: MmId) {
+        // __mmput(): khugepaged_exit() before exit_mmap().
+        self.khugepaged_exit(mm);
         let vmas: Vec<Vma> = self.mm(mm).vmas.values().copied().collect();
         self.tlb_gather_mmu(true);
         for v in &vmas {

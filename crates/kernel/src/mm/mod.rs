@@ -4,6 +4,7 @@ pub(crate) mod debug;
 pub mod filemap;
 pub mod gup;
 pub(crate) mod huge_memory;
+pub(crate) mod khugepaged;
 pub mod madvise;
 pub(crate) mod memcontrol;
 pub mod memory;

@@ -16,8 +16,8 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{mthp_counter, page_alloc_counter, SIZE_ORDERS};
 pub use foliosim_uapi::vmstat::{
-    MemcgEvent, MthpStat, SimStat, Trace, VmEvent, NR_MEMCG_EVENTS, NR_MTHP_STATS, NR_TRACES,
-    NR_VM_EVENTS,
+    Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, NR_KHUGEPAGED, NR_MEMCG_EVENTS,
+    NR_MTHP_STATS, NR_TRACES, NR_VM_EVENTS,
 };
 
 const _: () = assert!(*SIZE_ORDERS.end() == HPAGE_PMD_ORDER);
@@ -38,6 +38,8 @@ pub struct VmStat {
     pub page_alloc: [u64; HPAGE_PMD_ORDER as usize + 1],
     pub mthp: [[u64; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
     pub trace: [u64; NR_TRACES],
+    /// khugepaged's `pages_collapsed` and `full_scans`.
+    pub khugepaged: [u64; NR_KHUGEPAGED],
     pub sim: SimStat,
     /// Per memory cgroup, by id (0 = root).
     pub memcg: Vec<MemcgStat>,
@@ -50,6 +52,7 @@ impl Default for VmStat {
             page_alloc: [0; HPAGE_PMD_ORDER as usize + 1],
             mthp: [[0; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
             trace: [0; NR_TRACES],
+            khugepaged: [0; NR_KHUGEPAGED],
             sim: SimStat::default(),
             memcg: vec![MemcgStat::default()],
         }
@@ -119,6 +122,9 @@ impl VmStat {
         }
         for tp in Trace::ALL {
             out.insert(tp.name().to_string(), self.trace[tp as usize]);
+        }
+        for k in Khugepaged::ALL {
+            out.insert(k.name().to_string(), self.khugepaged[k as usize]);
         }
         self.sim.for_each(|k, v| {
             out.insert(k.to_string(), v);
