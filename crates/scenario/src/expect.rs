@@ -43,7 +43,7 @@ fn expect(f: &Fields<'_>, phases: &[String], known: &HashSet<&str>) -> Result<Ex
         .unwrap_or(Tolerance::Abs(0.0));
     let counter: String = f.req("counter", Ctx::name)?;
     let fixed = counters::fixed_counter_names();
-    if !counters::is_counter_name(&counter, &fixed) {
+    if !counters::is_counter_name(&counter, fixed) {
         let msg = format!(
             "unknown counter {counter:?}{}; `foliosim counters` lists them",
             names::did_you_mean(&counter, fixed.iter().map(String::as_str))

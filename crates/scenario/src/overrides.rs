@@ -44,11 +44,11 @@ fn apply_one(ctx: &Ctx, root: &mut Node, key: &str, value: &str) -> Result<()> {
                 .strip_prefix("file.")
                 .and_then(|k| k.rsplit_once('.'))
                 .unwrap_or_default();
-            let file = file_mut(ctx, root, name, &origin)?;
+            let file = element_mut(ctx, root, Element::File(name), &origin)?;
             set_in(file, &[field], node, &origin);
         }
         ["step", n, rest @ ..] => {
-            let step = top_level_step(ctx, root, n, &origin)?;
+            let step = element_mut(ctx, root, Element::Step(n), &origin)?;
             set_in(step, rest, node, &origin);
         }
         _ => {
@@ -169,32 +169,39 @@ fn leaf(key: &str, node: Node, origin: &Origin) -> Entry {
     }
 }
 
-/// The `n`-th (1-based) top-level step.
-fn top_level_step<'a>(
-    ctx: &Ctx,
-    root: &'a mut Node,
-    n: &str,
-    origin: &Origin,
-) -> Result<&'a mut Node> {
-    let count = array_mut(root, "step").map_or(0, |steps| steps.len());
-    let index = n.parse::<usize>().ok().filter(|i| (1..=count).contains(i));
-    let step = index.and_then(|i| array_mut(root, "step")?.get_mut(i - 1));
-    step.ok_or_else(|| {
-        let msg = format!("no step {n}: the scenario has {count} top-level steps, numbered from 1");
-        ctx.err(origin, "", msg)
-    })
+/// An element of a top-level array that a `--set` key names.
+enum Element<'k> {
+    /// `step.<n>`: the n-th (1-based) top-level step.
+    Step(&'k str),
+    /// `file.<name>`: the `[[file]]` table whose `name` is this.
+    File(&'k str),
 }
 
-/// The `[[file]]` table whose `name` is `name`.
-fn file_mut<'a>(
+/// The element `which` of `root`.
+fn element_mut<'a>(
     ctx: &Ctx,
     root: &'a mut Node,
-    name: &str,
+    which: Element<'_>,
     origin: &Origin,
 ) -> Result<&'a mut Node> {
-    let named = |file: &&mut Node| file.get_str("name") == Some(name);
-    let file = array_mut(root, "file").and_then(|files| files.iter_mut().find(named));
-    file.ok_or_else(|| ctx.err(origin, "", format!("no [[file]] has name = {name:?}")))
+    match which {
+        Element::Step(n) => {
+            let count = array_mut(root, "step").map_or(0, |steps| steps.len());
+            let index = n.parse::<usize>().ok().filter(|i| (1..=count).contains(i));
+            let step = index.and_then(|i| array_mut(root, "step")?.get_mut(i - 1));
+            step.ok_or_else(|| {
+                let msg = format!(
+                    "no step {n}: the scenario has {count} top-level steps, numbered from 1"
+                );
+                ctx.err(origin, "", msg)
+            })
+        }
+        Element::File(name) => {
+            let named = |file: &&mut Node| file.get_str("name") == Some(name);
+            let file = array_mut(root, "file").and_then(|files| files.iter_mut().find(named));
+            file.ok_or_else(|| ctx.err(origin, "", format!("no [[file]] has name = {name:?}")))
+        }
+    }
 }
 
 /// The elements of the top-level array `key`.

@@ -5,10 +5,9 @@
 
 mod common;
 use common::{
-    c, folios, hist, madvise, mmap_anon, phase, run, step, step_with, swap, system, touch,
-    try_run_with,
+    c, failed_syscall, folios, hist, madvise, mmap_anon, phase, run, step, step_with, swap, system,
+    touch,
 };
-use foliosim_sim::SimError;
 
 /// THP `enabled` = `top`, 2 MiB of anon memory written page by page
 /// before any advice (order-0 folios: no VM_HUGEPAGE yet).
@@ -41,10 +40,8 @@ fn collapse_of_an_untouched_range_is_einval() {
         madvise("heap", "collapse", ""),
     ]
     .concat();
-    match try_run_with(&text, &[]) {
-        Err(SimError::Syscall { what, .. }) => assert!(what.contains("EINVAL"), "{what}"),
-        other => panic!("expected EINVAL, got {other:?}"),
-    }
+    let what = failed_syscall(&text);
+    assert!(what.contains("EINVAL"), "{what}");
 }
 
 #[test]

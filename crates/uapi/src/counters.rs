@@ -262,8 +262,13 @@ pub fn class(name: &str) -> &'static str {
 /// The counter names of the catalogue (`foliosim counters`) that are
 /// fixed names rather than families: the model's counters, the fault
 /// counts, the counted kernel functions and the native engine's
-/// measurements.
-pub fn fixed_counter_names() -> Vec<String> {
+/// measurements. Sorted; built once.
+pub fn fixed_counter_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(build_fixed_counter_names)
+}
+
+fn build_fixed_counter_names() -> Vec<String> {
     let mut names = crate::vmstat::model_counter_names();
     names.extend([MINOR_FAULTS, MAJOR_FAULTS].map(String::from));
     names.extend(TRACEPOINTS.iter().map(|t| t.to_string()));
@@ -370,7 +375,7 @@ mod tests {
     fn counter_names_and_families() {
         let fixed = super::fixed_counter_names();
         assert!(fixed.windows(2).all(|w| w[0] < w[1]));
-        let ok = |n: &str| super::is_counter_name(n, &fixed);
+        let ok = |n: &str| super::is_counter_name(n, fixed);
         for n in [
             "pgfault",
             "minor-faults",

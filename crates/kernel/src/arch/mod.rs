@@ -130,22 +130,15 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     fn hw_access(pte: u64, write: bool) -> Option<u64>;
 
     /// `set_ptes()`: write `nr` entries from `pte`, advancing the PFN. All of
-    /// them map pages of the folio `folio` (first PFN, number of pages),
+    /// them map pages of the folio `span` (first PFN, number of pages),
     /// which arm64 needs to decide on contpte folding.
-    fn set_ptes(
-        ptes: &mut [u64],
-        idx: usize,
-        pte: u64,
-        nr: usize,
-        folio: FolioSpan,
-        st: &mut SimStat,
-    ) {
-        let _ = folio;
+    fn set_ptes(pt: &mut [u64], at: usize, pte: u64, nr: usize, span: FolioSpan, st: &mut SimStat) {
+        let _ = span;
         st.set_ptes_calls += 1;
         st.set_ptes_entries += nr as u64;
         st.pte_write += nr as u64;
         for i in 0..nr {
-            ptes[idx + i] = Self::pte_advance_pfn(pte, i as u64);
+            pt[at + i] = Self::pte_advance_pfn(pte, i as u64);
         }
     }
 

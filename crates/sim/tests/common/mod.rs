@@ -10,6 +10,16 @@ use foliosim_sim::{RunOptions, SimError};
 
 /// Parse `text` with `overrides` (`--set KEY=VALUE` pairs) and simulate it
 /// with the invariant checker after every step.
+/// What the failed system call of the scenario `text` says (errno name
+/// first); panics if the run does not end with one.
+#[allow(dead_code)]
+pub fn failed_syscall(text: &str) -> String {
+    match try_run_with(text, &[]) {
+        Err(SimError::Syscall { what, .. }) => what,
+        other => panic!("expected a failed system call, got {other:?}"),
+    }
+}
+
 pub fn try_run_with(text: &str, overrides: &[(&str, &str)]) -> Result<Report, SimError> {
     let sets: Vec<(String, String)> = overrides
         .iter()

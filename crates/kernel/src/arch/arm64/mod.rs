@@ -214,15 +214,8 @@ impl Arch for Arm64 {
         Some(pte | PTE_AF)
     }
 
-    fn set_ptes(
-        ptes: &mut [u64],
-        idx: usize,
-        pte: u64,
-        nr: usize,
-        folio: FolioSpan,
-        st: &mut SimStat,
-    ) {
-        mm::contpte::set_ptes(ptes, idx, pte, nr, folio, st)
+    fn set_ptes(pt: &mut [u64], at: usize, pte: u64, nr: usize, span: FolioSpan, st: &mut SimStat) {
+        mm::contpte::set_ptes(pt, at, pte, nr, span, st)
     }
     fn ptep_get(ptes: &[u64], idx: usize, st: &mut SimStat) -> u64 {
         mm::contpte::ptep_get(ptes, idx, st)

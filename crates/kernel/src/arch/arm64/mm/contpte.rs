@@ -118,27 +118,20 @@ fn contpte_try_unfold_partial(ptes: &mut [u64], idx: usize, nr: usize, st: &mut 
 }
 
 /// arm64 `set_ptes()` / `contpte_set_ptes()`.
-pub fn set_ptes(
-    ptes: &mut [u64],
-    idx: usize,
-    pte: u64,
-    nr: usize,
-    folio: FolioSpan,
-    st: &mut SimStat,
-) {
+pub fn set_ptes(pt: &mut [u64], at: usize, pte: u64, nr: usize, span: FolioSpan, st: &mut SimStat) {
     st.set_ptes_calls += 1;
     st.set_ptes_entries += nr as u64;
     let pte = pte & !PTE_CONT;
     if nr == 1 {
-        contpte_try_unfold(ptes, idx, st);
-        ptes[idx] = pte;
+        contpte_try_unfold(pt, at, st);
+        pt[at] = pte;
         st.pte_write += 1;
-        contpte_try_fold(ptes, idx, folio, st);
+        contpte_try_fold(pt, at, span, st);
         return;
     }
-    contpte_try_unfold_partial(ptes, idx, nr, st);
-    let end = idx + nr;
-    let mut i = idx;
+    contpte_try_unfold_partial(pt, at, nr, st);
+    let end = at + nr;
+    let mut i = at;
     let mut pte = pte;
     while i < end {
         let next = ((i + CONT_PTES) & !CONT_MASK).min(end);
@@ -150,7 +143,7 @@ pub fn set_ptes(
             st.contpte_blocks_set += 1;
         }
         for k in 0..n {
-            ptes[i + k] = Arm64::pte_advance_pfn(p, k as u64);
+            pt[i + k] = Arm64::pte_advance_pfn(p, k as u64);
         }
         st.pte_write += n as u64;
         pte = Arm64::pte_advance_pfn(pte, n as u64);
