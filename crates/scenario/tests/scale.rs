@@ -30,13 +30,13 @@ fn parse_cpu(text: &str) -> f64 {
     cpu_seconds() - start
 }
 
-/// 100,000 `[[file]]` tables and a step naming the last one: 0.7-0.9 s
+/// 100,000 `[[file]]` tables and a step naming the last one: 0.7-2.0 s
 /// here with other builds running (toml_edit's parse is half of it); the
 /// name check that scanned every earlier file took 27.9 s.
 #[test]
 fn a_hundred_thousand_files_parse_in_linear_time() {
     let took = parse_cpu(&big::many_files(100_000));
-    assert!(took < 2.0, "{took} s");
+    assert!(took < 5.0, "{took} s");
 }
 
 /// 50,000 phases, each named by an expectation: the duplicate check of
@@ -52,5 +52,5 @@ fn fifty_thousand_phases_and_expectations_parse_in_linear_time() {
         );
     }
     let took = parse_cpu(&text);
-    assert!(took < 2.0, "{took} s");
+    assert!(took < 5.0, "{took} s");
 }
