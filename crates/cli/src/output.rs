@@ -63,6 +63,13 @@ pub(crate) fn hold_temporary_files() -> MutexGuard<'static, ()> {
     TEMPORARY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Run `f`, which creates and removes a temporary file, so that no
+/// signal ends the process between the two.
+fn hold_temporary_files_while<T>(f: impl FnOnce() -> T) -> T {
+    let _held = hold_temporary_files();
+    f()
+}
+
 /// What a `-o` path turned out to be.
 #[derive(Debug)]
 enum Target {
@@ -129,13 +136,18 @@ impl OutputLock {
         else {
             return Ok(None);
         };
-        foliosim_explore::check_writable(&real)?;
+        // The check creates and removes a probe file: a temporary file.
+        hold_temporary_files_while(|| foliosim_explore::check_writable(&real))?;
         let dir = real.parent().filter(|p| !p.as_os_str().is_empty());
         let name = real.file_name().unwrap_or_default().to_string_lossy();
         let path = dir
             .unwrap_or(Path::new("."))
             .join(format!(".{name}.foliosim-lock"));
         let fail = |e: io::Error| format!("{shown}: locking it ({}): {e}", path.display());
+        // Held from before the file is created until it is recorded, so
+        // that a signal's [`release_for_exit`] (on the signal thread)
+        // waits for it and removes the file rather than miss it.
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
         // Retry when the file locked was removed by its last holder
         // between our open and our lock.
         for _ in 0..100 {
@@ -168,8 +180,8 @@ impl OutputLock {
                 Err(e) => return Err(fail(e.into())),
             }
             if fs::symlink_metadata(&path).is_ok_and(|n| n.dev() == m.dev() && n.ino() == m.ino()) {
-                *HELD.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((path.clone(), m.dev(), m.ino()));
+                *held = Some((path.clone(), m.dev(), m.ino()));
+                drop(held);
                 let mut lock = OutputLock { file };
                 lock.file.set_len(0).map_err(fail)?;
                 writeln!(lock.file, "{}", std::process::id()).map_err(fail)?;
