@@ -109,8 +109,9 @@ pub fn engines(data: &[u8]) -> Result<(), String> {
 
 /// `tables`: what reads reports and sweep tables, on arbitrary bytes: a
 /// JSON report document (`diff` and `report` read it; a diff of it with
-/// itself rendered in every form) and a sweep table as CSV and JSON lines
-/// (a table read is written and read again). Every input is read or
+/// itself rendered in every form) and a sweep table in every format: CSV,
+/// JSON lines, Arrow IPC and Parquet (a table read is written and read
+/// again). Every input is read or
 /// refused with an error; none panics.
 pub fn tables(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -121,10 +122,12 @@ pub fn tables(data: &[u8]) {
         }
     }
     use foliosim_table::{Table, TableFormat};
-    // Not Arrow IPC: arrow-ipc 54.3.1's reader panics on a record batch
-    // with fewer buffers than its schema needs (reader.rs:513, an
-    // `unwrap()` in `next_buffer`), which this target found at once.
-    for format in [TableFormat::Csv, TableFormat::Jsonl] {
+    for format in [
+        TableFormat::Csv,
+        TableFormat::Jsonl,
+        TableFormat::Arrow,
+        TableFormat::Parquet,
+    ] {
         if let Ok(t) = Table::decode(data, format) {
             if let Ok(bytes) = t.encode(format) {
                 let again = Table::decode(&bytes, format)

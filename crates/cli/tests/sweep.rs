@@ -522,7 +522,11 @@ fn no_signal_leaves_a_temporary_file() {
         x ^= x << 17;
         // Every third lands in the first 4 ms, while the table's folder
         // is probed and its lock file made.
-        let span = if i % 3 == 0 { whole_us.min(4000) } else { whole_us };
+        let span = if i % 3 == 0 {
+            whole_us.min(4000)
+        } else {
+            whole_us
+        };
         let wait = std::time::Duration::from_micros(x % span);
         let sig = if i % 2 == 0 { "-INT" } else { "-TERM" };
         let mut child = slow_sweep(d, 12, 2, "t.csv").spawn().unwrap();

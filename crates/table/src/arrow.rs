@@ -127,13 +127,55 @@ pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
-    let rd = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
-        .map_err(|e| format!("not an Arrow IPC file: {e}"))?;
-    let schema = rd.schema();
-    let batches = rd
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let (schema, batches) = reader_may_panic("Arrow IPC file", || {
+        let rd = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
+            .map_err(|e| format!("not an Arrow IPC file: {e}"))?;
+        let schema = rd.schema();
+        let batches = rd
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok((schema, batches))
+    })?;
     from_batches(&schema, &batches)
+}
+
+thread_local! {
+    /// Whether this thread is inside [`reader_may_panic`].
+    static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Call `f`, which reads a file with the Arrow or Parquet reader; a panic
+/// inside it becomes an error saying the file is damaged, and prints
+/// nothing. Those readers panic on some malformed files instead of
+/// returning an error (arrow-ipc 54's `RecordBatchDecoder::next_buffer`
+/// unwraps a missing buffer; later releases still panic in
+/// `convert::get_data_type`), and a table is a file anyone may hand us.
+/// The panic hook is process-wide: the one installed here stays, passing
+/// every panic outside such a read to the hook that was there before.
+fn reader_may_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    use std::panic;
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !READING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = READING.with(|r| r.replace(true));
+    let result = panic::catch_unwind(panic::AssertUnwindSafe(f));
+    READING.with(|r| r.set(was));
+    result.unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(format!(
+            "not a readable {what}: it is damaged (the reader failed: {why})"
+        ))
+    })
 }
 
 /// The table as a Parquet file: the record batch with typed grid
@@ -148,15 +190,18 @@ pub(crate) fn encode_parquet(t: &Table) -> Result<Vec<u8>, String> {
 
 pub(crate) fn decode_parquet(data: &[u8]) -> Result<Table, String> {
     use arrow_array::RecordBatchReader as _;
-    let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        bytes::Bytes::copy_from_slice(data),
-    )
-    .and_then(|b| b.build())
-    .map_err(|e| format!("not a Parquet file: {e}"))?;
-    let schema = rd.schema();
-    let batches = rd
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let (schema, batches) = reader_may_panic("Parquet file", || {
+        let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            bytes::Bytes::copy_from_slice(data),
+        )
+        .and_then(|b| b.build())
+        .map_err(|e| format!("not a Parquet file: {e}"))?;
+        let schema = rd.schema();
+        let batches = rd
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok((schema, batches))
+    })?;
     from_batches(&schema, &batches)
 }
 

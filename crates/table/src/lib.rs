@@ -673,6 +673,24 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_arrow_file_is_an_error_not_a_panic() {
+        // A table this crate wrote, with one byte of a buffer offset
+        // changed: the Arrow reader panics on it ("the offset of the new
+        // Buffer cannot exceed the existing length").
+        let bytes = include_bytes!("../tests/data/damaged-buffer.arrow");
+        assert_eq!(TableFormat::sniff(bytes), TableFormat::Arrow);
+        let err = Table::decode(bytes, TableFormat::Arrow).unwrap_err();
+        assert!(
+            err.starts_with("not a readable Arrow IPC file: it is damaged"),
+            "{err}"
+        );
+        // The thread reads the next table as before.
+        let t = table();
+        let good = t.encode(TableFormat::Arrow).unwrap();
+        assert_eq!(Table::decode(&good, TableFormat::Arrow).unwrap(), t);
+    }
+
+    #[test]
     fn resume_keeps_the_points_not_done_and_drops_failed_rows() {
         let mut t = table();
         let at = |i, size: &str| P(i, "s", vec![("size".into(), size.into())]);
