@@ -3,6 +3,7 @@
 # flags cargo-fuzz passes; stable Rust is enough), run the kept regression
 # inputs through them, then fuzz each target for a time.
 #   fuzz/run.sh [SECONDS_PER_TARGET]      default 30 (CI); days for a long run
+#   FUZZ_TARGETS="engines tables" fuzz/run.sh 3600    some targets only
 # The corpus of interesting inputs is kept in fuzz/corpus/<target>/; new
 # finds are added there, crashes are written to fuzz/artifacts/<target>/.
 # An input running longer than 10 s is a crash (-timeout), as is one
@@ -26,7 +27,7 @@ trap 'rm -rf "$regr"' EXIT
 ./regressions.sh "$regr"
 "$bin/engines" "${limits[@]}" "$regr"/*.toml 2>&1 | tail -3
 "$bin/scenario" "${limits[@]}" "$regr"/munmap-*.toml "$regr"/files-*.toml 2>&1 | tail -3
-for t in scenario model engines tables; do
+for t in ${FUZZ_TARGETS:-scenario model engines tables}; do
     mkdir -p "corpus/$t" "artifacts/$t"
     # Reports and sweep tables of a few points are tens of KiB.
     len=4096
