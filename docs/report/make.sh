@@ -3,8 +3,9 @@
 # every page state (mixed.toml), and seed 000's
 # MADV_PAGEOUT of 256 MiB on arm64 with 64 KiB folios, vanilla (base)
 # against series.batch_anon_unmap (patched), folio maps after the fault and
-# the pageout phases, and a sweep of the buffer size × the series × the
-# architecture. Needs a built foliosim (FOLIOSIM, default
+# the pageout phases, a sweep of the buffer size × the series × the
+# architecture, and the seed 000 sweep's pictures and report
+# (docs/report-sweep.png). Needs a built foliosim (FOLIOSIM, default
 # target/release/foliosim) and, for the screenshot, chromium
 # (tools/setup-report.sh).
 set -euo pipefail
@@ -24,10 +25,16 @@ mthp=(--set transparent_hugepage.hugepages-64kB.enabled=always)
     --grid step.1.size=16M,32M,64M,128M,256M --grid series.batch_anon_unmap=0,1 \
     -o "$tmp/sweep.csv"
 
-# The 72-point seed 000 sweep of docs/benchmarks.md, as a picture.
+# The 72-point seed 000 sweep of the README, as pictures: modelled time
+# against the folio size, a panel per arch and swap kind; what the series
+# changes, as a heatmap; and the sweep's HTML report.
 "$F" sweep --file sweeps/seed000-pageout.toml -q -o "$tmp/seed000.arrow"
 "$F" plot "$tmp/seed000.arrow" --y modelled_ns --x folio_size --phase measured \
-    -o $out/seed000-sweep.svg
+    --facet arch,swap.0.kind -o $out/seed000-sweep.svg
+"$F" plot "$tmp/seed000.arrow" --by series.batch_anon_unmap --y modelled_ns \
+    -o $out/seed000-change.svg
+(cd "$tmp" && "$F" report seed000.arrow --by series.batch_anon_unmap \
+    --facet arch,swap.0.kind -q -o seed000.html)
 
 "$F" run $out/mixed.toml --arch arm64 --format json -o "$tmp/mixed.json"
 "$F" plot --map "$tmp/mixed.json" --phase end --region buf -o $out/map-mixed.png
@@ -42,6 +49,9 @@ if command -v chromium >/dev/null; then
     chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
         --user-data-dir="$tmp/profile" --window-size=1280,2600 \
         --screenshot="$PWD/docs/report.png" "file://$tmp/report.html" 2>/dev/null
+    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --user-data-dir="$tmp/profile" --window-size=1440,1500 \
+        --screenshot="$PWD/docs/report-sweep.png" "file://$tmp/seed000.html" 2>/dev/null
 else
-    echo "make.sh: no chromium (tools/setup-report.sh); docs/report.png not made" >&2
+    echo "make.sh: no chromium (tools/setup-report.sh); docs/report*.png not made" >&2
 fi

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use foliosim_plot::change::Change;
 use foliosim_plot::html::{self, Inputs, Options};
 use foliosim_plot::lines::{LinePlot, PlotSpec, XScale};
 use foliosim_plot::map::MapPlot;
@@ -29,7 +30,7 @@ pub(crate) struct PlotArgs {
     y: Option<String>,
     /// The grid key on the x axis; the other grid keys (and the
     /// architecture, when the sweep has several) make one line each.
-    #[arg(long, required_unless_present = "map", value_name = "KEY")]
+    #[arg(long, required_unless_present_any = ["map", "by"], value_name = "KEY")]
     x: Option<String>,
     /// The phase: of the plotted value (needed when it is in several), or
     /// of the folio map (required with --map).
@@ -50,9 +51,38 @@ pub(crate) struct PlotArgs {
     /// The region of the folio map.
     #[arg(long, requires = "map")]
     region: Option<String>,
+    /// Columns (grid keys, arch, scenario, engine) whose values make one
+    /// panel each, sharing the axes and the legend.
+    #[arg(
+        long,
+        value_name = "KEY,...",
+        value_delimiter = ',',
+        conflicts_with = "map"
+    )]
+    facet: Vec<String>,
+    /// Only the points whose KEY has one of these values (repeatable).
+    #[arg(long = "where", value_name = "KEY=VALUE[,VALUE]", value_parser = where_arg)]
+    filters: Vec<(String, Vec<String>)>,
+    /// Draw what KEY changes instead: the % change of the --y value from
+    /// its first value (base) to its second (patched), as a heatmap whose
+    /// rows are the --x key (default: the key with the most values) and
+    /// whose columns are the other keys' combinations.
+    #[arg(long, value_name = "KEY[=BASE,PATCHED]", conflicts_with_all = ["map", "facet"])]
+    by: Option<String>,
     /// The picture to write: `.svg` or `.png` (default: SVG on stdout).
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+/// `--where KEY=VALUE[,VALUE...]`.
+fn where_arg(s: &str) -> Result<(String, Vec<String>), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => Ok((
+            k.trim().to_string(),
+            v.split(',').map(|v| v.trim().to_string()).collect(),
+        )),
+        _ => Err(format!("{s}: expected KEY=VALUE or KEY=VALUE,VALUE,...")),
+    }
 }
 
 #[derive(clap::Args)]
@@ -67,13 +97,25 @@ pub(crate) struct ReportArgs {
     /// sim/contpte_unfold, sim/set_ptes).
     #[arg(long, value_name = "NAME")]
     y: Vec<String>,
-    /// The grid key of the sweep plots' x axis (default: the first key
-    /// with several values).
+    /// The grid key of the sweep plots' x axis (default: the key with the
+    /// most values, other than the --facet and --by keys).
     #[arg(long, value_name = "KEY")]
     x: Option<String>,
     /// Plot the sweep values of this phase only.
     #[arg(long, value_name = "PHASE")]
     phase: Option<String>,
+    /// Columns (grid keys, arch, scenario, engine) whose values make one
+    /// panel each in the sweep plots.
+    #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
+    facet: Vec<String>,
+    /// Only the sweep points whose KEY has one of these values (repeatable).
+    #[arg(long = "where", value_name = "KEY=VALUE[,VALUE]", value_parser = where_arg)]
+    filters: Vec<(String, Vec<String>)>,
+    /// Show what KEY changes in each sweep: per --y value, the table and
+    /// heatmap of its % change from KEY's first value (base) to its second
+    /// (patched), as `foliosim diff --by` computes it.
+    #[arg(long, value_name = "KEY[=BASE,PATCHED]")]
+    by: Option<String>,
     /// The HTML file to write.
     #[arg(short = 'o', value_name = "FILE", required = true)]
     output: PathBuf,
@@ -160,6 +202,21 @@ pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
             let m = map_of(path, phase, region)?;
             (m.render(format)?, m.notes.clone(), path.clone())
         }
+        None if a.by.is_some() => {
+            let path = a.sweep.as_ref().expect("clap requires the sweep file");
+            let y = a.y.clone().expect("clap requires --y");
+            let by = a.by.as_deref().expect("checked");
+            let mut c = changes_of(path, by, &y, a.x.as_deref(), a.phase.as_deref(), &a.filters)?;
+            if c.len() > 1 {
+                let phases: Vec<&str> = c.iter().map(|c| c.phase.as_str()).collect();
+                return Err(format!(
+                    "{y} is in several phases ({}); choose one with --phase",
+                    phases.join(", ")
+                ));
+            }
+            let c = c.pop().expect("one change");
+            (c.render(format)?, Vec::new(), path.clone())
+        }
         None => {
             let path = a.sweep.as_ref().expect("clap requires the sweep file");
             let sweep = Sweep::load(path)?;
@@ -169,6 +226,8 @@ pub(crate) fn cmd_plot(a: &PlotArgs) -> Result<bool, String> {
                 phase: a.phase.clone(),
                 x_scale: a.x_scale,
                 log_y: a.log_y,
+                facet: a.facet.clone(),
+                filters: a.filters.clone(),
             };
             let p = LinePlot::new(&sweep, &spec).map_err(|e| format!("{}: {e}", path.display()))?;
             (p.render(format)?, p.notes.clone(), path.clone())
@@ -215,11 +274,199 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<bool, String> {
         ys: a.y.clone(),
         x: a.x.clone(),
         phase: a.phase.clone(),
+        facet: a.facet.clone(),
+        filters: a.filters.clone(),
+        by: a
+            .by
+            .as_deref()
+            .map(|b| crate::sweep::parse_by(b).map(|(k, _)| k.to_string()))
+            .transpose()?,
     };
+    if let Some(by) = &a.by {
+        let ys = if a.y.is_empty() {
+            vec!["modelled_ns".to_string()]
+        } else {
+            a.y.clone()
+        };
+        for (file, path) in sweep_paths(a)? {
+            for y in &ys {
+                let c = changes_of(&path, by, y, a.x.as_deref(), a.phase.as_deref(), &a.filters)?;
+                inputs
+                    .changes
+                    .extend(c.into_iter().map(|c| (file.clone(), c)));
+            }
+        }
+    }
     let (page, notes) = html::page(&inputs, &opts)?;
     for n in notes {
         eprintln!("foliosim report: note: {n}");
     }
     write(&a.output, page.as_bytes(), &a.inputs)?;
     Ok(true)
+}
+
+/// The sweep tables among the report's inputs: (name shown, path).
+fn sweep_paths(a: &ReportArgs) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut out = Vec::new();
+    for path in &a.inputs {
+        if let Input::Sweep(_) = read_input(path)? {
+            out.push((path.display().to_string(), path.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// What `by` changes in value `y` of the sweep table at `path`, one
+/// [`Change`] per phase `y` is in (only `phase` when given): the diff of
+/// `foliosim diff --by`, its rows the values of `rows_key` (default: the
+/// varying key with the most values), its columns the combinations of the
+/// other varying keys; only the points that pass `filters`.
+fn changes_of(
+    path: &Path,
+    by: &str,
+    y: &str,
+    rows_key: Option<&str>,
+    phase: Option<&str>,
+    filters: &[(String, Vec<String>)],
+) -> Result<Vec<Change>, String> {
+    use foliosim_explore::{diff, Table, TableFormat};
+    let in_file = |e: String| format!("{}: {e}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| in_file(e.to_string()))?;
+    let format = TableFormat::from_path(path).unwrap_or_else(|| TableFormat::sniff(&bytes));
+    let mut table = Table::decode(&bytes, format).map_err(in_file)?;
+    let (key, pair) = crate::sweep::parse_by(by)?;
+    let value = |t: &Table, r: &foliosim_explore::Row, k: &str| -> Option<String> {
+        match k {
+            "scenario" => Some(r.scenario.clone()),
+            "arch" => Some(r.arch.clone()),
+            "engine" => Some(r.engine.clone()),
+            _ => t
+                .grid_columns
+                .iter()
+                .position(|c| c == k)
+                .map(|i| r.grid[i].clone()),
+        }
+    };
+    let mut columns: Vec<String> = table.grid_columns.clone();
+    columns.extend(["scenario", "arch", "engine"].map(String::from));
+    for (k, vs) in filters {
+        if !columns.contains(k) {
+            return Err(in_file(format!(
+                "--where {k}: not a column of the sweep{}",
+                foliosim_uapi::names::did_you_mean(k, columns.iter().map(String::as_str))
+            )));
+        }
+        let t = table.clone();
+        table
+            .rows
+            .retain(|r| value(&t, r, k).is_some_and(|v| vs.contains(&v)));
+    }
+    // The keys that vary among the points, with their number of values.
+    let mut varying: Vec<(String, usize)> = Vec::new();
+    for k in columns.iter().filter(|k| *k != key) {
+        let mut vs: Vec<String> = table
+            .rows
+            .iter()
+            .filter_map(|r| value(&table, r, k))
+            .collect();
+        vs.sort();
+        vs.dedup();
+        if vs.len() > 1 {
+            varying.push((k.clone(), vs.len()));
+        }
+    }
+    let rows_key = match rows_key {
+        Some(k) if varying.iter().any(|(v, _)| v == k) => Some(k.to_string()),
+        Some(k) => {
+            return Err(in_file(format!(
+                "--x {k}: not a key that varies in the sweep"
+            )))
+        }
+        None => varying
+            .iter()
+            .fold(None::<&(String, usize)>, |best, kv| match best {
+                Some(b) if b.1 >= kv.1 => Some(b),
+                _ => Some(kv),
+            })
+            .map(|(k, _)| k.clone()),
+    };
+    let cols: Vec<String> = varying
+        .iter()
+        .map(|(k, _)| k.clone())
+        .filter(|k| Some(k) != rows_key.as_ref())
+        .collect();
+    let d = diff::diff_table(&table, key, pair, Some(&cols)).map_err(in_file)?;
+    change_tables(&d, y, phase).map_err(in_file)
+}
+
+/// The [`Change`]s of value `y` in diff `d` (one per phase, or `phase`).
+fn change_tables(
+    d: &foliosim_explore::diff::Diff,
+    y: &str,
+    phase: Option<&str>,
+) -> Result<Vec<Change>, String> {
+    let mut phases: Vec<&str> = Vec::new();
+    for r in d
+        .blocks
+        .iter()
+        .flat_map(|b| &b.rows)
+        .filter(|r| r.name == y)
+    {
+        if !phases.contains(&r.phase.as_str()) && phase.is_none_or(|p| p == r.phase) {
+            phases.push(&r.phase);
+        }
+    }
+    if phases.is_empty() {
+        return Err(match phase {
+            Some(p) => format!("--y {y}: no such value in phase {p}"),
+            None => format!("--y {y}: no such value in the sweep"),
+        });
+    }
+    let block_key = d
+        .blocks
+        .first()
+        .map(|b| {
+            b.label
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Ok(phases
+        .into_iter()
+        .map(|phase| Change {
+            value: y.to_string(),
+            phase: phase.to_string(),
+            base: format!("{}={}", d.by, d.base),
+            patched: format!("{}={}", d.by, d.patched),
+            row_key: block_key.clone(),
+            rows: d
+                .blocks
+                .iter()
+                .map(|b| {
+                    let v: Vec<&str> = b.label.iter().map(|(_, v)| v.as_str()).collect();
+                    if v.is_empty() {
+                        y.to_string()
+                    } else {
+                        v.join(", ")
+                    }
+                })
+                .collect(),
+            col_key: d.column_keys.join(", "),
+            cols: d.groups.iter().map(|g| g.join(", ")).collect(),
+            cells: d
+                .blocks
+                .iter()
+                .map(|b| {
+                    let row = b.rows.iter().find(|r| r.name == y && r.phase == phase);
+                    (0..d.groups.len())
+                        .map(|i| {
+                            row.map_or((None, None), |r| (r.cells[i].base, r.cells[i].patched))
+                        })
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect())
 }

@@ -521,18 +521,26 @@ fn load_reports(p: &Path) -> Result<Vec<foliosim_report::Report>, String> {
     })
 }
 
+/// What `--by` names: the key, and the base and patched values if given.
+pub(crate) type ByArg<'a> = (&'a str, Option<(&'a str, &'a str)>);
+
+/// `--by KEY` or `--by KEY=BASE,PATCHED`: the key and the pair.
+pub(crate) fn parse_by(by: &str) -> Result<ByArg<'_>, String> {
+    match by.split_once('=') {
+        None => Ok((by, None)),
+        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
+            [b, p] => Ok((k, Some((b.trim(), p.trim())))),
+            _ => Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
+        },
+    }
+}
+
 /// The diff of one sweep table `t` by `by`.
 fn diff_of_table(a: &DiffArgs, t: &Path, by: &str) -> Result<diff::Diff, String> {
     let bytes = std::fs::read(t).map_err(|e| format!("{}: {e}", t.display()))?;
     let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
     let table = Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
-    let (key, pair) = match by.split_once('=') {
-        None => (by, None),
-        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
-            [b, p] => (k, Some((b.trim(), p.trim()))),
-            _ => return Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
-        },
-    };
+    let (key, pair) = parse_by(by)?;
     diff::diff_table(&table, key, pair, a.columns.as_deref())
         .map_err(|e| format!("{}: {e}", t.display()))
 }

@@ -309,3 +309,158 @@ fn sweep_plots_and_the_report() {
         &out,
     );
 }
+
+#[test]
+fn what_a_switch_changes_facets_and_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = sweep_csv(dir.path());
+    let s = sweep.to_str().unwrap();
+    let out = dir.path().join("p.svg");
+    let o = out.to_str().unwrap();
+    let by = "series.batch_anon_unmap";
+    // The buffer is written with zeros, so each page paged out is a
+    // zero-filled one that swap records without I/O (`swpout_zero`; the
+    // swap write path checks folio_zero_filled()). Batching the unmap
+    // changes how PTEs are cleared, not which pages go: size / 4 KiB with
+    // the switch off and on, so every cell is +0.0%.
+    let svg = ok(&[
+        "plot",
+        s,
+        "--by",
+        by,
+        "--y",
+        "swpout_zero",
+        "--phase",
+        "pageout",
+    ]);
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert_eq!(svg.matches("+0.0%").count(), 3, "{svg}");
+    for want in [
+        "4M",
+        "8M",
+        "16M",
+        "step.1.size",
+        "series.batch_anon_unmap=0 (base)",
+    ] {
+        assert!(svg.contains(want), "{want} not in the heatmap");
+    }
+    // modelled_ns: each cell is the table's own patched/base ratio.
+    let table = std::fs::read_to_string(&sweep).unwrap();
+    let value = |size: &str, batch: &str| -> f64 {
+        let head: Vec<&str> = table.lines().next().unwrap().split(',').collect();
+        let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+        let row = table
+            .lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|c| {
+                c[col("step.1.size")] == size
+                    && c[col(by)] == batch
+                    && c[col("phase")] == "pageout"
+                    && c[col("name")] == "modelled_ns"
+            })
+            .unwrap();
+        row[col("value")].parse().unwrap()
+    };
+    let svg = ok(&[
+        "plot",
+        s,
+        "--by",
+        by,
+        "--y",
+        "modelled_ns",
+        "--phase",
+        "pageout",
+    ]);
+    for size in ["4M", "8M", "16M"] {
+        let (b, p) = (value(size, "0"), value(size, "1"));
+        let want = format!("{:+.1}%", 100.0 * (p - b) / b);
+        assert!(svg.contains(&want), "{size}: {want} not in the heatmap");
+    }
+    // Facets: one panel per switch value, one line (the value) in each.
+    ok(&[
+        "plot",
+        s,
+        "--y",
+        "modelled_ns",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+        "--facet",
+        by,
+        "-o",
+        o,
+    ]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("series.batch_anon_unmap=0") && svg.contains("series.batch_anon_unmap=1"));
+    // A filter keeps the points with the values named.
+    let one = ok(&[
+        "plot",
+        s,
+        "--y",
+        "modelled_ns",
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+        "--where",
+        "series.batch_anon_unmap=1",
+    ]);
+    assert!(!one.contains("series.batch_anon_unmap=0"), "{one}");
+    let bad = dir.path().join("bad.svg");
+    fails(
+        &[
+            "plot",
+            s,
+            "--y",
+            "modelled_ns",
+            "--x",
+            "series.batch_anon_unmap",
+            "--phase",
+            "pageout",
+            "--where",
+            "step.1.size=5M",
+            "-o",
+            bad.to_str().unwrap(),
+        ],
+        "--where step.1.size=5M: the sweep has no such value; its values: 4M, 8M, 16M",
+        &bad,
+    );
+    fails(
+        &[
+            "plot",
+            s,
+            "--by",
+            "nope",
+            "--y",
+            "swpout_zero",
+            "-o",
+            bad.to_str().unwrap(),
+        ],
+        "--by nope: the table has no such column",
+        &bad,
+    );
+    // The report shows the table and the heatmap of what the switch changes.
+    let html = dir.path().join("r.html");
+    ok(&[
+        "report",
+        s,
+        "--by",
+        by,
+        "--y",
+        "swpout_zero",
+        "--phase",
+        "pageout",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(
+            "<h3>swpout_zero: series.batch_anon_unmap=1 against series.batch_anon_unmap=0</h3>"
+        ),
+        "{page}"
+    );
+    // 3 cells in the table, 3 in the heatmap.
+    assert_eq!(page.matches("+0.0%").count(), 6);
+}

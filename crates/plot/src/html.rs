@@ -36,6 +36,9 @@ pub struct Inputs {
     pub reports: Vec<(String, Report)>,
     /// (file name, sweep).
     pub sweeps: Vec<(String, Sweep)>,
+    /// (sweep file name, what `--by` changes in one of its values), in
+    /// the order to show them.
+    pub changes: Vec<(String, crate::change::Change)>,
 }
 
 /// What to draw from the sweeps.
@@ -48,6 +51,12 @@ pub struct Options {
     pub x: Option<String>,
     /// The phase of the plotted values (default: every phase they are in).
     pub phase: Option<String>,
+    /// Columns whose values make the panels of each plot.
+    pub facet: Vec<String>,
+    /// `--where` filters of the plotted rows.
+    pub filters: Vec<(String, Vec<String>)>,
+    /// The key compared by `changes` (not a default x axis).
+    pub by: Option<String>,
 }
 
 /// HTML-escape text (element content and attribute values).
@@ -67,7 +76,7 @@ pub fn esc(s: &str) -> String {
 }
 
 const STYLE: &str = "
-body { font-family: 'DejaVu Sans', Verdana, sans-serif; margin: 2em auto; max-width: 1200px;
+body { font-family: 'DejaVu Sans', Verdana, sans-serif; margin: 2em auto; max-width: 1420px;
        color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; border-bottom: 2px solid #444; }
 h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #aaa; }
@@ -133,7 +142,7 @@ pub fn page(inputs: &Inputs, opts: &Options) -> Result<(String, Vec<String>), St
     }
     for (i, (file, s)) in inputs.sweeps.iter().enumerate() {
         let _ = writeln!(h, "<div id=\"sweep-{i}\"></div>");
-        sweep(&mut h, file, s, opts, &mut notes)?;
+        sweep(&mut h, file, s, opts, &inputs.changes, &mut notes)?;
     }
     h.push_str("</body>\n</html>\n");
     Ok((h, notes))
@@ -357,13 +366,33 @@ fn diff_phase(h: &mut String, bp: &Phase, np: &Phase) {
     }
 }
 
-/// The sweep plots: each asked-for value against the x key, one plot per
-/// phase the value is in.
+/// The x key of a sweep's plots: the one asked for, else the grid key
+/// with the most values that is neither a facet nor the compared key
+/// (the first of those with as many); None when no key varies.
+fn default_x(s: &Sweep, opts: &Options) -> Option<String> {
+    if let Some(x) = &opts.x {
+        return Some(x.clone());
+    }
+    let free = |k: &String| !opts.facet.contains(k) && opts.by.as_ref() != Some(k);
+    let mut best: Option<(usize, &String)> = None;
+    for (i, k) in s.keys.iter().enumerate().filter(|(_, k)| free(k)) {
+        let n = s.values_of(i).len();
+        if n > 1 && best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, k));
+        }
+    }
+    best.map(|(_, k)| k.clone())
+}
+
+/// What `--by` changes (its tables and heatmaps), then the sweep plots:
+/// each asked-for value against the x key, one plot per phase the value
+/// is in; a value that is 0 everywhere is noted, not drawn.
 fn sweep(
     h: &mut String,
     file: &str,
     s: &Sweep,
     opts: &Options,
+    inputs_changes: &[(String, crate::change::Change)],
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
     let _ = writeln!(
@@ -373,15 +402,24 @@ fn sweep(
         s.rows.len(),
         esc(&s.keys.join(", "))
     );
-    let x = match &opts.x {
-        Some(x) => x.clone(),
-        None => match (0..s.keys.len()).find(|&k| s.values_of(k).len() > 1) {
-            Some(k) => s.keys[k].clone(),
-            None => {
-                h.push_str("<p>Every grid key has one value: nothing to plot against.</p>\n");
-                return Ok(());
-            }
-        },
+    for (_, c) in inputs_changes.iter().filter(|(f, _)| f == file) {
+        let _ = writeln!(
+            h,
+            "<h3>{}: {} against {}</h3>\n<p class=\"note\">% change of {} in phase {} \
+             (hover a cell for its two values).</p>\n{}",
+            esc(&c.value),
+            esc(&c.patched),
+            esc(&c.base),
+            esc(&c.value),
+            esc(&c.phase),
+            c.html_table()
+        );
+        let svg = String::from_utf8(c.render(ImageFormat::Svg)?).expect("SVG is text");
+        let _ = writeln!(h, "<div class=\"pic\">{svg}</div>");
+    }
+    let Some(x) = default_x(s, opts) else {
+        h.push_str("<p>Every grid key has one value: nothing to plot against.</p>\n");
+        return Ok(());
     };
     let names = s.names();
     let ys: Vec<String> = if opts.ys.is_empty() {
@@ -426,8 +464,16 @@ fn sweep(
                 phase: Some(phase.to_string()),
                 x_scale: XScale::Auto,
                 log_y: false,
+                facet: opts.facet.clone(),
+                filters: opts.filters.clone(),
             };
             let plot = LinePlot::new(s, &spec).map_err(|e| format!("{file}: {e}"))?;
+            if plot.all_zero {
+                let zero = format!("{y} is 0 at every point of phase {phase}: not drawn");
+                let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&zero));
+                notes.push(format!("{file}: {zero}"));
+                continue;
+            }
             let svg = String::from_utf8(plot.render(ImageFormat::Svg)?).expect("SVG is text");
             let _ = writeln!(h, "<div class=\"pic\">{svg}</div>");
             for n in &plot.notes {
@@ -475,7 +521,7 @@ mod tests {
         let evil = "<script>alert('x')</script>&";
         let inputs = Inputs {
             reports: vec![(evil.into(), report(evil, 10))],
-            sweeps: vec![],
+            ..Default::default()
         };
         let (html, _) = page(&inputs, &Options::default()).unwrap();
         assert!(!html.contains("<script"), "{html}");
@@ -493,7 +539,7 @@ mod tests {
                 ("a.json".into(), report("s", 10)),
                 ("b.json".into(), report("s", 15)),
             ],
-            sweeps: vec![],
+            ..Default::default()
         };
         let (html, _) = page(&inputs, &Options::default()).unwrap();
         assert!(html.contains("<h2>Difference</h2>"));

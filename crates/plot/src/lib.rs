@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod change;
 pub mod html;
 pub mod lines;
 pub mod map;

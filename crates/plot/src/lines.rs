@@ -10,10 +10,12 @@ use crate::sweep::Sweep;
 use crate::{de, size_label, ImageFormat, Picture, FAMILY};
 
 /// The x axis scale.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum XScale {
-    /// log2 when every x value is a power of two spanning at least 8×,
-    /// else linear.
+    /// Categories for a switch (values 0 and 1, or false and true) or a
+    /// key of at most two values; else log2 when every x value is a power
+    /// of two spanning at least 8×; else linear.
+    #[default]
     Auto,
     Linear,
     Log2,
@@ -33,7 +35,7 @@ impl XScale {
 }
 
 /// What to plot.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PlotSpec {
     /// The value's name (`pgfault`, `modelled_ns`, `folios/buf/64kB`).
     pub y: String,
@@ -44,6 +46,12 @@ pub struct PlotSpec {
     pub x_scale: XScale,
     /// Logarithmic (base 10) y axis.
     pub log_y: bool,
+    /// Columns (grid keys, `arch`, `scenario`, `engine`) whose values
+    /// make one panel each, sharing the axes; the lines are the other
+    /// keys' combinations.
+    pub facet: Vec<String>,
+    /// Only the rows whose column (the first) has one of the values.
+    pub filters: Vec<(String, Vec<String>)>,
 }
 
 /// The x values of one key: numbers (plain, or sizes like `64K` and
@@ -57,19 +65,115 @@ enum XAxis {
     Categories(Vec<String>),
 }
 
-/// A sweep plot, ready to draw.
+/// A sweep plot, ready to draw: one panel, or one per combination of the
+/// facet columns' values, sharing axes and a legend.
 #[derive(Debug)]
 pub struct LinePlot {
     title: String,
     x_label: String,
     y_label: String,
-    /// (label, points (x in axis space, y in axis space)).
-    series: Vec<(String, Vec<(f64, f64)>)>,
+    /// The lines' labels in order of first appearance: a line's colour is
+    /// its place here, the same in every panel.
+    legend: Vec<String>,
+    panels: Vec<Panel>,
     /// Tick labels of a categorical or log2 axis: (axis position, text).
     x_ticks: Option<Vec<(f64, String)>>,
     log_y: bool,
-    /// Notes for the user (failed points, averaged repeats).
+    /// Whether every value drawn is 0 (a report leaves such a plot out).
+    pub all_zero: bool,
+    /// Notes for the user (failed points, averaged repeats, lines left
+    /// out).
     pub notes: Vec<String>,
+}
+
+/// One panel: its title (the facet values; empty without facets) and its
+/// lines (legend index, points (x, y) in axis space, sorted by x).
+#[derive(Debug)]
+struct Panel {
+    title: String,
+    series: Vec<(usize, Vec<(f64, f64)>)>,
+}
+
+/// A column of the table a plot can split or filter by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Column {
+    Grid(usize),
+    Scenario,
+    Arch,
+    Engine,
+}
+
+impl Column {
+    /// The column called `name`, or an error naming `option` and listing
+    /// the columns.
+    fn named(sweep: &Sweep, option: &str, name: &str) -> Result<Column, String> {
+        match name {
+            "scenario" => return Ok(Column::Scenario),
+            "arch" => return Ok(Column::Arch),
+            "engine" => return Ok(Column::Engine),
+            _ => {}
+        }
+        let all = sweep
+            .keys
+            .iter()
+            .map(String::as_str)
+            .chain(["arch", "scenario", "engine"]);
+        sweep
+            .keys
+            .iter()
+            .position(|k| k == name)
+            .map(Column::Grid)
+            .ok_or_else(|| {
+                format!(
+                    "{option} {name}: not a column of the sweep{}; its columns: {}",
+                    foliosim_uapi::names::did_you_mean(name, all.clone()),
+                    all.collect::<Vec<_>>().join(", ")
+                )
+            })
+    }
+
+    fn value<'a>(self, r: Row<'a>) -> &'a str {
+        match self {
+            Column::Grid(k) => &r.grid[k],
+            Column::Scenario => &r.scenario,
+            Column::Arch => &r.arch,
+            Column::Engine => &r.engine,
+        }
+    }
+
+    /// How a value of this column reads in a label: grid keys as
+    /// `key=value`, the others as the value alone.
+    fn show(self, sweep: &Sweep, r: Row) -> String {
+        match self {
+            Column::Grid(k) => format!("{}={}", sweep.keys[k], r.grid[k]),
+            _ => self.value(r).to_string(),
+        }
+    }
+}
+
+/// The rows of `rows` that pass every `--where` filter; an error names a
+/// column or value the sweep does not have.
+fn filtered<'a>(
+    sweep: &'a Sweep,
+    rows: Vec<Row<'a>>,
+    filters: &[(String, Vec<String>)],
+) -> Result<Vec<Row<'a>>, String> {
+    let mut keep = rows;
+    for (name, values) in filters {
+        let col = Column::named(sweep, "--where", name)?;
+        let all: Vec<&str> = {
+            let rows: Vec<Row> = sweep.rows.iter().collect();
+            distinct(&rows, |r| col.value(r))
+        };
+        if let Some(v) = values.iter().find(|v| !all.contains(&v.as_str())) {
+            return Err(format!(
+                "--where {name}={v}: the sweep has no such value; its values: {}",
+                all.join(", ")
+            ));
+        }
+        keep.retain(|r| values.iter().any(|v| v == col.value(r)));
+    }
+    Ok(keep)
 }
 
 fn parse_x(s: &str) -> Option<(f64, bool)> {
@@ -195,7 +299,10 @@ fn failed_note(sweep: &Sweep, y: &str) -> Option<String> {
 impl XAxis {
     /// The axis of the values `xs` of key `key`.
     fn of(xs: &[&str], key: &str, scale: XScale) -> Result<XAxis, String> {
-        let Some(p) = xs.iter().map(|s| parse_x(s)).collect::<Option<Vec<_>>>() else {
+        let switch = xs.iter().all(|s| ["0", "1", "false", "true"].contains(s));
+        let parsed = xs.iter().map(|s| parse_x(s)).collect::<Option<Vec<_>>>();
+        let parsed = parsed.filter(|_| scale != XScale::Auto || !(switch || xs.len() <= 2));
+        let Some(p) = parsed else {
             return Ok(XAxis::Categories(
                 xs.iter().map(|s| s.to_string()).collect(),
             ));
@@ -272,44 +379,29 @@ impl XAxis {
     }
 }
 
-/// The line label of each row: the grid keys other than `xk`, the
-/// architecture, scenario and engine, those that vary.
-fn line_labels(sweep: &Sweep, rows: &[Row], xk: usize, y: &str) -> Vec<String> {
-    let varies = |f: &dyn Fn(Row) -> &str| {
-        let mut v: Vec<&str> = rows.iter().map(|r| f(r)).collect();
+/// The line label of each row: the columns other than the x key `xk`
+/// and the facet columns, those that vary (the architecture, scenario
+/// and engine first, then the grid keys); the value's name when none
+/// does.
+fn line_labels(sweep: &Sweep, rows: &[Row], xk: usize, facets: &[Column], y: &str) -> Vec<String> {
+    let varies = |c: Column| {
+        let mut v: Vec<&str> = rows.iter().map(|r| c.value(r)).collect();
         v.sort();
         v.dedup();
         v.len() > 1
     };
-    let others: Vec<usize> = (0..sweep.keys.len())
-        .filter(|&k| k != xk && varies(&|r| &r.grid[k]))
+    let cols: Vec<Column> = [Column::Scenario, Column::Arch, Column::Engine]
+        .into_iter()
+        .chain((0..sweep.keys.len()).map(Column::Grid))
+        .filter(|&c| c != Column::Grid(xk) && !facets.contains(&c) && varies(c))
         .collect();
-    let (by_scenario, by_arch, by_engine) = (
-        varies(&|r| &r.scenario),
-        varies(&|r| &r.arch),
-        varies(&|r| &r.engine),
-    );
     rows.iter()
         .map(|r| {
-            let mut parts: Vec<String> = [
-                (by_scenario, &r.scenario),
-                (by_arch, &r.arch),
-                (by_engine, &r.engine),
-            ]
-            .into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, v)| v.clone())
-            .collect();
-            parts.extend(
-                others
-                    .iter()
-                    .map(|&k| format!("{}={}", sweep.keys[k], r.grid[k])),
-            );
-            if parts.is_empty() {
-                y.to_string()
-            } else {
-                parts.join(", ")
+            if cols.is_empty() {
+                return y.to_string();
             }
+            let parts: Vec<String> = cols.iter().map(|c| c.show(sweep, r)).collect();
+            parts.join(", ")
         })
         .collect()
 }
@@ -354,14 +446,63 @@ impl LinePlot {
     /// value or phase is missing and what there is.
     pub fn new(sweep: &Sweep, spec: &PlotSpec) -> Result<LinePlot, String> {
         let xk = x_key(sweep, &spec.x)?;
+        let facets = spec
+            .facet
+            .iter()
+            .map(|f| Column::named(sweep, "--facet", f))
+            .collect::<Result<Vec<_>, _>>()?;
+        if facets.contains(&Column::Grid(xk)) {
+            return Err(format!("--facet {}: it is the x axis key", spec.x));
+        }
         let (rows, phase) = value_rows(sweep, spec)?;
+        let rows = filtered(sweep, rows, &spec.filters)?;
+        if rows.is_empty() {
+            return Err(format!("{}: no row passes the --where filters", spec.y));
+        }
         let mut notes: Vec<String> = failed_note(sweep, &spec.y).into_iter().collect();
         let xs = distinct(&rows, |r| &r.grid[xk]);
         let axis = XAxis::of(&xs, &spec.x, spec.x_scale)?;
         let (unit, scale) = y_unit(&spec.y);
-        let labels = line_labels(sweep, &rows, xk, &spec.y);
-        let (mut series, repeats) = lines(&rows, &labels, |r| axis.pos(&r.grid[xk]), scale);
-        if series.is_empty() {
+        let labels = line_labels(sweep, &rows, xk, &facets, &spec.y);
+        let panel_of = |r: Row| -> String {
+            let parts: Vec<String> = facets.iter().map(|c| c.show(sweep, r)).collect();
+            parts.join(", ")
+        };
+        let titles = {
+            let t: Vec<String> = rows.iter().map(|&r| panel_of(r)).collect();
+            let mut d: Vec<String> = Vec::new();
+            for x in t {
+                if !d.contains(&x) {
+                    d.push(x);
+                }
+            }
+            d
+        };
+        let mut legend: Vec<String> = Vec::new();
+        let mut panels = Vec::new();
+        let mut repeats = false;
+        for title in titles {
+            let (rs, ls): (Vec<Row>, Vec<String>) = rows
+                .iter()
+                .zip(&labels)
+                .filter(|(r, _)| panel_of(r) == title)
+                .map(|(r, l)| (*r, l.clone()))
+                .unzip();
+            let (series, rep) = lines(&rs, &ls, |r| axis.pos(&r.grid[xk]), scale);
+            repeats |= rep;
+            let series = series
+                .into_iter()
+                .map(|(label, pts)| {
+                    let i = legend.iter().position(|l| *l == label).unwrap_or_else(|| {
+                        legend.push(label);
+                        legend.len() - 1
+                    });
+                    (i, pts)
+                })
+                .collect();
+            panels.push(Panel { title, series });
+        }
+        if panels.iter().all(|p| p.series.is_empty()) {
             return Err(format!(
                 "{} in phase {phase}: every point failed; nothing to draw",
                 spec.y
@@ -370,16 +511,9 @@ impl LinePlot {
         if repeats {
             notes.push("several rows per point (repeats): their mean is drawn".into());
         }
+        let all_zero = drop_zero_lines(&mut panels, &legend, &mut notes);
         if spec.log_y {
-            for (label, v) in &mut series {
-                if let Some(p) = v.iter().find(|p| p.1 <= 0.0) {
-                    return Err(format!(
-                        "--log-y: {} is {} at a point of `{label}`; a log scale needs positive values",
-                        spec.y, p.1
-                    ));
-                }
-                v.iter_mut().for_each(|p| p.1 = p.1.log10());
-            }
+            log10_values(&mut panels, &legend, &spec.y)?;
         }
         let (x_label, x_ticks) = axis.labels(&spec.x, &xs);
         let scenarios = distinct(&rows, |r| &r.scenario);
@@ -388,9 +522,11 @@ impl LinePlot {
             title: format!("{}: {} in phase {phase}", scenarios.join(", "), spec.y),
             x_label,
             y_label: format!("{} ({unit}{log})", spec.y),
-            series,
+            legend,
+            panels,
             x_ticks,
             log_y: spec.log_y,
+            all_zero,
             notes,
         })
     }
@@ -400,10 +536,77 @@ impl LinePlot {
         crate::render(self, format)
     }
 
-    /// The number of lines.
+    /// The number of lines (over all panels).
     pub fn lines(&self) -> usize {
-        self.series.len()
+        self.panels.iter().map(|p| p.series.len()).sum()
     }
+
+    /// The number of panels.
+    pub fn panels(&self) -> usize {
+        self.panels.len()
+    }
+
+    /// Every line: (panel title, line label, points), panel by panel.
+    pub fn series(&self) -> impl Iterator<Item = (&str, &str, &[(f64, f64)])> {
+        self.panels.iter().flat_map(move |p| {
+            p.series
+                .iter()
+                .map(move |(i, v)| (p.title.as_str(), self.legend[*i].as_str(), v.as_slice()))
+        })
+    }
+}
+
+/// Leave out the lines that are 0 at every point, with a note, unless
+/// every line is: then keep them all and return true.
+fn drop_zero_lines(panels: &mut [Panel], legend: &[String], notes: &mut Vec<String>) -> bool {
+    let zero = |v: &[(f64, f64)]| v.iter().all(|p| p.1 == 0.0);
+    if panels.iter().flat_map(|p| &p.series).all(|(_, v)| zero(v)) {
+        return true;
+    }
+    let mut gone: Vec<String> = Vec::new();
+    for p in panels.iter_mut() {
+        p.series.retain(|(i, v)| {
+            if zero(v) {
+                gone.push(match p.title.as_str() {
+                    "" => legend[*i].clone(),
+                    panel => format!("{} ({panel})", legend[*i]),
+                });
+            }
+            !zero(v)
+        });
+    }
+    if !gone.is_empty() {
+        let shown: Vec<&str> = gone.iter().take(6).map(String::as_str).collect();
+        let more = gone.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "{} line(s) are 0 at every point and not drawn: {}{more}",
+            gone.len(),
+            shown.join("; ")
+        ));
+    }
+    false
+}
+
+/// The values of every line as log10, or an error at a value that is not
+/// positive.
+fn log10_values(panels: &mut [Panel], legend: &[String], y: &str) -> Result<(), String> {
+    for p in panels.iter_mut() {
+        for (i, v) in &mut p.series {
+            if let Some(pt) = v.iter().find(|pt| pt.1 <= 0.0) {
+                return Err(format!(
+                    "--log-y: {y} is {} at a point of `{}`; a log scale needs positive values",
+                    pt.1, legend[*i]
+                ));
+            }
+            v.iter_mut().for_each(|pt| pt.1 = pt.1.log10());
+        }
+    }
+    Ok(())
 }
 
 /// The colour of line `i`: Tableau's ten (readable on white), then
@@ -447,10 +650,13 @@ fn y_tick(v: f64) -> String {
 }
 
 impl LinePlot {
-    /// The axes' ranges: every point with a margin, y from 0 on a linear
-    /// axis.
+    /// The axes' ranges, shared by the panels: every point with a margin,
+    /// y from 0 on a linear axis.
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
-        let all = self.series.iter().flat_map(|(_, v)| v.iter());
+        let all = self
+            .panels
+            .iter()
+            .flat_map(|p| p.series.iter().flat_map(|(_, v)| v.iter()));
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
         for &(x, y) in all {
             x0 = x0.min(x);
@@ -482,26 +688,53 @@ impl LinePlot {
             None => y_tick(v),
         }
     }
-}
 
-impl Picture for LinePlot {
-    fn size(&self) -> (u32, u32) {
-        (960, 600)
+    /// Panels per row of the grid.
+    fn columns(&self) -> usize {
+        match self.panels.len() {
+            0 | 1 => 1,
+            2 | 4 => 2,
+            _ => 3,
+        }
     }
 
-    fn draw<DB: DrawingBackend>(
+    /// Width and height of one panel.
+    fn panel_size(&self) -> (u32, u32) {
+        match self.columns() {
+            1 if self.panels.len() == 1 => (820, 560),
+            1 | 2 => (480, 340),
+            _ => (380, 300),
+        }
+    }
+
+    /// Width of the legend to the right of the panels.
+    fn legend_width(&self) -> u32 {
+        let chars = self
+            .legend
+            .iter()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        (chars as u32 * 8 + 56).clamp(140, 520)
+    }
+
+    /// One panel on `area`.
+    fn draw_panel<DB: DrawingBackend>(
         &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+        panel: &Panel,
     ) -> Result<(), String> {
-        root.fill(&WHITE).map_err(de)?;
         let ((x0, x1), (y0, y1)) = self.ranges();
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FAMILY, 18))
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(90)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(de)?;
+        let single = self.panels.len() == 1;
+        let mut chart = ChartBuilder::on(area);
+        chart
+            .margin(if single { 12 } else { 8 })
+            .x_label_area_size(if single { 48 } else { 40 })
+            .y_label_area_size(if single { 90 } else { 76 });
+        if !panel.title.is_empty() {
+            chart.caption(&panel.title, (FAMILY, 14));
+        }
+        let mut chart = chart.build_cartesian_2d(x0..x1, y0..y1).map_err(de)?;
         let x_fmt = |v: &f64| self.x_tick(*v);
         let y_fmt = |v: &f64| {
             if self.log_y {
@@ -513,8 +746,8 @@ impl Picture for LinePlot {
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(&self.x_label)
             .y_desc(&self.y_label)
-            .label_style((FAMILY, 13))
-            .axis_desc_style((FAMILY, 14))
+            .label_style((FAMILY, if single { 13 } else { 11 }))
+            .axis_desc_style((FAMILY, if single { 14 } else { 12 }))
             .x_label_formatter(&x_fmt)
             .y_label_formatter(&y_fmt)
             .light_line_style(RGBColor(235, 235, 235));
@@ -525,28 +758,73 @@ impl Picture for LinePlot {
             mesh.x_labels((span + 1).max(t.len()).min(64));
         }
         mesh.draw().map_err(de)?;
-        for (i, (label, pts)) in self.series.iter().enumerate() {
-            let c = line_colour(i).to_rgba();
+        for (i, pts) in &panel.series {
+            let c = line_colour(*i).to_rgba();
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(de)?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .map_err(de)?;
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
                 .map_err(de)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FAMILY, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(de)?;
         Ok(())
+    }
+
+    /// The legend, outside the data: a line sample and label per line.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        let font = (FAMILY, 13).into_font().color(&BLACK);
+        for (i, label) in self.legend.iter().enumerate() {
+            let y = 24 + 20 * i as i32;
+            let c = line_colour(i).to_rgba();
+            area.draw(&PathElement::new(vec![(8, y), (32, y)], c.stroke_width(2)))
+                .map_err(de)?;
+            area.draw(&Circle::new((20, y), 3, c.filled()))
+                .map_err(de)?;
+            area.draw(&Text::new(
+                label.as_str(),
+                (40, y),
+                font.clone().pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                )),
+            ))
+            .map_err(de)?;
+        }
+        Ok(())
+    }
+}
+
+impl Picture for LinePlot {
+    fn size(&self) -> (u32, u32) {
+        let (w, h) = self.panel_size();
+        let cols = self.columns() as u32;
+        let rows = self.panels.len().div_ceil(self.columns()) as u32;
+        let legend_h = 40 + 20 * self.legend.len() as u32;
+        (
+            cols * w + self.legend_width(),
+            (40 + rows * h).max(40 + legend_h),
+        )
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String> {
+        root.fill(&WHITE).map_err(de)?;
+        let body = root.titled(&self.title, (FAMILY, 18)).map_err(de)?;
+        let (w, h) = self.panel_size();
+        let cols = self.columns();
+        let (plots, legend) = body.split_horizontally(cols as u32 * w);
+        let rows = self.panels.len().div_ceil(cols);
+        let (plots, _) = plots.split_vertically(rows as u32 * h);
+        let cells = plots.split_evenly((rows, cols));
+        for (panel, area) in self.panels.iter().zip(&cells) {
+            self.draw_panel(area, panel)?;
+        }
+        self.draw_legend(&legend)
     }
 }
 
@@ -576,23 +854,29 @@ mod tests {
         PlotSpec {
             y: y.into(),
             x: x.into(),
-            phase: None,
-            x_scale: XScale::Auto,
-            log_y: false,
+            ..PlotSpec::default()
         }
+    }
+
+    /// (label, points) of every line of `p`.
+    fn series(p: &LinePlot) -> Vec<(String, Vec<(f64, f64)>)> {
+        p.series()
+            .map(|(_, l, v)| (l.to_string(), v.to_vec()))
+            .collect()
     }
 
     #[test]
     fn a_line_per_combination_of_the_other_keys() {
         let p = LinePlot::new(&sweep(), &spec("pgfault", "fault_around_bytes")).unwrap();
+        let series = series(&p);
         // arch × series.batch = 4 lines of 4 points each.
         assert_eq!(p.lines(), 4);
-        assert!(p.series.iter().all(|(_, v)| v.len() == 4));
-        assert_eq!(p.series[0].0, "x86_64, series.batch=0");
+        assert!(series.iter().all(|(_, v)| v.len() == 4));
+        assert_eq!(series[0].0, "x86_64, series.batch=0");
         // Sizes that are powers of two spanning 64×: log2 axis in bytes.
         assert_eq!(p.x_label, "fault_around_bytes (bytes, log2 scale)");
-        assert_eq!(p.series[0].1[0], (12.0, 1000.0));
-        assert_eq!(p.series[0].1[3], (18.0, 15.0));
+        assert_eq!(series[0].1[0], (12.0, 1000.0));
+        assert_eq!(series[0].1[3], (18.0, 15.0));
         let ticks: Vec<&str> = p
             .x_ticks
             .as_ref()
@@ -618,8 +902,17 @@ mod tests {
     fn modelled_time_in_ms_and_categorical_keys() {
         let p = LinePlot::new(&sweep(), &spec("modelled_ns", "series.batch")).unwrap();
         assert_eq!(p.y_label, "modelled_ns (modelled time, ms)");
-        // 0/1 parse as numbers: linear axis, points at 0 and 1, 5 ms.
-        assert_eq!(p.series[0].1, vec![(0.0, 5.0), (1.0, 5.0)]);
+        // A switch: two categories at positions 0 and 1, labelled with
+        // its values, not a continuous axis; 5 ms.
+        assert_eq!(series(&p)[0].1, vec![(0.0, 5.0), (1.0, 5.0)]);
+        let ticks: Vec<&str> = p
+            .x_ticks
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|t| t.1.as_str())
+            .collect();
+        assert_eq!(ticks, ["0", "1"]);
         assert_eq!(p.lines(), 8);
     }
 
@@ -647,7 +940,7 @@ mod tests {
             ["1 point(s) failed and are not drawn (line 42: out of memory)"]
         );
         // Still 4 points per line: the failed one has no value.
-        assert!(p.series.iter().all(|(_, v)| v.len() == 4));
+        assert!(series(&p).iter().all(|(_, v)| v.len() == 4));
     }
 
     #[test]
@@ -657,11 +950,11 @@ mod tests {
         sp.x_scale = XScale::Linear;
         let p = LinePlot::new(&s, &sp).unwrap();
         assert_eq!(p.x_label, "fault_around_bytes (bytes)");
-        assert_eq!(p.series[0].1[0], (4096.0, 1000.0));
+        assert_eq!(series(&p)[0].1[0], (4096.0, 1000.0));
         assert!(p.x_ticks.is_none());
         sp.log_y = true;
         let p = LinePlot::new(&s, &sp).unwrap();
-        assert_eq!(p.series[0].1[0], (4096.0, 3.0));
+        assert_eq!(series(&p)[0].1[0], (4096.0, 3.0));
         assert_eq!(p.y_label, "pgfault (count, log10 scale)");
         // series.batch is 0 or 1: no log2 axis for a 0.
         let mut sp = spec("pgfault", "series.batch");
@@ -683,5 +976,72 @@ mod tests {
         sp.phase = Some("other".into());
         let e = LinePlot::new(&s, &sp).unwrap_err();
         assert!(e.contains("its phases: m"), "{e}");
+    }
+
+    #[test]
+    fn facets_make_panels_sharing_colours_and_filters_keep_rows() {
+        let s = sweep();
+        let mut sp = spec("pgfault", "fault_around_bytes");
+        sp.facet = vec!["arch".into()];
+        let p = LinePlot::new(&s, &sp).unwrap();
+        // One panel per arch, a line per series.batch value in each: the
+        // same two labels (and so colours) in both.
+        assert_eq!(p.panels(), 2);
+        assert_eq!(p.legend, ["series.batch=0", "series.batch=1"]);
+        let got: Vec<(&str, &str)> = p.series().map(|(t, l, _)| (t, l)).collect();
+        assert_eq!(
+            got,
+            [
+                ("x86_64", "series.batch=0"),
+                ("x86_64", "series.batch=1"),
+                ("arm64", "series.batch=0"),
+                ("arm64", "series.batch=1")
+            ]
+        );
+        let svg = String::from_utf8(p.render(ImageFormat::Svg).unwrap()).unwrap();
+        assert!(svg.contains("arm64") && svg.contains("series.batch=1"));
+        sp.filters = vec![("series.batch".into(), vec!["1".into()])];
+        let p = LinePlot::new(&s, &sp).unwrap();
+        assert_eq!(p.lines(), 2);
+        assert_eq!(p.legend, ["pgfault"]);
+        sp.filters = vec![("series.batch".into(), vec!["2".into()])];
+        let e = LinePlot::new(&s, &sp).unwrap_err();
+        assert!(
+            e.contains("--where series.batch=2") && e.contains("its values: 0, 1"),
+            "{e}"
+        );
+        sp.filters = vec![("series.bach".into(), vec!["1".into()])];
+        let e = LinePlot::new(&s, &sp).unwrap_err();
+        assert!(e.contains("did you mean series.batch?"), "{e}");
+        sp.filters.clear();
+        sp.facet = vec!["fault_around_bytes".into()];
+        let e = LinePlot::new(&s, &sp).unwrap_err();
+        assert!(e.contains("it is the x axis key"), "{e}");
+    }
+
+    #[test]
+    fn lines_that_are_zero_everywhere_are_left_out() {
+        let mut s = sweep();
+        // series.batch=1 on arm64 has no faults at all.
+        for r in &mut s.rows {
+            if r.arch == "arm64" && r.grid[1] == "1" && r.name == "pgfault" {
+                r.row.value = Some(0);
+            }
+        }
+        let p = LinePlot::new(&s, &spec("pgfault", "fault_around_bytes")).unwrap();
+        assert_eq!(p.lines(), 3);
+        assert!(!p.all_zero);
+        assert_eq!(
+            p.notes,
+            ["1 line(s) are 0 at every point and not drawn: arm64, series.batch=1"]
+        );
+        for r in &mut s.rows {
+            if r.name == "pgfault" {
+                r.row.value = Some(0);
+            }
+        }
+        let p = LinePlot::new(&s, &spec("pgfault", "fault_around_bytes")).unwrap();
+        assert!(p.all_zero);
+        assert_eq!(p.lines(), 4);
     }
 }

@@ -118,6 +118,7 @@ fn report_renders_in_chromium() {
     let inputs = Inputs {
         reports: vec![("base.json".into(), base), ("patched.json".into(), patched)],
         sweeps: vec![("sweep.csv".into(), sweep())],
+        ..Default::default()
     };
     let (html, notes) = page(&inputs, &Options::default()).expect("a page");
     assert!(notes.is_empty(), "{notes:?}");
