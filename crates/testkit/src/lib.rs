@@ -195,3 +195,18 @@ pub fn is_root() -> bool {
         .and_then(|ids| ids.split_whitespace().nth(1))
         == Some("0")
 }
+
+/// Assert that `text` contains `part`, showing all of `text` if not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "no {part:?} in:\n{text}");
+}
+
+/// Assert that `text` starts with `prefix`, showing all of `text` if not.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "{text:?} does not start with {prefix:?}"
+    );
+}
