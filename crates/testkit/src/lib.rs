@@ -177,6 +177,15 @@ pub mod big {
     }
 }
 
+/// The path of the file `rel` of the repository (`docs/...`,
+/// `scenarios/...`) and its text.
+pub fn repo_file(rel: &str) -> (PathBuf, String) {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(rel);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    (path, text)
+}
+
 /// Write `text` to `dir/name` and return the path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
