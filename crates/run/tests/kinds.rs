@@ -89,12 +89,7 @@ fn killed_and_unsupported_scenarios() {
             // the model does not have, so the model stops at its limit (a
             // typed panic deep in the allocator).
             "a model limit deep in a step",
-            [
-                tk::system_mem("64M", ""),
-                tk::mmap_anon("a", "64G"),
-                tk::touch("a", "read", "pattern = \"one-per-pt\""),
-            ]
-            .concat(),
+            tk::page_tables_beyond_memory(),
             "unsupported",
             "s.toml:",
             &["out of memory for a page table"],

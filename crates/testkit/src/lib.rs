@@ -136,6 +136,18 @@ pub fn anon_measured(name_: &str, memory: &str, size: &str) -> String {
     .concat()
 }
 
+/// 64 GiB of anon memory read once per 2 MiB on a 64 MiB machine: each
+/// read maps the shared zero page and needs a new PTE table, so the page
+/// tables outgrow the machine (the model's out-of-memory limit).
+pub fn page_tables_beyond_memory() -> String {
+    [
+        system_mem("64M", ""),
+        mmap_anon("a", "64G"),
+        touch("a", "read", "pattern = \"one-per-pt\""),
+    ]
+    .concat()
+}
+
 /// Scenarios whose cost once grew faster than their text: the regression
 /// cases of the parser, the memory estimate and the page-table walks
 /// (their tests and the fuzz targets run them).
