@@ -57,36 +57,33 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             "major faults of the workload's processes (getrusage; the model counts its own)",
         ),
     ];
-    for ev in VmEvent::ALL {
-        out.push(entry(
-            ev.name().into(),
-            ALL,
+    // Groups every engine reports, one description a group.
+    let groups: [(Vec<String>, &str); 4] = [
+        (
+            VmEvent::ALL.iter().map(|ev| ev.name().into()).collect(),
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
-        ));
-    }
-    for name in model_counter_names()
-        .into_iter()
-        .filter(|k| k.starts_with("nr_"))
-    {
-        out.push(entry(
-            name,
-            ALL,
+        ),
+        (
+            model_counter_names()
+                .into_iter()
+                .filter(|k| k.starts_with("nr_"))
+                .collect(),
             "/proc/vmstat LRU size, pages (its change over the phase)",
-        ));
-    }
-    for st in MthpStat::ALL {
-        out.push(entry(
-            format!("hugepages-<size>kB/{}", st.name()),
-            ALL,
+        ),
+        (
+            MthpStat::ALL
+                .iter()
+                .map(|st| format!("hugepages-<size>kB/{}", st.name()))
+                .collect(),
             "per-size mTHP statistic (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats)",
-        ));
-    }
-    for k in Khugepaged::ALL {
-        out.push(entry(
-            k.name().into(),
-            ALL,
+        ),
+        (
+            Khugepaged::ALL.iter().map(|k| k.name().into()).collect(),
             "khugepaged counter (/sys/kernel/mm/transparent_hugepage/khugepaged/), system-wide",
-        ));
+        ),
+    ];
+    for (names, doc) in groups {
+        out.extend(names.into_iter().map(|name| entry(name, ALL, doc)));
     }
     for t in Trace::ALL {
         let base = t.name().split('/').next().unwrap_or(t.name());

@@ -6,6 +6,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use foliosim_testkit::{assert_contains, assert_starts_with};
+
 /// A 64 KiB anonymous region written once with THP off: every one of its
 /// 16 pages takes one write fault (anonymous faults map one page each and
 /// do no fault-around: mm/memory.c do_anonymous_page()), so `pgfault` over
@@ -209,10 +211,9 @@ fn provenance_records_every_override_in_order() {
     );
     // The table says the same in its header.
     let t = run(&["run", "-", "--arch", "arm64", "--seed", "9"], SMALL);
-    assert!(
-        stdout(&t).contains("  foliosim 0.1.0  file <stdin>  seed 9  --arch arm64 --seed 9\n"),
-        "{}",
-        stdout(&t)
+    assert_contains(
+        &stdout(&t),
+        "  foliosim 0.1.0  file <stdin>  seed 9  --arch arm64 --seed 9\n",
     );
 }
 
@@ -226,14 +227,10 @@ fn stdin_scenarios_and_their_errors_name_stdin() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).is_empty());
     // `kind` is on line 11 of SMALL (which starts with a newline).
-    assert!(
-        stderr(&o).starts_with("foliosim: <stdin>:11:8: "),
-        "{}",
-        stderr(&o)
-    );
+    assert_starts_with(&stderr(&o), "foliosim: <stdin>:11:8: ");
     let o = run(&["run", "-", "-"], SMALL);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("only once"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "only once");
 }
 
 #[test]
@@ -313,11 +310,7 @@ fn no_expect_skips_the_judgement() {
 fn a_scenario_without_a_phase_warns_unless_quiet() {
     let o = run(&["run", "-"], NO_PHASE);
     assert_eq!(o.status.code(), Some(0));
-    assert!(
-        stderr(&o).contains("warning: <stdin>: the scenario has no phase"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "warning: <stdin>: the scenario has no phase");
     assert!(stdout(&o).starts_with("scenario setup-only"));
     let o = run(&["--quiet", "run", "-"], NO_PHASE);
     assert_eq!(o.status.code(), Some(0));
@@ -325,17 +318,12 @@ fn a_scenario_without_a_phase_warns_unless_quiet() {
     // Quiet keeps errors.
     let o = run(&["run", "-q", "-"], "name = 3\n");
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).starts_with("foliosim: <stdin>:1:8: "),
-        "{}",
-        stderr(&o)
-    );
+    assert_starts_with(&stderr(&o), "foliosim: <stdin>:1:8: ");
     // Verbose says what ran.
     let o = run(&["run", "--verbose", "-"], SMALL);
-    assert!(
-        stderr(&o).contains("foliosim: <stdin>: scenario small on sim (x86_64): 1 phases in"),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "foliosim: <stdin>: scenario small on sim (x86_64): 1 phases in",
     );
 }
 
@@ -482,6 +470,6 @@ fn output_errors_are_tool_errors() {
             })
             .unwrap();
         assert_eq!(o.status.code(), Some(2));
-        assert!(stderr(&o).contains("standard output"), "{}", stderr(&o));
+        assert_contains(&stderr(&o), "standard output");
     }
 }

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use foliosim_testkit::assert_contains;
+
 fn foliosim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_foliosim"))
         .args(args)
@@ -57,42 +59,28 @@ fn run_json(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// `foliosim plot --map REPORT --phase PHASE --region buf` with `extra`
+/// arguments; its standard output.
+fn plot_map(report: &Path, phase: &str, extra: &[&str]) -> String {
+    let r = report.to_str().unwrap();
+    let mut args = vec!["plot", "--map", r, "--phase", phase, "--region", "buf"];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
 #[test]
 fn folio_maps_from_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let json = run_json(dir.path(), "r.json", &[]);
     let j = json.to_str().unwrap();
     let svg = dir.path().join("map.svg");
-    ok(&[
-        "plot",
-        "--map",
-        j,
-        "--phase",
-        "fault",
-        "--region",
-        "buf",
-        "-o",
-        svg.to_str().unwrap(),
-    ]);
+    plot_map(&json, "fault", &["-o", svg.to_str().unwrap()]);
     let text = std::fs::read_to_string(&svg).unwrap();
     // 16 MiB of 64 KiB folios on arm64: all contpte (docs/report's
     // scenario; the rules are in crates/sim/tests/folio_map.rs).
-    assert!(
-        text.contains("4096 pages: 4096 in 64 KiB folios, 4096 contpte"),
-        "{text}"
-    );
+    assert_contains(&text, "4096 pages: 4096 in 64 KiB folios, 4096 contpte");
     let png = dir.path().join("map.png");
-    ok(&[
-        "plot",
-        "--map",
-        j,
-        "--phase",
-        "pageout",
-        "--region",
-        "buf",
-        "-o",
-        png.to_str().unwrap(),
-    ]);
+    plot_map(&json, "pageout", &["-o", png.to_str().unwrap()]);
     assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
 
     let bad = dir.path().join("bad.svg");
@@ -136,37 +124,19 @@ fn folio_maps_from_a_run() {
         "-o",
         mixed.to_str().unwrap(),
     ]);
-    let svg = ok(&[
-        "plot",
-        "--map",
-        mixed.to_str().unwrap(),
-        "--phase",
-        "end",
-        "--region",
-        "buf",
-    ]);
-    assert!(
-        svg.contains(
-            "1024 pages: 6 in 4 KiB folios, 4 in 16 KiB folios, 8 in 32 KiB folios, \
-             686 in 64 KiB folios, 672 contpte, 64 swap entries, 16 zero page, 240 not mapped"
-        ),
-        "{svg}"
+    let svg = plot_map(&mixed, "end", &[]);
+    assert_contains(
+        &svg,
+        "1024 pages: 6 in 4 KiB folios, 4 in 16 KiB folios, 8 in 32 KiB folios, \
+             686 in 64 KiB folios, 672 contpte, 64 swap entries, 16 zero page, 240 not mapped",
     );
     // A bare report, as older versions wrote it, is read too.
     let one: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let doc = dir.path().join("doc.json");
     std::fs::write(&doc, one["reports"][0].to_string()).unwrap();
-    let svg = ok(&[
-        "plot",
-        "--map",
-        doc.to_str().unwrap(),
-        "--phase",
-        "pageout",
-        "--region",
-        "buf",
-    ]);
-    assert!(svg.contains("4096 pages: 4096 swap entries"), "{svg}");
+    let svg = plot_map(&doc, "pageout", &[]);
+    assert_contains(&svg, "4096 pages: 4096 swap entries");
     // A run without map = true has no maps, and says how to get one.
     let plain = run_json(dir.path(), "plain.json", &["--set", "step.1.map=false"]);
     fails(
@@ -208,44 +178,38 @@ fn sweep_csv(dir: &Path) -> PathBuf {
     p
 }
 
+/// `foliosim plot` of the sweep table `table`: counter `y` of phase
+/// "pageout" over `step.1.size`, with `extra` arguments; its standard
+/// output.
+fn plot_sizes(table: &str, y: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "plot",
+        table,
+        "--y",
+        y,
+        "--x",
+        "step.1.size",
+        "--phase",
+        "pageout",
+    ];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
 #[test]
 fn sweep_plots_and_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let sweep = sweep_csv(dir.path());
     let s = sweep.to_str().unwrap();
     let svg = dir.path().join("time.svg");
-    ok(&[
-        "plot",
-        s,
-        "--y",
-        "modelled_ns",
-        "--x",
-        "step.1.size",
-        "--phase",
-        "pageout",
-        "-o",
-        svg.to_str().unwrap(),
-    ]);
+    plot_sizes(s, "modelled_ns", &["-o", svg.to_str().unwrap()]);
     let text = std::fs::read_to_string(&svg).unwrap();
-    for want in [
-        "series.batch_anon_unmap=0",
-        "series.batch_anon_unmap=1",
-        "step.1.size (bytes)",
-        "modelled_ns (modelled time, ms)",
-    ] {
-        assert!(text.contains(want), "{want} not in the plot");
-    }
+    assert_contains(&text, "series.batch_anon_unmap=0");
+    assert_contains(&text, "series.batch_anon_unmap=1");
+    assert_contains(&text, "step.1.size (bytes)");
+    assert_contains(&text, "modelled_ns (modelled time, ms)");
     // Without -o: the SVG on stdout.
-    let stdout = ok(&[
-        "plot",
-        s,
-        "--y",
-        "pswpout",
-        "--x",
-        "step.1.size",
-        "--phase",
-        "pageout",
-    ]);
+    let stdout = plot_sizes(s, "pswpout", &[]);
     assert!(
         stdout.starts_with("<svg") && stdout.contains("pswpout (count)"),
         "{stdout}"

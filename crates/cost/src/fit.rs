@@ -326,16 +326,28 @@ mod tests {
         }
     }
 
+    /// One [`sample`] per `[f, z, c, g]` row, named "a", "b", ... in
+    /// order, all timed by `truth`.
+    fn samples(truth: (f64, f64), rows: &[[i64; 4]]) -> Vec<Sample> {
+        ('a'..)
+            .zip(rows)
+            .map(|(name, &[f, z, c, g])| sample(&name.to_string(), f, z, c, g, truth))
+            .collect()
+    }
+
     #[test]
     fn recovers_known_scales_and_loo_is_exact_on_exact_data() {
         // Truth: a fault costs 350 ns, the zero group 1.5x its prior.
         let truth = (350.0, 1.5);
-        let s = vec![
-            sample("a", 1000, 1000, 0, 5000, truth),
-            sample("b", 1000, 0, 0, 100, truth),
-            sample("c", 10, 5000, 100, 0, truth),
-            sample("d", 500, 500, 500, 2000, truth),
-        ];
+        let s = samples(
+            truth,
+            &[
+                [1000, 1000, 0, 5000],
+                [1000, 0, 0, 100],
+                [10, 5000, 100, 0],
+                [500, 500, 500, 2000],
+            ],
+        );
         let r = fit(&prior(), &s, "test fit", 0.0).unwrap();
         assert!((r.scales["fault"] - 3.5).abs() < 1e-9, "{:?}", r.scales);
         assert!((r.scales["zero"] - 1.5).abs() < 1e-9, "{:?}", r.scales);
@@ -357,11 +369,10 @@ mod tests {
         // with the others: left out, the zero group is fitted without it
         // and its own prediction is off; in the full fit it is matched
         // better.
-        let mut s = vec![
-            sample("a", 1000, 1000, 0, 0, (300.0, 1.0)),
-            sample("b", 2000, 500, 0, 0, (300.0, 1.0)),
-            sample("c", 100, 0, 1000, 0, (300.0, 1.0)),
-        ];
+        let mut s = samples(
+            (300.0, 1.0),
+            &[[1000, 1000, 0, 0], [2000, 500, 0, 0], [100, 0, 1000, 0]],
+        );
         s[2].measured_ns *= 2.0;
         let r = fit(&prior(), &s, "t", 0.0).unwrap();
         let full = rel_err(r.modelled[2], s[2].measured_ns).abs();
@@ -380,11 +391,10 @@ mod tests {
         // identified by a and b (page_zero); make it unidentified instead
         // by giving a and b no zero-group counts at all.
         let truth = (200.0, 2.0);
-        let s = vec![
-            sample("a", 1000, 0, 0, 0, truth),
-            sample("b", 3000, 0, 0, 0, truth),
-            sample("c", 100, 1000, 1000, 0, truth),
-        ];
+        let s = samples(
+            truth,
+            &[[1000, 0, 0, 0], [3000, 0, 0, 0], [100, 1000, 1000, 0]],
+        );
         let plain = fit(&prior(), &s, "t", 0.0).unwrap();
         let shrunk = fit(&prior(), &s, "t", 0.01).unwrap();
         // Left out, "c" loses the zero group: plain NNLS predicts it with

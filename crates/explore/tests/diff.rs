@@ -2,6 +2,7 @@
 
 use foliosim_explore::diff::{self, Cell};
 use foliosim_explore::{Row, Table};
+use foliosim_testkit::{assert_contains, assert_starts_with};
 
 fn row(point: u64, grid: [&str; 2], arch: &str, name: &str, value: i128) -> Row {
     Row {
@@ -83,10 +84,7 @@ fn text_shows_changed_rows_per_arch() {
     assert_eq!(d.blocks.len(), 2, "a block per folio_size");
     let text = d.text(false);
     assert!(text.is_ascii(), "{text}");
-    assert!(
-        text.starts_with("switch=0 (base) vs switch=1 (patched)\n"),
-        "{text}"
-    );
+    assert_starts_with(&text, "switch=0 (base) vs switch=1 (patched)\n");
     // pgfault did not change anywhere: hidden; shown with --all.
     assert!(!text.contains("pgfault"), "{text}");
     assert!(d.text(true).contains("pgfault"));
@@ -184,30 +182,24 @@ fn one_value_makes_one_table() {
 fn markdown_and_csv() {
     let d = diff::diff_table(&table(), "switch", Some(("0", "1")), None).unwrap();
     let md = d.markdown(false);
-    assert!(
-        md.contains(
-            "| counter | x86_64 base | x86_64 patched | x86_64 change | x86_64 % | arm64 base |"
-        ),
-        "{md}"
+    assert_contains(
+        &md,
+        "| counter | x86_64 base | x86_64 patched | x86_64 change | x86_64 % | arm64 base |",
     );
-    assert!(
-        md.contains("| `sim/ptep_get` | 200 | 150 | -50 | -25.00% | 200 | 150 | -50 | -25.00% |"),
-        "{md}"
+    assert_contains(
+        &md,
+        "| `sim/ptep_get` | 200 | 150 | -50 | -25.00% | 200 | 150 | -50 | -25.00% |",
     );
     let csv = d.csv(false).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "folio_size,arch,phase,kind,name,base,patched,change,pct_change"
+    assert_starts_with(
+        &csv,
+        "folio_size,arch,phase,kind,name,base,patched,change,pct_change\n",
     );
-    assert!(
-        csv.contains("64K,arm64,measured,counter,sim/ptep_get,200,150,-50,-25.0000\n"),
-        "{csv}"
+    assert_contains(
+        &csv,
+        "64K,arm64,measured,counter,sim/ptep_get,200,150,-50,-25.0000\n",
     );
-    assert!(
-        csv.contains("4K,x86_64,measured,counter,sim/tlbi_page,0,7,7,n/a\n"),
-        "{csv}"
-    );
+    assert_contains(&csv, "4K,x86_64,measured,counter,sim/tlbi_page,0,7,7,n/a\n");
     // An unchanged cell is not a record unless --all.
     assert!(
         !csv.contains("4K,arm64,measured,counter,sim/tlbi_page"),
@@ -228,7 +220,7 @@ fn by_errors_name_the_values() {
         "{e}"
     );
     let e = diff::diff_table(&t, "switch", Some(("0", "2")), None).unwrap_err();
-    assert!(e.contains("no point has switch = 2"), "{e}");
+    assert_contains(&e, "no point has switch = 2");
     // Columns by folio_size instead of arch: arch makes the blocks.
     let d = diff::diff_table(&t, "switch", None, Some(&["folio_size".to_string()])).unwrap();
     assert_eq!(d.groups, [["4K"], ["64K"]]);
@@ -253,7 +245,7 @@ fn reports_keep_their_modelled_time() {
     let d = diff::diff_reports(&a, &b).unwrap();
     let text = d.text(false);
     // 4096 → 256: −3840, −93.75 %; 2000 → 1500 ns: −25.00 %.
-    assert!(text.contains("-3840  -93.75%"), "{text}");
-    assert!(text.contains("-500  -25.00%"), "{text}");
+    assert_contains(&text, "-3840  -93.75%");
+    assert_contains(&text, "-500  -25.00%");
     assert!(!text.contains("pgfault"), "{text}");
 }

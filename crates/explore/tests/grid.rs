@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use foliosim_explore::{expand, grid, parse_sweep_str, Source, SweepSpec};
+use foliosim_testkit::{assert_contains, assert_starts_with};
 
 /// A small anonymous scenario: 1 MiB written on a 256 MiB machine.
 fn scenario(dir: &Path) -> PathBuf {
@@ -102,38 +103,41 @@ fn product_and_zip_counts() {
     );
     // Zipped lists of different lengths are refused, naming the keys.
     let e = expand_err(tmp.path(), &["memory=256M,512M", "read_ahead_kb=1"], true);
-    assert!(
-        e.contains("`memory` has 2") && e.contains("`read_ahead_kb` has 1"),
-        "{e}"
-    );
+    assert_contains(&e, "`memory` has 2");
+    assert_contains(&e, "`read_ahead_kb` has 1");
 }
 
 #[test]
 fn unknown_key_names_the_grid_argument() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = expand_err(tmp.path(), &["fault_around_byts=4096,8192"], false);
-    assert!(e.starts_with("--grid fault_around_byts=4096,8192"), "{e}");
-    assert!(e.contains("unknown key `fault_around_byts`"), "{e}");
-    // A value the scenario refuses, too.
-    let e = expand_err(tmp.path(), &["fault_around_bytes=0,4096"], false);
-    assert!(e.starts_with("--grid fault_around_bytes=0,4096"), "{e}");
-    assert!(e.contains("fault_around_bytes=0"), "{e}");
+    for (arg, says) in [
+        (
+            "fault_around_byts=4096,8192",
+            "unknown key `fault_around_byts`",
+        ),
+        // A value the scenario refuses, too.
+        ("fault_around_bytes=0,4096", "fault_around_bytes=0"),
+    ] {
+        let e = expand_err(tmp.path(), &[arg], false);
+        assert_starts_with(&e, &format!("--grid {arg}"));
+        assert_contains(&e, says);
+    }
 }
 
 #[test]
 fn empty_reserved_duplicate_and_large_grids_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let e = expand(&SweepSpec::new(vec![scenario(tmp.path())])).unwrap_err();
-    assert!(e.contains("grid is empty"), "{e}");
+    assert_contains(&e, "grid is empty");
     let e = expand_err(tmp.path(), &["name=a,b"], false);
-    assert!(e.contains("column"), "{e}");
+    assert_contains(&e, "column");
     let e = expand(&spec_with(
         tmp.path(),
         &["memory=256M", "memory=512M"],
         false,
     ))
     .unwrap_err();
-    assert!(e.contains("already swept by --grid memory=256M"), "{e}");
+    assert_contains(&e, "already swept by --grid memory=256M");
     // 101 × 100 = 10,100 points: more than 10,000 needs --yes; the count
     // is refused before any scenario is loaded.
     let mut spec = spec_with(
@@ -142,7 +146,8 @@ fn empty_reserved_duplicate_and_large_grids_are_refused() {
         false,
     );
     let e = expand(&spec).unwrap_err();
-    assert!(e.contains("10100 points") && e.contains("--yes"), "{e}");
+    assert_contains(&e, "10100 points");
+    assert_contains(&e, "--yes");
     spec.allow_large = true;
     assert_eq!(expand(&spec).unwrap().len(), 10_100);
 }
@@ -161,27 +166,17 @@ fn folio_size_sets_the_thp_knobs_together() {
             .map(|(_, v)| v.clone())
     };
     assert_eq!(pts[0].grid, [("folio_size".to_string(), "4K".to_string())]);
-    assert_eq!(
-        knob(0, "transparent_hugepage.enabled").as_deref(),
-        Some("never")
-    );
-    assert_eq!(
-        knob(1, "transparent_hugepage.hugepages-64kB.enabled").as_deref(),
-        Some("always")
-    );
-    assert_eq!(
-        knob(1, "transparent_hugepage.hugepages-16kB.enabled").as_deref(),
-        Some("never")
-    );
-    assert_eq!(
-        knob(2, "transparent_hugepage.enabled").as_deref(),
-        Some("always")
-    );
+    for (i, key, want) in [
+        (0, "transparent_hugepage.enabled", "never"),
+        (1, "transparent_hugepage.hugepages-64kB.enabled", "always"),
+        (1, "transparent_hugepage.hugepages-16kB.enabled", "never"),
+        (2, "transparent_hugepage.enabled", "always"),
+    ] {
+        assert_eq!(knob(i, key).as_deref(), Some(want), "point {i}, {key}");
+    }
     let e = expand_err(tmp.path(), &["folio_size=8K"], false);
-    assert!(
-        e.starts_with("--grid folio_size=8K") && e.contains("4K, 16K"),
-        "{e}"
-    );
+    assert_starts_with(&e, "--grid folio_size=8K");
+    assert_contains(&e, "4K, 16K");
 }
 
 #[test]
@@ -234,12 +229,12 @@ memory = ["256M", "512M"]
     let e = expand(&parse_sweep_str(&file, &bad).unwrap()).unwrap_err();
     let at = format!("{}:13", file.display());
     assert!(e.starts_with(&at), "{e}");
-    assert!(e.contains("series.batch_anon_unmapp"), "{e}");
+    assert_contains(&e, "series.batch_anon_unmapp");
     // An unknown table of the sweep file, with its line.
     let e = parse_sweep_str(&file, &format!("{text}\n[grids]\nx = [1]\n")).unwrap_err();
     // The text ends with a newline, then a blank line: [grids] is line 15.
     assert!(e.starts_with(&format!("{}:15", file.display())), "{e}");
-    assert!(e.contains("unknown key"), "{e}");
+    assert_contains(&e, "unknown key");
 }
 
 /// The sweep files in docs/scenarios.md parse and expand to the points

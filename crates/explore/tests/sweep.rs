@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use foliosim_explore::{
     expand, grid, sweep, Engine, PointResult, SweepOptions, SweepSpec, Table, TableFormat,
 };
-use foliosim_testkit::{anon_measured, file, mmap_file, name, phase, system_mem, touch, write};
+use foliosim_testkit::{
+    anon_measured, assert_contains, assert_starts_with, file, mmap_file, name, phase, system_mem,
+    touch, write,
+};
 
 /// Anonymous memory: 1 MiB written once, on a 64 MiB machine without swap.
 fn anon(dir: &Path) -> PathBuf {
@@ -139,17 +142,16 @@ description = ["with, comma \"q\"", "plain"]
     );
     t.rows.push(pm);
     let csv = String::from_utf8(t.encode(TableFormat::Csv).unwrap()).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "point,description,step.1.size,scenario,arch,engine,phase,kind,name,value,error"
+    assert_starts_with(
+        &csv,
+        "point,description,step.1.size,scenario,arch,engine,phase,kind,name,value,error\n",
     );
     // RFC 4180: the field is quoted and its quotes doubled.
-    assert!(
-        csv.contains("0,\"with, comma \"\"q\"\"\",128M,anon,x86_64,sim,,,,,"),
-        "{csv}"
+    assert_contains(
+        &csv,
+        "0,\"with, comma \"\"q\"\"\",128M,anon,x86_64,sim,,,,,",
     );
-    assert!(csv.contains(",measured,counter,pgfault,256,\n"), "{csv}");
+    assert_contains(&csv, ",measured,counter,pgfault,256,\n");
     for f in [
         TableFormat::Csv,
         TableFormat::Jsonl,
@@ -259,6 +261,6 @@ fn parallel_workers_share_the_memory_limit() {
     );
     for r in &two {
         let e = r.result.as_ref().unwrap_err();
-        assert!(e.contains("more than the 50 MiB"), "{e}");
+        assert_contains(e, "more than the 50 MiB");
     }
 }

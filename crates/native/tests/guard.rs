@@ -35,11 +35,7 @@ fn long_scenario() -> String {
     }
     s += "[[file]]\nname = \"data\"\nsize = \"1M\"\nfill = \"cold\"\n";
     s += "[[step]]\nop = \"mmap\"\nregion = \"heap\"\nkind = \"anon\"\nsize = \"1G\"\n";
-    for i in 0..60 {
-        s += &format!("[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
-        s += "[[step]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n";
-        s += "[[step]]\nop = \"madvise\"\nregion = \"heap\"\nadvice = \"dontneed\"\n";
-    }
+    s += &busy_phases(60, "dontneed");
     s
 }
 
@@ -66,19 +62,14 @@ fn interrupt_mid_run(sig: i32) {
         before,
         "the run did not change the THP settings"
     );
-    // SAFETY: kill has no memory-safety preconditions; the pid is our child.
-    unsafe { libc::kill(child.id() as i32, sig) };
-    let status = wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(status.signal(), Some(sig), "{status:?}");
-    let (after, saved) = quiet(|| {
+    signal_and_wait(&mut child, sig, Duration::from_secs(10));
+    let after = quiet(|| {
         (
             thp_knobs(),
             Path::new("/run/foliosim-native.saved").exists(),
         )
     });
-    assert_eq!(after, before, "THP settings not restored");
-    assert!(work.is_empty(), "files left in {}", work.0.display());
-    assert!(!saved, "the run's saved state was left");
+    assert_restored(after, &before, &work, "THP settings");
 }
 
 #[test]

@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
@@ -215,11 +214,7 @@ fn long_swapping_scenario(zram: bool) -> String {
     }
     s += "[[step]]\nop = \"memcg\"\nlimit = \"32M\"\n";
     s += "[[step]]\nop = \"mmap\"\nregion = \"heap\"\nkind = \"anon\"\nsize = \"96M\"\n";
-    for i in 0..200 {
-        s += &format!("[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
-        s += "[[step]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n";
-        s += "[[step]]\nop = \"madvise\"\nregion = \"heap\"\nadvice = \"pageout\"\n";
-    }
+    s += &busy_phases(200, "pageout");
     s
 }
 
@@ -264,14 +259,9 @@ fn sigint_mid_phase_removes_swap_devices_and_cgroups() {
         let work = TempDir::new(&format!("swapsig-{sig}"));
         let mut child =
             start_swapping_run("swapsig", &long_swapping_scenario(zram), &work, &before);
-        // SAFETY: kill has no memory-safety preconditions; the pid is our child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child, Duration::from_secs(30));
-        assert_eq!(status.signal(), Some(sig), "{status:?}");
-        let (after, saved) = quiet_host_devices();
-        assert_eq!(after, before, "host devices not restored after {sig}");
-        assert!(work.is_empty(), "files left in {}", work.0.display());
-        assert!(!saved, "the run's saved state was left after {sig}");
+        signal_and_wait(&mut child, sig, Duration::from_secs(30));
+        let what = format!("host devices after signal {sig}");
+        assert_restored(quiet_host_devices(), &before, &work, &what);
     }
 }
 
@@ -286,9 +276,8 @@ fn after_sigkill_the_next_run_removes_swap_devices_and_cgroups() {
     let (before, _) = quiet_host_devices();
     let work = TempDir::new("swapkill");
     let mut child = start_swapping_run("swapkill", &long_swapping_scenario(zram), &work, &before);
-    let _ = child.kill(); // SIGKILL: nothing runs in the killed process
-    let status = wait_exit(&mut child, Duration::from_secs(30));
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    // SIGKILL: nothing runs in the killed process.
+    signal_and_wait(&mut child, libc::SIGKILL, Duration::from_secs(30));
     // (Not `quiet`: any other native run would clean up first.)
     assert_ne!(host_devices(), before, "a SIGKILLed run cannot clean up");
     assert!(Path::new("/run/foliosim-native.saved").exists());

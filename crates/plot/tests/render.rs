@@ -15,11 +15,7 @@ use foliosim_report::Report;
 /// mTHP on arm64: contpte), then paged out to a block device, with a
 /// folio map after each phase; `sets` override more keys.
 fn run(sets: &[(&str, &str)]) -> Report {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/report/pageout-64k.toml"
-    );
-    let text = std::fs::read_to_string(path).expect("the example scenario");
+    let (path, text) = foliosim_testkit::repo_file("docs/report/pageout-64k.toml");
     let example = [
         ("system.arch", "arm64"),
         ("transparent_hugepage.hugepages-64kB.enabled", "always"),
@@ -30,7 +26,7 @@ fn run(sets: &[(&str, &str)]) -> Report {
         .chain(sets)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sc = foliosim_scenario::parse_str(path, &text, &sets).expect("parses");
+    let sc = foliosim_scenario::parse_str(&path.to_string_lossy(), &text, &sets).expect("parses");
     foliosim_sim::run(&sc, Default::default()).expect("runs")
 }
 

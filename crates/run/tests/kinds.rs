@@ -31,77 +31,86 @@ fn run(text: String) -> Result<foliosim_report::Report, RunError> {
     run_with(text, &[], SimOptions::default())
 }
 
-#[test]
-fn a_page_past_the_end_of_a_file_is_killed_by_sigbus() {
-    // filemap_fault() finds no page beyond i_size: VM_FAULT_SIGBUS.
-    let text = [
-        tk::file("f", "64K", ""),
-        tk::mmap_file("m", "f", "128K", "prot = \"r\"\n"),
-        tk::touch("m", "read", ""),
-    ]
-    .concat();
-    let e = run(text).unwrap_err();
-    assert_eq!(e.kind(), "killed", "{e}");
-    assert!(e.to_string().starts_with("s.toml:"), "{e}");
-    assert!(e.to_string().contains("SIGBUS"), "{e}");
+/// Assert that `e` is of `kind` ([`RunError::kind`]) and that its message
+/// starts with `prefix` and contains every one of `parts`.
+#[track_caller]
+fn assert_error(e: &RunError, kind: &str, prefix: &str, parts: &[&str]) {
+    assert_eq!(e.kind(), kind, "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.starts_with(prefix), "{msg}");
+    for part in parts {
+        assert!(msg.contains(part), "{msg}");
+    }
 }
 
+/// Scenarios the simulator stops: killed by a signal, or beyond the
+/// model. Each row: what it shows, the scenario, and the error's kind,
+/// message prefix and message parts.
 #[test]
-fn an_unmapped_range_is_killed_by_sigsegv() {
-    let text = [
-        tk::mmap_anon("a", "64K"),
-        tk::munmap("a"),
-        tk::touch("a", "write", ""),
-    ]
-    .concat();
-    let e = run(text).unwrap_err();
-    assert!(matches!(e, RunError::Killed(_)), "{e:?}");
-    assert!(e.to_string().contains("SIGSEGV"), "{e}");
-}
-
-#[test]
-fn madv_willneed_is_unsupported() {
-    let text = [tk::mmap_anon("a", "64K"), tk::madvise("a", "willneed", "")].concat();
-    let e = run(text).unwrap_err();
-    assert!(matches!(e, RunError::Unsupported(_)), "{e:?}");
-    assert!(e.to_string().contains("unsupported by the model"), "{e}");
-}
-
-#[test]
-fn a_model_limit_deep_in_a_step_is_unsupported() {
-    // Read faults on anon memory map the shared zero page, so they take
-    // only page tables: one PTE table per 2 MiB. 64 GiB touched once per
-    // table needs 32,768 tables on a machine of 16,384 frames; the kernel
-    // would call the OOM killer, which the model does not have, so the
-    // model stops at its limit (a typed panic deep in the allocator).
-    let text = [
-        tk::system_mem("64M", ""),
-        tk::mmap_anon("a", "64G"),
-        tk::touch("a", "read", "pattern = \"one-per-pt\""),
-    ]
-    .concat();
-    let e = run(text).unwrap_err();
-    assert!(matches!(e, RunError::Unsupported(_)), "{e:?}");
-    assert!(e.to_string().starts_with("s.toml:"), "{e}");
-    assert!(
-        e.to_string().contains("out of memory for a page table"),
-        "{e}"
-    );
+fn killed_and_unsupported_scenarios() {
+    let rows: [(&str, String, &str, &str, &[&str]); 4] = [
+        (
+            // filemap_fault() finds no page beyond i_size: VM_FAULT_SIGBUS.
+            "a page past the end of a file",
+            [
+                tk::file("f", "64K", ""),
+                tk::mmap_file("m", "f", "128K", "prot = \"r\"\n"),
+                tk::touch("m", "read", ""),
+            ]
+            .concat(),
+            "killed",
+            "s.toml:",
+            &["SIGBUS"],
+        ),
+        (
+            "an unmapped range",
+            [
+                tk::mmap_anon("a", "64K"),
+                tk::munmap("a"),
+                tk::touch("a", "write", ""),
+            ]
+            .concat(),
+            "killed",
+            "",
+            &["SIGSEGV"],
+        ),
+        (
+            "MADV_WILLNEED",
+            [tk::mmap_anon("a", "64K"), tk::madvise("a", "willneed", "")].concat(),
+            "unsupported",
+            "",
+            &["unsupported by the model"],
+        ),
+        (
+            // Read faults on anon memory map the shared zero page, so they
+            // take only page tables: one PTE table per 2 MiB. 64 GiB
+            // touched once per table needs 32,768 tables on a machine of
+            // 16,384 frames; the kernel would call the OOM killer, which
+            // the model does not have, so the model stops at its limit (a
+            // typed panic deep in the allocator).
+            "a model limit deep in a step",
+            tk::page_tables_beyond_memory(),
+            "unsupported",
+            "s.toml:",
+            &["out of memory for a page table"],
+        ),
+    ];
+    for (what, text, kind, prefix, parts) in rows {
+        let Err(e) = run(text) else {
+            panic!("{what}: the run succeeded");
+        };
+        assert_error(&e, kind, prefix, parts);
+    }
 }
 
 #[test]
 fn a_bad_override_is_usage_naming_the_file_once() {
     let ov = [("bogus_knob".to_string(), "1".to_string())];
     let e = run_with(tk::mmap_anon("a", "64K"), &ov, SimOptions::default()).unwrap_err();
-    assert!(matches!(e, RunError::Usage(_)), "{e:?}");
-    assert!(
-        e.to_string().starts_with("s.toml: --set bogus_knob=1: "),
-        "{e}"
-    );
+    assert_error(&e, "usage", "s.toml: --set bogus_knob=1: ", &[]);
     // An error inside the file names it with its line already.
     let e = run("[system]\nmemory = \"lots\"\n".into()).unwrap_err();
-    assert_eq!(e.kind(), "usage");
-    assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
+    assert_error(&e, "usage", "s.toml:2:", &[]);
 }
 
 #[test]
@@ -121,8 +130,7 @@ fn a_simulation_over_the_memory_limit_is_the_hosts() {
         ..SimOptions::default()
     };
     let e = run_with(tk::anon_written("a", "256M"), &[], sim).unwrap_err();
-    assert_eq!(e.kind(), "host", "{e}");
-    assert!(e.to_string().contains("would need about"), "{e}");
+    assert_error(&e, "host", "", &["would need about"]);
 }
 
 /// 10^6 phases: 39 MB of text whose parse alone would take 2.3 GB (62
@@ -137,20 +145,14 @@ fn a_million_phases_are_refused_before_parsing() {
     };
     let t = std::time::Instant::now();
     let e = run_with(tk::big::many_phases(1_000_000), &[], sim).unwrap_err();
-    assert_eq!(e.kind(), "host", "{e}");
-    assert!(e.to_string().contains("parsing the scenario text"), "{e}");
+    assert_error(&e, "host", "", &["parsing the scenario text"]);
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
 
 #[test]
 fn a_panic_in_the_model_is_an_invariant_error() {
     let e = foliosim_run::guarded("s.toml", || panic!("rmap out of step")).unwrap_err();
-    assert!(matches!(e, RunError::Invariant(_)), "{e:?}");
-    assert!(
-        e.to_string()
-            .starts_with("s.toml: internal error in the model"),
-        "{e}"
-    );
+    assert_error(&e, "invariant", "s.toml: internal error in the model", &[]);
 }
 
 #[test]

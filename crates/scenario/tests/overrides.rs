@@ -4,6 +4,7 @@ mod common;
 
 use common::{parse, parse_with, set_error, BASE};
 use foliosim_scenario::*;
+use foliosim_testkit::assert_starts_with;
 
 fn ok(text: &str, sets: &[(&str, &str)]) -> Scenario {
     match parse_with(text, sets) {
@@ -150,6 +151,11 @@ fn later_override_wins() {
     assert_eq!(s.seed, 4);
 }
 
+/// The message of the error of `text` with `--set key=value`.
+fn set_says(text: &str, key: &str, value: &str) -> String {
+    set_error(text, &[(key, value)]).to_string()
+}
+
 #[test]
 fn bad_value_is_reported_as_the_set() {
     let e = set_error("", &[("fault_around_bytes", "0")]);
@@ -159,50 +165,40 @@ fn bad_value_is_reported_as_the_set() {
         e.to_string(),
         "--set fault_around_bytes=0: system.fault_around_bytes: expected a size above 0, found 0"
     );
-    let e = set_error("", &[("memory", "lots")]);
-    assert!(
-        e.to_string()
-            .starts_with("--set memory=lots: system.memory: "),
-        "{e}"
+    assert_starts_with(
+        &set_says("", "memory", "lots"),
+        "--set memory=lots: system.memory: ",
     );
-    let e = set_error("", &[("transparent_hugepage.enabled", "sometimes")]);
-    assert!(
-        e.to_string()
-            .starts_with("--set transparent_hugepage.enabled=sometimes: "),
-        "{e}"
+    assert_starts_with(
+        &set_says("", "transparent_hugepage.enabled", "sometimes"),
+        "--set transparent_hugepage.enabled=sometimes: ",
     );
 }
 
 #[test]
 fn bad_value_in_a_step_is_reported_as_the_set() {
     let text = format!("{BASE}{TOUCH}");
-    let e = set_error(&text, &[("step.2.region", "nope")]);
     assert_eq!(
-        e.to_string(),
+        set_says(&text, "step.2.region", "nope"),
         "--set step.2.region=nope: step[2].region: unknown region \"nope\"; mapped regions: buf"
     );
-    let e = set_error(&text, &[("step.2.colour", "red")]);
-    assert!(
-        e.to_string()
-            .starts_with("--set step.2.colour=red: step[2].colour: unknown key `colour`"),
-        "{e}"
+    assert_starts_with(
+        &set_says(&text, "step.2.colour", "red"),
+        "--set step.2.colour=red: step[2].colour: unknown key `colour`",
     );
 }
 
 #[test]
 fn unknown_targets_are_errors() {
     let text = format!("{BASE}{TOUCH}");
-    let e = set_error(&text, &[("file.nope.size", "1")]);
     assert_eq!(
-        e.to_string(),
+        set_says(&text, "file.nope.size", "1"),
         "--set file.nope.size=1: no [[file]] has name = \"nope\""
     );
     for key in ["step.3.op", "step.0.op", "step.x.op"] {
-        let e = set_error(&text, &[(key, "wait")]);
-        assert!(
-            e.to_string()
-                .starts_with(&format!("--set {key}=wait: no step")),
-            "{e}"
+        assert_starts_with(
+            &set_says(&text, key, "wait"),
+            &format!("--set {key}=wait: no step"),
         );
     }
     let deep = vec!["a"; 10_000].join(".");
@@ -215,18 +211,14 @@ fn unknown_targets_are_errors() {
         "file",
         deep.as_str(),
     ] {
-        let e = set_error(&text, &[(key, "1")]);
-        assert!(
-            e.to_string()
-                .starts_with(&format!("--set {key}=1: expected")),
-            "{e}"
+        assert_starts_with(
+            &set_says(&text, key, "1"),
+            &format!("--set {key}=1: expected"),
         );
     }
-    let e = set_error("", &[("bogus", "1")]);
-    assert!(
-        e.to_string()
-            .starts_with("--set bogus=1: system.bogus: unknown key `bogus` in [system]"),
-        "{e}"
+    assert_starts_with(
+        &set_says("", "bogus", "1"),
+        "--set bogus=1: system.bogus: unknown key `bogus` in [system]",
     );
 }
 

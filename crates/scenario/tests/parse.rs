@@ -2,8 +2,26 @@
 
 mod common;
 
-use common::{parse, BASE};
+use common::{mmap_step, parse, BASE};
 use foliosim_scenario::*;
+
+/// The protections `prot = "rw"` (what an mmap step without `prot` gets),
+/// `"r"` and `"rwx"`.
+const RW: Prot = Prot {
+    read: true,
+    write: true,
+    exec: false,
+};
+const R: Prot = Prot {
+    read: true,
+    write: false,
+    exec: false,
+};
+const RWX: Prot = Prot {
+    read: true,
+    write: true,
+    exec: true,
+};
 
 const FULL: &str = r#"
 name = "mthp-anon"
@@ -193,56 +211,29 @@ fn full_scenario_files() {
 fn full_scenario_mmaps() {
     let s = parse(FULL);
     assert_eq!(s.steps.len(), 14);
-    let StepKind::Mmap(m) = &s.steps[0].kind else {
-        panic!("not an mmap: {:?}", s.steps[0]);
-    };
+    let m = mmap_step(&s, 0);
     assert_eq!(m.region, "heap");
     assert!(!m.map, "folio maps are opt-in");
     assert_eq!(m.backing, Backing::Anon);
     assert!(!m.shared);
     assert_eq!(m.size, 2 << 20);
     assert_eq!(m.file_offset, 0);
-    assert_eq!(
-        m.prot,
-        Prot {
-            read: true,
-            write: true,
-            exec: false
-        }
-    );
+    assert_eq!(m.prot, RW);
     assert_eq!(m.advise, [Madv::Hugepage, Madv::Willneed]);
     assert_eq!(s.steps[0].loc.line, 26);
-    let StepKind::Mmap(MmapStep {
-        backing,
-        shared,
-        file_offset,
-        prot,
-        ..
-    }) = &s.steps[1].kind
-    else {
-        panic!("not an mmap");
-    };
+    let m = mmap_step(&s, 1);
     assert_eq!(
-        *backing,
+        m.backing,
         Backing::File {
             file: "data".into()
         }
     );
-    assert!(shared);
-    assert_eq!(*file_offset, 65536);
-    assert_eq!(
-        *prot,
-        Prot {
-            read: true,
-            write: false,
-            exec: false
-        }
-    );
-    let StepKind::Mmap(MmapStep { backing, size, .. }) = &s.steps[2].kind else {
-        panic!("not an mmap");
-    };
-    assert_eq!(*backing, Backing::Shmem);
-    assert_eq!(*size, 65536);
+    assert!(m.shared);
+    assert_eq!(m.file_offset, 65536);
+    assert_eq!(m.prot, R);
+    let m = mmap_step(&s, 2);
+    assert_eq!(m.backing, Backing::Shmem);
+    assert_eq!(m.size, 65536);
 }
 
 #[test]
@@ -412,25 +403,9 @@ fn step_and_file_defaults() {
     let text = format!("{BASE}\n[[step]]\nop = \"touch\"\nregion = \"buf\"\naccess = \"read\"\n");
     let s = parse(&text);
     assert_eq!(s.files[0].fill, CacheFill::Write { write_size: 4096 });
-    let StepKind::Mmap(MmapStep {
-        shared,
-        prot,
-        advise,
-        file_offset,
-        ..
-    }) = &s.steps[0].kind
-    else {
-        panic!("not an mmap");
-    };
-    assert!(!shared && advise.is_empty() && *file_offset == 0);
-    assert_eq!(
-        *prot,
-        Prot {
-            read: true,
-            write: true,
-            exec: false
-        }
-    );
+    let m = mmap_step(&s, 0);
+    assert!(!m.shared && m.advise.is_empty() && m.file_offset == 0);
+    assert_eq!(m.prot, RW);
     let StepKind::Touch { pattern, range, .. } = &s.steps[1].kind else {
         panic!("not a touch");
     };
@@ -502,31 +477,10 @@ step = [
 ]
 "#;
     let s = parse(text);
-    let prots: Vec<Prot> = s
-        .steps
-        .iter()
-        .map(|step| match &step.kind {
-            StepKind::Mmap(MmapStep { prot, .. }) => *prot,
-            other => panic!("not an mmap: {other:?}"),
-        })
-        .collect();
+    let prots: Vec<Prot> = (0..s.steps.len()).map(|i| mmap_step(&s, i).prot).collect();
     assert_eq!(prots[0], Prot::default());
-    assert_eq!(
-        prots[1],
-        Prot {
-            read: true,
-            write: true,
-            exec: true
-        }
-    );
-    assert_eq!(
-        prots[2],
-        Prot {
-            read: true,
-            write: false,
-            exec: false
-        }
-    );
+    assert_eq!(prots[1], RWX);
+    assert_eq!(prots[2], R);
 }
 
 #[test]

@@ -26,23 +26,19 @@ fn absent_means_one_call() {
 
 #[test]
 fn sizes_and_integers() {
-    assert_eq!(
-        per_call(&parse(&with_madvise("per_call = \"4K\"\n"))),
-        Some(4096)
-    );
-    assert_eq!(
-        per_call(&parse(&with_madvise("per_call = \"1M\"\n"))),
-        Some(1 << 20)
-    );
-    assert_eq!(
-        per_call(&parse(&with_madvise("per_call = 8192\n"))),
-        Some(8192)
-    );
-    // Larger than the range: still valid (one call).
-    assert_eq!(
-        per_call(&parse(&with_madvise("len = \"64K\"\nper_call = \"4M\"\n"))),
-        Some(4 << 20)
-    );
+    for (extra, want) in [
+        ("per_call = \"4K\"\n", 4096),
+        ("per_call = \"1M\"\n", 1 << 20),
+        ("per_call = 8192\n", 8192),
+        // Larger than the range: still valid (one call).
+        ("len = \"64K\"\nper_call = \"4M\"\n", 4 << 20),
+    ] {
+        assert_eq!(
+            per_call(&parse(&with_madvise(extra))),
+            Some(want),
+            "{extra}"
+        );
+    }
 }
 
 #[test]

@@ -5,8 +5,8 @@
 
 mod common;
 use common::{
-    c, failed_syscall, folios, hist, madvise, mmap_anon, phase, run, step, step_with, swap, system,
-    touch,
+    assert_fails_with, c, folios, hist, madvise, mmap_anon, phase, run, step, step_with, swap,
+    system, touch,
 };
 
 /// THP `enabled` = `top`, 2 MiB of anon memory written page by page
@@ -40,8 +40,7 @@ fn collapse_of_an_untouched_range_is_einval() {
         madvise("heap", "collapse", ""),
     ]
     .concat();
-    let what = failed_syscall(&text);
-    assert!(what.contains("EINVAL"), "{what}");
+    assert_fails_with(&text, "EINVAL");
 }
 
 #[test]

@@ -11,8 +11,7 @@ fn a_mapping_larger_than_the_address_space_fails_with_enomem() {
     // __get_unmapped_area(): `len > TASK_SIZE` fails with ENOMEM before any
     // search, as mmap(2) of 2^64 - 4096 bytes does on the host.
     let sc = [system(""), mmap_anon("a", "18446744073709547520")].concat();
-    let what = failed_syscall(&sc);
-    assert!(what.starts_with("ENOMEM"), "{what}");
+    assert_fails_with(&sc, "ENOMEM");
 }
 
 #[test]
@@ -237,6 +236,11 @@ fn assert_refused_at(text: &str, check: bool, op: &str, nth: usize, what: &str) 
     assert!(msg.contains(what), "{msg}");
 }
 
+/// `base` and then `n` fork steps (each child stays alive until the end).
+fn with_forks(base: &str, n: usize) -> String {
+    base.to_owned() + &step("fork").repeat(n)
+}
+
 #[test]
 fn page_tables_filling_the_machine_are_unsupported() {
     // Read faults on anon memory map the shared zero page, so the only
@@ -244,12 +248,7 @@ fn page_tables_filling_the_machine_are_unsupported() {
     // 64 GiB touched once per table needs 32,768 of them; a 64 MiB machine
     // has 16,384 frames and page tables cannot be reclaimed. The kernel
     // would invoke the OOM killer, which the model does not.
-    let text = [
-        system_mem("64M", ""),
-        mmap_anon("a", "64G"),
-        touch("a", "read", "pattern = \"one-per-pt\""),
-    ]
-    .concat();
+    let text = page_tables_beyond_memory();
     assert_refused_at(&text, true, "touch", 1, "out of memory for a page table");
 }
 
@@ -267,9 +266,8 @@ fn a_swap_count_needing_continuation_is_unsupported() {
         madvise("a", "pageout", ""),
     ]
     .concat();
-    let forks = |n: usize| base.clone() + &step("fork").repeat(n);
-    assert!(try_run_with(&forks(61), &[]).is_ok());
-    let text = forks(62);
+    assert!(try_run_with(&with_forks(&base, 61), &[]).is_ok());
+    let text = with_forks(&base, 62);
     assert_refused_at(&text, true, "fork", 62, "swap count continuation");
 }
 
@@ -278,12 +276,7 @@ fn mappings_beyond_the_mapcount_field_are_unsupported() {
     // The model packs a page's mapcount into 11 bits (at most 2,046
     // mappings); each fork whose child stays alive maps the written page
     // once more, so the 2,046th fork would make it 2,047.
-    let text = [
-        system(""),
-        anon_written("a", "4K"),
-        step("fork").repeat(2046),
-    ]
-    .concat();
+    let text = with_forks(&(system("") + &anon_written("a", "4K")), 2046);
     assert_refused_at(
         &text,
         false,
@@ -372,8 +365,7 @@ fn walks_over_a_sparse_96_tib_mapping_skip_empty_tables() {
 fn a_1_eib_mmap_and_munmap_end_at_once() {
     let sc = [system_mem("2G", ""), mmap_anon("a", "1T<<20"), munmap("a")].concat();
     let t = std::time::Instant::now();
-    let what = failed_syscall(&sc);
-    assert!(what.starts_with("ENOMEM"), "{what}");
+    assert_fails_with(&sc, "ENOMEM");
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
 

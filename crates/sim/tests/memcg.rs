@@ -417,11 +417,7 @@ fn memcg_oom_is_unsupported() {
 /// as the host does at this size (`shrink_inactive_list()`, mm/vmscan.c).
 #[test]
 fn seed002_scenario_runs_small() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/seed002/memcg-reclaim-file.toml"
-    );
-    let text = std::fs::read_to_string(path).expect("seed 002 scenario");
+    let (_, text) = repo_file("scenarios/seed002/memcg-reclaim-file.toml");
     let small = [
         ("system.memory", "256M"),
         ("file.data.size", "64M"),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::load_scenario;
+use common::{assert_counters, load_scenario};
 use foliosim_report::Report;
 use foliosim_sim::{run, RunOptions};
 
@@ -43,6 +43,29 @@ fn measured(r: &Report, counter: &str) -> i64 {
         .unwrap_or_else(|| panic!("no {counter}")) as i64
 }
 
+/// Run `rel` with every fault-around order `n` of [`ORDERS`]: the model's
+/// pgfault must be `want(n)`, which the seed's row `seed` exceeds by 0 to
+/// `max` ([`assert_seed_slack`]). The runs with their order and `want`,
+/// for more checks.
+fn each_window(
+    rel: &str,
+    seed: &[i64; 7],
+    max: i64,
+    want: impl Fn(u32) -> i64,
+) -> Vec<(u32, Report, i64)> {
+    ORDERS
+        .iter()
+        .zip(seed)
+        .map(|(&n, &row)| {
+            let r = with_window(rel, n);
+            let want = want(n);
+            assert_eq!(measured(&r, "pgfault"), want, "order {n}");
+            assert_seed_slack(n, row, want, max);
+            (n, r, want)
+        })
+        .collect()
+}
+
 /// The seed's FAULT_AROUND_ORDER values.
 const ORDERS: [u32; 7] = [0, 1, 3, 4, 5, 7, 9];
 
@@ -62,20 +85,19 @@ const SEED_ONE_PER_PT: [i64; 7] = [8_372, 8_324, 8_270, 8_260, 8_249, 8_239, 8_2
 /// fault through filemap_fault() and finish_fault()).
 #[test]
 fn seed001_sequential_16g() {
-    for (i, n) in ORDERS.iter().enumerate() {
-        let r = with_window("seed001/seq-16g.toml", *n);
-        let want = (1i64 << 22) >> n;
-        assert_eq!(measured(&r, "pgfault"), want, "order {n}");
+    let runs = each_window("seed001/seq-16g.toml", &SEED_SEQ, 1200, |n| {
+        (1i64 << 22) >> n
+    });
+    for (n, r, want) in runs {
         assert_eq!(measured(&r, "minor-faults"), want, "order {n}");
         assert_eq!(measured(&r, "major-faults"), 0);
-        assert_seed_slack(*n, SEED_SEQ[i], want, 1200);
         // Fault-around calls ->map_pages once per fault; without it,
         // every fault goes through filemap_fault().
-        let map_pages = if *n == 0 { 0 } else { want };
+        let map_pages = if n == 0 { 0 } else { want };
         assert_eq!(measured(&r, "filemap:mm_filemap_map_pages"), map_pages);
         assert_eq!(
             measured(&r, "filemap:mm_filemap_fault"),
-            if *n == 0 { want } else { 0 }
+            if n == 0 { want } else { 0 }
         );
     }
 }
@@ -84,22 +106,18 @@ fn seed001_sequential_16g() {
 /// window maps all of it: 1 GiB = 2^18 pages give 2^18 >> n faults.
 #[test]
 fn seed001_random_1g() {
-    for (i, n) in ORDERS.iter().enumerate() {
-        let r = with_window("seed001/random-1g.toml", *n);
-        let want = (1i64 << 18) >> n;
-        assert_eq!(measured(&r, "pgfault"), want, "order {n}");
-        assert_seed_slack(*n, SEED_RANDOM[i], want, 1700);
-    }
+    each_window("seed001/random-1g.toml", &SEED_RANDOM, 1700, |n| {
+        (1i64 << 18) >> n
+    });
 }
 
 /// One page per 2 MiB: every touch is in a new page table, so every touch
 /// faults whatever the window: 16 GiB / 2 MiB = 8192.
 #[test]
 fn seed001_one_page_per_page_table() {
-    for (i, n) in ORDERS.iter().enumerate() {
-        let r = with_window("seed001/one-per-pt-16g.toml", *n);
-        assert_eq!(measured(&r, "pgfault"), 8192, "order {n}");
-        assert_seed_slack(*n, SEED_ONE_PER_PT[i], 8192, 200);
+    for (n, r, _) in each_window("seed001/one-per-pt-16g.toml", &SEED_ONE_PER_PT, 200, |_| {
+        8192
+    }) {
         // The window maps min(2^n, 512) pages per fault.
         let pages = 8192 * (1i64 << n).min(512);
         assert_eq!(r.phases[0].folios["file"]["4kB"] as i64, pages);
@@ -112,9 +130,11 @@ fn seed001_one_page_per_page_table() {
 #[test]
 fn seed003_64k_always() {
     let r = with_64k("seed003/anon-scan.toml", "always");
-    assert_eq!(measured(&r, "pgfault"), 4096);
-    assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 4096);
-    assert_eq!(measured(&r, "hugepages-64kB/anon_fault_fallback"), 0);
+    assert_counters(
+        &r,
+        "measured",
+        "pgfault=4096 hugepages-64kB/anon_fault_alloc=4096 hugepages-64kB/anon_fault_fallback=0",
+    );
     assert_eq!(r.phases[0].folios["heap"]["64kB"], 4096);
 }
 
@@ -125,9 +145,11 @@ fn seed003_64k_always() {
 #[test]
 fn seed003_64k_madvise_without_hint() {
     let r = with_64k("seed003/anon-scan.toml", "madvise");
-    assert_eq!(measured(&r, "pgfault"), 65536);
-    assert_eq!(measured(&r, "hugepages-64kB/anon_fault_alloc"), 0);
-    assert_eq!(measured(&r, "thp_fault_alloc"), 0);
+    assert_counters(
+        &r,
+        "measured",
+        "pgfault=65536 hugepages-64kB/anon_fault_alloc=0 thp_fault_alloc=0",
+    );
 }
 
 /// A read pass maps the zero page one PTE per fault (read faults never allocate

@@ -34,6 +34,15 @@ fn scenario(after: &str, op: &str) -> String {
     .concat()
 }
 
+/// Run `scenario(after, op)` and check the counters `want` of phase "op"
+/// (as [`assert_counters`] reads them); the report, for more checks.
+#[track_caller]
+fn run_op(after: &str, op: &str, want: &str) -> Report {
+    let r = run(&scenario(after, op));
+    assert_counters(&r, "op", want);
+    r
+}
+
 /// Two CPUs, THP off.
 fn two_cpus() -> String {
     "[system]\ncpus = 2\ntransparent_hugepage.enabled = \"never\"\n".into()
@@ -52,10 +61,9 @@ fn dontneed_64k_with_a_spinning_thread_shoots_down_by_page() {
     // flushes 16 pages (TLB_REMOTE_SHOOTDOWN, seen by the spinning thread's
     // counters). Both CPUs were at generation 0 and the flush is
     // generation 1, so both do the partial flush.
-    let r = run(&scenario("spin", &dontneed("64K")));
-    assert_counters(
-        &r,
-        "op",
+    let r = run_op(
+        "spin",
+        &dontneed("64K"),
         "sim/flush_tlb_range=1 sim/tlb_remote_flush=1 sim/ipi=1 sim/tlb_remote_flush_received=1 \
          sim/invlpg=32 sim/tlb_flush_all=0 tlb:tlb_flush=3 tlb:tlb_flush/remote_ipi_send=1 \
          tlb:tlb_flush/local_mm_shootdown=1 tlb:tlb_flush/remote_shootdown=1",
@@ -68,10 +76,9 @@ fn dontneed_64k_with_a_spinning_thread_shoots_down_by_page() {
 fn dontneed_1m_with_a_spinning_thread_flushes_everything_on_both_cpus() {
     // 256 pages > 33: get_flush_tlb_info() turns it into TLB_FLUSH_ALL, so
     // each of the two CPUs does one full flush; the same three events.
-    let r = run(&scenario("spin", &dontneed("1M")));
-    assert_counters(
-        &r,
-        "op",
+    run_op(
+        "spin",
+        &dontneed("1M"),
         "sim/ipi=1 sim/invlpg=0 sim/tlb_flush_all=2 tlb:tlb_flush=3 \
          tlb:tlb_flush/remote_shootdown=1",
     );
@@ -86,10 +93,9 @@ fn dontneed_with_a_sleeping_thread_sends_no_ipi_and_flushes_at_the_wakeup() {
     // switch_mm_irqs_off() from lazy with a stale generation (0 < 1)
     // flushes (TLB_FLUSH_ON_TASK_SWITCH, between two tasks' perf contexts,
     // so not a workload event).
-    let r = run(&scenario("sleep", &dontneed("64K")));
-    assert_counters(
-        &r,
-        "op",
+    let r = run_op(
+        "sleep",
+        &dontneed("64K"),
         "sim/ipi=0 sim/invlpg=16 tlb:tlb_flush=2 tlb:tlb_flush/remote_ipi_send=1 \
          tlb:tlb_flush/local_mm_shootdown=1",
     );
@@ -132,16 +138,17 @@ fn munmap_frees_page_tables_so_even_the_lazy_cpu_gets_the_ipi() {
     // the mask. The lazy CPU 1 takes the IPI and switches to init_mm
     // instead of flushing (flush_tlb_func(): is_lazy); its events fire
     // under the idle task. 512 pages: a full flush on CPU 0.
-    let r = run(&scenario("sleep", &munmap("heap")));
-    assert_counters(
-        &r,
-        "op",
-        "sim/ipi=1 sim/tlb_flush_all=1 sim/tlb_switch_flush=1 tlb:tlb_flush=2 \
-         tlb:tlb_flush/remote_shootdown=0",
-    );
-    // With the thread spinning, CPU 1 flushes like CPU 0.
-    let r = run(&scenario("spin", &munmap("heap")));
-    assert_counters(&r, "op", "sim/ipi=1 sim/tlb_flush_all=2 tlb:tlb_flush=3");
+    for (after, want) in [
+        (
+            "sleep",
+            "sim/ipi=1 sim/tlb_flush_all=1 sim/tlb_switch_flush=1 tlb:tlb_flush=2 \
+             tlb:tlb_flush/remote_shootdown=0",
+        ),
+        // With the thread spinning, CPU 1 flushes like CPU 0.
+        ("spin", "sim/ipi=1 sim/tlb_flush_all=2 tlb:tlb_flush=3"),
+    ] {
+        run_op(after, &munmap("heap"), want);
+    }
 }
 
 /// 256 KiB of anon memory written by the thread, then paged out to zram

@@ -136,6 +136,18 @@ pub fn anon_measured(name_: &str, memory: &str, size: &str) -> String {
     .concat()
 }
 
+/// 64 GiB of anon memory read once per 2 MiB on a 64 MiB machine: each
+/// read maps the shared zero page and needs a new PTE table, so the page
+/// tables outgrow the machine (the model's out-of-memory limit).
+pub fn page_tables_beyond_memory() -> String {
+    [
+        system_mem("64M", ""),
+        mmap_anon("a", "64G"),
+        touch("a", "read", "pattern = \"one-per-pt\""),
+    ]
+    .concat()
+}
+
 /// Scenarios whose cost once grew faster than their text: the regression
 /// cases of the parser, the memory estimate and the page-table walks
 /// (their tests and the fuzz targets run them).
@@ -177,6 +189,15 @@ pub mod big {
     }
 }
 
+/// The path of the file `rel` of the repository (`docs/...`,
+/// `scenarios/...`) and its text.
+pub fn repo_file(rel: &str) -> (PathBuf, String) {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(rel);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    (path, text)
+}
+
 /// Write `text` to `dir/name` and return the path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -194,4 +215,19 @@ pub fn is_root() -> bool {
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|ids| ids.split_whitespace().nth(1))
         == Some("0")
+}
+
+/// Assert that `text` contains `part`, showing all of `text` if not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "no {part:?} in:\n{text}");
+}
+
+/// Assert that `text` starts with `prefix`, showing all of `text` if not.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "{text:?} does not start with {prefix:?}"
+    );
 }

@@ -95,6 +95,18 @@ fn run_ov(
     foliosim_run::vm::run(&job, opts)
 }
 
+/// Assert that scenario `rel` fails in the guest `opts` describes with an
+/// error of `kind` whose message contains every one of `parts`.
+#[track_caller]
+fn assert_run_fails(rel: &str, opts: &VmOptions, kind: &str, parts: &[&str]) {
+    let err = run_ov(rel, &[], opts).unwrap_err();
+    assert_eq!(err.kind(), kind, "{err}");
+    let msg = err.to_string();
+    for part in parts {
+        assert!(msg.contains(part), "{msg}");
+    }
+}
+
 fn run(rel: &str, opts: &VmOptions) -> VmOutcome {
     run_ov(rel, &[], opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
@@ -159,11 +171,12 @@ fn a_guest_past_its_time_limit_is_stopped() {
         return;
     };
     opts.timeout = Duration::from_millis(300);
-    let err = run_ov("corpus/anon-mthp-64k-always.toml", &[], &opts).unwrap_err();
-    assert_eq!(err.kind(), "guest", "{err}");
-    let err = err.to_string();
-    assert!(err.contains("did not finish within"), "{err}");
-    assert!(err.contains("last console lines"), "{err}");
+    assert_run_fails(
+        "corpus/anon-mthp-64k-always.toml",
+        &opts,
+        "guest",
+        &["did not finish within", "last console lines"],
+    );
 }
 
 #[test]
@@ -174,11 +187,15 @@ fn an_unknown_kernel_names_the_build_command() {
         timeout: Duration::from_secs(5),
         accel: Accel::Tcg,
     };
-    let err = run_ov("corpus/anon-never.toml", &[], &opts).unwrap_err();
-    assert_eq!(err.kind(), "host", "{err}");
-    let err = err.to_string();
-    assert!(err.contains("no kernel named no-such-kernel-9.9"), "{err}");
-    assert!(err.contains("foliosim vm kernel build"), "{err}");
+    assert_run_fails(
+        "corpus/anon-never.toml",
+        &opts,
+        "host",
+        &[
+            "no kernel named no-such-kernel-9.9",
+            "foliosim vm kernel build",
+        ],
+    );
 }
 
 /// A 7.x kernel contains seed 002: its switches are turned on unless the

@@ -848,6 +848,23 @@ impl<A: Arch> Kernel<A> {
         !sc.cgroup_reclaim() || self.cfg.series.reclaim_stats_per_lruvec
     }
 
+    /// The counting `shrink_inactive_list()` does for the pages it scans
+    /// and again for those it reclaims: `(global, in_memcg, by_type)`, the
+    /// per-reclaimer event of /proc/vmstat (`None`: not counted there),
+    /// the cgroup's event and the anon or file event, each by `nr`.
+    fn count_reclaim_events(
+        &mut self,
+        memcg: MemcgId,
+        (global, in_memcg, by_type): (Option<VmEvent>, MemcgEvent, VmEvent),
+        nr: u64,
+    ) {
+        if let Some(ev) = global {
+            self.vmstat.count_vm_events(ev, nr);
+        }
+        self.vmstat.count_memcg_events(memcg, in_memcg, nr);
+        self.vmstat.count_vm_events(by_type, nr);
+    }
+
     /// `shrink_inactive_list()`: isolate up to `nr_to_scan` pages from the
     /// tail, `shrink_folio_list()` them with references, put the rest back
     /// and count pgscan/pgsteal (the global per-reclaimer counters only for
@@ -863,16 +880,13 @@ impl<A: Arch> Kernel<A> {
         let (isolated, nr_scanned) = self.isolate_lru_folios(nr_to_scan, memcg, lru);
         let (m_scan, m_steal, g_scan, g_steal) = Self::reclaim_events(sc);
         let global = self.reclaim_counts_globally(sc);
-        if global {
-            self.vmstat.count_vm_events(g_scan, nr_scanned);
-        }
-        self.vmstat.count_memcg_events(memcg, m_scan, nr_scanned);
-        let scan_ev = if file {
-            VmEvent::PgScanFile
+        let (scan_ev, steal_ev) = if file {
+            (VmEvent::PgScanFile, VmEvent::PgStealFile)
         } else {
-            VmEvent::PgScanAnon
+            (VmEvent::PgScanAnon, VmEvent::PgStealAnon)
         };
-        self.vmstat.count_vm_events(scan_ev, nr_scanned);
+        let scan = (global.then_some(g_scan), m_scan, scan_ev);
+        self.count_reclaim_events(memcg, scan, nr_scanned);
         if isolated.is_empty() {
             return 0;
         }
@@ -884,16 +898,8 @@ impl<A: Arch> Kernel<A> {
             self.folio_end_writeback_reclaim(f);
         }
         let nr_reclaimed = stat.nr_reclaimed;
-        if global {
-            self.vmstat.count_vm_events(g_steal, nr_reclaimed);
-        }
-        self.vmstat.count_memcg_events(memcg, m_steal, nr_reclaimed);
-        let steal_ev = if file {
-            VmEvent::PgStealFile
-        } else {
-            VmEvent::PgStealAnon
-        };
-        self.vmstat.count_vm_events(steal_ev, nr_reclaimed);
+        let steal = (global.then_some(g_steal), m_steal, steal_ev);
+        self.count_reclaim_events(memcg, steal, nr_reclaimed);
         self.lru_note_cost(memcg, file, stat.nr_pageout, nr_scanned - nr_reclaimed);
         self.vmstat.trace(Trace::VmscanLruShrinkInactive);
         nr_reclaimed

@@ -21,23 +21,30 @@ pub struct Serial {
 /// runs at once, or the test binaries of two checkouts, do not see each
 /// other's swap devices and cgroups).
 pub fn serial() -> Serial {
-    use std::os::fd::AsRawFd;
     static M: Mutex<()> = Mutex::new(());
     let inproc = M.lock().unwrap_or_else(|p| p.into_inner());
+    Serial {
+        _file: lock_exclusive("/run/foliosim-native-tests.lock"),
+        _inproc: inproc,
+    }
+}
+
+/// Open (creating it) the lock file `path` and wait for an exclusive
+/// flock on it, held until the returned file is closed. `None` when the
+/// file cannot be opened (no lock is taken then).
+fn lock_exclusive(path: &str) -> Option<fs::File> {
+    use std::os::fd::AsRawFd;
     let file = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open("/run/foliosim-native-tests.lock")
+        .open(path)
         .ok();
     if let Some(f) = &file {
         // SAFETY: flock on a descriptor we own.
         unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
     }
-    Serial {
-        _file: file,
-        _inproc: inproc,
-    }
+    file
 }
 
 pub fn is_root() -> bool {
@@ -215,17 +222,7 @@ pub fn skip_unless_zram(test: &str) -> bool {
 /// process (a `foliosim native` or `compare` someone runs meanwhile)
 /// started has then put everything back. Never call a native run inside.
 pub fn quiet<T>(f: impl FnOnce() -> T) -> T {
-    use std::os::fd::AsRawFd;
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/run/foliosim-native.lock")
-        .ok();
-    if let Some(file) = &file {
-        // SAFETY: flock on a descriptor we own.
-        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-    }
+    let file = lock_exclusive("/run/foliosim-native.lock");
     let out = f();
     drop(file); // closing the descriptor releases the lock
     out
@@ -360,6 +357,43 @@ pub fn assert_running_after(child: &mut std::process::Child, settle: std::time::
         child.try_wait().unwrap().is_none(),
         "the run ended before the signal: make the scenario longer"
     );
+}
+
+/// Assert that a run ended by a signal put the host back: `after` (the
+/// state `what` and whether a saved state is left, read while no run is
+/// in progress) matches `before`, and `work` is empty.
+#[track_caller]
+pub fn assert_restored<T: PartialEq + std::fmt::Debug>(
+    (after, saved): (T, bool),
+    before: &T,
+    work: &TempDir,
+    what: &str,
+) {
+    assert_eq!(&after, before, "{what} not restored");
+    assert!(work.is_empty(), "files left in {}", work.0.display());
+    assert!(!saved, "the run's saved state was left ({what})");
+}
+
+/// `n` phases "p0", "p1", ..., each a write touch of the region `heap`
+/// and a madvise of it with `advice`: scenario steps that keep a run busy.
+pub fn busy_phases(n: usize, advice: &str) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        s += &format!("[[step]]\nop = \"phase\"\nname = \"p{i}\"\n");
+        s += "[[step]]\nop = \"touch\"\nregion = \"heap\"\naccess = \"write\"\n";
+        s += &format!("[[step]]\nop = \"madvise\"\nregion = \"heap\"\nadvice = \"{advice}\"\n");
+    }
+    s
+}
+
+/// Send `sig` to the child and wait up to `limit` for it to end
+/// ([`wait_exit`]); assert that the signal ended it.
+pub fn signal_and_wait(child: &mut std::process::Child, sig: i32, limit: std::time::Duration) {
+    use std::os::unix::process::ExitStatusExt;
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = wait_exit(child, limit);
+    assert_eq!(status.signal(), Some(sig), "{status:?}");
 }
 
 /// Wait up to `limit` for the child to end after a signal; kill it and

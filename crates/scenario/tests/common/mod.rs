@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use foliosim_scenario::{parse_str, Scenario, ScenarioError};
+use foliosim_scenario::{parse_str, MmapStep, Scenario, ScenarioError, StepKind};
 
 pub fn parse(text: &str) -> Scenario {
     match parse_str("t.toml", text, &[]) {
@@ -29,6 +29,14 @@ pub fn set_error(text: &str, sets: &[(&str, &str)]) -> ScenarioError {
     match parse_with(text, sets) {
         Ok(_) => panic!("expected an error for {sets:?}"),
         Err(e) => e,
+    }
+}
+
+/// The mmap step `s.steps[i]`; panics if it is another kind of step.
+pub fn mmap_step(s: &Scenario, i: usize) -> &MmapStep {
+    match &s.steps[i].kind {
+        StepKind::Mmap(m) => m,
+        _ => panic!("not an mmap: {:?}", s.steps[i]),
     }
 }
 

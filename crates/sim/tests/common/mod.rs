@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use foliosim_report::Report;
 use foliosim_sim::{RunOptions, SimError};
 
-/// Parse `text` with `overrides` (`--set KEY=VALUE` pairs) and simulate it
-/// with the invariant checker after every step.
 /// What the failed system call of the scenario `text` says (errno name
 /// first); panics if the run does not end with one.
 #[allow(dead_code)]
@@ -20,6 +18,16 @@ pub fn failed_syscall(text: &str) -> String {
     }
 }
 
+/// Assert that the scenario `text` ends with a failed system call whose
+/// message starts with the errno name `errno`.
+#[track_caller]
+pub fn assert_fails_with(text: &str, errno: &str) {
+    let what = failed_syscall(text);
+    assert!(what.starts_with(errno), "{what}");
+}
+
+/// Parse `text` with `overrides` (`--set KEY=VALUE` pairs) and simulate it
+/// with the invariant checker after every step.
 pub fn try_run_with(text: &str, overrides: &[(&str, &str)]) -> Result<Report, SimError> {
     let sets: Vec<(String, String)> = overrides
         .iter()

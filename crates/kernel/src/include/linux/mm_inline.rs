@@ -211,41 +211,44 @@ impl<A: Arch> Kernel<A> {
         *s = s.wrapping_add_signed(nr);
     }
 
+    /// What `lruvec_add_folio()`, `lruvec_add_folio_tail()` and
+    /// `lruvec_del_folio()` share: the size of the list the folio's flags
+    /// say changes by its pages times `sign`, and `op` links the folio into
+    /// that list of its cgroup's lruvec or unlinks it (when the model keeps
+    /// the list in order: every cgroup's, the root's once `root` is set).
+    #[inline]
+    fn lruvec_update(
+        &mut self,
+        folio: Pfn,
+        sign: i64,
+        op: impl FnOnce(&mut LruLinks, &mut ListHead, Pfn),
+    ) {
+        let lru = self.folio_lru_list(folio);
+        let memcg = self.folio_memcg(folio);
+        self.update_lru_size(memcg, lru, sign * self.mem.folio_nr_pages(folio) as i64);
+        if memcg != ROOT_MEM_CGROUP || self.lru.root {
+            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
+            op(&mut self.lru, list, folio);
+        }
+    }
+
     /// `lruvec_add_folio()`: the folio joins the head of the list its flags
     /// say, in its cgroup's lruvec. The caller sets PG_lru.
     #[inline]
     pub(crate) fn lruvec_add_folio(&mut self, folio: Pfn) {
-        let lru = self.folio_lru_list(folio);
-        let memcg = self.folio_memcg(folio);
-        self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != ROOT_MEM_CGROUP || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
-            self.lru.add_head(list, folio);
-        }
+        self.lruvec_update(folio, 1, LruLinks::add_head);
     }
 
     /// `lruvec_add_folio_tail()`
     pub(crate) fn lruvec_add_folio_tail(&mut self, folio: Pfn) {
-        let lru = self.folio_lru_list(folio);
-        let memcg = self.folio_memcg(folio);
-        self.update_lru_size(memcg, lru, self.mem.folio_nr_pages(folio) as i64);
-        if memcg != ROOT_MEM_CGROUP || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
-            self.lru.add_tail(list, folio);
-        }
+        self.lruvec_update(folio, 1, LruLinks::add_tail);
     }
 
     /// `lruvec_del_folio()`: take the folio off its list (its flags must
     /// still say which). The caller clears PG_lru.
     #[inline]
     pub(crate) fn lruvec_del_folio(&mut self, folio: Pfn) {
-        let lru = self.folio_lru_list(folio);
-        let memcg = self.folio_memcg(folio);
-        self.update_lru_size(memcg, lru, -(self.mem.folio_nr_pages(folio) as i64));
-        if memcg != ROOT_MEM_CGROUP || self.lru.root {
-            let list = &mut self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
-            self.lru.del(list, folio);
-        }
+        self.lruvec_update(folio, -1, LruLinks::del);
     }
 
     /// `lru_add_split_folio()` for a head still on the LRU: the new order-0
