@@ -210,20 +210,30 @@ fn table_format(a: &SweepArgs) -> Result<TableFormat, String> {
 }
 
 /// The table a sweep starts from and the points it runs: with an -o file
-/// that holds a table of the same grid, that table and the points it does
-/// not hold yet (and how many it holds), else an empty table and every
-/// point.
+/// that holds a table of the same grid and provenance `prov`, that table
+/// and the points it does not hold yet (and how many it holds), else an
+/// empty table and every point. A table whose points ran with another
+/// provenance is refused, naming what differs.
 fn resume(
     a: &SweepArgs,
     format: TableFormat,
     keys: &[String],
     points: Vec<Point>,
     engine: &Engine,
+    prov: &foliosim_report::Provenance,
 ) -> Result<(Table, Vec<Point>, usize), String> {
     let Some(o) = a.output.as_deref().filter(|o| has_data(o)) else {
-        return Ok((Table::new(keys), points, 0));
+        let mut t = Table::new(keys);
+        t.provenance = Some(prov.clone());
+        return Ok((t, points, 0));
     };
     let mut old = Table::read(o, format)?;
+    old.adopt_provenance(prov).map_err(|e| {
+        format!(
+            "{0}: {e}: use another -o, or delete {0} to run them again",
+            o.display()
+        )
+    })?;
     let before = points.len();
     let points = old
         .resume(keys, points, engine.name())
@@ -353,7 +363,8 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         None => None,
     };
     let keys = spec.grid.keys();
-    let (table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
+    let prov = foliosim_explore::provenance(&spec, &engine);
+    let (table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine, &prov)?;
     let jobs = if engine.parallel() {
         a.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

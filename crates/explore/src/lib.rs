@@ -42,6 +42,8 @@ mod run;
 mod spec;
 mod table;
 
+pub use table::provenance;
+
 pub use foliosim_table::{
     check_writable, PointKey, PointOutcome, Row, SweepPoint, Table, TableFormat,
 };
