@@ -500,12 +500,7 @@ fn render_diff(
     all: bool,
     inputs: &[serde_json::Value],
 ) -> Result<String, String> {
-    Ok(match format {
-        "md" => d.markdown(all),
-        "csv" => d.csv(all)?,
-        "json" => d.json(all, inputs),
-        _ => d.text(all),
-    })
+    d.render(format, all, inputs)
 }
 
 fn emit(text: &str, out: Option<&Path>, inputs: &[PathBuf]) -> Result<(), String> {
@@ -537,13 +532,7 @@ fn diff_of_table(a: &DiffArgs, t: &Path, by: &str) -> Result<diff::Diff, String>
     let bytes = std::fs::read(t).map_err(|e| format!("{}: {e}", t.display()))?;
     let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
     let table = Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
-    let (key, pair) = match by.split_once('=') {
-        None => (by, None),
-        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
-            [b, p] => (k, Some((b.trim(), p.trim()))),
-            _ => return Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
-        },
-    };
+    let (key, pair) = diff::parse_by(by)?;
     diff::diff_table(&table, key, pair, a.columns.as_deref())
         .map_err(|e| format!("{}: {e}", t.display()))
 }

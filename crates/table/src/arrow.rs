@@ -20,25 +20,16 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::{Row, Table, METADATA_KEY};
+use crate::{GridType, Row, Table, METADATA_KEY};
 
-/// The type of a grid column whose values are `values`, when typed.
-fn grid_type<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> DataType {
-    let int = |v: &str| v.parse::<i64>().is_ok_and(|n| n.to_string() == v);
-    let float = |v: &str| {
-        v.parse::<f64>()
-            .is_ok_and(|x| x.is_finite() && x.to_string() == v)
-    };
-    if values.clone().next().is_none() {
-        DataType::Utf8
-    } else if values.clone().all(int) {
-        DataType::Int64
-    } else if values.clone().all(float) {
-        DataType::Float64
-    } else if values.all(|v| v == "true" || v == "false") {
-        DataType::Boolean
-    } else {
-        DataType::Utf8
+/// The Arrow type of a grid column whose values are `values`, when
+/// typed ([`GridType`]).
+fn grid_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
+    match GridType::of(values) {
+        GridType::Int => DataType::Int64,
+        GridType::Float => DataType::Float64,
+        GridType::Bool => DataType::Boolean,
+        GridType::Text => DataType::Utf8,
     }
 }
 

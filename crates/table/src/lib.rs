@@ -132,6 +132,52 @@ impl TableFormat {
     }
 }
 
+/// The type a grid column's values share, which typed readers give it
+/// (Parquet's columns, the Python package's DataFrames).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridType {
+    /// Every value is an integer written plainly (`4096`, not `0100`).
+    Int,
+    /// Every value is a finite decimal number written as it reads back.
+    Float,
+    /// Every value is `true` or `false`.
+    Bool,
+    /// Anything else (`64K`, `zram`), and a column without values.
+    Text,
+}
+
+impl GridType {
+    /// The type of a grid column whose values are `values`.
+    pub fn of<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> GridType {
+        let int = |v: &str| v.parse::<i64>().is_ok_and(|n| n.to_string() == v);
+        let float = |v: &str| {
+            v.parse::<f64>()
+                .is_ok_and(|x| x.is_finite() && x.to_string() == v)
+        };
+        if values.clone().next().is_none() {
+            GridType::Text
+        } else if values.clone().all(int) {
+            GridType::Int
+        } else if values.clone().all(float) {
+            GridType::Float
+        } else if values.all(|v| v == "true" || v == "false") {
+            GridType::Bool
+        } else {
+            GridType::Text
+        }
+    }
+
+    /// The type's name: `int`, `float`, `bool`, `str`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GridType::Int => "int",
+            GridType::Float => "float",
+            GridType::Bool => "bool",
+            GridType::Text => "str",
+        }
+    }
+}
+
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
@@ -195,7 +241,7 @@ impl Table {
     }
 
     /// The columns of the rows' own fields, in order (no provenance).
-    pub(crate) fn row_columns(&self) -> Vec<String> {
+    pub fn row_columns(&self) -> Vec<String> {
         let mut c = vec!["point".to_string()];
         c.extend(self.grid_columns.iter().cloned());
         c.extend(
