@@ -29,7 +29,8 @@ fi
 start=$SECONDS
 "$python" -m venv --clear "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
-"${pip[@]}" install maturin pytest pandas 'dask[distributed]'
+# pyarrow: the tests read Parquet tables with pandas.
+"${pip[@]}" install maturin pytest pandas pyarrow 'dask[distributed]'
 # The README's install command.
 MATURIN_PEP517_ARGS="--profile $profile" "${pip[@]}" install ./crates/python
 echo "test-python: environment and package ready in $((SECONDS - start)) s"

@@ -37,7 +37,7 @@ Colour: the table's verdicts are coloured only on a terminal; NO_COLOR
 #[derive(Parser)]
 #[command(
     name = "foliosim",
-    version,
+    version = foliosim_run::VERSION_AND_COMMIT,
     about = "An executable model of Linux folio-based memory management (Linux 6.18)",
     after_help = AFTER_HELP
 )]

@@ -279,7 +279,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<bool, String> {
         by: a
             .by
             .as_deref()
-            .map(|b| crate::sweep::parse_by(b).map(|(k, _)| k.to_string()))
+            .map(|b| foliosim_explore::diff::parse_by(b).map(|(k, _)| k.to_string()))
             .transpose()?,
     };
     if let Some(by) = &a.by {
@@ -334,7 +334,7 @@ fn changes_of(
     let bytes = std::fs::read(path).map_err(|e| in_file(e.to_string()))?;
     let format = TableFormat::from_path(path).unwrap_or_else(|| TableFormat::sniff(&bytes));
     let mut table = Table::decode(&bytes, format).map_err(in_file)?;
-    let (key, pair) = crate::sweep::parse_by(by)?;
+    let (key, pair) = foliosim_explore::diff::parse_by(by)?;
     let value = |t: &Table, r: &foliosim_explore::Row, k: &str| -> Option<String> {
         match k {
             "scenario" => Some(r.scenario.clone()),

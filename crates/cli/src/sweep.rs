@@ -210,20 +210,30 @@ fn table_format(a: &SweepArgs) -> Result<TableFormat, String> {
 }
 
 /// The table a sweep starts from and the points it runs: with an -o file
-/// that holds a table of the same grid, that table and the points it does
-/// not hold yet (and how many it holds), else an empty table and every
-/// point.
+/// that holds a table of the same grid and provenance `prov`, that table
+/// and the points it does not hold yet (and how many it holds), else an
+/// empty table and every point. A table whose points ran with another
+/// provenance is refused, naming what differs.
 fn resume(
     a: &SweepArgs,
     format: TableFormat,
     keys: &[String],
     points: Vec<Point>,
     engine: &Engine,
+    prov: &foliosim_report::Provenance,
 ) -> Result<(Table, Vec<Point>, usize), String> {
     let Some(o) = a.output.as_deref().filter(|o| has_data(o)) else {
-        return Ok((Table::new(keys), points, 0));
+        let mut t = Table::new(keys);
+        t.provenance = Some(prov.clone());
+        return Ok((t, points, 0));
     };
     let mut old = Table::read(o, format)?;
+    old.adopt_provenance(prov).map_err(|e| {
+        format!(
+            "{0}: {e}: use another -o, or delete {0} to run them again",
+            o.display()
+        )
+    })?;
     let before = points.len();
     let points = old
         .resume(keys, points, engine.name())
@@ -353,7 +363,8 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         None => None,
     };
     let keys = spec.grid.keys();
-    let (table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine)?;
+    let prov = foliosim_explore::provenance(&spec, &engine);
+    let (table, points, skipped) = resume(a, format, &keys, expand(&spec)?, &engine, &prov)?;
     let jobs = if engine.parallel() {
         a.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -489,12 +500,7 @@ fn render_diff(
     all: bool,
     inputs: &[serde_json::Value],
 ) -> Result<String, String> {
-    Ok(match format {
-        "md" => d.markdown(all),
-        "csv" => d.csv(all)?,
-        "json" => d.json(all, inputs),
-        _ => d.text(all),
-    })
+    d.render(format, all, inputs)
 }
 
 fn emit(text: &str, out: Option<&Path>, inputs: &[PathBuf]) -> Result<(), String> {
@@ -521,26 +527,12 @@ fn load_reports(p: &Path) -> Result<Vec<foliosim_report::Report>, String> {
     })
 }
 
-/// What `--by` names: the key, and the base and patched values if given.
-pub(crate) type ByArg<'a> = (&'a str, Option<(&'a str, &'a str)>);
-
-/// `--by KEY` or `--by KEY=BASE,PATCHED`: the key and the pair.
-pub(crate) fn parse_by(by: &str) -> Result<ByArg<'_>, String> {
-    match by.split_once('=') {
-        None => Ok((by, None)),
-        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
-            [b, p] => Ok((k, Some((b.trim(), p.trim())))),
-            _ => Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
-        },
-    }
-}
-
 /// The diff of one sweep table `t` by `by`.
 fn diff_of_table(a: &DiffArgs, t: &Path, by: &str) -> Result<diff::Diff, String> {
     let bytes = std::fs::read(t).map_err(|e| format!("{}: {e}", t.display()))?;
     let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
     let table = Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
-    let (key, pair) = parse_by(by)?;
+    let (key, pair) = diff::parse_by(by)?;
     diff::diff_table(&table, key, pair, a.columns.as_deref())
         .map_err(|e| format!("{}: {e}", t.display()))
 }

@@ -1044,3 +1044,110 @@ fn unknown_names_suggest_the_closest_known_ones() {
     );
     assert_eq!(files(d), ["bad.toml", "pageout.toml", "t.csv"]);
 }
+
+/// The table's provenance cells (the `provenance.*` columns) of its first
+/// row, by column name.
+fn csv_provenance(table: &str) -> std::collections::BTreeMap<String, String> {
+    let mut rd = csv::Reader::from_reader(table.as_bytes());
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let row = rd.records().next().unwrap().unwrap();
+    header
+        .into_iter()
+        .zip(row.iter().map(String::from))
+        .filter(|(k, _)| k.starts_with("provenance."))
+        .collect()
+}
+
+#[test]
+fn a_resumed_sweep_refuses_points_of_another_provenance() {
+    let (tmp, _) = setup();
+    let d = tmp.path();
+    let sweep = |extra: &[&str]| {
+        let args = [
+            "sweep",
+            "pageout.toml",
+            "--grid",
+            "series.batch_anon_unmap=0,1",
+            "-o",
+            "t.csv",
+        ];
+        foliosim(&[&args[..], extra].concat(), d)
+    };
+    let out = sweep(&["--set", "memory=2G", "--seed", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = std::fs::read_to_string(d.join("t.csv")).unwrap();
+    let p = csv_provenance(&first);
+    // The commit `foliosim --version` names, which is the checkout's
+    // HEAD when the tests run from one.
+    let version = text(&ok(&["--version"], d).stdout);
+    let commit = version
+        .trim()
+        .rsplit_once('(')
+        .unwrap()
+        .1
+        .trim_end_matches(')');
+    let head = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| text(&o.stdout).trim().to_string());
+    assert_eq!(commit, head.as_deref().unwrap_or("unknown"), "{version}");
+    assert_eq!(p["provenance.commit"], commit);
+    assert_eq!(p["provenance.scenarios"], "pageout.toml");
+    assert_eq!(p["provenance.overrides"], "--set 'memory=2G' --seed 3");
+    assert_eq!(p["provenance.seed"], "3");
+    assert_eq!(p["provenance.kernel"], "", "the simulator runs no kernel");
+    // Another --set: refused with status 2, saying what differs; the
+    // table is untouched.
+    let out = sweep(&["--set", "memory=1G", "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "foliosim: t.csv: its 2 points ran with --set memory=2G; this sweep has --set \
+         memory=1G: use another -o, or delete t.csv to run them again"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("t.csv")).unwrap(), first);
+    // No --seed, and a cost profile.
+    let out = sweep(&["--set", "memory=2G", "--profile", "x86_64-prior"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "its 2 points ran with the default cost profile, --seed 3; this sweep has \
+             --profile x86_64-prior, no --seed"
+        ),
+        "{err}"
+    );
+    // The same provenance resumes as before.
+    let out = sweep(&["--set", "memory=2G", "--seed", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("2 points already in t.csv, 0 to run"));
+    assert_eq!(std::fs::read_to_string(d.join("t.csv")).unwrap(), first);
+    // A table without provenance (an older foliosim's) still reads, but
+    // its points are not mixed with known ones.
+    let old: String = first
+        .lines()
+        .map(|l| {
+            let mut rd = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(l.as_bytes());
+            let rec = rd.records().next().unwrap().unwrap();
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(rec.iter().take(10)).unwrap();
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        })
+        .collect();
+    std::fs::write(d.join("t.csv"), &old).unwrap();
+    let out = sweep(&["--set", "memory=2G", "--seed", "3"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("t.csv: its 2 points ran with an unknown provenance"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("t.csv")).unwrap(), old);
+    // `diff --by` reads both kinds of table.
+    ok(&["diff", "t.csv", "--by", "series.batch_anon_unmap"], d);
+}

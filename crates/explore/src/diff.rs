@@ -783,6 +783,18 @@ impl Diff {
     /// caller describes (file names, provenance) and `rows`: objects with
     /// the fields of [`Diff::csv`], where base, patched, change and
     /// pct_change are numbers (null where there is none).
+    /// The diff in `format`: `text` (fixed-width, for a mail), `md`,
+    /// `csv` or `json` (`inputs` describe what was compared).
+    pub fn render(&self, format: &str, all: bool, inputs: &[Value]) -> Result<String, String> {
+        Ok(match format {
+            "text" => self.text(all),
+            "md" => self.markdown(all),
+            "csv" => self.csv(all)?,
+            "json" => self.json(all, inputs),
+            f => return Err(format!("format {f:?}: expected text, md, csv or json")),
+        })
+    }
+
     pub fn json(&self, all: bool, inputs: &[Value]) -> String {
         let (head, recs) = self.records(all);
         let numeric = ["base", "patched", "change", "pct_change"];
@@ -817,6 +829,21 @@ impl Diff {
             "rows": rows,
         });
         serde_json::to_string_pretty(&doc).expect("serialisable") + "\n"
+    }
+}
+
+/// A key to diff a table by and the pair of its values when named.
+pub type By<'a> = (&'a str, Option<(&'a str, &'a str)>);
+
+/// A `--by` argument, `KEY` or `KEY=BASE,PATCHED`: the key and the
+/// pair of values when it names them.
+pub fn parse_by(by: &str) -> Result<By<'_>, String> {
+    match by.split_once('=') {
+        None => Ok((by, None)),
+        Some((k, v)) => match v.split(',').collect::<Vec<_>>()[..] {
+            [b, p] => Ok((k, Some((b.trim(), p.trim())))),
+            _ => Err(format!("--by {by}: expected KEY or KEY=BASE,PATCHED")),
+        },
     }
 }
 

@@ -42,8 +42,10 @@ mod run;
 mod spec;
 mod table;
 
+pub use table::provenance;
+
 pub use foliosim_table::{
-    check_writable, PointKey, PointOutcome, Row, SweepPoint, Table, TableFormat,
+    check_writable, GridType, PointKey, PointOutcome, Row, SweepPoint, Table, TableFormat,
 };
 pub use grid::{parse_ab_arg, parse_grid_arg, Axis, Dim, Grid, Source, HELPER_KEYS};
 pub use run::{

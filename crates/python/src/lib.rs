@@ -417,7 +417,7 @@ fn point_of(t: PointTuple) -> foliosim_explore::Point {
 /// keys (in order) and the points. Every point's scenario is loaded, so a
 /// bad key or value is an error before anything runs.
 #[pyfunction]
-#[pyo3(signature = (scenarios, grid, zip=false, arch=None, set=None, seed=None, allow_large=false))]
+#[pyo3(signature = (scenarios, grid, zip=false, arch=None, set=None, seed=None, allow_large=false, profile=None))]
 #[allow(clippy::too_many_arguments)]
 fn expand(
     py: Python<'_>,
@@ -428,7 +428,8 @@ fn expand(
     set: Option<&Bound<'_, PyAny>>,
     seed: Option<u64>,
     allow_large: bool,
-) -> PyResult<(Vec<String>, Vec<PointTuple>)> {
+    profile: Option<String>,
+) -> PyResult<(Vec<String>, Vec<PointTuple>, String)> {
     use foliosim_explore::{Dim, Setting, Source};
     for path in &scenarios {
         if let Err(e) = std::fs::metadata(path) {
@@ -472,7 +473,16 @@ fn expand(
         };
         PyValueError::new_err(e)
     })?;
-    Ok((keys, points.into_iter().map(point_tuple).collect()))
+    let engine = foliosim_explore::Engine::Sim(foliosim_explore::SimOptions {
+        profile,
+        ..Default::default()
+    });
+    let provenance = foliosim_explore::provenance(&spec, &engine).to_json_value();
+    Ok((
+        keys,
+        points.into_iter().map(point_tuple).collect(),
+        provenance.to_string(),
+    ))
 }
 
 /// Simulate `points` (from [`expand`]) on `jobs` threads (None: every
@@ -509,7 +519,17 @@ fn run_points<'py>(
         let results = foliosim_explore::sweep(&points, &engine, &opts);
         foliosim_explore::Table::from_results(&grid_keys, &results)
     });
-    let columns = table.columns();
+    table_columns(py, &table)
+}
+
+/// A table's rows as (columns, {column: [values]}): `point, <grid keys
+/// but arch>, scenario, arch, engine, phase, kind, name, value, error`,
+/// every value text but `point` and `value` (None where empty).
+fn table_columns<'py>(
+    py: Python<'py>,
+    table: &foliosim_explore::Table,
+) -> PyResult<(Vec<String>, Bound<'py, PyDict>)> {
+    let columns = table.row_columns();
     let rows = &table.rows;
     let d = PyDict::new(py);
     d.set_item("point", rows.iter().map(|r| r.point).collect::<Vec<_>>())?;
@@ -531,6 +551,97 @@ fn run_points<'py>(
     Ok((columns, d))
 }
 
+/// The type each grid column's values share (`int`, `float`, `bool`,
+/// `str`), by the rule that types a Parquet table's grid columns.
+#[pyfunction]
+fn grid_types(columns: std::collections::BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
+    columns
+        .into_iter()
+        .map(|(c, values)| {
+            let ty = foliosim_explore::GridType::of(values.iter().map(String::as_str));
+            (c, ty.name().to_string())
+        })
+        .collect()
+}
+
+/// Read the sweep table file at `path` (CSV, JSON lines, Arrow IPC or
+/// Parquet, by its extension, else its contents): (columns, {column:
+/// [values]}, grid columns, provenance as JSON text or None).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn read_table<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+) -> PyResult<(Vec<String>, Bound<'py, PyDict>, Vec<String>, Option<String>)> {
+    let bytes = std::fs::read(&path).map_err(|e| {
+        let m = format!("{}: {e}", path.display());
+        match e.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(m),
+            _ => PyOSError::new_err(m),
+        }
+    })?;
+    let format = foliosim_explore::TableFormat::from_path(&path)
+        .unwrap_or_else(|| foliosim_explore::TableFormat::sniff(&bytes));
+    let table = py
+        .detach(|| foliosim_explore::Table::decode(&bytes, format))
+        .map_err(|e| UsageError::new_err(format!("{}: {e}", path.display())))?;
+    let provenance = table
+        .provenance
+        .as_ref()
+        .map(|p| p.to_json_value().to_string());
+    let (columns, data) = table_columns(py, &table)?;
+    Ok((columns, data, table.grid_columns.clone(), provenance))
+}
+
+/// The diff of two reports (`a`, `b`: JSON text, a report or a document
+/// of reports) or, with `by`, of the sweep table file `a` by a key
+/// (`KEY` or `KEY=BASE,PATCHED`), as `foliosim diff` renders it in
+/// `format` (text, md, csv, json).
+#[pyfunction]
+#[pyo3(signature = (a, b=None, by=None, columns=None, only=None, all=false, format="text"))]
+#[allow(clippy::too_many_arguments)]
+fn diff(
+    py: Python<'_>,
+    a: String,
+    b: Option<String>,
+    by: Option<String>,
+    columns: Option<Vec<String>>,
+    only: Option<Vec<String>>,
+    all: bool,
+    format: &str,
+) -> PyResult<String> {
+    use foliosim_explore::diff as d;
+    let made = py.detach(|| -> Result<String, String> {
+        let mut diff = match (&by, b) {
+            (Some(by), None) => {
+                let path = Path::new(&a);
+                let table = std::fs::read(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| {
+                        let format = foliosim_explore::TableFormat::from_path(path)
+                            .unwrap_or_else(|| foliosim_explore::TableFormat::sniff(&bytes));
+                        foliosim_explore::Table::decode(&bytes, format)
+                    })
+                    .map_err(|e| format!("{a}: {e}"))?;
+                let (key, pair) = d::parse_by(by)?;
+                d::diff_table(&table, key, pair, columns.as_deref())?
+            }
+            (None, Some(b)) => {
+                if columns.is_some() {
+                    return Err("columns applies to a sweep table with by".into());
+                }
+                d::diff_reports(&d::reports_from_json(&a)?, &d::reports_from_json(&b)?)?
+            }
+            _ => return Err("give two reports, or one sweep table with by".into()),
+        };
+        if let Some(names) = &only {
+            diff.retain_names(names)?;
+        }
+        diff.render(format, all, &[])
+    });
+    made.map_err(UsageError::new_err)
+}
+
 /// A panic raised inside the guard that protects every run, for the tests
 /// to check that a panic in the model becomes `ModelBugError` and the
 /// interpreter goes on.
@@ -549,6 +660,11 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expand, m)?)?;
     m.add_function(wrap_pyfunction!(run_points, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_guard, m)?)?;
+    m.add_function(wrap_pyfunction!(grid_types, m)?)?;
+    m.add_function(wrap_pyfunction!(read_table, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add("__version__", foliosim_report::VERSION)?;
+    m.add("COMMIT", foliosim_run::COMMIT)?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("UnsupportedError", m.py().get_type::<UnsupportedError>())?;
     m.add("KilledError", m.py().get_type::<KilledError>())?;

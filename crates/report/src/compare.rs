@@ -478,7 +478,8 @@ pub fn csv(comparisons: &[Value]) -> String {
             Some(p) => {
                 let (k, r) = p.kernel.clone().unwrap_or_default();
                 let (v, path) = (p.foliosim.clone(), p.scenario_path.clone());
-                (v, path, p.seed.to_string(), p.overrides_shell(), k, r)
+                let seed = p.seed.map(|s| s.to_string()).unwrap_or_default();
+                (v, path, seed, p.overrides_shell(), k, r)
             }
             None => Default::default(),
         };
@@ -538,7 +539,7 @@ mod tests {
         let prov = Provenance {
             foliosim: "1.2.3".into(),
             scenario_path: "x.toml".into(),
-            seed: 3,
+            seed: Some(3),
             ..Default::default()
         };
         j["provenance"] = prov.to_json_value();

@@ -139,20 +139,39 @@ impl Override {
     }
 }
 
-/// Where a report came from: what it takes to run it again.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Where a report or a sweep table came from: what it takes to run it
+/// again and what it ran on.
+///
+/// A report's provenance has the first five fields; a sweep table's
+/// (`foliosim-table`) also has `commit` and `engine`, and `profile` and
+/// `arch` when they apply. The optional fields appear in the JSON only
+/// when set, so a report's JSON has the same keys as before they existed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Provenance {
     /// The version of foliosim that ran it.
     pub foliosim: String,
     /// The scenario file as given on the command line; `<stdin>` for `-`.
+    /// A sweep table's: its scenario files, as shell words.
     pub scenario_path: String,
     /// The seed of the run's random choices (the scenario's `seed`, or
-    /// `--seed`).
-    pub seed: u64,
+    /// `--seed`). A sweep table's: its `--seed`, None when each scenario
+    /// uses its own.
+    pub seed: Option<u64>,
     /// Every override, in the order given.
     pub overrides: Vec<Override>,
-    /// The guest kernel of a `foliosim vm` run: its name and release.
+    /// The kernel: a `foliosim vm` run's guest (its name and release); a
+    /// sweep table's guest, or `host` and the host's release for the
+    /// native engine.
     pub kernel: Option<(String, String)>,
+    /// The git commit foliosim was built from (`unknown` outside a git
+    /// checkout).
+    pub commit: Option<String>,
+    /// The engine: `sim`, `native` or `vm`.
+    pub engine: Option<String>,
+    /// The architecture of the machine that ran it (native and VM runs).
+    pub arch: Option<String>,
+    /// The cost profile of the modelled time (`--profile`), when given.
+    pub profile: Option<String>,
 }
 
 impl Provenance {
@@ -170,16 +189,28 @@ impl Provenance {
             .iter()
             .map(|o| json!({"option": o.option, "key": o.key, "value": o.value}))
             .collect();
-        json!({
+        let mut v = json!({
             "foliosim": self.foliosim,
             "scenario_path": self.scenario_path,
             "seed": self.seed,
             "overrides": overrides,
             "kernel": self.kernel.as_ref().map(|(name, release)| json!({"name": name, "release": release})),
-        })
+        });
+        for (k, x) in [
+            ("commit", &self.commit),
+            ("engine", &self.engine),
+            ("arch", &self.arch),
+            ("profile", &self.profile),
+        ] {
+            if let Some(x) = x {
+                v[k] = json!(x);
+            }
+        }
+        v
     }
 
-    pub(crate) fn from_json_value(v: &Value) -> Result<Provenance, String> {
+    /// The provenance of a JSON object [`Provenance::to_json_value`] wrote.
+    pub fn from_json_value(v: &Value) -> Result<Provenance, String> {
         let text = |v: &Value, k: &str| -> Result<String, String> {
             v.get(k)
                 .and_then(Value::as_str)
@@ -202,15 +233,26 @@ impl Provenance {
             None | Some(Value::Null) => None,
             Some(k) => Some((text(k, "name")?, text(k, "release")?)),
         };
+        let optional = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => text(v, k).map(Some),
+        };
         Ok(Provenance {
             foliosim: text(v, "foliosim")?,
             scenario_path: text(v, "scenario_path")?,
-            seed: v
-                .get("seed")
-                .and_then(Value::as_u64)
-                .ok_or("provenance field `seed` is missing or not an integer")?,
+            seed: match v.get("seed") {
+                Some(Value::Null) => None,
+                s => Some(
+                    s.and_then(Value::as_u64)
+                        .ok_or("provenance field `seed` is missing or not an integer")?,
+                ),
+            },
             overrides,
             kernel,
+            commit: optional("commit")?,
+            engine: optional("engine")?,
+            arch: optional("arch")?,
+            profile: optional("profile")?,
         })
     }
 }
@@ -533,12 +575,7 @@ impl Report {
     /// row, with the report's identity and provenance on every record.
     fn csv_rows<W: std::io::Write>(&self, w: &mut csv::Writer<W>) -> csv::Result<()> {
         let p = self.provenance.clone().unwrap_or_default();
-        let known = self.provenance.is_some();
-        let seed = if known {
-            p.seed.to_string()
-        } else {
-            String::new()
-        };
+        let seed = p.seed.map(|s| s.to_string()).unwrap_or_default();
         let overrides = p.overrides_shell();
         let (kernel, release) = p.kernel.clone().unwrap_or_default();
         for r in self.tidy_rows() {
@@ -569,11 +606,10 @@ impl Report {
             self.scenario, self.arch, self.engine
         );
         if let Some(p) = &self.provenance {
-            let _ = write!(
-                out,
-                "  foliosim {}  file {}  seed {}",
-                p.foliosim, p.scenario_path, p.seed
-            );
+            let _ = write!(out, "  foliosim {}  file {}", p.foliosim, p.scenario_path);
+            if let Some(seed) = p.seed {
+                let _ = write!(out, "  seed {seed}");
+            }
             if !p.overrides.is_empty() {
                 let _ = write!(out, "  {}", p.overrides_shell());
             }
@@ -979,7 +1015,7 @@ mod tests {
         r.provenance = Some(Provenance {
             foliosim: "9.9.9".into(),
             scenario_path: "dir/a, \"b\".toml".into(),
-            seed: 7,
+            seed: Some(7),
             overrides: vec![
                 Override {
                     option: "--set".into(),
@@ -993,6 +1029,7 @@ mod tests {
                 },
             ],
             kernel: Some(("6.18.35-arm64".into(), "6.18.35".into())),
+            ..Provenance::default()
         });
         r
     }

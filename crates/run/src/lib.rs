@@ -19,7 +19,7 @@ pub mod guest;
 mod provenance;
 
 pub use error::{in_file, RunError};
-pub use provenance::Given;
+pub use provenance::{Given, COMMIT, VERSION_AND_COMMIT};
 
 use foliosim_report::Report;
 use foliosim_scenario::{Scenario, Source};
@@ -70,6 +70,31 @@ impl Engine {
     /// a VM are measured one run at a time).
     pub fn parallel(&self) -> bool {
         matches!(self, Engine::Sim(_))
+    }
+
+    /// The kernel (name, release) and architecture runs on this engine
+    /// use: none for the simulator; `host`, the running kernel's release
+    /// and the host's architecture natively; the guest kernel `--kernel`
+    /// names and its architecture in a VM (its name as given and an empty
+    /// release when it cannot be found).
+    pub fn platform(&self) -> (Option<(String, String)>, Option<String>) {
+        match self {
+            Engine::Sim(_) => (None, None),
+            Engine::Native { .. } => {
+                let arch = std::env::consts::ARCH;
+                let arch =
+                    foliosim_uapi::Arch::from_name(arch).map_or(arch, foliosim_uapi::Arch::as_str);
+                let release = foliosim_native::guest::kernel_release();
+                (Some(("host".into(), release)), Some(arch.into()))
+            }
+            Engine::Vm(o) => match foliosim_vm::kernels::resolve(&o.kernel, o.arch) {
+                Ok(k) => (Some((k.name, k.release)), Some(k.arch.as_str().into())),
+                Err(_) => (
+                    Some((o.kernel.clone(), String::new())),
+                    o.arch.map(|a| a.as_str().into()),
+                ),
+            },
+        }
     }
 }
 

@@ -4,6 +4,19 @@
 use foliosim_report::{Override, Provenance};
 use foliosim_uapi::Arch;
 
+/// The git commit this foliosim was built from (`git rev-parse --short
+/// HEAD`), `unknown` when it was not built from a git checkout.
+pub const COMMIT: &str = env!("FOLIOSIM_COMMIT");
+
+/// The version and the commit, as `foliosim --version` prints them
+/// (`0.1.0 (1a2b3c4)`).
+pub const VERSION_AND_COMMIT: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FOLIOSIM_COMMIT"),
+    ")"
+);
+
 /// The overrides of a run as the user gave them: `--set KEY=VALUE` pairs
 /// in order, then `--arch` and `--seed` (which win).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,9 +73,10 @@ impl Given {
         Provenance {
             foliosim: foliosim_report::VERSION.into(),
             scenario_path: label.to_string(),
-            seed,
+            seed: Some(seed),
             overrides,
             kernel,
+            ..Provenance::default()
         }
     }
 }

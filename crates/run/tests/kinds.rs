@@ -184,7 +184,7 @@ fn a_run_is_judged_once_timed_and_stamped() {
     assert_eq!(r.arch, "arm64");
     assert!(r.phases[0].time.is_some(), "modelled time added");
     let p = r.provenance.expect("provenance");
-    assert_eq!(p.seed, 9);
+    assert_eq!(p.seed, Some(9));
     let opts: Vec<&str> = p.overrides.iter().map(|o| o.option.as_str()).collect();
     assert_eq!(opts, ["--set", "--arch"]);
     // --no-expect: nothing judged.

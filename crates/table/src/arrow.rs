@@ -20,25 +20,16 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::{Row, Table};
+use crate::{GridType, Row, Table, METADATA_KEY};
 
-/// The type of a grid column whose values are `values`, when typed.
-fn grid_type<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> DataType {
-    let int = |v: &str| v.parse::<i64>().is_ok_and(|n| n.to_string() == v);
-    let float = |v: &str| {
-        v.parse::<f64>()
-            .is_ok_and(|x| x.is_finite() && x.to_string() == v)
-    };
-    if values.clone().next().is_none() {
-        DataType::Utf8
-    } else if values.clone().all(int) {
-        DataType::Int64
-    } else if values.clone().all(float) {
-        DataType::Float64
-    } else if values.all(|v| v == "true" || v == "false") {
-        DataType::Boolean
-    } else {
-        DataType::Utf8
+/// The Arrow type of a grid column whose values are `values`, when
+/// typed ([`GridType`]).
+fn grid_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
+    match GridType::of(values) {
+        GridType::Int => DataType::Int64,
+        GridType::Float => DataType::Float64,
+        GridType::Bool => DataType::Boolean,
+        GridType::Text => DataType::Utf8,
     }
 }
 
@@ -114,7 +105,15 @@ fn batch(t: &Table, typed: bool) -> Result<RecordBatch, String> {
     }
     cols.push(Arc::new(Int64Array::from(values)));
     cols.push(nullable(&|r| &r.error));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| e.to_string())
+    let schema = Schema::new(fields).with_metadata(metadata(t).into_iter().collect());
+    RecordBatch::try_new(Arc::new(schema), cols).map_err(|e| e.to_string())
+}
+
+/// The table's provenance as schema metadata: [`METADATA_KEY`] and the
+/// JSON object (nothing for a table without provenance).
+fn metadata(t: &Table) -> Option<(String, String)> {
+    let p = t.provenance.as_ref()?;
+    Some((METADATA_KEY.to_string(), p.to_json_value().to_string()))
 }
 
 pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
@@ -182,21 +181,27 @@ fn reader_may_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Res
 /// columns; the Arrow schema goes in the file's metadata.
 pub(crate) fn encode_parquet(t: &Table) -> Result<Vec<u8>, String> {
     let batch = batch(t, true)?;
-    let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), batch.schema(), None)
+    // Also in the file's own key-value metadata, for Parquet readers that
+    // do not decode the Arrow schema (DuckDB's `parquet_kv_metadata`).
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(
+            metadata(t).map(|(k, v)| vec![parquet::file::metadata::KeyValue::new(k, v)]),
+        )
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))
         .map_err(|e| e.to_string())?;
     w.write(&batch).map_err(|e| e.to_string())?;
     w.into_inner().map_err(|e| e.to_string())
 }
 
 pub(crate) fn decode_parquet(data: &[u8]) -> Result<Table, String> {
-    use arrow_array::RecordBatchReader as _;
     let (schema, batches) = reader_may_panic("Parquet file", || {
-        let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        // The builder's schema has the metadata; the reader's has not.
+        let (schema, rd) = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
             bytes::Bytes::copy_from_slice(data),
         )
-        .and_then(|b| b.build())
+        .and_then(|b| Ok((b.schema().clone(), b.build()?)))
         .map_err(|e| format!("not a Parquet file: {e}"))?;
-        let schema = rd.schema();
         let batches = rd
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
@@ -231,6 +236,20 @@ fn text(a: &dyn Array, name: &str, row: usize) -> Result<String, String> {
 fn from_batches(schema: &Schema, batches: &[RecordBatch]) -> Result<Table, String> {
     let cols: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let mut t = Table::from_header(&cols)?;
+    if t.provenance.is_some() {
+        return Err("not a sweep table: provenance columns in an Arrow or Parquet file".into());
+    }
+    t.provenance = match schema.metadata().get(METADATA_KEY) {
+        None => None,
+        Some(text) => {
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| format!("the `{METADATA_KEY}` metadata is not JSON: {e}"))?;
+            Some(
+                foliosim_report::Provenance::from_json_value(&v)
+                    .map_err(|e| format!("the `{METADATA_KEY}` metadata: {e}"))?,
+            )
+        }
+    };
     let g = t.grid_columns.len();
     for batch in batches {
         let point = batch

@@ -3,6 +3,14 @@
 //! kind, name, value, error`; its CSV, JSON-lines, Arrow IPC and Parquet
 //! files.
 //!
+//! A table written by a sweep also has a provenance (a
+//! `foliosim_report::Provenance`: foliosim's version and commit, the
+//! scenario files, the overrides, the engine, its kernel and
+//! architecture, the cost profile): in CSV and JSON lines as the columns
+//! [`PROVENANCE_COLUMNS`], the same on every row, after `error`; in Arrow
+//! and Parquet as the schema's metadata under [`METADATA_KEY`] (a JSON
+//! object). A table without it (an older foliosim's) still reads.
+//!
 //! `phase`, `kind`, `name` and `value` are those of
 //! `foliosim_report::Report::tidy_rows`. A failed point is one row whose
 //! `error` holds the message and whose `phase`, `kind`, `name` and `value`
@@ -17,11 +25,14 @@
 #![forbid(unsafe_code)]
 
 mod arrow;
+mod provenance;
+
+pub use provenance::{join_words, METADATA_KEY, PROVENANCE_COLUMNS};
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use foliosim_report::Report;
+use foliosim_report::{Provenance, Report};
 use serde_json::{json, Map, Value};
 
 /// A point of a sweep, as the table sees it.
@@ -121,6 +132,52 @@ impl TableFormat {
     }
 }
 
+/// The type a grid column's values share, which typed readers give it
+/// (Parquet's columns, the Python package's DataFrames).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridType {
+    /// Every value is an integer written plainly (`4096`, not `0100`).
+    Int,
+    /// Every value is a finite decimal number written as it reads back.
+    Float,
+    /// Every value is `true` or `false`.
+    Bool,
+    /// Anything else (`64K`, `zram`), and a column without values.
+    Text,
+}
+
+impl GridType {
+    /// The type of a grid column whose values are `values`.
+    pub fn of<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> GridType {
+        let int = |v: &str| v.parse::<i64>().is_ok_and(|n| n.to_string() == v);
+        let float = |v: &str| {
+            v.parse::<f64>()
+                .is_ok_and(|x| x.is_finite() && x.to_string() == v)
+        };
+        if values.clone().next().is_none() {
+            GridType::Text
+        } else if values.clone().all(int) {
+            GridType::Int
+        } else if values.clone().all(float) {
+            GridType::Float
+        } else if values.all(|v| v == "true" || v == "false") {
+            GridType::Bool
+        } else {
+            GridType::Text
+        }
+    }
+
+    /// The type's name: `int`, `float`, `bool`, `str`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GridType::Int => "int",
+            GridType::Float => "float",
+            GridType::Bool => "bool",
+            GridType::Text => "str",
+        }
+    }
+}
+
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
@@ -154,6 +211,9 @@ pub struct Table {
     /// but `arch`).
     pub grid_columns: Vec<String>,
     pub rows: Vec<Row>,
+    /// Where the rows came from (None: not known, as in a table an older
+    /// foliosim wrote).
+    pub provenance: Option<Provenance>,
 }
 
 /// What identifies a point across runs of a sweep: scenario name, arch,
@@ -166,11 +226,22 @@ impl Table {
         Table {
             grid_columns: grid_keys.iter().filter(|k| *k != "arch").cloned().collect(),
             rows: Vec::new(),
+            provenance: None,
         }
     }
 
-    /// Every column name, in order.
+    /// Every column name, in order: the provenance columns only when the
+    /// table has a provenance (they are not in Arrow and Parquet files).
     pub fn columns(&self) -> Vec<String> {
+        let mut c = self.row_columns();
+        if self.provenance.is_some() {
+            c.extend(PROVENANCE_COLUMNS.map(String::from));
+        }
+        c
+    }
+
+    /// The columns of the rows' own fields, in order (no provenance).
+    pub fn row_columns(&self) -> Vec<String> {
         let mut c = vec!["point".to_string()];
         c.extend(self.grid_columns.iter().cloned());
         c.extend(
@@ -380,18 +451,25 @@ impl Table {
             .iter()
             .position(|c| c == "scenario")
             .ok_or("not a sweep table: no `scenario` column")?;
-        let t = Table {
+        let mut t = Table {
             grid_columns: cols[1..n].to_vec(),
             rows: Vec::new(),
+            provenance: None,
         };
+        let own = t.row_columns();
+        if cols.len() == own.len() + PROVENANCE_COLUMNS.len() {
+            // Filled in from the rows.
+            t.provenance = Some(Provenance::default());
+        }
         for (i, c) in t.columns().iter().enumerate() {
             want(i, c)?;
         }
         if cols.len() != t.columns().len() {
             return Err(format!(
-                "not a sweep table: {} columns, expected {}",
+                "not a sweep table: {} columns, expected {} (or {} with the provenance columns)",
                 cols.len(),
-                t.columns().len()
+                own.len(),
+                own.len() + PROVENANCE_COLUMNS.len()
             ));
         }
         Ok(t)
@@ -401,6 +479,8 @@ impl Table {
         let mut w = csv::Writer::from_writer(Vec::new());
         let e = |e: csv::Error| e.to_string();
         w.write_record(self.columns()).map_err(e)?;
+        let prov = self.provenance.as_ref().map(provenance::cells);
+        let prov = prov.as_ref().map_or(&[][..], |p| &p[..]);
         for r in &self.rows {
             let mut rec = vec![r.point.to_string()];
             rec.extend(r.grid.iter().cloned());
@@ -414,6 +494,7 @@ impl Table {
                 r.value.map(|v| v.to_string()).unwrap_or_default(),
                 r.error.clone(),
             ]);
+            rec.extend(prov.iter().cloned());
             w.write_record(rec).map_err(e)?;
         }
         w.into_inner().map_err(|e| e.to_string())
@@ -429,10 +510,15 @@ impl Table {
             .collect();
         let mut t = Table::from_header(&header)?;
         let g = t.grid_columns.len();
+        let mut prov = ProvenanceCells::default();
         for (i, rec) in rd.records().enumerate() {
             let rec = rec.map_err(|e| e.to_string())?;
             let f = |j: usize| rec.get(j).unwrap_or_default().to_string();
             let line = i + 2;
+            if t.provenance.is_some() {
+                let cells: Vec<String> = (g + 9..g + 9 + PROVENANCE_COLUMNS.len()).map(f).collect();
+                prov.add(cells, &f(g + 3), line)?;
+            }
             let point = f(0)
                 .parse()
                 .map_err(|_| format!("line {line}: `point` is not a number"))?;
@@ -456,11 +542,14 @@ impl Table {
                 error: f(g + 8),
             });
         }
+        t.provenance = prov.provenance(t.provenance.is_some())?;
         Ok(t)
     }
 
     fn to_jsonl(&self) -> Vec<u8> {
         let mut out = String::new();
+        let prov = self.provenance.as_ref().map(provenance::cells);
+        let prov = prov.as_ref().map_or(&[][..], |p| &p[..]);
         let opt = |s: &str| {
             if s.is_empty() {
                 Value::Null
@@ -490,6 +579,13 @@ impl Table {
             };
             m.insert("value".into(), value);
             m.insert("error".into(), opt(&r.error));
+            for (k, v) in PROVENANCE_COLUMNS.iter().zip(prov) {
+                let v = match (*k, v.parse::<u64>()) {
+                    ("provenance.seed", Ok(n)) => json!(n),
+                    _ => opt(v),
+                };
+                m.insert((*k).into(), v);
+            }
             out.push_str(&Value::Object(m).to_string());
             out.push('\n');
         }
@@ -499,6 +595,7 @@ impl Table {
     fn from_jsonl(bytes: &[u8]) -> Result<Table, String> {
         let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
         let mut t: Option<Table> = None;
+        let mut prov = ProvenanceCells::default();
         for (i, line) in text
             .lines()
             .enumerate()
@@ -538,6 +635,10 @@ impl Table {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| at("`point` is not a number".into()))?;
             let grid = table.grid_columns.iter().map(|k| s(k)).collect();
+            if table.provenance.is_some() {
+                let cells = PROVENANCE_COLUMNS.iter().map(|k| s(k)).collect();
+                prov.add(cells, &s("engine"), i + 1)?;
+            }
             table.rows.push(Row {
                 point,
                 grid,
@@ -551,7 +652,43 @@ impl Table {
                 error: s("error"),
             });
         }
-        t.ok_or_else(|| "the file has no rows".to_string())
+        let mut t = t.ok_or_else(|| "the file has no rows".to_string())?;
+        t.provenance = prov.provenance(t.provenance.is_some())?;
+        Ok(t)
+    }
+}
+
+/// The provenance cells of a CSV or JSON-lines table's rows, which must
+/// all be the same.
+#[derive(Default)]
+struct ProvenanceCells {
+    /// The first row's cells, its engine and line.
+    first: Option<(Vec<String>, String, usize)>,
+}
+
+impl ProvenanceCells {
+    fn add(&mut self, cells: Vec<String>, engine: &str, line: usize) -> Result<(), String> {
+        match &self.first {
+            None => self.first = Some((cells, engine.to_string(), line)),
+            Some((c, e, first)) if *c != cells || e != engine => {
+                return Err(format!(
+                    "line {line}: its provenance or engine is not line {first}'s: a table \
+                     holds the runs of one sweep"
+                ))
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The table's provenance: None without the columns or rows.
+    fn provenance(self, has_columns: bool) -> Result<Option<Provenance>, String> {
+        match self.first {
+            Some((cells, engine, line)) if has_columns => provenance::from_cells(&cells, &engine)
+                .map(Some)
+                .map_err(|e| format!("line {line}: {e}")),
+            _ => Ok(None),
+        }
     }
 }
 

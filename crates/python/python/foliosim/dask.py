@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from . import Overrides, Scenarios, _expand, _native, _sweep_frame
+from . import Overrides, Scenarios, _expand, _native, _renamed, _sweep_frame
 
 __all__ = ["sweep"]
 
@@ -35,9 +35,9 @@ def sweep(
     scenarios: Scenarios,
     grid: Mapping[str, Any],
     client=None,
-    zip: bool = False,
+    grid_zip: Optional[bool] = None,
     arch: Optional[str] = None,
-    set: Overrides = None,
+    overrides: Overrides = None,
     seed: Optional[int] = None,
     profile: Optional[str] = None,
     *,
@@ -45,12 +45,15 @@ def sweep(
     check: bool = False,
     max_memory: Optional[int] = None,
     allow_large: bool = False,
+    set: Overrides = None,
+    zip: Optional[bool] = None,
 ):
     """``foliosim.sweep`` on a Dask cluster: one task per ``batch_size``
     points, submitted to ``client`` (default: the current client,
     ``distributed.get_client()``). Arguments and result as for
     ``foliosim.sweep``; ``max_memory`` applies to each point (a worker
-    runs one point at a time per thread).
+    runs one point at a time per thread). ``set=`` and ``zip=`` are the
+    deprecated names of ``overrides=`` and ``grid_zip=``.
     """
     from dask.distributed import get_client
 
@@ -58,7 +61,11 @@ def sweep(
         raise ValueError("batch_size: expected at least 1")
     if client is None:
         client = get_client()
-    keys, points = _expand(scenarios, grid, zip, arch, set, seed, allow_large)
+    overrides = _renamed(overrides, set, "overrides", "set")
+    grid_zip = _renamed(grid_zip, zip, "grid_zip", "zip", default=False)
+    keys, points, provenance = _expand(
+        scenarios, grid, grid_zip, arch, overrides, seed, allow_large, profile
+    )
     batches = [points[i : i + batch_size] for i in range(0, len(points), batch_size)]
     futures = client.map(
         _run_batch,
@@ -75,4 +82,4 @@ def sweep(
         assert list(cols) == list(columns), "every batch has the sweep's columns"
         for c in columns:
             data[c].extend(part[c])
-    return _sweep_frame(columns, data)
+    return _sweep_frame(columns, data, provenance)
