@@ -126,6 +126,7 @@ pub(crate) fn encode(t: &Table) -> Result<Vec<u8>, String> {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
+    check_blocks(bytes)?;
     let (schema, batches) = reader_may_panic("Arrow IPC file", || {
         let rd = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
             .map_err(|e| format!("not an Arrow IPC file: {e}"))?;
@@ -136,6 +137,45 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
         Ok((schema, batches))
     })?;
     from_batches(&schema, &batches)
+}
+
+/// Refuse an Arrow IPC file whose footer places a record batch or
+/// dictionary beyond the end of the file. arrow-ipc's `FileReader`
+/// allocates the size a block claims before reading it (`read_block`), so
+/// a damaged length would end the process on a failed allocation, which
+/// no panic handler sees. Anything else wrong with the footer is left to
+/// the reader, which refuses it.
+fn check_blocks(bytes: &[u8]) -> Result<(), String> {
+    let n = bytes.len();
+    let Some(tail) = n.checked_sub(10).map(|t| &bytes[t..]) else {
+        return Ok(());
+    };
+    if &tail[4..] != b"ARROW1" {
+        return Ok(());
+    }
+    let len = i32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+    let Some(start) = usize::try_from(len)
+        .ok()
+        .and_then(|l| (n - 10).checked_sub(l))
+    else {
+        return Ok(());
+    };
+    let Ok(footer) = arrow_ipc::root_as_footer(&bytes[start..n - 10]) else {
+        return Ok(());
+    };
+    let blocks = footer.recordBatches().into_iter().flatten();
+    for b in blocks.chain(footer.dictionaries().into_iter().flatten()) {
+        let (at, meta, body) = (b.offset(), i64::from(b.metaDataLength()), b.bodyLength());
+        let end = i128::from(at) + i128::from(meta) + i128::from(body);
+        if at < 0 || meta < 0 || body < 0 || end > n as i128 {
+            return Err(format!(
+                "not a readable Arrow IPC file: it is damaged (a block of {} bytes at \
+                 offset {at} lies beyond its end, {n} bytes)",
+                i128::from(meta) + i128::from(body)
+            ));
+        }
+    }
+    Ok(())
 }
 
 thread_local! {

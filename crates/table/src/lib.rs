@@ -821,6 +821,15 @@ mod tests {
             err.starts_with("not a readable Arrow IPC file: it is damaged"),
             "{err}"
         );
+        // A footer that places a record batch far beyond the end of the
+        // file (found by fuzzing): the Arrow reader would allocate what it
+        // claims, 7.3 EB, and abort; it is refused first.
+        let bytes = include_bytes!("../tests/data/huge-block.arrow");
+        let err = Table::decode(bytes, TableFormat::Arrow).unwrap_err();
+        assert!(
+            err.contains("damaged (a block of") && err.contains("lies beyond its end"),
+            "{err}"
+        );
         // The thread reads the next table as before.
         let t = table();
         let good = t.encode(TableFormat::Arrow).unwrap();
