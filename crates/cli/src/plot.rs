@@ -144,7 +144,7 @@ fn reports_in(path: &Path, v: &serde_json::Value) -> Result<Vec<Report>, String>
 /// What an input file holds.
 enum Input {
     Reports(Vec<Report>),
-    Sweep(Sweep),
+    Sweep(Box<Sweep>),
 }
 
 /// Read an input of `report`: a JSON document is reports; anything else
@@ -161,7 +161,7 @@ fn read_input(path: &Path) -> Result<Input, String> {
             }
         }
     }
-    Sweep::load(path).map(Input::Sweep)
+    Sweep::load(path).map(|s| Input::Sweep(Box::new(s)))
 }
 
 fn write(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), String> {
@@ -264,7 +264,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<bool, String> {
                     inputs.reports.push((label, r));
                 }
             }
-            Input::Sweep(s) => inputs.sweeps.push((name, s)),
+            Input::Sweep(s) => inputs.sweeps.push((name, *s)),
         }
     }
     if inputs.reports.is_empty() && inputs.sweeps.is_empty() {

@@ -426,6 +426,19 @@ fn what_a_switch_changes_facets_and_filters() {
         ),
         "{page}"
     );
+    // The sweep's provenance: this build, the engine, the overrides.
+    let made = page
+        .lines()
+        .find(|l| l.contains("Made by: "))
+        .expect("a provenance line");
+    for want in [
+        "foliosim 0.1.0",
+        "engine sim",
+        "--arch arm64",
+        "hugepages-64kB.enabled=always",
+    ] {
+        assert!(made.contains(want), "{want} not in {made}");
+    }
     // 3 cells in the table, 3 in the heatmap.
     assert_eq!(page.matches("+0.0%").count(), 6);
 }

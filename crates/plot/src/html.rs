@@ -168,6 +168,7 @@ fn num(v: f64) -> String {
 fn report(h: &mut String, file: &str, r: &Report, notes: &mut Vec<String>) -> Result<(), String> {
     let (name, run) = report_title(file, r);
     let _ = writeln!(h, "<h2>{name} <span class=\"note\">{run}</span></h2>");
+    provenance(h, r.provenance.as_ref());
     if !r.system.is_empty() {
         h.push_str("<p class=\"knobs\"><b>System knobs:</b>\n");
         for (k, v) in &r.system {
@@ -366,6 +367,39 @@ fn diff_phase(h: &mut String, bp: &Phase, np: &Phase) {
     }
 }
 
+/// How a report or sweep was made, as one line: foliosim's version and
+/// commit, the engine, kernel and arch, the scenario, the overrides, the
+/// seed and the cost profile (what it takes to make it again).
+fn provenance(h: &mut String, p: Option<&foliosim_report::Provenance>) {
+    let Some(p) = p else {
+        h.push_str("<p class=\"note\">Made by: unknown (written without provenance).</p>\n");
+        return;
+    };
+    let mut parts = vec![format!(
+        "foliosim {}{}",
+        p.foliosim,
+        p.commit
+            .as_deref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default()
+    )];
+    parts.extend(p.engine.iter().map(|e| format!("engine {e}")));
+    parts.extend(p.kernel.iter().map(|(k, r)| format!("kernel {k} {r}")));
+    parts.extend(p.arch.iter().map(|a| format!("arch {a}")));
+    parts.push(format!("scenario {}", p.scenario_path));
+    let overrides = p.overrides_shell();
+    if !overrides.is_empty() {
+        parts.push(overrides);
+    }
+    parts.extend(p.seed.iter().map(|s| format!("seed {s}")));
+    parts.extend(p.profile.iter().map(|c| format!("profile {c}")));
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">Made by: {}</p>",
+        esc(&parts.join("; "))
+    );
+}
+
 /// The x key of a sweep's plots: the one asked for, else the grid key
 /// with the most values that is neither a facet nor the compared key
 /// (the first of those with as many); None when no key varies.
@@ -402,6 +436,7 @@ fn sweep(
         s.rows.len(),
         esc(&s.keys.join(", "))
     );
+    provenance(h, s.provenance.as_ref());
     for (_, c) in inputs_changes.iter().filter(|(f, _)| f == file) {
         let _ = writeln!(
             h,

@@ -29,6 +29,8 @@ pub struct Sweep {
     /// The grid keys, in column order.
     pub keys: Vec<String>,
     pub rows: Vec<SweepRow>,
+    /// How the sweep was made (None: a table written without it).
+    pub provenance: Option<foliosim_report::Provenance>,
 }
 
 impl Sweep {
@@ -66,6 +68,7 @@ impl Sweep {
         Ok(Sweep {
             keys: table.grid_columns,
             rows,
+            provenance: table.provenance,
         })
     }
 
