@@ -209,11 +209,14 @@ impl Drop for OutputLock {
 }
 
 /// Remove the lock file this process holds, for a signal that is about
-/// to end the process (the lock itself ends with it).
-pub(crate) fn release_for_exit() {
-    if let Some((p, dev, ino)) = HELD.lock().unwrap_or_else(|p| p.into_inner()).take() {
+/// to end the process (the lock itself ends with it). Hold what it
+/// returns until the process ends: while it lives no lock file is made.
+pub(crate) fn release_for_exit() -> MutexGuard<'static, Option<(PathBuf, u64, u64)>> {
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((p, dev, ino)) = held.take() {
         remove_lock_file(&p, dev, ino);
     }
+    held
 }
 
 fn write_with(path: &Path, text: &[u8], inputs: &[PathBuf], reach: Reach) -> io::Result<()> {

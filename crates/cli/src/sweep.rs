@@ -334,7 +334,7 @@ fn save_and_exit() {
         .table_with(&mut g.0)
         .and_then(|t| write_table(p.output.as_deref(), p.format, &t, &p.inputs));
     let _no_temporary = output::hold_temporary_files();
-    output::release_for_exit();
+    let _no_lock = output::release_for_exit();
     let (n, m) = (p.skipped + g.0.len(), p.skipped + p.total);
     match (saved, &p.output) {
         (Err(e), _) => eprintln!("foliosim sweep: interrupted; the table was not written: {e}"),
@@ -444,9 +444,9 @@ fn route_signals() -> Result<(), String> {
             save_and_exit();
         }
         let _no_temporary = output::hold_temporary_files();
-        if ends {
-            output::release_for_exit();
-        }
+        // Held until the signal is delivered: no lock file is made after
+        // the one there was is removed.
+        let _no_lock = ends.then(output::release_for_exit);
         deliver();
     })
     .map_err(|e| format!("handling signals: {e}"))
