@@ -468,16 +468,14 @@ impl LinePlot {
             let parts: Vec<String> = facets.iter().map(|c| c.show(sweep, r)).collect();
             parts.join(", ")
         };
-        let titles = {
-            let t: Vec<String> = rows.iter().map(|&r| panel_of(r)).collect();
-            let mut d: Vec<String> = Vec::new();
-            for x in t {
-                if !d.contains(&x) {
-                    d.push(x);
-                }
+        // Each row's panel, once; the panels in order of first appearance.
+        let row_panel: Vec<String> = rows.iter().map(|&r| panel_of(r)).collect();
+        let mut titles: Vec<&String> = Vec::new();
+        for t in &row_panel {
+            if !titles.contains(&t) {
+                titles.push(t);
             }
-            d
-        };
+        }
         let mut legend: Vec<String> = Vec::new();
         let mut panels = Vec::new();
         let mut repeats = false;
@@ -485,8 +483,9 @@ impl LinePlot {
             let (rs, ls): (Vec<Row>, Vec<String>) = rows
                 .iter()
                 .zip(&labels)
-                .filter(|(r, _)| panel_of(r) == title)
-                .map(|(r, l)| (*r, l.clone()))
+                .zip(&row_panel)
+                .filter(|(_, p)| *p == title)
+                .map(|((r, l), _)| (*r, l.clone()))
                 .unzip();
             let (series, rep) = lines(&rs, &ls, |r| axis.pos(&r.grid[xk]), scale);
             repeats |= rep;
@@ -500,7 +499,10 @@ impl LinePlot {
                     (i, pts)
                 })
                 .collect();
-            panels.push(Panel { title, series });
+            panels.push(Panel {
+                title: title.clone(),
+                series,
+            });
         }
         if panels.iter().all(|p| p.series.is_empty()) {
             return Err(format!(
