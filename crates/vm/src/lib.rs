@@ -6,8 +6,9 @@
 //!    parses the scenario with the guest's architecture, compiles it once,
 //!    and adds the series switches the kernel's release contains and the
 //!    guest's RAM as `memory` ([`guest_overrides`]);
-//! 2. a static foliosim for the guest's architecture is found or built
-//!    (`cargo build --profile guest --target <arch>-unknown-linux-musl`);
+//! 2. a static foliosim-guest for the guest's architecture is found or
+//!    built (`cargo build --profile guest -p foliosim-run --bin
+//!    foliosim-guest --target <arch>-unknown-linux-musl`);
 //! 3. an initramfs is written (the binary as `/init`, the scenario, the
 //!    job) and, when the scenario has files or swap files, an ext4 work
 //!    disk (virtio-blk), both in a temporary folder removed on every way
@@ -428,9 +429,10 @@ pub fn guest_target(arch: Arch) -> &'static str {
     }
 }
 
-/// A static foliosim for the guest: `FOLIOSIM_GUEST_X86_64` /
-/// `FOLIOSIM_GUEST_ARM64` if set, else built from the checkout foliosim
-/// was built from (cargo does nothing when it is up to date).
+/// A static init for the guest (`foliosim-guest`, or a static `foliosim`):
+/// `FOLIOSIM_GUEST_X86_64` / `FOLIOSIM_GUEST_ARM64` if set, else
+/// foliosim-guest built from the checkout foliosim was built from (cargo
+/// does nothing when it is up to date).
 pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
     let var = format!("FOLIOSIM_GUEST_{}", arch.as_str().to_uppercase());
     if let Some(p) = std::env::var_os(&var) {
@@ -444,8 +446,8 @@ pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     if !root.join("Cargo.toml").is_file() {
         return Err(format!(
-            "no foliosim for the guest: set {var} to a statically linked foliosim built with \
-             `cargo build --profile guest --target {}`",
+            "no foliosim for the guest: set {var} to a statically linked foliosim-guest built \
+             with `cargo build --profile guest -p foliosim-run --bin foliosim-guest --target {}`",
             guest_target(arch)
         ));
     }
@@ -460,7 +462,9 @@ pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
             "--profile",
             "guest",
             "-p",
-            "foliosim",
+            "foliosim-run",
+            "--bin",
+            "foliosim-guest",
             "--target",
             target,
         ])
@@ -482,7 +486,7 @@ pub fn guest_binary(arch: Arch) -> Result<PathBuf, String> {
     }
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let bin = target_dir.join(target).join("guest/foliosim");
+    let bin = target_dir.join(target).join("guest/foliosim-guest");
     if bin.is_file() {
         Ok(bin)
     } else {
