@@ -329,7 +329,7 @@ case "${1:-list}" in
     pagemap-costs) needs "$1" "natively (root)" \
         "sudo foliosim calibrate --pagemap --repeat 11; tools/calibration/pagemap-walk.sh; tools/calibration/mincore-shmem.sh" ;;
     properties) needs "$1" "over about 7 CPU-hours" \
-        "FOLIOSIM_PROP_STEPS=1000000 FOLIOSIM_PROP_CASES=100 cargo test --release -p foliosim-sim --test properties -- --ignored long_random_runs" ;;
+        "FOLIOSIM_PROP_STEPS=1000000 FOLIOSIM_PROP_CASES=100 cargo test --release -p foliosim-sim --test model -- --ignored long_random_runs" ;;
     list)
         echo "simulator: seed001 seed003 seed000-counts seed000-sweep seed000-sweep-all seed000-time"
         echo "           seed002-counts seed002-time seed004 calibration calibration-check shrinkage speed"

@@ -2,6 +2,10 @@
 //! changed; the next `foliosim` command of any kind (here a simulation)
 //! puts it back. A normal native run with block swap leaves the loop
 //! device's queue settings as they were. Root only; skips otherwise.
+//!
+//! An executable of its own, unlike the other command tests: any
+//! `foliosim` command restores a stale state, so one running beside these
+//! tests would undo the state they look at.
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,0 +1,391 @@
+//! MADV_COLD, MADV_FREE and the reclaim of lazyfree folios, with counts derived
+//! from the kernel's rules (`madvise_cold_or_pageout_pte_range()`,
+//! mm/madvise.c; `shrink_folio_list()`, mm/vmscan.c; `folio_unmap_pte_batch()`,
+//! mm/rmap.c and Linux 6.18 mm/madvise.c, mm/swap.c, mm/rmap.c, mm/vmscan.c).
+//! Every scenario runs with the invariant checker after every step, on x86_64
+//! unless it says arm64.
+
+use crate::common;
+
+use common::*;
+
+/// `size` of anon memory in region "a" written (64 KiB mTHP `mthp64`, a
+/// 64 MiB swap device of `swap_kind`), then `steps` (raw TOML steps).
+fn anon(size: &str, mthp64: &str, swap_kind: &str, steps: &str) -> String {
+    [
+        system_mem("256M", &mthp(64, mthp64)),
+        swap(swap_kind, "64M"),
+        anon_written("a", size),
+        steps.to_string(),
+    ]
+    .concat()
+}
+
+/// 4 MiB of order-0 anon folios: MADV_FREE marks all 1024 lazyfree
+/// (`lru_lazyfree()`: pglazyfree per page) and clears their young and
+/// dirty bits, gathered into one mmu_gather range flushed at
+/// `tlb_end_vma()` (1024 pages > 33: one full flush). MADV_PAGEOUT then
+/// isolates them (2 PMDs, 2 reclaim_pages calls) and `shrink_folio_list()`
+/// skips the swap allocation (not swap-backed); `try_to_unmap_one()` clears
+/// and flushes each PTE (a single-CPU mm does not defer), finds the folio
+/// clean and discards it: pglazyfreed 1024, nothing written, one rss_stat
+/// update per folio. A later read faults in the zero page.
+#[test]
+fn free_4k_then_reclaim_discards() {
+    let steps = [
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+        phase("read"),
+        touch("a", "read", "len = \"4M\""),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_counters(&r, "free", "pglazyfree=1024 tlb:tlb_flush=1 pgfault=0");
+    assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 1024)]));
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=1024 pswpout=0 sim/swap_alloc=0 vmscan:mm_vmscan_reclaim_pages=2 \
+         tlb:tlb_flush=1024 sim/rss_stat_update=1024",
+    );
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+    assert_counters(&r, "read", "pgfault=1024 pgmajfault=0");
+}
+
+/// Writing to half of the freed range again sets those PTEs dirty (the
+/// hardware, no fault). Reclaim discards the 512 clean ones; for the 512
+/// dirty ones `try_to_unmap_one()` finds the dirty bit in the cleared
+/// entry, puts the entry back, makes the folio swap-backed again and gives
+/// up: `shrink_folio_list()` activates it (pgactivate 512,
+/// nr_lazyfree_fail). Every PTE was cleared and flushed once (1024). A
+/// second MADV_PAGEOUT swaps the 512 re-dirtied folios out.
+#[test]
+fn free_then_redirty_keeps_the_written_half() {
+    let steps = [
+        madvise("a", "free", ""),
+        phase("redirty"),
+        touch("a", "write", "len = \"2M\""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+        phase("again"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_eq!(c(&r, "redirty", "pgfault"), 0);
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=512 pgactivate=512 pswpout=0 tlb:tlb_flush=1024",
+    );
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[("4kB", 512)]));
+    assert_counters(&r, "again", "pswpout=512 pglazyfreed=0");
+    assert_eq!(folios(&r, "again", "a"), hist(&[]));
+}
+
+/// 64 KiB mTHP: MADV_FREE covers every folio whole (no split), 64 folios
+/// lazyfree. Reclaim does not allocate swap, so a swap file does not split
+/// them (no swpout_fallback / split), and since v6.15 a lazyfree large
+/// folio is unmapped in one `folio_pte_batch()` run: one clear call, one
+/// flush (16 pages ≤ 33: INVLPG each), one counter update per folio.
+#[test]
+fn free_64k_batched_unmap() {
+    let steps = [
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&anon("4M", "always", "file", &steps));
+    assert_counters(
+        &r,
+        "free",
+        "pglazyfree=1024 hugepages-64kB/split=0 tlb:tlb_flush=1",
+    );
+    assert_counters(
+        &r,
+        "reclaim",
+        "pglazyfreed=1024 hugepages-64kB/split=0 hugepages-64kB/swpout_fallback=0 \
+         tlb:tlb_flush=64 sim/invlpg=1024 sim/ttu_clear_calls=64 sim/pvmw_iterations=64 \
+         sim/rss_stat_update=64 hugepages-64kB/split_deferred=0",
+    );
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// arm64 with contpte: every 64 KiB folio is one contiguous block.
+/// MADV_FREE's `contpte_clear_young_dirty_ptes()` changes the block in
+/// place (no unfold), and reclaim's batched `get_and_clear_full_ptes()`
+/// covers whole blocks (no unfold either); arm64 always defers the flush:
+/// one pending range TLBI per folio, completed by `arch_tlbbatch_flush()`
+/// every 31 freed folios and at the end of each `shrink_folio_list()` call
+/// (2 PMDs: 32 folios each → flushes after folio 31 and at the end → 4).
+#[test]
+fn free_64k_contpte_arm64() {
+    let steps = [
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run_arch(&anon("4M", "always", "file", &steps), "arm64");
+    assert_counters(&r, "free", "sim/contpte_unfold=0 pglazyfree=1024");
+    assert_counters(
+        &r,
+        "reclaim",
+        "sim/contpte_unfold=0 pglazyfreed=1024 sim/tlbbatch_add_pending=64 sim/tlbbatch_flush=4",
+    );
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// Freeing part of a 64 KiB folio: `madvise_free_pte_range()` splits a
+/// folio the range covers only partly (to order 0) and frees only the
+/// covered pages: 4 KiB into a 64 KiB folio to 4 KiB before its end
+/// leaves 14 pages; the folio's other 2 pages stay swap-backed.
+#[test]
+fn free_part_of_a_64k_folio_splits_it() {
+    let steps = [
+        phase("free"),
+        madvise("a", "free", "offset = \"4K\"\nlen = \"56K\""),
+    ]
+    .concat();
+    let r = run(&anon("64K", "always", "file", &steps));
+    assert_counters(&r, "free", "hugepages-64kB/split=1 pglazyfree=14");
+    assert_eq!(folios(&r, "free", "a"), hist(&[("4kB", 16)]));
+}
+
+/// A PMD-mapped THP (MADV_HUGEPAGE): MADV_FREE of the whole PMD clears its
+/// young and dirty bits through `pmdp_invalidate()` (one flush) and the
+/// gather adds the 2 MiB to the VMA's flush (one more); the folio becomes
+/// lazyfree whole. Reclaim discards it at PMD level without splitting
+/// (`unmap_huge_pmd_locked()`: one flush, no thp_split_pmd).
+#[test]
+fn free_pmd_thp_discarded_whole() {
+    let text = [
+        system_mem("256M", "transparent_hugepage.enabled = \"madvise\""),
+        swap("file", "64M"),
+        mmap_anon("a", "4M") + "madvise = [\"hugepage\"]\n",
+        touch("a", "write", ""),
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("reclaim"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(folios(&r, "free", "a"), hist(&[("2048kB", 2)]));
+    // pmdp_invalidate() per PMD (2) + the gathered range at tlb_end_vma (1).
+    assert_counters(
+        &r,
+        "free",
+        "tlb:tlb_flush=3 pglazyfree=1024 thp_split_pmd=0",
+    );
+    assert_counters(&r, "reclaim", "pglazyfreed=1024 thp_split_pmd=0 pswpout=0");
+    // pmdp_huge_clear_flush() per THP; the deposited tables are freed.
+    assert_counters(&r, "reclaim", "tlb:tlb_flush=2 sim/pgtable_free=2");
+    assert_eq!(folios(&r, "reclaim", "a"), hist(&[]));
+}
+
+/// MADV_FREE over swapped-out pages drops the swap entries (a zero page is
+/// cheaper than a swap-in): after MADV_PAGEOUT to a block device (async
+/// write, the folios stay in the swap cache) the free clears all 1024 swap
+/// PTEs, frees their slots and the cached folios, and nothing becomes
+/// lazyfree.
+#[test]
+fn free_drops_swap_entries() {
+    let steps = [
+        madvise("a", "pageout", ""),
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("read"),
+        touch("a", "read", "len = \"4M\""),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "block", &steps));
+    assert_eq!(pages(&r, "free", "a", "swapped"), 0);
+    assert_eq!(c(&r, "free", "pglazyfree"), 0);
+    assert_counters(&r, "read", "pgmajfault=0 pswpin=0");
+}
+
+/// After fork every page is mapped twice. `madvise_free_pte_range()`
+/// checks `folio_mapcount() == folio_nr_pages()` only for folios that are
+/// PG_dirty or in the swap cache (and `folio_maybe_mapped_shared()` only
+/// before splitting a partly covered large folio); freshly written anon
+/// folios are neither, so all 256 shared order-0 folios become lazyfree
+/// (6.18 behaviour). MADV_PAGEOUT then skips them (mapcount 2 ≠ 1).
+#[test]
+fn free_marks_clean_shared_folios_lazyfree() {
+    let steps = [
+        step("fork"),
+        phase("free"),
+        madvise("a", "free", ""),
+        phase("pageout"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run(&anon("1M", "never", "file", &steps));
+    assert_eq!(c(&r, "free", "pglazyfree"), 256);
+    assert_counters(&r, "pageout", "pglazyfreed=0 sim/lru_isolate=0");
+}
+
+/// MADV_COLD of freshly written anon memory: every PTE young, cleared
+/// with `clear_young_dirty_ptes(CYDP_CLEAR_YOUNG)` (x86: one
+/// test-and-clear each), one gathered flush for the VMA; the folios start
+/// on the inactive list, so `folio_deactivate()` moves nothing
+/// (pgdeactivate 0). A second MADV_COLD finds no young entry: no flush.
+#[test]
+fn cold_anon_clears_young_bits() {
+    let steps = [
+        phase("cold"),
+        madvise("a", "cold", ""),
+        phase("again"),
+        madvise("a", "cold", ""),
+    ]
+    .concat();
+    let r = run(&anon("4M", "never", "file", &steps));
+    assert_counters(
+        &r,
+        "cold",
+        "tlb:tlb_flush=1 sim/pte_modify=1024 pgdeactivate=0",
+    );
+    assert_counters(&r, "again", "tlb:tlb_flush=0 sim/pte_modify=0");
+}
+
+/// MADV_COLD of active file folios: a read(2) fill marks each folio
+/// accessed once (PG_referenced), and unmapping young PTEs marks it again
+/// (`zap_present_folio_ptes()` → `folio_mark_accessed()`), which
+/// activates it. Mapped again and read, MADV_COLD clears the young bits
+/// and deactivates all 1024 pages (pgdeactivate 1024). 4 MiB file, order-0
+/// folios (read_size 4K, no readahead on a MADV_RANDOM fill mapping is not
+/// needed: fill = "read" reads through read(2) with readahead, so folio
+/// sizes vary; pgdeactivate counts pages either way).
+#[test]
+fn cold_file_deactivates_active_folios() {
+    let text = [
+        system_mem("256M", ""),
+        file("f", "4M", "fill = \"read\""),
+        mmap_file("m", "f", "4M", "prot = \"r\""),
+        touch("m", "read", ""),
+        munmap("m"),
+        mmap_file("a", "f", "4M", "prot = \"r\""),
+        touch("a", "read", ""),
+        phase("cold"),
+        madvise("a", "cold", ""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_counters(&r, "cold", "pgdeactivate=1024 tlb:tlb_flush=1");
+}
+
+/// MADV_FREE on a file mapping fails with EINVAL.
+#[test]
+fn free_on_a_file_mapping_is_einval() {
+    let text = [
+        file("f", "64K", ""),
+        mmap_file("a", "f", "64K", ""),
+        madvise("a", "free", ""),
+    ]
+    .concat();
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
+    assert!(e.contains("EINVAL"), "{e}");
+}
+
+/// Global memory pressure: 96 MiB of anon memory written on a 64 MiB
+/// machine (16384 pages; watermarks from `calculate_min_free_kbytes()`:
+/// min_free_kbytes = int_sqrt(65536 * 16) = 1024 → min 256 pages, low 320,
+/// high 384) with a 128 MiB zram device. Once an order-0 allocation finds
+/// the free pages at the min watermark it reclaims directly
+/// (`try_to_free_pages()`: allocstall_movable, pgscan/pgsteal_direct), and
+/// anon is swapped out (zram: written and freed in the same pass). Every
+/// written page ends up resident or in swap, and at least the 8192 pages
+/// beyond the machine's size were written out.
+#[test]
+fn global_pressure_swaps_anon_out() {
+    let text = [
+        system_mem("64M", ""),
+        swap("zram", "128M"),
+        phase("fill"),
+        anon_written("a", "96M"),
+    ]
+    .concat();
+    for arch in ["x86_64", "arm64"] {
+        let r = run_arch(&text, arch);
+        let present = pages(&r, "fill", "a", "present");
+        let swapped = pages(&r, "fill", "a", "swapped");
+        assert_eq!(present + swapped, 24576, "{arch}");
+        assert!(c(&r, "fill", "pswpout") >= 8192, "{arch}");
+        assert!(c(&r, "fill", "allocstall_movable") >= 1, "{arch}");
+        assert_eq!(
+            c(&r, "fill", "pgsteal_direct"),
+            c(&r, "fill", "pgsteal_anon"),
+            "{arch}"
+        );
+        assert!(c(&r, "fill", "pgscan_direct") >= c(&r, "fill", "pgsteal_direct"));
+        assert_eq!(c(&r, "fill", "pgscan_kswapd"), 0, "kswapd is not modelled");
+    }
+}
+
+/// Clean file pages under global pressure without swap: reading a 96 MiB
+/// file through a mapping on a 64 MiB machine reclaims page cache
+/// directly (SCAN_FILE: no swap); nothing is written, and the read
+/// completes.
+#[test]
+fn global_pressure_reclaims_clean_file_pages() {
+    let text = [
+        system_mem("64M", ""),
+        file("f", "96M", "fill = \"cold\""),
+        mmap_file("m", "f", "96M", "prot = \"r\""),
+        phase("read"),
+        touch("m", "read", ""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert!(c(&r, "read", "pgsteal_file") > 0);
+    assert_eq!(
+        c(&r, "read", "pgsteal_direct"),
+        c(&r, "read", "pgsteal_file")
+    );
+    assert_eq!(c(&r, "read", "pswpout"), 0);
+    assert!(c(&r, "read", "allocstall_movable") >= 1);
+}
+
+/// Anon memory beyond RAM without swap: reclaim finds nothing to free,
+/// the allocation fails after 16 fruitless attempts and the fault ends in
+/// VM_FAULT_OOM (the OOM killer is not modelled): the run stops with the
+/// step's location.
+#[test]
+fn global_pressure_without_swap_is_oom() {
+    let text = system_mem("64M", "") + &anon_written("a", "96M");
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
+    assert!(
+        e.to_lowercase().contains("oom") || e.contains("memory"),
+        "{e}"
+    );
+}
+
+/// Lazyfree folios under global pressure: 48 MiB written and freed with
+/// MADV_FREE on a 64 MiB machine, then 48 MiB more written. Direct reclaim
+/// discards clean lazyfree folios (inactive file list, no swap needed)
+/// instead of failing: pglazyfreed > 0 and nothing is swapped.
+#[test]
+fn global_pressure_discards_lazyfree_folios() {
+    let text = [
+        system_mem("64M", ""),
+        anon_written("a", "48M"),
+        madvise("a", "free", ""),
+        phase("more"),
+        anon_written("b", "48M"),
+    ]
+    .concat();
+    let r = run(&text);
+    assert!(c(&r, "more", "pglazyfreed") > 0);
+    assert_eq!(
+        c(&r, "more", "pglazyfreed"),
+        c(&r, "more", "pgsteal_direct")
+    );
+    assert_eq!(c(&r, "more", "pswpout"), 0);
+    assert_eq!(pages(&r, "more", "b", "present"), 12288);
+}

@@ -1,0 +1,632 @@
+//! Memory-cgroup reclaim (classic LRU): memory.reclaim, limit reclaim,
+//! force_empty, and the seed-002 switches, with counts derived from the
+//! kernel's reclaim code (mm/vmscan.c, mm/rmap.c, mm/memcontrol.c), each cited
+//! next to its number. Every scenario runs with the invariant checker (LRU
+//! lists and sizes, cgroup charges, mapcounts, RSS) after every step.
+//!
+//! Folio sizes of a cold file read through faults come from readahead, so
+//! the file tests read the folio histogram at the end of the "touch" phase
+//! (before reclaim) and derive the expected counts from it: F folios, P
+//! pages, and on arm64 the 64 KiB contiguous blocks.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+
+/// The pages of one histogram bucket ("64kB" → 16).
+fn bucket_pages(k: &str) -> u64 {
+    k.strip_suffix("kB")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("unknown bucket {k:?}"))
+        / 4
+}
+
+/// Folios, pages, pages in folios below 64 KiB, and contiguous 64 KiB
+/// blocks (arm64 paints every naturally aligned block of a folio of at
+/// least 64 KiB contiguous) of a histogram.
+struct Shape {
+    folios: u64,
+    pages: u64,
+    small_pages: u64,
+    blocks: u64,
+    large_folios: u64,
+}
+
+fn shape(h: &BTreeMap<String, u64>) -> Shape {
+    let mut s = Shape {
+        folios: 0,
+        pages: 0,
+        small_pages: 0,
+        blocks: 0,
+        large_folios: 0,
+    };
+    for (k, &n) in h {
+        let p = bucket_pages(k);
+        s.folios += n;
+        s.pages += n * p;
+        if p < 16 {
+            s.small_pages += n * p;
+        } else {
+            s.blocks += n * p / 16;
+        }
+        if p > 1 {
+            s.large_folios += n;
+        }
+    }
+    s
+}
+
+/// A step that puts the process into a new memory cgroup limited to 1 MiB.
+const MEMCG_1M: &str = "[[step]]\nop = \"memcg\"\nlimit = \"1M\"\n";
+
+/// A cold `size` file faulted in by a read touch inside a cgroup (phase
+/// "touch"), then `reclaim` bytes reclaimed through memory.reclaim (phase
+/// "reclaim").
+fn file_reclaim(size: &str, reclaim: &str, extra: &str) -> String {
+    [
+        system(""),
+        file("data", size, "fill = \"cold\""),
+        step("memcg"),
+        phase("touch"),
+        mmap_file("f", "data", size, &format!("prot = \"r\"\n{extra}")),
+        touch("f", "read", ""),
+        phase("reclaim"),
+        step_with("memcg_reclaim", &format!("amount = \"{reclaim}\"")),
+    ]
+    .concat()
+}
+
+/// Clean file folios mapped once and reclaimed by memory.reclaim take two
+/// passes each (`folio_check_references()` and `shrink_inactive_list()`,
+/// mm/vmscan.c): pass 1 finds the young PTEs, clears them and keeps the folio
+/// with PG_referenced; pass 2 finds none, RECLAIM_CLEAN, unmaps and frees.
+/// Reclaiming the whole file means every folio gets both passes and nothing is
+/// scanned a third time, so: folio_referenced 2F (`folio_check_references()`),
+/// its pvmw iterations and x86 young test-and-clears 2P
+/// (`folio_referenced_one()`: per PTE, no early exit), no young flush on x86
+/// (`ptep_clear_flush_young()`, arch/x86/mm/pgtable.c), one try_to_unmap walk
+/// per folio looping per PTE (`try_to_unmap_one()`: P iterations), one
+/// immediate local flush per PTE (a single-CPU mm is never deferred,
+/// `should_defer_flush()`, mm/rmap.c), one rss_stat update and one rmap removal
+/// per PTE (`add_mm_counter()`, `folio_remove_rmap_ptes()`); pgscan_file 2P,
+/// pgsteal_file P. Cgroup reclaim counts pgscan_proactive only in the cgroup's
+/// memory.stat (shrink_inactive_list: `if (!cgroup_reclaim(sc))`).
+#[test]
+fn memory_reclaim_takes_two_passes_per_folio() {
+    let r = run(&file_reclaim("4M", "4M", ""));
+    let s = shape(&folios(&r, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    assert_eq!(p, 1024);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), p);
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "memcg/0/pgscan_proactive"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "memcg/0/pgsteal_proactive"), p);
+    assert_counters(
+        &r,
+        "reclaim",
+        "memcg/0/pgscan_direct=0 pgscan_proactive=0 pgsteal_proactive=0",
+    );
+    assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), 2 * f);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+    assert_eq!(c(&r, "reclaim", "sim/young_flush"), 0);
+    assert_eq!(c(&r, "reclaim", "sim/rmap_walk"), 3 * f);
+    assert_eq!(c(&r, "reclaim", "sim/pvmw_iterations"), p);
+    assert_eq!(c(&r, "reclaim", "tlb:tlb_flush"), p);
+    assert_eq!(c(&r, "reclaim", "sim/rss_stat_update"), p);
+    assert_eq!(c(&r, "reclaim", "sim/rmap_remove"), p);
+    assert_eq!(c(&r, "reclaim", "pgactivate"), 0);
+    // PTE reads (`page_vma_mapped_walk()`, mm/page_vma_mapped.c): 2 per PTE per
+    // referenced pass; the unmap walk (TTU_SYNC: map_pte() reads nothing)
+    // reads 2 for each folio's first PTE (check_pte(), the explicit
+    // ptep_get()) and 3 for each next one (the next_pte read too); no folio
+    // crosses a page table.
+    assert_eq!(c(&r, "reclaim", "sim/ptep_get"), 4 * p + 3 * p - f);
+    // Nothing of the file stays cached or mapped.
+    assert_eq!(folios(&r, "reclaim", "f"), hist(&[]));
+}
+
+/// pgsteal_file is what was freed: the pages go back to the allocator
+/// (pgfree) and leave the cgroup's inactive file list.
+#[test]
+fn pgsteal_equals_pages_freed() {
+    let r = run(&file_reclaim("4M", "3M", ""));
+    let steal = c(&r, "reclaim", "pgsteal_file");
+    assert!(steal >= 768, "reclaimed {steal} of 768 pages");
+    assert_eq!(c(&r, "reclaim", "pgfree"), steal);
+    assert_eq!(c(&r, "reclaim", "nr_inactive_file"), -steal);
+    assert_eq!(c(&r, "reclaim", "memcg/0/inactive_file"), -steal * 4096);
+    let left = hist_pages(&folios(&r, "reclaim", "f")) as i64;
+    assert_eq!(left, 1024 - steal);
+}
+
+/// Without recency (MADV_RANDOM, `vma_has_recency()`) folio_referenced()
+/// skips the mapping (`invalid_folio_referenced_vma()`): the rmap walk runs
+/// but no PTE is visited, so every folio is reclaimed on its first pass.
+#[test]
+fn random_advice_skips_the_young_check() {
+    let r = run(&file_reclaim("2M", "2M", "madvise = [\"random\"]"));
+    let s = shape(&folios(&r, "touch", "f"));
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), s.pages as i64);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), s.pages as i64);
+    assert_eq!(c(&r, "reclaim", "sim/folio_referenced"), s.folios as i64);
+    assert_counters(
+        &r,
+        "reclaim",
+        "sim/pvmw_referenced=0 sim/young_test_and_clear=0",
+    );
+}
+
+/// A PMD-mapped file THP (MADV_HUGEPAGE read-around of order 9,
+/// `shrink_inactive_list()`, mm/vmscan.c): pass 1 clears the PMD's young bit
+/// with a full flush on x86 (`pmdp_clear_flush_young()`,
+/// arch/x86/mm/pgtable.c), pass 2 unmaps it by zapping the PMD
+/// (TTU_SPLIT_HUGE_PMD on a file VMA, another 2 MiB flush), no PTE loop.
+#[test]
+fn pmd_mapped_file_folio() {
+    let r = run(&file_reclaim("2M", "2M", "madvise = [\"hugepage\"]"));
+    assert_eq!(folios(&r, "touch", "f"), hist(&[("2048kB", 1)]));
+    assert_eq!(c(&r, "touch", "thp_file_mapped"), 1);
+    assert_counters(
+        &r,
+        "reclaim",
+        "pgsteal_file=512 pgscan_file=1024 sim/pvmw_referenced=2 sim/young_test_and_clear=2 \
+         sim/young_flush=1 thp_split_pmd=1 sim/pvmw_iterations=0 tlb:tlb_flush=2 \
+         sim/tlb_flush_all=2",
+    );
+}
+
+/// The seed-002 switches on x86 (`folio_referenced_one()` and
+/// `try_to_unmap_one()`, mm/rmap.c): with `batch_folio_referenced` one pvmw
+/// iteration per folio and pass (`folio_referenced_one()`: one batch covers a
+/// folio, which never crosses a PMD here) but still one young test-and-clear
+/// per PTE (the generic clear_flush_young_ptes loops), and fewer PTE reads (per
+/// batch 2 walk + 1 explicit + N - 1 in folio_pte_batch, against 2 per PTE);
+/// with `batch_file_unmap` one unmap iteration, one flush, one rss_stat update
+/// and one rmap removal per folio (`try_to_unmap_one()` with
+/// `folio_unmap_pte_batch()`). Reclaim itself is unchanged: same
+/// pgscan/pgsteal.
+#[test]
+fn seed002_switches_x86() {
+    let text = file_reclaim("4M", "4M", "");
+    let vanilla = run(&text);
+    let refs = run_with(&text, &[("series.batch_folio_referenced", "true")]);
+    let both = run_with(
+        &text,
+        &[
+            ("series.batch_folio_referenced", "true"),
+            ("series.batch_file_unmap", "true"),
+        ],
+    );
+    let s = shape(&folios(&vanilla, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    for r in [&vanilla, &refs, &both] {
+        assert_eq!(c(r, "reclaim", "pgscan_file"), 2 * p);
+        assert_eq!(c(r, "reclaim", "pgsteal_file"), p);
+        assert_eq!(c(r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+        assert_eq!(c(r, "reclaim", "sim/young_flush"), 0);
+    }
+    assert_eq!(c(&vanilla, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&refs, "reclaim", "sim/pvmw_referenced"), 2 * f);
+    // Referenced-walk reads per pass: vanilla 2 per PTE, 2P; batched, per
+    // large folio 2 (walk) + 1 (explicit) + N - 1 (folio_pte_batch), per
+    // order-0 folio 2: P + F + L for L large folios.
+    let l = s.large_folios as i64;
+    let walk_vanilla = 4 * p;
+    let walk_batched = 2 * (p + f + l);
+    // try_to_unmap_one(): 2 reads for each folio's first PTE, 3 per next.
+    let ttu_reads = 3 * p - f;
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/ptep_get"),
+        walk_vanilla + ttu_reads
+    );
+    assert_eq!(
+        c(&refs, "reclaim", "sim/ptep_get"),
+        walk_batched + ttu_reads
+    );
+    for (r, per) in [(&refs, p), (&both, f)] {
+        assert_eq!(c(r, "reclaim", "sim/pvmw_iterations"), per);
+        assert_eq!(c(r, "reclaim", "sim/flush_tlb_range"), per);
+        assert_eq!(c(r, "reclaim", "tlb:tlb_flush"), per);
+        assert_eq!(c(r, "reclaim", "sim/rss_stat_update"), per);
+        assert_eq!(c(r, "reclaim", "sim/rmap_remove"), per);
+    }
+    // The flushed pages stay the same: INVLPG per page up to 33 pages,
+    // a full flush above (`flush_tlb_func()`, arch/x86/mm/tlb.c).
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/invlpg"),
+        c(&refs, "reclaim", "sim/invlpg")
+    );
+}
+
+/// arm64 (`contpte_ptep_clear_flush_young()`, `contpte_convert()`,
+/// arch/arm64/mm/contpte.c; `arch_tlbbatch_add_pending()`): vanilla clears the
+/// access flag of all 16 entries of a contiguous block once per PTE (256 per 64
+/// KiB block and pass) and issues in pass 1 one TLBI by page per young
+/// non-contiguous PTE and one range TLBI per young block; the batch clears each
+/// entry once and issues one TLBI per folio. The vanilla unmap unfolds every
+/// block (1 per block) and issues one deferred TLBI per PTE; the file batch
+/// unfolds nothing and issues one per folio.
+#[test]
+fn seed002_switches_arm64() {
+    let text = file_reclaim("4M", "4M", "");
+    let set = |extra: &[(&str, &str)]| {
+        let mut v = vec![("system.arch", "arm64")];
+        v.extend_from_slice(extra);
+        run_with(&text, &v)
+    };
+    let vanilla = set(&[]);
+    let refs = set(&[("series.batch_folio_referenced", "true")]);
+    let both = set(&[
+        ("series.batch_folio_referenced", "true"),
+        ("series.batch_file_unmap", "true"),
+    ]);
+    let s = shape(&folios(&vanilla, "touch", "f"));
+    let (f, p) = (s.folios as i64, s.pages as i64);
+    let (small, blocks) = (s.small_pages as i64, s.blocks as i64);
+    assert!(blocks > 0, "the file has 64 KiB folios");
+    let cont_ptes = p - small;
+    assert_eq!(
+        c(&vanilla, "reclaim", "sim/young_test_and_clear"),
+        2 * (small + 16 * cont_ptes)
+    );
+    assert_eq!(c(&vanilla, "reclaim", "sim/young_flush"), small + blocks);
+    for r in [&refs, &both] {
+        assert_eq!(c(r, "reclaim", "sim/young_test_and_clear"), 2 * p);
+        assert_eq!(c(r, "reclaim", "sim/young_flush"), f);
+        assert_eq!(c(r, "reclaim", "sim/pvmw_referenced"), 2 * f);
+    }
+    assert_eq!(c(&vanilla, "reclaim", "sim/pvmw_referenced"), 2 * p);
+    assert_eq!(c(&vanilla, "reclaim", "sim/contpte_unfold"), blocks);
+    assert_eq!(c(&both, "reclaim", "sim/contpte_unfold"), 0);
+    assert_eq!(c(&vanilla, "reclaim", "sim/tlbbatch_add_pending"), p);
+    assert_eq!(c(&both, "reclaim", "sim/tlbbatch_add_pending"), f);
+    assert_eq!(c(&both, "reclaim", "sim/pvmw_iterations"), f);
+    for r in [&vanilla, &refs, &both] {
+        assert_eq!(c(r, "reclaim", "pgsteal_file"), p);
+        // arm64 has no tlb:tlb_flush tracepoint: absent, not 0.
+        let phase = r.phases.iter().find(|ph| ph.name == "reclaim").unwrap();
+        assert!(!phase.counters.contains_key("tlb:tlb_flush"));
+    }
+}
+
+/// A cold file read through faults under a 1 MiB (256-page) limit, without
+/// readahead (`read_ahead_kb = 0`: one order-0 folio per fault). Charges come
+/// in 64-page batches from the per-CPU stock. Kernel memory is charged too:
+/// the first fault allocates the PUD, PMD and PTE tables (3 pages,
+/// GFP_PGTABLE_USER), and the page cache's xarray nodes (XA_FLAGS_ACCOUNT,
+/// 592 bytes each: the node under index 1's store, then one per 64 indices
+/// and the level-1 root) take 1 page through the object stock. So 252 folios
+/// fit, and the 253rd fault is the first that does not: try_charge_memcg
+/// reclaims (nr_to_reclaim = max(1, 32), `try_to_free_mem_cgroup_pages()`,
+/// mm/vmscan.c). All 252 folios are young and inactive; the scan budget is
+/// size >> priority (`get_scan_count()`, mm/vmscan.c): nothing at priorities
+/// 12..8, then 1, 3, 7, 15, 31, 63 and 126 pages at 7..1 (in rounds of at
+/// most 32: 11 calls) — 246 folios kept on their first pass — and at
+/// priority 0 two rounds of 32: the 6 last first-pass folios with 26
+/// second-pass ones (freed: 26 < 32, go on), then 32 more (freed). 58
+/// reclaimed meets the target and the lruvec stops (no anon to balance
+/// against). So: one reclaim call, 13 shrink_inactive_list calls, 310 pages
+/// scanned, 58 stolen, counted as direct reclaim in the cgroup only.
+#[test]
+fn limit_reclaim_of_file_pages() {
+    let text = [
+        system("read_ahead_kb = 0"),
+        file("data", "2M", "fill = \"cold\""),
+        step_with("memcg", "limit = \"1M\""),
+        mmap_file("f", "data", "2M", "prot = \"r\""),
+        phase("first"),
+        touch("f", "read", "len = \"1028K\""),
+        phase("rest"),
+        touch("f", "read", "offset = \"1028K\""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_counters(
+        &r,
+        "first",
+        "major-faults=257 vmscan:mm_vmscan_memcg_reclaim_begin=1 \
+         vmscan:mm_vmscan_lru_shrink_inactive=13 pgscan_file=310 pgsteal_file=58 \
+         memcg/0/pgscan_direct=310 memcg/0/pgsteal_direct=58 pgscan_direct=0 \
+         sim/folio_referenced=310 sim/pvmw_iterations=58",
+    );
+    // The rest of the file streams through the limit: everything read
+    // beyond it is reclaimed, each folio in two passes.
+    let cached = c(&r, "rest", "memcg/0/inactive_file") + c(&r, "first", "memcg/0/inactive_file");
+    assert!(
+        cached <= (1 << 20) - 4 * 4096,
+        "cgroup holds {cached} bytes of file"
+    );
+    let steal = c(&r, "first", "pgsteal_file") + c(&r, "rest", "pgsteal_file");
+    assert_eq!(steal, 512 - cached / 4096);
+    let scan = c(&r, "first", "pgscan_file") + c(&r, "rest", "pgscan_file");
+    assert!(
+        scan >= 2 * steal && scan <= 2 * steal + 256,
+        "scanned {scan}"
+    );
+}
+
+/// Anon memory written under a limit with a zram swap device (synchronous: a
+/// reclaimed page is written and freed in the same pass, `shrink_folio_list()`,
+/// mm/vmscan.c, `swap_writeout()`, mm/page_io.c): only the anon lists are
+/// scanned (no file pages, swap present: SCAN_FRACT, `get_scan_count()`,
+/// mm/vmscan.c), every stolen page was swapped out once, and its slot remembers
+/// the cgroup, so reading it back charges the cgroup again (and reclaims
+/// again).
+#[test]
+fn anon_limit_reclaim_swaps_out() {
+    let text = [
+        system(""),
+        swap("zram", "16M"),
+        MEMCG_1M.to_string(),
+        mmap_anon("a", "2M"),
+        phase("write"),
+        touch("a", "write", ""),
+        phase("read"),
+        touch("a", "read", "len = \"256K\""),
+    ]
+    .concat();
+    let r = run(&text);
+    let steal = c(&r, "write", "pgsteal_anon");
+    assert!(steal >= 256, "stole {steal} anon pages");
+    assert_eq!(c(&r, "write", "pswpout"), steal);
+    assert_eq!(c(&r, "write", "memcg/0/pgsteal_direct"), steal);
+    assert_eq!(c(&r, "write", "pgscan_file"), 0);
+    assert!(c(&r, "write", "pgscan_anon") >= 2 * steal);
+    assert_eq!(pages(&r, "write", "a", "swapped"), steal as u64);
+    // The first 64 pages were swapped out first; reading them back is a
+    // swap-in charged to the cgroup, which reclaims again.
+    assert_eq!(c(&r, "read", "pswpin"), 64);
+    assert!(c(&r, "read", "memcg/0/pgsteal_direct") > 0);
+}
+
+/// force_empty reclaims everything reclaimable: the whole mapped file.
+#[test]
+fn force_empty_reclaims_everything() {
+    let text = file_reclaim("2M", "4K", "").replace(
+        "op = \"memcg_reclaim\"\namount = \"4K\"",
+        "op = \"force_empty\"",
+    );
+    let r = run(&text);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), 512);
+    assert_eq!(c(&r, "reclaim", "memcg/0/inactive_file"), -(512 << 12));
+    assert_eq!(folios(&r, "reclaim", "f"), hist(&[]));
+}
+
+/// Anon memory beyond the limit without swap cannot be reclaimed: the
+/// kernel would invoke the memcg OOM killer, which the model refuses.
+#[test]
+fn memcg_oom_is_unsupported() {
+    let text = [system(""), MEMCG_1M.to_string(), anon_written("a", "2M")].concat();
+    match try_run_with(&text, &[]) {
+        Err(foliosim_sim::SimError::Unsupported { what, .. }) => {
+            assert!(what.contains("memcg OOM"), "{what}")
+        }
+        other => panic!("expected a memcg OOM refusal, got {other:?}"),
+    }
+}
+
+/// The seed-002 scenario runs, at 64 MiB. Filled before the memcg step (as
+/// written on 2026-11-21: `fill = "read"`), its page cache is charged to the
+/// root (in both engines) and memory.reclaim of the new cgroup finds nothing
+/// (EAGAIN after MAX_RECLAIM_RETRIES + 1 empty rounds). With the file cold,
+/// the touch reads it inside the cgroup and 48 of 64 MiB are reclaimed, in
+/// two passes: every page scanned once, the reclaimed ones twice, exactly
+/// as the host does at this size (`shrink_inactive_list()`, mm/vmscan.c).
+#[test]
+fn seed002_scenario_runs_small() {
+    let (_, text) = repo_file("scenarios/seed002/memcg-reclaim-file.toml");
+    let small = [
+        ("system.memory", "256M"),
+        ("file.data.size", "64M"),
+        ("step.2.size", "64M"),
+        ("step.5.amount", "48M"),
+    ];
+    let cold = text
+        .replace("fill = \"read\"", "fill = \"cold\"")
+        .replace("read_size = \"1M\"\n", "");
+    let r = run_with(&cold, &small);
+    assert_eq!(c(&r, "measured", "pgsteal_file"), 12288);
+    assert_eq!(c(&r, "measured", "pgscan_file"), 16384 + 12288);
+    let r = run_with(&text, &small);
+    if text.contains("fill = \"read\"") {
+        assert_counters(
+            &r,
+            "measured",
+            "pgsteal_file=0 vmscan:mm_vmscan_memcg_reclaim_begin=17",
+        );
+    } else {
+        assert_eq!(c(&r, "measured", "pgsteal_file"), 12288);
+    }
+}
+
+/// Random workloads inside memory cgroups, checked after every step by the
+/// invariant checker (LRU lists and sizes, charges against usage, swap
+/// counts, mapcounts): anon, file and (without swap) shmem regions, limits
+/// that force reclaim, swap areas, forks, MADV_PAGEOUT / DONTNEED, munmap,
+/// memory.reclaim and force_empty, both series switches. A run may only
+/// end early with the memcg OOM refusal; anything else (a broken invariant,
+/// a panic) fails. `FOLIOSIM_MEMCG_CASES=N` changes the number of cases.
+#[test]
+fn random_memcg_workloads() {
+    let n: u64 = std::env::var("FOLIOSIM_MEMCG_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
+    let mut failures = Vec::new();
+    for seed in 0..n {
+        for arch in ["x86_64", "arm64"] {
+            let text = random_memcg_scenario(seed);
+            let res = std::panic::catch_unwind(|| try_run_with(&text, &[("system.arch", arch)]));
+            let err = match res {
+                Ok(Ok(_)) => continue,
+                Ok(Err(foliosim_sim::SimError::Unsupported { what, .. }))
+                    if what.contains("memcg OOM") =>
+                {
+                    continue
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "panic".to_string(),
+            };
+            failures.push(format!("seed {seed} {arch}: {err}\n{text}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The generator's random numbers (SplitMix64).
+struct Rng(foliosim_scenario::SplitMix64);
+
+impl Rng {
+    /// Uniform in `0..n`.
+    fn n(&mut self, n: u64) -> u64 {
+        self.0.next_u64() % n
+    }
+}
+
+/// The regions of [`random_memcg_scenario`]: name, kind, mmap keys, size in
+/// MiB.
+const MEMCG_REGIONS: [(&str, &str, &str, u64); 3] = [
+    ("a", "anon", "size = \"4M\"\nprot = \"rw\"", 4),
+    ("f", "file", "file = \"d\"\nsize = \"8M\"\nprot = \"r\"", 8),
+    (
+        "s",
+        "shmem",
+        "size = \"2M\"\nshared = true\nprot = \"rw\"",
+        2,
+    ),
+];
+
+/// One random memcg scenario (see [`random_memcg_workloads`]).
+fn random_memcg_scenario(seed: u64) -> String {
+    use std::fmt::Write as _;
+    let mut r = Rng(foliosim_scenario::SplitMix64::new(seed ^ 0x3e3c_9000));
+    let (mut s, swap) = random_memcg_system(&mut r);
+    let _ = writeln!(s, "[[file]]\nname = \"d\"\nsize = \"8M\"\nfill = \"cold\"");
+    let limit = [
+        "",
+        "limit = \"1M\"\n",
+        "limit = \"3M\"\n",
+        "limit = \"6M\"\n",
+    ];
+    let _ = writeln!(s, "[[step]]\nop = \"memcg\"\n{}", limit[r.n(4) as usize]);
+    // Swapping shmem out is not modelled: shmem only without swap.
+    let regions = if swap {
+        &MEMCG_REGIONS[..2]
+    } else {
+        &MEMCG_REGIONS[..]
+    };
+    for &(name, kind, keys, _) in regions {
+        let adv = ["", "madvise = [\"hugepage\"]\n", "madvise = [\"random\"]\n"];
+        let adv = adv[r.n(3) as usize];
+        let _ = writeln!(
+            s,
+            "[[step]]\nop = \"mmap\"\nregion = \"{name}\"\nkind = \"{kind}\"\n{keys}\n{adv}"
+        );
+    }
+    let _ = writeln!(s, "[[step]]\nop = \"phase\"\nname = \"p\"");
+    for _ in 0..(4 + r.n(10)) {
+        let step = random_memcg_step(&mut r, regions);
+        let _ = writeln!(s, "[[step]]\n{step}\n");
+    }
+    s
+}
+
+/// The `[system]` table: mTHP sizes, readahead, the series switches and
+/// perhaps one swap area (true if so).
+fn random_memcg_system(r: &mut Rng) -> (String, bool) {
+    use std::fmt::Write as _;
+    let mut s = String::from("[system]\nmemory = \"256M\"\n");
+    for kb in [16, 64, 2048] {
+        let mode = ["never", "always", "inherit"][r.n(3) as usize];
+        let _ = writeln!(
+            s,
+            "transparent_hugepage.hugepages-{kb}kB.enabled = \"{mode}\""
+        );
+    }
+    let _ = writeln!(s, "read_ahead_kb = {}", [0, 128, 8192][r.n(3) as usize]);
+    for sw in [
+        "batch_folio_referenced",
+        "batch_file_unmap",
+        "batch_anon_unmap",
+    ] {
+        let _ = writeln!(s, "series.{sw} = {}", r.n(2) == 1);
+    }
+    let swap = r.n(2) == 1;
+    if swap {
+        let kind = ["file", "block", "zram"][r.n(3) as usize];
+        let mib = [2, 16][r.n(2) as usize];
+        let _ = writeln!(s, "[[system.swap]]\nkind = \"{kind}\"\nsize = \"{mib}M\"");
+    }
+    (s, swap)
+}
+
+/// One step on a random 256 KiB-aligned range of a random region.
+fn random_memcg_step(r: &mut Rng, regions: &[(&str, &str, &str, u64)]) -> String {
+    let (name, _, _, mib) = regions[r.n(regions.len() as u64) as usize];
+    let off = r.n(mib * 4) * 256; // KiB
+    let len = (mib * 1024 - off).min(256 * (1 + r.n(8)));
+    let range = format!("offset = \"{off}K\"\nlen = \"{len}K\"");
+    match r.n(9) {
+        0..=2 => {
+            let read = name == "f" || r.n(3) == 0;
+            let access = if read { "read" } else { "write" };
+            format!("op = \"touch\"\nregion = \"{name}\"\naccess = \"{access}\"\n{range}")
+        }
+        3 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"pageout\"\n{range}"),
+        4 => format!("op = \"madvise\"\nregion = \"{name}\"\nadvice = \"dontneed\"\n{range}"),
+        5 => format!("op = \"memcg_reclaim\"\namount = \"{}K\"", 64 * (1 + r.n(64))),
+        6 => "op = \"force_empty\"".to_string(),
+        7 => format!(
+            "op = \"fork\"\n[[step.child]]\nop = \"touch\"\nregion = \"{name}\"\naccess = \"read\"\n{range}"
+        ),
+        _ => "op = \"wait\"".to_string(),
+    }
+}
+
+/// A shared anonymous mapping lives in an unlinked shmem file, and the
+/// munmap of its only VMA drops the last reference (`fput()` → `iput()` →
+/// `shmem_evict_inode()`): its pages leave the page cache and the cgroup at
+/// once. Three rounds of 12 MiB written and unmapped under a 16 MiB limit
+/// therefore never reach the limit: no reclaim, no swap-out, no failed
+/// charge (were the pages kept, round 2 would have to push round 1's 3,072
+/// dirty pages out to swap). Each round's write faults are one per page
+/// (`do_shared_fault()`; no fault-around on writes): 9,216.
+#[test]
+fn unmapped_shared_anon_memory_leaves_the_cgroup() {
+    let round = |s: &str| {
+        [
+            mmap(s, "shmem", "12M", "shared = true"),
+            touch(s, "write", ""),
+            munmap(s),
+        ]
+        .concat()
+    };
+    let text = [
+        system_mem("256M", ""),
+        swap("zram", "64M"),
+        phase("run"),
+        step_with("memcg", "limit = \"16M\""),
+        round("s1"),
+        round("s2"),
+        round("s3"),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_counters(
+        &r,
+        "run",
+        "pgfault=9216 pswpout=0 pgscan_direct=0 memcg/0/pgscan_direct=0 memcg/0/failcnt=0",
+    );
+    // cgroup v1 memory.stat: each of the 9,216 order-0 folios is one
+    // page-in at its charge (memcg1_commit_charge()) and one page-out at
+    // the eviction's uncharge (uncharge_folio()); the faults are the
+    // cgroup's task's. Linux 6.18.44 shows the same three numbers.
+    assert_counters(
+        &r,
+        "run",
+        "memcg/0/pgpgin=9216 memcg/0/pgpgout=9216 memcg/0/pgfault=9216 memcg/0/pgmajfault=0",
+    );
+}
