@@ -329,11 +329,9 @@ fn changes_of(
     phase: Option<&str>,
     filters: &[(String, Vec<String>)],
 ) -> Result<Vec<Change>, String> {
-    use foliosim_explore::{diff, Table, TableFormat};
+    use foliosim_explore::{diff, Table};
     let in_file = |e: String| format!("{}: {e}", path.display());
-    let bytes = std::fs::read(path).map_err(|e| in_file(e.to_string()))?;
-    let format = TableFormat::from_path(path).unwrap_or_else(|| TableFormat::sniff(&bytes));
-    let mut table = Table::decode(&bytes, format).map_err(in_file)?;
+    let mut table = Table::load(path)?;
     let (key, pair) = foliosim_explore::diff::parse_by(by)?;
     let value = |t: &Table, r: &foliosim_explore::Row, k: &str| -> Option<String> {
         match k {

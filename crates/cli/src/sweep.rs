@@ -31,8 +31,9 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "SWEEP.toml")]
     file: Option<PathBuf>,
     /// A key and its values: `KEY=V1,V2,...`, `KEY=[A..B]` (A to B),
-    /// `KEY=BASE<<[A..B]` (BASE shifted by A to B). Any scenario key, or
-    /// `folio_size` (4K, 16K, ..., 2M). Repeatable; keys combine as a
+    /// `KEY=BASE<<[A..B]` (BASE shifted by A to B). Any scenario key,
+    /// `folio_size` (4K, 16K, ..., 2M) or `repeat` (run numbers, as
+    /// --repeat). Repeatable; keys combine as a
     /// Cartesian product.
     #[arg(long, value_name = "KEY=VALUES")]
     grid: Vec<String>,
@@ -75,6 +76,12 @@ pub(crate) struct SweepArgs {
     /// .arrow, .parquet; else csv).
     #[arg(long, value_parser = table_format_arg())]
     format: Option<TableFormat>,
+    /// Run every point N times, one after the other (native and vm; the
+    /// simulator gives every run the same report): the table gets a
+    /// `repeat` column, 1 to N, and `foliosim diff` of such tables
+    /// compares each point's runs with Welch's t-test.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: usize,
     /// Run a sweep of more than 10,000 points.
     #[arg(long)]
     yes: bool,
@@ -174,6 +181,11 @@ fn sweep_spec(a: &SweepArgs) -> Result<SweepSpec, String> {
         .map(|g| grid::parse_grid_arg(g))
         .collect::<Result<Vec<_>, _>>()?;
     spec.grid.add(dims, a.zip);
+    match a.repeat {
+        0 => return Err("--repeat 0: expected 1 or more runs per point".into()),
+        1 => {}
+        n => spec.grid.add(vec![grid::repeat_dim(n)], false),
+    }
     spec.allow_large = a.yes;
     Ok(spec)
 }
@@ -355,6 +367,7 @@ pub(crate) fn cmd_sweep(a: &SweepArgs) -> Result<bool, String> {
         a.engine.as_deref().or(spec.engine.as_deref()),
         a.kernel.as_deref().or(spec.kernel.as_deref()),
     )?;
+    grid::check_engine(&spec.grid, &engine)?;
     let format = table_format(a)?;
     // Everything that can be refused is refused before a point runs; the
     // table is locked before it is read.
@@ -455,7 +468,10 @@ fn route_signals() -> Result<(), String> {
 #[derive(clap::Args)]
 pub(crate) struct DiffArgs {
     /// Reports (`foliosim run|native|vm --format json -o FILE`), the first
-    /// the base; or, with --by, one sweep table.
+    /// the base; or sweep tables (`foliosim sweep -o`, one kernel or
+    /// setting each), the first the base, compared point by point in the
+    /// mmtests style (a point's runs: its `--repeat` rows); or, with --by,
+    /// one sweep table.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Compare the points of a sweep table whose KEY has its first value
@@ -529,17 +545,15 @@ fn load_reports(p: &Path) -> Result<Vec<foliosim_report::Report>, String> {
 
 /// The diff of one sweep table `t` by `by`.
 fn diff_of_table(a: &DiffArgs, t: &Path, by: &str) -> Result<diff::Diff, String> {
-    let bytes = std::fs::read(t).map_err(|e| format!("{}: {e}", t.display()))?;
-    let format = TableFormat::from_path(t).unwrap_or_else(|| TableFormat::sniff(&bytes));
-    let table = Table::decode(&bytes, format).map_err(|e| format!("{}: {e}", t.display()))?;
+    let table = Table::load(t)?;
     let (key, pair) = diff::parse_by(by)?;
     diff::diff_table(&table, key, pair, a.columns.as_deref())
         .map_err(|e| format!("{}: {e}", t.display()))
 }
 
-/// `diff` of report files in the mmtests style: N inputs, repeated runs,
-/// Welch's t-test.
-fn diff_nway(a: &DiffArgs, loaded: Vec<Vec<foliosim_report::Report>>) -> Result<String, String> {
+/// The column titles of an mmtests-style `diff`: `--label`, one per file,
+/// else the file names.
+fn diff_labels(a: &DiffArgs) -> Result<Vec<String>, String> {
     if !a.label.is_empty() && a.label.len() != a.files.len() {
         return Err(format!(
             "{} --label for {} files: give one per file, in order",
@@ -547,21 +561,61 @@ fn diff_nway(a: &DiffArgs, loaded: Vec<Vec<foliosim_report::Report>>) -> Result<
             a.files.len()
         ));
     }
-    let inputs: Vec<nway::Input> = a
-        .files
+    Ok(a.files
         .iter()
-        .zip(loaded)
         .enumerate()
-        .map(|(i, (f, reports))| nway::Input {
-            label: a.label.get(i).cloned().unwrap_or_else(|| {
+        .map(|(i, f)| {
+            a.label.get(i).cloned().unwrap_or_else(|| {
                 f.file_name()
                     .map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into())
-            }),
+            })
+        })
+        .collect())
+}
+
+/// `diff` of report files in the mmtests style: N inputs, repeated runs,
+/// Welch's t-test.
+fn diff_nway(a: &DiffArgs, loaded: Vec<Vec<foliosim_report::Report>>) -> Result<String, String> {
+    let inputs: Vec<nway::Input> = diff_labels(a)?
+        .into_iter()
+        .zip(&a.files)
+        .zip(loaded)
+        .map(|((label, f), reports)| nway::Input {
+            label,
             file: f.display().to_string(),
             reports,
         })
         .collect();
-    let mut n = nway::compare(&inputs, a.level)?;
+    nway_text(a, nway::compare(&inputs, a.level)?)
+}
+
+/// `diff` of sweep tables (`A.csv B.csv ...`): per point, its runs in
+/// each table compared in the mmtests style.
+fn diff_tables(a: &DiffArgs) -> Result<String, String> {
+    if a.columns.is_some() {
+        return Err("--columns applies to a sweep table with --by".into());
+    }
+    let tables = a
+        .files
+        .iter()
+        .map(|f| Table::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs: Vec<nway::TableInput> = diff_labels(a)?
+        .into_iter()
+        .zip(&a.files)
+        .zip(&tables)
+        .map(|((label, f), table)| nway::TableInput {
+            label,
+            file: f.display().to_string(),
+            table,
+        })
+        .collect();
+    nway_text(a, nway::compare_tables(&inputs, a.level)?)
+}
+
+/// An mmtests-style comparison as `--format` text or JSON, `--only` its
+/// named values.
+fn nway_text(a: &DiffArgs, mut n: nway::Nway) -> Result<String, String> {
     if let Some(names) = &a.only {
         n.retain_names(names);
     }
@@ -589,6 +643,11 @@ pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
                  with --by KEY"
                     .into(),
             )
+        }
+        (None, files) if files.iter().all(|f| TableFormat::from_path(f).is_some()) => {
+            let text = diff_tables(a)?;
+            emit(&text, a.output.as_deref(), &a.files)?;
+            return Ok(true);
         }
         (None, files) => {
             if a.columns.is_some() {

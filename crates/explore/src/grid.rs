@@ -26,6 +26,8 @@ pub enum Source {
     AbArg(String),
     /// A line of a sweep file (1-based).
     File { path: PathBuf, line: u32 },
+    /// `foliosim sweep --repeat N`.
+    RepeatArg(usize),
 }
 
 impl fmt::Display for Source {
@@ -36,6 +38,7 @@ impl fmt::Display for Source {
             Source::ArchArg => write!(f, "--arch"),
             Source::AbArg(a) => write!(f, "--ab {a}"),
             Source::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Source::RepeatArg(n) => write!(f, "--repeat {n}"),
         }
     }
 }
@@ -237,7 +240,39 @@ pub fn parse_item(item: &str) -> Result<Vec<String>, String> {
 ///   `transparent_hugepage.enabled=always` with the PMD size `inherit`
 ///   and the others `never`. Without `always` at the top level PMD THP
 ///   is off (`transparent_hugepage.enabled=never`).
-pub const HELPER_KEYS: &[&str] = &["folio_size"];
+/// * `repeat` = 1, 2, ...: the run's number, setting nothing: the point
+///   runs once per value. `foliosim sweep --repeat N` sweeps it over 1 to
+///   N as the innermost axis. Host and guest runs only (the simulator
+///   gives every run of a point the same report: [`check_engine`]).
+pub const HELPER_KEYS: &[&str] = &["folio_size", crate::nway::REPEAT_KEY];
+
+/// The `repeat` axis of `foliosim sweep --repeat n`: 1 to `n`.
+pub fn repeat_dim(n: usize) -> Dim {
+    Dim {
+        key: crate::nway::REPEAT_KEY.to_string(),
+        values: (1..=n).map(|i| i.to_string()).collect(),
+        source: Source::RepeatArg(n),
+    }
+}
+
+/// Refuse a grid that repeats points on the simulator, which is
+/// deterministic: every run of a point gives the same report.
+pub fn check_engine(grid: &Grid, engine: &foliosim_run::Engine) -> Result<(), String> {
+    if !matches!(engine, foliosim_run::Engine::Sim(_)) {
+        return Ok(());
+    }
+    match grid
+        .dims()
+        .find(|d| d.key == crate::nway::REPEAT_KEY && d.values.len() > 1)
+    {
+        Some(d) => Err(format!(
+            "{}: the simulator is deterministic, so every run of a point gives the same \
+             report; repeat host or guest runs (`foliosim sweep --engine native|vm`)",
+            d.source
+        )),
+        None => Ok(()),
+    }
+}
 
 /// The mTHP sizes below the PMD size, in KiB.
 const MTHP_KB: [u64; 7] = [16, 32, 64, 128, 256, 512, 1024];
@@ -247,6 +282,12 @@ const MTHP_KB: [u64; 7] = [16, 32, 64, 128, 256, 512, 1024];
 pub fn expand_helper(key: &str, value: &str) -> Option<Result<Vec<(String, String)>, String>> {
     match key {
         "folio_size" => Some(folio_size(value)),
+        crate::nway::REPEAT_KEY => Some(match value.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Vec::new()),
+            _ => Err(format!(
+                "repeat {value:?}: expected a run number, 1 or more"
+            )),
+        }),
         _ => None,
     }
 }

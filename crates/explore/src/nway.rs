@@ -9,11 +9,18 @@
 //! % change = 100 × (value − base) / base, `n/a` when the base is 0. A
 //! side with fewer than 2 runs is never marked (no variance to test); two
 //! sides without variance are significant when their means differ.
+//!
+//! The inputs are report documents ([`compare`]: a scenario's runs are
+//! its consecutive reports) or sweep tables ([`compare_tables`]: a
+//! point's runs are its rows that differ only in the `repeat` column).
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+
 use foliosim_report::stats::{self, group_runs, Key, Summary};
 use foliosim_report::Report;
+use foliosim_table::Table;
 use serde_json::{json, Value};
 
 /// One input of the comparison: a `foliosim run`, `native` or `vm` JSON
@@ -54,11 +61,7 @@ pub struct Nway {
 
 /// Compare `inputs` (the first is the base) at significance `level`.
 pub fn compare(inputs: &[Input], level: f64) -> Result<Nway, String> {
-    if !(level > 0.0 && level < 1.0) {
-        return Err(format!(
-            "--level {level}: expected a number between 0 and 1"
-        ));
-    }
+    check_level(level)?;
     let per: Vec<Vec<&[Report]>> = inputs.iter().map(|i| group_runs(&i.reports)).collect();
     let n = per[0].len();
     if n == 0 {
@@ -75,28 +78,8 @@ pub fn compare(inputs: &[Input], level: f64) -> Result<Nway, String> {
     let mut groups = Vec::new();
     for g in 0..n {
         let sides: Vec<Vec<(Key, Vec<f64>)>> = per.iter().map(|p| stats::samples(p[g])).collect();
-        let mut keys: Vec<Key> = Vec::new();
-        for s in &sides {
-            for (k, _) in s {
-                if !keys.contains(k) {
-                    keys.push(k.clone());
-                }
-            }
-        }
-        let rows = keys
-            .into_iter()
-            .map(|k| Row {
-                samples: sides
-                    .iter()
-                    .map(|s| {
-                        s.iter()
-                            .find(|(x, _)| *x == k)
-                            .map_or_else(Vec::new, |(_, v)| v.clone())
-                    })
-                    .collect(),
-                key: k,
-            })
-            .collect();
+        let sides: Vec<&[(Key, Vec<f64>)]> = sides.iter().map(Vec::as_slice).collect();
+        let rows = rows_of(&sides);
         let r = &per[0][g][0];
         groups.push(Group {
             scenario: r.scenario.clone(),
@@ -124,6 +107,156 @@ pub fn compare(inputs: &[Input], level: f64) -> Result<Nway, String> {
             .collect(),
         groups,
     })
+}
+
+/// One sweep table of a comparison of tables.
+pub struct TableInput<'a> {
+    /// The column's title (`--label`, default the file name).
+    pub label: String,
+    /// The file it was read from.
+    pub file: String,
+    pub table: &'a Table,
+}
+
+/// The grid column a sweep's `--repeat` adds: rows that differ only in it
+/// are runs of one point.
+pub const REPEAT_KEY: &str = "repeat";
+
+/// A point of a table, its runs folded: scenario, arch and the grid
+/// columns but `repeat`, as `key=value` words.
+type TablePoint = (String, String, Vec<String>);
+
+/// Per value (in order of first appearance), the value of each run.
+type Samples = Vec<(Key, Vec<f64>)>;
+
+/// Per point of `t` (in table order): its engine and its samples. Failed
+/// points are left out.
+fn table_samples(t: &Table) -> Vec<(TablePoint, String, Samples)> {
+    let mut index: BTreeMap<TablePoint, usize> = BTreeMap::new();
+    let mut out: Vec<(TablePoint, String, Samples)> = Vec::new();
+    for r in t.rows.iter().filter(|r| !r.failed()) {
+        let keep = r.kind == "counter" || (r.kind == "time" && r.name == "modelled_ns");
+        let Some(v) = r.value.filter(|_| keep) else {
+            continue;
+        };
+        let coords = t
+            .grid_columns
+            .iter()
+            .zip(&r.grid)
+            .filter(|(k, _)| *k != REPEAT_KEY)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let point = (r.scenario.clone(), r.arch.clone(), coords);
+        let i = *index.entry(point.clone()).or_insert_with(|| {
+            out.push((point, r.engine.clone(), Vec::new()));
+            out.len() - 1
+        });
+        let key: Key = (r.phase.clone(), r.kind.clone(), r.name.clone());
+        let values = &mut out[i].2;
+        match values.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, xs)) => xs.push(v as f64),
+            None => values.push((key, vec![v as f64])),
+        }
+    }
+    out
+}
+
+/// Compare sweep tables (the first is the base) at significance `level`:
+/// the points are matched by scenario, arch and grid values (but
+/// `repeat`), a point's runs are its `repeat` rows (one without the
+/// column), and each point is a group titled by its scenario and grid
+/// values. Points of another input that the base lacks follow the base's.
+pub fn compare_tables(inputs: &[TableInput], level: f64) -> Result<Nway, String> {
+    check_level(level)?;
+    let per: Vec<_> = inputs.iter().map(|i| table_samples(i.table)).collect();
+    if per[0].is_empty() {
+        return Err(format!("{}: no point with values", inputs[0].file));
+    }
+    let mut points: Vec<(&TablePoint, &str)> = Vec::new();
+    for p in &per {
+        for (point, engine, _) in p {
+            if !points.iter().any(|(q, _)| *q == point) {
+                points.push((point, engine));
+            }
+        }
+    }
+    let groups = points
+        .iter()
+        .map(|((scenario, arch, coords), engine)| {
+            let sides: Vec<&[(Key, Vec<f64>)]> = per
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .find(|(q, _, _)| (&q.0, &q.1, &q.2) == (scenario, arch, coords))
+                        .map_or(&[][..], |(_, _, v)| v.as_slice())
+                })
+                .collect();
+            let title = std::iter::once(scenario.clone())
+                .chain(coords.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" ");
+            Group {
+                scenario: title,
+                arch: arch.clone(),
+                engine: engine.to_string(),
+                rows: rows_of(&sides),
+            }
+        })
+        .collect();
+    let provenance = inputs
+        .iter()
+        .map(|i| {
+            let p = i
+                .table
+                .provenance
+                .as_ref()
+                .map_or(Value::Null, |p| p.to_json_value());
+            vec![p; points.len()]
+        })
+        .collect();
+    Ok(Nway {
+        level,
+        labels: inputs.iter().map(|i| i.label.clone()).collect(),
+        files: inputs.iter().map(|i| i.file.clone()).collect(),
+        provenance,
+        groups,
+    })
+}
+
+/// The compared rows of one scenario or point: every value any side has
+/// (in order of first appearance), with each side's runs.
+fn rows_of(sides: &[&[(Key, Vec<f64>)]]) -> Vec<Row> {
+    let mut keys: Vec<&Key> = Vec::new();
+    for s in sides {
+        for (k, _) in s.iter() {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|k| Row {
+            samples: sides
+                .iter()
+                .map(|s| {
+                    s.iter()
+                        .find(|(x, _)| x == k)
+                        .map_or_else(Vec::new, |(_, v)| v.clone())
+                })
+                .collect(),
+            key: k.clone(),
+        })
+        .collect()
+}
+
+fn check_level(level: f64) -> Result<(), String> {
+    if level > 0.0 && level < 1.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "--level {level}: expected a number between 0 and 1"
+        ))
+    }
 }
 
 /// 100 × (x − base) / base; None when the base is 0.

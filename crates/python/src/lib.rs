@@ -465,18 +465,25 @@ fn expand(
     }
     spec.grid.add(dims, zip);
     let keys = spec.grid.keys();
-    let points = py.detach(|| foliosim_explore::expand(&spec)).map_err(|e| {
-        // Messages blame the argument as the command line spells it.
-        let e = match e.strip_prefix("--") {
-            Some(rest) if rest.starts_with("grid ") || rest.starts_with("set ") => rest.to_owned(),
-            _ => e,
-        };
-        PyValueError::new_err(e)
-    })?;
     let engine = foliosim_explore::Engine::Sim(foliosim_explore::SimOptions {
         profile,
         ..Default::default()
     });
+    let points = py
+        .detach(|| {
+            foliosim_explore::grid::check_engine(&spec.grid, &engine)?;
+            foliosim_explore::expand(&spec)
+        })
+        .map_err(|e| {
+            // Messages blame the argument as the command line spells it.
+            let e = match e.strip_prefix("--") {
+                Some(rest) if rest.starts_with("grid ") || rest.starts_with("set ") => {
+                    rest.to_owned()
+                }
+                _ => e,
+            };
+            PyValueError::new_err(e)
+        })?;
     let provenance = foliosim_explore::provenance(&spec, &engine).to_json_value();
     Ok((
         keys,
@@ -580,11 +587,9 @@ fn read_table<'py>(
             _ => PyOSError::new_err(m),
         }
     })?;
-    let format = foliosim_explore::TableFormat::from_path(&path)
-        .unwrap_or_else(|| foliosim_explore::TableFormat::sniff(&bytes));
     let table = py
-        .detach(|| foliosim_explore::Table::decode(&bytes, format))
-        .map_err(|e| UsageError::new_err(format!("{}: {e}", path.display())))?;
+        .detach(|| foliosim_explore::Table::decode_file(&path, &bytes))
+        .map_err(UsageError::new_err)?;
     let provenance = table
         .provenance
         .as_ref()

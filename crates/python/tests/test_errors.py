@@ -163,3 +163,9 @@ def test_a_panic_in_the_model_is_a_model_bug():
 def test_a_simulation_too_large_for_the_host_is_a_host_error(anon_scan):
     with pytest.raises(foliosim.HostError, match="would need about"):
         foliosim.run(anon_scan, max_memory=1 << 20)
+
+
+def test_a_simulated_sweep_refuses_repeats(anon_scan):
+    # The simulator gives every run of a point the same report.
+    with pytest.raises(ValueError, match="deterministic"):
+        foliosim.sweep(anon_scan, {"repeat": [1, 2]})

@@ -417,6 +417,20 @@ impl Table {
         }
     }
 
+    /// Read the table file at `path`: its format from the extension
+    /// ([`TableFormat::from_path`]), else from its first bytes. Errors
+    /// name the file.
+    pub fn load(path: &Path) -> Result<Table, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Table::decode_file(path, &bytes)
+    }
+
+    /// [`Table::load`] of the bytes already read from `path`.
+    pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Table, String> {
+        let format = TableFormat::from_path(path).unwrap_or_else(|| TableFormat::sniff(bytes));
+        Table::decode(bytes, format).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     /// Read a table file of `format` (as [`Table::encode`] writes it).
     pub fn decode(bytes: &[u8], format: TableFormat) -> Result<Table, String> {
         match format {

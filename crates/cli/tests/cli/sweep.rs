@@ -799,6 +799,87 @@ fn native_repeat_reports_every_run_and_their_statistics() {
     );
 }
 
+/// `sweep --repeat N` runs every point N times, numbered in a `repeat`
+/// column; the simulator refuses it. Two native tables of a 1 MiB write,
+/// 64 KiB mTHP off and on, 3 runs each, compared by `diff`: off, one
+/// fault per 4 KiB page (256) every run; on, a fault per 64 KiB block
+/// that lies inside the unaligned 1 MiB mapping (15 or 16) and one per
+/// page of the partial blocks at its ends (0 or 16 pages together), so
+/// 16 to 31 faults. The change is significant: Welch's t-test of 256,
+/// 256, 256 against values at most 31.
+#[test]
+fn a_repeated_sweep_and_a_diff_of_two_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let scenario = foliosim_testkit::anon_measured("tiny", "256M", "1M").replace(
+        "[system]\n",
+        "[system]\ntransparent_hugepage.enabled = \"never\"\n",
+    );
+    foliosim_testkit::write(d, "t.toml", &scenario);
+    let out = foliosim(&["sweep", "t.toml", "--repeat", "3"], d);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--repeat 3: the simulator is deterministic"));
+    if !foliosim_testkit::is_root() {
+        eprintln!("SKIPPED a_repeated_sweep_and_a_diff_of_two_tables: needs root");
+        return;
+    }
+    for (file, mode) in [("off.csv", "never"), ("on.csv", "always")] {
+        let set = format!("transparent_hugepage.hugepages-64kB.enabled={mode}");
+        let args = [
+            "sweep",
+            "--engine",
+            "native",
+            "--no-trace",
+            "t.toml",
+            "--set",
+            &set,
+            "--repeat",
+            "3",
+            "-o",
+            file,
+            "-q",
+        ];
+        let out = foliosim(&args, d);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let off = foliosim_explore::Table::load(&d.join("off.csv")).unwrap();
+    assert_eq!(off.grid_columns, ["repeat"]);
+    let faults: Vec<(String, i128)> = off
+        .rows
+        .iter()
+        .filter(|r| r.name == "minor-faults")
+        .map(|r| (r.grid[0].clone(), r.value.unwrap()))
+        .collect();
+    let want: Vec<(String, i128)> = (1..=3).map(|i| (i.to_string(), 256)).collect();
+    assert_eq!(faults, want);
+    let args = [
+        "diff", "off.csv", "on.csv", "--label", "off", "--label", "on", "--format", "json",
+    ];
+    let out = foliosim(&args, d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["scenarios"][0]["rows"].as_array().unwrap();
+    let row = rows.iter().find(|r| r["name"] == "minor-faults").unwrap();
+    let (a, b) = (&row["inputs"][0], &row["inputs"][1]);
+    assert_eq!(
+        (a["n"].as_u64(), a["mean"].as_f64()),
+        (Some(3), Some(256.0)),
+        "{row}"
+    );
+    let mean = b["mean"].as_f64().unwrap();
+    assert!(b["n"] == 3 && (16.0..=31.0).contains(&mean), "{row}");
+    assert_eq!(b["significant"], true, "{row}");
+    // The text table marks it.
+    let out = foliosim(&["diff", "off.csv", "on.csv", "--only", "minor-faults"], d);
+    let t = text(&out.stdout);
+    assert!(t.contains("n=3") && t.contains("Amean"), "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("Amean") && l.ends_with('*')),
+        "{t}"
+    );
+}
+
 #[test]
 fn an_interrupt_saves_the_finished_points() {
     // SIGINT and SIGTERM with the default --checkpoint (30 s, so no

@@ -249,3 +249,46 @@ fn reports_keep_their_modelled_time() {
     assert_contains(&text, "-500  -25.00%");
     assert!(!text.contains("pgfault"), "{text}");
 }
+
+/// A table of `folio_size` × `repeat` whose pgfault runs are `runs` per
+/// folio size.
+fn repeated(runs: &[(&str, [i128; 3])]) -> Table {
+    let mut t = Table::new(&["folio_size".into(), "repeat".into()]);
+    let mut p = 0;
+    for (size, values) in runs {
+        for (i, v) in values.iter().enumerate() {
+            let run = (i + 1).to_string();
+            t.rows.push(row(p, [size, &run], "x86_64", "pgfault", *v));
+            p += 1;
+        }
+    }
+    t
+}
+
+#[test]
+fn tables_compare_point_by_point_over_their_repeats() {
+    use foliosim_explore::nway::{compare_tables, TableInput};
+    let a = repeated(&[("4K", [256, 256, 256]), ("64K", [20, 22, 24])]);
+    // 4K: the same runs; 64K: mean 40 against 22, stddev 2 on both sides.
+    let b = repeated(&[("4K", [256, 256, 256]), ("64K", [38, 40, 42])]);
+    let input = |label: &str, table| TableInput {
+        label: label.into(),
+        file: format!("{label}.csv"),
+        table,
+    };
+    let n = compare_tables(&[input("a", &a), input("b", &b)], 0.05).unwrap();
+    let titles: Vec<&str> = n.groups.iter().map(|g| g.scenario.as_str()).collect();
+    assert_eq!(titles, ["s folio_size=4K", "s folio_size=64K"]);
+    assert_eq!(n.groups[1].rows[0].samples, [vec![20.0, 22.0, 24.0], vec![38.0, 40.0, 42.0]]);
+    let j: serde_json::Value = serde_json::from_str(&n.json(false)).unwrap();
+    // 4K did not change: no row unless --all.
+    assert_eq!(j["scenarios"][0]["rows"], serde_json::json!([]));
+    let b64 = &j["scenarios"][1]["rows"][0]["inputs"][1];
+    // Welch: t = 18 / sqrt(4/3 + 4/3) = 11.02 on 4 degrees of freedom,
+    // p ≈ 0.0004.
+    assert!((b64["t"].as_f64().unwrap() - 11.02).abs() < 0.01, "{b64}");
+    assert_eq!(b64["df"], 4.0);
+    assert_eq!(b64["significant"], true);
+    assert!((b64["change_pct"].as_f64().unwrap() - 81.82).abs() < 0.01, "{b64}");
+    assert_contains(&n.text(false), "s folio_size=64K");
+}
