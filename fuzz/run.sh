@@ -4,6 +4,7 @@
 # inputs through them, then fuzz each target for a time.
 #   fuzz/run.sh [SECONDS_PER_TARGET]      default 30 (CI); days for a long run
 #   FUZZ_TARGETS="engines tables" fuzz/run.sh 3600    some targets only
+# The targets run side by side, one process each.
 # The corpus of interesting inputs is kept in fuzz/corpus/<target>/; new
 # finds are added there, crashes are written to fuzz/artifacts/<target>/.
 # An input running longer than 10 s is a crash (-timeout), as is one
@@ -27,11 +28,29 @@ trap 'rm -rf "$regr"' EXIT
 ./regressions.sh "$regr"
 "$bin/engines" "${limits[@]}" "$regr"/*.toml 2>&1 | tail -3
 "$bin/scenario" "${limits[@]}" "$regr"/munmap-*.toml "$regr"/files-*.toml 2>&1 | tail -3
-for t in ${FUZZ_TARGETS:-scenario model engines tables}; do
+# The targets fuzz at the same time, each in one process (on a machine
+# with fewer cores than targets they share them); each one's last lines
+# and final statistics are printed when all have stopped.
+targets=(${FUZZ_TARGETS:-scenario model engines tables})
+pids=()
+for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" "artifacts/$t"
     # Reports and sweep tables of a few points are tens of KiB.
     len=4096
     [ "$t" = tables ] && len=131072
     "$bin/$t" "corpus/$t" "${limits[@]}" -max_total_time="$secs" -max_len="$len" \
-        -artifact_prefix="artifacts/$t/" -print_final_stats=1 2>&1 | tail -12
+        -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$regr/$t.log" 2>&1 &
+    pids+=($!)
 done
+failed=()
+for i in "${!targets[@]}"; do
+    wait "${pids[$i]}" || failed+=("${targets[$i]}")
+done
+for t in "${targets[@]}"; do
+    echo "fuzz: $t"
+    tail -12 "$regr/$t.log"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: FAILED: ${failed[*]} (inputs in fuzz/artifacts/)"
+    exit 1
+fi
