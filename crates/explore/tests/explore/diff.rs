@@ -279,7 +279,10 @@ fn tables_compare_point_by_point_over_their_repeats() {
     let n = compare_tables(&[input("a", &a), input("b", &b)], 0.05).unwrap();
     let titles: Vec<&str> = n.groups.iter().map(|g| g.scenario.as_str()).collect();
     assert_eq!(titles, ["s folio_size=4K", "s folio_size=64K"]);
-    assert_eq!(n.groups[1].rows[0].samples, [vec![20.0, 22.0, 24.0], vec![38.0, 40.0, 42.0]]);
+    assert_eq!(
+        n.groups[1].rows[0].samples,
+        [vec![20.0, 22.0, 24.0], vec![38.0, 40.0, 42.0]]
+    );
     let j: serde_json::Value = serde_json::from_str(&n.json(false)).unwrap();
     // 4K did not change: no row unless --all.
     assert_eq!(j["scenarios"][0]["rows"], serde_json::json!([]));
@@ -289,6 +292,9 @@ fn tables_compare_point_by_point_over_their_repeats() {
     assert!((b64["t"].as_f64().unwrap() - 11.02).abs() < 0.01, "{b64}");
     assert_eq!(b64["df"], 4.0);
     assert_eq!(b64["significant"], true);
-    assert!((b64["change_pct"].as_f64().unwrap() - 81.82).abs() < 0.01, "{b64}");
+    assert!(
+        (b64["change_pct"].as_f64().unwrap() - 81.82).abs() < 0.01,
+        "{b64}"
+    );
     assert_contains(&n.text(false), "s folio_size=64K");
 }
