@@ -536,8 +536,9 @@ fn load_reports(p: &Path) -> Result<Vec<foliosim_report::Report>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
     diff::reports_from_json(&text).map_err(|e| {
         format!(
-            "{}: {e} (expected `foliosim run --format json` output; a sweep \
-             table needs --by KEY)",
+            "{}: {e} (expected `foliosim run --format json` output; sweep tables \
+             are compared with sweep tables only, by extension .csv, .jsonl, .arrow or \
+             .parquet)",
             p.display()
         )
     })
@@ -639,8 +640,8 @@ pub(crate) fn cmd_diff(a: &DiffArgs) -> Result<bool, String> {
         (Some(_), _) => return Err("--by compares the points of one sweep table".into()),
         (None, [_]) => {
             return Err(
-                "give two or more report files (the first the base) or one sweep table \
-                 with --by KEY"
+                "give two or more report files or sweep tables (the first the base), or \
+                 one sweep table with --by KEY"
                     .into(),
             )
         }
