@@ -12,9 +12,10 @@
 //! run agrees (fragmented free memory makes large folios fall back). The
 //! host's background work can add events the model cannot have: DAMON's
 //! proactive reclaim (`kdamond`) unmaps and evicts the workload's page
-//! cache (TLB flushes, major faults, other folio sizes) and khugepaged
-//! collapses its memory. Each native run records whether those threads
-//! worked meanwhile; a scenario whose every run disagrees only in the
+//! cache (TLB flushes, major faults, other folio sizes), khugepaged
+//! collapses its memory, and compaction migrates its pages (TLB flushes).
+//! Each native run records whether those threads worked (or pages were
+//! migrated) meanwhile; a scenario whose every run disagrees only in the
 //! counters they move, each time while they worked, is reported as host
 //! interference, not as a model disagreement (and no more than a few may
 //! be). Any other difference fails.
@@ -111,11 +112,15 @@ fn foreign_flushes(
 }
 
 /// What the host's own memory-management threads did so far: CPU ticks
-/// of DAMON's kdamond threads and khugepaged's completed full scans.
+/// of DAMON's kdamond threads, khugepaged's completed full scans, and
+/// the pages migrated (`pgmigrate_success`: compaction, by kcompactd or
+/// another task's allocation, moves mapped pages and flushes the TLBs of
+/// the mms that map them).
 #[derive(PartialEq, Eq)]
 struct HostActivity {
     kdamond_ticks: u64,
     khugepaged_scans: u64,
+    migrated: u64,
 }
 
 fn host_activity() -> HostActivity {
@@ -140,9 +145,18 @@ fn host_activity() -> HostActivity {
             .ok()
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
+    let migrated = std::fs::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|v| {
+            v.lines()
+                .find_map(|l| l.strip_prefix("pgmigrate_success "))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0);
     HostActivity {
         kdamond_ticks,
         khugepaged_scans,
+        migrated,
     }
 }
 
@@ -157,6 +171,10 @@ impl HostActivity {
         if self.khugepaged_scans > before.khugepaged_scans {
             let n = self.khugepaged_scans - before.khugepaged_scans;
             said.push(format!("khugepaged completed {n} full scans"));
+        }
+        if self.migrated > before.migrated {
+            let n = self.migrated - before.migrated;
+            said.push(format!("{n} pages were migrated"));
         }
         (!said.is_empty()).then(|| said.join(", "))
     }
