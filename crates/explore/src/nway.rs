@@ -132,7 +132,9 @@ type Samples = Vec<(Key, Vec<f64>)>;
 /// Per point of `t` (in table order): its engine and its samples. Failed
 /// points are left out.
 fn table_samples(t: &Table) -> Vec<(TablePoint, String, Samples)> {
-    let mut index: BTreeMap<TablePoint, usize> = BTreeMap::new();
+    let mut points: BTreeMap<TablePoint, usize> = BTreeMap::new();
+    // (point, value) → its position in the point's samples.
+    let mut values: BTreeMap<(usize, Key), usize> = BTreeMap::new();
     let mut out: Vec<(TablePoint, String, Samples)> = Vec::new();
     for r in t.rows.iter().filter(|r| !r.failed()) {
         let keep = r.kind == "counter" || (r.kind == "time" && r.name == "modelled_ns");
@@ -147,16 +149,17 @@ fn table_samples(t: &Table) -> Vec<(TablePoint, String, Samples)> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let point = (r.scenario.clone(), r.arch.clone(), coords);
-        let i = *index.entry(point.clone()).or_insert_with(|| {
+        let i = *points.entry(point.clone()).or_insert_with(|| {
             out.push((point, r.engine.clone(), Vec::new()));
             out.len() - 1
         });
         let key: Key = (r.phase.clone(), r.kind.clone(), r.name.clone());
-        let values = &mut out[i].2;
-        match values.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, xs)) => xs.push(v as f64),
-            None => values.push((key, vec![v as f64])),
-        }
+        let samples = &mut out[i].2;
+        let j = *values.entry((i, key.clone())).or_insert_with(|| {
+            samples.push((key, Vec::new()));
+            samples.len() - 1
+        });
+        samples[j].1.push(v as f64);
     }
     out
 }
@@ -172,24 +175,25 @@ pub fn compare_tables(inputs: &[TableInput], level: f64) -> Result<Nway, String>
     if per[0].is_empty() {
         return Err(format!("{}: no point with values", inputs[0].file));
     }
-    let mut points: Vec<(&TablePoint, &str)> = Vec::new();
-    for p in &per {
-        for (point, engine, _) in p {
-            if !points.iter().any(|(q, _)| *q == point) {
-                points.push((point, engine));
-            }
-        }
-    }
+    // Per input, each point's samples; and every point once, in order.
+    let found: Vec<BTreeMap<&TablePoint, &Samples>> = per
+        .iter()
+        .map(|p| p.iter().map(|(q, _, v)| (q, v)).collect())
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let points: Vec<(&TablePoint, &str)> = per
+        .iter()
+        .flatten()
+        .filter(|(q, _, _)| seen.insert(q))
+        .map(|(q, engine, _)| (q, engine.as_str()))
+        .collect();
     let groups = points
         .iter()
-        .map(|((scenario, arch, coords), engine)| {
-            let sides: Vec<&[(Key, Vec<f64>)]> = per
+        .map(|(point, engine)| {
+            let (scenario, arch, coords) = point;
+            let sides: Vec<&[(Key, Vec<f64>)]> = found
                 .iter()
-                .map(|p| {
-                    p.iter()
-                        .find(|(q, _, _)| (&q.0, &q.1, &q.2) == (scenario, arch, coords))
-                        .map_or(&[][..], |(_, _, v)| v.as_slice())
-                })
+                .map(|f| f.get(point).map_or(&[][..], |v| v.as_slice()))
                 .collect();
             let title = std::iter::once(scenario.clone())
                 .chain(coords.iter().cloned())
@@ -226,23 +230,19 @@ pub fn compare_tables(inputs: &[TableInput], level: f64) -> Result<Nway, String>
 /// The compared rows of one scenario or point: every value any side has
 /// (in order of first appearance), with each side's runs.
 fn rows_of(sides: &[&[(Key, Vec<f64>)]]) -> Vec<Row> {
-    let mut keys: Vec<&Key> = Vec::new();
-    for s in sides {
-        for (k, _) in s.iter() {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    keys.into_iter()
+    let by_key: Vec<BTreeMap<&Key, &Vec<f64>>> = sides
+        .iter()
+        .map(|s| s.iter().map(|(k, v)| (k, v)).collect())
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    sides
+        .iter()
+        .flat_map(|s| s.iter().map(|(k, _)| k))
+        .filter(|k| seen.insert(*k))
         .map(|k| Row {
-            samples: sides
+            samples: by_key
                 .iter()
-                .map(|s| {
-                    s.iter()
-                        .find(|(x, _)| x == k)
-                        .map_or_else(Vec::new, |(_, v)| v.clone())
-                })
+                .map(|s| s.get(k).map_or_else(Vec::new, |v| (*v).clone()))
                 .collect(),
             key: k.clone(),
         })

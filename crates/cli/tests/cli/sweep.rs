@@ -564,6 +564,14 @@ fn tiny() -> String {
     foliosim_testkit::anon_measured("tiny", "256M", "1M")
 }
 
+/// [`tiny`] with THP off: one fault per 4 KiB page.
+fn tiny_thp_never() -> String {
+    tiny().replace(
+        "[system]\n",
+        "[system]\ntransparent_hugepage.enabled = \"never\"\n",
+    )
+}
+
 #[test]
 fn run_refuses_repeat() {
     let tmp = tempfile::tempdir().unwrap();
@@ -761,11 +769,7 @@ fn native_repeat_reports_every_run_and_their_statistics() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let scenario = foliosim_testkit::anon_measured("tiny", "256M", "1M").replace(
-        "[system]\n",
-        "[system]\ntransparent_hugepage.enabled = \"never\"\n",
-    );
-    foliosim_testkit::write(d, "t.toml", &scenario);
+    foliosim_testkit::write(d, "t.toml", &tiny_thp_never());
     let args = [
         "native",
         "--repeat",
@@ -811,11 +815,7 @@ fn native_repeat_reports_every_run_and_their_statistics() {
 fn a_repeated_sweep_and_a_diff_of_two_tables() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let scenario = foliosim_testkit::anon_measured("tiny", "256M", "1M").replace(
-        "[system]\n",
-        "[system]\ntransparent_hugepage.enabled = \"never\"\n",
-    );
-    foliosim_testkit::write(d, "t.toml", &scenario);
+    foliosim_testkit::write(d, "t.toml", &tiny_thp_never());
     let out = foliosim(&["sweep", "t.toml", "--repeat", "3"], d);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--repeat 3: the simulator is deterministic"));
