@@ -51,7 +51,8 @@ fn footprint(sc: &foliosim_scenario::Scenario) -> u64 {
     sc.files.iter().map(|f| f.size).sum::<u64>() + mapped(&sc.steps)
 }
 
-/// The counters a comparison found different (`compare`'s JSON).
+/// The counters a comparison found different (`compare`'s JSON), as
+/// `phase:counter`.
 fn mismatches(json: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for p in json["phases"].as_array().into_iter().flatten() {
@@ -60,7 +61,7 @@ fn mismatches(json: &Value) -> Vec<String> {
                 out.push(format!(
                     "{}:{}",
                     p["name"].as_str().unwrap_or(""),
-                    r["name"]
+                    r["name"].as_str().unwrap_or("")
                 ));
             }
         }
@@ -109,6 +110,30 @@ fn foreign_flushes(
         foreign += total;
     }
     (foreign > 0).then(|| format!("other tasks caused {foreign} of the workload's TLB flushes"))
+}
+
+/// The host's TLB flushes by reason in each phase, said (empty if none),
+/// so that a disagreement on `tlb:tlb_flush` shows who caused them.
+fn flush_reasons(native: &foliosim_report::Report) -> String {
+    let mut said = Vec::new();
+    for p in &native.phases {
+        let parts: Vec<String> = p
+            .counters
+            .iter()
+            .filter_map(|(k, v)| {
+                let reason = k.strip_prefix("tlb:tlb_flush/")?;
+                (*v != 0).then(|| format!("{reason} {v}"))
+            })
+            .collect();
+        if !parts.is_empty() {
+            said.push(format!("{}: {}", p.name, parts.join(", ")));
+        }
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!("; host flushes by reason: {}", said.join("; "))
+    }
 }
 
 /// What the host's own memory-management threads did so far: CPU ticks
@@ -242,25 +267,25 @@ fn compare_dir(dir: &str, opts: &NativeOptions, interfered: &mut usize) -> (Vec<
             let busy = host_activity()
                 .busier_than(&before)
                 .or_else(|| foreign_flushes(&off, &sim, &native));
-            (text, off, busy, ok)
+            (text, off, busy, ok, flush_reasons(&native))
         };
         // The model is deterministic; the host is not quite: a scenario
         // that disagrees runs up to twice more natively.
         let mut explained = true;
-        let (mut text, mut off, mut busy, mut ok) = compare_once();
+        let (mut text, mut off, mut busy, mut ok, mut flushes) = compare_once();
         for _ in 0..2 {
             if ok || xfail.is_some() {
                 break;
             }
             explained &= interference_explains(&off, &busy);
             eprintln!(
-                "{}: disagreed on {}{}; compacting memory and running it again",
+                "{}: disagreed on {}{}{flushes}; compacting memory and running it again",
                 path.display(),
                 off.join(", "),
                 busy.as_deref().map_or(String::new(), |b| format!(" ({b})"))
             );
             defragment_host();
-            (text, off, busy, ok) = compare_once();
+            (text, off, busy, ok, flushes) = compare_once();
         }
         if !ok && xfail.is_none() && explained && interference_explains(&off, &busy) {
             eprintln!(
@@ -361,7 +386,6 @@ fn flushes_other_tasks_sent_are_told_apart() {
         r
     };
     let sim = report(&[("tlb:tlb_flush", 0)]);
-    let off = ["measured:tlb:tlb_flush".to_string()];
     // 9 more flushes, all IPIs of other processes and flushes others
     // started: foreign.
     let native = report(&[
@@ -369,6 +393,10 @@ fn flushes_other_tasks_sent_are_told_apart() {
         ("tlb:tlb_flush/remote_wrong_cpu", 5),
         ("tlb:tlb_flush/remote_shootdown", 4),
     ]);
+    // The differing counters as the corpus test finds them: from the
+    // comparison's JSON.
+    let off = mismatches(&foliosim_report::compare::compare(&sim, &native).1);
+    assert_eq!(off, ["measured:tlb:tlb_flush"]);
     let said = foreign_flushes(&off, &sim, &native);
     assert!(
         said.as_deref().is_some_and(|s| s.contains("caused 9 ")),
