@@ -352,8 +352,12 @@ fn snap_at(
             s.faults = host::tree_faults(pid).ok();
         },
         &mut |s| {
-            s.global
-                .extend(cgroups.map(Cgroups::stats).unwrap_or_default())
+            if let Some(cg) = cgroups {
+                if edge == Edge::Start {
+                    cg.reset_peaks();
+                }
+                s.global.extend(cg.stats());
+            }
         },
         &mut |s| {
             s.global.extend(host::vmstat().unwrap_or_default());
@@ -424,7 +428,9 @@ fn end_phase(
 ) -> Result<Phase, NativeError> {
     let mut counters = BTreeMap::new();
     for (k, v) in &end.global {
-        if let Some(s) = open.start.global.get(k) {
+        if foliosim_uapi::counters::is_level(k) {
+            counters.insert(k.clone(), *v);
+        } else if let Some(s) = open.start.global.get(k) {
             counters.insert(k.clone(), v - s);
         }
     }

@@ -56,6 +56,15 @@ impl Hierarchy {
         }
     }
 
+    /// The highest usage since the last reset (v2: since the reset
+    /// through the open file, `peak_write()`).
+    fn peak_file(&self) -> &'static str {
+        match self.version {
+            Version::V1 => "memory.max_usage_in_bytes",
+            Version::V2 => "memory.peak",
+        }
+    }
+
     fn unlimited(&self) -> &'static str {
         match self.version {
             Version::V1 => "-1",
@@ -257,6 +266,9 @@ pub(crate) struct Cgroups {
     pub hierarchy: Hierarchy,
     dirs: Vec<(PathBuf, Option<u64>)>,
     pub wl: Vec<WlCgroup>,
+    /// cgroup v2: each cgroup's memory.peak, open since the phase's reset
+    /// (the reset holds for that open file only).
+    peaks: std::sync::Mutex<Vec<Option<fs::File>>>,
 }
 
 fn cstr(p: &Path) -> Result<CString, NativeError> {
@@ -302,6 +314,7 @@ impl Cgroups {
             hierarchy: h,
             dirs,
             wl,
+            peaks: Default::default(),
         })
     }
 
@@ -331,6 +344,56 @@ impl Cgroups {
 }
 
 impl Cgroups {
+    /// Reset every existing cgroup's peak usage to its usage now, at a
+    /// phase start (v1: a write to memory.max_usage_in_bytes,
+    /// `mem_cgroup_reset()`; v2: a write to memory.peak, kept open so that
+    /// the phase end reads the same file, `peak_write()`).
+    pub(crate) fn reset_peaks(&self) {
+        let mut peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        peaks.clear();
+        for (dir, _) in &self.dirs {
+            let f = dir.join(self.hierarchy.peak_file());
+            let open = match self.hierarchy.version {
+                Version::V1 => {
+                    let _ = fs::write(&f, "0");
+                    None
+                }
+                Version::V2 => fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&f)
+                    .and_then(|mut file| {
+                        io::Write::write_all(&mut file, b"reset\n")?;
+                        Ok(file)
+                    })
+                    .ok(),
+            };
+            peaks.push(open);
+        }
+    }
+
+    /// Usage and peak usage of cgroup `i` (directory `dir`), in bytes.
+    fn usage(&self, i: usize, dir: &Path) -> (Option<i64>, Option<i64>) {
+        let parse = |t: String| t.trim().parse::<i64>().ok();
+        let usage = fs::read_to_string(dir.join(self.hierarchy.usage_file()))
+            .ok()
+            .and_then(parse);
+        let mut peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        let peak = match peaks.get_mut(i).and_then(Option::as_mut) {
+            Some(file) => {
+                let mut t = String::new();
+                io::Seek::rewind(file)
+                    .and_then(|()| io::Read::read_to_string(file, &mut t))
+                    .ok()
+                    .and_then(|_| parse(t))
+            }
+            None => fs::read_to_string(dir.join(self.hierarchy.peak_file()))
+                .ok()
+                .and_then(parse),
+        };
+        (usage, peak)
+    }
+
     /// The `memory.stat` fields of every cgroup of the run that exists, as
     /// `memcg/<n>/<field>` (n: the memcg step, counted from 0 in step
     /// order; cgroup v1's hierarchical `total_*` and limits left out).
@@ -345,6 +408,13 @@ impl Cgroups {
                     continue;
                 }
                 out.insert(format!("memcg/{n}/{k}"), v);
+            }
+            let (usage, peak) = self.usage(n, dir);
+            if let Some(v) = usage {
+                out.insert(format!("memcg/{n}/usage_bytes"), v);
+            }
+            if let Some(v) = peak {
+                out.insert(format!("memcg/{n}/peak_bytes"), v);
             }
             // v1: how many charges hit the limit; v2 (no failcnt): the
             // `max` and `high` events of memory.events.

@@ -8,7 +8,7 @@ use foliosim_kernel::kernel::sched::CpuRun;
 use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
 use foliosim_report::{Phase, Report};
 use foliosim_scenario::{CacheFill, IoCall, Scenario};
-use foliosim_uapi::Madv;
+use foliosim_uapi::{counters, Madv};
 use foliosim_workload::{Op, Pat, Workload};
 
 use crate::guarded::catch_model_limit;
@@ -164,12 +164,17 @@ impl<'w, A: Arch> Engine<'w, A> {
         let mut c = self.k.vmstat().snapshot();
         c.insert("minor-faults".into(), self.faults.min_flt);
         c.insert("major-faults".into(), self.faults.maj_flt);
+        for (n, (usage, peak)) in self.k.memcg_page_counters().into_iter().enumerate() {
+            c.insert(format!("memcg/{n}/usage_bytes"), usage * PAGE_SIZE);
+            c.insert(format!("memcg/{n}/peak_bytes"), peak * PAGE_SIZE);
+        }
         c
     }
 
     /// Phase `idx` of the workload starts (ending the open one).
     fn start_phase(&mut self, idx: u32, mm: MmId) {
         self.end_phase();
+        self.k.memcg_reset_watermarks();
         self.phase = Some(OpenPhase {
             name: self.wl.phases[idx as usize].clone(),
             mm,
@@ -187,10 +192,12 @@ impl<'w, A: Arch> Engine<'w, A> {
         let mut counters: BTreeMap<String, i64> = end
             .iter()
             .map(|(k, v)| {
-                (
-                    k.clone(),
-                    *v as i64 - *open.start.get(k).unwrap_or(&0) as i64,
-                )
+                let start = if counters::is_level(k) {
+                    0
+                } else {
+                    *open.start.get(k).unwrap_or(&0)
+                };
+                (k.clone(), *v as i64 - start as i64)
             })
             .collect();
         counters.extend(open.pagemap);

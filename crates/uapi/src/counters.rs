@@ -237,9 +237,21 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
     (
         "memcg/<n>/<field>",
         &["sim", "native", "vm"],
-        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, and limit_write_ebusy: memcg_limit writes that failed with EBUSY",
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, and two values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current) and peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start)",
     ),
 ];
+
+/// The memory cgroup values a phase reports as read at its end rather
+/// than as its change: `memcg/<n>/usage_bytes` and `memcg/<n>/peak_bytes`.
+pub const MEMCG_LEVELS: [&str; 2] = ["usage_bytes", "peak_bytes"];
+
+/// Whether a phase reports counter `name` as its value at the phase end
+/// (a level) rather than its change over the phase.
+pub fn is_level(name: &str) -> bool {
+    name.strip_prefix("memcg/")
+        .and_then(|r| r.split_once('/'))
+        .is_some_and(|(_, field)| MEMCG_LEVELS.contains(&field))
+}
 
 /// What `foliosim counters` shows as a counter's kind: [`kind`], with
 /// the kernel-function counts (`kfunc/...`, per process) and the native
@@ -331,6 +343,18 @@ pub fn x86_only(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a cgroup's usage and peak are levels; its memory.stat fields
+    /// (LRU sizes included) are reported as changes.
+    #[test]
+    fn levels_are_usage_and_peak() {
+        assert!(is_level("memcg/0/usage_bytes"));
+        assert!(is_level("memcg/12/peak_bytes"));
+        assert!(!is_level("memcg/0/inactive_file"));
+        assert!(!is_level("memcg/usage_bytes"));
+        assert!(!is_level("usage_bytes"));
+        assert!(is_counter_name("memcg/0/peak_bytes", &[]));
+    }
 
     #[test]
     fn the_fold_filter_tests_pte_cont() {

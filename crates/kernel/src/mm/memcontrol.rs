@@ -107,6 +107,10 @@ pub(crate) struct MemCgroup {
     /// `page_counter_read(&memcg->memory)`: charged pages, the per-CPU
     /// stock's included (the root is not charged).
     pub usage: u64,
+    /// `memcg->memory.watermark`: the highest `usage` since the cgroup
+    /// was created or the watermark was last reset (v1
+    /// `memory.max_usage_in_bytes`, v2 `memory.peak`).
+    pub watermark: u64,
     /// Pages charged for slab objects (`obj_cgroup_charge()`), which no
     /// page of the model carries.
     pub(crate) obj_pages: u64,
@@ -170,6 +174,7 @@ impl Default for MemcgState {
                 parent: ROOT_MEM_CGROUP,
                 max: PAGE_COUNTER_MAX,
                 usage: 0,
+                watermark: 0,
                 obj_pages: 0,
                 lruvec: Lruvec::default(),
                 deferred_split_queue: Default::default(),
@@ -204,6 +209,7 @@ impl<A: Arch> Kernel<A> {
             parent: ROOT_MEM_CGROUP,
             max: limit_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE),
             usage: 0,
+            watermark: 0,
             obj_pages: 0,
             lruvec: Lruvec::default(),
             deferred_split_queue: Default::default(),
@@ -435,7 +441,28 @@ impl<A: Arch> Kernel<A> {
             return false;
         }
         m.usage += nr;
+        m.watermark = m.watermark.max(m.usage);
         true
+    }
+
+    /// The usage and watermark of every cgroup but the root, in pages, in
+    /// the order they were created (`page_counter_read()`, the counter's
+    /// `watermark`).
+    pub fn memcg_page_counters(&self) -> Vec<(u64, u64)> {
+        self.memcg.memcgs[1..]
+            .iter()
+            .map(|m| (m.usage, m.watermark))
+            .collect()
+    }
+
+    /// Reset every cgroup's watermark to its usage now, as a write to v1
+    /// `memory.max_usage_in_bytes` does (`mem_cgroup_reset()` →
+    /// `page_counter_reset_watermark()`); both engines do it at each phase
+    /// start, so the peak a phase reports is the phase's own.
+    pub fn memcg_reset_watermarks(&mut self) {
+        for m in &mut self.memcg.memcgs {
+            m.watermark = m.usage;
+        }
     }
 
     /// `mem_cgroup_margin()`: pages that can still be charged.

@@ -630,3 +630,37 @@ fn unmapped_shared_anon_memory_leaves_the_cgroup() {
         "memcg/0/pgpgin=9216 memcg/0/pgpgout=9216 memcg/0/pgfault=9216 memcg/0/pgmajfault=0",
     );
 }
+
+/// A cgroup's usage and peak at each phase end (`memcg/<n>/usage_bytes`,
+/// `peak_bytes`, levels, not deltas). 4 MiB of anonymous memory written
+/// in an unlimited cgroup: 1024 order-0 folios and k page tables (a PTE
+/// table per 2 MiB touched, perhaps a PMD table; 1 <= k <= 64), every one
+/// charged through the per-CPU stock, which takes MEMCG_CHARGE_BATCH (64)
+/// pages from the counter at a time (`try_charge_memcg()`,
+/// mm/memcontrol.c): ceil((1024 + k) / 64) = 17 batches, 1088 pages, and
+/// the stock keeps 64 - k. The munmap uncharges the folios from the
+/// counter (`uncharge_batch()`): 64 pages left; the page tables go back
+/// into the stock (`__memcg_kmem_uncharge_page()` → `refill_stock()`),
+/// which then holds 64 pages, not more than a batch, so it is not drained
+/// and the counter stays at 64 pages. The peak is reset to the usage at
+/// each phase start (`page_counter_reset_watermark()`), so the unmap
+/// phase's peak is the write phase's usage.
+#[test]
+fn usage_and_peak_at_phase_ends() {
+    let text = [
+        system(""),
+        step("memcg"),
+        mmap_anon("a", "4M"),
+        phase("write"),
+        touch("a", "write", ""),
+        phase("unmap"),
+        step_with("munmap", "region = \"a\""),
+    ]
+    .concat();
+    let r = run(&text);
+    let page = 4096;
+    assert_eq!(c(&r, "write", "memcg/0/usage_bytes"), 1088 * page);
+    assert_eq!(c(&r, "write", "memcg/0/peak_bytes"), 1088 * page);
+    assert_eq!(c(&r, "unmap", "memcg/0/usage_bytes"), 64 * page);
+    assert_eq!(c(&r, "unmap", "memcg/0/peak_bytes"), 1088 * page);
+}
