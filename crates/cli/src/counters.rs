@@ -8,8 +8,8 @@
 
 use foliosim_report::Format;
 use foliosim_uapi::counters::{
-    self, FAMILIES, KFUNCS, KFUNC_PREFIX, MAJOR_FAULTS, MINOR_FAULTS, MM_PAGE_ALLOC,
-    NATIVE_COUNTERS, TRACEPOINTS,
+    self, FAMILIES, KFUNCS, KFUNC_PREFIX, MACHINE_LEVELS, MAJOR_FAULTS, MINOR_FAULTS,
+    MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
 use foliosim_uapi::vmstat::{model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent};
 use serde_json::json;
@@ -126,6 +126,10 @@ pub(crate) fn catalogue() -> Vec<Entry> {
     }
     for (name, engines, doc) in FAMILIES {
         out.push(entry((*name).into(), engines, *doc));
+    }
+    for (name, doc) in MACHINE_LEVELS {
+        let doc = format!("{doc}, at the phase end (a level, not a delta)");
+        out.push(entry((*name).into(), ALL, doc));
     }
     out
 }

@@ -361,6 +361,7 @@ fn snap_at(
         },
         &mut |s| {
             s.global.extend(host::vmstat().unwrap_or_default());
+            s.global.extend(host::zone_levels().unwrap_or_default());
             s.global.extend(host::mthp_stats().unwrap_or_default());
         },
     ];

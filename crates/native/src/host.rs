@@ -41,6 +41,54 @@ pub(crate) fn vmstat() -> io::Result<BTreeMap<String, i64>> {
     Ok(parse_name_values(&fs::read_to_string("/proc/vmstat")?))
 }
 
+/// The machine's managed and free pages and watermarks, summed over the
+/// populated zones of /proc/zoneinfo, as `machine/...` levels.
+pub(crate) fn zone_levels() -> io::Result<BTreeMap<String, i64>> {
+    Ok(parse_zoneinfo(&fs::read_to_string("/proc/zoneinfo")?))
+}
+
+fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
+    let mut sum: BTreeMap<String, i64> = BTreeMap::new();
+    let mut zone: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut add = |zone: &mut BTreeMap<&str, i64>| {
+        if zone.get("managed").is_some_and(|&m| m > 0) {
+            for (field, name) in [
+                ("managed", "machine/managed_pages"),
+                ("free", "machine/free_pages"),
+                ("min", "machine/wmark_min"),
+                ("low", "machine/wmark_low"),
+                ("high", "machine/wmark_high"),
+            ] {
+                *sum.entry(name.to_string()).or_insert(0) += zone.get(field).copied().unwrap_or(0);
+            }
+        }
+        zone.clear();
+    };
+    for line in text.lines() {
+        if line.starts_with("Node ") {
+            add(&mut zone);
+            continue;
+        }
+        let mut w = line.split_whitespace();
+        let (Some(a), Some(b)) = (w.next(), w.next()) else {
+            continue;
+        };
+        // "pages free N" and "min N", "low N", "high N", "managed N".
+        let (key, value) = if a == "pages" && b == "free" {
+            ("free", w.next())
+        } else {
+            (a, Some(b))
+        };
+        if matches!(key, "free" | "min" | "low" | "high" | "managed") && !zone.contains_key(key) {
+            if let Some(v) = value.and_then(|v| v.parse().ok()) {
+                zone.insert(key, v);
+            }
+        }
+    }
+    add(&mut zone);
+    sum
+}
+
 /// The `hugepages-<N>kB` directories of the THP sysfs directory.
 pub(crate) fn mthp_dirs() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
@@ -249,6 +297,46 @@ pub(crate) fn meminfo() -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Zones with managed pages are summed; empty zones (whose watermarks
+    /// read 32 on 6.18) and the pagesets' `high:` lines are not counted.
+    /// Excerpt of this host's /proc/zoneinfo (Linux 6.18.44).
+    #[test]
+    fn zoneinfo_sums_populated_zones() {
+        let text = "Node 0, zone      DMA
+  per-node stats
+      nr_inactive_anon 196364
+  pages free     3840
+        min      10
+        low      13
+        high     16
+        spanned  4095
+        present  3998
+        managed  3840
+  pagesets
+    cpu: 0
+              count: 33
+              high:  100
+Node 0, zone    DMA32
+  pages free     772740
+        min      2116
+        low      2888
+        high     3660
+        managed  772917
+Node 0, zone  Movable
+  pages free     0
+        min      32
+        low      32
+        high     32
+        managed  0
+";
+        let m = parse_zoneinfo(text);
+        assert_eq!(m["machine/managed_pages"], 3840 + 772917);
+        assert_eq!(m["machine/free_pages"], 3840 + 772740);
+        assert_eq!(m["machine/wmark_min"], 10 + 2116);
+        assert_eq!(m["machine/wmark_low"], 13 + 2888);
+        assert_eq!(m["machine/wmark_high"], 16 + 3660);
+    }
 
     #[test]
     fn knob_values() {

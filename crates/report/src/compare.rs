@@ -83,7 +83,7 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
     if name.starts_with("memcg/") && name.ends_with("/limit_write_ebusy") {
         return Some(0.0);
     }
-    if counters::is_level(name) {
+    if counters::is_memcg_level(name) {
         return Some(0.01);
     }
     None
@@ -276,7 +276,7 @@ impl Row {
     fn slack(&self) -> f64 {
         let slack = if self.name == TLB_FLUSH || TLB_REASONS.contains(&self.name.as_str()) {
             TLB_FLUSH_SLACK
-        } else if counters::is_level(&self.name) {
+        } else if counters::is_memcg_level(&self.name) {
             MEMCG_USAGE_SLACK
         } else {
             0.0

@@ -245,9 +245,38 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
 /// than as its change: `memcg/<n>/usage_bytes` and `memcg/<n>/peak_bytes`.
 pub const MEMCG_LEVELS: [&str; 2] = ["usage_bytes", "peak_bytes"];
 
+/// Prefix of the machine's memory values at a phase end.
+pub const MACHINE_PREFIX: &str = "machine/";
+
+/// The machine's memory at a phase end, in pages, summed over the
+/// populated zones (/proc/zoneinfo): what the page allocator manages,
+/// what is free, and the watermarks (`zone->_watermark[]`, with any boost:
+/// `min_wmark_pages()` ...). Levels, not deltas.
+pub const MACHINE_LEVELS: [(&str, &str); 5] = [
+    (
+        "machine/managed_pages",
+        "pages the page allocator manages (zone managed_pages)",
+    ),
+    ("machine/free_pages", "free pages (zone NR_FREE_PAGES)"),
+    ("machine/wmark_min", "the min watermark (pages)"),
+    (
+        "machine/wmark_low",
+        "the low watermark: below it the allocator wakes kswapd",
+    ),
+    (
+        "machine/wmark_high",
+        "the high watermark: kswapd reclaims up to it",
+    ),
+];
+
 /// Whether a phase reports counter `name` as its value at the phase end
 /// (a level) rather than its change over the phase.
 pub fn is_level(name: &str) -> bool {
+    is_memcg_level(name) || MACHINE_LEVELS.iter().any(|(n, _)| *n == name)
+}
+
+/// Whether `name` is a memory cgroup's usage or peak.
+pub fn is_memcg_level(name: &str) -> bool {
     name.strip_prefix("memcg/")
         .and_then(|r| r.split_once('/'))
         .is_some_and(|(_, field)| MEMCG_LEVELS.contains(&field))
@@ -354,6 +383,9 @@ mod tests {
         assert!(!is_level("memcg/usage_bytes"));
         assert!(!is_level("usage_bytes"));
         assert!(is_counter_name("memcg/0/peak_bytes", &[]));
+        assert!(is_level("machine/free_pages"));
+        assert!(!is_memcg_level("machine/free_pages"));
+        assert!(!is_level("machine/free"));
     }
 
     #[test]

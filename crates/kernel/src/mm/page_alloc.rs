@@ -169,6 +169,20 @@ impl FreeArea {
 }
 
 impl<A: Arch> Kernel<A> {
+    /// The machine's memory now, as `foliosim_uapi::counters::MACHINE_LEVELS`
+    /// names it: managed and free pages of the one zone and its
+    /// watermarks.
+    pub fn machine_levels(&self) -> [(&'static str, u64); 5] {
+        let w = self.buddy.wmark;
+        [
+            ("machine/managed_pages", self.mem.nr_pages()),
+            ("machine/free_pages", self.buddy.nr_free_pages()),
+            ("machine/wmark_min", w.min),
+            ("machine/wmark_low", w.low),
+            ("machine/wmark_high", w.high),
+        ]
+    }
+
     /// `__alloc_pages()`: the fast path above the low watermark, then the
     /// slow path (min watermark, direct reclaim for order 0). `movable`:
     /// the gfp mask's highest zone is ZONE_MOVABLE (user folios) rather

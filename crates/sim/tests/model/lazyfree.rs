@@ -325,6 +325,16 @@ fn global_pressure_swaps_anon_out() {
         );
         assert!(c(&r, "fill", "pgscan_direct") >= c(&r, "fill", "pgsteal_direct"));
         assert_eq!(c(&r, "fill", "pgscan_kswapd"), 0, "kswapd is not modelled");
+        // The machine at the phase end (levels): the watermarks above, and
+        // free memory that direct reclaim kept above the min watermark
+        // (an order-0 allocation succeeds only while free - 0 > min,
+        // `__zone_watermark_ok()`).
+        assert_eq!(c(&r, "fill", "machine/managed_pages"), 16384, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_min"), 256, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_low"), 320, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_high"), 384, "{arch}");
+        let free = c(&r, "fill", "machine/free_pages");
+        assert!((256..=16384 - 8192).contains(&free), "{arch}: {free} free");
     }
 }
 
