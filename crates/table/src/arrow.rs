@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Metadata, Schema};
 
 use crate::{GridType, Row, Table, METADATA_KEY};
 
@@ -105,7 +105,7 @@ fn batch(t: &Table, typed: bool) -> Result<RecordBatch, String> {
     }
     cols.push(Arc::new(Int64Array::from(values)));
     cols.push(nullable(&|r| &r.error));
-    let schema = Schema::new(fields).with_metadata(metadata(t).into_iter().collect());
+    let schema = Schema::new(fields).with_metadata(metadata(t).into_iter().collect::<Metadata>());
     RecordBatch::try_new(Arc::new(schema), cols).map_err(|e| e.to_string())
 }
 
@@ -141,10 +141,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
 
 /// Refuse an Arrow IPC file whose footer places a record batch or
 /// dictionary beyond the end of the file. arrow-ipc's `FileReader`
-/// allocates the size a block claims before reading it (`read_block`), so
-/// a damaged length would end the process on a failed allocation, which
-/// no panic handler sees. Anything else wrong with the footer is left to
-/// the reader, which refuses it.
+/// allocates the size a block claims before reading it (`read_block`): in
+/// 54 a damaged length ended the process on a failed allocation, which no
+/// panic handler sees; 60's allocation fails with an error, but still asks
+/// for whatever the block claims. Anything else wrong with the footer is
+/// left to the reader, which refuses it.
 fn check_blocks(bytes: &[u8]) -> Result<(), String> {
     let n = bytes.len();
     let Some(tail) = n.checked_sub(10).map(|t| &bytes[t..]) else {
@@ -186,9 +187,9 @@ thread_local! {
 /// Call `f`, which reads a file with the Arrow or Parquet reader; a panic
 /// inside it becomes an error saying the file is damaged, and prints
 /// nothing. Those readers panic on some malformed files instead of
-/// returning an error (arrow-ipc 54's `RecordBatchDecoder::next_buffer`
-/// unwraps a missing buffer; later releases still panic in
-/// `convert::get_data_type`), and a table is a file anyone may hand us.
+/// returning an error (arrow-ipc 60 slices a buffer whose offset lies
+/// beyond the message body, and `Buffer::slice_with_length` asserts),
+/// and a table is a file anyone may hand us.
 /// The panic hook is process-wide: the one installed here stays, passing
 /// every panic outside such a read to the hook that was there before.
 fn reader_may_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {

@@ -851,6 +851,45 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_parquet_footer_is_an_error_not_an_abort() {
+        // A table this crate wrote, with its footer damaged by the fuzzer:
+        // parquet 54 reserved room for the 2^31-odd elements a Thrift list
+        // header claimed, 76 GB, before reading any, and the process
+        // aborted (apache/arrow-rs#10920). Parquet 60 refuses the footer
+        // (a list of the wrong element type, found before its size).
+        let bytes = include_bytes!("../tests/data/parquet-huge-list.parquet");
+        assert_eq!(TableFormat::sniff(bytes), TableFormat::Parquet);
+        let err = Table::decode(bytes, TableFormat::Parquet).unwrap_err();
+        assert!(
+            err.starts_with("not a Parquet file: Parquet error: "),
+            "{err}"
+        );
+        // The footer of a table this crate writes, its schema list's header
+        // (field 2 of the file metadata, after the version) changed from 11
+        // elements to 2^31 - 1 (parquet 54 aborted on it too, reserving
+        // 223 GB): refused for claiming more elements than the footer has
+        // bytes, rather than reserving room for them.
+        let t = table();
+        let good = t.encode(TableFormat::Parquet).unwrap();
+        let n = good.len();
+        let len = u32::from_le_bytes(good[n - 8..n - 4].try_into().unwrap()) as usize;
+        let footer = n - 8 - len;
+        assert_eq!(good[footer..footer + 4], [0x15, 0x02, 0x19, 0xbc]);
+        let mut bad = good[..footer + 3].to_vec();
+        bad.extend([0xfc, 0xff, 0xff, 0xff, 0xff, 0x07]);
+        bad.extend(&good[footer + 4..n - 8]);
+        bad.extend((len as u32 + 5).to_le_bytes());
+        bad.extend(b"PAR1");
+        let err = Table::decode(&bad, TableFormat::Parquet).unwrap_err();
+        assert!(
+            err.contains("Thrift list size 2147483647 exceeds remaining input length"),
+            "{err}"
+        );
+        // The thread reads the next table as before.
+        assert_eq!(Table::decode(&good, TableFormat::Parquet).unwrap(), t);
+    }
+
+    #[test]
     fn resume_keeps_the_points_not_done_and_drops_failed_rows() {
         let mut t = table();
         let at = |i, size: &str| P(i, "s", vec![("size".into(), size.into())]);
