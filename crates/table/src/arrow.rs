@@ -235,14 +235,70 @@ pub(crate) fn encode_parquet(t: &Table) -> Result<Vec<u8>, String> {
     w.into_inner().map_err(|e| e.to_string())
 }
 
+/// Rows a Parquet table may claim per byte of file. Run-length and
+/// dictionary encoding let a few bytes stand for many rows, so a damaged
+/// or hostile file of a few KiB could make the reader build gigabytes of
+/// rows; the tables foliosim writes hold about 0.4 rows per byte (the
+/// 19,350 rows of `sweeps/seed000-pageout.toml` in 49,126 bytes).
+const PARQUET_ROWS_PER_BYTE: u64 = 16;
+
+/// Refuse a Parquet file whose row groups claim more rows than
+/// [`PARQUET_ROWS_PER_BYTE`] allows, or one of whose dictionary pages
+/// claims more values than its bytes can encode (at least one bit each):
+/// the reader sizes the dictionary from that claim before reading any
+/// value (`DictDecoder::set_dict`), 8 GiB for a 2 KiB file the fuzzer
+/// found.
+fn check_parquet_claims(data: &bytes::Bytes) -> Result<(), String> {
+    use parquet::column::page::Page;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let damaged = |e: parquet::errors::ParquetError| format!("not a Parquet file: {e}");
+    let file = SerializedFileReader::new(data.clone()).map_err(damaged)?;
+    let rows: i64 = file
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0))
+        .fold(0, i64::saturating_add);
+    let limit = PARQUET_ROWS_PER_BYTE * data.len() as u64;
+    if rows as u64 > limit {
+        return Err(format!(
+            "not a readable Parquet table: its row groups claim {rows} rows, more than \
+             {PARQUET_ROWS_PER_BYTE} per byte of its {} bytes (damaged?)",
+            data.len()
+        ));
+    }
+    for g in 0..file.num_row_groups() {
+        let group = file.get_row_group(g).map_err(damaged)?;
+        for c in 0..group.num_columns() {
+            let mut pages = group.get_column_page_reader(c).map_err(damaged)?;
+            while let Some(page) = pages.get_next_page().map_err(damaged)? {
+                if let Page::DictionaryPage {
+                    buf, num_values, ..
+                } = &page
+                {
+                    if u64::from(*num_values) > 8 * buf.len() as u64 {
+                        return Err(format!(
+                            "not a readable Parquet table: a dictionary page of column {c} \
+                             claims {num_values} values in {} bytes (damaged)",
+                            buf.len()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn decode_parquet(data: &[u8]) -> Result<Table, String> {
     let (schema, batches) = reader_may_panic("Parquet file", || {
+        let data = bytes::Bytes::copy_from_slice(data);
+        check_parquet_claims(&data)?;
         // The builder's schema has the metadata; the reader's has not.
-        let (schema, rd) = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            bytes::Bytes::copy_from_slice(data),
-        )
-        .and_then(|b| Ok((b.schema().clone(), b.build()?)))
-        .map_err(|e| format!("not a Parquet file: {e}"))?;
+        let (schema, rd) =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data)
+                .and_then(|b| Ok((b.schema().clone(), b.build()?)))
+                .map_err(|e| format!("not a Parquet file: {e}"))?;
         let batches = rd
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;

@@ -890,6 +890,37 @@ mod tests {
     }
 
     #[test]
+    fn a_parquet_dictionary_claiming_gigabytes_is_refused() {
+        // A table this crate wrote, damaged by the fuzzer: the dictionary
+        // page of its `point` column claims 2^30 values, and the Parquet
+        // reader sized the dictionary for them (8 GiB of i64) before
+        // reading one (`DictDecoder::set_dict`).
+        let bytes = include_bytes!("../tests/data/parquet-huge-page.parquet");
+        let err = Table::decode(bytes, TableFormat::Parquet).unwrap_err();
+        assert!(
+            err.contains("a dictionary page of column 0 claims"),
+            "{err}"
+        );
+        // 200,000 copies of one row: run-length encoding packs them into a
+        // few KiB, far beyond the 16 rows per byte a table may claim.
+        let mut t = table();
+        t.rows = vec![t.rows[0].clone(); 200_000];
+        let bytes = t.encode(TableFormat::Parquet).unwrap();
+        assert!(bytes.len() * 16 < 200_000, "{} bytes", bytes.len());
+        let err = Table::decode(&bytes, TableFormat::Parquet).unwrap_err();
+        assert!(
+            err.contains("claim 200000 rows, more than 16 per byte"),
+            "{err}"
+        );
+        // A table at the density foliosim writes reads back.
+        t.rows = (0..2000)
+            .map(|i| row(i, "4k", Some(i as i128 * 7), ""))
+            .collect();
+        let bytes = t.encode(TableFormat::Parquet).unwrap();
+        assert_eq!(Table::decode(&bytes, TableFormat::Parquet).unwrap(), t);
+    }
+
+    #[test]
     fn resume_keeps_the_points_not_done_and_drops_failed_rows() {
         let mut t = table();
         let at = |i, size: &str| P(i, "s", vec![("size".into(), size.into())]);
