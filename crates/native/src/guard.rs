@@ -286,12 +286,27 @@ impl Recovery {
 /// asked to use: `foliosim-native-<pid>-<n>`.
 const WORKDIR_PREFIX: &str = "foliosim-native-";
 
+/// Whether directory `name` is the work directory of a native run whose
+/// process is gone: `foliosim-native-<pid>-<n>` exactly (other names that
+/// merely share the prefix, such as a test's own scratch directory, are
+/// not ours), with no process `<pid>` alive.
+fn stale_workdir_name(name: &str) -> bool {
+    let Some((pid, n)) = name
+        .strip_prefix(WORKDIR_PREFIX)
+        .and_then(|r| r.split_once('-'))
+    else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(pid) && digits(n) && !Path::new("/proc").join(pid).exists()
+}
+
 /// Remove the work directories of runs that are over under `parent` (call
-/// with the RunLock held and the state file recovered: no live run owns
-/// one). A killed run's state file is gone after a reboot (it lives in
-/// /run), its work directory (swap files on disk) is not. A directory
-/// still holding an active swap area or a loop device's backing file is
-/// left, and said.
+/// with the RunLock held and the state file recovered). A killed run's
+/// state file is gone after a reboot (it lives in /run), its work
+/// directory (swap files on disk) is not. Only directories named as a run
+/// names them, whose process is gone, are removed; one still holding an
+/// active swap area or a loop device's backing file is left, and said.
 pub(crate) fn clean_stale_workdirs(parent: &Path, r: &mut Recovery) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
@@ -306,7 +321,7 @@ pub(crate) fn clean_stale_workdirs(parent: &Path, r: &mut Recovery) {
         .unwrap_or_default();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(WORKDIR_PREFIX) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+        if !stale_workdir_name(&name) || !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         let dir = e.path();
@@ -884,6 +899,23 @@ impl Drop for HostGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scratch directory that only shares the prefix (the native tests'
+    /// `foliosim-native-test-corpus-<pid>`) and a live run's directory are
+    /// not removed; a gone run's is.
+    #[test]
+    fn only_gone_runs_work_directories_are_stale() {
+        let me = std::process::id();
+        assert!(!stale_workdir_name(&format!(
+            "foliosim-native-test-corpus-{me}"
+        )));
+        assert!(!stale_workdir_name("foliosim-native-test-corpus-99999999"));
+        assert!(!stale_workdir_name(&format!("foliosim-native-{me}-3")));
+        assert!(!stale_workdir_name("foliosim-native-12-"));
+        assert!(!stale_workdir_name("other-99999999-1"));
+        // No pid reaches 2^22 on Linux (pid_max's limit).
+        assert!(stale_workdir_name("foliosim-native-99999999-1"));
+    }
 
     #[test]
     fn state_lines_read_back_as_written() {
