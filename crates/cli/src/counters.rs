@@ -127,7 +127,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
     for (name, engines, doc) in FAMILIES {
         out.push(entry((*name).into(), engines, *doc));
     }
-    for (name, doc) in MACHINE_LEVELS {
+    for (name, _, doc) in MACHINE_LEVELS {
         let doc = format!("{doc}, at the phase end (a level, not a delta)");
         out.push(entry((*name).into(), ALL, doc));
     }

@@ -50,15 +50,10 @@ pub(crate) fn zone_levels() -> io::Result<BTreeMap<String, i64>> {
 fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
     let mut sum: BTreeMap<String, i64> = BTreeMap::new();
     let mut zone: BTreeMap<&str, i64> = BTreeMap::new();
+    let fields = foliosim_uapi::counters::MACHINE_LEVELS;
     let mut add = |zone: &mut BTreeMap<&str, i64>| {
         if zone.get("managed").is_some_and(|&m| m > 0) {
-            for (field, name) in [
-                ("managed", "machine/managed_pages"),
-                ("free", "machine/free_pages"),
-                ("min", "machine/wmark_min"),
-                ("low", "machine/wmark_low"),
-                ("high", "machine/wmark_high"),
-            ] {
+            for (name, field, _) in fields {
                 *sum.entry(name.to_string()).or_insert(0) += zone.get(field).copied().unwrap_or(0);
             }
         }
@@ -79,7 +74,7 @@ fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
         } else {
             (a, Some(b))
         };
-        if matches!(key, "free" | "min" | "low" | "high" | "managed") && !zone.contains_key(key) {
+        if fields.iter().any(|(_, f, _)| *f == key) && !zone.contains_key(key) {
             if let Some(v) = value.and_then(|v| v.parse().ok()) {
                 zone.insert(key, v);
             }

@@ -168,7 +168,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             c.insert(format!("memcg/{n}/usage_bytes"), usage * PAGE_SIZE);
             c.insert(format!("memcg/{n}/peak_bytes"), peak * PAGE_SIZE);
         }
-        for (name, v) in self.k.machine_levels() {
+        for ((name, _, _), v) in counters::MACHINE_LEVELS.iter().zip(self.k.machine_levels()) {
             c.insert(name.to_string(), v);
         }
         c

@@ -245,26 +245,32 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
 /// than as its change: `memcg/<n>/usage_bytes` and `memcg/<n>/peak_bytes`.
 pub const MEMCG_LEVELS: [&str; 2] = ["usage_bytes", "peak_bytes"];
 
-/// Prefix of the machine's memory values at a phase end.
-pub const MACHINE_PREFIX: &str = "machine/";
-
 /// The machine's memory at a phase end, in pages, summed over the
-/// populated zones (/proc/zoneinfo): what the page allocator manages,
-/// what is free, and the watermarks (`zone->_watermark[]`, with any boost:
-/// `min_wmark_pages()` ...). Levels, not deltas.
-pub const MACHINE_LEVELS: [(&str, &str); 5] = [
+/// populated zones: what the page allocator manages, what is free, and the
+/// watermarks (`zone->_watermark[]` with any boost, `min_wmark_pages()`
+/// ...). Levels, not deltas. Each with its /proc/zoneinfo field (`pages
+/// free` is read as `free`) and what it is; the model reports them in
+/// this order (`Kernel::machine_levels`).
+pub const MACHINE_LEVELS: [(&str, &str, &str); 5] = [
     (
         "machine/managed_pages",
+        "managed",
         "pages the page allocator manages (zone managed_pages)",
     ),
-    ("machine/free_pages", "free pages (zone NR_FREE_PAGES)"),
-    ("machine/wmark_min", "the min watermark (pages)"),
+    (
+        "machine/free_pages",
+        "free",
+        "free pages (zone NR_FREE_PAGES)",
+    ),
+    ("machine/wmark_min", "min", "the min watermark (pages)"),
     (
         "machine/wmark_low",
+        "low",
         "the low watermark: below it the allocator wakes kswapd",
     ),
     (
         "machine/wmark_high",
+        "high",
         "the high watermark: kswapd reclaims up to it",
     ),
 ];
@@ -272,7 +278,7 @@ pub const MACHINE_LEVELS: [(&str, &str); 5] = [
 /// Whether a phase reports counter `name` as its value at the phase end
 /// (a level) rather than its change over the phase.
 pub fn is_level(name: &str) -> bool {
-    is_memcg_level(name) || MACHINE_LEVELS.iter().any(|(n, _)| *n == name)
+    is_memcg_level(name) || MACHINE_LEVELS.iter().any(|(n, _, _)| *n == name)
 }
 
 /// Whether `name` is a memory cgroup's usage or peak.

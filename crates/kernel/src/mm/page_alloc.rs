@@ -169,17 +169,18 @@ impl FreeArea {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// The machine's memory now, as `foliosim_uapi::counters::MACHINE_LEVELS`
-    /// names it: managed and free pages of the one zone and its
-    /// watermarks.
-    pub fn machine_levels(&self) -> [(&'static str, u64); 5] {
+    /// The machine's memory now, in the order of
+    /// `foliosim_uapi::counters::MACHINE_LEVELS`: the one zone's
+    /// `zone_managed_pages()` and `NR_FREE_PAGES`, and its
+    /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()`.
+    pub fn machine_levels(&self) -> [u64; 5] {
         let w = self.buddy.wmark;
         [
-            ("machine/managed_pages", self.mem.nr_pages()),
-            ("machine/free_pages", self.buddy.nr_free_pages()),
-            ("machine/wmark_min", w.min),
-            ("machine/wmark_low", w.low),
-            ("machine/wmark_high", w.high),
+            self.mem.nr_pages(),
+            self.buddy.nr_free_pages(),
+            w.min,
+            w.low,
+            w.high,
         ]
     }
 
