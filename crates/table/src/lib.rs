@@ -890,6 +890,50 @@ mod tests {
     }
 
     #[test]
+    fn parquet_lists_of_bools_cost_their_bytes() {
+        // A table this crate wrote, damaged by the fuzzer: a page header
+        // gained an unknown field holding a list claiming 2^31 bools.
+        // Thrift's compact protocol gives each bool element a byte, but
+        // parquet 60.1 skipped them without reading (`skip_till_depth`),
+        // spinning 4 s for one list; the vendored copy reads them.
+        let bytes = include_bytes!("../tests/data/parquet-bool-list.parquet");
+        let err = Table::decode(bytes, TableFormat::Parquet).unwrap_err();
+        assert!(err.starts_with("not a Parquet file: "), "{err}");
+        // The footer of a table this crate writes with an unknown field 100
+        // appended (long-form header 0x09, zigzag id 0xc8 0x01): a list of
+        // 1,000 lists (0xf9, count 0xe8 0x07) each claiming 2^31 - 1 bools
+        // (0xf1, count 0xff 0xff 0xff 0xff 0x07). Skipped an element at a
+        // time without reading, that is 2^41 steps, hours; skipped a byte
+        // per bool, the first list runs out of footer.
+        let t = table();
+        let good = t.encode(TableFormat::Parquet).unwrap();
+        let n = good.len();
+        let len = u32::from_le_bytes(good[n - 8..n - 4].try_into().unwrap()) as usize;
+        assert_eq!(good[n - 9], 0, "the footer ends with its struct's stop");
+        let mut field = vec![0x09, 0xc8, 0x01, 0xf9, 0xe8, 0x07];
+        for _ in 0..1000 {
+            field.extend([0xf1, 0xff, 0xff, 0xff, 0xff, 0x07]);
+        }
+        let mut bad = good[..n - 9].to_vec();
+        bad.extend(&field);
+        bad.push(0);
+        bad.extend(((len + field.len()) as u32).to_le_bytes());
+        bad.extend(b"PAR1");
+        let err = Table::decode(&bad, TableFormat::Parquet).unwrap_err();
+        assert!(err.starts_with("not a Parquet file: "), "{err}");
+        // The same field with its lists empty (0x01: no elements) is skipped
+        // and the table reads back: unknown fields are allowed.
+        let mut field = vec![0x09, 0xc8, 0x01, 0xf9, 0xe8, 0x07];
+        field.extend([0x01; 1000]);
+        let mut ok = good[..n - 9].to_vec();
+        ok.extend(&field);
+        ok.push(0);
+        ok.extend(((len + field.len()) as u32).to_le_bytes());
+        ok.extend(b"PAR1");
+        assert_eq!(Table::decode(&ok, TableFormat::Parquet).unwrap(), t);
+    }
+
+    #[test]
     fn a_parquet_dictionary_claiming_gigabytes_is_refused() {
         // A table this crate wrote, damaged by the fuzzer: the dictionary
         // page of its `point` column claims 2^30 values, and the Parquet

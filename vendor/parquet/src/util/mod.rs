@@ -1,0 +1,36 @@
+// Licensed to the Apache Software Foundation (ASF) under one
+// or more contributor license agreements.  See the NOTICE file
+// distributed with this work for additional information
+// regarding copyright ownership.  The ASF licenses this file
+// to you under the Apache License, Version 2.0 (the
+// "License"); you may not use this file except in compliance
+// with the License.  You may obtain a copy of the License at
+//
+//   http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing,
+// software distributed under the License is distributed on an
+// "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+// KIND, either express or implied.  See the License for the
+// specific language governing permissions and limitations
+// under the License.
+
+#[macro_use]
+pub mod bit_util;
+mod bit_pack;
+pub(crate) mod interner;
+pub(crate) mod prefix;
+
+pub mod push_buffers;
+#[cfg(any(test, feature = "test_common"))]
+pub(crate) mod test_common;
+pub mod utf8;
+
+#[cfg(any(test, feature = "test_common"))]
+pub use self::test_common::page_util::{DataPageBuilder, DataPageBuilderImpl};
+
+#[cfg(any(
+    all(test, feature = "arrow"),
+    all(feature = "test_common", feature = "arrow")
+))]
+pub use self::test_common::page_util::InMemoryPageIterator;
