@@ -4,6 +4,7 @@
 # inputs through them, then fuzz each target for a time.
 #   fuzz/run.sh [SECONDS_PER_TARGET]      default 30 (CI); days for a long run
 #   FUZZ_TARGETS="engines tables" fuzz/run.sh 3600    some targets only
+#   FUZZ_PROFILE=ci fuzz/run.sh 30    built faster, run slower (CI's profile)
 # The targets run side by side, one process each.
 # The corpus of interesting inputs is kept in fuzz/corpus/<target>/; new
 # finds are added there, crashes are written to fuzz/artifacts/<target>/.
@@ -17,8 +18,9 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions"
 # An explicit --target keeps the flags off build scripts, as cargo-fuzz does.
 host=$(rustc -vV | sed -n 's/^host: //p')
-cargo build --release --bins --target "$host"
-bin=target/$host/release
+profile=${FUZZ_PROFILE:-release}
+cargo build --profile "$profile" --bins --target "$host"
+bin=target/$host/$profile
 limits=(-timeout=10 -rss_limit_mb=2048)
 # The regression inputs: every one through the whole simulated run; all
 # but the 10^6 phases through the parser alone too (parsing those needs
