@@ -326,6 +326,7 @@ fn build_fixed_counter_names() -> Vec<String> {
             .filter(|(n, _)| !n.contains('<'))
             .map(|(n, _)| n.to_string()),
     );
+    names.extend(MACHINE_LEVELS.iter().map(|(n, _, _)| n.to_string()));
     names.sort();
     names.dedup();
     names
@@ -451,6 +452,8 @@ mod tests {
             "hugepages-32kB/swpout",
             "kmem:mm_page_alloc/order=2",
             "tlb:tlb_flush/remote_shootdown",
+            "machine/free_pages",
+            "machine/wmark_high",
         ] {
             assert!(ok(n), "{n}");
         }
@@ -461,6 +464,7 @@ mod tests {
             "hugepages-64kB/anon_fault_aloc",
             "nosuch:tp/x",
             "pgfault/x",
+            "machine/free",
         ] {
             assert!(!ok(n), "{n}");
         }
