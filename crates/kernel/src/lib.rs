@@ -280,6 +280,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) cpus: kernel::sched::Cpus,
     /// khugepaged's list of registered mms and its scan cursor.
     pub(crate) khugepaged: mm::khugepaged::KhugepagedScan,
+    /// kswapd: its `balance_pgdat()` pass in progress and its failures.
+    pub(crate) kswapd: mm::vmscan::Kswapd,
     _arch: PhantomData<A>,
 }
 
@@ -337,6 +339,7 @@ impl<A: Arch> Kernel<A> {
             gup_faults: Default::default(),
             cpus: Default::default(),
             khugepaged: Default::default(),
+            kswapd: Default::default(),
             _arch: PhantomData,
         })
     }

@@ -5,12 +5,13 @@
 //! __alloc_pages_direct_reclaim(), should_reclaim_retry()).
 //!
 //! An allocation takes the fast path while the free pages stay above the
-//! low watermark (zone_watermark_fast()), else the slow path: kswapd is not
-//! modelled (the kernel would wake it here and it would reclaim, in the
-//! background, up to the high watermark), so the slow path retries at the
-//! min watermark and then reclaims directly (`try_to_free_pages()`) until
-//! the min watermark is met, or fails after 16 attempts without progress
-//! (the OOM killer is not modelled: the fault fails with VM_FAULT_OOM).
+//! low watermark (zone_watermark_fast()), else the slow path: it wakes
+//! kswapd (`wakeup_kswapd()`, mm/vmscan.rs), retries at the min watermark
+//! and then reclaims directly (`try_to_free_pages()`) until the min
+//! watermark is met, or fails after 16 attempts without progress (the OOM
+//! killer is not modelled: the fault fails with VM_FAULT_OOM). While kswapd
+//! is awake, each allocation first gives it one round of its reclaim loop
+//! (`kswapd_run()`): the model's interleaving of kswapd with the workload.
 //! Only order-0 allocations reclaim: large folios fall back at once (as
 //! THP and mTHP faults with the default defrag = madvise outside
 //! MADV_HUGEPAGE; the kernel's compaction and reclaim for MADV_HUGEPAGE
@@ -195,6 +196,8 @@ impl<A: Arch> Kernel<A> {
             self.lru.enable(self.mem.nr_pages());
             self.lru.root = true;
         }
+        // kswapd's turn while it is awake (mm/vmscan.rs: kswapd_run()).
+        self.kswapd_run();
         let w = self.buddy.wmark;
         if self.buddy.watermark_ok(order, w.low) {
             if let Some(p) = self.buddy.alloc_pages(&mut self.mem, order) {
@@ -204,9 +207,15 @@ impl<A: Arch> Kernel<A> {
         self.alloc_pages_slowpath(order, movable)
     }
 
-    /// `__alloc_pages_slowpath()` without kswapd, compaction or the OOM
-    /// killer.
+    /// `__alloc_pages_slowpath()` without compaction or the OOM killer.
     fn alloc_pages_slowpath(&mut self, order: u32, movable: bool) -> Option<Pfn> {
+        // wake_all_kswapds(): order-0 allocations carry
+        // __GFP_KSWAPD_RECLAIM; the model's large folios are THP and mTHP
+        // faults outside MADV_HUGEPAGE (GFP_TRANSHUGE_LIGHT, which does not
+        // wake kswapd) and readahead's (approximated: they would).
+        if order == 0 {
+            self.wakeup_kswapd();
+        }
         let min = self.buddy.wmark.min;
         let mut no_progress_loops = 0;
         loop {

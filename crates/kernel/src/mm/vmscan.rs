@@ -31,7 +31,12 @@
 //! resume where the last stopped), with `file_is_tiny` and the
 //! DEF_PRIORITY full scan of direct reclaim. Lazyfree folios (MADV_FREE)
 //! skip the swap allocation and are discarded when clean (pglazyfreed).
-//! Not modelled: kswapd, MGLRU, memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
+//! kswapd (`wakeup_kswapd()`, `balance_pgdat()`, `kswapd_shrink_node()`,
+//! `kswapd_age_node()`, `pgdat_balanced()`) is woken by the allocator's
+//! slow path and reclaims one round of its priority loop before each
+//! allocation while awake (see `kswapd_run()`); it walks every cgroup and
+//! never scans proportionally in full.
+//! Not modelled: MGLRU, memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
 //! level (the model's cgroups are children of the root).
 
 use crate::arch::Arch;
@@ -45,7 +50,7 @@ use crate::include::linux::mm_types::{
 };
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::memcontrol::MemcgId;
-use crate::mm::memcontrol::ROOT_MEM_CGROUP;
+use crate::mm::memcontrol::{MAX_RECLAIM_RETRIES, ROOT_MEM_CGROUP};
 use crate::mm::mmap::VM_EXEC;
 use crate::mm::swap::SWAP_CLUSTER_MAX;
 use crate::mm::vmstat::{MemcgEvent, MthpStat, Trace, VmEvent};
@@ -89,6 +94,8 @@ pub(crate) struct ScanControl {
     pub priority: i32,
     pub(crate) may_swap: bool,
     pub(crate) proactive: bool,
+    /// `current_is_kswapd()`: this is kswapd's `balance_pgdat()`.
+    pub(crate) kswapd: bool,
     pub(crate) nr_scanned: u64,
     pub(crate) nr_reclaimed: u64,
     may_deactivate: u8,
@@ -109,6 +116,7 @@ impl ScanControl {
             priority: DEF_PRIORITY,
             may_swap,
             proactive,
+            kswapd: false,
             nr_scanned: 0,
             nr_reclaimed: 0,
             may_deactivate: 0,
@@ -558,18 +566,30 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `shrink_node()` → `shrink_node_memcgs()`: every cgroup of the target's
+    /// `shrink_node()`: the cgroups' lists (`shrink_node_memcgs()`); any
+    /// progress resets kswapd's failures (a successful direct reclaim
+    /// revives a kswapd that gave up).
+    fn shrink_node(&mut self, sc: &mut ScanControl) {
+        let before = sc.nr_reclaimed;
+        self.shrink_node_memcgs(sc);
+        if sc.nr_reclaimed > before {
+            self.kswapd.failures = 0;
+        }
+    }
+
+    /// `shrink_node_memcgs()`: every cgroup of the target's
     /// subtree (the model's is the target alone) gets `shrink_lruvec()`,
     /// then `shrink_slab()` at the same priority.
     /// Global reclaim walks the root and then its children in order
     /// (`mem_cgroup_iter()`); a direct reclaimer's walk is partial: it
     /// resumes after the cgroup where the previous one stopped and stops
     /// once `nr_to_reclaim` is met (a full walk after a fruitless pass).
-    fn shrink_node(&mut self, sc: &mut ScanControl) {
+    fn shrink_node_memcgs(&mut self, sc: &mut ScanControl) {
         let Some(target) = sc.target else {
             self.prepare_scan_control(sc, ROOT);
             let n = self.memcg.memcgs.len() as u16;
-            let partial = !sc.memcg_full_walk;
+            // kswapd always walks every cgroup.
+            let partial = !sc.memcg_full_walk && !sc.kswapd;
             let start = match self.buddy.reclaim_pos {
                 Some(p) if partial => p + 1,
                 _ => 0,
@@ -577,12 +597,17 @@ impl<A: Arch> Kernel<A> {
             for m in start..n {
                 self.shrink_lruvec(MemcgId(m), sc);
                 self.shrink_slab(MemcgId(m), sc.priority as u32);
+                if sc.kswapd {
+                    continue; // a walk without a reclaim cookie
+                }
                 self.buddy.reclaim_pos = Some(m);
                 if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
                     return;
                 }
             }
-            self.buddy.reclaim_pos = None;
+            if !sc.kswapd {
+                self.buddy.reclaim_pos = None;
+            }
             return;
         };
         self.prepare_scan_control(sc, target);
@@ -732,7 +757,8 @@ impl<A: Arch> Kernel<A> {
         let targets = nr;
         let mut nr_reclaimed = 0;
         // Global direct reclaim at DEF_PRIORITY scans its whole budget.
-        let proportional_reclaim = !sc.cgroup_reclaim() && sc.priority == DEF_PRIORITY;
+        let proportional_reclaim =
+            !sc.cgroup_reclaim() && !sc.kswapd && sc.priority == DEF_PRIORITY;
         while nr[LRU_INACTIVE_ANON] != 0 || nr[LRU_ACTIVE_FILE] != 0 || nr[LRU_INACTIVE_FILE] != 0 {
             for (lru, n) in nr.iter_mut().enumerate() {
                 if *n != 0 {
@@ -822,10 +848,13 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The pgscan/pgsteal event of this reclaimer (`reclaimer_offset()`):
-    /// proactive (memory.reclaim) or direct (a charge); kswapd and
-    /// khugepaged do not reclaim in the model.
+    /// kswapd, proactive (memory.reclaim) or direct (an allocation or a
+    /// charge); khugepaged does not reclaim in the model.
     fn reclaim_events(sc: &ScanControl) -> (MemcgEvent, MemcgEvent, VmEvent, VmEvent) {
-        if sc.proactive {
+        if sc.kswapd {
+            let m = (MemcgEvent::PgScanKswapd, MemcgEvent::PgStealKswapd);
+            (m.0, m.1, VmEvent::PgScanKswapd, VmEvent::PgStealKswapd)
+        } else if sc.proactive {
             let m = (MemcgEvent::PgScanProactive, MemcgEvent::PgStealProactive);
             (
                 m.0,
@@ -1010,4 +1039,110 @@ fn proportional_nudge(nr: &mut [u64; NR_LRU_LISTS], targets: &[u64; NR_LRU_LISTS
         nr[lru] -= nr[lru].min(nr_scanned);
     }
     true
+}
+
+/// kswapd of the one node (`pgdat->kswapd_wait`, `kswapd_failures`).
+#[derive(Debug, Default)]
+pub(crate) struct Kswapd {
+    /// The `balance_pgdat()` pass in progress; None while kswapd sleeps.
+    run: Option<ScanControl>,
+    /// `pgdat->kswapd_failures`: passes in a row that reclaimed nothing.
+    failures: u32,
+}
+
+impl Kswapd {
+    /// Whether kswapd is awake (woken and not yet balanced).
+    pub(crate) fn awake(&self) -> bool {
+        self.run.is_some()
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `pgdat_balanced()` for order 0: the zone's free pages are above its
+    /// high watermark (no watermark boost in the model).
+    fn pgdat_balanced(&self) -> bool {
+        self.buddy.watermark_ok(0, self.buddy.wmark.high)
+    }
+
+    /// `wakeup_kswapd()` from the allocator's slow path: wake kswapd unless
+    /// it is awake already, the node is balanced, or kswapd has failed
+    /// `MAX_RECLAIM_RETRIES` times in a row (the node is left to direct
+    /// reclaim).
+    pub(crate) fn wakeup_kswapd(&mut self) {
+        if self.kswapd.awake()
+            || self.kswapd.failures >= MAX_RECLAIM_RETRIES
+            || self.pgdat_balanced()
+        {
+            return;
+        }
+        self.balance_pgdat_begin();
+    }
+
+    /// The start of `balance_pgdat()`: `pageoutrun`, a kswapd scan control
+    /// at `DEF_PRIORITY`.
+    fn balance_pgdat_begin(&mut self) {
+        self.vmstat.count_vm_event(VmEvent::PageOutRun);
+        let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
+        sc.kswapd = true;
+        self.kswapd.run = Some(sc);
+    }
+
+    /// kswapd's turn, taken before each allocation while it is awake (the
+    /// model's interleaving of kswapd with the workload, docs/fidelity.md):
+    /// one round of `balance_pgdat()`'s priority loop. Balanced, kswapd
+    /// goes to sleep; after the last priority it counts a failure if it
+    /// reclaimed nothing and either sleeps (balanced, or hopeless) or, as
+    /// `kswapd()` does when `prepare_kswapd_sleep()` says no, counts
+    /// `kswapd_high_wmark_hit_quickly` and starts another pass.
+    pub(crate) fn kswapd_run(&mut self) {
+        let Some(mut sc) = self.kswapd.run.take() else {
+            return;
+        };
+        if self.pgdat_balanced() {
+            self.snapshot_refaults(None);
+            return;
+        }
+        self.kswapd_age_node(&mut sc);
+        sc.nr_scanned = 0;
+        let reclaimed_before = sc.nr_reclaimed;
+        let scanned_enough = self.kswapd_shrink_node(&mut sc);
+        let nr_reclaimed = sc.nr_reclaimed - reclaimed_before;
+        if !scanned_enough || nr_reclaimed == 0 {
+            sc.priority -= 1;
+        }
+        if sc.priority >= 1 {
+            self.kswapd.run = Some(sc);
+            return;
+        }
+        if sc.nr_reclaimed == 0 {
+            self.kswapd.failures += 1;
+        }
+        self.snapshot_refaults(None);
+        if self.kswapd.failures < MAX_RECLAIM_RETRIES && !self.pgdat_balanced() {
+            self.vmstat
+                .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
+            self.balance_pgdat_begin();
+        }
+    }
+
+    /// `kswapd_age_node()`: when the node's inactive anon list is low,
+    /// deactivate up to 32 pages of every cgroup's active anon list.
+    fn kswapd_age_node(&mut self, sc: &mut ScanControl) {
+        if !self.can_age_anon_pages() || !self.inactive_is_low(ROOT, LRU_INACTIVE_ANON) {
+            return;
+        }
+        for m in 0..self.memcg.memcgs.len() as u16 {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, MemcgId(m), LRU_ACTIVE_ANON, sc);
+        }
+    }
+
+    /// `kswapd_shrink_node()`: aim at the high watermark's worth of pages
+    /// and shrink the node; whether the pass scanned (or reclaimed) at
+    /// least that much, so the priority need not rise.
+    fn kswapd_shrink_node(&mut self, sc: &mut ScanControl) -> bool {
+        sc.nr_to_reclaim = self.buddy.wmark.high.max(SWAP_CLUSTER_MAX);
+        let before = sc.nr_reclaimed;
+        self.shrink_node(sc);
+        sc.nr_scanned.max(sc.nr_reclaimed - before) >= sc.nr_to_reclaim
+    }
 }

@@ -297,11 +297,12 @@ fn free_on_a_file_mapping_is_einval() {
 /// machine (16384 pages; watermarks from `calculate_min_free_kbytes()`:
 /// min_free_kbytes = int_sqrt(65536 * 16) = 1024 → min 256 pages, low 320,
 /// high 384) with a 128 MiB zram device. Once an order-0 allocation finds
-/// the free pages at the min watermark it reclaims directly
-/// (`try_to_free_pages()`: allocstall_movable, pgscan/pgsteal_direct), and
-/// anon is swapped out (zram: written and freed in the same pass). Every
-/// written page ends up resident or in swap, and at least the 8192 pages
-/// beyond the machine's size were written out.
+/// the free pages at the low watermark it wakes kswapd (`pageoutrun`),
+/// which reclaims (pgscan/pgsteal_kswapd) beside the writes; direct
+/// reclaim (allocstall) only if free memory still reaches the min
+/// watermark. Anon is swapped out (zram: written and freed in the same
+/// pass). Every written page ends up resident or in swap, and at least
+/// the 8192 pages beyond the machine's size were written out.
 #[test]
 fn global_pressure_swaps_anon_out() {
     let text = [
@@ -317,17 +318,18 @@ fn global_pressure_swaps_anon_out() {
         let swapped = pages(&r, "fill", "a", "swapped");
         assert_eq!(present + swapped, 24576, "{arch}");
         assert!(c(&r, "fill", "pswpout") >= 8192, "{arch}");
-        assert!(c(&r, "fill", "allocstall_movable") >= 1, "{arch}");
+        assert!(c(&r, "fill", "pageoutrun") >= 1, "{arch}");
+        assert!(c(&r, "fill", "pgsteal_kswapd") > 0, "{arch}");
         assert_eq!(
-            c(&r, "fill", "pgsteal_direct"),
+            c(&r, "fill", "pgsteal_kswapd") + c(&r, "fill", "pgsteal_direct"),
             c(&r, "fill", "pgsteal_anon"),
             "{arch}"
         );
+        assert!(c(&r, "fill", "pgscan_kswapd") >= c(&r, "fill", "pgsteal_kswapd"));
         assert!(c(&r, "fill", "pgscan_direct") >= c(&r, "fill", "pgsteal_direct"));
-        assert_eq!(c(&r, "fill", "pgscan_kswapd"), 0, "kswapd is not modelled");
         // The machine at the phase end (levels): the watermarks above, and
-        // free memory that direct reclaim kept above the min watermark
-        // (an order-0 allocation succeeds only while free - 0 > min,
+        // free memory that reclaim kept above the min watermark (an
+        // order-0 allocation succeeds only while free - 0 > min,
         // `__zone_watermark_ok()`).
         assert_eq!(c(&r, "fill", "machine/managed_pages"), 16384, "{arch}");
         assert_eq!(c(&r, "fill", "machine/wmark_min"), 256, "{arch}");
@@ -355,11 +357,59 @@ fn global_pressure_reclaims_clean_file_pages() {
     let r = run(&text);
     assert!(c(&r, "read", "pgsteal_file") > 0);
     assert_eq!(
-        c(&r, "read", "pgsteal_direct"),
+        c(&r, "read", "pgsteal_kswapd") + c(&r, "read", "pgsteal_direct"),
         c(&r, "read", "pgsteal_file")
     );
     assert_eq!(c(&r, "read", "pswpout"), 0);
-    assert!(c(&r, "read", "allocstall_movable") >= 1);
+    assert!(c(&r, "read", "pageoutrun") >= 1);
+}
+
+/// When kswapd wakes: `wakeup_kswapd()` from the allocator's slow path,
+/// entered when an allocation would leave the free pages at or below the
+/// low watermark (`zone_watermark_fast()`); direct reclaim only at the min
+/// watermark. On the 64 MiB machine (16384 pages: min 256, low 320, high
+/// 384), the zero page and N written anon pages with their page tables
+/// (one PTE table per 512 pages from a 2 MiB-aligned start, one PMD and
+/// one PUD table) leave 16384 - 1 - N - (ceil(N / 512) + 2) free:
+/// N = 15,872 (62 MiB) leaves 477, above the low watermark, so kswapd
+/// never wakes. N = 16,048 would leave 301, below low but above min: the
+/// allocation that finds 320 free wakes kswapd (`pageoutrun`), and each of
+/// the 18 after it gives kswapd one round of `balance_pgdat()`'s priority
+/// loop (the model's interleaving). The first pass's 12 rounds (priority
+/// 12 down to 1) scan 3 + 7 + 15 + ... + 8,000 = 15,993 pages of the
+/// ~16,000-page inactive anon list (new anon folios start inactive), each
+/// for the first time: every one is referenced by its write fault, so kept
+/// (`folio_check_references()`: FOLIOREF_KEEP, PG_referenced set), the pass
+/// reclaims nothing and, the node unbalanced, kswapd starts a second pass
+/// at once (`kswapd_high_wmark_hit_quickly`, `pageoutrun` 2) whose 6
+/// rounds cannot end it. Free memory never reaches min: nobody stalls.
+#[test]
+fn kswapd_wakes_at_the_low_watermark() {
+    for (pages, runs) in [(15_872u64, 0), (16_048, 2)] {
+        let text = [
+            system_mem("64M", "transparent_hugepage.enabled = \"never\"\n"),
+            swap("zram", "128M"),
+            phase("fill"),
+            anon_written("a", &format!("{}K", pages * 4)),
+        ]
+        .concat();
+        let r = run(&text);
+        assert_eq!(c(&r, "fill", "pageoutrun"), runs, "{pages}");
+        assert_eq!(
+            c(&r, "fill", "kswapd_high_wmark_hit_quickly"),
+            (runs > 1) as i64,
+            "{pages}"
+        );
+        assert_eq!(c(&r, "fill", "allocstall_movable"), 0, "{pages}");
+        assert_eq!(c(&r, "fill", "pgscan_direct"), 0, "{pages}");
+        if runs > 0 {
+            assert!(c(&r, "fill", "pgscan_kswapd") >= 15_993, "{pages}");
+        }
+        if runs == 0 {
+            assert_eq!(c(&r, "fill", "pgscan_kswapd"), 0, "{pages}");
+            assert_eq!(c(&r, "fill", "machine/free_pages"), 477, "{pages}");
+        }
+    }
 }
 
 /// Anon memory beyond RAM without swap: reclaim finds nothing to free,
@@ -377,8 +427,8 @@ fn global_pressure_without_swap_is_oom() {
 }
 
 /// Lazyfree folios under global pressure: 48 MiB written and freed with
-/// MADV_FREE on a 64 MiB machine, then 48 MiB more written. Direct reclaim
-/// discards clean lazyfree folios (inactive file list, no swap needed)
+/// MADV_FREE on a 64 MiB machine, then 48 MiB more written. Reclaim
+/// (kswapd's, and direct when it falls behind) discards clean lazyfree folios (inactive file list, no swap needed)
 /// instead of failing: pglazyfreed > 0 and nothing is swapped.
 #[test]
 fn global_pressure_discards_lazyfree_folios() {
@@ -394,7 +444,7 @@ fn global_pressure_discards_lazyfree_folios() {
     assert!(c(&r, "more", "pglazyfreed") > 0);
     assert_eq!(
         c(&r, "more", "pglazyfreed"),
-        c(&r, "more", "pgsteal_direct")
+        c(&r, "more", "pgsteal_kswapd") + c(&r, "more", "pgsteal_direct")
     );
     assert_eq!(c(&r, "more", "pswpout"), 0);
     assert_eq!(pages(&r, "more", "b", "present"), 12288);
