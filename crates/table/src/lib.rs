@@ -899,6 +899,14 @@ mod tests {
         let bytes = include_bytes!("../tests/data/parquet-bool-list.parquet");
         let err = Table::decode(bytes, TableFormat::Parquet).unwrap_err();
         assert!(err.starts_with("not a Parquet file: "), "{err}");
+        // Found next: a page header whose unknown field claims a list of
+        // 8-byte values running past the end of the column chunk. Parquet
+        // 60.1's page-header reader skipped short without noticing the end
+        // (32 s instrumented, one empty copy per element); the vendored
+        // copy stops at the end of the input.
+        let bytes = include_bytes!("../tests/data/parquet-double-list.parquet");
+        let err = Table::decode(bytes, TableFormat::Parquet).unwrap_err();
+        assert!(err.ends_with("EOF: Unexpected EOF"), "{err}");
         // The footer of a table this crate writes with an unknown field 100
         // appended (long-form header 0x09, zigzag id 0xc8 0x01): a list of
         // 1,000 lists (0xf9, count 0xe8 0x07) each claiming 2^31 - 1 bools

@@ -657,10 +657,16 @@ impl<'a, R: Read> ThriftCompactInputProtocol<'a> for ThriftReadInputProtocol<R> 
     }
 
     fn skip_bytes(&mut self, n: usize) -> ThriftProtocolResult<()> {
-        std::io::copy(
+        // A short copy is the end of the input, as for a slice (foliosim
+        // patch: without the check, a list claiming billions of doubles
+        // went on skipping 8 bytes at a time past the end).
+        let copied = std::io::copy(
             &mut self.reader.by_ref().take(n as u64),
             &mut std::io::sink(),
         )?;
+        if copied < n as u64 {
+            return Err(ThriftProtocolError::Eof);
+        }
         Ok(())
     }
 
