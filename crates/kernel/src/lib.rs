@@ -83,6 +83,12 @@ pub struct Config {
     pub page_cluster: u32,
     /// `/sys/kernel/mm/swap/vma_ra_enabled`
     pub vma_ra_enabled: bool,
+    /// Bytes of `memory` the page allocator never manages.
+    pub machine_unmanaged: u64,
+    /// Managed bytes the kernel holds before the workload starts.
+    pub machine_boot_used: u64,
+    /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
+    pub min_free_kbytes: u64,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -119,6 +125,9 @@ impl Default for Config {
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
+            machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
+            machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
+            min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -158,6 +167,9 @@ impl Config {
             knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
+            knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
+            knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
+            knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
             _ => return None,
         })
     }
@@ -304,6 +316,7 @@ impl<A: Arch> Kernel<A> {
             .expect("memory for the zero page");
         mem.prep_new_folio(zero_pfn, 0);
         mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);
+        buddy.reserve_boot_pages(&mut mem, &cfg, zero_pfn)?;
         let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);
         let ra_pages = cfg.read_ahead_kb * 1024 / PAGE_SIZE;
         let cfg_swap = cfg.swap.clone();

@@ -47,6 +47,40 @@ pub(crate) fn zone_levels() -> io::Result<BTreeMap<String, i64>> {
     Ok(parse_zoneinfo(&fs::read_to_string("/proc/zoneinfo")?))
 }
 
+/// The machine's own memory now, as the `machine.*` knobs of a machine
+/// of `memory` bytes: what the page allocator does not manage (`memory`
+/// less the zones' managed pages), the managed pages in use, and
+/// vm.min_free_kbytes. Empty where /proc cannot say.
+pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
+    use foliosim_uapi::knobs::{MACHINE_BOOT_USED, MACHINE_MIN_FREE_KBYTES, MACHINE_UNMANAGED};
+    let page = foliosim_uapi::knobs::PAGE_SIZE;
+    let Ok(levels) = zone_levels() else {
+        return Vec::new();
+    };
+    let level = |name: &str| levels.get(name).map(|&v| v.max(0) as u64);
+    let (Some(managed), Some(free)) = (level("machine/managed_pages"), level("machine/free_pages"))
+    else {
+        return Vec::new();
+    };
+    let mut out = vec![
+        (
+            MACHINE_UNMANAGED.key.to_string(),
+            memory.saturating_sub(managed * page).to_string(),
+        ),
+        (
+            MACHINE_BOOT_USED.key.to_string(),
+            (managed.saturating_sub(free) * page).to_string(),
+        ),
+    ];
+    if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
+        out.push((
+            MACHINE_MIN_FREE_KBYTES.key.to_string(),
+            kb.trim().to_string(),
+        ));
+    }
+    out
+}
+
 fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
     let mut sum: BTreeMap<String, i64> = BTreeMap::new();
     let mut zone: BTreeMap<&str, i64> = BTreeMap::new();

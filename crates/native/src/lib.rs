@@ -508,6 +508,13 @@ fn run_guarded(
         );
     }
     let cgroups = memcg.map(|h| memcg::Cgroups::new(h, plan)).transpose()?;
+    // A guest is the whole machine: its own memory before the workload,
+    // for the model to start from the same (`machine.*` knobs).
+    let machine = if opts.guest {
+        host::machine_knobs(sc.system.memory)
+    } else {
+        Vec::new()
+    };
     let settings = host::settings_snapshot();
     let events = if opts.trace {
         perf::resolve(g)
@@ -534,12 +541,14 @@ fn run_guarded(
         return Err(NativeError::Changed(changed.join("; ")));
     }
     let phases = finish_phases(sc, &events, attempt);
+    let mut system = sc.system.knobs.clone();
+    system.extend(machine);
     Ok(Report {
         scenario: sc.name.clone(),
         arch: sc.system.arch.as_str().to_string(),
         engine: "native".into(),
         provenance: None,
-        system: sc.system.knobs.clone(),
+        system,
         phases,
         expectations: Vec::new(),
     })

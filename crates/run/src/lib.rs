@@ -373,6 +373,7 @@ pub mod vm {
         if job.expect {
             report.evaluate(&sc.expects);
         }
+        foliosim_vm::adopt_machine(&mut sc, &report);
         Ok(VmOutcome {
             report,
             scenario: sc,

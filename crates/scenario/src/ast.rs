@@ -86,6 +86,12 @@ pub struct System {
     /// `vm.page_cluster` (sysctl `vm.page-cluster`, default 3): swap
     /// readahead windows of up to 2^page_cluster pages.
     pub page_cluster: u32,
+    /// `machine.unmanaged`: bytes of `memory` outside the page allocator.
+    pub machine_unmanaged: u64,
+    /// `machine.boot_used`: managed bytes in use before the workload.
+    pub machine_boot_used: u64,
+    /// `machine.min_free_kbytes`: 0 computes it from the managed memory.
+    pub machine_min_free_kbytes: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.
     pub vma_ra_enabled: bool,

@@ -30,6 +30,9 @@ const SWAP_KINDS: &[(&str, SwapKindName)] = &[
     ("zram", SwapKindName::Zram),
 ];
 
+/// The prefix of the knobs of the simulated machine's own memory.
+const MACHINE_PREFIX: &str = "machine.";
+
 /// The smallest swap device: 1 MiB.
 pub(crate) const MIN_SWAP: u64 = 1 << 20;
 
@@ -61,6 +64,9 @@ impl Default for System {
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
+            machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
+            machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
+            machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -96,6 +102,9 @@ impl System {
             knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
+            knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
+            knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
+            knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.machine_min_free_kbytes),
             _ => return None,
         })
     }
@@ -131,6 +140,11 @@ impl System {
 fn knobs(system: &mut System) -> BTreeMap<String, String> {
     let mut knobs = BTreeMap::new();
     for inst in knobs::instances() {
+        // The machine's own memory is listed only where set (by the
+        // scenario, or from a guest): a default says nothing of a host.
+        if inst.key.starts_with(MACHINE_PREFIX) && !system.explicit.contains(&inst.key) {
+            continue;
+        }
         if let Some(f) = system.knob_mut(inst.knob, inst.kb) {
             knobs.insert(inst.key, f.get().to_string());
         }
@@ -449,7 +463,8 @@ mod tests {
     use super::*;
 
     /// Every knob of the table has a field in `System`, which holds the
-    /// table's default, and a `knobs` entry in the kernel's spelling.
+    /// table's default, and a `knobs` entry in the kernel's spelling (the
+    /// machine's own memory only once set).
     #[test]
     fn every_knob_has_a_field_with_its_default() {
         let mut system = System::default();
@@ -457,8 +472,14 @@ mod tests {
             let field = system.knob_mut(inst.knob, inst.kb);
             let value = field.map(|f| f.get());
             assert_eq!(value, Some(inst.default), "{}", inst.key);
+            if inst.key.starts_with(MACHINE_PREFIX) {
+                assert!(!system.knobs.contains_key(&inst.key), "{}", inst.key);
+                continue;
+            }
             assert_eq!(system.knobs[&inst.key], inst.default.to_string());
         }
+        assert!(system.set("machine.boot_used", Value::Int(8192)));
+        assert_eq!(system.knobs["machine.boot_used"], "8192");
     }
 
     #[test]

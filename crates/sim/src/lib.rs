@@ -189,7 +189,9 @@ fn fits_in_memory(sc: &Scenario) -> bool {
     let bound = data
         .saturating_add(data / 256)
         .saturating_add(64 << 20)
-        .saturating_add(sc.system.memory / 16);
+        .saturating_add(sc.system.memory / 16)
+        .saturating_add(sc.system.machine_unmanaged)
+        .saturating_add(sc.system.machine_boot_used);
     bound < sc.system.memory
 }
 

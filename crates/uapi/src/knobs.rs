@@ -391,6 +391,46 @@ pub const VMA_RA_ENABLED: Knob = Knob {
 };
 
 /// Every knob, in documentation order.
+/// Memory of the machine the page allocator never manages. With the next
+/// two, the model's machine can be a measured one: `compare --engine vm`
+/// sets them to the guest's (the kernel's own memory before the workload).
+pub const MACHINE_UNMANAGED: Knob = Knob {
+    key: "machine.unmanaged",
+    kind: Kind::Bytes {
+        align: PAGE_SIZE,
+        min: 0,
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "memory the page allocator never manages (kernel image, struct pages, \
+          firmware); a VM comparison sets the guest's",
+};
+
+pub const MACHINE_BOOT_USED: Knob = Knob {
+    key: "machine.boot_used",
+    kind: Kind::Bytes {
+        align: PAGE_SIZE,
+        min: 0,
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "managed memory in use before the workload starts (the kernel's slab, \
+          page tables, initramfs); a VM comparison sets the guest's",
+};
+
+pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
+    key: "machine.min_free_kbytes",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 30,
+        what: "a min_free_kbytes",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "vm.min_free_kbytes, which sets the zone watermarks; 0: computed from the \
+          managed memory as the kernel does at boot; a VM comparison sets the guest's",
+};
+
 pub const KNOBS: &[Knob] = &[
     ARCH,
     MEMORY,
@@ -408,6 +448,9 @@ pub const KNOBS: &[Knob] = &[
     READ_AHEAD_KB,
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
+    MACHINE_UNMANAGED,
+    MACHINE_BOOT_USED,
+    MACHINE_MIN_FREE_KBYTES,
 ];
 
 /// The PMD size in KiB: its `hugepages-<N>kB/enabled` defaults to

@@ -205,6 +205,35 @@ pub fn guest_overrides(
     (out, notes)
 }
 
+/// The guest's own memory as the model's machine: the `machine.*` knobs
+/// the guest measured before the workload (its report's `system`), set on
+/// `sc` where the scenario leaves them at their defaults, so that the
+/// model simulates a machine with the guest's free memory and watermarks.
+pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
+    for knob in [
+        knobs::MACHINE_UNMANAGED,
+        knobs::MACHINE_BOOT_USED,
+        knobs::MACHINE_MIN_FREE_KBYTES,
+    ] {
+        if sc.system.explicit.contains(knob.key) {
+            continue;
+        }
+        // Unmanaged memory is reserved in whole pages.
+        let page = knobs::PAGE_SIZE;
+        if let Some(v) = guest
+            .system
+            .get(knob.key)
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            let v = match knob.kind {
+                knobs::Kind::Bytes { .. } => v / page * page,
+                _ => v,
+            };
+            sc.system.set(knob.key, KnobValue::Int(v));
+        }
+    }
+}
+
 /// RAM for a guest whose scenario does not say: the anonymous memory and
 /// files it uses, zram's worst case, a quarter more, and 512 MiB for the
 /// kernel and the initramfs; at least 1 GiB, in 256 MiB steps.
@@ -877,6 +906,35 @@ fn no_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The guest's measured machine goes into the scenario the model runs,
+    /// except where the scenario chose: unmanaged memory rounded down to
+    /// whole pages.
+    #[test]
+    fn the_guest_machine_becomes_the_models() {
+        let text = "[system]\nmemory = \"1G\"\nmachine.min_free_kbytes = 4096\n";
+        let mut sc = foliosim_scenario::parse_str("s.toml", text, &[]).unwrap();
+        let mut guest = Report {
+            scenario: "s".into(),
+            arch: "x86_64".into(),
+            engine: "native".into(),
+            provenance: None,
+            system: Default::default(),
+            phases: Vec::new(),
+            expectations: Vec::new(),
+        };
+        for (k, v) in [
+            ("machine.unmanaged", "32493569"),
+            ("machine.boot_used", "21807104"),
+            ("machine.min_free_kbytes", "3964"),
+        ] {
+            guest.system.insert(k.into(), v.into());
+        }
+        adopt_machine(&mut sc, &guest);
+        assert_eq!(sc.system.machine_unmanaged, 32_493_568);
+        assert_eq!(sc.system.machine_boot_used, 21_807_104);
+        assert_eq!(sc.system.machine_min_free_kbytes, 4096);
+    }
 
     #[test]
     fn run_folders_are_private_and_removed() {

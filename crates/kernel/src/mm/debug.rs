@@ -510,6 +510,10 @@ impl<A: Arch> Kernel<A> {
         let mut tables = 0;
         let mut pfn = 0u32;
         while pfn < n {
+            if self.buddy.boot.contains(&pfn) {
+                pfn = self.buddy.boot.end; // the kernel's own memory
+                continue;
+            }
             let p = Pfn(pfn);
             let f = self.mem.flags(p);
             if f & PG_BUDDY != 0 {

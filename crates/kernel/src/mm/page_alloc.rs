@@ -46,11 +46,15 @@ pub(crate) struct Watermarks {
 
 impl Watermarks {
     /// `calculate_min_free_kbytes()` (int_sqrt(lowmem_kbytes * 16), clamped
-    /// to 128 KiB .. 256 MiB) and `__setup_per_zone_wmarks()` for one zone
-    /// holding all `managed` pages.
-    pub(crate) fn new(managed: u64) -> Watermarks {
+    /// to 128 KiB .. 256 MiB; `min_free_kbytes` instead unless 0, as a
+    /// write of vm.min_free_kbytes) and `__setup_per_zone_wmarks()` for one
+    /// zone holding all `managed` pages.
+    pub(crate) fn new(managed: u64, min_free_kbytes: u64) -> Watermarks {
         let lowmem_kbytes = managed * (PAGE_SIZE >> 10);
-        let min_free_kbytes = (lowmem_kbytes * 16).isqrt().clamp(128, 262_144);
+        let min_free_kbytes = match min_free_kbytes {
+            0 => (lowmem_kbytes * 16).isqrt().clamp(128, 262_144),
+            set => set,
+        };
         let min = min_free_kbytes >> (crate::include::linux::pgtable::PAGE_SHIFT - 10);
         let step = (min >> 2).max(managed * WATERMARK_SCALE_FACTOR / 10_000);
         Watermarks {
@@ -72,6 +76,11 @@ pub(crate) struct FreeArea {
     fresh: u64,
     /// The zone's watermarks.
     pub(crate) wmark: Watermarks,
+    /// `zone_managed_pages()`: all pages but `machine.unmanaged`.
+    pub(crate) managed: u64,
+    /// The PFNs the kernel holds from boot (`machine.unmanaged` and
+    /// `machine.boot_used`), right after the zero page.
+    pub(crate) boot: std::ops::Range<u32>,
     /// Where the last partial cgroup walk of global direct reclaim stopped
     /// (the root's `mem_cgroup_reclaim_iter` position for the one node);
     /// None: the next walk starts at the root.
@@ -92,9 +101,43 @@ impl FreeArea {
             nr_free: nr_pages,
             nr_pages,
             fresh: 0,
-            wmark: Watermarks::new(nr_pages),
+            wmark: Watermarks::new(nr_pages, 0),
+            managed: nr_pages,
+            boot: 0..0,
             reclaim_pos: None,
         }
+    }
+
+    /// The machine's own memory: take `machine.unmanaged` and
+    /// `machine.boot_used` from the allocator at boot (the pages right after
+    /// the zero page: allocations walk memory upwards), and set the
+    /// watermarks from the managed pages and `min_free_kbytes`.
+    pub(crate) fn reserve_boot_pages(
+        &mut self,
+        mem: &mut MemMap,
+        cfg: &crate::Config,
+        zero_pfn: Pfn,
+    ) -> crate::KResult<()> {
+        let unmanaged = cfg.machine_unmanaged / PAGE_SIZE;
+        let n = unmanaged + cfg.machine_boot_used / PAGE_SIZE;
+        let room = (16 << 20) / PAGE_SIZE;
+        if n + room > self.nr_pages {
+            return Err(crate::KernelError::Unsupported(format!(
+                "machine.unmanaged + machine.boot_used = {} MiB leave less than 16 MiB of \
+                 memory = {} MiB",
+                (n * PAGE_SIZE) >> 20,
+                (self.nr_pages * PAGE_SIZE) >> 20
+            )));
+        }
+        let first = zero_pfn.0 + 1;
+        for i in 0..n {
+            let p = self.alloc_pages(mem, 0).expect("memory for the boot pages");
+            debug_assert_eq!(p.0 as u64, first as u64 + i, "boot pages are contiguous");
+        }
+        self.boot = first..first + n as u32;
+        self.managed = self.nr_pages - unmanaged;
+        self.wmark = Watermarks::new(self.managed, cfg.min_free_kbytes);
+        Ok(())
     }
 
     /// Free pages in the never-used tail (not marked in the memory map).
@@ -177,7 +220,7 @@ impl<A: Arch> Kernel<A> {
     pub fn machine_levels(&self) -> [u64; 5] {
         let w = self.buddy.wmark;
         [
-            self.mem.nr_pages(),
+            self.buddy.managed,
             self.buddy.nr_free_pages(),
             w.min,
             w.low,

@@ -369,20 +369,20 @@ fn global_pressure_reclaims_clean_file_pages() {
 /// low watermark (`zone_watermark_fast()`); direct reclaim only at the min
 /// watermark. On the 64 MiB machine (16384 pages: min 256, low 320, high
 /// 384), the zero page and N written anon pages with their page tables
-/// (one PTE table per 512 pages from a 2 MiB-aligned start, one PMD and
-/// one PUD table) leave 16384 - 1 - N - (ceil(N / 512) + 2) free:
+/// (one PTE table per 512 pages from a 2 MiB-aligned start, and a PMD, a
+/// PUD and a PGD table) leave 16384 - 1 - N - (ceil(N / 512) + 3) free:
 /// N = 15,872 (62 MiB) leaves 477, above the low watermark, so kswapd
-/// never wakes. N = 16,048 would leave 301, below low but above min: the
+/// never wakes. N = 16,048 would leave 300, below low but above min: the
 /// allocation that finds 320 free wakes kswapd (`pageoutrun`), and each of
-/// the 18 after it gives kswapd one round of `balance_pgdat()`'s priority
+/// the 19 after it gives kswapd one round of `balance_pgdat()`'s priority
 /// loop (the model's interleaving). The first pass's 12 rounds (priority
 /// 12 down to 1) scan 3 + 7 + 15 + ... + 8,000 = 15,993 pages of the
 /// ~16,000-page inactive anon list (new anon folios start inactive), each
 /// for the first time: every one is referenced by its write fault, so kept
 /// (`folio_check_references()`: FOLIOREF_KEEP, PG_referenced set), the pass
 /// reclaims nothing and, the node unbalanced, kswapd starts a second pass
-/// at once (`kswapd_high_wmark_hit_quickly`, `pageoutrun` 2) whose 6
-/// rounds cannot end it. Free memory never reaches min: nobody stalls.
+/// at once (`kswapd_high_wmark_hit_quickly`, `pageoutrun` 2), which the 7
+/// rounds left cannot finish. Free memory never reaches min: nobody stalls.
 #[test]
 fn kswapd_wakes_at_the_low_watermark() {
     for (pages, runs) in [(15_872u64, 0), (16_048, 2)] {
@@ -448,4 +448,39 @@ fn global_pressure_discards_lazyfree_folios() {
     );
     assert_eq!(c(&r, "more", "pswpout"), 0);
     assert_eq!(pages(&r, "more", "b", "present"), 12288);
+}
+
+/// The machine's own memory (`machine.*`, what a VM comparison sets from
+/// the guest). On a 64 MiB machine (16384 pages) with 4 MiB unmanaged and
+/// 4 MiB in use at boot: managed = 16384 - 1024 = 15360 pages;
+/// `calculate_min_free_kbytes()` = int_sqrt(15360 * 4 * 16) = 991 KiB →
+/// min 247 pages, step max(247 / 4, 15360 * 10 / 10000) = 61 → low 308,
+/// high 369. Free after one written page: 16384 - 1 (zero page) - 2048
+/// (boot) - 1 - 4 (PTE, PMD, PUD and PGD tables) = 14330. With
+/// min_free_kbytes = 2048 set: min 512, step 128, low 640, high 768.
+#[test]
+fn the_machines_own_memory_sets_free_pages_and_watermarks() {
+    for (extra, wmarks) in [
+        ("", [247, 308, 369]),
+        ("machine.min_free_kbytes = 2048\n", [512, 640, 768]),
+    ] {
+        let text = [
+            system_mem(
+                "64M",
+                &format!("machine.unmanaged = \"4M\"\nmachine.boot_used = \"4M\"\n{extra}"),
+            ),
+            phase("one"),
+            anon_written("a", "4K"),
+        ]
+        .concat();
+        let r = run(&text);
+        assert_eq!(c(&r, "one", "machine/managed_pages"), 15360, "{extra}");
+        assert_eq!(c(&r, "one", "machine/free_pages"), 14330, "{extra}");
+        let got = ["min", "low", "high"].map(|w| c(&r, "one", &format!("machine/wmark_{w}")));
+        assert_eq!(got, wmarks, "{extra}");
+    }
+    // Leaving less than 16 MiB of memory is refused, naming the knobs.
+    let text = system_mem("64M", "machine.boot_used = \"60M\"\n") + &anon_written("a", "4K");
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
+    assert!(e.contains("machine.boot_used"), "{e}");
 }

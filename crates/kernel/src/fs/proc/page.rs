@@ -7,7 +7,9 @@
 //! where the page sits in its folio. Every large folio of the model is
 //! "large rmappable" (anon mTHP/THP and large page-cache folios), so it
 //! shows KPF_THP; the huge zero folio shows KPF_ZERO_PAGE + KPF_THP (as
-//! observed on 6.18.44), the small zero page KPF_ZERO_PAGE + KPF_RESERVED.
+//! observed on 6.18.44), the small zero page KPF_ZERO_PAGE + KPF_RESERVED,
+//! the kernel's own pages of `machine.unmanaged` / `machine.boot_used`
+//! KPF_RESERVED (the kernel's show what they hold: slab, reserved, ...).
 //! Not modelled: slab, offline, hwpoison, mlock/unevictable, idle, KSM,
 //! writeback (I/O completes at once), the private/arch bits; PFNs beyond
 //! the simulated memory read as 0, as offline PFNs do.
@@ -34,6 +36,10 @@ impl<A: Arch> Kernel<A> {
         }
         if pfn == self.zero_pfn {
             return bit(true, kpf::ZERO_PAGE) | bit(true, kpf::RESERVED);
+        }
+        if self.buddy.boot.contains(&pfn.0) {
+            // machine.unmanaged and machine.boot_used, as reserved pages.
+            return bit(true, kpf::RESERVED);
         }
         let own = self.mem.flags(pfn);
         if own & PG_BUDDY != 0 {
@@ -87,6 +93,7 @@ impl<A: Arch> Kernel<A> {
     pub fn kpagecount(&self, pfn: Pfn) -> u64 {
         if pfn.0 as u64 >= self.mem.nr_pages()
             || pfn == self.zero_pfn
+            || self.buddy.boot.contains(&pfn.0)
             || self.mem.test(pfn, PG_BUDDY | PG_TABLE)
         {
             return 0;
