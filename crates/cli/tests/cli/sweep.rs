@@ -885,10 +885,12 @@ fn an_interrupt_saves_the_finished_points() {
     // SIGINT and SIGTERM with the default --checkpoint (30 s, so no
     // checkpoint is written before the signal): the points run so far are
     // written, the sweep says how many, exits 130, and a second run
-    // continues from them.
+    // continues from them. Each point pages out 64 MiB, so the 3,000
+    // points take far longer than the seconds before the signal.
     const N: usize = 3000;
     let (tmp, _) = setup();
     let d = tmp.path();
+    foliosim_testkit::write(d, "pageout.toml", &pageout("64M"));
     let sweep = || {
         let mut c = Command::new(env!("CARGO_BIN_EXE_foliosim"));
         c.args(["sweep", "pageout.toml", "--grid"])
