@@ -16,7 +16,9 @@
 //! THP and mTHP faults with the default defrag = madvise outside
 //! MADV_HUGEPAGE; the kernel's compaction and reclaim for MADV_HUGEPAGE
 //! VMAs and costly readahead orders are not modelled). All memory is one
-//! zone whose managed pages are all pages.
+//! zone; its managed pages are all pages but `machine.unmanaged`, and the
+//! kernel's own memory (`machine.unmanaged` + `machine.boot_used`) is taken
+//! at boot right after the zero page.
 //!
 //! Free blocks are kept on one stack per order. A block merged into its
 //! buddy leaves a stale stack entry behind, which is skipped when popped
