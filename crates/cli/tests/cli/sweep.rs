@@ -892,7 +892,11 @@ fn an_interrupt_saves_the_finished_points() {
     let d = tmp.path();
     foliosim_testkit::write(d, "pageout.toml", &pageout("64M"));
     let sweep = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_foliosim"));
+        // As from an interactive shell: a background job of a script (CI
+        // started that way) inherits SIGINT ignored, and the sweep rightly
+        // keeps ignoring it; `env` (coreutils) restores the default.
+        let mut c = Command::new("env");
+        c.args(["--default-signal=INT,TERM", env!("CARGO_BIN_EXE_foliosim")]);
         c.args(["sweep", "pageout.toml", "--grid"])
             .arg(format!("seed=[1..{N}]"))
             .args(["-o", "t.csv", "--jobs", "1", "-q"])
