@@ -322,7 +322,13 @@ pub fn spawn_testrun(scenario: &Path, work: &TempDir, stderr: bool) -> std::proc
     } else {
         std::process::Stdio::null()
     };
-    std::process::Command::new(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
+    // With SIGINT and SIGTERM at their defaults, as from an interactive
+    // shell: a background job of a script (CI started that way) inherits
+    // SIGINT ignored, and the engine rightly keeps ignoring it. `env`
+    // (coreutils) restores the default and execs the helper, same pid.
+    std::process::Command::new("env")
+        .arg("--default-signal=INT,TERM")
+        .arg(env!("CARGO_BIN_EXE_foliosim-native-testrun"))
         .arg(scenario)
         .arg(&work.0)
         .stdout(std::process::Stdio::null())
