@@ -278,8 +278,9 @@ pub struct Kernel<A: Arch> {
     /// The links of the ordered LRU lists (`folio->lru`).
     pub(crate) lru: include::linux::mm_inline::LruLinks,
     /// Folios of a readahead batch in progress: locked until their read
-    /// completes, so reclaim keeps them (`folio_trylock()` fails).
-    pub(crate) locked: Vec<Pfn>,
+    /// completes, so reclaim keeps them (`folio_trylock()` fails). A set:
+    /// reclaim asks per folio, and a batch can hold 10^5 folios.
+    pub(crate) locked: std::collections::HashSet<Pfn, foldhash::fast::FixedState>,
     /// A folio an in-progress fault holds a reference on across an
     /// allocation (`folio_get()` in do_wp_page()): reclaim may unmap it but
     /// cannot free it (`__remove_mapping()`'s refcount freeze fails).
@@ -347,7 +348,7 @@ impl<A: Arch> Kernel<A> {
             tlb_ubc: Default::default(),
             memcg: Default::default(),
             lru: Default::default(),
-            locked: Vec::new(),
+            locked: Default::default(),
             pinned: None,
             gup_faults: Default::default(),
             cpus: Default::default(),

@@ -84,7 +84,7 @@ impl<A: Arch> Kernel<A> {
             return false;
         }
         self.read_folio(folio);
-        self.locked.push(folio);
+        self.locked.insert(folio);
         true
     }
 
