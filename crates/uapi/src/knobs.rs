@@ -390,7 +390,6 @@ pub const VMA_RA_ENABLED: Knob = Knob {
           rotational, else by swap offset",
 };
 
-/// Every knob, in documentation order.
 /// Memory of the machine the page allocator never manages. With the next
 /// two, the model's machine can be a measured one: `compare --engine vm`
 /// sets them to the guest's (the kernel's own memory before the workload).
@@ -431,6 +430,7 @@ pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
           managed memory as the kernel does at boot; a VM comparison sets the guest's",
 };
 
+/// Every knob, in documentation order.
 pub const KNOBS: &[Knob] = &[
     ARCH,
     MEMORY,

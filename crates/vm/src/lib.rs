@@ -210,6 +210,7 @@ pub fn guest_overrides(
 /// `sc` where the scenario leaves them at their defaults, so that the
 /// model simulates a machine with the guest's free memory and watermarks.
 pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
+    let page = knobs::PAGE_SIZE;
     for knob in [
         knobs::MACHINE_UNMANAGED,
         knobs::MACHINE_BOOT_USED,
@@ -218,13 +219,12 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
         if sc.system.explicit.contains(knob.key) {
             continue;
         }
-        // Unmanaged memory is reserved in whole pages.
-        let page = knobs::PAGE_SIZE;
         if let Some(v) = guest
             .system
             .get(knob.key)
             .and_then(|v| v.parse::<u64>().ok())
         {
+            // The model reserves memory in whole pages.
             let v = match knob.kind {
                 knobs::Kind::Bytes { .. } => v / page * page,
                 _ => v,
