@@ -148,6 +148,11 @@ impl Cpu {
         let Some(tid) = k.entry_table(pmdval) else {
             return false;
         };
+        // The walk through a non-leaf PMD entry sets its accessed bit
+        // (x86), which only MGLRU's aging clears.
+        if A::HW_NONLEAF_PMD_YOUNG && !A::pte_young(pmdval) {
+            k.hw_update_entry(slot.table, slot.idx, A::pte_mkyoung(pmdval));
+        }
         let idx = pte_index(addr);
         let pte = k.pt_entry(tid, idx);
         match A::hw_access(pte, write) {
@@ -203,6 +208,9 @@ impl Cpu {
                 return Err(AccessError { addr, signal });
             }
             if major {
+                // The task slept on the read: switched back in, its mm is
+                // marked for MGLRU's next walk.
+                k.lru_gen_use_mm(mm);
                 faults.maj_flt += 1;
             } else {
                 faults.min_flt += 1;

@@ -83,6 +83,8 @@ pub struct Config {
     pub page_cluster: u32,
     /// `/sys/kernel/mm/swap/vma_ra_enabled`
     pub vma_ra_enabled: bool,
+    /// `/sys/kernel/mm/lru_gen/enabled`: the multi-gen LRU (mm/lru_gen.rs).
+    pub lru_gen: bool,
     /// Bytes of `memory` the page allocator never manages.
     pub machine_unmanaged: u64,
     /// Managed bytes the kernel holds before the workload starts.
@@ -125,6 +127,7 @@ impl Default for Config {
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
+            lru_gen: knobs::LRU_GEN_ENABLED.default.flag(),
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
@@ -167,6 +170,7 @@ impl Config {
             knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
+            knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen),
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
@@ -295,6 +299,13 @@ pub struct Kernel<A: Arch> {
     pub(crate) khugepaged: mm::khugepaged::KhugepagedScan,
     /// kswapd: its `balance_pgdat()` pass in progress and its failures.
     pub(crate) kswapd: mm::vmscan::Kswapd,
+    /// MGLRU's generation and reference bits of every page frame (empty
+    /// with MGLRU off).
+    pub(crate) gen_flags: mm::lru_gen::GenFlags,
+    /// MGLRU's view of the running task (in a fault, reclaiming, walking).
+    pub(crate) lru_gen_task: mm::lru_gen::LruGenTask,
+    /// MGLRU: reclaim writes waiting for their rotation.
+    pub(crate) rotate_pending: mm::lru_gen::RotatePending,
     _arch: PhantomData<A>,
 }
 
@@ -354,7 +365,16 @@ impl<A: Arch> Kernel<A> {
             cpus: Default::default(),
             khugepaged: Default::default(),
             kswapd: Default::default(),
+            gen_flags: Default::default(),
+            lru_gen_task: Default::default(),
+            rotate_pending: Default::default(),
             _arch: PhantomData,
+        })
+        .map(|mut k| {
+            if k.cfg.lru_gen {
+                k.lru_gen_init();
+            }
+            k
         })
     }
 

@@ -95,6 +95,9 @@ pub struct System {
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.
     pub vma_ra_enabled: bool,
+    /// `lru_gen.enabled` (`/sys/kernel/mm/lru_gen/enabled`, default
+    /// false): the multi-gen LRU.
+    pub lru_gen_enabled: bool,
     /// `[[system.swap]]` tables: swap devices, highest priority first
     /// (default none).
     pub swap: Vec<SwapDevice>,

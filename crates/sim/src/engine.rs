@@ -250,6 +250,8 @@ impl<'w, A: Arch> Engine<'w, A> {
         self.step = op.step();
         let at = self.at(op.step());
         self.k.set_current_cpu(self.cpu.id);
+        // The step's task runs: MGLRU walks its mm again.
+        self.k.lru_gen_use_mm(mm);
         match op {
             Op::Mmap {
                 region,

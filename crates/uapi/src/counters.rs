@@ -141,6 +141,18 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("folio_referenced", &[]),
     // Swap slots (mm/swapfile.c).
     kf("folio_alloc_swap", &["sim/swap_alloc"]),
+    // Reclaim (mm/vmscan.c): cgroup reclaims and the batches they free.
+    kf(
+        "try_to_free_mem_cgroup_pages",
+        &["vmscan:mm_vmscan_memcg_reclaim_begin"],
+    ),
+    kf("shrink_folio_list", &["sim/shrink_folio_list"]),
+    // MGLRU (mm/vmscan.c): agings wanted and made, evictions, and the
+    // rmap walk's look-arounds.
+    kf("try_to_inc_max_seq", &["sim/lru_gen_try_inc_max_seq"]),
+    kf("inc_max_seq", &["sim/lru_gen_inc_max_seq"]),
+    kf("evict_folios", &["sim/lru_gen_evict_folios"]),
+    kf("lru_gen_look_around", &["sim/lru_gen_look_around"]),
     // PTE tables (mm/memory.c); upper levels and THP deposits are not in
     // it, so it is not compared with sim/pgtable_alloc.
     kf("__pte_alloc", &[]),

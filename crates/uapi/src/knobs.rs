@@ -390,6 +390,22 @@ pub const VMA_RA_ENABLED: Knob = Knob {
           rotational, else by swap offset",
 };
 
+pub const LRU_GEN_ENABLED: Knob = Knob {
+    key: "lru_gen.enabled",
+    kind: Kind::Flag,
+    default: Value::Flag(false),
+    host: Some(Host {
+        path: "/sys/kernel/mm/lru_gen/enabled",
+        flag_words: ("n", "y"),
+        access: Access::Set {
+            required: false,
+            lacks: Some("multi-gen LRU (CONFIG_LRU_GEN)"),
+        },
+    }),
+    doc: "the multi-gen LRU (MGLRU) with every capability (`y`: page-table walks, non-leaf \
+          PMD accessed bits) instead of the two-list active/inactive LRU",
+};
+
 /// Memory of the machine the page allocator never manages. With the next
 /// two, the model's machine can be a measured one: `compare --engine vm`
 /// sets them to the guest's (the kernel's own memory before the workload).
@@ -448,6 +464,7 @@ pub const KNOBS: &[Knob] = &[
     READ_AHEAD_KB,
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
+    LRU_GEN_ENABLED,
     MACHINE_UNMANAGED,
     MACHINE_BOOT_USED,
     MACHINE_MIN_FREE_KBYTES,
@@ -526,6 +543,10 @@ impl Knob {
             Kind::Flag => match text {
                 "1" | "true" => Some(Value::Flag(true)),
                 "0" | "false" => Some(Value::Flag(false)),
+                // /sys/kernel/mm/lru_gen/enabled shows its capabilities:
+                // all of them or none.
+                "0x0007" => Some(Value::Flag(true)),
+                "0x0000" => Some(Value::Flag(false)),
                 _ => None,
             },
             Kind::Thp => ThpMode::from_name(text).map(Value::Thp),

@@ -361,6 +361,17 @@ sim_stat! {
     swap_lock => "sim/swap_count_lock",
     /// Swap slot allocations attempted (`folio_alloc_swap()`).
     swap_alloc => "sim/swap_alloc",
+    /// `shrink_folio_list()` calls (reclaim of an isolated batch).
+    shrink_folio_list => "sim/shrink_folio_list",
+    /// MGLRU: `try_to_inc_max_seq()` calls (an aging wanted).
+    lru_gen_try_inc_max_seq => "sim/lru_gen_try_inc_max_seq",
+    /// MGLRU: `inc_max_seq()` calls (a new generation).
+    lru_gen_inc_max_seq => "sim/lru_gen_inc_max_seq",
+    /// MGLRU: `evict_folios()` calls.
+    lru_gen_evict_folios => "sim/lru_gen_evict_folios",
+    /// MGLRU: `lru_gen_look_around()` calls (one per PTE, or per batch
+    /// with seed 002, the rmap walk of reclaim finds).
+    lru_gen_look_around => "sim/lru_gen_look_around",
     /// read(2) calls on /proc/PID/pagemap (`pagemap_read()`).
     pagemap_read_calls => "sim/pagemap_read_calls",
     /// pagemap walks: one mmap_read_lock round trip and `walk_page_range()`

@@ -48,6 +48,10 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// Does a user page fault fire `exceptions:page_fault_user`? (x86 only;
     /// arm64 has no such tracepoint.)
     const TRACE_PAGE_FAULT_USER: bool;
+    /// `arch_has_hw_nonleaf_pmd_young()`: the MMU sets the accessed bit of
+    /// the PMD entries it walks through (x86), which MGLRU's page-table
+    /// walk tests and clears.
+    const HW_NONLEAF_PMD_YOUNG: bool;
 
     /// `pfn_pte()` with the generic protection bits.
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64;
@@ -194,6 +198,18 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
             }
         }
         young
+    }
+
+    /// `ptep_test_and_clear_young()` without a flush (MGLRU's walks).
+    /// Generic (x86): the one entry.
+    fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
+        vs.sim.young_clear += 1;
+        if !Self::pte_young(ptes[idx]) {
+            return false;
+        }
+        ptes[idx] = Self::pte_mkold(ptes[idx]);
+        vs.sim.pte_modify += 1;
+        true
     }
 
     /// `clear_young_dirty_ptes()` (MADV_COLD: `clear_dirty` false, only the

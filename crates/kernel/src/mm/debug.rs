@@ -22,6 +22,7 @@
 //! It is O(memory) and meant for tests and small machines.
 
 use crate::arch::Arch;
+use crate::include::linux::mm_inline::{ListHead, LRU_ACTIVE, LRU_FILE, NR_LRU_LISTS};
 use crate::include::linux::mm_types::{PG_ANON_EXCLUSIVE, PG_BUDDY, PG_HEAD, PG_TABLE, PG_TAIL};
 use crate::include::linux::pgtable::{
     Pfn, HPAGE_PMD_NR, PAGE_SHIFT, PGDIR_SHIFT, PMD_SHIFT, PUD_SHIFT,
@@ -480,12 +481,24 @@ impl<A: Arch> Kernel<A> {
     /// the allocator's accounting (free + folio + table pages = all pages).
     /// `at` is [`OnList::at`], all zero, and handed back all zero.
     fn check_memmap(&self, seen: &Seen, at: Vec<u32>) -> Result<Vec<u32>, String> {
-        use crate::include::linux::mm_inline::NR_LRU_LISTS;
         let nr_memcg = self.memcg.memcgs.len();
         let mut on_list = OnList { at, left: 0 };
         let first = if self.lru.root { 0 } else { 1 };
         for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(first) {
-            for (lru, list) in memcg.lruvec.lists.iter().enumerate() {
+            // MGLRU: the generation lists, as codes 4 + 2 * gen + type.
+            let gens = memcg.lruvec.lrugen.folios.iter().flatten();
+            let lists: Vec<&ListHead> = if self.lru_gen_enabled() {
+                gens.collect()
+            } else {
+                memcg.lruvec.lists.iter().collect()
+            };
+            let base = if self.lru_gen_enabled() {
+                NR_LRU_LISTS
+            } else {
+                0
+            };
+            for (lru, list) in lists.into_iter().enumerate() {
+                let lru = base + lru;
                 let code = OnList::encode(MemcgId(m as u16), lru);
                 self.lru
                     .walk(list, |f| {
@@ -561,6 +574,9 @@ impl<A: Arch> Kernel<A> {
                 "cgroup {m} list {lru} holds pfn {pfn}, not an LRU folio head"
             ));
         }
+        if self.lru_gen_enabled() {
+            self.check_gen_sizes()?;
+        }
         for (m, want) in sizes.iter().enumerate() {
             if self.vmstat.memcg[m].lru != *want {
                 return Err(format!(
@@ -607,7 +623,20 @@ impl<A: Arch> Kernel<A> {
             }
             return Ok(());
         }
-        let lru = self.folio_lru_list(folio);
+        let mut lru = self.folio_lru_list(folio);
+        let mut want_list = lru;
+        if self.lru_gen_enabled() {
+            // The compatibility size follows the generation; the list is
+            // the one the folio was last sorted onto.
+            let ty = lru / LRU_FILE * LRU_FILE;
+            let (Some(gen), Some(on)) = (self.gen_flags.gen(folio), self.gen_flags.list(folio))
+            else {
+                return Err(format!("folio {}: PG_lru without a generation", folio.0));
+            };
+            let g = &self.memcg.memcgs[memcg.idx()].lruvec.lrugen;
+            lru = ty + g.is_active(gen) as usize * LRU_ACTIVE;
+            want_list = NR_LRU_LISTS + 2 * on + ty / LRU_FILE;
+        }
         // A lazyfree folio (anon without PG_swapbacked, on the file LRU)
         // never has swap: MADV_FREE freed it, and reclaim allocates none.
         let f = self.mem.flags(folio);
@@ -618,11 +647,47 @@ impl<A: Arch> Kernel<A> {
             ));
         }
         sizes[memcg.idx()][lru] += self.mem.folio_nr_pages(folio);
-        if (memcg != ROOT_MEM_CGROUP || self.lru.root) && listed != Some((memcg, lru)) {
+        if (memcg != ROOT_MEM_CGROUP || self.lru.root) && listed != Some((memcg, want_list)) {
             return Err(format!(
                 "folio {}: PG_lru says cgroup {memcg} list {lru}, found on {listed:?}",
                 folio.0
             ));
+        }
+        Ok(())
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// MGLRU: each generation's page count against its folios' pages.
+    fn check_gen_sizes(&self) -> Result<(), String> {
+        use crate::mm::lru_gen::MAX_NR_GENS;
+        let mut pages = vec![[[0i64; 2]; MAX_NR_GENS as usize]; self.memcg.memcgs.len()];
+        for (m, memcg) in self.memcg.memcgs.iter().enumerate() {
+            for list in memcg.lruvec.lrugen.folios.iter().flatten() {
+                self.lru.walk(list, |f| {
+                    let gen = self.gen_flags.gen(f).ok_or("listed without a generation")?;
+                    let ty = !self
+                        .mem
+                        .test(f, crate::include::linux::mm_types::PG_SWAPBACKED);
+                    pages[m][gen][ty as usize] += self.mem.folio_nr_pages(f) as i64;
+                    Ok(())
+                })?;
+            }
+            let g = &memcg.lruvec.lrugen;
+            if g.nr_pages != pages[m] {
+                return Err(format!(
+                    "cgroup {m}: generation sizes {:?} but its folios hold {:?}",
+                    g.nr_pages, pages[m]
+                ));
+            }
+            let nr_gens = |ty: usize| g.max_seq - g.min_seq[ty] + 1;
+            if !(2..=MAX_NR_GENS).contains(&nr_gens(0)) || !(2..=MAX_NR_GENS).contains(&nr_gens(1))
+            {
+                return Err(format!(
+                    "cgroup {m}: generations min {:?} max {} out of the window",
+                    g.min_seq, g.max_seq
+                ));
+            }
         }
         Ok(())
     }

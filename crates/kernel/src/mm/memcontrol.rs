@@ -94,6 +94,8 @@ pub(crate) struct Lruvec {
     /// `lruvec->refaults[]`: WORKINGSET_ACTIVATE_ANON / _FILE at the end
     /// of the last reclaim of this target (`snapshot_refaults()`).
     pub(crate) refaults: [u64; 2],
+    /// MGLRU's generations, refault feedback and mm list (mm/lru_gen.rs).
+    pub(crate) lrugen: crate::mm::lru_gen::LruGenFolio,
 }
 
 /// `struct mem_cgroup`
@@ -238,6 +240,7 @@ impl<A: Arch> Kernel<A> {
             v.resize(mm.0 as usize + 1, ROOT_MEM_CGROUP);
         }
         v[mm.0 as usize] = memcg;
+        self.lru_gen_migrate_mm(mm);
     }
 
     /// `folio_memcg()`

@@ -131,6 +131,8 @@ pub struct Mm {
     pub(crate) deposited: BTreeMap<u64, crate::include::linux::pgtable::Pfn>,
     /// Live child processes (for `wait`).
     pub children: Vec<MmId>,
+    /// `mm->lru_gen`: MGLRU's list membership and use bit.
+    pub(crate) lru_gen: crate::mm::lru_gen::MmLruGen,
 }
 
 /// Arguments of an mmap call, decoded by [`Kernel::sys_mmap`].
@@ -164,8 +166,10 @@ impl<A: Arch> Kernel<A> {
             rss: [0; NR_MM_COUNTERS],
             deposited: BTreeMap::new(),
             children: Vec::new(),
+            lru_gen: Default::default(),
         }));
         self.live_mms.insert(id);
+        self.lru_gen_add_mm(id);
         id
     }
 
@@ -569,8 +573,10 @@ impl<A: Arch> Kernel<A> {
 
     /// `exit_mmap()`: tear the whole address space down.
     pub fn exit_mmap(&mut self, mm: MmId) {
-        // __mmput(): khugepaged_exit() before exit_mmap().
+        // __mmput(): khugepaged_exit() before exit_mmap(), then
+        // lru_gen_del_mm() (the model has no mm left to walk either way).
         self.khugepaged_exit(mm);
+        self.lru_gen_del_mm(mm);
         let vmas: Vec<Vma> = self.mm(mm).vmas.values().copied().collect();
         self.tlb_gather_mmu(true);
         for v in &vmas {

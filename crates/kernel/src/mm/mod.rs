@@ -5,6 +5,7 @@ pub mod filemap;
 pub mod gup;
 pub(crate) mod huge_memory;
 pub(crate) mod khugepaged;
+pub(crate) mod lru_gen;
 pub mod madvise;
 pub(crate) mod memcontrol;
 pub mod memory;

@@ -9,7 +9,8 @@
 //! (`lru_add_drain()`); the model applies each at once. The resulting order
 //! differs only where batched additions and activations of the same
 //! moment would interleave. Not modelled: the unevictable list (mlock),
-//! page_idle, MGLRU. `folio_mark_accessed()` ages the non-resident pages
+//! page_idle. With MGLRU on, the references go to mm/lru_gen.rs.
+//! `folio_mark_accessed()` ages the non-resident pages
 //! (`workingset_activation()`, mm/workingset.rs).
 
 use crate::arch::Arch;
@@ -44,6 +45,11 @@ impl<A: Arch> Kernel<A> {
             "pfn {} already on the LRU",
             folio.0
         );
+        // MGLRU: a fault's new folio starts in the youngest generations.
+        let t = &self.lru_gen_task;
+        if self.lru_gen_enabled() && t.in_fault && !t.memalloc {
+            self.mem.set(folio, PG_ACTIVE);
+        }
         self.mem.set(folio, PG_LRU);
         self.lruvec_add_folio(folio);
     }
@@ -64,6 +70,10 @@ impl<A: Arch> Kernel<A> {
     /// `folio_mark_accessed()`: the first access sets PG_referenced, a
     /// second one activates an inactive folio (and clears PG_referenced).
     pub(crate) fn folio_mark_accessed(&mut self, folio: Pfn) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_inc_refs(folio);
+            return;
+        }
         if !self.mem.test(folio, PG_REFERENCED) {
             self.mem.set(folio, PG_REFERENCED);
         } else if !self.mem.test(folio, PG_ACTIVE) {
@@ -97,7 +107,16 @@ impl<A: Arch> Kernel<A> {
     /// folio moves to the head of its inactive list, losing PG_referenced;
     /// an inactive one stays where it is.
     pub(crate) fn folio_deactivate(&mut self, folio: Pfn) {
-        if !self.mem.test(folio, PG_LRU) || !self.mem.test(folio, PG_ACTIVE) {
+        if !self.mem.test(folio, PG_LRU) {
+            return;
+        }
+        // MGLRU: forget the references; a folio in the oldest generation
+        // stays where it is, any other moves (lru_deactivate()).
+        if self.lru_gen_enabled() {
+            if self.lru_gen_clear_refs(folio) {
+                return;
+            }
+        } else if !self.mem.test(folio, PG_ACTIVE) {
             return;
         }
         self.lruvec_del_folio(folio);
@@ -120,8 +139,14 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         self.lruvec_del_folio(folio);
-        self.mem
-            .clear(folio, PG_ACTIVE | PG_REFERENCED | PG_SWAPBACKED);
+        if self.lru_gen_enabled() {
+            self.mem.clear(folio, PG_ACTIVE);
+            self.lru_gen_clear_refs(folio);
+            self.mem.clear(folio, PG_SWAPBACKED);
+        } else {
+            self.mem
+                .clear(folio, PG_ACTIVE | PG_REFERENCED | PG_SWAPBACKED);
+        }
         self.lruvec_add_folio(folio);
         let nr = self.mem.folio_nr_pages(folio);
         self.vmstat.count_vm_events(VmEvent::PgLazyFree, nr);

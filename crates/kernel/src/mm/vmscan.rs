@@ -36,7 +36,9 @@
 //! slow path and reclaims one round of its priority loop before each
 //! allocation while awake (see `kswapd_run()`); it walks every cgroup and
 //! never scans proportionally in full.
-//! Not modelled: MGLRU, memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
+//! With MGLRU on (`lru_gen.enabled`), `shrink_node()` and `shrink_lruvec()`
+//! hand over to mm/lru_gen.rs, which shares `shrink_folio_list()`.
+//! Not modelled: memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
 //! level (the model's cgroups are children of the root).
 
 use crate::arch::Arch;
@@ -218,6 +220,7 @@ impl<A: Arch> Kernel<A> {
         sc: &mut ScanControl,
         ignore_references: bool,
     ) -> (ReclaimStat, Kept) {
+        self.vmstat.sim.shrink_folio_list += 1;
         let mut kept = Kept::default();
         let mut stat = ReclaimStat::default();
         let mut batch = 0;
@@ -537,6 +540,16 @@ impl<A: Arch> Kernel<A> {
     /// retries when nothing was reclaimed (a full cgroup walk, then forced
     /// deactivation).
     fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        // The reclaimer runs with PF_MEMALLOC (MGLRU: what it puts back is
+        // not a fault's new folio).
+        let saved = std::mem::replace(&mut self.lru_gen_task.memalloc, true);
+        let r = self.reclaim_priority_loop(sc);
+        self.lru_gen_task.memalloc = saved;
+        r
+    }
+
+    /// The body of `do_try_to_free_pages()`.
+    fn reclaim_priority_loop(&mut self, sc: &mut ScanControl) -> u64 {
         let initial_priority = sc.priority;
         loop {
             loop {
@@ -570,6 +583,10 @@ impl<A: Arch> Kernel<A> {
     /// progress resets kswapd's failures (a successful direct reclaim
     /// revives a kswapd that gave up).
     fn shrink_node(&mut self, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() && sc.target.is_none_or(|m| m == ROOT) {
+            self.lru_gen_shrink_node(sc);
+            return;
+        }
         let before = sc.nr_reclaimed;
         self.shrink_node_memcgs(sc);
         if sc.nr_reclaimed > before {
@@ -648,6 +665,9 @@ impl<A: Arch> Kernel<A> {
     /// `prepare_scan_control()`: the cost balance, which active lists may be
     /// deactivated, and `cache_trim_mode`.
     fn prepare_scan_control(&mut self, sc: &mut ScanControl, target: MemcgId) {
+        if self.lru_gen_enabled() {
+            return;
+        }
         if !sc.cgroup_reclaim() {
             // file_is_tiny: the node's file pages plus free pages would not
             // reach the high watermark, and anon can be scanned instead.
@@ -694,7 +714,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `can_reclaim_anon_pages()`: free swap space exists.
-    fn can_reclaim_anon_pages(&self) -> bool {
+    pub(crate) fn can_reclaim_anon_pages(&self) -> bool {
         self.swap.iter().any(|s| s.inuse_pages < s.nr_slots - 1)
     }
 
@@ -753,6 +773,11 @@ impl<A: Arch> Kernel<A> {
     /// cgroup reclaim, one proportional nudge and stop); then age the anon
     /// active list if its inactive list is low.
     fn shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() {
+            // Cgroup reclaim (global reclaim went to lru_gen_shrink_node()).
+            self.lru_gen_shrink_lruvec(memcg, sc);
+            return;
+        }
         let mut nr = self.get_scan_count(memcg, sc);
         let targets = nr;
         let mut nr_reclaimed = 0;
@@ -832,7 +857,7 @@ impl<A: Arch> Kernel<A> {
     /// the list its flags say), in order; each active one ages the
     /// non-resident pages (`workingset_age_nonresident()`). Returns the
     /// pages moved.
-    fn move_folios_to_lru(&mut self, folios: &[Pfn]) -> u64 {
+    pub(crate) fn move_folios_to_lru(&mut self, folios: &[Pfn]) -> u64 {
         let mut nr_moved = 0;
         for &f in folios {
             let nr = self.mem.folio_nr_pages(f);
@@ -850,7 +875,7 @@ impl<A: Arch> Kernel<A> {
     /// The pgscan/pgsteal event of this reclaimer (`reclaimer_offset()`):
     /// kswapd, proactive (memory.reclaim) or direct (an allocation or a
     /// charge); khugepaged does not reclaim in the model.
-    fn reclaim_events(sc: &ScanControl) -> (MemcgEvent, MemcgEvent, VmEvent, VmEvent) {
+    pub(crate) fn reclaim_events(sc: &ScanControl) -> (MemcgEvent, MemcgEvent, VmEvent, VmEvent) {
         if sc.kswapd {
             let m = (MemcgEvent::PgScanKswapd, MemcgEvent::PgStealKswapd);
             (m.0, m.1, VmEvent::PgScanKswapd, VmEvent::PgStealKswapd)
@@ -873,7 +898,7 @@ impl<A: Arch> Kernel<A> {
     /// memory cgroup (`if (!cgroup_reclaim(sc)) __count_vm_events()`);
     /// with `series.reclaim_stats_per_lruvec` (7.x) they are lruvec
     /// statistics (`mod_lruvec_state()`), counted for every reclaim.
-    fn reclaim_counts_globally(&self, sc: &ScanControl) -> bool {
+    pub(crate) fn reclaim_counts_globally(&self, sc: &ScanControl) -> bool {
         !sc.cgroup_reclaim() || self.cfg.series.reclaim_stats_per_lruvec
     }
 
@@ -981,6 +1006,18 @@ impl<A: Arch> Kernel<A> {
     /// had PG_referenced: dirty ones are then kept, not written).
     fn folio_check_references(&mut self, folio: Pfn, target: Option<MemcgId>) -> FolioRef {
         let (referenced_ptes, vm_flags) = self.folio_referenced(folio, true, target);
+        if self.lru_gen_enabled() {
+            // MGLRU: a young mapping marks the folio (lru_gen_set_refs());
+            // a second sighting activates it.
+            if referenced_ptes == 0 {
+                return FolioRef::Reclaim;
+            }
+            return if self.lru_gen_set_refs(folio) {
+                FolioRef::Activate
+            } else {
+                FolioRef::Keep
+            };
+        }
         let referenced_folio = self.mem.test(folio, PG_REFERENCED);
         self.mem.clear(folio, PG_REFERENCED);
         let file = self.folio_is_file_lru(folio);
@@ -1047,7 +1084,7 @@ pub(crate) struct Kswapd {
     /// The `balance_pgdat()` pass in progress; None while kswapd sleeps.
     run: Option<ScanControl>,
     /// `pgdat->kswapd_failures`: passes in a row that reclaimed nothing.
-    failures: u32,
+    pub(crate) failures: u32,
 }
 
 impl Kswapd {
@@ -1095,6 +1132,23 @@ impl<A: Arch> Kernel<A> {
     /// `kswapd()` does when `prepare_kswapd_sleep()` says no, counts
     /// `kswapd_high_wmark_hit_quickly` and starts another pass.
     pub(crate) fn kswapd_run(&mut self) {
+        if !self.kswapd.awake() {
+            return;
+        }
+        // kswapd is its own task: not in the workload's fault, PF_MEMALLOC.
+        let saved = std::mem::replace(
+            &mut self.lru_gen_task,
+            crate::mm::lru_gen::LruGenTask {
+                memalloc: true,
+                ..Default::default()
+            },
+        );
+        self.balance_pgdat_round();
+        self.lru_gen_task = saved;
+    }
+
+    /// One round of `balance_pgdat()`'s priority loop (see `kswapd_run()`).
+    fn balance_pgdat_round(&mut self) {
         let Some(mut sc) = self.kswapd.run.take() else {
             return;
         };
@@ -1128,6 +1182,10 @@ impl<A: Arch> Kernel<A> {
     /// `kswapd_age_node()`: when the node's inactive anon list is low,
     /// deactivate up to 32 pages of every cgroup's active anon list.
     fn kswapd_age_node(&mut self, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_age_node(sc);
+            return;
+        }
         if !self.can_age_anon_pages() || !self.inactive_is_low(ROOT, LRU_INACTIVE_ANON) {
             return;
         }

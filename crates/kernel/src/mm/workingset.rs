@@ -3,7 +3,8 @@
 //! workingset_age_nonresident(), workingset_eviction(),
 //! workingset_test_recent(), workingset_refault(), workingset_activation();
 //! mm/swap.c: lru_note_cost_refault(); mm/vmscan.c: snapshot_refaults()),
-//! Linux 6.18 without CONFIG_LRU_GEN (the reference host has no MGLRU).
+//! Linux 6.18 without MGLRU (the reference host has no CONFIG_LRU_GEN; with
+//! `lru_gen.enabled` the entry points hand over to mm/lru_gen.rs).
 //!
 //! Each memory cgroup's lruvec keeps `nonresident_age`, advanced by every
 //! eviction and every activation in it and in its descendants. A folio
@@ -56,7 +57,7 @@ const MEM_CGROUP_ID_SHIFT: u32 = 16;
 const EVICTION_SHIFT: u32 =
     (BITS_PER_LONG - BITS_PER_XA_VALUE) + WORKINGSET_SHIFT + NODES_SHIFT + MEM_CGROUP_ID_SHIFT;
 /// `EVICTION_MASK`
-const EVICTION_MASK: u64 = !0u64 >> EVICTION_SHIFT;
+pub(crate) const EVICTION_MASK: u64 = !0u64 >> EVICTION_SHIFT;
 
 /// A shadow entry: the xarray value entry `pack_shadow()` builds
 /// (`xa_mk_value()`: shifted left once with bit 0 set, so never 0). 0 in a
@@ -66,7 +67,7 @@ pub(crate) struct Shadow(pub u64);
 
 impl Shadow {
     /// `pack_shadow()` for node 0.
-    fn pack(memcg: MemcgId, eviction: u64, workingset: bool) -> Shadow {
+    pub(crate) fn pack(memcg: MemcgId, eviction: u64, workingset: bool) -> Shadow {
         let mut e = eviction & EVICTION_MASK;
         e = (e << MEM_CGROUP_ID_SHIFT) | memcg.0 as u64;
         e <<= NODES_SHIFT;
@@ -75,7 +76,7 @@ impl Shadow {
     }
 
     /// `unpack_shadow()`: (memcg, eviction, workingset).
-    fn unpack(self) -> (MemcgId, u64, bool) {
+    pub(crate) fn unpack(self) -> (MemcgId, u64, bool) {
         let mut e = self.0 >> 1;
         let workingset = e & ((1 << WORKINGSET_SHIFT) - 1) != 0;
         e >>= WORKINGSET_SHIFT + NODES_SHIFT;
@@ -112,6 +113,9 @@ impl<A: Arch> Kernel<A> {
     /// from the reclaim target's lruvec (the root's for global reclaim and
     /// MADV_PAGEOUT), which then ages by the folio's pages.
     pub(crate) fn workingset_eviction(&mut self, folio: Pfn, target: Option<MemcgId>) -> Shadow {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_eviction(folio);
+        }
         let memcg = target.unwrap_or(ROOT_MEM_CGROUP);
         let order = bucket_order(self.mem.nr_pages());
         let eviction = self.memcg.memcgs[memcg.idx()].lruvec.nonresident_age >> order;
@@ -123,6 +127,9 @@ impl<A: Arch> Kernel<A> {
     /// `workingset_test_recent()`: whether the refault distance of `shadow`
     /// fits the eviction cgroup's workingset. Returns (recent, workingset).
     pub(crate) fn workingset_test_recent(&self, shadow: Shadow, file: bool) -> (bool, bool) {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_shadow_recent(shadow);
+        }
         let (memcg, eviction, workingset) = shadow.unpack();
         if memcg.idx() >= self.memcg.memcgs.len() {
             return (false, workingset); // mem_cgroup_tryget() failed
@@ -147,7 +154,7 @@ impl<A: Arch> Kernel<A> {
     /// `mem_cgroup_get_nr_swap_pages()` on cgroup v1 (memsw accounting:
     /// the free swap of the machine) and for the model's cgroups, which
     /// have no swap limit.
-    fn mem_cgroup_get_nr_swap_pages(&self) -> u64 {
+    pub(crate) fn mem_cgroup_get_nr_swap_pages(&self) -> u64 {
         self.swap
             .iter()
             .map(|s| s.nr_slots - 1 - s.inuse_pages)
@@ -159,6 +166,10 @@ impl<A: Arch> Kernel<A> {
     /// activated (PG_active, the age advances) and, if it was PG_workingset
     /// at eviction, restored (PG_workingset, `lru_note_cost_refault()`).
     pub(crate) fn workingset_refault(&mut self, folio: Pfn, shadow: Shadow) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_refault(folio, shadow);
+            return;
+        }
         let file = !self
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
@@ -247,6 +258,9 @@ impl<A: Arch> Kernel<A> {
     /// `snapshot_refaults()`: remember the target's activations, so the
     /// next reclaim deactivates only if refaults came in since.
     pub(crate) fn snapshot_refaults(&mut self, target: Option<MemcgId>) {
+        if self.lru_gen_enabled() {
+            return;
+        }
         let memcg = target.unwrap_or(ROOT_MEM_CGROUP);
         let r = self.workingset_activations(memcg);
         self.memcg.memcgs[memcg.idx()].lruvec.refaults = r;

@@ -359,6 +359,9 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("arch", "x86_64"),
         ("cpus", "2"),
         ("fault_around_bytes", "65536"),
+        // /sys/kernel/mm/lru_gen/enabled: CONFIG_LRU_GEN_ENABLED is off
+        // in distribution and reference configs alike.
+        ("lru_gen.enabled", "0"),
         ("memory", "25769803776"),
         ("read_ahead_kb", "128"),
         ("series.batch_anon_unmap", "0"),

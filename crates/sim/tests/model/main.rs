@@ -16,6 +16,7 @@ mod lazyfree;
 mod limits;
 mod madvise_per_call;
 mod memcg;
+mod mglru;
 mod mmu_gather;
 mod pagemap;
 mod pagemap_summary;

@@ -48,6 +48,7 @@ pub struct Arm64;
 
 impl Arch for Arm64 {
     const TRACE_PAGE_FAULT_USER: bool = false;
+    const HW_NONLEAF_PMD_YOUNG: bool = false;
     const NAME: &'static str = "arm64";
 
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64 {
@@ -238,6 +239,9 @@ impl Arch for Arm64 {
     }
     fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
         mm::contpte::clear_flush_young_ptes(ptes, idx, nr, vs)
+    }
+    fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
+        mm::contpte::ptep_test_and_clear_young_block(ptes, idx, vs)
     }
     fn clear_young_dirty_ptes(
         ptes: &mut [u64],

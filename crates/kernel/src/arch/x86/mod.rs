@@ -41,6 +41,7 @@ pub struct X86_64;
 
 impl Arch for X86_64 {
     const TRACE_PAGE_FAULT_USER: bool = true;
+    const HW_NONLEAF_PMD_YOUNG: bool = true;
     const NAME: &'static str = "x86_64";
 
     fn pfn_pte(pfn: Pfn, prot: PteProt) -> u64 {

@@ -1,7 +1,8 @@
 //! LRU lists (include/linux/mmzone.h: enum lru_list, struct lruvec;
 //! include/linux/mm_inline.h: folio_lru_list(), lruvec_add_folio(),
 //! lruvec_add_folio_tail(), lruvec_del_folio(); mm/huge_memory.c:
-//! lru_add_split_folio()), Linux 6.18, classic two-list LRU (no MGLRU).
+//! lru_add_split_folio()), Linux 6.18, classic two-list LRU; with MGLRU
+//! on, the same entry points keep generations instead (mm/lru_gen.rs).
 //!
 //! Every memory cgroup has one lruvec (a single node) with four evictable
 //! lists; the unevictable list is not modelled (no mlock). A list keeps
@@ -206,7 +207,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `update_lru_size()` of the folio's lruvec.
     #[inline]
-    fn update_lru_size(&mut self, memcg: MemcgId, lru: usize, nr: i64) {
+    pub(crate) fn update_lru_size(&mut self, memcg: MemcgId, lru: usize, nr: i64) {
         let s = &mut self.vmstat.memcg[memcg.idx()].lru[lru];
         *s = s.wrapping_add_signed(nr);
     }
@@ -236,11 +237,19 @@ impl<A: Arch> Kernel<A> {
     /// say, in its cgroup's lruvec. The caller sets PG_lru.
     #[inline]
     pub(crate) fn lruvec_add_folio(&mut self, folio: Pfn) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_add_folio(folio, false);
+            return;
+        }
         self.lruvec_update(folio, 1, LruLinks::add_head);
     }
 
     /// `lruvec_add_folio_tail()`
     pub(crate) fn lruvec_add_folio_tail(&mut self, folio: Pfn) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_add_folio(folio, true);
+            return;
+        }
         self.lruvec_update(folio, 1, LruLinks::add_tail);
     }
 
@@ -248,6 +257,10 @@ impl<A: Arch> Kernel<A> {
     /// still say which). The caller clears PG_lru.
     #[inline]
     pub(crate) fn lruvec_del_folio(&mut self, folio: Pfn) {
+        if self.lru_gen_enabled() {
+            self.lru_gen_del_folio(folio, false);
+            return;
+        }
         self.lruvec_update(folio, -1, LruLinks::del);
     }
 
@@ -258,6 +271,10 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn lru_add_split_folio(&mut self, head: Pfn, tail: Pfn) {
         debug_assert!(self.mem.test(head, PG_LRU));
         self.mem.set(tail, PG_LRU);
+        if self.lru_gen_enabled() {
+            self.lru_gen_add_split_folio(head, tail);
+            return;
+        }
         let memcg = self.folio_memcg(head);
         if memcg != ROOT_MEM_CGROUP || self.lru.root {
             let lru = self.folio_lru_list(head);

@@ -189,6 +189,15 @@ impl<A: Arch> Kernel<A> {
         if vma.vm_flags & need == 0 {
             return VM_FAULT_SIGSEGV;
         }
+        // lru_gen_enter_fault() / lru_gen_exit_fault()
+        self.lru_gen_task.in_fault = crate::mm::swap::vma_has_recency(&vma);
+        let ret = self.handle_vma_fault(mm, vma, address, flags);
+        self.lru_gen_task.in_fault = false;
+        ret
+    }
+
+    /// The part of `__handle_mm_fault()` after the VMA checks.
+    fn handle_vma_fault(&mut self, mm: MmId, vma: Vma, address: u64, flags: u32) -> u32 {
         let address = align_down(address, PAGE_SIZE);
         let pmd = self.pmd_alloc(mm, address);
         let mut vmf = Vmf {

@@ -306,6 +306,22 @@ fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> b
     true
 }
 
+/// arm64 `ptep_test_and_clear_young()`: a non-contiguous entry alone, a
+/// contiguous one with its whole block (`contpte_ptep_test_and_clear_young()`);
+/// no TLB maintenance.
+pub(crate) fn ptep_test_and_clear_young_block(
+    ptes: &mut [u64],
+    idx: usize,
+    vs: &mut VmStat,
+) -> bool {
+    let (start, end) = contpte_align_range(ptes, idx, 1);
+    let mut young = false;
+    for i in start..end {
+        young |= ptep_test_and_clear_young(ptes, i, vs);
+    }
+    young
+}
+
 /// arm64 `ptep_clear_flush_young()` (`nr == 1`: `__ptep_clear_flush_young()`
 /// with a TLBI by page, or `contpte_ptep_clear_flush_young()` over the
 /// whole block) and seed 002's `clear_flush_young_ptes()` /
