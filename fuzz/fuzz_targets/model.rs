@@ -24,10 +24,12 @@ fuzz_target!(|data: &[u8]| {
         "[system]\narch = \"{arch}\"\nmemory = \"64M\"\n\
          transparent_hugepage.enabled = \"{}\"\n\
          transparent_hugepage.hugepages-{}kB.enabled = \"always\"\n\
+         lru_gen.enabled = {}\n\
          [[system.swap]]\nkind = \"{}\"\nsize = \"16M\"\n\
          [[file]]\nname = \"f\"\nsize = \"4M\"\nfill = \"write\"\n",
         ["always", "madvise", "never"][(data[0] as usize >> 1) % 3],
         MTHP[(data[0] as usize >> 3) % 4],
+        data[0] >> 7,
         ["file", "block", "zram"][(data[0] as usize >> 5) % 3],
     );
     let mut regions = 0usize;
