@@ -188,6 +188,13 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
     /// young. Generic (x86): one test-and-clear per entry, no TLB flush (a
     /// stale accessed bit in the TLB only skews aging).
     fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+        Self::test_and_clear_young_ptes(ptes, idx, nr, vs)
+    }
+
+    /// `ptep_test_and_clear_young()` (`nr == 1`) and 7.x's
+    /// `test_and_clear_young_ptes()`: the same without any TLB maintenance
+    /// (MGLRU's walks). Generic (x86): one test-and-clear per entry.
+    fn test_and_clear_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
         let mut young = false;
         for pte in &mut ptes[idx..idx + nr] {
             vs.sim.young_clear += 1;
@@ -198,18 +205,6 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
             }
         }
         young
-    }
-
-    /// `ptep_test_and_clear_young()` without a flush (MGLRU's walks).
-    /// Generic (x86): the one entry.
-    fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
-        vs.sim.young_clear += 1;
-        if !Self::pte_young(ptes[idx]) {
-            return false;
-        }
-        ptes[idx] = Self::pte_mkold(ptes[idx]);
-        vs.sim.pte_modify += 1;
-        true
     }
 
     /// `clear_young_dirty_ptes()` (MADV_COLD: `clear_dirty` false, only the

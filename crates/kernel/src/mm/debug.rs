@@ -486,16 +486,11 @@ impl<A: Arch> Kernel<A> {
         let first = if self.lru.root { 0 } else { 1 };
         for (m, memcg) in self.memcg.memcgs.iter().enumerate().skip(first) {
             // MGLRU: the generation lists, as codes 4 + 2 * gen + type.
-            let gens = memcg.lruvec.lrugen.folios.iter().flatten();
-            let lists: Vec<&ListHead> = if self.lru_gen_enabled() {
-                gens.collect()
+            let (base, lists): (usize, Vec<&ListHead>) = if self.lru_gen_enabled() {
+                let gens = memcg.lruvec.lrugen.folios.iter().flatten();
+                (NR_LRU_LISTS, gens.collect())
             } else {
-                memcg.lruvec.lists.iter().collect()
-            };
-            let base = if self.lru_gen_enabled() {
-                NR_LRU_LISTS
-            } else {
-                0
+                (0, memcg.lruvec.lists.iter().collect())
             };
             for (lru, list) in lists.into_iter().enumerate() {
                 let lru = base + lru;

@@ -51,7 +51,7 @@ use crate::mm::pgtable_generic::{PmdSlot, TableId};
 use crate::mm::swap::vma_has_recency;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY};
 use crate::mm::vmstat::{MemcgEvent, VmEvent};
-use crate::mm::workingset::Shadow;
+use crate::mm::workingset::{workingset_events, Shadow};
 use crate::{Kernel, MmId};
 
 /// `MIN_NR_GENS`
@@ -434,26 +434,6 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `update_batch_size()` + `reset_batch_size()` of one folio the
-    /// page-table walk promoted: its pages move between generations
-    /// (applied at once: nothing reads the sizes until the batch is
-    /// flushed).
-    fn lru_gen_move_size(&mut self, folio: Pfn, memcg: MemcgId, old: usize, new: usize) {
-        let ty = self.folio_type(folio);
-        let delta = self.mem.folio_nr_pages(folio) as i64;
-        let lru = if ty == FILE {
-            LRU_INACTIVE_FILE
-        } else {
-            LRU_INACTIVE_ANON
-        };
-        let g = self.lrugen_mut(memcg);
-        g.nr_pages[old][ty] -= delta;
-        g.nr_pages[new][ty] += delta;
-        let (ao, an) = (g.is_active(old), g.is_active(new));
-        self.update_lru_size(memcg, lru + ao as usize * LRU_ACTIVE, -delta);
-        self.update_lru_size(memcg, lru + an as usize * LRU_ACTIVE, delta);
-    }
-
     /// Link `folio` into list `gen` of its type, at the head or the tail.
     fn gen_list_add(&mut self, folio: Pfn, memcg: MemcgId, gen: usize, tail: bool) {
         let ty = self.folio_type(folio);
@@ -644,7 +624,11 @@ impl<A: Arch> Kernel<A> {
         if self.lru_gen_task.walk {
             if let Some(old) = self.folio_update_gen(folio, gen) {
                 if old != gen {
-                    self.lru_gen_move_size(folio, memcg, old, gen);
+                    // update_batch_size() + reset_batch_size(), at once:
+                    // nothing reads the sizes before the batch's flush. The
+                    // pages leave one generation's sizes and join another's.
+                    self.lru_gen_update_size(folio, memcg, Some(old), None);
+                    self.lru_gen_update_size(folio, memcg, None, Some(gen));
                 }
             }
         } else if self.lru_gen_set_refs(folio)
@@ -687,7 +671,7 @@ impl<A: Arch> Kernel<A> {
             let Some(folio) = self.gen_folio_of(page, memcg) else {
                 continue;
             };
-            if !A::ptep_test_and_clear_young(self.pt.table_mut(tid), idx, &mut self.vmstat) {
+            if !A::test_and_clear_young_ptes(self.pt.table_mut(tid), idx, 1, &mut self.vmstat) {
                 continue;
             }
             match last {
@@ -712,23 +696,20 @@ impl<A: Arch> Kernel<A> {
     /// before seed 002's batching); if one was young, also promote the young folios
     /// mapped by up to 64 PTEs around it in the same table and VMA, and
     /// when enough of those were young, mark the PTE table for the next
-    /// walk. Returns whether the PTE was young.
+    /// walk (the PMD entry of `mm` at `addr`). Returns whether the PTE
+    /// was young.
     pub(crate) fn lru_gen_look_around(
         &mut self,
         folio: Pfn,
+        mm: MmId,
         vma: &Vma,
-        pmd: PmdSlot,
         tid: TableId,
         addr: u64,
         nr: usize,
     ) -> bool {
         self.vmstat.sim.lru_gen_look_around += 1;
         let idx = pte_index(addr);
-        let mut was_young = false;
-        for i in idx..idx + nr {
-            was_young |= A::ptep_test_and_clear_young(self.pt.table_mut(tid), i, &mut self.vmstat);
-        }
-        if !was_young {
+        if !A::test_and_clear_young_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat) {
             return false;
         }
         let mut start = (addr & PMD_MASK).max(vma.vm_start);
@@ -753,6 +734,7 @@ impl<A: Arch> Kernel<A> {
         let n = ((end - start) / PAGE_SIZE) as usize;
         let young = 1 + self.young_ptes(tid, first..first + n, memcg, gen_of(max_seq));
         if suitable_to_scan(n as u64, young) {
+            let pmd = self.walk_to_pmd(mm, addr).expect("a mapped PTE's PMD");
             self.update_bloom_filter(memcg, max_seq, pmd);
         }
         true
@@ -1551,53 +1533,19 @@ impl<A: Arch> Kernel<A> {
         }
         let ty = self.folio_type(folio);
         let nr = self.mem.folio_nr_pages(folio);
-        let (refault, activate, restore) = if ty == FILE {
-            (
-                (
-                    VmEvent::WorkingsetRefaultFile,
-                    MemcgEvent::WorkingsetRefaultFile,
-                ),
-                (
-                    VmEvent::WorkingsetActivateFile,
-                    MemcgEvent::WorkingsetActivateFile,
-                ),
-                (
-                    VmEvent::WorkingsetRestoreFile,
-                    MemcgEvent::WorkingsetRestoreFile,
-                ),
-            )
-        } else {
-            (
-                (
-                    VmEvent::WorkingsetRefaultAnon,
-                    MemcgEvent::WorkingsetRefaultAnon,
-                ),
-                (
-                    VmEvent::WorkingsetActivateAnon,
-                    MemcgEvent::WorkingsetActivateAnon,
-                ),
-                (
-                    VmEvent::WorkingsetRestoreAnon,
-                    MemcgEvent::WorkingsetRestoreAnon,
-                ),
-            )
-        };
-        let count = |k: &mut Self, (g, m): (VmEvent, MemcgEvent)| {
-            k.vmstat.count_vm_events(g, nr);
-            k.vmstat.count_memcg_events(memcg, m, nr);
-        };
-        count(self, refault);
+        let [refault, activate, restore] = workingset_events(ty == FILE);
+        self.mod_lruvec_state(memcg, refault, nr);
         if !recent {
             return;
         }
         let refs = (token & ((1 << LRU_REFS_WIDTH) - 1)) + 1;
         self.lrugen_mut(memcg).refaulted[ty][tier_of(refs, ws)] += nr;
         if self.lru_gen_task.in_fault {
-            count(self, activate);
+            self.mod_lruvec_state(memcg, activate, nr);
         }
         if ws {
             self.mem.set(folio, PG_WORKINGSET);
-            count(self, restore);
+            self.mod_lruvec_state(memcg, restore, nr);
         } else {
             self.gen_flags.set_refs_field(folio, refs - 1);
         }

@@ -932,8 +932,8 @@ impl<A: Arch> Kernel<A> {
                         nr = self.folio_pte_batch(tid, idx, folio, max_nr as usize, false) as u64;
                     }
                     let young = if self.lru_gen_enabled() {
-                        let pmd = self.walk_to_pmd(hit.mm, w.address).expect("mapped");
-                        self.lru_gen_look_around(folio, &hit.vma, pmd, tid, w.address, nr as usize)
+                        let (mm, vma) = (hit.mm, &hit.vma);
+                        self.lru_gen_look_around(folio, mm, vma, tid, w.address, nr as usize)
                     } else {
                         let table = self.pt.table_mut(tid);
                         A::clear_flush_young_ptes(table, idx, nr as usize, &mut self.vmstat)

@@ -139,14 +139,14 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         self.lruvec_del_folio(folio);
-        if self.lru_gen_enabled() {
-            self.mem.clear(folio, PG_ACTIVE);
-            self.lru_gen_clear_refs(folio);
-            self.mem.clear(folio, PG_SWAPBACKED);
+        // MGLRU's lru_gen_clear_refs() finds the folio off its list and
+        // keeps its references.
+        let refs = if self.lru_gen_enabled() {
+            0
         } else {
-            self.mem
-                .clear(folio, PG_ACTIVE | PG_REFERENCED | PG_SWAPBACKED);
-        }
+            PG_REFERENCED
+        };
+        self.mem.clear(folio, PG_ACTIVE | refs | PG_SWAPBACKED);
         self.lruvec_add_folio(folio);
         let nr = self.mem.folio_nr_pages(folio);
         self.vmstat.count_vm_events(VmEvent::PgLazyFree, nr);

@@ -94,6 +94,27 @@ pub(crate) fn bucket_order(totalram_pages: u64) -> u32 {
     max_order.saturating_sub(timestamp_bits)
 }
 
+/// `WORKINGSET_REFAULT_BASE`, `WORKINGSET_ACTIVATE_BASE` and
+/// `WORKINGSET_RESTORE_BASE` of the anon or file type, as (/proc/vmstat,
+/// memory.stat) events.
+pub(crate) fn workingset_events(file: bool) -> [(VmEvent, MemcgEvent); 3] {
+    use MemcgEvent as M;
+    use VmEvent as V;
+    if file {
+        [
+            (V::WorkingsetRefaultFile, M::WorkingsetRefaultFile),
+            (V::WorkingsetActivateFile, M::WorkingsetActivateFile),
+            (V::WorkingsetRestoreFile, M::WorkingsetRestoreFile),
+        ]
+    } else {
+        [
+            (V::WorkingsetRefaultAnon, M::WorkingsetRefaultAnon),
+            (V::WorkingsetActivateAnon, M::WorkingsetActivateAnon),
+            (V::WorkingsetRestoreAnon, M::WorkingsetRestoreAnon),
+        ]
+    }
+}
+
 impl<A: Arch> Kernel<A> {
     /// `workingset_age_nonresident()`: age `memcg`'s lruvec and every
     /// ancestor's by `nr_pages`.
@@ -175,37 +196,7 @@ impl<A: Arch> Kernel<A> {
             .test(folio, crate::include::linux::mm_types::PG_SWAPBACKED);
         let nr = self.mem.folio_nr_pages(folio);
         let memcg = self.folio_memcg(folio);
-        let (refault, activate, restore) = if file {
-            (
-                (
-                    VmEvent::WorkingsetRefaultFile,
-                    MemcgEvent::WorkingsetRefaultFile,
-                ),
-                (
-                    VmEvent::WorkingsetActivateFile,
-                    MemcgEvent::WorkingsetActivateFile,
-                ),
-                (
-                    VmEvent::WorkingsetRestoreFile,
-                    MemcgEvent::WorkingsetRestoreFile,
-                ),
-            )
-        } else {
-            (
-                (
-                    VmEvent::WorkingsetRefaultAnon,
-                    MemcgEvent::WorkingsetRefaultAnon,
-                ),
-                (
-                    VmEvent::WorkingsetActivateAnon,
-                    MemcgEvent::WorkingsetActivateAnon,
-                ),
-                (
-                    VmEvent::WorkingsetRestoreAnon,
-                    MemcgEvent::WorkingsetRestoreAnon,
-                ),
-            )
-        };
+        let [refault, activate, restore] = workingset_events(file);
         self.mod_lruvec_state(memcg, refault, nr);
         let (recent, workingset) = self.workingset_test_recent(shadow, file);
         if !recent {
@@ -223,7 +214,12 @@ impl<A: Arch> Kernel<A> {
 
     /// `mod_lruvec_state()` of a counter that only grows: the node's
     /// (/proc/vmstat) and the cgroup's (memory.stat).
-    fn mod_lruvec_state(&mut self, memcg: MemcgId, (node, m): (VmEvent, MemcgEvent), nr: u64) {
+    pub(crate) fn mod_lruvec_state(
+        &mut self,
+        memcg: MemcgId,
+        (node, m): (VmEvent, MemcgEvent),
+        nr: u64,
+    ) {
         self.vmstat.count_vm_events(node, nr);
         self.vmstat.count_memcg_events(memcg, m, nr);
     }

@@ -240,8 +240,8 @@ impl Arch for Arm64 {
     fn clear_flush_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
         mm::contpte::clear_flush_young_ptes(ptes, idx, nr, vs)
     }
-    fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> bool {
-        mm::contpte::ptep_test_and_clear_young_block(ptes, idx, vs)
+    fn test_and_clear_young_ptes(ptes: &mut [u64], idx: usize, nr: usize, vs: &mut VmStat) -> bool {
+        mm::contpte::test_and_clear_young_ptes(ptes, idx, nr, vs).0
     }
     fn clear_young_dirty_ptes(
         ptes: &mut [u64],

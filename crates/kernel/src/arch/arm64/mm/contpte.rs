@@ -306,42 +306,40 @@ fn ptep_test_and_clear_young(ptes: &mut [u64], idx: usize, vs: &mut VmStat) -> b
     true
 }
 
-/// arm64 `ptep_test_and_clear_young()`: a non-contiguous entry alone, a
-/// contiguous one with its whole block (`contpte_ptep_test_and_clear_young()`);
-/// no TLB maintenance.
-pub(crate) fn ptep_test_and_clear_young_block(
+/// arm64 `ptep_test_and_clear_young()` (`nr == 1`) and 7.x's
+/// `test_and_clear_young_ptes()`: non-contiguous entries alone, contiguous
+/// ones with their whole blocks (`contpte_test_and_clear_young_ptes()`,
+/// the range widened by `contpte_align_addr_ptep()`), no TLB maintenance.
+/// Returns whether one was young and the entries covered.
+pub(crate) fn test_and_clear_young_ptes(
     ptes: &mut [u64],
     idx: usize,
+    nr: usize,
     vs: &mut VmStat,
-) -> bool {
-    let (start, end) = contpte_align_range(ptes, idx, 1);
+) -> (bool, usize) {
+    let (start, end) = contpte_align_range(ptes, idx, nr);
     let mut young = false;
     for i in start..end {
         young |= ptep_test_and_clear_young(ptes, i, vs);
     }
-    young
+    (young, end - start)
 }
 
 /// arm64 `ptep_clear_flush_young()` (`nr == 1`: `__ptep_clear_flush_young()`
 /// with a TLBI by page, or `contpte_ptep_clear_flush_young()` over the
 /// whole block) and seed 002's `clear_flush_young_ptes()` /
-/// `contpte_clear_flush_young_ptes()`: the range widened to the blocks its
-/// first and last entries are in (`contpte_align_addr_ptep()`), one
-/// test-and-clear per entry, one TLBI without DSB if any was young.
+/// `contpte_clear_flush_young_ptes()`: `test_and_clear_young_ptes()`,
+/// then one TLBI without DSB over the range if any was young.
 pub(crate) fn clear_flush_young_ptes(
     ptes: &mut [u64],
     idx: usize,
     nr: usize,
     vs: &mut VmStat,
 ) -> bool {
-    let (start, end) = contpte_align_range(ptes, idx, nr);
-    let mut young = false;
-    for i in start..end {
-        young |= ptep_test_and_clear_young(ptes, i, vs);
-    }
+    let (young, span) = test_and_clear_young_ptes(ptes, idx, nr, vs);
     if young {
         vs.sim.young_flush += 1;
-        super::tlbflush::__flush_tlb_range_nosync((end - start) as u64, vs);
+        super::tlbflush::__flush_tlb_range_nosync(span as u64, vs);
     }
     young
 }
