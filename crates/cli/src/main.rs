@@ -390,6 +390,26 @@ enum Cmd {
     ///   foliosim vm kernel build --src ~/linux --arch arm64
     #[command(verbatim_doc_comment)]
     Vm(VmArgs),
+    /// Record a real program, to replay it as a scenario (root; x86_64).
+    ///
+    /// Runs CMD and its children with THP disabled and address-space
+    /// randomisation off, and records their memory-management system calls
+    /// (mmap, munmap, mremap, mprotect, madvise, brk; fork, clone, exec,
+    /// exit) and every page fault (address, write, thread, time) into a
+    /// directory: `recording.toml`, the replay's scenario header (its
+    /// [system] is the recording policy; edit or --set it like any
+    /// scenario's), and `trace.fsr`, the compact trace. Every command that
+    /// takes a scenario takes the directory: `run`, `native`, `vm`,
+    /// `compare`, `sweep`. The directory appears only when the recording
+    /// is complete.
+    ///
+    /// Examples:
+    ///   sudo foliosim record --out xz.rec -- xz -9 -k -f big.bin
+    ///   foliosim record --summary xz.rec
+    ///   foliosim run xz.rec --set transparent_hugepage.hugepages-64kB.enabled=always
+    ///   foliosim record --scenario xz.rec > xz-replay.toml
+    #[command(verbatim_doc_comment)]
+    Record(RecordArgs),
     /// Describe the host as a scenario `[system]` fragment.
     Probe,
     /// Folio sizes of a running process, per kind of mapping (root).
@@ -793,6 +813,94 @@ fn cmd_vm(a: &VmArgs) -> Result<bool, String> {
     }
 }
 
+/// `foliosim record`.
+#[derive(clap::Args, Debug)]
+struct RecordArgs {
+    /// The recording directory to create (default: CMD's name and `.rec`).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// After recording, run CMD again without recording and report the
+    /// overhead (CMD must be safe to run twice).
+    #[arg(long)]
+    overhead: bool,
+    /// Describe the recording directory DIR instead of recording.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "overhead", "scenario"])]
+    summary: Option<PathBuf>,
+    /// Print the replay scenario of the recording directory DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "overhead"])]
+    scenario: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn cmd_record(a: &RecordArgs) -> Result<bool, String> {
+    if let Some(dir) = &a.summary {
+        let s = foliosim_recording::summary(dir).map_err(|e| e.to_string())?;
+        return inputs::print(&s).map(|_| true);
+    }
+    if let Some(dir) = &a.scenario {
+        let src = foliosim_scenario::Source::recording(dir).map_err(|e| e.to_string())?;
+        return inputs::print(&src.text).map(|_| true);
+    }
+    let Some(prog) = a.command.first() else {
+        return Err(
+            "record: give the program after `--` (foliosim record -- CMD ARGS...), \
+                    or --summary DIR"
+                .into(),
+        );
+    };
+    let out = a.out.clone().unwrap_or_else(|| {
+        let name = Path::new(prog)
+            .file_name()
+            .map_or_else(|| "program".into(), |n| n.to_string_lossy().into_owned());
+        PathBuf::from(format!("{name}.rec"))
+    });
+    let opts = foliosim_native::record::RecordOptions {
+        out: out.clone(),
+        command: a.command.clone(),
+        overhead: a.overhead,
+        progress: true,
+    };
+    let r = foliosim_native::record::record(&opts).map_err(|e| match e {
+        foliosim_native::NativeError::Refused(why) => format!("record: {why}"),
+        e => format!("record: {e}"),
+    })?;
+    let m = &r.meta;
+    let mut line = format!(
+        "recorded {} page faults of {} processes ({} threads) in {:.3} s into {} \
+         ({} bytes)",
+        r.faults,
+        r.processes,
+        r.threads,
+        m.wall_ns as f64 / 1e9,
+        out.display(),
+        r.trace_bytes
+    );
+    if m.plain_wall_ns > 0 {
+        line += &format!(
+            "; without recording {:.3} s ({:.2}x)",
+            m.plain_wall_ns as f64 / 1e9,
+            m.wall_ns as f64 / m.plain_wall_ns as f64
+        );
+    }
+    println!("{line}");
+    if m.lost_faults > 0 {
+        foliosim_uapi::note!(
+            "foliosim record: {} fault events were lost: the recording is incomplete",
+            m.lost_faults
+        );
+    }
+    if m.status & 0x7f != 0 {
+        foliosim_uapi::note!(
+            "foliosim record: the program was killed by signal {}; the recording replays \
+             up to that point",
+            m.status & 0x7f
+        );
+    }
+    Ok(true)
+}
+
 /// Run the command `cli` names.
 fn dispatch(cli: &Cli) -> Result<bool, String> {
     match &cli.cmd {
@@ -807,6 +915,7 @@ fn dispatch(cli: &Cli) -> Result<bool, String> {
         Cmd::Diff(a) => sweep::cmd_diff(a),
         Cmd::Native(a) => cmd_run(&a.common, Engine::Native { trace: !a.no_trace }),
         Cmd::Restore { workdir } => cmd_restore(workdir),
+        Cmd::Record(a) => cmd_record(a),
         Cmd::Census { pid, format } => foliosim_native::census::census(*pid)
             .map_err(|e| e.to_string())
             .and_then(|c| match format.as_str() {

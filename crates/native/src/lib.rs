@@ -42,6 +42,7 @@ mod pagemap;
 mod perf;
 mod probe;
 mod protocol;
+pub mod record;
 mod swapdev;
 mod sys;
 mod threads;

@@ -44,7 +44,7 @@ pub(crate) struct Events {
     pub missing: Vec<(String, String)>,
 }
 
-fn tracefs_root() -> Option<PathBuf> {
+pub(crate) fn tracefs_root() -> Option<PathBuf> {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .iter()
         .map(PathBuf::from)

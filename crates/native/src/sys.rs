@@ -145,6 +145,46 @@ pub(crate) fn waitpid(pid: i32, nohang: bool) -> io::Result<Option<Exit>> {
     }
 }
 
+/// waitpid(pid, __WALL) of a traced task: its id and raw wait status.
+pub(crate) fn wait_any(pid: i32) -> io::Result<(i32, i32)> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid writable int.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok((r, status));
+    }
+}
+
+/// A ptrace(2) request on a tracee that takes no pointer (`data` is a
+/// number: options or a signal).
+pub(crate) fn ptrace(req: libc::c_uint, tid: i32, addr: u64, data: u64) -> io::Result<i64> {
+    // SAFETY: requests passed here read no memory of ours (`addr` and
+    // `data` are numbers to them).
+    let r = unsafe { libc::ptrace(req, tid, addr, data) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r)
+}
+
+/// PTRACE_GETEVENTMSG: the message of the tracee's last ptrace event.
+pub(crate) fn ptrace_geteventmsg(tid: i32) -> io::Result<u64> {
+    let mut msg: libc::c_ulong = 0;
+    // SAFETY: the kernel writes one unsigned long to `msg`.
+    let r = unsafe { libc::ptrace(libc::PTRACE_GETEVENTMSG, tid, 0, &mut msg) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(msg as u64)
+}
+
 pub(crate) fn signal_name(sig: i32) -> String {
     match sig {
         libc::SIGSEGV => "SIGSEGV".into(),

@@ -174,7 +174,7 @@ pub enum Access {
 }
 
 /// Which pages of the touched range are accessed, in which order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pattern {
     /// Every page, ascending.
     Sequential,
@@ -188,6 +188,9 @@ pub enum Pattern {
     /// The first page of every 2 MiB-aligned virtual block that the range
     /// covers (one page per page table), ascending.
     OnePerPageTable,
+    /// `pattern = "list"`: the pages of `pages` (indexes from the start
+    /// of the range), in that order (a recording's replay).
+    List(Vec<u32>),
 }
 
 /// How much of each touched page a touch accesses (`unit`).
@@ -241,6 +244,9 @@ pub struct MmapStep {
     /// `map = true`: report the region's per-page folio map at the end
     /// of every phase (default false).
     pub map: bool,
+    /// `at`: the address to map at (a hint, as mmap(2) takes it; default:
+    /// where the kernel would place the mapping).
+    pub addr: Option<u64>,
 }
 
 #[derive(Clone, Debug)]

@@ -61,6 +61,9 @@ impl Source {
     /// end. An I/O error is a [`ScenarioError`] with line 0; text that is
     /// not UTF-8 names the line and column of the first bad byte.
     pub fn read(path: &Path) -> Result<Source> {
+        if path.is_dir() {
+            return Source::recording(path);
+        }
         let stdin = path.as_os_str() == "-";
         let label = if stdin {
             STDIN_LABEL.to_string()
@@ -81,6 +84,32 @@ impl Source {
             message: format!("cannot read the scenario: {e}"),
         })?;
         Source::from_bytes(label, bytes)
+    }
+
+    /// The replay scenario of the recording directory `dir`
+    /// ([`foliosim_recording`]): its header followed by the steps its
+    /// trace becomes, labelled with the header's path.
+    pub fn recording(dir: &Path) -> Result<Source> {
+        if !foliosim_recording::is_recording(dir) {
+            return Err(ScenarioError {
+                file: dir.display().to_string(),
+                line: 0,
+                col: 0,
+                field: String::new(),
+                message: format!(
+                    "a directory, but not a recording (it has no {})",
+                    foliosim_recording::HEADER
+                ),
+            });
+        }
+        let (label, text) = foliosim_recording::replay_text(dir).map_err(|e| ScenarioError {
+            file: e.file.display().to_string(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: e.what,
+        })?;
+        Ok(Source { label, text })
     }
 
     /// The scenario text `bytes` named `label`; text that is not UTF-8

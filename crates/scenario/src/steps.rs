@@ -63,11 +63,11 @@ impl Op {
         match self {
             Op::Mmap => &[
                 "op", "region", "kind", "file", "shared", "size", "offset", "prot", "madvise",
-                "map",
+                "map", "at",
             ],
             Op::Touch => &[
                 "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
-                "unit",
+                "unit", "pages",
             ],
             Op::Madvise => &["op", "region", "advice", "offset", "len", "per_call"],
             Op::Munmap => &["op", "region", "offset", "len"],
@@ -124,6 +124,7 @@ enum PatternName {
     Random,
     Stride,
     OnePerPt,
+    List,
 }
 
 const PATTERNS: &[(&str, PatternName)] = &[
@@ -131,6 +132,7 @@ const PATTERNS: &[(&str, PatternName)] = &[
     ("random", PatternName::Random),
     ("stride", PatternName::Stride),
     ("one-per-pt", PatternName::OnePerPt),
+    ("list", PatternName::List),
 ];
 
 const UNITS: &[(&str, TouchUnit)] = &[("page", TouchUnit::Page), ("word", TouchUnit::Word)];
@@ -455,6 +457,16 @@ impl StepChecker<'_> {
         });
         let advise = f.opt("madvise", advice_list)?.unwrap_or_default();
         let map = f.opt("map", Ctx::boolean)?.unwrap_or(false);
+        let addr = f.opt("at", Ctx::page_offset)?;
+        if let Some(a) = addr {
+            if a == 0 || a.checked_add(size).is_none_or(|end| end > USER_TOP) {
+                let msg = format!(
+                    "at = {a:#x}: the mapping must lie above 0 and below {USER_TOP:#x} \
+                     (the user address space of 4-level page tables)"
+                );
+                return Err(f.err_at("at", msg));
+            }
+        }
         let mut file_offset = 0;
         let backing = match kind {
             Kind::File => {
@@ -492,6 +504,7 @@ impl StepChecker<'_> {
             prot,
             advise,
             map,
+            addr,
         }))
     }
 
@@ -585,6 +598,9 @@ impl StepChecker<'_> {
         if name != PatternName::Stride {
             f.forbid("stride", "with pattern = \"stride\"")?;
         }
+        if name != PatternName::List {
+            f.forbid("pages", "with pattern = \"list\"")?;
+        }
         let pattern = match name {
             PatternName::Sequential => Pattern::Sequential,
             PatternName::Random => Pattern::Random {
@@ -594,6 +610,7 @@ impl StepChecker<'_> {
                 stride: f.req("stride", Ctx::page_size)?,
             },
             PatternName::OnePerPt => Pattern::OnePerPageTable,
+            PatternName::List => Pattern::List(f.req("pages", page_list)?),
         };
         let unit = f.opt("unit", |c, n, p| c.choice(n, p, UNITS))?;
         let unit = unit.unwrap_or_default();
@@ -613,6 +630,13 @@ impl StepChecker<'_> {
             }
         }
         let range = range(f, &region, size)?;
+        if let Pattern::List(pages) = &pattern {
+            let n = range.len.unwrap_or(size - range.offset) / foliosim_uapi::PAGE_SIZE;
+            if let Some(p) = pages.iter().find(|&&p| u64::from(p) >= n) {
+                let msg = format!("page {p} is beyond the range's {n} pages");
+                return Err(f.err_at("pages", msg));
+            }
+        }
         Ok(StepKind::Touch {
             region,
             access,
@@ -732,4 +756,35 @@ fn advice_list(ctx: &Ctx, node: &Node, field: &str) -> Result<Vec<Madv>> {
         .enumerate()
         .map(|(i, item)| ctx.choice(item, &format!("{field}[{}]", i + 1), ADVICE))
         .collect()
+}
+
+/// The top of the user address space with 4-level page tables (x86_64
+/// and arm64 with 48-bit virtual addresses): `at` must stay below it.
+const USER_TOP: u64 = 1 << 47;
+
+/// `pages`: page indexes in touch order, comma-separated; `a-b` is every
+/// page from a to b by one, ascending or descending.
+fn page_list(c: &Ctx, node: &crate::tree::Node, field: &str) -> Result<Vec<u32>> {
+    let s = c.string(node, field)?;
+    let bad = |item: &str| {
+        let msg =
+            format!("expected page numbers and ranges like \"0-15,40,39-32\", found {item:?}");
+        c.err(&node.origin, field, msg)
+    };
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        let num = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(item));
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a <= b {
+                    out.extend(a..=b);
+                } else {
+                    out.extend((b..=a).rev());
+                }
+            }
+            None => out.push(num(item)?),
+        }
+    }
+    Ok(out)
 }

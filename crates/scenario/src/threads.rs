@@ -166,6 +166,12 @@ impl StepChecker<'_> {
         if !split {
             return Ok(step.clone());
         }
+        if matches!(pattern, crate::Pattern::List(_)) {
+            let origin = table.get("pattern").map_or(&table.origin, |n| &n.origin);
+            let msg = "a touch with pattern = \"list\" cannot be split among threads (its \
+                       pages are a list, not a range): set split = false";
+            return Err(self.ctx.err(origin, &format!("{path}.split"), msg));
+        }
         let size = scope.regions.get(region).copied().unwrap_or(0);
         let len = range.len.unwrap_or(size - range.offset);
         let pages = len / PAGE_SIZE;
@@ -185,7 +191,7 @@ impl StepChecker<'_> {
             kind: StepKind::Touch {
                 region: region.clone(),
                 access: *access,
-                pattern: *pattern,
+                pattern: pattern.clone(),
                 range: Range {
                     offset: range.offset + first * PAGE_SIZE,
                     len: Some(n * PAGE_SIZE),

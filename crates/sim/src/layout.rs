@@ -70,10 +70,18 @@ impl Layout {
 }
 
 impl Placement for Layout {
-    fn mmap(&mut self, prot: i32, flags: i32, file: Option<u32>, size: u64, offset: u64) -> u64 {
+    fn mmap(
+        &mut self,
+        addr: u64,
+        prot: i32,
+        flags: i32,
+        file: Option<u32>,
+        size: u64,
+        offset: u64,
+    ) -> u64 {
         let file = file.map(|i| self.files[i as usize]);
         self.k
-            .sys_mmap(self.cur, 0, size, prot, flags, file, offset)
+            .sys_mmap(self.cur, addr, size, prot, flags, file, offset)
             .unwrap_or(0)
     }
 

@@ -330,7 +330,17 @@ pub trait Placement {
     /// The address mmap(2) without a hint gives this mapping (the
     /// `PROT_*`/`MAP_*` values, the `[[file]]` index, the size and file
     /// offset) in the current process; 0 when it cannot say.
-    fn mmap(&mut self, prot: i32, flags: i32, file: Option<u32>, size: u64, offset: u64) -> u64;
+    /// With `addr` (the step's `at`), the address mmap(2) gives a mapping
+    /// asked for there.
+    fn mmap(
+        &mut self,
+        addr: u64,
+        prot: i32,
+        flags: i32,
+        file: Option<u32>,
+        size: u64,
+        offset: u64,
+    ) -> u64;
     /// munmap(2) of `len` bytes at `addr` in the current process.
     fn munmap(&mut self, addr: u64, len: u64);
     /// A fork: the current process becomes a copy of itself until
@@ -348,8 +358,8 @@ pub trait Placement {
 pub struct NoHints;
 
 impl Placement for NoHints {
-    fn mmap(&mut self, _: i32, _: i32, _: Option<u32>, _: u64, _: u64) -> u64 {
-        0
+    fn mmap(&mut self, addr: u64, _: i32, _: i32, _: Option<u32>, _: u64, _: u64) -> u64 {
+        addr
     }
     fn munmap(&mut self, _: u64, _: u64) {}
     fn fork(&mut self) -> Result<(), String> {
@@ -443,13 +453,14 @@ impl Compiler<'_> {
     /// cannot say).
     fn layout_address(
         &mut self,
+        addr: u64,
         prot: i32,
         flags: i32,
         file: Option<u32>,
         size: u64,
         offset: u64,
     ) -> u64 {
-        self.addr.place.mmap(prot, flags, file, size, offset)
+        self.addr.place.mmap(addr, prot, flags, file, size, offset)
     }
 
     fn steps(&mut self, steps: &[Step]) -> Result<Vec<Op>, CompileError> {
@@ -493,7 +504,7 @@ impl Compiler<'_> {
                 pattern,
                 range,
                 unit,
-            } => self.touch(step, region, range, *access, *pattern, *unit)?,
+            } => self.touch(step, region, range, *access, pattern, *unit)?,
             StepKind::Madvise {
                 region,
                 advice,
@@ -571,7 +582,7 @@ impl Compiler<'_> {
         if file.is_none() || (m.prot.write && !m.shared) {
             self.anon_bytes = self.anon_bytes.saturating_add(m.size);
         }
-        let hint = self.layout_address(p, flags, file, m.size, m.file_offset);
+        let hint = self.layout_address(m.addr.unwrap_or(0), p, flags, file, m.size, m.file_offset);
         self.addr.regions.insert(m.region.to_string(), hint);
         let id = self.regions.len() as u32;
         self.regions.push(RegionDecl {
@@ -614,20 +625,21 @@ impl Compiler<'_> {
         region: &str,
         range: &Range,
         access: Access,
-        pattern: Pattern,
+        pattern: &Pattern,
         unit: TouchUnit,
     ) -> Result<Op, CompileError> {
         let (id, offset, len) = self.region_range(step, region, range)?;
         let pat = match pattern {
             Pattern::Sequential => Pat::Seq,
-            Pattern::Stride { stride } => Pat::Stride(stride.max(1)),
+            Pattern::Stride { stride } => Pat::Stride((*stride).max(1)),
+            Pattern::List(pages) => Pat::Random(pages.clone()),
             Pattern::OnePerPageTable => Pat::OnePerPt,
             Pattern::Random { seed } => {
                 let n = u32::try_from(len / PAGE_SIZE).map_err(|_| CompileError {
                     at: self.at(step).to_string(),
                     what: "random touch of more than 2^32 pages".into(),
                 })?;
-                Pat::Random(foliosim_scenario::random_order(n, seed))
+                Pat::Random(foliosim_scenario::random_order(n, *seed))
             }
         };
         // The parser allows words only for reads, sequential or random.
@@ -824,7 +836,7 @@ mod tests {
     struct Calls(Vec<String>);
 
     impl Placement for Calls {
-        fn mmap(&mut self, _: i32, _: i32, _: Option<u32>, size: u64, _: u64) -> u64 {
+        fn mmap(&mut self, _: u64, _: i32, _: i32, _: Option<u32>, size: u64, _: u64) -> u64 {
             self.0.push(format!("mmap {size:#x}"));
             0
         }

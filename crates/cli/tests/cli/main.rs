@@ -11,4 +11,5 @@ mod cli;
 mod output;
 mod plot;
 mod readme;
+mod record;
 mod sweep;

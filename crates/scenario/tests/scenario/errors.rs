@@ -50,7 +50,7 @@ fn unknown_key_in_step() {
     assert_eq!(
         e.message,
         "unknown key `foo` in step[2] (op = \"touch\"); expected one of: \
-         op, region, access, pattern, seed, stride, offset, len, split, unit"
+         op, region, access, pattern, seed, stride, offset, len, split, unit, pages"
     );
     assert_eq!(
         e.to_string(),

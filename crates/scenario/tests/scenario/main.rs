@@ -12,5 +12,6 @@ mod io_steps;
 mod overrides;
 mod parse;
 mod per_call;
+mod replay_keys;
 mod scale;
 mod swap_series_memcg;

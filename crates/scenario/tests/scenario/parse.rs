@@ -248,7 +248,7 @@ fn full_scenario_touches() {
             pattern,
             range,
             ..
-        } => (region.as_str(), *access, *pattern, *range),
+        } => (region.as_str(), *access, pattern.clone(), *range),
         other => panic!("not a touch: {other:?}"),
     };
     let whole = Range {

@@ -1,0 +1,195 @@
+//! `foliosim record`: a real program recorded and replayed. Root only
+//! (ptrace, perf tracepoints) and x86_64 only; needs a C compiler (`cc`,
+//! Debian package gcc) for the program; skips otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A program whose page faults follow from the kernel's rules alone with
+/// THP disabled (the recorder disables it for the program,
+/// PR_SET_THP_DISABLE) and nothing mapped in its two regions before:
+/// * 4 MiB written page by page: 1,024 write faults (do_anonymous_page()
+///   allocates one 4 KiB folio each);
+/// * 1 MiB read page by page: 256 read faults that map the shared zero
+///   page; then every other page written: 128 write-protect faults
+///   (do_wp_page() replaces the zero page);
+/// * MADV_DONTNEED of the first 2 MiB of the 4 MiB, written again: 512
+///   write faults;
+///
+/// 1,920 faults in the two regions. The addresses are printed so the test
+/// can find them in the trace.
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <sys/mman.h>
+int main(void) {
+    char *a = mmap(0, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *b = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    volatile char sum = 0;
+    for (long i = 0; i < 4 << 20; i += 4096) a[i] = 1;
+    for (long i = 0; i < 1 << 20; i += 4096) sum += b[i];
+    for (long i = 0; i < 1 << 20; i += 8192) b[i] = 2;
+    madvise(a, 2 << 20, MADV_DONTNEED);
+    for (long i = 0; i < 2 << 20; i += 4096) a[i] = 3;
+    munmap(b, 1 << 20);
+    printf("%lx %lx\n", (unsigned long)a, (unsigned long)b);
+    return 0;
+}
+"#;
+
+const TEST: &str = "a_recorded_program_replays_its_faults_in_the_simulator_and_natively";
+
+fn foliosim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+}
+
+/// Build the program in `dir`; None (after saying why) if it cannot run.
+fn build(dir: &Path) -> Option<PathBuf> {
+    if !foliosim_testkit::is_root() {
+        eprintln!("SKIPPED {TEST}: needs root (ptrace, perf tracepoints)");
+        return None;
+    }
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("SKIPPED {TEST}: recording needs an x86_64 host");
+        return None;
+    }
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    // Linked statically: the only file it maps is itself, just written
+    // by the compiler, so its page cache holds nothing a replay's file
+    // lacks (a shared libc's cached folios can carry readahead marks that
+    // make fault-around skip them: docs/recording.md).
+    let cc = Command::new("cc")
+        .args(["-O1", "-static", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    match cc {
+        Ok(s) if s.success() => Some(exe),
+        _ => {
+            eprintln!("SKIPPED {TEST}: no C compiler with a static libc (Debian package gcc)");
+            None
+        }
+    }
+}
+
+fn minor_faults(out: &serde_json::Value) -> u64 {
+    let report = &out["reports"][0];
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 1, "{report:#}");
+    phases[0]["counters"]["minor-faults"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("minor-faults in {report:#}"))
+}
+
+#[test]
+fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build(tmp.path()) else { return };
+    let rec = tmp.path().join("prog.rec");
+    let out = foliosim()
+        .args(["record", "--out"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The program's own output comes first, then the recorder's line.
+    let mut words = stdout.lines().next().unwrap().split(' ');
+    let a = u64::from_str_radix(words.next().unwrap(), 16).unwrap();
+    let b = u64::from_str_radix(words.next().unwrap(), 16).unwrap();
+
+    // The trace holds exactly the faults the kernel's rules give for the
+    // two regions.
+    let trace = foliosim_recording::load(&rec).unwrap();
+    let inside = |p: u64, base: u64, len: u64| (base..base + len).contains(&(p << 12));
+    let (mut in_a, mut in_b, mut writes_b) = (0, 0, 0);
+    for (_, e) in &trace.events {
+        if let foliosim_recording::Event::Fault { page, write } = e {
+            if inside(*page, a, 4 << 20) {
+                in_a += 1;
+            }
+            if inside(*page, b, 1 << 20) {
+                in_b += 1;
+                writes_b += u64::from(*write);
+            }
+        }
+    }
+    assert_eq!((in_a, in_b, writes_b), (1024 + 512, 256 + 128, 128));
+
+    // The summary describes it.
+    let out = foliosim()
+        .args(["record", "--summary"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{summary}");
+    foliosim_testkit::assert_contains(&summary, "1 processes, 1 threads, 1 execs");
+
+    // The simulator's replay faults once per replayed touch that the
+    // kernel faulted on: the summary's count of replayed faults.
+    let replayed: u64 = summary
+        .split("replay       ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    let sim = foliosim()
+        .args(["run", "--format", "json"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    assert_eq!(minor_faults(&sim), replayed);
+
+    // The native replay of the same recording faults as often.
+    let native = foliosim()
+        .args(["native", "--format", "json"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let native: serde_json::Value = serde_json::from_slice(&native.stdout).unwrap();
+    assert_eq!(minor_faults(&native), replayed);
+}
+
+/// A damaged trace is refused with the byte where it breaks, by every
+/// command that reads it; a directory that is not a recording is named.
+#[test]
+fn a_damaged_recording_names_the_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("r.rec");
+    std::fs::create_dir(&rec).unwrap();
+    std::fs::write(rec.join("recording.toml"), "name = \"r\"\n").unwrap();
+    let mut trace = b"FSIMREC\n".to_vec();
+    trace.extend_from_slice(&1u32.to_le_bytes());
+    trace.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0]);
+    std::fs::write(rec.join("trace.fsr"), &trace).unwrap();
+    for args in [&["run"][..], &["record", "--summary"]] {
+        let out = foliosim().args(args).arg(&rec).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        foliosim_testkit::assert_contains(&err, "trace.fsr: byte ");
+        foliosim_testkit::assert_contains(&err, "cut short");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = foliosim().arg("run").arg(tmp.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    foliosim_testkit::assert_contains(&err, "not a recording");
+}

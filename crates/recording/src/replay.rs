@@ -1,0 +1,675 @@
+//! A recording as a scenario: the trace's records, process by process in
+//! time order, become the steps of the scenario language (mmap at the
+//! recorded address, touch of the recorded pages in their order, munmap,
+//! madvise, fork), appended to the recording's header. Every engine then
+//! runs it like any scenario.
+//!
+//! What cannot be replayed is counted, not guessed ([`Skipped`]): faults
+//! in the kernel's special mappings (vdso, vvar) or outside every known
+//! mapping, mprotect(2) calls, advice the scenario language has no name
+//! for. A region is mapped with the protection it was mapped with, plus
+//! every protection a later mprotect(2) gave part of it, plus read (and
+//! write) when the program faulted on it (reading, writing): so that no
+//! replayed touch is refused, and neighbours the kernel kept apart by
+//! their protection stay apart. mremap(2) becomes an unmap of the
+//! old range and a mapping of the new one: the pages it moved are not
+//! present in the replay until touched again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use foliosim_uapi::Madv;
+
+use crate::format::{Event, MapKind, Trace};
+
+/// The stack may grow this far below its mapping at exec (the default
+/// RLIMIT_STACK): a fault below the stack and within this distance grows
+/// it.
+const STACK_LIMIT: u64 = 8 << 20;
+const PAGE: u64 = 4096;
+
+/// What the replay leaves out, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Faults in vdso/vvar/vsyscall mappings.
+    pub special_faults: u64,
+    /// Faults at addresses no recorded mapping covers.
+    pub stray_faults: u64,
+    pub mprotects: u64,
+    /// madvise calls with advice the scenario language lacks.
+    pub advice: u64,
+    pub mremaps: u64,
+}
+
+/// The generated steps and what they leave out.
+#[derive(Debug)]
+pub struct Replay {
+    /// `[[file]]` tables, then `[[step]]`s.
+    pub text: String,
+    pub skipped: Skipped,
+    /// Faults the steps replay (one touch of a page each).
+    pub faults: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Vma {
+    end: u64,
+    /// None: a special mapping (not replayed).
+    region: Option<u32>,
+    /// The address the region was mapped at.
+    region_start: u64,
+    kind: MapKind,
+    shared: bool,
+}
+
+enum Step {
+    Mmap {
+        region: u32,
+        at: u64,
+        size: u64,
+        kind: MapKind,
+        shared: bool,
+    },
+    Touch {
+        region: u32,
+        write: bool,
+        pages: Vec<u32>,
+    },
+    Munmap {
+        region: u32,
+        offset: u64,
+        len: u64,
+    },
+    Madvise {
+        region: u32,
+        offset: u64,
+        len: u64,
+        advice: &'static str,
+    },
+    /// A fork of process `child` (its steps are rendered in place).
+    Fork(u32),
+}
+
+#[derive(Default)]
+struct Proc {
+    vmas: BTreeMap<u64, Vma>,
+    steps: Vec<Step>,
+}
+
+struct Gen<'t> {
+    procs: HashMap<u32, Proc>,
+    /// The protection of each region (`PROT_*` bits).
+    prot: HashMap<u32, u32>,
+    regions: u32,
+    files: BTreeMap<u32, u64>,
+    file_info: HashMap<u32, (u64, &'t str)>,
+    skipped: Skipped,
+    faults: u64,
+    /// The lowest page each stack mapping (by the index of its Map
+    /// record) grows down to.
+    stack_low: HashMap<usize, u64>,
+}
+
+/// Turn a decoded trace into scenario steps.
+pub fn replay(trace: &Trace) -> Replay {
+    let mut g = Gen {
+        procs: HashMap::new(),
+        prot: HashMap::new(),
+        regions: 0,
+        files: BTreeMap::new(),
+        file_info: HashMap::new(),
+        skipped: Skipped::default(),
+        faults: 0,
+        stack_low: stack_extents(trace),
+    };
+    let mut pid = 0;
+    let mut root = None;
+    for (i, (_, e)) in trace.events.iter().enumerate() {
+        match e {
+            Event::Task { pid: p, .. } => {
+                pid = *p;
+                root.get_or_insert(pid);
+                g.procs.entry(pid).or_default();
+            }
+            Event::File { id, size, path, .. } => {
+                g.file_info.insert(*id, (*size, path.as_str()));
+            }
+            Event::Fork { child } => {
+                let vmas = g.proc(pid).vmas.clone();
+                g.procs.insert(
+                    *child,
+                    Proc {
+                        vmas,
+                        steps: Vec::new(),
+                    },
+                );
+                g.proc(pid).steps.push(Step::Fork(*child));
+            }
+            Event::Thread { .. } | Event::Exit { .. } => {}
+            Event::Exec => {
+                let all: Vec<(u64, u64)> =
+                    g.proc(pid).vmas.iter().map(|(s, v)| (*s, v.end)).collect();
+                for (s, end) in all {
+                    g.unmap(pid, s, end - s);
+                }
+            }
+            Event::Map {
+                start,
+                len,
+                shared,
+                kind,
+                prot,
+            } => {
+                let mut start = *start;
+                let end = start + len;
+                if let Some(&low) = g.stack_low.get(&i) {
+                    start = start.min(low);
+                }
+                if let Some(r) = g.map(pid, start, end, kind.clone(), *shared) {
+                    g.prot.insert(r, *prot & 7);
+                }
+            }
+            Event::Unmap { start, len } => g.unmap(pid, *start, *len),
+            Event::Remap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => {
+                g.skipped.mremaps += 1;
+                let moved = g
+                    .proc(pid)
+                    .vmas
+                    .range(..=*old)
+                    .next_back()
+                    .and_then(|(s, v)| {
+                        (v.end > *old && v.region.is_some()).then(|| {
+                            let kind = match &v.kind {
+                                MapKind::File { file, offset } => MapKind::File {
+                                    file: *file,
+                                    offset: offset + (old - v.region_start),
+                                },
+                                MapKind::Heap | MapKind::Stack => MapKind::Anon,
+                                k => k.clone(),
+                            };
+                            let _ = s;
+                            (kind, v.shared)
+                        })
+                    });
+                let old_prot = g.region_at(pid, *old).and_then(|r| g.prot.get(&r).copied());
+                g.unmap(pid, *old, *old_len);
+                if let Some((kind, shared)) = moved {
+                    if let Some(r) = g.map(pid, *new, new + new_len, kind, shared) {
+                        g.prot.insert(r, old_prot.unwrap_or(3));
+                    }
+                }
+            }
+            Event::Protect { start, len, prot } => {
+                g.skipped.mprotects += 1;
+                for (_, _, s) in g.pieces(pid, *start, *len) {
+                    if let Some(r) = g.proc(pid).vmas[&s].region {
+                        *g.prot.entry(r).or_default() |= prot & 7;
+                    }
+                }
+            }
+            Event::Advise { start, len, advice } => g.advise(pid, *start, *len, *advice),
+            Event::Fault { page, write } => g.fault(pid, *page, *write),
+        }
+    }
+    let mut text = String::new();
+    for (id, size) in &g.files {
+        let path = g.file_info.get(id).map_or("", |f| f.1);
+        let _ = writeln!(
+            text,
+            "\n[[file]]\n# {}\nname = \"f{id}\"\nsize = {size}\nfill = \"write\"",
+            toml_comment(path)
+        );
+    }
+    text += "\n[[step]]\nop = \"phase\"\nname = \"replay\"\n";
+    if let Some(root) = root {
+        render(&mut g, root, "step", &mut text);
+    }
+    Replay {
+        text,
+        skipped: g.skipped,
+        faults: g.faults,
+    }
+}
+
+fn toml_comment(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// For every stack mapping (the index of its Map record), the lowest
+/// page its process faults below it while it is the process's stack.
+fn stack_extents(trace: &Trace) -> HashMap<usize, u64> {
+    let mut stacks: HashMap<u32, (usize, u64)> = HashMap::new();
+    let mut low: HashMap<usize, u64> = HashMap::new();
+    let mut pid = 0;
+    for (i, (_, e)) in trace.events.iter().enumerate() {
+        match e {
+            Event::Task { pid: p, .. } => pid = *p,
+            Event::Fork { child } => {
+                if let Some(&s) = stacks.get(&pid) {
+                    stacks.insert(*child, s);
+                }
+            }
+            Event::Exec => {
+                stacks.remove(&pid);
+            }
+            Event::Map {
+                start,
+                kind: MapKind::Stack,
+                ..
+            } => {
+                stacks.insert(pid, (i, *start));
+            }
+            Event::Fault { page, .. } => {
+                if let Some(&(idx, start)) = stacks.get(&pid) {
+                    let a = page * PAGE;
+                    if a < start && a + STACK_LIMIT >= start {
+                        let l = low.entry(idx).or_insert(start);
+                        *l = (*l).min(a);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    low
+}
+
+impl Gen<'_> {
+    fn proc(&mut self, pid: u32) -> &mut Proc {
+        self.procs.entry(pid).or_default()
+    }
+
+    /// The region mapped at `addr` in `pid`, if any.
+    fn region_at(&mut self, pid: u32, addr: u64) -> Option<u32> {
+        let p = self.proc(pid);
+        let (_, v) = p.vmas.range(..=addr).next_back()?;
+        (v.end > addr).then_some(v.region).flatten()
+    }
+
+    /// Map [start, end): the new region, if it is one (not special).
+    fn map(&mut self, pid: u32, start: u64, end: u64, kind: MapKind, shared: bool) -> Option<u32> {
+        self.unmap(pid, start, end - start);
+        let region = match &kind {
+            MapKind::Special(_) => None,
+            _ => {
+                self.regions += 1;
+                Some(self.regions)
+            }
+        };
+        if let MapKind::File { file, offset } = &kind {
+            let need = offset + (end - start);
+            let size = self.file_info.get(file).map_or(0, |f| f.0);
+            let e = self.files.entry(*file).or_insert(0);
+            *e = (*e).max(need.max(size).div_ceil(PAGE) * PAGE);
+        }
+        let p = self.proc(pid);
+        if let Some(region) = region {
+            p.steps.push(Step::Mmap {
+                region,
+                at: start,
+                size: end - start,
+                kind: kind.clone(),
+                shared,
+            });
+        }
+        p.vmas.insert(
+            start,
+            Vma {
+                end,
+                region,
+                region_start: start,
+                kind,
+                shared,
+            },
+        );
+        region
+    }
+
+    /// The pieces of `pid`'s mappings inside [start, start + len), as
+    /// (piece start, piece end, vma start).
+    fn pieces(&mut self, pid: u32, start: u64, len: u64) -> Vec<(u64, u64, u64)> {
+        let end = start.saturating_add(len);
+        let p = self.proc(pid);
+        let first = p.vmas.range(..start).next_back().map(|(s, _)| *s);
+        let mut out = Vec::new();
+        for (s, v) in p.vmas.range(first.unwrap_or(start)..end) {
+            let (a, b) = (start.max(*s), end.min(v.end));
+            if a < b {
+                out.push((a, b, *s));
+            }
+        }
+        out
+    }
+
+    fn unmap(&mut self, pid: u32, start: u64, len: u64) {
+        for (a, b, s) in self.pieces(pid, start, len) {
+            let p = self.proc(pid);
+            let Some(v) = p.vmas.remove(&s) else { continue };
+            if let Some(region) = v.region {
+                p.steps.push(Step::Munmap {
+                    region,
+                    offset: a - v.region_start,
+                    len: b - a,
+                });
+            }
+            if s < a {
+                p.vmas.insert(
+                    s,
+                    Vma {
+                        end: a,
+                        ..v.clone()
+                    },
+                );
+            }
+            if b < v.end {
+                p.vmas.insert(b, v);
+            }
+        }
+    }
+
+    fn advise(&mut self, pid: u32, start: u64, len: u64, advice: u32) {
+        let Some(name) = i32::try_from(advice)
+            .ok()
+            .and_then(Madv::from_raw)
+            .map(Madv::name)
+        else {
+            self.skipped.advice += 1;
+            return;
+        };
+        for (a, b, s) in self.pieces(pid, start, len) {
+            let p = self.proc(pid);
+            let v = &p.vmas[&s];
+            if let Some(region) = v.region {
+                let offset = a - v.region_start;
+                p.steps.push(Step::Madvise {
+                    region,
+                    offset,
+                    len: b - a,
+                    advice: name,
+                });
+            }
+        }
+    }
+
+    fn fault(&mut self, pid: u32, page: u64, write: bool) {
+        let a = page * PAGE;
+        let p = self.proc(pid);
+        let hit = p
+            .vmas
+            .range(..=a)
+            .next_back()
+            .filter(|(_, v)| v.end > a)
+            .map(|(_, v)| (v.region, v.region_start));
+        let (region, start) = match hit {
+            Some((Some(r), s)) => (r, s),
+            Some((None, _)) => {
+                self.skipped.special_faults += 1;
+                return;
+            }
+            None => {
+                self.skipped.stray_faults += 1;
+                return;
+            }
+        };
+        self.faults += 1;
+        *self.prot.entry(region).or_default() |= if write { 3 } else { 1 };
+        let idx = ((a - start) / PAGE) as u32;
+        let p = self.proc(pid);
+        if let Some(Step::Touch {
+            region: r,
+            write: w,
+            pages,
+        }) = p.steps.last_mut()
+        {
+            if *r == region && *w == write {
+                pages.push(idx);
+                return;
+            }
+        }
+        p.steps.push(Step::Touch {
+            region,
+            write,
+            pages: vec![idx],
+        });
+    }
+}
+
+/// Page indexes as runs: `a-b` ascending or descending by one, else
+/// single numbers, comma-separated.
+pub fn runs(pages: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < pages.len() {
+        let a = pages[i];
+        let mut j = i;
+        let step = match pages.get(i + 1) {
+            Some(&n) if n == a.wrapping_add(1) => 1i64,
+            Some(&n) if a > 0 && n == a - 1 => -1,
+            _ => 0,
+        };
+        if step != 0 {
+            while j + 1 < pages.len() && pages[j + 1] as i64 == pages[j] as i64 + step {
+                j += 1;
+            }
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j > i {
+            let _ = write!(out, "{a}-{}", pages[j]);
+        } else {
+            let _ = write!(out, "{a}");
+        }
+        i = j + 1;
+    }
+    out
+}
+
+fn render(g: &mut Gen<'_>, pid: u32, table: &str, out: &mut String) {
+    let steps = g.procs.get_mut(&pid).map(|p| std::mem::take(&mut p.steps));
+    for s in steps.unwrap_or_default() {
+        let _ = write!(out, "\n[[{table}]]\n");
+        match s {
+            Step::Mmap {
+                region,
+                at,
+                size,
+                kind,
+                shared,
+            } => {
+                let _ = writeln!(out, "op = \"mmap\"\nregion = \"m{region}\"\nat = {at:#x}");
+                let p = g.prot.get(&region).copied().unwrap_or(3);
+                let prot: String = [(1, 'r'), (2, 'w'), (4, 'x')]
+                    .iter()
+                    .filter(|(bit, _)| p & bit != 0)
+                    .map(|(_, c)| *c)
+                    .collect();
+                let prot = if prot.is_empty() { "none".into() } else { prot };
+                let _ = writeln!(out, "size = {size}\nprot = \"{prot}\"");
+                match kind {
+                    MapKind::File { file, offset } => {
+                        let _ = writeln!(
+                            out,
+                            "kind = \"file\"\nfile = \"f{file}\"\noffset = {offset}"
+                        );
+                        if shared {
+                            out.push_str("shared = true\n");
+                        }
+                    }
+                    _ if shared => out.push_str("kind = \"shmem\"\nshared = true\n"),
+                    _ => out.push_str("kind = \"anon\"\n"),
+                }
+            }
+            Step::Touch {
+                region,
+                write,
+                pages,
+            } => {
+                let access = if write { "write" } else { "read" };
+                let _ = writeln!(
+                    out,
+                    "op = \"touch\"\nregion = \"m{region}\"\naccess = \"{access}\"\n\
+                     pattern = \"list\"\npages = \"{}\"",
+                    runs(&pages)
+                );
+            }
+            Step::Munmap {
+                region,
+                offset,
+                len,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "op = \"munmap\"\nregion = \"m{region}\"\noffset = {offset}\nlen = {len}"
+                );
+            }
+            Step::Madvise {
+                region,
+                offset,
+                len,
+                advice,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "op = \"madvise\"\nregion = \"m{region}\"\nadvice = \"{advice}\"\n\
+                     offset = {offset}\nlen = {len}"
+                );
+            }
+            Step::Fork(child) => {
+                out.push_str("op = \"fork\"\n");
+                let inner = format!("{table}.child");
+                render(g, child, &inner, out);
+                let _ = write!(out, "\n[[{table}]]\nop = \"wait\"\n");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Meta;
+
+    #[test]
+    fn runs_go_both_ways() {
+        assert_eq!(runs(&[0, 1, 2, 3, 7, 9, 8, 7, 6, 20]), "0-3,7,9-6,20");
+        assert_eq!(runs(&[5]), "5");
+        assert_eq!(runs(&[]), "");
+    }
+
+    fn trace(events: Vec<Event>) -> Trace {
+        Trace {
+            meta: Meta::default(),
+            events: events.into_iter().map(|e| (0, e)).collect(),
+        }
+    }
+
+    /// A stack grows down to its lowest fault; faults in the vdso and
+    /// outside every mapping are counted, not replayed; touches of one
+    /// region and access merge.
+    #[test]
+    fn stack_vdso_and_stray_faults() {
+        let top = 0x7fff_ffff_f000u64;
+        let t = trace(vec![
+            Event::Task { pid: 1, tid: 1 },
+            Event::Exec,
+            Event::Map {
+                start: top - 0x21000,
+                len: 0x21000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::Stack,
+            },
+            Event::Map {
+                start: 0x7fff_f7fc_1000,
+                len: 0x2000,
+                prot: 5,
+                shared: false,
+                kind: MapKind::Special("[vdso]".into()),
+            },
+            Event::Fault {
+                page: (top >> 12) - 1,
+                write: true,
+            },
+            Event::Fault {
+                page: (top >> 12) - 2,
+                write: true,
+            },
+            Event::Fault {
+                page: (top - 0x30000) >> 12,
+                write: true,
+            },
+            Event::Fault {
+                page: 0x0007_ffff_7fc1,
+                write: false,
+            },
+            Event::Fault {
+                page: 0x10,
+                write: false,
+            },
+        ]);
+        let r = replay(&t);
+        assert_eq!(r.faults, 3);
+        assert_eq!(r.skipped.special_faults, 1);
+        assert_eq!(r.skipped.stray_faults, 1);
+        // The stack region starts at the lowest fault: 0x30000 below the
+        // top, so its pages are 0x2f, 0x2e (the first two faults) and 0.
+        let at = top - 0x30000;
+        assert!(
+            r.text
+                .contains(&format!("at = {at:#x}\nsize = {}", 0x30000)),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("pages = \"47-46,0\""), "{}", r.text);
+    }
+
+    /// A MAP_FIXED mapping over part of another unmaps that part first; a
+    /// fork's child runs its own steps, then the parent waits.
+    #[test]
+    fn fixed_maps_split_and_forks_nest() {
+        let t = trace(vec![
+            Event::Task { pid: 1, tid: 1 },
+            Event::Map {
+                start: 0x10000,
+                len: 0x10000,
+                prot: 0,
+                shared: false,
+                kind: MapKind::Anon,
+            },
+            Event::Map {
+                start: 0x14000,
+                len: 0x4000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::Anon,
+            },
+            Event::Fork { child: 2 },
+            Event::Task { pid: 2, tid: 2 },
+            Event::Fault {
+                page: 0x15,
+                write: true,
+            },
+            Event::Task { pid: 1, tid: 1 },
+            Event::Fault {
+                page: 0x10,
+                write: false,
+            },
+        ]);
+        let r = replay(&t);
+        assert_eq!(r.faults, 2);
+        let want = "[[step]]\nop = \"munmap\"\nregion = \"m1\"\noffset = 16384\nlen = 16384\n";
+        assert!(r.text.contains(want), "{}", r.text);
+        let child = "[[step.child]]\nop = \"touch\"\nregion = \"m2\"\naccess = \"write\"\n\
+                     pattern = \"list\"\npages = \"1\"";
+        assert!(r.text.contains(child), "{}", r.text);
+        let wait = r.text.find("op = \"wait\"").unwrap();
+        let parent = r.text.find("region = \"m1\"\naccess = \"read\"").unwrap();
+        assert!(wait < parent, "{}", r.text);
+    }
+}
