@@ -28,6 +28,22 @@ use crate::format::{Event, MapKind, Trace};
 const STACK_LIMIT: u64 = 8 << 20;
 const PAGE: u64 = 4096;
 
+/// Recorded addresses at or above this (the top 32 TiB of the user
+/// address space: shared libraries, mmap, the stack) replay this much
+/// lower, below the randomised range where a native replay's own
+/// libraries and stack live; every alignment up to 32 TiB is kept.
+const HIGH: u64 = 0x6000_0000_0000;
+const SHIFT: u64 = 0x2000_0000_0000;
+
+/// Where a recorded address replays.
+pub fn replay_address(a: u64) -> u64 {
+    if a >= HIGH {
+        a - SHIFT
+    } else {
+        a
+    }
+}
+
 /// What the replay leaves out, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Skipped {
@@ -482,6 +498,7 @@ fn render(g: &mut Gen<'_>, pid: u32, table: &str, out: &mut String) {
                 kind,
                 shared,
             } => {
+                let at = replay_address(at);
                 let _ = writeln!(out, "op = \"mmap\"\nregion = \"m{region}\"\nat = {at:#x}");
                 let p = g.prot.get(&region).copied().unwrap_or(3);
                 let prot: String = [(1, 'r'), (2, 'w'), (4, 'x')]
@@ -619,7 +636,8 @@ mod tests {
         assert_eq!(r.skipped.stray_faults, 1);
         // The stack region starts at the lowest fault: 0x30000 below the
         // top, so its pages are 0x2f, 0x2e (the first two faults) and 0.
-        let at = top - 0x30000;
+        let at = replay_address(top - 0x30000);
+        assert_eq!(at, 0x5fff_fffc_f000);
         assert!(
             r.text
                 .contains(&format!("at = {at:#x}\nsize = {}", 0x30000)),

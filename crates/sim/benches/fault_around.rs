@@ -43,6 +43,7 @@ fn setup(file_size: u64, fault_around_bytes: u64) -> Setup {
         kind: VmaKind::File,
         file: Some(f),
         offset: 0,
+        noreplace: false,
     };
     let addr = k.do_mmap(mm, args).unwrap();
     Setup { k, mm, addr }

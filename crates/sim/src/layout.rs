@@ -127,6 +127,43 @@ mod tests {
         assert_eq!(p.root.len(), 40_001);
     }
 
+    /// `at` maps exactly there (MAP_FIXED_NOREPLACE), also above the
+    /// model's mmap base and unaligned to the THP size of a file mapping
+    /// (where a plain hint gives way to __thp_get_unmapped_area()'s
+    /// padded search); a range an earlier region holds is refused at
+    /// compile time.
+    #[test]
+    fn at_is_exact_or_refused() {
+        let step = |r: &str, at: u64| {
+            format!(
+                "[[step]]\nop = \"mmap\"\nregion = \"{r}\"\nkind = \"file\"\nfile = \"f\"\n\
+                 size = \"6M\"\nat = {at:#x}\n"
+            )
+        };
+        let text = format!(
+            "[[file]]\nname = \"f\"\nsize = \"8M\"\n{}{}",
+            step("a", 0x7fff_f7a0_0000),
+            step("b", 0x7fff_f7ff_0000)
+        );
+        let sc = foliosim_scenario::parse_str("t.toml", &text, &[]).expect("valid scenario");
+        let e = compile(&sc).unwrap_err();
+        assert!(e.what.contains("overlaps a region"), "{e}");
+        let text = format!(
+            "[[file]]\nname = \"f\"\nsize = \"8M\"\n{}{}",
+            step("a", 0x7fff_f7a0_0000),
+            step("b", 0x7fff_f800_0000)
+        );
+        let sc = foliosim_scenario::parse_str("t.toml", &text, &[]).expect("valid scenario");
+        let w = compile(&sc).unwrap();
+        let hints: Vec<u64> = (w.root.iter())
+            .filter_map(|o| match o {
+                foliosim_workload::Op::Mmap { hint, .. } => Some(*hint),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(hints, [0x7fff_f7a0_0000, 0x7fff_f800_0000]);
+    }
+
     /// Without a hint, the model places mappings top-down below the mmap
     /// base, and a 2 MiB anonymous mapping THP-aligned
     /// (`__thp_get_unmapped_area()`): so do the compiled hints.

@@ -33,7 +33,7 @@ use foliosim_scenario::{
     Step, StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
-    MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
+    MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
 };
 use foliosim_uapi::Madv;
 
@@ -582,7 +582,21 @@ impl Compiler<'_> {
         if file.is_none() || (m.prot.write && !m.shared) {
             self.anon_bytes = self.anon_bytes.saturating_add(m.size);
         }
+        // `at`: exactly there (MAP_FIXED_NOREPLACE), or the step fails.
+        let flags = flags | m.addr.map_or(0, |_| MAP_FIXED_NOREPLACE);
         let hint = self.layout_address(m.addr.unwrap_or(0), p, flags, file, m.size, m.file_offset);
+        if let Some(want) = m.addr {
+            if hint != want {
+                return Err(CompileError {
+                    at,
+                    what: format!(
+                        "at = {want:#x}: [{want:#x}, {:#x}) overlaps a region an earlier step \
+                         mapped (at is MAP_FIXED_NOREPLACE)",
+                        want + m.size
+                    ),
+                });
+            }
+        }
         self.addr.regions.insert(m.region.to_string(), hint);
         let id = self.regions.len() as u32;
         self.regions.push(RegionDecl {

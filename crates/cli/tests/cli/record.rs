@@ -167,6 +167,37 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     );
     let native: serde_json::Value = serde_json::from_slice(&native.stdout).unwrap();
     assert_eq!(minor_faults(&native), replayed);
+
+    // Under 64 KiB mTHP the replay meets the other policy, the same way
+    // in both engines: the regions are recorded where the kernel put them
+    // (2 MiB-aligned: __thp_get_unmapped_area()) and replayed there, so
+    // the 4 MiB written takes 64 folios of 64 KiB, the 2 MiB written again
+    // after MADV_DONTNEED 32 more.
+    let mthp = [
+        "--set",
+        "transparent_hugepage.hugepages-64kB.enabled=always",
+    ];
+    let counts = |engine: &str| {
+        let out = foliosim()
+            .args([engine, "--format", "json"])
+            .args(mthp)
+            .arg(&rec)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = &v["reports"][0]["phases"][0]["counters"];
+        let get = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}"));
+        (get("minor-faults"), get("hugepages-64kB/anon_fault_alloc"))
+    };
+    let sim = counts("run");
+    assert!(sim.1 >= 64 + 32, "{sim:?}");
+    assert!(sim.0 < replayed, "{sim:?}");
+    assert_eq!(counts("native"), sim);
 }
 
 /// A damaged trace is refused with the byte where it breaks, by every

@@ -18,6 +18,7 @@ use crate::KResult;
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
+use crate::fs::proc::task_mmu::TASK_SIZE;
 use crate::include::linux::pgtable::{align_down, is_aligned, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
 use crate::mm::pgtable_generic::TableId;
 use crate::{FileId, Kernel, KernelError, MmId};
@@ -150,6 +151,9 @@ pub struct MmapArgs {
     pub file: Option<FileId>,
     /// File offset in bytes.
     pub offset: u64,
+    /// MAP_FIXED_NOREPLACE: map exactly at `addr`, or fail with EEXIST
+    /// when anything is mapped in the range.
+    pub noreplace: bool,
 }
 
 impl<A: Arch> Kernel<A> {
@@ -201,6 +205,34 @@ impl<A: Arch> Kernel<A> {
                 .range(..end)
                 .next_back()
                 .is_none_or(|(_, v)| v.vm_end <= addr)
+    }
+
+    /// MAP_FIXED_NOREPLACE in do_mmap(): the range must lie in the user
+    /// address space (`__get_unmapped_area()`'s checks with MAP_FIXED: at
+    /// or above mmap_min_addr, below TASK_SIZE) and intersect no VMA
+    /// (`find_vma_intersection()`, else EEXIST).
+    fn fixed_noreplace(&self, mm: MmId, addr: u64, len: u64) -> KResult<u64> {
+        let end = addr.checked_add(len).filter(|&e| e <= TASK_SIZE);
+        if !is_aligned(addr, PAGE_SIZE) || addr < MMAP_MIN_ADDR || end.is_none() {
+            return Err(KernelError::Errno(
+                "EINVAL",
+                format!("MAP_FIXED_NOREPLACE at {addr:#x}: outside the user address space"),
+            ));
+        }
+        let end = end.unwrap_or(addr);
+        let taken = self
+            .mm(mm)
+            .vmas
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, v)| v.vm_end > addr);
+        if taken {
+            return Err(KernelError::Errno(
+                "EEXIST",
+                format!("MAP_FIXED_NOREPLACE at {addr:#x}: the range is mapped"),
+            ));
+        }
+        Ok(addr)
     }
 
     /// `mm_get_unmapped_area_vmflags()`: the hint if it fits, else the
@@ -285,7 +317,7 @@ impl<A: Arch> Kernel<A> {
         offset: u64,
     ) -> KResult<u64> {
         use foliosim_uapi::mman::*;
-        let known = MAP_TYPE | MAP_ANONYMOUS | MAP_NORESERVE;
+        let known = MAP_TYPE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
         if flags & !known != 0 {
             return Err(KernelError::Unsupported(format!(
                 "mmap flags {:#x} (only MAP_SHARED, MAP_PRIVATE, MAP_ANONYMOUS and \
@@ -321,6 +353,7 @@ impl<A: Arch> Kernel<A> {
                 kind,
                 file: if kind == VmaKind::File { file } else { None },
                 offset: if kind == VmaKind::File { offset } else { 0 },
+                noreplace: flags & MAP_FIXED_NOREPLACE != 0,
             },
         )
     }
@@ -348,9 +381,13 @@ impl<A: Arch> Kernel<A> {
         if a.kind == VmaKind::Shmem && !a.shared {
             return Err(KernelError::Unsupported("private shmem mappings".into()));
         }
-        let addr = self
-            .get_unmapped_area(mm, &a)
-            .ok_or_else(|| KernelError::Errno("ENOMEM", "no room in the address space".into()))?;
+        let addr = if a.noreplace {
+            self.fixed_noreplace(mm, a.addr, a.len)?
+        } else {
+            self.get_unmapped_area(mm, &a).ok_or_else(|| {
+                KernelError::Errno("ENOMEM", "no room in the address space".into())
+            })?
+        };
         let mut vm_flags = VM_MAYREAD | VM_MAYWRITE | VM_MAYEXEC;
         if a.prot_read {
             vm_flags |= VM_READ;
