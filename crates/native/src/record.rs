@@ -178,11 +178,21 @@ fn record_into(opts: &RecordOptions, ids: &[u64; 2], dir: &Path) -> Result<Recor
         });
     }
     if opts.overhead {
+        // The same policy (THP disabled, no randomisation), untraced.
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(&opts.command[0]);
+        cmd.args(&opts.command[1..]);
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes two system calls on no shared data.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+                Ok(())
+            });
+        }
         let start = Instant::now();
-        let status = std::process::Command::new(&opts.command[0])
-            .args(&opts.command[1..])
-            .status()
-            .map_err(|e| io_err(&opts.command[0], e))?;
+        let status = cmd.status().map_err(|e| io_err(&opts.command[0], e))?;
         rec.meta.plain_wall_ns = start.elapsed().as_nanos() as u64;
         if !status.success() {
             eprintln!("foliosim record: the run without recording ended with {status}");
@@ -859,6 +869,7 @@ impl Drop for Ring {
 const F_DISABLED: u64 = 1 << 0;
 const F_INHERIT: u64 = 1 << 1;
 const F_ENABLE_ON_EXEC: u64 = 1 << 12;
+const F_WATERMARK: u64 = 1 << 14;
 const F_USE_CLOCKID: u64 = 1 << 25;
 const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_TIME: u64 = 1 << 2;
@@ -884,8 +895,11 @@ fn open_rings(pid: i32, ids: &[u64; 2]) -> Result<Vec<Ring>, NativeError> {
             a[1] = id;
             a[2] = 1; // sample_period
             a[3] = SAMPLE_TID | SAMPLE_TIME | SAMPLE_RAW;
-            a[5] = F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC | F_USE_CLOCKID;
-            a[6] = 1; // wakeup_events
+            a[5] = F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC | F_USE_CLOCKID | F_WATERMARK;
+            // wakeup_watermark: the drain thread polls on a timer, so no
+            // wake-up is needed before the buffer is half full (a wake-up
+            // per sample would cost more than the sample).
+            a[6] = (page << RING_ORDER) as u64 / 2;
             a[11] = (libc::CLOCK_MONOTONIC as u64) << 32; // clockid
                                                           // SAFETY: `a` is a perf_event_attr of the size given in it.
             let fd = unsafe {
