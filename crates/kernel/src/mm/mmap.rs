@@ -600,9 +600,11 @@ impl<A: Arch> Kernel<A> {
                     .next_back()
                     .is_some_and(|(_, v)| v.vm_end > addr)
             };
-            if !busy {
+            // free_pmd_range() skips a none PMD entry: only a PTE table
+            // actually freed makes the gather flush (pte_free_tlb() sets
+            // tlb->freed_tables).
+            if !busy && self.free_pte_table(pmd) {
                 self.cpus.gather.freed_tables |= self.cpus.gather.active;
-                self.free_pte_table(pmd);
             }
             addr = next;
         }

@@ -198,12 +198,14 @@ impl<A: Arch> Kernel<A> {
 
     /// `free_pte_range()`: clear a PMD that points at an empty PTE table and
     /// free the table.
-    pub(crate) fn free_pte_table(&mut self, pmd: PmdSlot) {
+    pub(crate) fn free_pte_table(&mut self, pmd: PmdSlot) -> bool {
         let entry = self.pmdp_get(pmd);
         if A::entry_is_table(entry) {
             self.pt.set(pmd.table, pmd.idx, 0);
             self.pgtable_free(A::table_pfn(entry));
+            return true;
         }
+        false
     }
 }
 

@@ -77,7 +77,7 @@ impl<A: Arch> Kernel<A> {
         self.zap_pte_range(mm, vma, tid, addr, next);
         if reclaim_pt && next - addr == PMD_SIZE && self.pt.table(tid).iter().all(|&e| e == 0) {
             self.cpus.gather.freed_tables = true;
-            self.free_pte_table(pmd);
+            let _ = self.free_pte_table(pmd);
         }
     }
 
