@@ -429,7 +429,7 @@ fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
 #[repr(C, align(8))]
 struct SyscallInfo([u8; 88]);
 
-const PTRACE_GET_SYSCALL_INFO: u32 = 0x420e;
+const PTRACE_GET_SYSCALL_INFO: sys::PtraceReq = 0x420e;
 const OP_EXIT: u8 = 2;
 const OP_SECCOMP: u8 = 3;
 
@@ -478,7 +478,7 @@ fn tracer_loop(root: i32) -> Result<TracerOut, NativeError> {
         },
     );
     all_tids.insert(root as u32, root as u32);
-    let cont = |tid: i32, req: libc::c_uint, sig: i32| {
+    let cont = |tid: i32, req: sys::PtraceReq, sig: i32| {
         let _ = sys::ptrace(req, tid, 0, sig as u64);
     };
     cont(root, libc::PTRACE_CONT, 0);

@@ -162,9 +162,16 @@ pub(crate) fn wait_any(pid: i32) -> io::Result<(i32, i32)> {
     }
 }
 
+/// The type of a ptrace(2) request in the C library's prototype (glibc:
+/// unsigned, musl: int), which libc's `PTRACE_*` constants have.
+#[cfg(target_env = "musl")]
+pub(crate) type PtraceReq = libc::c_int;
+#[cfg(not(target_env = "musl"))]
+pub(crate) type PtraceReq = libc::c_uint;
+
 /// A ptrace(2) request on a tracee that takes no pointer (`data` is a
 /// number: options or a signal).
-pub(crate) fn ptrace(req: libc::c_uint, tid: i32, addr: u64, data: u64) -> io::Result<i64> {
+pub(crate) fn ptrace(req: PtraceReq, tid: i32, addr: u64, data: u64) -> io::Result<i64> {
     // SAFETY: requests passed here read no memory of ours (`addr` and
     // `data` are numbers to them).
     let r = unsafe { libc::ptrace(req, tid, addr, data) };

@@ -31,14 +31,21 @@ const PAGE: u64 = 4096;
 /// Recorded addresses at or above this (the top 32 TiB of the user
 /// address space: shared libraries, mmap, the stack) replay this much
 /// lower, below the randomised range where a native replay's own
-/// libraries and stack live; every alignment up to 32 TiB is kept.
+/// libraries and stack live.
 const HIGH: u64 = 0x6000_0000_0000;
-const SHIFT: u64 = 0x2000_0000_0000;
+const HIGH_SHIFT: u64 = 0x2000_0000_0000;
+/// Recorded addresses below this (a static executable's text at 4 MiB
+/// and its brk heap) replay this much higher, away from where a static
+/// replaying program (the guest's foliosim) is loaded itself.
+const LOW: u64 = 0x1000_0000_0000;
+const LOW_SHIFT: u64 = 0x1000_0000_0000;
 
-/// Where a recorded address replays.
+/// Where a recorded address replays: every alignment up to 16 TiB kept.
 pub fn replay_address(a: u64) -> u64 {
     if a >= HIGH {
-        a - SHIFT
+        a - HIGH_SHIFT
+    } else if a < LOW {
+        a + LOW_SHIFT
     } else {
         a
     }
