@@ -126,8 +126,10 @@ pub fn expand(spec: &SweepSpec) -> Result<Vec<Point>, String> {
     let mut points = Vec::with_capacity(total);
     for path in &spec.scenarios {
         // Read once; every point parses the text with its overrides.
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the scenario: {e}", path.display()))?;
+        // (A recording directory reads as its replay scenario.)
+        let text = foliosim_scenario::Source::read(path)
+            .map_err(|e| e.to_string())?
+            .text;
         for pos in 0..per_scenario {
             points.push(point(spec, path, &text, pos, points.len())?);
         }

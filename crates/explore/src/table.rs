@@ -80,5 +80,6 @@ pub fn provenance(spec: &SweepSpec, engine: &Engine) -> Provenance {
             Engine::Sim(o) => o.profile.clone(),
             _ => None,
         },
+        recording: None,
     }
 }

@@ -85,6 +85,21 @@ pub fn replay_text(dir: &Path) -> Result<(String, String), RecordingError> {
     Ok((header.display().to_string(), text))
 }
 
+/// What a replay's provenance says of recording `dir`: the command and
+/// where it was recorded (None if `dir` is not a readable recording).
+pub fn describe(dir: &Path) -> Option<String> {
+    if !is_recording(dir) {
+        return None;
+    }
+    let m = load(dir).ok()?.meta;
+    Some(format!(
+        "`{}` ({} Linux {})",
+        m.command.join(" "),
+        m.arch,
+        m.kernel
+    ))
+}
+
 /// The number of distinct pages a trace faults, per process, summed.
 fn first_touches(trace: &Trace) -> (u64, u64) {
     let mut seen: HashSet<(u32, u64)> = HashSet::new();

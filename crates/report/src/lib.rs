@@ -172,6 +172,9 @@ pub struct Provenance {
     pub arch: Option<String>,
     /// The cost profile of the modelled time (`--profile`), when given.
     pub profile: Option<String>,
+    /// A replay of a recording (`foliosim record`): the command recorded
+    /// and where (`xz -9 big.bin` on x86_64 Linux 6.18.44).
+    pub recording: Option<String>,
 }
 
 impl Provenance {
@@ -201,6 +204,7 @@ impl Provenance {
             ("engine", &self.engine),
             ("arch", &self.arch),
             ("profile", &self.profile),
+            ("recording", &self.recording),
         ] {
             if let Some(x) = x {
                 v[k] = json!(x);
@@ -253,6 +257,7 @@ impl Provenance {
             engine: optional("engine")?,
             arch: optional("arch")?,
             profile: optional("profile")?,
+            recording: optional("recording")?,
         })
     }
 }
@@ -617,6 +622,9 @@ impl Report {
                 let _ = write!(out, "  kernel {name} (Linux {release})");
             }
             out.push('\n');
+            if let Some(r) = &p.recording {
+                let _ = writeln!(out, "  replayed from a recording of {r}");
+            }
         }
         let knobs: Vec<String> = self
             .system

@@ -70,12 +70,18 @@ impl Given {
                 value: s.to_string(),
             });
         }
+        // A recording's replay is labelled with its header's path.
+        let recording = std::path::Path::new(label)
+            .parent()
+            .filter(|_| label.ends_with(foliosim_recording::HEADER))
+            .and_then(foliosim_recording::describe);
         Provenance {
             foliosim: foliosim_report::VERSION.into(),
             scenario_path: label.to_string(),
             seed: Some(seed),
             overrides,
             kernel,
+            recording,
             ..Provenance::default()
         }
     }

@@ -69,6 +69,8 @@ pub(crate) fn from_cells(c: &[String], engine: &str) -> Result<Provenance, Strin
         kernel: (!c[6].is_empty()).then(|| (c[6].clone(), c[7].clone())),
         arch: some(&c[8]),
         engine: (!engine.is_empty()).then(|| engine.to_string()),
+        // A table's provenance names its scenarios, recordings or not.
+        recording: None,
     })
 }
 
@@ -254,6 +256,7 @@ mod tests {
             engine: Some("native".into()),
             arch: Some("x86_64".into()),
             profile: None,
+            recording: None,
         }
     }
 

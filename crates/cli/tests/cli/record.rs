@@ -153,6 +153,12 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     );
     let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
     assert_eq!(minor_faults(&sim), replayed);
+    let prov = &sim["reports"][0]["provenance"]["recording"];
+    assert!(
+        prov.as_str()
+            .is_some_and(|p| p.contains("prog") && p.contains("x86_64 Linux")),
+        "{prov}"
+    );
 
     // The native replay of the same recording faults as often.
     let native = foliosim()
@@ -198,6 +204,37 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     assert!(sim.1 >= 64 + 32, "{sim:?}");
     assert!(sim.0 < replayed, "{sim:?}");
     assert_eq!(counts("native"), sim);
+
+    // A sweep takes the recording like a scenario: four points, and
+    // their diff by folio size.
+    let table = tmp.path().join("t.csv");
+    let out = foliosim()
+        .arg("sweep")
+        .arg(&rec)
+        .args([
+            "--grid",
+            "folio_size=4K,64K",
+            "--grid",
+            "arch=x86_64,arm64",
+            "-o",
+        ])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = foliosim()
+        .arg("diff")
+        .arg(&table)
+        .args(["--by", "folio_size=4K,64K", "--columns", "arch"])
+        .output()
+        .unwrap();
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{diff}");
+    foliosim_testkit::assert_contains(&diff, "hugepages-64kB/anon_fault_alloc");
 }
 
 /// A damaged trace is refused with the byte where it breaks, by every
