@@ -261,3 +261,37 @@ fn a_damaged_recording_names_the_byte() {
     let err = String::from_utf8_lossy(&out.stderr);
     foliosim_testkit::assert_contains(&err, "not a recording");
 }
+
+/// A program that dies on a signal is recorded up to its death, and the
+/// recording replays.
+#[test]
+fn a_program_killed_by_a_signal_still_replays() {
+    let test = "a_program_killed_by_a_signal_still_replays";
+    if !foliosim_testkit::is_root() || !cfg!(target_arch = "x86_64") {
+        eprintln!("SKIPPED {test}: needs root on an x86_64 host");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("k.rec");
+    let out = foliosim()
+        .args(["record", "--out"])
+        .arg(&rec)
+        .args(["--", "sh", "-c", "kill -9 $$"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    foliosim_testkit::assert_contains(&err, "killed by signal 9");
+    let out = foliosim()
+        .args(["record", "--summary"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    foliosim_testkit::assert_contains(&String::from_utf8_lossy(&out.stdout), "killed by signal 9");
+    let out = foliosim().arg("run").arg(&rec).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
