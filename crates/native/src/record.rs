@@ -235,6 +235,14 @@ fn header_text(m: &Meta) -> String {
          transparent_hugepage.enabled = \"never\"\n",
         m.arch, m.kernel, m.fault_around_bytes
     );
+    // PR_SET_THP_DISABLE turns every size off, whatever its own setting:
+    // so does the replay's policy, also where a host's default is on. The
+    // PMD size inherits the top-level setting, so that `--set
+    // transparent_hugepage.enabled=always` turns PMD THP on.
+    for kb in [16, 32, 64, 128, 256, 512, 1024] {
+        s += &format!("transparent_hugepage.hugepages-{kb}kB.enabled = \"never\"\n");
+    }
+    s += "transparent_hugepage.hugepages-2048kB.enabled = \"inherit\"\n";
     if m.fault_around_bytes != DEFAULT_FAULT_AROUND {
         s += &format!("fault_around_bytes = {}\n", m.fault_around_bytes);
     }

@@ -188,9 +188,10 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
     );
     let _ = writeln!(
         o,
-        "  tasks        {} processes, {} threads, {execs} execs",
-        procs.len(),
-        threads.len()
+        "  tasks        {}, {}, {}",
+        plural(procs.len(), "process", "processes"),
+        plural(threads.len(), "thread", "threads"),
+        plural(execs, "exec", "execs")
     );
     let _ = writeln!(o, "  files        {files}");
     let _ = writeln!(o, "  mappings");
@@ -221,6 +222,10 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
         r.faults, s.special_faults, s.stray_faults, s.mprotects, s.advice, s.mremaps
     );
     Ok(o)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A wait status in words.

@@ -131,7 +131,7 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
         .unwrap();
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{summary}");
-    foliosim_testkit::assert_contains(&summary, "1 processes, 1 threads, 1 execs");
+    foliosim_testkit::assert_contains(&summary, "1 process, 1 thread, 1 exec");
 
     // The simulator's replay faults once per replayed touch that the
     // kernel faulted on: the summary's count of replayed faults.

@@ -246,7 +246,8 @@ pub fn corpus_files(prefix: &str) -> Vec<PathBuf> {
 }
 
 /// Every scenario file in `scenarios/<dir>/` whose name starts with
-/// `prefix`, sorted.
+/// `prefix`, and every recording there (a `*.rec` directory, read as its
+/// replay scenario), sorted.
 pub fn scenario_files(dir: &str, prefix: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
@@ -256,9 +257,11 @@ pub fn scenario_files(dir: &str, prefix: &str) -> Vec<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".toml"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with(prefix)
+                    && (n.ends_with(".toml")
+                        || (n.ends_with(".rec") && foliosim_recording::is_recording(p)))
+            })
         })
         .collect();
     files.sort();
