@@ -76,7 +76,10 @@ pub fn replay_text(dir: &Path) -> Result<(String, String), RecordingError> {
         what: format!("cannot read the recording's header: {e}"),
     })?;
     let trace = load(dir)?;
-    let r = replay::replay(&trace);
+    let r = replay::replay(&trace).map_err(|e| RecordingError {
+        file: dir.join(TRACE),
+        what: e.to_string(),
+    })?;
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -158,7 +161,10 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
         }
     }
     let (faults, pages) = first_touches(&trace);
-    let r = replay::replay(&trace);
+    let r = replay::replay(&trace).map_err(|e| RecordingError {
+        file: dir.join(TRACE),
+        what: e.to_string(),
+    })?;
     let mut o = String::new();
     let _ = writeln!(o, "recording {}", dir.display());
     let _ = writeln!(o, "  command      {}", m.command.join(" "));

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use foliosim_uapi::Madv;
 
-use crate::format::{Event, MapKind, Trace};
+use crate::format::{Event, FormatError, MapKind, Trace};
 
 /// The stack may grow this far below its mapping at exec (the default
 /// RLIMIT_STACK): a fault below the stack and within this distance grows
@@ -133,8 +133,85 @@ struct Gen<'t> {
     stack_low: HashMap<usize, u64>,
 }
 
-/// Turn a decoded trace into scenario steps.
-pub fn replay(trace: &Trace) -> Replay {
+/// The top of the user address space with 4-level page tables.
+const USER_TOP: u64 = 1 << 47;
+/// The largest mapping a replay can express: a touch names its pages
+/// with 32-bit indexes.
+const MAX_MAP: u64 = (u32::MAX as u64) * PAGE;
+
+/// Check the values of every record a replay uses: page-aligned ranges
+/// inside the user address space, faults below its top. A trace that
+/// decodes but holds other values is damaged; the error names the
+/// record's byte offset.
+fn validate(trace: &Trace) -> Result<(), FormatError> {
+    for (at, e) in &trace.events {
+        let bad = |what: String| {
+            Err(FormatError {
+                offset: *at,
+                in_file: false,
+                what,
+            })
+        };
+        let range = |start: u64, len: u64| {
+            start.is_multiple_of(PAGE)
+                && len.is_multiple_of(PAGE)
+                && start.checked_add(len).is_some_and(|end| end <= USER_TOP)
+        };
+        match e {
+            Event::Map { start, len, .. } => {
+                if *len == 0 || !range(*start, *len) {
+                    return bad(format!(
+                        "a mapping of {len:#x} bytes at {start:#x} is not a page-aligned range \
+                         of the user address space"
+                    ));
+                }
+                if *len > MAX_MAP {
+                    return bad(format!(
+                        "unsupported: a mapping of {len:#x} bytes (a replay maps at most 2^32 \
+                         pages at once)"
+                    ));
+                }
+            }
+            Event::Unmap { start, len }
+            | Event::Protect { start, len, .. }
+            | Event::Advise { start, len, .. } => {
+                if !range(*start, *len) {
+                    return bad(format!(
+                        "the range of {len:#x} bytes at {start:#x} is not a page-aligned range \
+                         of the user address space"
+                    ));
+                }
+            }
+            Event::Remap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => {
+                if !range(*old, *old_len) || !range(*new, *new_len) || *new_len > MAX_MAP {
+                    return bad(format!(
+                        "mremap from {old:#x} (+{old_len:#x}) to {new:#x} (+{new_len:#x}) is not \
+                         made of page-aligned ranges of the user address space"
+                    ));
+                }
+            }
+            Event::Fault { page, .. } => {
+                if *page >= USER_TOP / PAGE {
+                    return bad(format!(
+                        "a fault at page {page:#x}, beyond the user address space"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Turn a decoded trace into scenario steps (an error for a trace whose
+/// records hold impossible values).
+pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
+    validate(trace)?;
     let mut g = Gen {
         procs: HashMap::new(),
         prot: HashMap::new(),
@@ -252,11 +329,11 @@ pub fn replay(trace: &Trace) -> Replay {
     if let Some(root) = root {
         render(&mut g, root, "step", &mut text);
     }
-    Replay {
+    Ok(Replay {
         text,
         skipped: g.skipped,
         faults: g.faults,
-    }
+    })
 }
 
 fn toml_comment(s: &str) -> String {
@@ -290,7 +367,7 @@ fn stack_extents(trace: &Trace) -> HashMap<usize, u64> {
             Event::Fault { page, .. } => {
                 if let Some(&(idx, start)) = stacks.get(&pid) {
                     let a = page * PAGE;
-                    if a < start && a + STACK_LIMIT >= start {
+                    if a < start && a.saturating_add(STACK_LIMIT) >= start {
                         let l = low.entry(idx).or_insert(start);
                         *l = (*l).min(a);
                     }
@@ -579,6 +656,96 @@ mod tests {
     use super::*;
     use crate::format::Meta;
 
+    /// Damaged records never panic the decoder or the replay: 20,000
+    /// copies of a trace with bytes flipped and cut are each decoded and
+    /// replayed, or refused with an error naming a byte.
+    #[test]
+    fn damaged_traces_are_refused_not_panicked_on() {
+        use crate::format::{decode_records, encode_file, Encoder};
+        let mut e = Encoder::new();
+        let events = [
+            Event::Task { pid: 3, tid: 3 },
+            Event::File {
+                id: 0,
+                dev: 1,
+                ino: 2,
+                size: 9000,
+                path: "/lib/x".into(),
+            },
+            Event::Map {
+                start: 0x7fff_f000_0000,
+                len: 0x10_0000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::File { file: 0, offset: 0 },
+            },
+            Event::Map {
+                start: 0x5555_5555_4000,
+                len: 0x4000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::Stack,
+            },
+            Event::Fault {
+                page: 0x7_ffff_0001,
+                write: true,
+            },
+            Event::Fork { child: 4 },
+            Event::Task { pid: 4, tid: 4 },
+            Event::Advise {
+                start: 0x7fff_f000_0000,
+                len: 0x2000,
+                advice: 4,
+            },
+            Event::Remap {
+                old: 0x7fff_f000_0000,
+                old_len: 0x1000,
+                new: 0x7fff_e000_0000,
+                new_len: 0x2000,
+            },
+            Event::Fault {
+                page: 0x5_5555_5553,
+                write: false,
+            },
+            Event::Exec,
+            Event::Exit { status: 0 },
+        ];
+        for ev in &events {
+            e.push(ev);
+        }
+        let file = encode_file(&Meta::default(), &e.finish());
+        let good = crate::format::decode_file(&file).unwrap();
+        assert!(replay(&good).is_ok());
+        // The decompressed records, to damage after the gzip layer.
+        let mut raw = Vec::new();
+        let mut gz = flate2::read::GzDecoder::new(&file[12..]);
+        std::io::Read::read_to_end(&mut gz, &mut raw).unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut ok, mut refused) = (0, 0);
+        for _ in 0..20_000 {
+            let mut b = raw.clone();
+            for _ in 0..1 + next() % 3 {
+                let i = (next() % b.len() as u64) as usize;
+                b[i] = next() as u8;
+            }
+            b.truncate(1 + (next() % b.len() as u64) as usize);
+            match decode_records(&b).map(|t| replay(&t)) {
+                Ok(Ok(_)) => ok += 1,
+                Ok(Err(e)) | Err(e) => {
+                    assert!(e.offset <= b.len() as u64, "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(ok > 0 && refused > 0, "{ok} replayed, {refused} refused");
+    }
+
     #[test]
     fn runs_go_both_ways() {
         assert_eq!(runs(&[0, 1, 2, 3, 7, 9, 8, 7, 6, 20]), "0-3,7,9-6,20");
@@ -637,7 +804,7 @@ mod tests {
                 write: false,
             },
         ]);
-        let r = replay(&t);
+        let r = replay(&t).unwrap();
         assert_eq!(r.faults, 3);
         assert_eq!(r.skipped.special_faults, 1);
         assert_eq!(r.skipped.stray_faults, 1);
@@ -686,7 +853,7 @@ mod tests {
                 write: false,
             },
         ]);
-        let r = replay(&t);
+        let r = replay(&t).unwrap();
         assert_eq!(r.faults, 2);
         let want = "[[step]]\nop = \"munmap\"\nregion = \"m1\"\noffset = 16384\nlen = 16384\n";
         assert!(r.text.contains(want), "{}", r.text);
