@@ -158,49 +158,43 @@ fn validate(trace: &Trace) -> Result<(), FormatError> {
                 && start.checked_add(len).is_some_and(|end| end <= USER_TOP)
         };
         match e {
-            Event::Map { start, len, .. } => {
-                if *len == 0 || !range(*start, *len) {
-                    return bad(format!(
-                        "a mapping of {len:#x} bytes at {start:#x} is not a page-aligned range \
-                         of the user address space"
-                    ));
-                }
-                if *len > MAX_MAP {
-                    return bad(format!(
-                        "unsupported: a mapping of {len:#x} bytes (a replay maps at most 2^32 \
-                         pages at once)"
-                    ));
-                }
+            Event::Map { start, len, .. } if *len == 0 || !range(*start, *len) => {
+                return bad(format!(
+                    "a mapping of {len:#x} bytes at {start:#x} is not a page-aligned range of \
+                     the user address space"
+                ));
+            }
+            Event::Map { len, .. } if *len > MAX_MAP => {
+                return bad(format!(
+                    "unsupported: a mapping of {len:#x} bytes (a replay maps at most 2^32 pages \
+                     at once)"
+                ));
             }
             Event::Unmap { start, len }
             | Event::Protect { start, len, .. }
-            | Event::Advise { start, len, .. } => {
-                if !range(*start, *len) {
-                    return bad(format!(
-                        "the range of {len:#x} bytes at {start:#x} is not a page-aligned range \
-                         of the user address space"
-                    ));
-                }
+            | Event::Advise { start, len, .. }
+                if !range(*start, *len) =>
+            {
+                return bad(format!(
+                    "the range of {len:#x} bytes at {start:#x} is not a page-aligned range of \
+                     the user address space"
+                ));
             }
             Event::Remap {
                 old,
                 old_len,
                 new,
                 new_len,
-            } => {
-                if !range(*old, *old_len) || !range(*new, *new_len) || *new_len > MAX_MAP {
-                    return bad(format!(
-                        "mremap from {old:#x} (+{old_len:#x}) to {new:#x} (+{new_len:#x}) is not \
-                         made of page-aligned ranges of the user address space"
-                    ));
-                }
+            } if !range(*old, *old_len) || !range(*new, *new_len) || *new_len > MAX_MAP => {
+                return bad(format!(
+                    "mremap from {old:#x} (+{old_len:#x}) to {new:#x} (+{new_len:#x}) is not \
+                     made of page-aligned ranges of the user address space"
+                ));
             }
-            Event::Fault { page, .. } => {
-                if *page >= USER_TOP / PAGE {
-                    return bad(format!(
-                        "a fault at page {page:#x}, beyond the user address space"
-                    ));
-                }
+            Event::Fault { page, .. } if *page >= USER_TOP / PAGE => {
+                return bad(format!(
+                    "a fault at page {page:#x}, beyond the user address space"
+                ));
             }
             _ => {}
         }
