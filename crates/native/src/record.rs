@@ -23,7 +23,8 @@
 //!   written into the recording.
 //!
 //! Records are merged by time and written to a temporary directory that is
-//! renamed into place at the end: an interrupted recording leaves nothing.
+//! renamed into place at the end; the host guard removes it on any other
+//! exit, a signal included: an interrupted recording leaves nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -102,23 +103,20 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded, NativeError> {
             opts.out.display()
         )));
     }
-    let ids = fault_tracepoints()?;
-    let tmp = tmp_dir(&opts.out);
-    fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp.display().to_string(), e))?;
-    let result = record_into(opts, &ids, &tmp);
-    match result {
-        Ok(r) => {
-            fs::rename(&tmp, &opts.out).map_err(|e| {
-                let _ = fs::remove_dir_all(&tmp);
-                io_err(&opts.out.display().to_string(), e)
-            })?;
-            Ok(r)
-        }
-        Err(e) => {
-            let _ = fs::remove_dir_all(&tmp);
-            Err(e)
-        }
+    let parent = match opts.out.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => Path::new("/"),
+    };
+    if !parent.is_dir() {
+        return Err(NativeError::Refused(format!(
+            "{}: the directory {} does not exist",
+            opts.out.display(),
+            parent.display()
+        )));
     }
+    let ids = fault_tracepoints()?;
+    record_into(opts, &ids, &tmp_dir(&opts.out))
 }
 
 fn tmp_dir(out: &Path) -> PathBuf {
@@ -149,9 +147,22 @@ fn fault_tracepoints() -> Result<[u64; 2], NativeError> {
     Ok(ids)
 }
 
+/// Record into the temporary directory `dir`, which the host guard
+/// creates and removes on any exit (a signal included), and rename it to
+/// `opts.out` once complete.
 fn record_into(opts: &RecordOptions, ids: &[u64; 2], dir: &Path) -> Result<Recorded, NativeError> {
+    // One native run or recording at a time: the guard's saved state is
+    // one file, which a later run would take for a killed run's.
+    let _lock = crate::guard::RunLock::acquire()
+        .map_err(|e| NativeError::Refused(format!("cannot take the native-run lock: {e}")))?;
+    crate::guard::recover_stale().note("foliosim record");
     let mut guard = HostGuard::install().map_err(|e| io_err("host guard", e))?;
     let out = (|| {
+        // A path that does not exist yet: the guard makes it itself.
+        let made = guard
+            .create_workdir(dir)
+            .map_err(|e| io_err(&dir.display().to_string(), e))?;
+        debug_assert_eq!(made, dir);
         // Fault-around of one page where debugfs allows it.
         let fa = Path::new(DEBUGFS_FAULT_AROUND);
         let fault_around = match crate::host::read_knob(fa) {
@@ -167,50 +178,59 @@ fn record_into(opts: &RecordOptions, ids: &[u64; 2], dir: &Path) -> Result<Recor
         let mut rec = trace_program(opts, ids, &guard)?;
         rec.meta.wall_ns = start.elapsed().as_nanos() as u64;
         rec.meta.fault_around_bytes = fault_around;
-        Ok::<_, NativeError>(rec)
+        if opts.overhead {
+            rec.meta.plain_wall_ns = plain_run(&opts.command)?;
+        }
+        let trace = dir.join(foliosim_recording::TRACE);
+        let bytes = format::encode_file(&rec.meta, &rec.records);
+        fs::write(&trace, &bytes).map_err(|e| io_err(&trace.display().to_string(), e))?;
+        let header = dir.join(foliosim_recording::HEADER);
+        fs::write(&header, header_text(&rec.meta))
+            .map_err(|e| io_err(&header.display().to_string(), e))?;
+        fs::rename(dir, &opts.out).map_err(|e| io_err(&opts.out.display().to_string(), e))?;
+        Ok::<_, NativeError>(Recorded {
+            meta: rec.meta,
+            faults: rec.faults,
+            processes: rec.processes,
+            threads: rec.threads,
+            trace_bytes: bytes.len() as u64,
+        })
     })();
+    // Restores fault-around and removes the temporary directory (gone
+    // already when it was renamed).
     let errs = guard.finish();
-    let mut rec = out?;
+    let rec = out?;
     if let Some(e) = errs.first() {
         return Err(NativeError::Io {
             at: "restoring the host".into(),
             what: e.clone(),
         });
     }
-    if opts.overhead {
-        // The same policy (THP disabled, no randomisation), untraced.
-        use std::os::unix::process::CommandExt;
-        let mut cmd = std::process::Command::new(&opts.command[0]);
-        cmd.args(&opts.command[1..]);
-        // SAFETY: the closure runs in the child between fork and exec and
-        // only makes two system calls on no shared data.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-                Ok(())
-            });
-        }
-        let start = Instant::now();
-        let status = cmd.status().map_err(|e| io_err(&opts.command[0], e))?;
-        rec.meta.plain_wall_ns = start.elapsed().as_nanos() as u64;
-        if !status.success() {
-            eprintln!("foliosim record: the run without recording ended with {status}");
-        }
+    Ok(rec)
+}
+
+/// The program's wall time without recording, under the same policy (THP
+/// disabled, no randomisation, the recording's fault-around), in ns.
+fn plain_run(command: &[String]) -> Result<u64, NativeError> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    // SAFETY: the closure runs in the child between fork and exec and
+    // only makes two system calls on no shared data.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+            libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+            Ok(())
+        });
     }
-    let trace = dir.join(foliosim_recording::TRACE);
-    let bytes = format::encode_file(&rec.meta, &rec.records);
-    fs::write(&trace, &bytes).map_err(|e| io_err(&trace.display().to_string(), e))?;
-    let header = dir.join(foliosim_recording::HEADER);
-    fs::write(&header, header_text(&rec.meta))
-        .map_err(|e| io_err(&header.display().to_string(), e))?;
-    Ok(Recorded {
-        meta: rec.meta,
-        faults: rec.faults,
-        processes: rec.processes,
-        threads: rec.threads,
-        trace_bytes: bytes.len() as u64,
-    })
+    let start = Instant::now();
+    let status = cmd.status().map_err(|e| io_err(&command[0], e))?;
+    let ns = start.elapsed().as_nanos() as u64;
+    if !status.success() {
+        eprintln!("foliosim record: the run without recording ended with {status}");
+    }
+    Ok(ns)
 }
 
 /// The replay scenario's header: the recording policy as `[system]`.

@@ -158,6 +158,22 @@ fn validate(trace: &Trace) -> Result<(), FormatError> {
                 && start.checked_add(len).is_some_and(|end| end <= USER_TOP)
         };
         match e {
+            // The kernel's own mappings may lie above the user address
+            // space (x86's vsyscall page): only their end must exist.
+            Event::Map {
+                start,
+                len,
+                kind: MapKind::Special(_),
+                ..
+            } if start.checked_add(*len).is_none() => {
+                return bad(format!(
+                    "a mapping of {len:#x} bytes at {start:#x} wraps around"
+                ));
+            }
+            Event::Map {
+                kind: MapKind::Special(_),
+                ..
+            } => {}
             Event::Map { start, len, .. } if *len == 0 || !range(*start, *len) => {
                 return bad(format!(
                     "a mapping of {len:#x} bytes at {start:#x} is not a page-aligned range of \
