@@ -1,6 +1,7 @@
 """foliosim.run: results whose counts follow from the kernel's rules."""
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +174,14 @@ def test_provenance_repeats_the_run_on_the_command_line(anon_scan):
         {"option": "--arch", "key": "arch", "value": "arm64"},
         {"option": "--seed", "key": "seed", "value": "7"},
     ]
+
+
+def test_a_recording_runs_as_its_replay():
+    # scenarios/recordings/python3-dict.rec: CPython building a dict and a
+    # list, recorded with `foliosim record`. Its summary counts 64,364
+    # faults, 64,360 of them replayable (2 in the vdso, 2 taken by the ELF
+    # loader before exec returned); the replay faults exactly those.
+    rec = Path(__file__).resolve().parents[3] / "scenarios" / "recordings" / "python3-dict.rec"
+    r = foliosim.run(rec)
+    assert r.phases == ["replay"]
+    assert r.value("replay", "minor-faults") == 64360

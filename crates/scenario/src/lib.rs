@@ -97,7 +97,7 @@ impl Source {
                 col: 0,
                 field: String::new(),
                 message: format!(
-                    "a directory, but not a recording (it has no {})",
+                    "cannot read the scenario: a directory, but not a recording (it has no {})",
                     foliosim_recording::HEADER
                 ),
             });
