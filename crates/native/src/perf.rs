@@ -156,12 +156,14 @@ pub(crate) fn none_counted(why: &str) -> Events {
 #[repr(C)]
 struct Attr([u64; 17]);
 
-const PERF_TYPE_TRACEPOINT: u64 = 2;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const ATTR_SIZE: u64 = 136;
-const FLAG_INHERIT: u64 = 1 << 1;
+// perf_event_open(2) values (include/uapi/linux/perf_event.h), shared
+// with the recorder's sampling events (record.rs).
+pub(crate) const PERF_TYPE_TRACEPOINT: u64 = 2;
+pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+pub(crate) const ATTR_SIZE: u64 = 136;
+pub(crate) const FLAG_INHERIT: u64 = 1 << 1;
 /// _IOW('$', 6, char *)
-const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+pub(crate) const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
 /// perf_event_open for one event: `pid` (0 = the caller), any CPU,
 /// inherited by children if `inherit`. Returns the descriptor or -errno.

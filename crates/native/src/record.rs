@@ -893,9 +893,13 @@ impl Drop for Ring {
     }
 }
 
-/// perf_event_attr flags (include/uapi/linux/perf_event.h).
+use crate::perf::{
+    ATTR_SIZE, FLAG_INHERIT, PERF_EVENT_IOC_SET_FILTER, PERF_FLAG_FD_CLOEXEC, PERF_TYPE_TRACEPOINT,
+};
+
+/// perf_event_attr flags and sample fields beyond the counting events'
+/// (include/uapi/linux/perf_event.h).
 const F_DISABLED: u64 = 1 << 0;
-const F_INHERIT: u64 = 1 << 1;
 const F_ENABLE_ON_EXEC: u64 = 1 << 12;
 const F_WATERMARK: u64 = 1 << 14;
 const F_USE_CLOCKID: u64 = 1 << 25;
@@ -904,8 +908,6 @@ const SAMPLE_TIME: u64 = 1 << 2;
 const SAMPLE_RAW: u64 = 1 << 10;
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_SAMPLE: u32 = 9;
-/// _IOW('$', 6, char *)
-const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
 /// Open both tracepoints on every CPU for the task tree of `pid`, each
 /// with its ring buffer.
@@ -919,11 +921,11 @@ fn open_rings(pid: i32, ids: &[u64; 2]) -> Result<Vec<Ring>, NativeError> {
     for cpu in 0..cpus {
         for &id in ids {
             let mut a = [0u64; 17];
-            a[0] = 2 | (136u64 << 32); // PERF_TYPE_TRACEPOINT, size
+            a[0] = PERF_TYPE_TRACEPOINT | (ATTR_SIZE << 32); // type, size
             a[1] = id;
             a[2] = 1; // sample_period
             a[3] = SAMPLE_TID | SAMPLE_TIME | SAMPLE_RAW;
-            a[5] = F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC | F_USE_CLOCKID | F_WATERMARK;
+            a[5] = F_DISABLED | FLAG_INHERIT | F_ENABLE_ON_EXEC | F_USE_CLOCKID | F_WATERMARK;
             // wakeup_watermark: the drain thread polls on a timer, so no
             // wake-up is needed before the buffer is half full (a wake-up
             // per sample would cost more than the sample).
@@ -937,7 +939,7 @@ fn open_rings(pid: i32, ids: &[u64; 2]) -> Result<Vec<Ring>, NativeError> {
                     pid,
                     cpu as i32,
                     -1,
-                    libc::c_ulong::from(1u8 << 3), // PERF_FLAG_FD_CLOEXEC
+                    PERF_FLAG_FD_CLOEXEC,
                 )
             } as i32;
             if fd < 0 {

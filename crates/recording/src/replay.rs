@@ -287,28 +287,25 @@ pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
                 new_len,
             } => {
                 g.skipped.mremaps += 1;
-                let moved = g
-                    .proc(pid)
-                    .vmas
-                    .range(..=*old)
-                    .next_back()
-                    .and_then(|(s, v)| {
-                        (v.end > *old && v.region.is_some()).then(|| {
-                            let kind = match &v.kind {
-                                MapKind::File { file, offset } => MapKind::File {
-                                    file: *file,
-                                    offset: offset + (old - v.region_start),
-                                },
-                                MapKind::Heap | MapKind::Stack => MapKind::Anon,
-                                k => k.clone(),
-                            };
-                            let _ = s;
-                            (kind, v.shared)
-                        })
-                    });
-                let old_prot = g.region_at(pid, *old).and_then(|r| g.prot.get(&r).copied());
+                // What moves: the kind (a file mapping's offset where the
+                // old range starts) and protection of the region at `old`.
+                let moved = g.vma_at(pid, *old).filter(|v| v.region.is_some()).map(|v| {
+                    let kind = match &v.kind {
+                        MapKind::File { file, offset } => MapKind::File {
+                            file: *file,
+                            offset: offset + (old - v.region_start),
+                        },
+                        MapKind::Heap | MapKind::Stack => MapKind::Anon,
+                        k => k.clone(),
+                    };
+                    (kind, v.shared, v.region)
+                });
+                let old_prot = moved
+                    .as_ref()
+                    .and_then(|m| m.2)
+                    .and_then(|r| g.prot.get(&r).copied());
                 g.unmap(pid, *old, *old_len);
-                if let Some((kind, shared)) = moved {
+                if let Some((kind, shared, _)) = moved {
                     if let Some(r) = g.map(pid, *new, new + new_len, kind, shared) {
                         g.prot.insert(r, old_prot.unwrap_or(3));
                     }
@@ -394,11 +391,10 @@ impl Gen<'_> {
         self.procs.entry(pid).or_default()
     }
 
-    /// The region mapped at `addr` in `pid`, if any.
-    fn region_at(&mut self, pid: u32, addr: u64) -> Option<u32> {
-        let p = self.proc(pid);
-        let (_, v) = p.vmas.range(..=addr).next_back()?;
-        (v.end > addr).then_some(v.region).flatten()
+    /// The mapping of `pid` that holds `addr`, if any.
+    fn vma_at(&mut self, pid: u32, addr: u64) -> Option<&Vma> {
+        let (_, v) = self.proc(pid).vmas.range(..=addr).next_back()?;
+        (v.end > addr).then_some(v)
     }
 
     /// Map [start, end): the new region, if it is one (not special).
@@ -508,14 +504,7 @@ impl Gen<'_> {
 
     fn fault(&mut self, pid: u32, page: u64, write: bool) {
         let a = page * PAGE;
-        let p = self.proc(pid);
-        let hit = p
-            .vmas
-            .range(..=a)
-            .next_back()
-            .filter(|(_, v)| v.end > a)
-            .map(|(_, v)| (v.region, v.region_start));
-        let (region, start) = match hit {
+        let (region, start) = match self.vma_at(pid, a).map(|v| (v.region, v.region_start)) {
             Some((Some(r), s)) => (r, s),
             Some((None, _)) => {
                 self.skipped.special_faults += 1;

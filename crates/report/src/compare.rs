@@ -354,7 +354,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             0
         };
         let forks = sp
-            .and_then(|p| p.counters.get("sim/dup_mm").copied())
+            .and_then(|p| p.counters.get(counters::SIM_DUP_MM).copied())
             .unwrap_or(0);
         out.push(Row {
             host_state,
@@ -568,7 +568,7 @@ mod tests {
             let mut sim = report("sim", 1);
             let p = &mut sim.phases[0].counters;
             p.insert(TLB_FLUSH.into(), 100);
-            p.insert("sim/dup_mm".into(), forks);
+            p.insert(counters::SIM_DUP_MM.into(), forks);
             let mut nat = report("native", 1);
             nat.phases[0].counters.insert(TLB_FLUSH.into(), native);
             compare(&sim, &nat).2

@@ -165,6 +165,8 @@ const FOLD_FILTER: &str = "pte & 4503599627370496";
 /// getrusage(2) fault counts of the workload's processes.
 pub const MINOR_FAULTS: &str = "minor-faults";
 pub const MAJOR_FAULTS: &str = "major-faults";
+/// The model's forks of a phase (`dup_mm()` calls; vmstat.rs `dup_mm`).
+pub const SIM_DUP_MM: &str = "sim/dup_mm";
 
 /// Prefixes of the counter families.
 pub const SIM_PREFIX: &str = "sim/";

@@ -42,6 +42,24 @@ fn foliosim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foliosim"))
 }
 
+/// Run `cmd`, require success (showing its standard error otherwise) and
+/// return its standard output.
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The JSON report of a successful command.
+fn json(cmd: &mut Command) -> serde_json::Value {
+    serde_json::from_str(&ok(cmd)).unwrap()
+}
+
 /// Build the program in `dir`; None (after saying why) if it cannot run.
 fn build(dir: &Path) -> Option<PathBuf> {
     if !foliosim_testkit::is_root() {
@@ -87,19 +105,11 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(exe) = build(tmp.path()) else { return };
     let rec = tmp.path().join("prog.rec");
-    let out = foliosim()
+    let stdout = ok(foliosim()
         .args(["record", "--out"])
         .arg(&rec)
         .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&exe));
     // The program's own output comes first, then the recorder's line.
     let mut words = stdout.lines().next().unwrap().split(' ');
     let a = u64::from_str_radix(words.next().unwrap(), 16).unwrap();
@@ -124,13 +134,7 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     assert_eq!((in_a, in_b, writes_b), (1024 + 512, 256 + 128, 128));
 
     // The summary describes it.
-    let out = foliosim()
-        .args(["record", "--summary"])
-        .arg(&rec)
-        .output()
-        .unwrap();
-    let summary = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{summary}");
+    let summary = ok(foliosim().args(["record", "--summary"]).arg(&rec));
     foliosim_testkit::assert_contains(&summary, "1 process, 1 thread, 1 exec");
 
     // The simulator's replay faults once per replayed touch that the
@@ -141,17 +145,7 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{summary}"));
-    let sim = foliosim()
-        .args(["run", "--format", "json"])
-        .arg(&rec)
-        .output()
-        .unwrap();
-    assert!(
-        sim.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sim.stderr)
-    );
-    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let sim = json(foliosim().args(["run", "--format", "json"]).arg(&rec));
     assert_eq!(minor_faults(&sim), replayed);
     let prov = &sim["reports"][0]["provenance"]["recording"];
     assert!(
@@ -161,17 +155,7 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     );
 
     // The native replay of the same recording faults as often.
-    let native = foliosim()
-        .args(["native", "--format", "json"])
-        .arg(&rec)
-        .output()
-        .unwrap();
-    assert!(
-        native.status.success(),
-        "{}",
-        String::from_utf8_lossy(&native.stderr)
-    );
-    let native: serde_json::Value = serde_json::from_slice(&native.stdout).unwrap();
+    let native = json(foliosim().args(["native", "--format", "json"]).arg(&rec));
     assert_eq!(minor_faults(&native), replayed);
 
     // Under 64 KiB mTHP the replay meets the other policy, the same way
@@ -184,18 +168,12 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
         "transparent_hugepage.hugepages-64kB.enabled=always",
     ];
     let counts = |engine: &str| {
-        let out = foliosim()
-            .args([engine, "--format", "json"])
-            .args(mthp)
-            .arg(&rec)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let v = json(
+            foliosim()
+                .args([engine, "--format", "json"])
+                .args(mthp)
+                .arg(&rec),
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let c = &v["reports"][0]["phases"][0]["counters"];
         let get = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}"));
         // The per-process count of order-4 allocations, not the mTHP
@@ -210,7 +188,7 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
     // A sweep takes the recording like a scenario: four points, and
     // their diff by folio size.
     let table = tmp.path().join("t.csv");
-    let out = foliosim()
+    ok(foliosim()
         .arg("sweep")
         .arg(&rec)
         .args([
@@ -220,22 +198,13 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
             "arch=x86_64,arm64",
             "-o",
         ])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = foliosim()
-        .arg("diff")
-        .arg(&table)
-        .args(["--by", "folio_size=4K,64K", "--columns", "arch"])
-        .output()
-        .unwrap();
-    let diff = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{diff}");
+        .arg(&table));
+    let diff = ok(foliosim().arg("diff").arg(&table).args([
+        "--by",
+        "folio_size=4K,64K",
+        "--columns",
+        "arch",
+    ]));
     foliosim_testkit::assert_contains(&diff, "hugepages-64kB/anon_fault_alloc");
 }
 
@@ -284,18 +253,9 @@ fn a_program_killed_by_a_signal_still_replays() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     foliosim_testkit::assert_contains(&err, "killed by signal 9");
-    let out = foliosim()
-        .args(["record", "--summary"])
-        .arg(&rec)
-        .output()
-        .unwrap();
-    foliosim_testkit::assert_contains(&String::from_utf8_lossy(&out.stdout), "killed by signal 9");
-    let out = foliosim().arg("run").arg(&rec).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let summary = ok(foliosim().args(["record", "--summary"]).arg(&rec));
+    foliosim_testkit::assert_contains(&summary, "killed by signal 9");
+    ok(foliosim().arg("run").arg(&rec));
 }
 
 /// A recording interrupted by SIGTERM leaves nothing: no recording, no
