@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use foliosim_recording::format::{self, Encoder, Event, MapKind, Meta};
+use foliosim_recording::format::{self, Encoder, Event, IoCall, MapKind, Meta};
 
 use crate::guard::HostGuard;
 use crate::sys;
@@ -115,8 +115,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded, NativeError> {
             parent.display()
         )));
     }
-    let ids = fault_tracepoints()?;
-    record_into(opts, &ids, &tmp_dir(&opts.out))
+    record_into(opts, &tmp_dir(&opts.out))
 }
 
 fn tmp_dir(out: &Path) -> PathBuf {
@@ -126,11 +125,23 @@ fn tmp_dir(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.partial-{}", sys::getpid()))
 }
 
-/// The tracefs ids of the two fault tracepoints.
-fn fault_tracepoints() -> Result<[u64; 2], NativeError> {
-    let root = crate::perf::tracefs_root().ok_or_else(|| {
-        NativeError::Refused("tracefs is not mounted (/sys/kernel/tracing)".into())
-    })?;
+/// The tracefs ids of the two fault tracepoints, mounting tracefs for
+/// the moment if it is not mounted (undone at once, and by the guard if
+/// the recording is interrupted).
+fn fault_tracepoints(guard: &HostGuard) -> Result<[u64; 2], NativeError> {
+    if let Some(root) = crate::perf::tracefs_root() {
+        return tracepoint_ids(&root);
+    }
+    let at = PathBuf::from("/sys/kernel/tracing");
+    guard
+        .mount_tracefs(&at)
+        .map_err(|e| NativeError::Refused(format!("tracefs is not mounted and cannot be: {e}")))?;
+    let ids = tracepoint_ids(&at);
+    let _ = guard.unmount_tracefs();
+    ids
+}
+
+fn tracepoint_ids(root: &Path) -> Result<[u64; 2], NativeError> {
     let mut ids = [0; 2];
     for (i, ev) in ["page_fault_user", "page_fault_kernel"].iter().enumerate() {
         let p = root.join("events/exceptions").join(ev).join("id");
@@ -150,7 +161,7 @@ fn fault_tracepoints() -> Result<[u64; 2], NativeError> {
 /// Record into the temporary directory `dir`, which the host guard
 /// creates and removes on any exit (a signal included), and rename it to
 /// `opts.out` once complete.
-fn record_into(opts: &RecordOptions, ids: &[u64; 2], dir: &Path) -> Result<Recorded, NativeError> {
+fn record_into(opts: &RecordOptions, dir: &Path) -> Result<Recorded, NativeError> {
     // One native run or recording at a time: the guard's saved state is
     // one file, which a later run would take for a killed run's.
     let _lock = crate::guard::RunLock::acquire()
@@ -174,8 +185,9 @@ fn record_into(opts: &RecordOptions, ids: &[u64; 2], dir: &Path) -> Result<Recor
             }
             Err(_) => DEFAULT_FAULT_AROUND,
         };
+        let ids = fault_tracepoints(&guard)?;
         let start = Instant::now();
-        let mut rec = trace_program(opts, ids, &guard)?;
+        let mut rec = trace_program(opts, &ids, &guard)?;
         rec.meta.wall_ns = start.elapsed().as_nanos() as u64;
         rec.meta.fault_around_bytes = fault_around;
         if opts.overhead {
@@ -303,21 +315,40 @@ impl Files {
     /// The id of the file `path` names (stat'ed now), recording a File
     /// event the first time.
     fn id(&mut self, path: &Path, shown: &str, out: &mut Vec<Event>) -> Option<u32> {
+        self.id_and_size(path, shown, out).map(|(id, _)| id)
+    }
+
+    /// [`Files::id`] and the file's size now; None for anything but a
+    /// regular file.
+    fn id_and_size(
+        &mut self,
+        path: &Path,
+        shown: &str,
+        out: &mut Vec<Event>,
+    ) -> Option<(u32, u64)> {
         let m = fs::metadata(path).ok()?;
+        if !m.is_file() {
+            return None;
+        }
         let key = (m.dev(), m.ino());
         if let Some(&id) = self.ids.get(&key) {
-            return Some(id);
+            return Some((id, m.len()));
         }
         let id = self.ids.len() as u32;
         self.ids.insert(key, id);
+        // Opening the file to ask adds nothing to its page cache.
+        let cached = fs::File::open(path)
+            .and_then(|f| sys::cached_bytes(&f))
+            .unwrap_or(m.len());
         out.push(Event::File {
             id,
             dev: key.0,
             ino: key.1,
             size: m.len(),
+            cached: cached.min(m.len()),
             path: shown.to_string(),
         });
-        Some(id)
+        Some((id, m.len()))
     }
 }
 
@@ -422,8 +453,8 @@ fn spawn_traced(argv: &[CString], filter: &[libc::sock_filter]) -> io::Result<i3
     Ok(pid)
 }
 
-/// The seccomp filter: trace the six memory-management calls, allow the
-/// rest (and everything of another architecture's ABI).
+/// The seccomp filter: trace the six memory-management calls and the four
+/// plain file I/O calls, allow the rest (and everything of another architecture's ABI).
 fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
     use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
     let calls = [
@@ -433,6 +464,10 @@ fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
         libc::SYS_mprotect,
         libc::SYS_madvise,
         libc::SYS_brk,
+        libc::SYS_read,
+        libc::SYS_write,
+        libc::SYS_pread64,
+        libc::SYS_pwrite64,
     ];
     let rules = calls.iter().map(|&nr| (nr, vec![])).collect();
     let arch = TargetArch::try_from(std::env::consts::ARCH)
@@ -563,7 +598,7 @@ fn tracer_loop(root: i32) -> Result<TracerOut, NativeError> {
                                 nr,
                                 args,
                                 rval as u64,
-                                pid,
+                                (pid, tid as u32),
                                 &mut files,
                                 &mut brk,
                                 &mut evs,
@@ -663,18 +698,29 @@ fn page_up(v: u64) -> u64 {
     v.div_ceil(4096) * 4096
 }
 
-/// The records of a memory-management call that returned `rval`.
+/// The records of a memory-management or file I/O call of thread `tid`
+/// of process `pid` that returned `rval`.
 fn syscall_events(
     nr: u64,
     a: [u64; 6],
     rval: u64,
-    pid: u32,
+    (pid, tid): (u32, u32),
     files: &mut Files,
     brk: &mut HashMap<u32, u64>,
     out: &mut Vec<Event>,
 ) {
     let nr = nr as i64;
-    if nr == libc::SYS_mmap {
+    let io = [
+        (libc::SYS_read, IoCall::Read),
+        (libc::SYS_write, IoCall::Write),
+        (libc::SYS_pread64, IoCall::Pread),
+        (libc::SYS_pwrite64, IoCall::Pwrite),
+    ];
+    if let Some(&(_, call)) = io.iter().find(|(n, _)| *n == nr) {
+        if rval > 0 {
+            io_event(call, a, rval, tid, files, out);
+        }
+    } else if nr == libc::SYS_mmap {
         let (len, prot, flags, fd, off) =
             (page_up(a[1]), a[2] as u32, a[3] as i32, a[4] as i32, a[5]);
         let shared = flags & libc::MAP_TYPE == libc::MAP_SHARED
@@ -742,6 +788,62 @@ fn syscall_events(
             });
         }
     }
+}
+
+/// The record of an I/O call that moved `len` bytes, if it went to a
+/// regular file (not a pipe, socket, terminal or /proc, /sys, /dev file).
+/// read(2) and write(2) took their position from the descriptor, which
+/// now stands `len` bytes past it.
+fn io_event(
+    call: IoCall,
+    a: [u64; 6],
+    len: u64,
+    tid: u32,
+    files: &mut Files,
+    out: &mut Vec<Event>,
+) {
+    let fd = a[0] as i32;
+    let link = PathBuf::from(format!("/proc/{tid}/fd/{fd}"));
+    let Ok(target) = fs::read_link(&link) else {
+        return;
+    };
+    let shown = target.display().to_string();
+    if !shown.starts_with('/')
+        || ["/proc/", "/sys/", "/dev/"]
+            .iter()
+            .any(|p| shown.starts_with(p))
+    {
+        return;
+    }
+    let Some((file, size)) = files.id_and_size(&link, &shown, out) else {
+        return;
+    };
+    let offset = match call {
+        IoCall::Pread | IoCall::Pwrite => a[3],
+        IoCall::Read | IoCall::Write => {
+            let Some(pos) = fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("pos:"))
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+            else {
+                return;
+            };
+            pos.saturating_sub(len)
+        }
+    };
+    // A file that shrank since (truncate) is no longer a place to replay.
+    if offset + len > size {
+        return;
+    }
+    out.push(Event::Io {
+        file,
+        call,
+        offset,
+        len,
+    });
 }
 
 /// The mappings of a new image, from /proc/PID/maps at the exec stop.
@@ -861,6 +963,7 @@ fn merge(
         plain_wall_ns: 0,
         lost_faults: lost + unknown,
         status,
+        epoch_ms: 0,
     };
     Traced {
         meta,
@@ -1082,7 +1185,7 @@ mod tests {
         let mut brk = HashMap::new();
         let mut out = Vec::new();
         let call = |rv: u64, brk: &mut HashMap<u32, u64>, out: &mut Vec<Event>, f: &mut Files| {
-            syscall_events(libc::SYS_brk as u64, [0; 6], rv, 1, f, brk, out)
+            syscall_events(libc::SYS_brk as u64, [0; 6], rv, (1, 1), f, brk, out)
         };
         call(0x5555_5556_0010, &mut brk, &mut out, &mut files);
         assert!(out.is_empty());

@@ -162,6 +162,32 @@ pub(crate) fn wait_any(pid: i32) -> io::Result<(i32, i32)> {
     }
 }
 
+/// Bytes of the file open at `fd` that are in the page cache
+/// (cachestat(2), Linux 6.5+).
+pub(crate) fn cached_bytes(fd: &impl AsRawFd) -> io::Result<u64> {
+    const SYS_CACHESTAT: libc::c_long = 451;
+    // struct cachestat_range { off, len } (len 0: to the end) and struct
+    // cachestat { nr_cache, nr_dirty, nr_writeback, nr_evicted,
+    // nr_recently_evicted } (include/uapi/linux/mman.h).
+    let range = [0u64; 2];
+    let mut stat = [0u64; 5];
+    // SAFETY: both structures are valid for the sizes the kernel reads
+    // and writes.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            range.as_ptr(),
+            stat.as_mut_ptr(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(stat[0] * 4096)
+}
+
 /// The type of a ptrace(2) request in the C library's prototype (glibc:
 /// unsigned, musl: int), which libc's `PTRACE_*` constants have.
 #[cfg(target_env = "musl")]

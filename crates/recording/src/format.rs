@@ -14,8 +14,12 @@ use std::io::{Read, Write};
 
 /// The first bytes of every trace file.
 pub const MAGIC: &[u8; 8] = b"FSIMREC\n";
-/// The format version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this build writes; it reads this and every
+/// earlier one.
+pub const VERSION: u32 = 2;
+/// The oldest format version this build reads. Version 1 has no I/O
+/// records, no epochs and no cached size of a file.
+pub const OLDEST: u32 = 1;
 
 /// What a mapping is, as the recorder saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,16 +37,46 @@ pub enum MapKind {
     Special(String),
 }
 
+/// The system call of an [`Event::Io`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IoCall {
+    Read,
+    Write,
+    Pread,
+    Pwrite,
+}
+
+impl IoCall {
+    const ALL: [IoCall; 4] = [IoCall::Read, IoCall::Write, IoCall::Pread, IoCall::Pwrite];
+
+    /// The scenario language's name of the call (its I/O step's `op`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoCall::Read => "read",
+            IoCall::Write => "write",
+            IoCall::Pread => "pread",
+            IoCall::Pwrite => "pwrite",
+        }
+    }
+
+    pub fn is_write(self) -> bool {
+        matches!(self, IoCall::Write | IoCall::Pwrite)
+    }
+}
+
 /// One record of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A file that a mapping refers to: its device and inode, size in
-    /// bytes when first seen and path (no contents are recorded).
+    /// A file that a mapping or an I/O call refers to: its device and
+    /// inode, its size in bytes when first seen, how many of those bytes
+    /// were in the page cache then, and its path (no contents are
+    /// recorded).
     File {
         id: u32,
         dev: u64,
         ino: u64,
         size: u64,
+        cached: u64,
         path: String,
     },
     /// Later records are made by thread `tid` of process `pid`.
@@ -79,6 +113,21 @@ pub enum Event {
     Advise { start: u64, len: u64, advice: u32 },
     /// A page fault of the current task at page `page` (address >> 12).
     Fault { page: u64, write: bool },
+    /// A read(2), write(2), pread64(2) or pwrite64(2) of file `file` that
+    /// moved `len` bytes (> 0) at byte `offset` of the file.
+    Io {
+        file: u32,
+        call: IoCall,
+        offset: u64,
+        len: u64,
+    },
+    /// The recorder's clock ticked: a new epoch of later accesses begins.
+    Epoch,
+    /// A later access of the current task to page `page`, present since
+    /// an earlier fault: not a fault of the program's own run, seen
+    /// because the recorder write-protects written anonymous pages at
+    /// every epoch (so the first write in an epoch to each is seen).
+    Access { page: u64, write: bool },
     /// The current process exited (all its threads), with its wait
     /// status as waitpid(2) gave it.
     Exit { status: i32 },
@@ -104,6 +153,8 @@ pub struct Meta {
     pub lost_faults: u64,
     /// The program's exit status (as waitpid(2) gave it).
     pub status: i32,
+    /// The epoch of later accesses in milliseconds (0: not recorded).
+    pub epoch_ms: u64,
 }
 
 /// A malformed or unreadable trace: what is wrong and where (a byte
@@ -145,6 +196,9 @@ const T_ADVISE: u8 = 10;
 const T_FAULT: u8 = 11;
 const T_EXIT: u8 = 12;
 const T_META: u8 = 13;
+const T_IO: u8 = 14;
+const T_EPOCH: u8 = 15;
+const T_ACCESS: u8 = 16;
 
 const K_ANON: u64 = 0;
 const K_HEAP: u64 = 1;
@@ -199,10 +253,11 @@ impl Encoder {
                 dev,
                 ino,
                 size,
+                cached,
                 path,
             } => {
                 o.push(T_FILE);
-                for v in [*id as u64, *dev, *ino, *size] {
+                for v in [*id as u64, *dev, *ino, *size, *cached] {
                     put(o, v);
                 }
                 put_str(o, path);
@@ -279,17 +334,37 @@ impl Encoder {
                 put(o, *len);
                 put(o, *advice as u64);
             }
-            Event::Fault { page, write } => {
+            Event::Fault { page, write } | Event::Access { page, write } => {
                 let last = self.last_page.entry(self.pid).or_insert(0);
                 let delta = page.wrapping_sub(*last) as i64;
                 *last = *page;
-                o.push(T_FAULT);
+                o.push(if matches!(e, Event::Fault { .. }) {
+                    T_FAULT
+                } else {
+                    T_ACCESS
+                });
                 put(o, zigzag(delta) << 1 | *write as u64);
             }
             Event::Exit { status } => {
                 o.push(T_EXIT);
                 put(o, zigzag(*status as i64));
             }
+            Event::Io {
+                file,
+                call,
+                offset,
+                len,
+            } => {
+                o.push(T_IO);
+                put(o, *file as u64);
+                put(
+                    o,
+                    IoCall::ALL.iter().position(|c| c == call).unwrap_or(0) as u64,
+                );
+                put(o, *offset);
+                put(o, *len);
+            }
+            Event::Epoch => o.push(T_EPOCH),
         }
     }
 
@@ -316,6 +391,7 @@ fn encode_meta(m: &Meta) -> Vec<u8> {
         put(&mut o, v);
     }
     put(&mut o, zigzag(m.status as i64));
+    put(&mut o, m.epoch_ms);
     o
 }
 
@@ -355,7 +431,7 @@ pub fn decode_file(bytes: &[u8]) -> Result<Trace, FormatError> {
         ));
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version != VERSION {
+    if !(OLDEST..=VERSION).contains(&version) {
         return Err(file_err(
             8,
             format!(
@@ -381,7 +457,7 @@ pub fn decode_file(bytes: &[u8]) -> Result<Trace, FormatError> {
             ),
         ));
     }
-    decode_records(&raw)
+    decode_records(&raw, version)
 }
 
 struct Cursor<'a> {
@@ -429,8 +505,9 @@ impl Cursor<'_> {
     }
 }
 
-/// Decode the decompressed records: the header record, then events.
-pub fn decode_records(b: &[u8]) -> Result<Trace, FormatError> {
+/// Decode the decompressed records of format `version`: the header
+/// record, then events.
+pub fn decode_records(b: &[u8], version: u32) -> Result<Trace, FormatError> {
     let mut c = Cursor { b, at: 0, start: 0 };
     if b.first() != Some(&T_META) {
         return Err(c.err("the records do not start with the header record"));
@@ -450,6 +527,7 @@ pub fn decode_records(b: &[u8]) -> Result<Trace, FormatError> {
         plain_wall_ns: c.var("plain_wall_ns")?,
         lost_faults: c.var("lost_faults")?,
         status: unzigzag(c.var("status")?) as i32,
+        epoch_ms: if version >= 2 { c.var("epoch_ms")? } else { 0 },
     };
     let mut events = Vec::new();
     let mut pid = 0u32;
@@ -459,13 +537,20 @@ pub fn decode_records(b: &[u8]) -> Result<Trace, FormatError> {
         let tag = b[c.at];
         c.at += 1;
         let e = match tag {
-            T_FILE => Event::File {
-                id: c.u32("file id")?,
-                dev: c.var("dev")?,
-                ino: c.var("ino")?,
-                size: c.var("size")?,
-                path: c.string("path")?,
-            },
+            T_FILE => {
+                let (id, dev, ino) = (c.u32("file id")?, c.var("dev")?, c.var("ino")?);
+                let size = c.var("size")?;
+                // Version 1 did not look: its replay takes files as cached.
+                let cached = if version >= 2 { c.var("cached")? } else { size };
+                Event::File {
+                    id,
+                    dev,
+                    ino,
+                    size,
+                    cached,
+                    path: c.string("path")?,
+                }
+            }
             T_TASK => {
                 pid = c.u32("pid")?;
                 Event::Task {
@@ -534,9 +619,32 @@ pub fn decode_records(b: &[u8]) -> Result<Trace, FormatError> {
                     write: v & 1 == 1,
                 }
             }
+            T_ACCESS if version >= 2 => {
+                let v = c.var("access")?;
+                let last = last_page.entry(pid).or_insert(0);
+                let page = last.wrapping_add(unzigzag(v >> 1) as u64);
+                *last = page;
+                Event::Access {
+                    page,
+                    write: v & 1 == 1,
+                }
+            }
             T_EXIT => Event::Exit {
                 status: unzigzag(c.var("status")?) as i32,
             },
+            T_IO if version >= 2 => Event::Io {
+                file: c.u32("file")?,
+                call: {
+                    let k = c.var("call")?;
+                    match IoCall::ALL.get(k as usize) {
+                        Some(&call) => call,
+                        None => return Err(c.err(format!("unknown I/O call {k}"))),
+                    }
+                },
+                offset: c.var("offset")?,
+                len: c.var("len")?,
+            },
+            T_EPOCH if version >= 2 => Event::Epoch,
             t => return Err(c.err(format!("unknown record tag {t}"))),
         };
         events.push((c.start as u64, e));
@@ -556,6 +664,7 @@ mod tests {
                 dev: 0x801,
                 ino: 1234,
                 size: 10_000,
+                cached: 8192,
                 path: "/usr/bin/true".into(),
             },
             Event::Map {
@@ -609,6 +718,17 @@ mod tests {
                 prot: 0,
             },
             Event::Unmap { start: 5, len: 6 },
+            Event::Io {
+                file: 0,
+                call: IoCall::Pwrite,
+                offset: 12_288,
+                len: 4096,
+            },
+            Event::Epoch,
+            Event::Access {
+                page: 0x7_ffff_fffe,
+                write: true,
+            },
             Event::Exec,
             Event::Map {
                 start: 0xffff_ffff_ff60_0000,
@@ -630,6 +750,7 @@ mod tests {
             plain_wall_ns: 10,
             lost_faults: 0,
             status: 0,
+            epoch_ms: 100,
         }
     }
 
@@ -677,10 +798,51 @@ mod tests {
     #[test]
     fn a_newer_version_is_refused_by_name() {
         let mut f = file();
-        f[8] = 2;
+        f[8] = VERSION as u8 + 1;
         let err = decode_file(&f).unwrap_err();
         assert_eq!(err.offset, 8);
         assert!(err.to_string().contains("newer foliosim"), "{err}");
+    }
+
+    /// A version 1 trace (no cached sizes, epochs or I/O records) still
+    /// reads: its files count as cached, its epoch as none, and a record
+    /// tag version 2 added is unknown to it.
+    #[test]
+    fn version_1_traces_still_read() {
+        let mut v1 = vec![T_META];
+        put(&mut v1, 1);
+        put_str(&mut v1, "true");
+        put_str(&mut v1, "x86_64");
+        put_str(&mut v1, "6.18.44");
+        for v in [65536, 12, 10, 0, 0] {
+            put(&mut v1, v);
+        }
+        v1.push(T_FILE);
+        for v in [3, 0x801, 99, 10_000] {
+            put(&mut v1, v);
+        }
+        put_str(&mut v1, "/f");
+        let t = decode_records(&v1, 1).unwrap();
+        assert_eq!(t.meta.epoch_ms, 0);
+        assert_eq!(t.meta.command, ["true"]);
+        assert!(
+            matches!(
+                t.events[..],
+                [(
+                    _,
+                    Event::File {
+                        size: 10_000,
+                        cached: 10_000,
+                        ..
+                    }
+                )]
+            ),
+            "{:?}",
+            t.events
+        );
+        v1.push(T_EPOCH);
+        let err = decode_records(&v1, 1).unwrap_err();
+        assert!(err.what.contains("unknown record tag 15"), "{err}");
     }
 
     #[test]
@@ -700,11 +862,11 @@ mod tests {
         raw.push(99);
         raw.push(T_UNMAP);
         raw.push(0x80); // a varint that never ends
-        let err = decode_records(&raw).unwrap_err();
+        let err = decode_records(&raw, VERSION).unwrap_err();
         assert_eq!(err.offset, at + 3, "{err}");
         assert!(err.what.contains("unknown record tag 99"), "{err}");
         raw.remove(at as usize + 3);
-        let err = decode_records(&raw).unwrap_err();
+        let err = decode_records(&raw, VERSION).unwrap_err();
         assert_eq!(err.offset, at + 3, "{err}");
         assert!(err.what.contains("inside field `start`"), "{err}");
     }

@@ -26,7 +26,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-pub use format::{Event, MapKind, Meta, Trace};
+pub use format::{Event, IoCall, MapKind, Meta, Trace};
+pub use replay::Options;
 
 /// The header file of a recording directory.
 pub const HEADER: &str = "recording.toml";
@@ -69,14 +70,22 @@ pub fn load(dir: &Path) -> Result<Trace, RecordingError> {
 /// The replay scenario of recording `dir`: its label in messages (the
 /// header's path, so that errors in the header name its lines) and its
 /// text (the header, then the generated `[[file]]`s and steps).
-pub fn replay_text(dir: &Path) -> Result<(String, String), RecordingError> {
+pub fn replay_text(dir: &Path, opts: Options) -> Result<(String, String), RecordingError> {
     let header = dir.join(HEADER);
     let mut text = std::fs::read_to_string(&header).map_err(|e| RecordingError {
         file: header.clone(),
         what: format!("cannot read the recording's header: {e}"),
     })?;
     let trace = load(dir)?;
-    let r = replay::replay(&trace).map_err(|e| RecordingError {
+    if opts.phase_every > 0 && trace.meta.epoch_ms == 0 {
+        return Err(RecordingError {
+            file: dir.join(TRACE),
+            what: "replay.phase_every: the recording has no epochs (it was recorded with \
+                   --epoch 0 or by a foliosim before epochs)"
+                .into(),
+        });
+    }
+    let r = replay::replay(&trace, opts).map_err(|e| RecordingError {
         file: dir.join(TRACE),
         what: e.to_string(),
     })?;
@@ -132,6 +141,7 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
     let mut maps: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
     let mut files = 0;
+    let mut epochs = 0;
     for (_, e) in &trace.events {
         match e {
             Event::Task { pid, tid } => {
@@ -156,12 +166,14 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
             Event::Remap { .. } => *calls.entry("mremap").or_default() += 1,
             Event::Protect { .. } => *calls.entry("mprotect").or_default() += 1,
             Event::Advise { .. } => *calls.entry("madvise").or_default() += 1,
+            Event::Io { call, .. } => *calls.entry(call.name()).or_default() += 1,
+            Event::Epoch => epochs += 1,
             Event::Fork { .. } | Event::Thread { .. } | Event::Exit { .. } => {}
-            Event::Fault { .. } => {}
+            Event::Fault { .. } | Event::Access { .. } => {}
         }
     }
     let (faults, pages) = first_touches(&trace);
-    let r = replay::replay(&trace).map_err(|e| RecordingError {
+    let r = replay::replay(&trace, Options::default()).map_err(|e| RecordingError {
         file: dir.join(TRACE),
         what: e.to_string(),
     })?;
@@ -211,7 +223,16 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
         o,
         "  page faults  {faults} ({pages} distinct pages per process)"
     );
-    let _ = writeln!(o, "  epochs       none (first touches only)");
+    if m.epoch_ms == 0 {
+        let _ = writeln!(o, "  epochs       none (first touches only)");
+    } else {
+        let _ = writeln!(
+            o,
+            "  epochs       {epochs} of {} ms: {} later writes of present pages \
+             (userfaultfd write-protect + PAGEMAP_SCAN; reads of present pages are not seen)",
+            m.epoch_ms, r.written
+        );
+    }
     if m.lost_faults > 0 {
         let _ = writeln!(
             o,
@@ -223,9 +244,16 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
     let s = &r.skipped;
     let _ = writeln!(
         o,
-        "  replay       {} faults as touches; not replayed: {} in vdso/vvar, {} outside \
-         every mapping, {} mprotect, {} madvise, {} mremap as unmap + map",
-        r.faults, s.special_faults, s.stray_faults, s.mprotects, s.advice, s.mremaps
+        "  replay       {} faults as touches, {} I/O calls ({} KiB); not replayed: {} in \
+         vdso/vvar, {} outside every mapping, {} mprotect, {} madvise, {} mremap as unmap + map",
+        r.faults,
+        r.io_calls,
+        r.io_bytes / 1024,
+        s.special_faults,
+        s.stray_faults,
+        s.mprotects,
+        s.advice,
+        s.mremaps
     );
     Ok(o)
 }

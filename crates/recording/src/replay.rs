@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use foliosim_uapi::Madv;
 
-use crate::format::{Event, FormatError, MapKind, Trace};
+use crate::format::{Event, FormatError, IoCall, MapKind, Trace};
 
 /// The stack may grow this far below its mapping at exec (the default
 /// RLIMIT_STACK): a fault below the stack and within this distance grows
@@ -64,6 +64,22 @@ pub struct Skipped {
     pub mremaps: u64,
 }
 
+/// How a trace becomes steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Start a new phase every this many epochs of the recording (0: one
+    /// phase for the whole replay).
+    pub phase_every: u64,
+}
+
+/// The largest file a replay makes (the largest file ext4 allows with 4
+/// KiB blocks).
+const MAX_FILE: u64 = 16 << 40;
+
+/// The largest call an I/O step makes (the language's limit on
+/// `read_size` and `write_size`).
+const MAX_CALL: u64 = 64 << 20;
+
 /// The generated steps and what they leave out.
 #[derive(Debug)]
 pub struct Replay {
@@ -72,6 +88,13 @@ pub struct Replay {
     pub skipped: Skipped,
     /// Faults the steps replay (one touch of a page each).
     pub faults: u64,
+    /// Later accesses the steps replay.
+    pub written: u64,
+    /// I/O calls the steps replay, and their bytes.
+    pub io_calls: u64,
+    pub io_bytes: u64,
+    /// Phases the replay has.
+    pub phases: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +134,17 @@ enum Step {
     },
     /// A fork of process `child` (its steps are rendered in place).
     Fork(u32),
+    /// Buffered I/O: consecutive calls of `chunk` bytes over
+    /// `[offset, offset + len)` (the last may be shorter).
+    Io {
+        file: u32,
+        call: IoCall,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+    },
+    /// A new phase, named after the epoch it starts at.
+    Phase(u64),
 }
 
 #[derive(Default)]
@@ -125,9 +159,13 @@ struct Gen<'t> {
     prot: HashMap<u32, u32>,
     regions: u32,
     files: BTreeMap<u32, u64>,
-    file_info: HashMap<u32, (u64, &'t str)>,
+    /// Each file's size, cached bytes and path when first seen.
+    file_info: HashMap<u32, (u64, u64, &'t str)>,
     skipped: Skipped,
     faults: u64,
+    written: u64,
+    io_calls: u64,
+    io_bytes: u64,
     /// The lowest page each stack mapping (by the index of its Map
     /// record) grows down to.
     stack_low: HashMap<usize, u64>,
@@ -212,6 +250,19 @@ fn validate(trace: &Trace) -> Result<(), FormatError> {
                     "a fault at page {page:#x}, beyond the user address space"
                 ));
             }
+            Event::Access { page, .. } if *page >= USER_TOP / PAGE => {
+                return bad(format!(
+                    "an access to page {page:#x}, beyond the user address space"
+                ));
+            }
+            Event::Io { offset, len, .. }
+                if offset.checked_add(*len).is_none_or(|e| e > MAX_FILE) =>
+            {
+                return bad(format!(
+                    "an I/O call of {len:#x} bytes at file offset {offset:#x}, beyond the \
+                     largest file a replay makes"
+                ));
+            }
             _ => {}
         }
     }
@@ -220,7 +271,7 @@ fn validate(trace: &Trace) -> Result<(), FormatError> {
 
 /// Turn a decoded trace into scenario steps (an error for a trace whose
 /// records hold impossible values).
-pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
+pub fn replay(trace: &Trace, opts: Options) -> Result<Replay, FormatError> {
     validate(trace)?;
     let mut g = Gen {
         procs: HashMap::new(),
@@ -230,10 +281,15 @@ pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
         file_info: HashMap::new(),
         skipped: Skipped::default(),
         faults: 0,
+        written: 0,
+        io_calls: 0,
+        io_bytes: 0,
         stack_low: stack_extents(trace),
     };
     let mut pid = 0;
     let mut root = None;
+    let mut epoch = 0u64;
+    let mut phases = 1;
     for (i, (_, e)) in trace.events.iter().enumerate() {
         match e {
             Event::Task { pid: p, .. } => {
@@ -241,9 +297,31 @@ pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
                 root.get_or_insert(pid);
                 g.procs.entry(pid).or_default();
             }
-            Event::File { id, size, path, .. } => {
-                g.file_info.insert(*id, (*size, path.as_str()));
+            Event::File {
+                id,
+                size,
+                cached,
+                path,
+                ..
+            } => {
+                g.file_info.insert(*id, (*size, *cached, path.as_str()));
             }
+            Event::Io {
+                file,
+                call,
+                offset,
+                len,
+            } => g.io(pid, *file, *call, *offset, *len),
+            Event::Epoch => {
+                epoch += 1;
+                if let Some(r) =
+                    root.filter(|_| opts.phase_every > 0 && epoch.is_multiple_of(opts.phase_every))
+                {
+                    g.proc(r).steps.push(Step::Phase(epoch));
+                    phases += 1;
+                }
+            }
+            Event::Access { page, write } => g.access(pid, *page, *write),
             Event::Fork { child } => {
                 let vmas = g.proc(pid).vmas.clone();
                 g.procs.insert(
@@ -325,14 +403,26 @@ pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
     }
     let mut text = String::new();
     for (id, size) in &g.files {
-        let path = g.file_info.get(id).map_or("", |f| f.1);
+        let (first_size, cached, path) = g.file_info.get(id).copied().unwrap_or((0, 0, ""));
+        // A file mostly in the page cache when the program first used it
+        // is replayed cached (written before the first step); else cold.
+        let fill = if first_size > 0 && cached * 2 >= first_size {
+            "write"
+        } else {
+            "cold"
+        };
         let _ = writeln!(
             text,
-            "\n[[file]]\n# {}\nname = \"f{id}\"\nsize = {size}\nfill = \"write\"",
+            "\n[[file]]\n# {}\nname = \"f{id}\"\nsize = {size}\nfill = \"{fill}\"",
             toml_comment(path)
         );
     }
-    text += "\n[[step]]\nop = \"phase\"\nname = \"replay\"\n";
+    let first = if opts.phase_every > 0 {
+        "epoch-0"
+    } else {
+        "replay"
+    };
+    let _ = write!(text, "\n[[step]]\nop = \"phase\"\nname = \"{first}\"\n");
     if let Some(root) = root {
         render(&mut g, root, "step", &mut text);
     }
@@ -340,6 +430,10 @@ pub fn replay(trace: &Trace) -> Result<Replay, FormatError> {
         text,
         skipped: g.skipped,
         faults: g.faults,
+        written: g.written,
+        io_calls: g.io_calls,
+        io_bytes: g.io_bytes,
+        phases,
     })
 }
 
@@ -502,22 +596,63 @@ impl Gen<'_> {
         }
     }
 
-    fn fault(&mut self, pid: u32, page: u64, write: bool) {
-        let a = page * PAGE;
-        let (region, start) = match self.vma_at(pid, a).map(|v| (v.region, v.region_start)) {
-            Some((Some(r), s)) => (r, s),
-            Some((None, _)) => {
-                self.skipped.special_faults += 1;
-                return;
-            }
-            None => {
-                self.skipped.stray_faults += 1;
-                return;
-            }
+    /// One I/O call: extends the previous I/O step when it continues it
+    /// (same file and call, at its end, every call so far `chunk` bytes
+    /// and this one no longer).
+    fn io(&mut self, pid: u32, file: u32, call: IoCall, offset: u64, len: u64) {
+        let Some(end) = offset.checked_add(len).filter(|_| len > 0) else {
+            return;
         };
-        self.faults += 1;
+        self.io_calls += 1;
+        self.io_bytes += len;
+        let size = self.file_info.get(&file).map_or(0, |f| f.0);
+        let e = self.files.entry(file).or_insert(0);
+        *e = (*e).max(end.max(size).div_ceil(PAGE) * PAGE);
+        let p = self.proc(pid);
+        if let Some(Step::Io {
+            file: f,
+            call: c,
+            offset: o,
+            len: l,
+            chunk,
+        }) = p.steps.last_mut()
+        {
+            if *f == file
+                && *c == call
+                && *o + *l == offset
+                && (*l).is_multiple_of(*chunk)
+                && len <= *chunk
+            {
+                *l += len;
+                return;
+            }
+        }
+        p.steps.push(Step::Io {
+            file,
+            call,
+            offset,
+            len,
+            chunk: len.min(MAX_CALL),
+        });
+    }
+
+    /// A later access of `pid` to a present page: a touch like a fault's,
+    /// not counted as one.
+    fn access(&mut self, pid: u32, page: u64, write: bool) {
+        let a = page * PAGE;
+        let Some((Some(region), start)) = self.vma_at(pid, a).map(|v| (v.region, v.region_start))
+        else {
+            return;
+        };
+        self.written += 1;
         *self.prot.entry(region).or_default() |= if write { 3 } else { 1 };
         let idx = ((a - start) / PAGE) as u32;
+        self.push_touch(pid, region, write, idx);
+    }
+
+    /// A touch of page `idx` of `region`: appended to the last step when
+    /// that touches the same region the same way.
+    fn push_touch(&mut self, pid: u32, region: u32, write: bool, idx: u32) {
         let p = self.proc(pid);
         if let Some(Step::Touch {
             region: r,
@@ -535,6 +670,25 @@ impl Gen<'_> {
             write,
             pages: vec![idx],
         });
+    }
+
+    fn fault(&mut self, pid: u32, page: u64, write: bool) {
+        let a = page * PAGE;
+        let (region, start) = match self.vma_at(pid, a).map(|v| (v.region, v.region_start)) {
+            Some((Some(r), s)) => (r, s),
+            Some((None, _)) => {
+                self.skipped.special_faults += 1;
+                return;
+            }
+            None => {
+                self.skipped.stray_faults += 1;
+                return;
+            }
+        };
+        self.faults += 1;
+        *self.prot.entry(region).or_default() |= if write { 3 } else { 1 };
+        let idx = ((a - start) / PAGE) as u32;
+        self.push_touch(pid, region, write, idx);
     }
 }
 
@@ -640,6 +794,28 @@ fn render(g: &mut Gen<'_>, pid: u32, table: &str, out: &mut String) {
                      offset = {offset}\nlen = {len}"
                 );
             }
+            Step::Io {
+                file,
+                call,
+                offset,
+                len,
+                chunk,
+            } => {
+                let size_key = if call.is_write() {
+                    "write_size"
+                } else {
+                    "read_size"
+                };
+                let _ = writeln!(
+                    out,
+                    "op = \"{}\"\nfile = \"f{file}\"\noffset = {offset}\nlen = {len}\n\
+                     {size_key} = {chunk}",
+                    call.name()
+                );
+            }
+            Step::Phase(epoch) => {
+                let _ = writeln!(out, "op = \"phase\"\nname = \"epoch-{epoch}\"");
+            }
             Step::Fork(child) => {
                 out.push_str("op = \"fork\"\n");
                 let inner = format!("{table}.child");
@@ -669,6 +845,7 @@ mod tests {
                 dev: 1,
                 ino: 2,
                 size: 9000,
+                cached: 4096,
                 path: "/lib/x".into(),
             },
             Event::Map {
@@ -706,6 +883,17 @@ mod tests {
                 page: 0x5_5555_5553,
                 write: false,
             },
+            Event::Io {
+                file: 0,
+                call: IoCall::Read,
+                offset: 100,
+                len: 4000,
+            },
+            Event::Epoch,
+            Event::Access {
+                page: 0x5_5555_5553,
+                write: true,
+            },
             Event::Exec,
             Event::Exit { status: 0 },
         ];
@@ -714,7 +902,7 @@ mod tests {
         }
         let file = encode_file(&Meta::default(), &e.finish());
         let good = crate::format::decode_file(&file).unwrap();
-        assert!(replay(&good).is_ok());
+        assert!(replay(&good, Options::default()).is_ok());
         // The decompressed records, to damage after the gzip layer.
         let mut raw = Vec::new();
         let mut gz = flate2::read::GzDecoder::new(&file[12..]);
@@ -734,7 +922,8 @@ mod tests {
                 b[i] = next() as u8;
             }
             b.truncate(1 + (next() % b.len() as u64) as usize);
-            match decode_records(&b).map(|t| replay(&t)) {
+            match decode_records(&b, crate::format::VERSION).map(|t| replay(&t, Options::default()))
+            {
                 Ok(Ok(_)) => ok += 1,
                 Ok(Err(e)) | Err(e) => {
                     assert!(e.offset <= b.len() as u64, "{e}");
@@ -803,7 +992,7 @@ mod tests {
                 write: false,
             },
         ]);
-        let r = replay(&t).unwrap();
+        let r = replay(&t, Options::default()).unwrap();
         assert_eq!(r.faults, 3);
         assert_eq!(r.skipped.special_faults, 1);
         assert_eq!(r.skipped.stray_faults, 1);
@@ -852,7 +1041,7 @@ mod tests {
                 write: false,
             },
         ]);
-        let r = replay(&t).unwrap();
+        let r = replay(&t, Options::default()).unwrap();
         assert_eq!(r.faults, 2);
         let want = "[[step]]\nop = \"munmap\"\nregion = \"m1\"\noffset = 16384\nlen = 16384\n";
         assert!(r.text.contains(want), "{}", r.text);
@@ -862,5 +1051,138 @@ mod tests {
         let wait = r.text.find("op = \"wait\"").unwrap();
         let parent = r.text.find("region = \"m1\"\naccess = \"read\"").unwrap();
         assert!(wait < parent, "{}", r.text);
+    }
+
+    fn file(id: u32, size: u64, cached: u64) -> Event {
+        Event::File {
+            id,
+            dev: 1,
+            ino: id as u64,
+            size,
+            cached,
+            path: format!("/f{id}"),
+        }
+    }
+
+    fn io(file: u32, call: IoCall, offset: u64, len: u64) -> Event {
+        Event::Io {
+            file,
+            call,
+            offset,
+            len,
+        }
+    }
+
+    /// Consecutive calls that continue each other in equal chunks become
+    /// one I/O step; a call of another size, file or kind, or one that
+    /// does not continue the range, starts a new one. A file mostly
+    /// cached when first seen replays cached, else cold, and is as large
+    /// as its furthest byte used.
+    #[test]
+    fn io_calls_merge_into_steps() {
+        let t = trace(vec![
+            Event::Task { pid: 1, tid: 1 },
+            file(0, 1 << 20, 1 << 20),
+            file(1, 0, 0),
+            io(0, IoCall::Read, 0, 4096),
+            io(0, IoCall::Read, 4096, 4096),
+            io(0, IoCall::Read, 8192, 1000),
+            // Shorter than the chunk above ended it: a new step.
+            io(0, IoCall::Read, 9192, 4096),
+            io(1, IoCall::Pwrite, 8192, 8192),
+            io(1, IoCall::Pwrite, 16384, 8192),
+            // Not at the end of the range before: a new step.
+            io(1, IoCall::Pwrite, 0, 8192),
+            io(1, IoCall::Pread, 8192, 8192),
+        ]);
+        let r = replay(&t, Options::default()).unwrap();
+        assert_eq!(
+            (r.io_calls, r.io_bytes),
+            (8, 3 * 4096 + 1000 + 3 * 8192 + 8192)
+        );
+        let step = |op: &str, f: u32, off: u64, len: u64, key: &str, chunk: u64| {
+            format!(
+                "[[step]]\nop = \"{op}\"\nfile = \"f{f}\"\noffset = {off}\nlen = {len}\n\
+                 {key} = {chunk}\n"
+            )
+        };
+        for want in [
+            step("read", 0, 0, 9192, "read_size", 4096),
+            step("read", 0, 9192, 4096, "read_size", 4096),
+            step("pwrite", 1, 8192, 16384, "write_size", 8192),
+            step("pwrite", 1, 0, 8192, "write_size", 8192),
+            step("pread", 1, 8192, 8192, "read_size", 8192),
+        ] {
+            assert!(r.text.contains(&want), "{want}\nnot in\n{}", r.text);
+        }
+        assert_eq!(r.text.matches("op = \"read\"").count(), 2, "{}", r.text);
+        assert!(
+            r.text
+                .contains("name = \"f0\"\nsize = 1048576\nfill = \"write\""),
+            "{}",
+            r.text
+        );
+        // Created empty by the program, written to 24 KiB: cold.
+        assert!(
+            r.text
+                .contains("name = \"f1\"\nsize = 24576\nfill = \"cold\""),
+            "{}",
+            r.text
+        );
+    }
+
+    /// Accesses replay as touches of their page without counting as
+    /// faults; `phase_every` starts a phase in the first process every so
+    /// many epochs, named after the epoch it starts at.
+    #[test]
+    fn accesses_touch_and_epochs_make_phases() {
+        let events = vec![
+            Event::Task { pid: 1, tid: 1 },
+            Event::Map {
+                start: 0x10000,
+                len: 0x10000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::Anon,
+            },
+            Event::Fault {
+                page: 0x10,
+                write: true,
+            },
+            Event::Epoch,
+            Event::Access {
+                page: 0x10,
+                write: true,
+            },
+            Event::Epoch,
+            Event::Epoch,
+            Event::Fault {
+                page: 0x11,
+                write: true,
+            },
+            Event::Epoch,
+        ];
+        let r = replay(&trace(events.clone()), Options::default()).unwrap();
+        assert_eq!((r.faults, r.written, r.phases), (2, 1, 1));
+        assert!(r.text.contains("pages = \"0,0-1\""), "{}", r.text);
+        assert!(r.text.contains("name = \"replay\""), "{}", r.text);
+        let r = replay(&trace(events), Options { phase_every: 2 }).unwrap();
+        assert_eq!(r.phases, 3);
+        let names: Vec<&str> = r
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("name = \"epoch-"))
+            .collect();
+        assert_eq!(names, ["0\"", "2\"", "4\""], "{}", r.text);
+        // Epoch 2 starts between the access (epoch 1) and the second fault.
+        let (p2, second) = (
+            r.text.find("epoch-2").unwrap(),
+            r.text.find("pages = \"1\"").unwrap(),
+        );
+        assert!(
+            p2 < second && r.text.find("pages = \"0,0\"").unwrap() < p2,
+            "{}",
+            r.text
+        );
     }
 }

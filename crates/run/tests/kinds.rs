@@ -9,6 +9,7 @@ fn source(text: String) -> Source {
     Source {
         label: "s.toml".into(),
         text,
+        recording: None,
     }
 }
 

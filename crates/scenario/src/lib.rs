@@ -23,7 +23,7 @@ mod steps;
 mod system;
 mod tree;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use ast::*;
 pub use error::{ScenarioError, SET_FILE};
@@ -54,6 +54,9 @@ pub const STDIN_LABEL: &str = "<stdin>";
 pub struct Source {
     pub label: String,
     pub text: String,
+    /// The recording directory the text was generated from, if any: its
+    /// `replay.*` overrides regenerate the text.
+    pub recording: Option<PathBuf>,
 }
 
 impl Source {
@@ -90,6 +93,11 @@ impl Source {
     /// ([`foliosim_recording`]): its header followed by the steps its
     /// trace becomes, labelled with the header's path.
     pub fn recording(dir: &Path) -> Result<Source> {
+        Source::recording_with(dir, foliosim_recording::Options::default())
+    }
+
+    /// [`Source::recording`], the trace translated with `opts`.
+    pub fn recording_with(dir: &Path, opts: foliosim_recording::Options) -> Result<Source> {
         if !foliosim_recording::is_recording(dir) {
             return Err(ScenarioError {
                 file: dir.display().to_string(),
@@ -102,14 +110,19 @@ impl Source {
                 ),
             });
         }
-        let (label, text) = foliosim_recording::replay_text(dir).map_err(|e| ScenarioError {
-            file: e.file.display().to_string(),
-            line: 0,
-            col: 0,
-            field: String::new(),
-            message: e.what,
-        })?;
-        Ok(Source { label, text })
+        let (label, text) =
+            foliosim_recording::replay_text(dir, opts).map_err(|e| ScenarioError {
+                file: e.file.display().to_string(),
+                line: 0,
+                col: 0,
+                field: String::new(),
+                message: e.what,
+            })?;
+        Ok(Source {
+            label,
+            text,
+            recording: Some(dir.to_path_buf()),
+        })
     }
 
     /// The scenario text `bytes` named `label`; text that is not UTF-8
@@ -133,12 +146,57 @@ impl Source {
                 ),
             }
         })?;
-        Ok(Source { label, text })
+        Ok(Source {
+            label,
+            text,
+            recording: None,
+        })
     }
 
     /// Parse the text, apply `overrides` and validate (see [`parse_str`]).
+    /// The `replay.*` overrides of a recording (`replay.phase_every`)
+    /// change how its trace becomes steps: the text is generated again.
     pub fn parse(&self, overrides: &[(String, String)]) -> Result<Scenario> {
-        parse_str(&self.label, &self.text, overrides)
+        let (replay, rest): (Vec<_>, Vec<_>) = overrides
+            .iter()
+            .cloned()
+            .partition(|(k, _)| k.starts_with("replay."));
+        if replay.is_empty() {
+            return parse_str(&self.label, &self.text, overrides);
+        }
+        let mut opts = foliosim_recording::Options::default();
+        for (k, v) in &replay {
+            let err = |message: String| ScenarioError {
+                file: SET_FILE.to_owned(),
+                line: 0,
+                col: 0,
+                field: format!("{k}={v}"),
+                message,
+            };
+            if self.recording.is_none() {
+                return Err(err(format!(
+                    "{k}: replay settings apply to recordings, and {} is not one",
+                    self.label
+                )));
+            }
+            match k.as_str() {
+                "replay.phase_every" => {
+                    opts.phase_every = v.parse().map_err(|_| {
+                        err(format!(
+                            "{k}: expected a whole number of epochs per phase (0: one phase)"
+                        ))
+                    })?
+                }
+                _ => {
+                    return Err(err(format!(
+                        "{k}: no such replay setting (there is replay.phase_every)"
+                    )))
+                }
+            }
+        }
+        let dir = self.recording.as_deref().unwrap_or(Path::new(""));
+        let src = Source::recording_with(dir, opts)?;
+        parse_str(&src.label, &src.text, &rest)
     }
 }
 
