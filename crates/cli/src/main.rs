@@ -823,6 +823,12 @@ struct RecordArgs {
     /// overhead (CMD must be safe to run twice).
     #[arg(long)]
     overhead: bool,
+    /// The epoch of later writes in milliseconds: every epoch the
+    /// recorder write-protects the pages written since the last, so that
+    /// the first write to each in the next epoch is recorded (0: record
+    /// first touches only).
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    epoch: u64,
     /// Describe the recording directory DIR instead of recording.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "overhead", "scenario"])]
     summary: Option<PathBuf>,
@@ -861,6 +867,7 @@ fn cmd_record(a: &RecordArgs) -> Result<bool, String> {
         command: a.command.clone(),
         overhead: a.overhead,
         progress: true,
+        epoch_ms: a.epoch,
     };
     let r = foliosim_native::record::record(&opts).map_err(|e| match e {
         foliosim_native::NativeError::Refused(why) => format!("record: {why}"),

@@ -47,6 +47,7 @@ mod swapdev;
 mod sys;
 mod threads;
 mod workload;
+mod writetrack;
 
 pub use guard::Recovery;
 pub use probe::{probe, probe_overrides};

@@ -138,6 +138,19 @@ fn kpageflags_of(entries: &[u64]) -> io::Result<Vec<u64>> {
 /// PAGEMAP_SCAN of `[start, end)`: every category of interest, no filter,
 /// all categories returned, no write-protection.
 pub(crate) fn pagemap_scan(f: &File, start: u64, end: u64) -> io::Result<Vec<(u64, u64, u64)>> {
+    pagemap_scan_with(f, (start, end), 0, 0, ALL_CATEGORIES)
+}
+
+/// PAGEMAP_SCAN of `[start, end)` with `flags` (`PM_SCAN_*`): the pages
+/// with every category of `category_mask`, as regions of equal
+/// `return_mask` categories.
+pub(crate) fn pagemap_scan_with(
+    f: &File,
+    (start, end): (u64, u64),
+    flags: u64,
+    category_mask: u64,
+    return_mask: u64,
+) -> io::Result<Vec<(u64, u64, u64)>> {
     let mut out = Vec::new();
     let mut buf = vec![[0u64; 3]; 512];
     let mut cur = start;
@@ -146,9 +159,11 @@ pub(crate) fn pagemap_scan(f: &File, start: u64, end: u64) -> io::Result<Vec<(u6
             size: std::mem::size_of::<PmScanArg>() as u64,
             start: cur,
             end,
+            flags,
             vec: buf.as_mut_ptr() as u64,
             vec_len: buf.len() as u64,
-            return_mask: ALL_CATEGORIES,
+            category_mask,
+            return_mask,
             ..Default::default()
         };
         // SAFETY: `arg` is a valid pm_scan_arg whose `vec` points at

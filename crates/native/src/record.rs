@@ -2,8 +2,9 @@
 //! behaviour as a trace (crates/recording).
 //!
 //! * System calls: a seccomp filter installed before exec stops the
-//!   program only on mmap, munmap, mremap, mprotect, madvise and brk
-//!   (`SECCOMP_RET_TRACE`); the recorder, its ptrace tracer, reads the
+//!   program only on mmap, munmap, mremap, mprotect, madvise and brk, and
+//!   on read, write, pread64 and pwrite64 (`SECCOMP_RET_TRACE`); the
+//!   recorder, its ptrace tracer (`PTRACE_SEIZE`), reads the
 //!   arguments at that stop and the result at the following syscall-exit
 //!   stop (`PTRACE_GET_SYSCALL_INFO`). Forks, threads, execs and exits
 //!   come from ptrace's own events, so every process and thread the
@@ -22,14 +23,24 @@
 //!   where debugfs allows it; elsewhere the host's value stays and is
 //!   written into the recording.
 //!
+//! * Later writes, by epoch (default 100 ms): every process's private
+//!   anonymous memory is write-protected with userfaultfd in its
+//!   asynchronous mode (crate::writetrack) and scanned at each epoch
+//!   with PAGEMAP_SCAN, which protects the written pages again, while
+//!   every thread is held in a ptrace stop (`PTRACE_INTERRUPT`). A write
+//!   fault on a page the last scans protected, and that the program's
+//!   own run would not have taken, is recorded as an access, not a fault
+//!   ([`classify`]).
+//!
 //! Records are merged by time and written to a temporary directory that is
 //! renamed into place at the end; the host guard removes it on any other
 //! exit, a signal included: an interrupted recording leaves nothing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::CString;
 use std::fs;
 use std::io::{self, IsTerminal, Write as _};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +51,7 @@ use foliosim_recording::format::{self, Encoder, Event, IoCall, MapKind, Meta};
 
 use crate::guard::HostGuard;
 use crate::sys;
+use crate::writetrack;
 use crate::NativeError;
 
 /// What to record and where.
@@ -54,6 +66,9 @@ pub struct RecordOptions {
     pub overhead: bool,
     /// Print a progress line on standard error while recording.
     pub progress: bool,
+    /// The epoch of later accesses in milliseconds (0: record first
+    /// touches only).
+    pub epoch_ms: u64,
 }
 
 /// What a recording measured.
@@ -294,7 +309,28 @@ struct Traced {
 struct Timed {
     ns: u64,
     tid: u32,
-    event: Event,
+    rec: Rec,
+}
+
+/// What the tracer saw.
+enum Rec {
+    Event(Event),
+    /// The written pages of a scan of process `tid`'s memory (written
+    /// pages since the last scan, now protected again).
+    Scan(Vec<writetrack::Written>),
+    /// Process `tid` started process `child` with vfork(2) (or clone with
+    /// CLONE_VM): the child runs in the parent's memory until it execs.
+    Vfork(u32),
+}
+
+impl Timed {
+    fn event(ns: u64, tid: u32, event: Event) -> Timed {
+        Timed {
+            ns,
+            tid,
+            rec: Rec::Event(event),
+        }
+    }
 }
 
 /// The state of one traced thread.
@@ -364,18 +400,10 @@ fn trace_program(
         .map(|a| CString::new(a.as_str()))
         .collect::<Result<_, _>>()
         .map_err(|_| NativeError::Refused("an argument contains a NUL byte".into()))?;
-    let child = spawn_traced(&argv, &filter).map_err(|e| io_err("fork", e))?;
+    let (go_r, go_w) = sys::pipe().map_err(|e| io_err("pipe", e))?;
+    let child = spawn_traced(&argv, &filter, go_r.as_raw_fd()).map_err(|e| io_err("fork", e))?;
+    drop(go_r);
     guard.set_workload(child);
-    // The child stops itself before installing the filter and exec.
-    match sys::wait_any(child) {
-        Ok((_, st)) if libc::WIFSTOPPED(st) => {}
-        other => {
-            return Err(io_err(
-                "starting the program",
-                format!("the child did not stop: {other:?}"),
-            ))
-        }
-    }
     let options = libc::PTRACE_O_TRACESYSGOOD
         | libc::PTRACE_O_TRACEFORK
         | libc::PTRACE_O_TRACEVFORK
@@ -383,9 +411,13 @@ fn trace_program(
         | libc::PTRACE_O_TRACEEXEC
         | libc::PTRACE_O_TRACESECCOMP
         | libc::PTRACE_O_EXITKILL;
-    sys::ptrace(libc::PTRACE_SETOPTIONS, child, 0, options as u64)
-        .map_err(|e| io_err("PTRACE_SETOPTIONS", e))?;
+    // The child waits on the pipe, before its filter and exec, until it
+    // is traced; a failed attach closes the pipe, and it exits.
+    sys::ptrace(libc::PTRACE_SEIZE, child, 0, options as u64)
+        .map_err(|e| io_err("PTRACE_SEIZE", e))?;
     let rings = open_rings(child, ids)?;
+    sys::write_all(go_w.as_raw_fd(), b"g").map_err(|e| io_err("starting the program", e))?;
+    drop(go_w);
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(AtomicU64::new(0));
     let drain = {
@@ -396,11 +428,18 @@ fn trace_program(
             .spawn(move || drain_rings(rings, &stop, &seen, progress))
             .map_err(|e| io_err("drain thread", e))?
     };
-    let traced = tracer_loop(child);
+    let ticker = (opts.epoch_ms > 0)
+        .then(|| Ticker::start(opts.epoch_ms))
+        .transpose()?;
+    let traced = Tracer::new(child, ticker.as_ref().map(|t| t.due.clone())).run();
+    drop(ticker);
     stop.store(true, Ordering::SeqCst);
     let (samples, lost) = drain.join().unwrap_or_default();
     let (timed, tids, status) = traced?;
-    if !timed.iter().any(|t| t.event == Event::Exec) {
+    if !timed
+        .iter()
+        .any(|t| matches!(t.rec, Rec::Event(Event::Exec)))
+    {
         let why = match status {
             s if libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 127 => {
                 "not found or not executable".to_string()
@@ -415,13 +454,15 @@ fn trace_program(
             opts.command[0]
         )));
     }
-    Ok(merge(opts, timed, tids, samples, lost, status))
+    let mut traced = merge(opts, timed, tids, samples, lost, status);
+    traced.meta.epoch_ms = opts.epoch_ms;
+    Ok(traced)
 }
 
-/// Fork the program: it asks to be traced, disables THP, turns address
-/// randomisation off, stops until the tracer has set its options, then
-/// installs the seccomp filter and execs. The child allocates nothing.
-fn spawn_traced(argv: &[CString], filter: &[libc::sock_filter]) -> io::Result<i32> {
+/// Fork the program: it disables THP, turns address randomisation off,
+/// waits until the tracer has attached (a byte on `go`), then installs
+/// the seccomp filter and execs. The child allocates nothing.
+fn spawn_traced(argv: &[CString], filter: &[libc::sock_filter], go: RawFd) -> io::Result<i32> {
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let prog = libc::sock_fprog {
@@ -433,10 +474,13 @@ fn spawn_traced(argv: &[CString], filter: &[libc::sock_filter]) -> io::Result<i3
         // SAFETY: the child only makes system calls on data prepared
         // before the fork, then execs or exits.
         unsafe {
-            libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
             libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
             libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-            libc::raise(libc::SIGSTOP);
+            let mut b = 0u8;
+            if libc::read(go, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
+                libc::_exit(125);
+            }
+            libc::close(go);
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
             if libc::prctl(
                 libc::PR_SET_SECCOMP,
@@ -451,6 +495,55 @@ fn spawn_traced(argv: &[CString], filter: &[libc::sock_filter]) -> io::Result<i3
         }
     }
     Ok(pid)
+}
+
+/// The epoch clock: a thread that marks an epoch due and interrupts the
+/// tracer's waitpid(2) with SIGALRM.
+struct Ticker {
+    due: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(epoch_ms: u64) -> Result<Ticker, NativeError> {
+        sys::interrupt_on(libc::SIGALRM).map_err(|e| io_err("SIGALRM handler", e))?;
+        let (due, stop) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let tracer = sys::gettid();
+        let thread = {
+            let (due, stop) = (due.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("foliosim-epoch".into())
+                .spawn(move || {
+                    let period = std::time::Duration::from_millis(epoch_ms);
+                    let mut next = Instant::now() + period;
+                    while !stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                        next += period;
+                        due.store(true, Ordering::SeqCst);
+                        sys::tgkill_self(tracer, libc::SIGALRM);
+                    }
+                })
+                .map_err(|e| io_err("epoch thread", e))?
+        };
+        Ok(Ticker {
+            due,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The seccomp filter: trace the six memory-management calls and the four
@@ -523,167 +616,346 @@ fn syscall_info(tid: i32) -> io::Result<SyscallInfo> {
 /// thread-to-process table and the program's wait status.
 type TracerOut = (Vec<Timed>, HashMap<u32, u32>, i32);
 
-fn tracer_loop(root: i32) -> Result<TracerOut, NativeError> {
-    let mut tasks: HashMap<i32, Task> = HashMap::new();
-    let mut all_tids: HashMap<u32, u32> = HashMap::new();
-    // New tasks whose first stop came before their parent's event.
-    let mut early: HashSet<i32> = HashSet::new();
-    let mut expected: HashSet<i32> = HashSet::new();
-    let mut out: Vec<Timed> = Vec::new();
-    let mut files = Files::default();
-    let mut brk: HashMap<u32, u64> = HashMap::new();
-    let mut status = 0;
-    tasks.insert(
-        root,
-        Task {
-            pid: root as u32,
-            pending: None,
-        },
-    );
-    all_tids.insert(root as u32, root as u32);
-    let cont = |tid: i32, req: sys::PtraceReq, sig: i32| {
-        let _ = sys::ptrace(req, tid, 0, sig as u64);
-    };
-    cont(root, libc::PTRACE_CONT, 0);
-    while !tasks.is_empty() || !early.is_empty() {
-        let (tid, st) = match sys::wait_any(-1) {
-            Ok(x) => x,
-            Err(e) if e.raw_os_error() == Some(libc::ECHILD) => break,
-            Err(e) => return Err(io_err("waitpid", e)),
+/// `PTRACE_EVENT_STOP`: a seized tracee's stop for PTRACE_INTERRUPT, a
+/// group stop, or a new task's first stop.
+const EVENT_STOP: i32 = 128;
+const OP_ENTRY: u8 = 1;
+
+/// The tracer: every task of the program, what it learnt of them, and
+/// the write tracking of each process's memory.
+struct Tracer {
+    root: i32,
+    tasks: HashMap<i32, Task>,
+    all_tids: HashMap<u32, u32>,
+    /// New tasks whose first stop came before their parent's event.
+    early: HashSet<i32>,
+    expected: HashSet<i32>,
+    out: Vec<Timed>,
+    files: Files,
+    brk: HashMap<u32, u64>,
+    status: i32,
+    /// Is an epoch due (set by the ticker); None: no epochs.
+    due: Option<Arc<AtomicBool>>,
+    /// Processes whose memory is tracked, and those to track from their
+    /// next seccomp stop on.
+    trackers: HashMap<u32, writetrack::Tracker>,
+    untracked: HashSet<u32>,
+    warned: bool,
+}
+
+impl Tracer {
+    fn new(root: i32, due: Option<Arc<AtomicBool>>) -> Tracer {
+        let mut t = Tracer {
+            root,
+            tasks: HashMap::new(),
+            all_tids: HashMap::new(),
+            early: HashSet::new(),
+            expected: HashSet::new(),
+            out: Vec::new(),
+            files: Files::default(),
+            brk: HashMap::new(),
+            status: 0,
+            due,
+            trackers: HashMap::new(),
+            untracked: HashSet::new(),
+            warned: false,
         };
+        t.tasks.insert(
+            root,
+            Task {
+                pid: root as u32,
+                pending: None,
+            },
+        );
+        t.all_tids.insert(root as u32, root as u32);
+        t
+    }
+
+    fn run(mut self) -> Result<TracerOut, NativeError> {
+        while !self.tasks.is_empty() || !self.early.is_empty() {
+            if self
+                .due
+                .as_ref()
+                .is_some_and(|d| d.swap(false, Ordering::SeqCst))
+            {
+                self.epoch()?;
+                continue;
+            }
+            let (tid, st) = match sys::wait_any_interruptible(-1) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ECHILD) => break,
+                Err(e) => return Err(io_err("waitpid", e)),
+            };
+            self.handle(tid, st);
+        }
+        Ok((self.out, self.all_tids, self.status))
+    }
+
+    /// Resume `tid` to its next stop: to the exit of the call it is in
+    /// when that call's result is awaited.
+    fn resume(&self, tid: i32, sig: i32) {
+        let req = match self.tasks.get(&tid) {
+            Some(t) if t.pending.is_some() => libc::PTRACE_SYSCALL,
+            _ => libc::PTRACE_CONT,
+        };
+        let _ = sys::ptrace(req, tid, 0, sig as u64);
+    }
+
+    /// An epoch: stop every thread (PTRACE_INTERRUPT), scan every tracked
+    /// process's memory, resume them, then handle the other stops met on
+    /// the way as if they came now.
+    fn epoch(&mut self) -> Result<(), NativeError> {
+        let mut waiting: HashSet<i32> = self.tasks.keys().copied().collect();
+        for &t in &waiting {
+            let _ = sys::ptrace(libc::PTRACE_INTERRUPT, t, 0, 0);
+        }
+        let (mut ours, mut other) = (Vec::new(), Vec::new());
+        while !waiting.is_empty() {
+            let (tid, st) = match sys::wait_any(-1) {
+                Ok(x) => x,
+                Err(e) if e.raw_os_error() == Some(libc::ECHILD) => break,
+                Err(e) => return Err(io_err("waitpid", e)),
+            };
+            let interrupt = libc::WIFSTOPPED(st)
+                && libc::WSTOPSIG(st) == libc::SIGTRAP
+                && (st >> 16) & 0xff == EVENT_STOP;
+            if waiting.remove(&tid) && interrupt {
+                ours.push(tid);
+            } else {
+                other.push((tid, st));
+            }
+        }
+        let now = sys::clock(libc::CLOCK_MONOTONIC);
+        for (&pid, t) in &self.trackers {
+            if let Ok(w) = t.scan() {
+                self.out.push(Timed {
+                    ns: now,
+                    tid: pid,
+                    rec: Rec::Scan(w),
+                });
+            }
+        }
+        self.out.push(Timed::event(now, 0, Event::Epoch));
+        for tid in ours {
+            self.resume(tid, 0);
+        }
+        for (tid, st) in other {
+            self.handle(tid, st);
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, tid: i32, st: i32) {
         let now = sys::clock(libc::CLOCK_MONOTONIC);
         if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
-            if let Some(t) = tasks.remove(&tid) {
+            if let Some(t) = self.tasks.remove(&tid) {
                 if t.pid == tid as u32 {
-                    out.push(Timed {
-                        ns: now,
-                        tid: tid as u32,
-                        event: Event::Exit { status: st },
-                    });
-                    if tid == root {
-                        status = st;
+                    self.out
+                        .push(Timed::event(now, tid as u32, Event::Exit { status: st }));
+                    self.trackers.remove(&t.pid);
+                    self.untracked.remove(&t.pid);
+                    if tid == self.root {
+                        self.status = st;
                     }
                 }
             }
-            continue;
+            return;
         }
         if !libc::WIFSTOPPED(st) {
-            continue;
+            return;
         }
-        if let std::collections::hash_map::Entry::Vacant(v) = tasks.entry(tid) {
-            if expected.remove(&tid) {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.tasks.entry(tid) {
+            if self.expected.remove(&tid) {
                 let pid = tgid(tid).unwrap_or(tid as u32);
                 v.insert(Task { pid, pending: None });
-                cont(tid, libc::PTRACE_CONT, 0);
+                self.resume(tid, 0);
             } else {
                 // Its parent's fork event comes next; resume it then.
-                early.insert(tid);
+                self.early.insert(tid);
             }
-            continue;
+            return;
         }
         let sig = libc::WSTOPSIG(st);
         let event = (st >> 16) & 0xff;
-        let pid = tasks[&tid].pid;
+        let pid = self.tasks[&tid].pid;
         match (sig, event) {
-            (s, _) if s == libc::SIGTRAP | 0x80 => {
-                // Syscall-exit stop of a call seccomp stopped.
-                let pending = tasks.get_mut(&tid).and_then(|t| t.pending.take());
-                if let (Some((nr, args)), Ok(info)) = (pending, syscall_info(tid)) {
-                    if info.0[0] == OP_EXIT {
-                        let rval = info.u64_at(24) as i64;
-                        let is_error = info.0[32] != 0;
-                        let mut evs = Vec::new();
-                        if !is_error {
-                            syscall_events(
-                                nr,
-                                args,
-                                rval as u64,
-                                (pid, tid as u32),
-                                &mut files,
-                                &mut brk,
-                                &mut evs,
-                            );
-                        }
-                        out.extend(evs.into_iter().map(|event| Timed {
-                            ns: now,
-                            tid: tid as u32,
-                            event,
-                        }));
-                    }
-                }
-                cont(tid, libc::PTRACE_CONT, 0);
-            }
-            (libc::SIGTRAP, e) if e == libc::PTRACE_EVENT_SECCOMP => {
-                if let Ok(info) = syscall_info(tid) {
-                    if info.0[0] == OP_SECCOMP {
-                        let nr = info.u64_at(24);
-                        let mut args = [0u64; 6];
-                        for (i, a) in args.iter_mut().enumerate() {
-                            *a = info.u64_at(32 + 8 * i);
-                        }
-                        if let Some(t) = tasks.get_mut(&tid) {
-                            t.pending = Some((nr, args));
-                        }
-                    }
-                }
-                cont(tid, libc::PTRACE_SYSCALL, 0);
-            }
+            (s, _) if s == libc::SIGTRAP | 0x80 => self.syscall_stop(tid, pid, now),
+            (libc::SIGTRAP, e) if e == libc::PTRACE_EVENT_SECCOMP => self.seccomp_stop(tid, pid),
             (libc::SIGTRAP, e)
                 if e == libc::PTRACE_EVENT_FORK
                     || e == libc::PTRACE_EVENT_VFORK
                     || e == libc::PTRACE_EVENT_CLONE =>
             {
-                let new = sys::ptrace_geteventmsg(tid).unwrap_or(0) as i32;
-                if new > 0 {
-                    let new_pid = tgid(new).unwrap_or(if e == libc::PTRACE_EVENT_CLONE {
-                        pid
-                    } else {
-                        new as u32
-                    });
-                    all_tids.insert(new as u32, new_pid);
-                    let event = if new_pid == pid {
-                        Event::Thread { tid: new as u32 }
-                    } else {
-                        Event::Fork { child: new_pid }
-                    };
-                    out.push(Timed {
-                        ns: now,
-                        tid: tid as u32,
-                        event,
-                    });
-                    if early.remove(&new) {
-                        tasks.insert(
-                            new,
-                            Task {
-                                pid: new_pid,
-                                pending: None,
-                            },
-                        );
-                        cont(new, libc::PTRACE_CONT, 0);
-                    } else {
-                        expected.insert(new);
-                    }
-                }
-                cont(tid, libc::PTRACE_CONT, 0);
+                self.new_task(tid, pid, e == libc::PTRACE_EVENT_VFORK, now);
+                self.resume(tid, 0);
             }
             (libc::SIGTRAP, e) if e == libc::PTRACE_EVENT_EXEC => {
                 // The thread-group leader reports the exec.
                 let mut evs = vec![Event::Exec];
-                brk.remove(&pid);
-                initial_maps(pid, &mut files, &mut evs);
-                out.extend(evs.into_iter().map(|event| Timed {
-                    ns: now,
-                    tid: tid as u32,
-                    event,
-                }));
-                cont(tid, libc::PTRACE_CONT, 0);
+                self.brk.remove(&pid);
+                initial_maps(pid, &mut self.files, &mut evs);
+                self.out
+                    .extend(evs.into_iter().map(|e| Timed::event(now, tid as u32, e)));
+                // A new memory: tracked from its first traced call on.
+                self.trackers.remove(&pid);
+                if self.due.is_some() {
+                    self.untracked.insert(pid);
+                }
+                self.resume(tid, 0);
             }
-            (libc::SIGTRAP, e) if e != 0 => cont(tid, libc::PTRACE_CONT, 0),
+            // A group stop or a PTRACE_INTERRUPT that came late: go on
+            // (the recorder does not stop the program for job control).
+            (_, EVENT_STOP) => self.resume(tid, 0),
+            (libc::SIGTRAP, e) if e != 0 => self.resume(tid, 0),
             // A signal for the program: deliver it.
-            (s, _) => cont(tid, libc::PTRACE_CONT, s),
+            (s, _) => self.resume(tid, s),
         }
     }
-    Ok((out, all_tids, status))
+
+    /// A syscall-exit stop of a call seccomp stopped (or an entry stop
+    /// ptrace reports on the way).
+    fn syscall_stop(&mut self, tid: i32, pid: u32, now: u64) {
+        let Ok(info) = syscall_info(tid) else {
+            self.resume(tid, 0);
+            return;
+        };
+        if info.0[0] == OP_ENTRY {
+            self.resume(tid, 0);
+            return;
+        }
+        let pending = self.tasks.get_mut(&tid).and_then(|t| t.pending.take());
+        if let (Some((nr, args)), OP_EXIT) = (pending, info.0[0]) {
+            let rval = info.u64_at(24) as i64;
+            let is_error = info.0[32] != 0;
+            let mut evs = Vec::new();
+            if !is_error {
+                syscall_events(
+                    nr,
+                    args,
+                    rval as u64,
+                    (pid, tid as u32),
+                    &mut self.files,
+                    &mut self.brk,
+                    &mut evs,
+                );
+                if let Some(t) = self.trackers.get(&pid) {
+                    register_new(t, pid, &evs);
+                }
+            }
+            self.out
+                .extend(evs.into_iter().map(|e| Timed::event(now, tid as u32, e)));
+        }
+        self.resume(tid, 0);
+    }
+
+    fn seccomp_stop(&mut self, tid: i32, pid: u32) {
+        if self.untracked.remove(&pid) {
+            match writetrack::Tracker::inject(pid, tid) {
+                Ok(t) => {
+                    self.trackers.insert(pid, t);
+                    // It makes its call again: the next stop is that
+                    // call's seccomp stop.
+                    self.resume(tid, 0);
+                    return;
+                }
+                Err(writetrack::Injected::Untouched(e)) => self.untrackable(pid, &e),
+                Err(writetrack::Injected::Failed(e)) => {
+                    self.untrackable(pid, &e);
+                    self.resume(tid, 0);
+                    return;
+                }
+                Err(writetrack::Injected::Died(t, st)) => {
+                    self.handle(t, st);
+                    return;
+                }
+            }
+        }
+        if let Ok(info) = syscall_info(tid) {
+            if info.0[0] == OP_SECCOMP {
+                let nr = info.u64_at(24);
+                let mut args = [0u64; 6];
+                for (i, a) in args.iter_mut().enumerate() {
+                    *a = info.u64_at(32 + 8 * i);
+                }
+                if let Some(t) = self.tasks.get_mut(&tid) {
+                    t.pending = Some((nr, args));
+                }
+            }
+        }
+        // To the call's exit stop (PTRACE_SYSCALL: pending is set).
+        self.resume(tid, 0);
+    }
+
+    /// Say once that a process's later writes go unrecorded, and why.
+    fn untrackable(&mut self, pid: u32, e: &io::Error) {
+        if !self.warned {
+            self.warned = true;
+            eprintln!(
+                "foliosim record: warning: later writes of process {pid} (and maybe others) are \
+                 not recorded: userfaultfd write-protection: {e}"
+            );
+        }
+    }
+
+    /// A fork, vfork or clone event of `tid`: the new task.
+    fn new_task(&mut self, tid: i32, pid: u32, vfork: bool, now: u64) {
+        let new = sys::ptrace_geteventmsg(tid).unwrap_or(0) as i32;
+        if new <= 0 {
+            return;
+        }
+        let new_pid = tgid(new).unwrap_or(new as u32);
+        self.all_tids.insert(new as u32, new_pid);
+        let event = if new_pid == pid {
+            Event::Thread { tid: new as u32 }
+        } else {
+            if vfork {
+                self.out.push(Timed {
+                    ns: now,
+                    tid: tid as u32,
+                    rec: Rec::Vfork(new_pid),
+                });
+            } else if self.due.is_some() {
+                self.untracked.insert(new_pid);
+            }
+            Event::Fork { child: new_pid }
+        };
+        self.out.push(Timed::event(now, tid as u32, event));
+        if self.early.remove(&new) {
+            self.tasks.insert(
+                new,
+                Task {
+                    pid: new_pid,
+                    pending: None,
+                },
+            );
+            self.resume(new, 0);
+        } else {
+            self.expected.insert(new);
+        }
+    }
+}
+
+/// Register the private anonymous memory a call just mapped for write
+/// tracking (file mappings never: see crate::writetrack).
+fn register_new(t: &writetrack::Tracker, pid: u32, evs: &[Event]) {
+    for e in evs {
+        match e {
+            Event::Map {
+                start,
+                len,
+                shared: false,
+                kind: MapKind::Anon | MapKind::Heap,
+                ..
+            } => {
+                let _ = t.register(*start, *len);
+            }
+            Event::Remap { new, new_len, .. } => {
+                t.register_anon_maps_in(pid, Some((*new, new + new_len)));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The process (thread group) of thread `tid`, from /proc.
@@ -917,13 +1189,12 @@ fn merge(
     status: i32,
 ) -> Traced {
     enum Item {
-        Record(Event),
+        Rec(Rec),
         Fault(u64, bool),
     }
-    let faults = samples.len() as u64;
     let mut all: Vec<(u64, u32, Item)> = timed
         .into_iter()
-        .map(|t| (t.ns, t.tid, Item::Record(t.event)))
+        .map(|t| (t.ns, t.tid, Item::Rec(t.rec)))
         .collect();
     all.extend(
         samples
@@ -937,22 +1208,47 @@ fn merge(
     let mut procs = HashSet::new();
     let mut threads = HashSet::new();
     let mut unknown = 0u64;
+    let mut faults = 0u64;
+    let mut writes = Classify::default();
     for (_, tid, item) in all {
+        // File and epoch records are not a task's: no switch for them.
+        if let Item::Rec(Rec::Event(e @ (Event::File { .. } | Event::Epoch))) = &item {
+            enc.push(e);
+            continue;
+        }
         let Some(&pid) = tids.get(&tid) else {
             unknown += 1;
             continue;
         };
-        // File records are not a task's: no switch needed for them.
-        if !matches!(item, Item::Record(Event::File { .. })) && cur != (pid, tid) {
+        let event = match item {
+            Item::Rec(Rec::Scan(w)) => {
+                writes.scan(pid, &w);
+                continue;
+            }
+            Item::Rec(Rec::Vfork(child)) => {
+                writes.vfork(child);
+                continue;
+            }
+            Item::Rec(Rec::Event(e)) => {
+                writes.event(pid, &e);
+                e
+            }
+            Item::Fault(page, write) => match writes.fault(pid, page, write) {
+                Seen::Fault => {
+                    faults += 1;
+                    Event::Fault { page, write }
+                }
+                Seen::Access => Event::Access { page, write },
+                Seen::Nothing => continue,
+            },
+        };
+        if cur != (pid, tid) {
             cur = (pid, tid);
             procs.insert(pid);
             threads.insert(tid);
             enc.push(&Event::Task { pid, tid });
         }
-        match item {
-            Item::Record(e) => enc.push(&e),
-            Item::Fault(page, write) => enc.push(&Event::Fault { page, write }),
-        }
+        enc.push(&event);
     }
     let meta = Meta {
         command: opts.command.clone(),
@@ -971,6 +1267,165 @@ fn merge(
         faults,
         processes: procs.len(),
         threads: threads.len(),
+    }
+}
+
+/// Which write faults the recorder's own write-protection caused, from
+/// the faults, the scans and the calls in time order.
+///
+/// A scan protects every written page (crate::writetrack); a write to a
+/// protected page then faults, and the kernel resolves it by clearing the
+/// protection, and copying the page where the program's own run would
+/// have faulted too. So a write fault on a protected page is the
+/// protection's alone when the page's PTE was writable at the scan: the
+/// page was write-faulted since its memory was last copied for a fork
+/// (after a fork every private page is copy-on-write), it is not the zero
+/// page, and no munmap, madvise(DONTNEED, FREE, REMOVE) or mprotect has
+/// touched it since. Those faults are recorded as accesses.
+#[derive(Default)]
+struct Classify {
+    /// The memory each process runs in (a vfork child runs in its
+    /// parent's until it execs), as an index into `mms`.
+    mm_of: HashMap<u32, usize>,
+    mms: Vec<MmWrites>,
+    /// vfork children before their Fork record, and while they run in
+    /// their parent's memory.
+    vforked: HashSet<u32>,
+    borrowing: HashSet<u32>,
+}
+
+/// What a fault sample is in the trace.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    /// The program's own fault.
+    Fault,
+    /// A later write the protection made visible.
+    Access,
+    /// A later write of a vfork child to its parent's memory: a replay
+    /// runs the child as a fork, where the write would be a copy-on-write
+    /// fault the program never took, so it is left out.
+    Nothing,
+}
+
+#[derive(Default)]
+struct MmWrites {
+    /// Pages a scan protected while writable: their next write fault is
+    /// the protection's.
+    protected: BTreeSet<u64>,
+    /// Pages write-faulted since the memory was last copied for a fork.
+    writable: BTreeSet<u64>,
+}
+
+/// The madvise(2) advice that zap the pages of a range.
+const ZAPPING_ADVICE: [u32; 4] = [
+    libc::MADV_DONTNEED as u32,
+    libc::MADV_FREE as u32,
+    libc::MADV_REMOVE as u32,
+    24, // MADV_DONTNEED_LOCKED
+];
+
+impl Classify {
+    fn mm(&mut self, pid: u32) -> &mut MmWrites {
+        let i = match self.mm_of.get(&pid) {
+            Some(&i) => i,
+            None => self.new_mm(pid),
+        };
+        &mut self.mms[i]
+    }
+
+    fn new_mm(&mut self, pid: u32) -> usize {
+        self.mms.push(MmWrites::default());
+        self.mm_of.insert(pid, self.mms.len() - 1);
+        self.mms.len() - 1
+    }
+
+    /// A fault of `pid`: the program's, or the protection's?
+    fn fault(&mut self, pid: u32, page: u64, write: bool) -> Seen {
+        let borrowed = self.borrowing.contains(&pid);
+        let m = self.mm(pid);
+        let theirs = m.protected.remove(&page) && write;
+        if write {
+            m.writable.insert(page);
+        } else {
+            m.writable.remove(&page);
+        }
+        match (theirs, borrowed) {
+            (false, _) => Seen::Fault,
+            (true, false) => Seen::Access,
+            (true, true) => Seen::Nothing,
+        }
+    }
+
+    fn scan(&mut self, pid: u32, written: &[writetrack::Written]) {
+        let m = self.mm(pid);
+        for &(a, b, zero) in written {
+            if !zero {
+                let now: Vec<u64> = m.writable.range(a..b).copied().collect();
+                m.protected.extend(now);
+            }
+        }
+    }
+
+    fn vfork(&mut self, child: u32) {
+        self.vforked.insert(child);
+    }
+
+    fn zap(&mut self, pid: u32, start: u64, len: u64) {
+        let (a, b) = (start >> 12, (start.saturating_add(len)) >> 12);
+        let m = self.mm(pid);
+        for set in [&mut m.protected, &mut m.writable] {
+            let gone: Vec<u64> = set.range(a..b).copied().collect();
+            for p in gone {
+                set.remove(&p);
+            }
+        }
+    }
+
+    fn event(&mut self, pid: u32, e: &Event) {
+        match *e {
+            Event::Fork { child } => {
+                if self.vforked.remove(&child) {
+                    let i = self
+                        .mm_of
+                        .get(&pid)
+                        .copied()
+                        .unwrap_or_else(|| self.new_mm(pid));
+                    self.mm_of.insert(child, i);
+                    self.borrowing.insert(child);
+                } else {
+                    let m = self.mm(pid);
+                    m.protected.clear();
+                    m.writable.clear();
+                    self.new_mm(child);
+                }
+            }
+            Event::Exec => {
+                self.borrowing.remove(&pid);
+                self.new_mm(pid);
+            }
+            Event::Unmap { start, len } | Event::Protect { start, len, .. } => {
+                self.zap(pid, start, len)
+            }
+            Event::Advise { start, len, advice } if ZAPPING_ADVICE.contains(&advice) => {
+                self.zap(pid, start, len)
+            }
+            Event::Remap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => {
+                // Moved pages keep their PTEs, without the protection.
+                let (a, n) = (old >> 12, old_len.min(new_len) >> 12);
+                let m = self.mm(pid);
+                let moved: Vec<u64> = m.writable.range(a..a + n).copied().collect();
+                self.zap(pid, old, old_len);
+                let m = self.mm(pid);
+                m.writable
+                    .extend(moved.into_iter().map(|p| p - a + (new >> 12)));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -1207,5 +1662,56 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// The protection's own faults become accesses; the program's stay
+    /// faults: copy-on-write after a fork, the zero page, pages no write
+    /// fault made writable, refaults after munmap. A vfork child's writes
+    /// to its parent's memory are left out.
+    #[test]
+    fn write_faults_are_classified_by_the_kernel_rules() {
+        let mut c = Classify::default();
+        let (p, q) = (10u32, 11u32);
+        // Pages 1-3 written (first touches), page 4 read (the zero page),
+        // page 5 present without a fault (the kernel wrote it at exec).
+        for page in 1..=3 {
+            assert_eq!(c.fault(p, page, true), Seen::Fault);
+        }
+        assert_eq!(c.fault(p, 4, false), Seen::Fault);
+        // The scan reports and protects 1-5; page 4 maps the zero page.
+        c.scan(p, &[(1, 4, false), (4, 5, true), (5, 6, false)]);
+        // Writable pages: the protection's fault, once per scan.
+        assert_eq!(c.fault(p, 1, true), Seen::Access);
+        assert_eq!(c.fault(p, 1, true), Seen::Fault);
+        // The zero page's write is its copy-on-write; page 5 was never
+        // seen writable, so its fault counts as the program's.
+        assert_eq!(c.fault(p, 4, true), Seen::Fault);
+        assert_eq!(c.fault(p, 5, true), Seen::Fault);
+        // munmap drops page 2: its next fault is a first touch.
+        c.event(
+            p,
+            &Event::Unmap {
+                start: 2 << 12,
+                len: 4096,
+            },
+        );
+        assert_eq!(c.fault(p, 2, true), Seen::Fault);
+        // A fork makes every private page copy-on-write in the parent.
+        c.scan(p, &[(1, 4, false)]);
+        c.event(p, &Event::Fork { child: q });
+        assert_eq!(c.fault(p, 3, true), Seen::Fault);
+        // The child's memory is its own: nothing of it is protected.
+        assert_eq!(c.fault(q, 1, true), Seen::Fault);
+        // A vfork child runs in its parent's memory: the parent's
+        // protection shows its writes, which a replay cannot replay.
+        assert_eq!(c.fault(p, 1, true), Seen::Fault);
+        c.scan(p, &[(1, 6, false)]);
+        c.vfork(20);
+        c.event(p, &Event::Fork { child: 20 });
+        assert_eq!(c.fault(20, 1, true), Seen::Nothing);
+        assert_eq!(c.fault(p, 3, true), Seen::Access);
+        // After its exec the child has memory of its own.
+        c.event(20, &Event::Exec);
+        assert_eq!(c.fault(20, 3, true), Seen::Fault);
     }
 }

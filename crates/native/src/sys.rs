@@ -188,6 +188,44 @@ pub(crate) fn cached_bytes(fd: &impl AsRawFd) -> io::Result<u64> {
     Ok(stat[0] * 4096)
 }
 
+/// waitpid(2) of `pid` (-1: any child) with `__WALL`, returning
+/// `ErrorKind::Interrupted` when a signal interrupts it.
+pub(crate) fn wait_any_interruptible(pid: i32) -> io::Result<(i32, i32)> {
+    let mut status = 0;
+    // SAFETY: `status` is a valid writable int.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((r, status))
+}
+
+/// Send `sig` to thread `tid` of this process.
+pub(crate) fn tgkill_self(tid: i32, sig: i32) {
+    // SAFETY: a plain system call on numbers.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, sig);
+    }
+}
+
+extern "C" fn ignore_handler(_: libc::c_int) {}
+
+/// Catch `sig` with a handler that does nothing and without SA_RESTART,
+/// so that it interrupts a blocking call of the thread it is sent to.
+pub(crate) fn interrupt_on(sig: i32) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
+    let r = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ignore_handler as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut())
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The type of a ptrace(2) request in the C library's prototype (glibc:
 /// unsigned, musl: int), which libc's `PTRACE_*` constants have.
 #[cfg(target_env = "musl")]
