@@ -224,7 +224,7 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
     let _ = writeln!(
         o,
         "  replay       {} faults as touches; not replayed: {} in vdso/vvar, {} outside \
-         every mapping, {} mprotect, {} madvise, {} mremap as unmap + map",
+         every mapping, {} mprotect, {} madvise, {} mremap of a partial region as unmap + map",
         r.faults, s.special_faults, s.stray_faults, s.mprotects, s.advice, s.mremaps
     );
     Ok(o)
