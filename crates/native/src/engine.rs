@@ -274,6 +274,11 @@ fn error_message(
         Failure::Mmap => format!("mmap(2) failed: {errno}"),
         Failure::Madvise => format!("madvise(2) failed: {errno}"),
         Failure::Munmap => format!("munmap(2) failed: {errno}"),
+        Failure::Mremap => format!("mremap(2) failed: {errno}"),
+        Failure::MremapTaken => format!(
+            "the range `at` = {err:#x} names is mapped in the workload process on this host \
+             (mremap with MREMAP_FIXED would replace it); choose another address"
+        ),
         Failure::Fork => format!("fork(2) failed: {errno}"),
         Failure::Pipe => format!("pipe(2) failed: {errno}"),
         Failure::ChildDied => format!("the forked child (pid {err}) died"),
@@ -314,6 +319,7 @@ fn error_message(
         | Failure::Mmap
         | Failure::Madvise
         | Failure::Munmap
+        | Failure::Mremap
         | Failure::Fork
         | Failure::Io => NativeError::Killed { at, what },
         _ => NativeError::Io { at, what },

@@ -57,10 +57,15 @@ pub(crate) enum Failure {
     /// written, or it did not complete the full scans in time
     /// (ETIMEDOUT).
     Khugepaged,
+    /// mremap(2) of an mremap step failed.
+    Mremap,
+    /// An mremap step's `at` range is mapped in the workload process on
+    /// this host (checked at set-up; the address in `err`).
+    MremapTaken,
 }
 
 impl Failure {
-    const ALL: [Failure; 19] = [
+    const ALL: [Failure; 21] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -80,6 +85,8 @@ impl Failure {
         Failure::Io,
         Failure::BadOffset,
         Failure::Khugepaged,
+        Failure::Mremap,
+        Failure::MremapTaken,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {

@@ -845,6 +845,21 @@ fn mmap(hint: u64, len: usize, prot: i32, flags: i32, fd: RawFd, off: u64) -> *m
     }
 }
 
+/// Whether nothing is mapped in `[addr, addr + len)` of this process:
+/// an inaccessible MAP_FIXED_NOREPLACE mapping there succeeds (it is
+/// unmapped again at once).
+pub(crate) fn range_free(addr: u64, len: u64) -> bool {
+    let probe =
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+    let p = mmap(addr, len as usize, libc::PROT_NONE, probe, -1, 0);
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    // SAFETY: `p` is the mapping just made, which nothing refers to.
+    unsafe { libc::munmap(p, len as usize) };
+    p as u64 == addr
+}
+
 /// An offset range outside a region (`Region`), or a word offset not a
 /// multiple of 8: the offset of its end (of the word, when misaligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -889,6 +904,32 @@ impl Region {
     /// The address the kernel mapped the region at.
     pub(crate) fn addr(&self) -> u64 {
         self.addr
+    }
+
+    /// mremap(2) of the whole region to `new_len` bytes with `MREMAP_*`
+    /// `flags` (MREMAP_FIXED: at `new_addr`, which the workload checked
+    /// at set-up with [`range_free`]); None when the call failed (errno
+    /// says why).
+    #[inline]
+    pub(crate) fn remap(&self, new_len: u64, flags: i32, new_addr: u64) -> Option<Region> {
+        // SAFETY: the region holds no Rust object (the invariant), so
+        // moving or resizing it invalidates nothing of ours; with
+        // MREMAP_FIXED the target held none of our memory at set-up and
+        // the workload maps nothing but scenario regions after it (the
+        // compiler refuses targets that overlap those).
+        let a = unsafe {
+            libc::mremap(
+                self.addr as *mut libc::c_void,
+                self.len as usize,
+                new_len as usize,
+                flags,
+                new_addr as *mut libc::c_void,
+            )
+        };
+        (a != libc::MAP_FAILED).then_some(Region {
+            addr: a as u64,
+            len: new_len,
+        })
     }
 
     /// The address of `[offset, offset + len)` of the region, if inside.

@@ -637,6 +637,7 @@ pub(crate) fn root_main(s: Setup<'_>) -> ! {
     }
     p.own = vec![-1; p.events.len()];
     p.open_own();
+    p.check_remap_targets(&s.plan.root);
     p.warm_up();
     p.prewarm();
     let pid = sys::getpid() as u64;
@@ -828,6 +829,11 @@ impl Proc<'_> {
                 let _ = touch(&r, 0, len, write, &Pat::Random(vec![3, 1, 0, 2]));
             }
             let _ = r.madvise(0, len, libc::MADV_NORMAL);
+            // mremap steps: a move (the probe of MREMAP_FIXED is an mmap).
+            let (r, len) = match r.remap(2 * len, libc::MREMAP_MAYMOVE, 0) {
+                Some(moved) => (moved, 2 * len),
+                None => (r, len),
+            };
             let _ = r.munmap(0, len);
         }
         // Opening and closing /dev/null, a pipe, zero-length reads and
@@ -919,6 +925,7 @@ impl Proc<'_> {
                     self.fail(code, err);
                 }
             }
+            Op::Mremap { .. } => self.mremap(op),
             Op::Fork { child, .. } => self.fork(child),
             Op::Wait { .. } => self.wait(),
             Op::Phase { idx, .. } => self.mark(Mark::Phase, *idx),
@@ -962,6 +969,62 @@ impl Proc<'_> {
                 region,
                 addr: r.addr(),
                 len: size,
+            },
+        );
+    }
+
+    /// Every mremap step's `at` range must be free of this process's own
+    /// mappings (program, libraries, heap, stack), which MREMAP_FIXED
+    /// would replace: checked at set-up, before any scenario region
+    /// exists and outside every measurement (the compiler already refused
+    /// targets that overlap scenario regions).
+    fn check_remap_targets(&self, ops: &[Op]) {
+        for op in ops {
+            match *op {
+                Op::Mremap {
+                    step,
+                    flags,
+                    new_addr,
+                    new_len,
+                    ..
+                } if flags & libc::MREMAP_FIXED != 0 => {
+                    CUR_STEP.store(u64::from(step), Ordering::Relaxed);
+                    if !sys::range_free(new_addr, new_len) {
+                        self.fail(Failure::MremapTaken, new_addr);
+                    }
+                }
+                Op::Fork { ref child, .. } => self.check_remap_targets(child),
+                _ => {}
+            }
+        }
+        CUR_STEP.store(NO_STEP, Ordering::Relaxed);
+    }
+
+    /// An mremap step (`op`, an `Op::Mremap`): the region moves or
+    /// resizes; the new one takes its place and the engine learns where.
+    fn mremap(&mut self, op: &Op) {
+        let &Op::Mremap {
+            region,
+            new_region,
+            new_len,
+            flags,
+            new_addr,
+            ..
+        } = op
+        else {
+            return;
+        };
+        let Some(r) = self.regions[region as usize].remap(new_len, flags, new_addr) else {
+            self.fail(Failure::Mremap, errno());
+        };
+        self.regions[region as usize] = Region::NONE;
+        self.regions[new_region as usize] = r;
+        send(
+            self.msg_w,
+            &Msg::Mapped {
+                region: new_region,
+                addr: r.addr(),
+                len: new_len,
             },
         );
     }

@@ -245,7 +245,8 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
     let _ = writeln!(
         o,
         "  replay       {} faults as touches, {} I/O calls ({} KiB); not replayed: {} in \
-         vdso/vvar, {} outside every mapping, {} mprotect, {} madvise, {} mremap as unmap + map",
+         vdso/vvar, {} outside every mapping, {} mprotect, {} madvise, {} mremap of a partial \
+         region as unmap + map",
         r.faults,
         r.io_calls,
         r.io_bytes / 1024,

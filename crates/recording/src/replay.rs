@@ -11,9 +11,12 @@
 //! every protection a later mprotect(2) gave part of it, plus read (and
 //! write) when the program faulted on it (reading, writing): so that no
 //! replayed touch is refused, and neighbours the kernel kept apart by
-//! their protection stay apart. mremap(2) becomes an unmap of the
-//! old range and a mapping of the new one: the pages it moved are not
-//! present in the replay until touched again.
+//! their protection stay apart. mremap(2) of a whole region becomes an
+//! mremap step of that region (at its replayed new address when it moved),
+//! so the pages it moved stay present; an mremap of part of a region, or
+//! of a region a fork's child inherited, becomes an unmap of the old range
+//! and a mapping of the new one, whose moved pages are not present in the
+//! replay until touched again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -61,6 +64,8 @@ pub struct Skipped {
     pub mprotects: u64,
     /// madvise calls with advice the scenario language lacks.
     pub advice: u64,
+    /// mremap calls replayed as an unmap and a new mapping (not of a whole
+    /// region the process mapped itself).
     pub mremaps: u64,
 }
 
@@ -131,6 +136,14 @@ enum Step {
         offset: u64,
         len: u64,
         advice: &'static str,
+    },
+    /// mremap(2) of the whole region to `size` bytes, at the recorded
+    /// new address `at` if it moved.
+    Mremap {
+        region: u32,
+        size: u64,
+        at: Option<u64>,
+        grows: bool,
     },
     /// A fork of process `child` (its steps are rendered in place).
     Fork(u32),
@@ -363,6 +376,12 @@ pub fn replay(trace: &Trace, opts: Options) -> Result<Replay, FormatError> {
                 old_len,
                 new,
                 new_len,
+            } if g.remap(pid, *old, *old_len, *new, *new_len) => {}
+            Event::Remap {
+                old,
+                old_len,
+                new,
+                new_len,
             } => {
                 g.skipped.mremaps += 1;
                 // What moves: the kind (a file mapping's offset where the
@@ -570,6 +589,70 @@ impl Gen<'_> {
                 p.vmas.insert(b, v);
             }
         }
+    }
+
+    /// A recorded mremap(2) of a whole region the process mapped itself,
+    /// in one piece: an mremap step of that region, which keeps its name
+    /// (whatever the kernel unmapped at a fixed target goes first). False
+    /// for anything else (part of a region, a region inherited at a fork,
+    /// a special mapping), which the caller replays as unmap + map.
+    fn remap(&mut self, pid: u32, old: u64, old_len: u64, new: u64, new_len: u64) -> bool {
+        let Some(v) = self.vma_at(pid, old).cloned() else {
+            return false;
+        };
+        let Some(region) = v.region else {
+            return false;
+        };
+        if v.region_start != old
+            || v.end != old + old_len
+            || self.region_size(pid, region) != Some(old_len)
+        {
+            return false;
+        }
+        if new != old {
+            self.unmap(pid, new, new_len);
+        }
+        if let MapKind::File { file, offset } = &v.kind {
+            let need = (offset + new_len).div_ceil(PAGE) * PAGE;
+            let e = self.files.entry(*file).or_insert(0);
+            *e = (*e).max(need);
+        }
+        let p = self.proc(pid);
+        p.vmas.remove(&old);
+        p.steps.push(Step::Mremap {
+            region,
+            size: new_len,
+            at: (new != old).then_some(new),
+            grows: new_len > old_len,
+        });
+        p.vmas.insert(
+            new,
+            Vma {
+                end: new + new_len,
+                region_start: new,
+                ..v
+            },
+        );
+        true
+    }
+
+    /// The size the scenario gives `region` now: that of its last mmap or
+    /// mremap step in this process, unless a munmap of it came after
+    /// (None: the region comes from the parent, or part of it is gone).
+    fn region_size(&mut self, pid: u32, region: u32) -> Option<u64> {
+        for s in self.proc(pid).steps.iter().rev() {
+            match *s {
+                Step::Mmap {
+                    region: r, size, ..
+                }
+                | Step::Mremap {
+                    region: r, size, ..
+                } if r == region => return Some(size),
+                Step::Munmap { region: r, .. } if r == region => return None,
+                _ => {}
+            }
+        }
+        None
     }
 
     fn advise(&mut self, pid: u32, start: u64, len: u64, advice: u32) {
@@ -816,6 +899,26 @@ fn render(g: &mut Gen<'_>, pid: u32, table: &str, out: &mut String) {
             Step::Phase(epoch) => {
                 let _ = writeln!(out, "op = \"phase\"\nname = \"epoch-{epoch}\"");
             }
+            Step::Mremap {
+                region,
+                size,
+                at,
+                grows,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "op = \"mremap\"\nregion = \"m{region}\"\nsize = {size}"
+                );
+                match at {
+                    Some(at) => {
+                        let _ = writeln!(out, "at = {:#x}", replay_address(at));
+                    }
+                    // Grown in place when recorded: the replay lets the
+                    // kernel move it if its layout has no room there.
+                    None if grows => out.push_str("maymove = true\n"),
+                    None => {}
+                }
+            }
             Step::Fork(child) => {
                 out.push_str("op = \"fork\"\n");
                 let inner = format!("{table}.child");
@@ -1011,6 +1114,59 @@ mod tests {
 
     /// A MAP_FIXED mapping over part of another unmaps that part first; a
     /// fork's child runs its own steps, then the parent waits.
+    /// An mremap of a whole region is an mremap step of that region at
+    /// the replayed new address; later faults touch it relative to its new
+    /// start. An mremap of part of a region is an unmap and a new mapping,
+    /// and counted.
+    #[test]
+    fn whole_regions_remap_and_parts_unmap_and_map() {
+        let t = trace(vec![
+            Event::Task { pid: 1, tid: 1 },
+            Event::Map {
+                start: 0x7f00_0000_0000,
+                len: 0x4000,
+                prot: 3,
+                shared: false,
+                kind: MapKind::Anon,
+            },
+            Event::Fault {
+                page: 0x7_f000_0001,
+                write: true,
+            },
+            Event::Remap {
+                old: 0x7f00_0000_0000,
+                old_len: 0x4000,
+                new: 0x7e00_0000_0000,
+                new_len: 0x8000,
+            },
+            Event::Fault {
+                page: 0x7_e000_0006,
+                write: true,
+            },
+            Event::Remap {
+                old: 0x7e00_0000_0000,
+                old_len: 0x2000,
+                new: 0x7d00_0000_0000,
+                new_len: 0x2000,
+            },
+        ]);
+        let r = replay(&t, Options::default()).unwrap();
+        // 0x7e00_0000_0000 replays 0x2000_0000_0000 lower (HIGH_SHIFT).
+        let moved = "op = \"mremap\"\nregion = \"m1\"\nsize = 32768\nat = 0x5e0000000000\n";
+        assert!(r.text.contains(moved), "{}", r.text);
+        let touch = "region = \"m1\"\naccess = \"write\"\npattern = \"list\"\npages = \"6\"";
+        assert!(r.text.contains(touch), "{}", r.text);
+        // The part: unmapped from m1, mapped anew as m2.
+        let part = "op = \"munmap\"\nregion = \"m1\"\noffset = 0\nlen = 8192\n";
+        assert!(r.text.contains(part), "{}", r.text);
+        assert!(
+            r.text.contains("region = \"m2\"\nat = 0x5d0000000000"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.skipped.mremaps, 1);
+    }
+
     #[test]
     fn fixed_maps_split_and_forks_nest() {
         let t = trace(vec![

@@ -249,6 +249,22 @@ pub struct MmapStep {
     pub addr: Option<u64>,
 }
 
+/// The keys of an `op = "mremap"` step: mremap(2) of a whole region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MremapStep {
+    /// `region`: from this step on it names the new range.
+    pub region: String,
+    /// `size`: the new size in bytes (a multiple of the page size; larger
+    /// grows, smaller shrinks).
+    pub size: u64,
+    /// `at`: move the region to exactly this address (MREMAP_MAYMOVE |
+    /// MREMAP_FIXED, which unmaps whatever was there).
+    pub addr: Option<u64>,
+    /// `maymove = true` (or `at`): MREMAP_MAYMOVE, the kernel may move the
+    /// region when it cannot grow in place.
+    pub maymove: bool,
+}
+
 #[derive(Clone, Debug)]
 pub enum StepKind {
     /// `op = "mmap"`
@@ -275,6 +291,8 @@ pub enum StepKind {
     },
     /// `op = "munmap"`
     Munmap { region: String, range: Range },
+    /// `op = "mremap"`: the whole region is resized, in place or moved.
+    Mremap(MremapStep),
     /// `op = "fork"`: the child runs `child` steps at once (the parent waits
     /// for them), then stays alive, holding its mm, until the parent's
     /// `wait` step or the end of the scenario.

@@ -3,8 +3,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::{
-    Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, PagemapStep, Pattern, Prot, Range,
-    Step, StepKind, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, MremapStep, PagemapStep, Pattern,
+    Prot, Range, Step, StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -19,6 +19,7 @@ enum Op {
     Touch,
     Madvise,
     Munmap,
+    Mremap,
     Fork,
     Wait,
     Phase,
@@ -39,6 +40,7 @@ const OPS: &[(&str, Op)] = &[
     ("touch", Op::Touch),
     ("madvise", Op::Madvise),
     ("munmap", Op::Munmap),
+    ("mremap", Op::Mremap),
     ("fork", Op::Fork),
     ("wait", Op::Wait),
     ("phase", Op::Phase),
@@ -71,6 +73,7 @@ impl Op {
             ],
             Op::Madvise => &["op", "region", "advice", "offset", "len", "per_call"],
             Op::Munmap => &["op", "region", "offset", "len"],
+            Op::Mremap => &["op", "region", "size", "at", "maymove", "dontunmap"],
             Op::Fork => &["op", "child"],
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
@@ -317,6 +320,7 @@ impl StepChecker<'_> {
                 let range = range(&f, &region, size)?;
                 StepKind::Munmap { region, range }
             }
+            Op::Mremap => self.mremap(&f, scope)?,
             Op::Fork => {
                 let mut child_scope = Scope::child(scope);
                 let child =
@@ -505,6 +509,41 @@ impl StepChecker<'_> {
             advise,
             map,
             addr,
+        }))
+    }
+
+    /// `op = "mremap"`: the region's new size, and where it may go; the
+    /// region names the new range from here on (in this process).
+    fn mremap(&self, f: &Fields<'_>, scope: &mut Scope) -> Result<StepKind> {
+        let (region, _) = self.region(f, scope)?;
+        let size = f.req("size", Ctx::page_size)?;
+        if f.opt("dontunmap", Ctx::boolean)? == Some(true) {
+            let msg = "unsupported: MREMAP_DONTUNMAP (dontunmap = true) is not modelled; the \
+                       simulator moves regions with MREMAP_MAYMOVE and MREMAP_FIXED only";
+            return Err(f.err_at("dontunmap", msg));
+        }
+        let addr = f.opt("at", Ctx::page_offset)?;
+        let maymove = f.opt("maymove", Ctx::boolean)?;
+        if let Some(a) = addr {
+            if a == 0 || a.checked_add(size).is_none_or(|end| end > USER_TOP) {
+                let msg = format!(
+                    "at = {a:#x}: the new range must lie above 0 and below {USER_TOP:#x} \
+                     (the user address space of 4-level page tables)"
+                );
+                return Err(f.err_at("at", msg));
+            }
+            if maymove == Some(false) {
+                let msg = "`at` moves the region (MREMAP_FIXED, which needs MREMAP_MAYMOVE): \
+                           drop maymove = false";
+                return Err(f.err_at("maymove", msg));
+            }
+        }
+        scope.regions.insert(region.clone(), size);
+        Ok(StepKind::Mremap(MremapStep {
+            region,
+            size,
+            addr,
+            maymove: addr.is_some() || maymove == Some(true),
         }))
     }
 

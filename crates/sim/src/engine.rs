@@ -289,6 +289,24 @@ impl<'w, A: Arch> Engine<'w, A> {
                 let (start, len) = self.op_range(op);
                 self.k.sys_munmap(mm, start, len).map_err(|e| kerr(at, e))?;
             }
+            Op::Mremap {
+                region,
+                new_region,
+                old_len,
+                new_len,
+                flags,
+                new_addr,
+                ..
+            } => {
+                let old = self.base[*region as usize];
+                let addr = (self.k)
+                    .sys_mremap(mm, old, *old_len, *new_len, *flags, *new_addr)
+                    .map_err(|e| kerr(at, e))?;
+                // The entries moved: the CPU's walk cache and speculative
+                // state describe the old ones.
+                self.cpu.flush();
+                self.place_region(*new_region, addr, *new_len);
+            }
             Op::Fork { child, .. } => self.fork(mm, op.step(), child, at)?,
             Op::Wait { .. } => self.wait(mm),
             Op::Phase { idx, .. } => self.start_phase(*idx, mm),

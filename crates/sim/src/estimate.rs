@@ -147,6 +147,8 @@ struct Work {
     phases: u64,
     regions: u64,
     map_pages: u64,
+    /// The regions with a folio map (names are unique in a scenario).
+    mapped: std::collections::HashSet<String>,
 }
 
 impl Work {
@@ -158,6 +160,15 @@ impl Work {
                 StepKind::Mmap(m) => {
                     self.regions += 1;
                     if m.map {
+                        self.map_pages = self.map_pages.saturating_add(m.size / PAGE);
+                        self.mapped.insert(m.region.clone());
+                    }
+                }
+                // A new region of the workload; its folio map (if the
+                // region has one) may be this size.
+                StepKind::Mremap(m) => {
+                    self.regions += 1;
+                    if self.mapped.contains(&m.region) {
                         self.map_pages = self.map_pages.saturating_add(m.size / PAGE);
                     }
                 }
@@ -210,6 +221,7 @@ fn steps(list: &[Step], regions: &mut ScopedMap<'_, u64>, parts: &mut Vec<(Strin
                     (len / PAGE).saturating_mul(PER_RAW_ENTRY),
                 ));
             }
+            StepKind::Mremap(m) => regions.insert(m.region.clone(), m.size),
             StepKind::Fork { child } => steps(child, &mut regions.child(), parts),
             StepKind::Threads { threads, .. } => {
                 for t in threads {

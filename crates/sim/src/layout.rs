@@ -89,6 +89,50 @@ impl Placement for Layout {
         let _ = self.k.sys_munmap(self.cur, addr, len);
     }
 
+    fn mremap(
+        &mut self,
+        addr: u64,
+        old_len: u64,
+        new_len: u64,
+        flags: i32,
+        new_addr: u64,
+    ) -> Result<u64, String> {
+        use foliosim_uapi::mman::*;
+        if flags & MREMAP_FIXED != 0 && new_addr < addr + old_len && addr < new_addr + new_len {
+            return Err(format!(
+                "at = {new_addr:#x}: [{new_addr:#x}, {:#x}) overlaps the region's own range \
+                 [{addr:#x}, {:#x}) (EINVAL)",
+                new_addr + new_len,
+                addr + old_len
+            ));
+        }
+        if flags & MREMAP_FIXED != 0 {
+            // The target must be free (the native workload checks the
+            // host's own mappings at set-up the same way):
+            // an inaccessible MAP_FIXED_NOREPLACE mapping there, unmapped
+            // again.
+            let probe = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
+            match self
+                .k
+                .sys_mmap(self.cur, new_addr, new_len, 0, probe, None, 0)
+            {
+                Ok(a) => {
+                    let _ = self.k.sys_munmap(self.cur, a, new_len);
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "at = {new_addr:#x}: [{new_addr:#x}, {:#x}) overlaps a region an earlier \
+                         step mapped (mremap's `at` never replaces a mapping)",
+                        new_addr + new_len
+                    ))
+                }
+            }
+        }
+        (self.k)
+            .sys_mremap(self.cur, addr, old_len, new_len, flags, new_addr)
+            .map_err(|e| e.to_string())
+    }
+
     fn fork(&mut self) -> Result<(), String> {
         let child = self.k.dup_mm(self.cur).map_err(|e| e.to_string())?;
         self.parents.push(self.cur);
@@ -162,6 +206,38 @@ mod tests {
             })
             .collect();
         assert_eq!(hints, [0x7fff_f7a0_0000, 0x7fff_f800_0000]);
+    }
+
+    /// mremap steps run through the layout: `at` on another region, or a
+    /// growth the layout cannot do in place without `maymove` (ENOMEM in
+    /// expand_vma()), is refused at compile time; `maymove` gives the
+    /// model's placement (a 2 MiB anonymous mapping: THP-aligned).
+    #[test]
+    fn mremap_is_placed_or_refused_by_the_layout() {
+        let base = "[[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"64K\"\n\
+                    [[step]]\nop = \"mmap\"\nregion = \"b\"\nkind = \"anon\"\nsize = \"64K\"\n";
+        let compile_with = |step: &str| {
+            let text = format!("{base}[[step]]\nop = \"mremap\"\nregion = \"b\"\n{step}");
+            let sc = foliosim_scenario::parse_str("t.toml", &text, &[]).expect("valid scenario");
+            compile(&sc)
+        };
+        let w = compile_with("size = \"64K\"\n").unwrap();
+        let a = match &w.root[0] {
+            foliosim_workload::Op::Mmap { hint, .. } => *hint,
+            o => panic!("{o:?}"),
+        };
+        let e = compile_with(&format!("size = \"64K\"\nat = {a:#x}\n")).unwrap_err();
+        assert!(e.what.contains("overlaps a region"), "{e}");
+        // b lies right below a: it cannot grow in place.
+        let e = compile_with("size = \"128K\"\n").unwrap_err();
+        assert!(e.what.contains("ENOMEM"), "{e}");
+        let w = compile_with("size = \"2M\"\nmaymove = true\n").unwrap();
+        match &w.root[2] {
+            foliosim_workload::Op::Mremap { expect, .. } => {
+                assert!(*expect != 0 && *expect % (2 << 20) == 0, "{expect:#x}")
+            }
+            o => panic!("{o:?}"),
+        }
     }
 
     /// Without a hint, the model places mappings top-down below the mmap

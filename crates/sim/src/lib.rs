@@ -169,6 +169,9 @@ fn fits_in_memory(sc: &Scenario) -> bool {
                         *mapped = mapped.saturating_add(m.size);
                     }
                 }
+                // A grown region may populate its new size (generously: all
+                // of it, whatever backs it).
+                StepKind::Mremap(m) => *mapped = mapped.saturating_add(m.size),
                 StepKind::Fork { child } => {
                     *forks += 1;
                     walk(child, mapped, forks);

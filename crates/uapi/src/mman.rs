@@ -28,6 +28,13 @@ pub const MAP_POPULATE: i32 = 0x8000;
 /// `MAP_FIXED_NOREPLACE`
 pub const MAP_FIXED_NOREPLACE: i32 = 0x10_0000;
 
+/// `MREMAP_MAYMOVE` (include/uapi/linux/mman.h)
+pub const MREMAP_MAYMOVE: i32 = 1;
+/// `MREMAP_FIXED`
+pub const MREMAP_FIXED: i32 = 2;
+/// `MREMAP_DONTUNMAP`
+pub const MREMAP_DONTUNMAP: i32 = 4;
+
 /// `madvise(2)` advice, with the kernel's values (`MADV_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(i32)]

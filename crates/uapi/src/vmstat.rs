@@ -286,7 +286,7 @@ sim_stat! {
     /// The same in the random word order, where consecutive loads land on
     /// different pages (a cache and usually a TLB miss each).
     user_loads_random => "sim/user_loads_random",
-    /// madvise(2) and munmap(2) calls made by scenario steps: entry and
+    /// madvise(2), munmap(2) and mremap(2) calls made by scenario steps: entry and
     /// exit, mmap_lock, VMA lookup, the mmu_gather set-up (the work on the
     /// range is counted by its own primitives).
     syscall_mm => "sim/syscall_mm",

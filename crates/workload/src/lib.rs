@@ -29,11 +29,12 @@ use std::collections::HashMap;
 use std::fmt;
 
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, PagemapStep, Pattern, Range, Scenario,
-    Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, MremapStep, PagemapStep, Pattern, Range,
+    Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
-    MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, MAP_PRIVATE, MAP_SHARED, PROT_EXEC, PROT_READ, PROT_WRITE,
+    MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, MAP_PRIVATE, MAP_SHARED, MREMAP_FIXED, MREMAP_MAYMOVE,
+    PROT_EXEC, PROT_READ, PROT_WRITE,
 };
 use foliosim_uapi::Madv;
 
@@ -59,7 +60,9 @@ impl fmt::Display for CompileError {
 impl std::error::Error for CompileError {}
 
 /// What a named region is: one per mmap step (a later mmap step of the
-/// same name is a new region that takes the name over).
+/// same name is a new region that takes the name over) and one per mremap
+/// step (the range the region's name stands for after it, in the process
+/// that made the call).
 #[derive(Clone, Debug)]
 pub struct RegionDecl {
     pub name: String,
@@ -132,6 +135,23 @@ pub enum Op {
         region: u32,
         offset: u64,
         len: u64,
+    },
+    /// mremap(2) of the whole of `region` (`old_len` bytes) to `new_len`
+    /// bytes with `MREMAP_*` `flags` (and `new_addr` with MREMAP_FIXED);
+    /// the result is region `new_region`, which later steps of this
+    /// process use.
+    Mremap {
+        step: u32,
+        region: u32,
+        new_region: u32,
+        old_len: u64,
+        new_len: u64,
+        flags: i32,
+        new_addr: u64,
+        /// Where the simulator's layout puts the result (0: unknown). With
+        /// MREMAP_MAYMOVE and no MREMAP_FIXED a host kernel chooses for
+        /// itself (its mmap base differs from the model's).
+        expect: u64,
     },
     Fork {
         step: u32,
@@ -223,6 +243,7 @@ impl Op {
             | Op::Touch { step, .. }
             | Op::Madvise { step, .. }
             | Op::Munmap { step, .. }
+            | Op::Mremap { step, .. }
             | Op::Fork { step, .. }
             | Op::Wait { step }
             | Op::Phase { step, .. }
@@ -343,6 +364,19 @@ pub trait Placement {
     ) -> u64;
     /// munmap(2) of `len` bytes at `addr` in the current process.
     fn munmap(&mut self, addr: u64, len: u64);
+    /// mremap(2) of `[addr, addr + old_len)` to `new_len` bytes with
+    /// `MREMAP_*` `flags` (`new_addr` with MREMAP_FIXED) in the current
+    /// process: Ok(the new address, 0 when it cannot say), or Err(why the
+    /// call fails there). With MREMAP_FIXED the target must be free
+    /// (the scenario's `at` never replaces a mapping).
+    fn mremap(
+        &mut self,
+        addr: u64,
+        old_len: u64,
+        new_len: u64,
+        flags: i32,
+        new_addr: u64,
+    ) -> Result<u64, String>;
     /// A fork: the current process becomes a copy of itself until
     /// [`Placement::end_child`]. Err: why the copy failed.
     fn fork(&mut self) -> Result<(), String>;
@@ -362,6 +396,9 @@ impl Placement for NoHints {
         addr
     }
     fn munmap(&mut self, _: u64, _: u64) {}
+    fn mremap(&mut self, _: u64, _: u64, _: u64, _: i32, _: u64) -> Result<u64, String> {
+        Ok(0)
+    }
     fn fork(&mut self) -> Result<(), String> {
         Ok(())
     }
@@ -373,6 +410,10 @@ impl Placement for NoHints {
 struct AddrModel<'p> {
     place: &'p mut dyn Placement,
     regions: HashMap<String, u64>,
+    /// What each mremap step replaced, in step order: the name, its region
+    /// and address before. A fork's child undoes its own on return, so the
+    /// parent's steps name the parent's region.
+    remapped: Vec<(String, Option<u32>, Option<u64>)>,
 }
 
 struct Compiler<'a> {
@@ -406,6 +447,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         addr: AddrModel {
             place,
             regions: HashMap::new(),
+            remapped: Vec::new(),
         },
         regions: Vec::new(),
         by_name: HashMap::new(),
@@ -512,6 +554,7 @@ impl Compiler<'_> {
                 per_call,
             } => self.madvise(step, region, range, *advice, *per_call)?,
             StepKind::Munmap { region, range } => self.munmap(step, region, range)?,
+            StepKind::Mremap(m) => self.mremap(step, m)?,
             StepKind::Fork { child } => self.fork(step, child)?,
             StepKind::Wait => {
                 self.addr.place.wait();
@@ -708,6 +751,75 @@ impl Compiler<'_> {
         })
     }
 
+    /// An mremap step: its flags, the address the layout gives the result
+    /// (refused here when the call fails there), and a new region taking
+    /// the name over with the new size.
+    fn mremap(&mut self, step: u32, m: &MremapStep) -> Result<Op, CompileError> {
+        let at = self.at(step).to_string();
+        let (id, old_len) = self.region(&m.region, &at)?;
+        let flags = match (m.addr, m.maymove) {
+            (Some(_), _) => MREMAP_MAYMOVE | MREMAP_FIXED,
+            (None, true) => MREMAP_MAYMOVE,
+            (None, false) => 0,
+        };
+        let new_addr = m.addr.unwrap_or(0);
+        let base = self.addr.regions.get(&m.region).copied();
+        let expect = match base {
+            Some(b) => self.addr.place.mremap(b, old_len, m.size, flags, new_addr),
+            None => Ok(0),
+        };
+        let expect = expect.map_err(|what| CompileError {
+            at: at.clone(),
+            what: format!("mremap of region {:?} fails: {what}", m.region),
+        })?;
+        let map = self.regions[id as usize].map;
+        // The growth may be populated (counted as anonymous memory, which
+        // only overestimates a file mapping's).
+        self.anon_bytes = self
+            .anon_bytes
+            .saturating_add(m.size.saturating_sub(old_len));
+        let new_region = self.regions.len() as u32;
+        self.regions.push(RegionDecl {
+            name: m.region.clone(),
+            size: m.size,
+            map,
+        });
+        let old = self.by_name.insert(m.region.clone(), new_region);
+        let old_base = match expect {
+            0 => self.addr.regions.remove(&m.region),
+            a => self.addr.regions.insert(m.region.clone(), a),
+        };
+        (self.addr.remapped).push((m.region.clone(), old, old_base));
+        Ok(Op::Mremap {
+            step,
+            region: id,
+            new_region,
+            old_len,
+            new_len: m.size,
+            flags,
+            new_addr,
+            expect,
+        })
+    }
+
+    /// Undo the mremap steps after the first `keep` (a fork's child's):
+    /// the names stand for the parent's regions again.
+    fn undo_remaps(&mut self, keep: usize) {
+        while self.addr.remapped.len() > keep {
+            let Some((name, id, base)) = self.addr.remapped.pop() else {
+                break;
+            };
+            match id {
+                Some(id) => self.by_name.insert(name.clone(), id),
+                None => self.by_name.remove(&name),
+            };
+            match base {
+                Some(b) => self.addr.regions.insert(name, b),
+                None => self.addr.regions.remove(&name),
+            };
+        }
+    }
+
     /// A fork step: the child's steps compile in a copy of the parent's
     /// layout and memory cgroup, which the parent gets back afterwards.
     fn fork(&mut self, step: u32, child: &[Step]) -> Result<Op, CompileError> {
@@ -716,8 +828,10 @@ impl Compiler<'_> {
             what,
         })?;
         let memcg = self.cur_memcg;
+        let remapped = self.addr.remapped.len();
         let child = self.steps(child);
         self.cur_memcg = memcg;
+        self.undo_remaps(remapped);
         self.addr.place.end_child();
         let mut child = child?;
         // A phase the child opened ends with its last step.
@@ -857,6 +971,11 @@ mod tests {
         fn munmap(&mut self, addr: u64, len: u64) {
             self.0.push(format!("munmap {addr:#x}+{len:#x}"));
         }
+        fn mremap(&mut self, a: u64, old: u64, new: u64, f: i32, to: u64) -> Result<u64, String> {
+            self.0
+                .push(format!("mremap {a:#x}+{old:#x} {new:#x} {f} {to:#x}"));
+            Ok(0)
+        }
         fn fork(&mut self) -> Result<(), String> {
             self.0.push("fork".into());
             Ok(())
@@ -894,6 +1013,87 @@ mod tests {
                 "wait"
             ]
         );
+    }
+
+    /// An mremap step makes a new region of the new size that later steps
+    /// name; a child's mremap leaves the parent's steps on the parent's
+    /// region. `at` is MREMAP_MAYMOVE | MREMAP_FIXED (include/uapi/linux/
+    /// mman.h: 1 | 2), `maymove` MREMAP_MAYMOVE alone.
+    #[test]
+    fn mremap_names_a_new_region_in_its_process() {
+        let p = plan(
+            r#"
+[[step]]
+op = "mmap"
+region = "a"
+kind = "anon"
+size = "64K"
+[[step]]
+op = "fork"
+[[step.child]]
+op = "mremap"
+region = "a"
+size = "128K"
+at = 0x400000000000
+[[step.child]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "touch"
+region = "a"
+access = "write"
+[[step]]
+op = "mremap"
+region = "a"
+size = "32K"
+maymove = true
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.regions.len(), 3);
+        let Op::Fork { child, .. } = &p.root[1] else {
+            panic!("{:?}", p.root[1]);
+        };
+        assert!(matches!(
+            child[0],
+            Op::Mremap {
+                region: 0,
+                new_region: 1,
+                old_len: 0x10000,
+                new_len: 0x20000,
+                flags: 3,
+                new_addr: 0x4000_0000_0000,
+                ..
+            }
+        ));
+        assert!(matches!(
+            child[1],
+            Op::Touch {
+                region: 1,
+                len: 0x20000,
+                ..
+            }
+        ));
+        assert!(matches!(
+            p.root[2],
+            Op::Touch {
+                region: 0,
+                len: 0x10000,
+                ..
+            }
+        ));
+        assert!(matches!(
+            p.root[3],
+            Op::Mremap {
+                region: 0,
+                new_region: 2,
+                flags: 1,
+                new_addr: 0,
+                ..
+            }
+        ));
+        assert_eq!(p.regions[2].size, 32 << 10);
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! Address hints are honoured where the range is free, as
 //! generic_get_unmapped_area_topdown() honours them.
 //! Not modelled: MAP_FIXED, stack and brk, ASLR (the base
-//! is fixed), mremap/mprotect, freeing of upper-level tables, shmem's
-//! huge-aware placement (shmem huge pages are not modelled).
+//! is fixed), mprotect, freeing of upper-level tables, shmem's
+//! huge-aware placement (shmem huge pages are not modelled). mremap(2) is
+//! mm/mremap.rs.
 
 use crate::KResult;
 use std::collections::BTreeMap;
@@ -287,7 +288,7 @@ impl<A: Arch> Kernel<A> {
     /// xfs), anonymous mappings of a PMD multiple without a hint through
     /// thp_get_unmapped_area_vmflags(), shmem (shmem_get_unmapped_area(),
     /// without huge shmem) and the rest through the plain search.
-    fn get_unmapped_area(&self, mm: MmId, a: &MmapArgs) -> Option<u64> {
+    pub(crate) fn get_unmapped_area(&self, mm: MmId, a: &MmapArgs) -> Option<u64> {
         let thp = match a.kind {
             VmaKind::Anon => a.addr == 0 && is_aligned(a.len, PMD_SIZE),
             VmaKind::File => true,

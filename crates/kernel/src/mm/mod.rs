@@ -12,6 +12,7 @@ pub mod memory;
 pub(crate) mod migrate;
 pub mod mmap;
 pub(crate) mod mmu_gather;
+pub mod mremap;
 pub(crate) mod page_alloc;
 pub(crate) mod page_vma_mapped;
 pub mod pgtable_generic;

@@ -169,7 +169,9 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    fn next_level_alloc(&mut self, tid: TableId, idx: usize) -> TableId {
+    /// The table an upper-level entry points at, allocated if the entry
+    /// is none (`__pud_alloc()`, `__pmd_alloc()`).
+    pub(crate) fn next_level_alloc(&mut self, tid: TableId, idx: usize) -> TableId {
         if let Some(t) = self.entry_table(self.pt.get(tid, idx)) {
             return t;
         }

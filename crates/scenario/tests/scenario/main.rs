@@ -9,6 +9,7 @@ mod common;
 mod errors;
 mod garbage;
 mod io_steps;
+mod mremap;
 mod overrides;
 mod parse;
 mod per_call;

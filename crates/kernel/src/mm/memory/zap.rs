@@ -93,6 +93,21 @@ impl<A: Arch> Kernel<A> {
         max: usize,
         respect_dirty: bool,
     ) -> usize {
+        self.folio_pte_batch_flags(tid, idx, folio, max, respect_dirty, false)
+    }
+
+    /// `folio_pte_batch_flags()` with FPB_RESPECT_WRITE as well
+    /// (`respect_write`: the batch stops where the write bit changes, as
+    /// mremap's `mremap_folio_pte_batch()` asks).
+    pub(crate) fn folio_pte_batch_flags(
+        &mut self,
+        tid: TableId,
+        idx: usize,
+        folio: Pfn,
+        max: usize,
+        respect_dirty: bool,
+        respect_write: bool,
+    ) -> usize {
         let first = self.pt.get(tid, idx);
         let pfn = A::pte_pfn(first);
         let folio_end = folio.0 as u64 + self.mem.folio_nr_pages(folio);
@@ -105,6 +120,9 @@ impl<A: Arch> Kernel<A> {
                 break;
             }
             if respect_dirty && A::pte_dirty(e) != A::pte_dirty(first) {
+                break;
+            }
+            if respect_write && A::pte_write(e) != A::pte_write(first) {
                 break;
             }
             nr += A::pte_batch_hint(self.pt.table(tid), idx + nr);
