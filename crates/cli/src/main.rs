@@ -92,6 +92,10 @@ pub(crate) struct Common {
     /// `transparent_hugepage.hugepages-64kB.enabled=always`, `step.3.len=1M`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// A recording's replay: a new phase every EPOCHS epochs of the
+    /// recording (as --set replay.phase_every=EPOCHS; default one phase).
+    #[arg(long, value_name = "EPOCHS")]
+    phase_every: Option<u64>,
     /// Output format.
     #[arg(long, value_parser = format_arg(), default_value = "table")]
     format: Format,
@@ -537,6 +541,9 @@ fn given(c: &Common) -> Result<Given, String> {
             .split_once('=')
             .ok_or_else(|| format!("--set {s}: expected KEY=VALUE"))?;
         set.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    if let Some(n) = c.phase_every {
+        set.push(("replay.phase_every".to_string(), n.to_string()));
     }
     Ok(Given {
         set,

@@ -127,11 +127,9 @@ pub fn expand(spec: &SweepSpec) -> Result<Vec<Point>, String> {
     for path in &spec.scenarios {
         // Read once; every point parses the text with its overrides.
         // (A recording directory reads as its replay scenario.)
-        let text = foliosim_scenario::Source::read(path)
-            .map_err(|e| e.to_string())?
-            .text;
+        let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
         for pos in 0..per_scenario {
-            points.push(point(spec, path, &text, pos, points.len())?);
+            points.push(point(spec, path, &src, pos, points.len())?);
         }
     }
     Ok(points)
@@ -141,7 +139,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Vec<Point>, String> {
 fn point(
     spec: &SweepSpec,
     path: &Path,
-    text: &str,
+    src: &foliosim_scenario::Source,
     pos: usize,
     index: usize,
 ) -> Result<Point, String> {
@@ -169,8 +167,12 @@ fn point(
         }
     }
     let plain: Vec<(String, String)> = ov.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect();
-    let label = path.display().to_string();
-    let sc = foliosim_scenario::parse_str(&label, text, &plain).map_err(|e| blame(e, &ov))?;
+    // A recording's `replay.*` overrides regenerate its text (Source::parse).
+    let src = foliosim_scenario::Source {
+        label: path.display().to_string(),
+        ..src.clone()
+    };
+    let sc = src.parse(&plain).map_err(|e| blame(e, &ov))?;
     Ok(Point {
         index,
         scenario: path.to_path_buf(),
