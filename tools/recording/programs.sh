@@ -75,7 +75,7 @@ run() {
         cat "$name.err"
         return 1
     }
-    foliosim record --summary "$name.rec" | grep -E 'wall time|trace|tasks|page faults|replay'
+    foliosim record --summary "$name.rec" | grep -E 'wall time|trace|tasks|page faults|epochs|replay'
     for set in "" transparent_hugepage.hugepages-64kB.enabled=always transparent_hugepage.enabled=always; do
         echo "-- compare ${set:-(recording policy)}"
         foliosim compare "$name.rec" ${set:+--set "$set"} 2>&1 |

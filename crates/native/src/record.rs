@@ -43,7 +43,7 @@ use std::io::{self, IsTerminal, Write as _};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -419,27 +419,37 @@ fn trace_program(
     sys::write_all(go_w.as_raw_fd(), b"g").map_err(|e| io_err("starting the program", e))?;
     drop(go_w);
     let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(AtomicU64::new(0));
+    let shared = DrainShared::default();
     let drain = {
-        let (stop, seen) = (stop.clone(), seen.clone());
+        let (stop, shared) = (stop.clone(), shared.clone());
         let progress = opts.progress && io::stderr().is_terminal();
         std::thread::Builder::new()
             .name("foliosim-record".into())
-            .spawn(move || drain_rings(rings, &stop, &seen, progress))
+            .spawn(move || drain_rings(rings, shared, &stop, progress))
             .map_err(|e| io_err("drain thread", e))?
     };
     let ticker = (opts.epoch_ms > 0)
         .then(|| Ticker::start(opts.epoch_ms))
         .transpose()?;
-    let traced = Tracer::new(child, ticker.as_ref().map(|t| t.due.clone())).run();
+    let mut tracer = Tracer::new(
+        child,
+        ticker.as_ref().map(|t| t.due.clone()),
+        shared.clone(),
+    );
+    let traced = tracer.run();
     drop(ticker);
     stop.store(true, Ordering::SeqCst);
-    let (samples, lost) = drain.join().unwrap_or_default();
-    let (timed, tids, status) = traced?;
-    if !timed
-        .iter()
-        .any(|t| matches!(t.rec, Rec::Event(Event::Exec)))
-    {
+    let _ = drain.join();
+    let (rest, lost) = shared
+        .0
+        .lock()
+        .map(|mut d| (std::mem::take(&mut d.samples), d.lost))
+        .unwrap_or_default();
+    let timed = std::mem::take(&mut tracer.out);
+    tracer.merger.push(timed, rest, &tracer.all_tids);
+    traced?;
+    let status = tracer.status;
+    if !tracer.merger.saw_exec {
         let why = match status {
             s if libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 127 => {
                 "not found or not executable".to_string()
@@ -454,9 +464,7 @@ fn trace_program(
             opts.command[0]
         )));
     }
-    let mut traced = merge(opts, timed, tids, samples, lost, status);
-    traced.meta.epoch_ms = opts.epoch_ms;
-    Ok(traced)
+    Ok(tracer.merger.finish(opts, lost, status))
 }
 
 /// Fork the program: it disables THP, turns address randomisation off,
@@ -612,10 +620,6 @@ fn syscall_info(tid: i32) -> io::Result<SyscallInfo> {
     Ok(info)
 }
 
-/// Follow every task until the last exits: the tracer's records, the
-/// thread-to-process table and the program's wait status.
-type TracerOut = (Vec<Timed>, HashMap<u32, u32>, i32);
-
 /// `PTRACE_EVENT_STOP`: a seized tracee's stop for PTRACE_INTERRUPT, a
 /// group stop, or a new task's first stop.
 const EVENT_STOP: i32 = 128;
@@ -641,10 +645,13 @@ struct Tracer {
     trackers: HashMap<u32, writetrack::Tracker>,
     untracked: HashSet<u32>,
     warned: bool,
+    /// The trace so far, and the fault samples to merge into it.
+    merger: Merger,
+    drain: DrainShared,
 }
 
 impl Tracer {
-    fn new(root: i32, due: Option<Arc<AtomicBool>>) -> Tracer {
+    fn new(root: i32, due: Option<Arc<AtomicBool>>, drain: DrainShared) -> Tracer {
         let mut t = Tracer {
             root,
             tasks: HashMap::new(),
@@ -659,6 +666,8 @@ impl Tracer {
             trackers: HashMap::new(),
             untracked: HashSet::new(),
             warned: false,
+            merger: Merger::default(),
+            drain,
         };
         t.tasks.insert(
             root,
@@ -671,7 +680,7 @@ impl Tracer {
         t
     }
 
-    fn run(mut self) -> Result<TracerOut, NativeError> {
+    fn run(&mut self) -> Result<(), NativeError> {
         while !self.tasks.is_empty() || !self.early.is_empty() {
             if self
                 .due
@@ -689,7 +698,7 @@ impl Tracer {
             };
             self.handle(tid, st);
         }
-        Ok((self.out, self.all_tids, self.status))
+        Ok(())
     }
 
     /// Resume `tid` to its next stop: to the exit of the call it is in
@@ -737,12 +746,17 @@ impl Tracer {
             }
         }
         self.out.push(Timed::event(now, 0, Event::Epoch));
+        // Everything up to now, faults included, is in: take it, let the
+        // program go on, then merge it.
+        let samples = flush_drain(&self.drain);
+        let timed = std::mem::take(&mut self.out);
         for tid in ours {
             self.resume(tid, 0);
         }
         for (tid, st) in other {
             self.handle(tid, st);
         }
+        self.merger.push(timed, samples, &self.all_tids);
         Ok(())
     }
 
@@ -1178,95 +1192,102 @@ fn initial_maps(pid: u32, files: &mut Files, out: &mut Vec<Event>) {
 /// A fault sample: time, thread, page, write.
 type Sample = (u64, u32, u64, bool);
 
-/// Merge the tracer's records and the fault samples by time into the
-/// encoded trace.
-fn merge(
-    opts: &RecordOptions,
-    timed: Vec<Timed>,
-    tids: HashMap<u32, u32>,
-    samples: Vec<Sample>,
-    lost: u64,
-    status: i32,
-) -> Traced {
-    enum Item {
-        Rec(Rec),
-        Fault(u64, bool),
-    }
-    let mut all: Vec<(u64, u32, Item)> = timed
-        .into_iter()
-        .map(|t| (t.ns, t.tid, Item::Rec(t.rec)))
-        .collect();
-    all.extend(
-        samples
+/// The trace, merged and encoded a chunk at a time: at every epoch (all
+/// threads held, every fault before it in the ring buffers) and at the
+/// end, so that memory holds one epoch of records, not the whole run.
+#[derive(Default)]
+struct Merger {
+    enc: Encoder,
+    cur: (u32, u32),
+    procs: HashSet<u32>,
+    threads: HashSet<u32>,
+    unknown: u64,
+    faults: u64,
+    writes: Classify,
+    saw_exec: bool,
+}
+
+impl Merger {
+    /// Merge the tracer's records and the fault samples of one chunk by
+    /// time (every record of a later chunk is later) and encode them.
+    fn push(&mut self, timed: Vec<Timed>, samples: Vec<Sample>, tids: &HashMap<u32, u32>) {
+        enum Item {
+            Rec(Rec),
+            Fault(u64, bool),
+        }
+        let mut all: Vec<(u64, u32, Item)> = timed
             .into_iter()
-            .map(|(ns, tid, page, w)| (ns, tid, Item::Fault(page, w))),
-    );
-    // Stable: the tracer's records keep their order at equal times.
-    all.sort_by_key(|r| r.0);
-    let mut enc = Encoder::new();
-    let mut cur = (0u32, 0u32);
-    let mut procs = HashSet::new();
-    let mut threads = HashSet::new();
-    let mut unknown = 0u64;
-    let mut faults = 0u64;
-    let mut writes = Classify::default();
-    for (_, tid, item) in all {
-        // File and epoch records are not a task's: no switch for them.
-        if let Item::Rec(Rec::Event(e @ (Event::File { .. } | Event::Epoch))) = &item {
-            enc.push(e);
-            continue;
-        }
-        let Some(&pid) = tids.get(&tid) else {
-            unknown += 1;
-            continue;
-        };
-        let event = match item {
-            Item::Rec(Rec::Scan(w)) => {
-                writes.scan(pid, &w);
+            .map(|t| (t.ns, t.tid, Item::Rec(t.rec)))
+            .collect();
+        all.extend(
+            samples
+                .into_iter()
+                .map(|(ns, tid, page, w)| (ns, tid, Item::Fault(page, w))),
+        );
+        // Stable: the tracer's records keep their order at equal times.
+        all.sort_by_key(|r| r.0);
+        for (_, tid, item) in all {
+            // File and epoch records are not a task's: no switch for them.
+            if let Item::Rec(Rec::Event(e @ (Event::File { .. } | Event::Epoch))) = &item {
+                self.enc.push(e);
                 continue;
             }
-            Item::Rec(Rec::Vfork(child)) => {
-                writes.vfork(child);
+            let Some(&pid) = tids.get(&tid) else {
+                self.unknown += 1;
                 continue;
-            }
-            Item::Rec(Rec::Event(e)) => {
-                writes.event(pid, &e);
-                e
-            }
-            Item::Fault(page, write) => match writes.fault(pid, page, write) {
-                Seen::Fault => {
-                    faults += 1;
-                    Event::Fault { page, write }
+            };
+            let event = match item {
+                Item::Rec(Rec::Scan(w)) => {
+                    self.writes.scan(pid, &w);
+                    continue;
                 }
-                Seen::Access => Event::Access { page, write },
-                Seen::Nothing => continue,
-            },
-        };
-        if cur != (pid, tid) {
-            cur = (pid, tid);
-            procs.insert(pid);
-            threads.insert(tid);
-            enc.push(&Event::Task { pid, tid });
+                Item::Rec(Rec::Vfork(child)) => {
+                    self.writes.vfork(child);
+                    continue;
+                }
+                Item::Rec(Rec::Event(e)) => {
+                    self.saw_exec |= e == Event::Exec;
+                    self.writes.event(pid, &e);
+                    e
+                }
+                Item::Fault(page, write) => match self.writes.fault(pid, page, write) {
+                    Seen::Fault => {
+                        self.faults += 1;
+                        Event::Fault { page, write }
+                    }
+                    Seen::Access => Event::Access { page, write },
+                    Seen::Nothing => continue,
+                },
+            };
+            if self.cur != (pid, tid) {
+                self.cur = (pid, tid);
+                self.procs.insert(pid);
+                self.threads.insert(tid);
+                self.enc.push(&Event::Task { pid, tid });
+            }
+            self.enc.push(&event);
         }
-        enc.push(&event);
     }
-    let meta = Meta {
-        command: opts.command.clone(),
-        arch: std::env::consts::ARCH.to_string(),
-        kernel: crate::guest::kernel_release(),
-        fault_around_bytes: 0,
-        wall_ns: 0,
-        plain_wall_ns: 0,
-        lost_faults: lost + unknown,
-        status,
-        epoch_ms: 0,
-    };
-    Traced {
-        meta,
-        records: enc.finish(),
-        faults,
-        processes: procs.len(),
-        threads: threads.len(),
+
+    fn finish(self, opts: &RecordOptions, lost: u64, status: i32) -> Traced {
+        let meta = Meta {
+            command: opts.command.clone(),
+            arch: std::env::consts::ARCH.to_string(),
+            kernel: crate::guest::kernel_release(),
+            fault_around_bytes: 0,
+            wall_ns: 0,
+            plain_wall_ns: 0,
+            lost_faults: lost + self.unknown,
+            status,
+            epoch_ms: opts.epoch_ms,
+        };
+        Traced {
+            meta,
+            records: self.enc.finish(),
+            faults: self.faults,
+            processes: self.procs.len(),
+            threads: self.threads.len(),
+        }
     }
 }
 
@@ -1545,39 +1566,76 @@ fn online_cpus() -> Option<usize> {
 
 /// Read the rings until `stop`, then once more: the samples and the
 /// number of lost ones.
-fn drain_rings(
-    rings: Vec<Ring>,
-    stop: &AtomicBool,
-    seen: &AtomicU64,
-    progress: bool,
-) -> (Vec<Sample>, u64) {
-    let mut out = Vec::new();
-    let mut lost = 0;
+/// The fault samples the drain thread has read, shared with the tracer,
+/// which asks for every sample up to now at each epoch.
+#[derive(Default)]
+struct Drained {
+    samples: Vec<Sample>,
+    lost: u64,
+    /// Flush requests made, and those a read of every ring that began
+    /// after the request has answered.
+    asked: u64,
+    answered: u64,
+    done: bool,
+}
+
+type DrainShared = Arc<(std::sync::Mutex<Drained>, std::sync::Condvar)>;
+
+/// Every sample read so far, once a read of every ring that began after
+/// this call has finished (with the program's threads held, that is
+/// every fault they took).
+fn flush_drain(shared: &DrainShared) -> Vec<Sample> {
+    let (lock, cv) = &**shared;
+    let Ok(mut d) = lock.lock() else {
+        return Vec::new();
+    };
+    d.asked += 1;
+    let want = d.asked;
+    cv.notify_all();
+    while d.answered < want && !d.done {
+        d = match cv.wait(d) {
+            Ok(d) => d,
+            Err(_) => return Vec::new(),
+        };
+    }
+    std::mem::take(&mut d.samples)
+}
+
+fn drain_rings(rings: Vec<Ring>, shared: DrainShared, stop: &AtomicBool, progress: bool) {
+    let (lock, cv) = &*shared;
+    let (mut local, mut lost, mut seen) = (Vec::new(), 0u64, 0u64);
     let start = Instant::now();
     let mut shown = 0;
     loop {
         let last = stop.load(Ordering::SeqCst);
+        let asked = lock.lock().map_or(0, |d| d.asked);
         for r in &rings {
-            read_ring(r, &mut out, &mut lost);
+            read_ring(r, &mut local, &mut lost);
         }
-        seen.store(out.len() as u64, Ordering::Relaxed);
+        seen += local.len() as u64;
+        if let Ok(mut d) = lock.lock() {
+            d.samples.append(&mut local);
+            d.lost = lost;
+            d.answered = d.answered.max(asked);
+            d.done = last;
+            cv.notify_all();
+            // Sleep until the next poll or the next request.
+            if !last && d.asked == asked {
+                let _ = cv.wait_timeout(d, std::time::Duration::from_millis(2));
+            }
+        }
         if progress && start.elapsed().as_secs() > shown {
             shown = start.elapsed().as_secs();
-            eprint!(
-                "\rfoliosim record: {shown} s, {} page faults recorded",
-                out.len()
-            );
+            eprint!("\rfoliosim record: {shown} s, {seen} page faults recorded");
             let _ = io::stderr().flush();
         }
         if last {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(2));
     }
     if progress && shown > 0 {
         eprintln!();
     }
-    (out, lost)
 }
 
 fn read_ring(r: &Ring, out: &mut Vec<Sample>, lost: &mut u64) {

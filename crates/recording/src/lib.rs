@@ -223,6 +223,16 @@ pub fn summary(dir: &Path) -> Result<String, RecordingError> {
         o,
         "  page faults  {faults} ({pages} distinct pages per process)"
     );
+    let by_kind: Vec<String> = r
+        .first_touched
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  first touches  {} (replayed, by mapping)",
+        by_kind.join(", ")
+    );
     if m.epoch_ms == 0 {
         let _ = writeln!(o, "  epochs       none (first touches only)");
     } else {

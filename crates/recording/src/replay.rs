@@ -100,6 +100,9 @@ pub struct Replay {
     pub io_bytes: u64,
     /// Phases the replay has.
     pub phases: u64,
+    /// Distinct pages each process first touched, by the kind of their
+    /// mapping (`anonymous`, `heap`, `stack`, `file`, `shared`).
+    pub first_touched: BTreeMap<&'static str, u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -179,6 +182,8 @@ struct Gen<'t> {
     written: u64,
     io_calls: u64,
     io_bytes: u64,
+    touched: std::collections::HashSet<(u32, u64)>,
+    first_touched: BTreeMap<&'static str, u64>,
     /// The lowest page each stack mapping (by the index of its Map
     /// record) grows down to.
     stack_low: HashMap<usize, u64>,
@@ -297,6 +302,8 @@ pub fn replay(trace: &Trace, opts: Options) -> Result<Replay, FormatError> {
         written: 0,
         io_calls: 0,
         io_bytes: 0,
+        touched: Default::default(),
+        first_touched: BTreeMap::new(),
         stack_low: stack_extents(trace),
     };
     let mut pid = 0;
@@ -348,6 +355,7 @@ pub fn replay(trace: &Trace, opts: Options) -> Result<Replay, FormatError> {
             }
             Event::Thread { .. } | Event::Exit { .. } => {}
             Event::Exec => {
+                g.touched.retain(|(p, _)| *p != pid);
                 let all: Vec<(u64, u64)> =
                     g.proc(pid).vmas.iter().map(|(s, v)| (*s, v.end)).collect();
                 for (s, end) in all {
@@ -453,6 +461,7 @@ pub fn replay(trace: &Trace, opts: Options) -> Result<Replay, FormatError> {
         io_calls: g.io_calls,
         io_bytes: g.io_bytes,
         phases,
+        first_touched: g.first_touched,
     })
 }
 
@@ -757,9 +766,18 @@ impl Gen<'_> {
 
     fn fault(&mut self, pid: u32, page: u64, write: bool) {
         let a = page * PAGE;
-        let (region, start) = match self.vma_at(pid, a).map(|v| (v.region, v.region_start)) {
-            Some((Some(r), s)) => (r, s),
-            Some((None, _)) => {
+        let (region, start, kind) = match self.vma_at(pid, a).map(|v| {
+            let kind = match (&v.kind, v.shared) {
+                (_, true) => "shared",
+                (MapKind::Heap, _) => "heap",
+                (MapKind::Stack, _) => "stack",
+                (MapKind::File { .. }, _) => "file",
+                _ => "anonymous",
+            };
+            (v.region, v.region_start, kind)
+        }) {
+            Some((Some(r), s, k)) => (r, s, k),
+            Some((None, ..)) => {
                 self.skipped.special_faults += 1;
                 return;
             }
@@ -769,6 +787,9 @@ impl Gen<'_> {
             }
         };
         self.faults += 1;
+        if self.touched.insert((pid, page)) {
+            *self.first_touched.entry(kind).or_default() += 1;
+        }
         *self.prot.entry(region).or_default() |= if write { 3 } else { 1 };
         let idx = ((a - start) / PAGE) as u32;
         self.push_touch(pid, region, write, idx);

@@ -62,16 +62,22 @@ fn json(cmd: &mut Command) -> serde_json::Value {
 
 /// Build the program in `dir`; None (after saying why) if it cannot run.
 fn build(dir: &Path) -> Option<PathBuf> {
+    build_source(dir, PROGRAM, TEST)
+}
+
+/// Build `source` in `dir` for test `test`; None (after saying why) if it
+/// cannot run.
+fn build_source(dir: &Path, source: &str, test: &str) -> Option<PathBuf> {
     if !foliosim_testkit::is_root() {
-        eprintln!("SKIPPED {TEST}: needs root (ptrace, perf tracepoints)");
+        eprintln!("SKIPPED {test}: needs root (ptrace, perf tracepoints)");
         return None;
     }
     if !cfg!(target_arch = "x86_64") {
-        eprintln!("SKIPPED {TEST}: recording needs an x86_64 host");
+        eprintln!("SKIPPED {test}: recording needs an x86_64 host");
         return None;
     }
     let src = dir.join("prog.c");
-    std::fs::write(&src, PROGRAM).unwrap();
+    std::fs::write(&src, source).unwrap();
     let exe = dir.join("prog");
     // Linked statically: the only file it maps is itself, just written
     // by the compiler, so its page cache holds nothing a replay's file
@@ -85,7 +91,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
     match cc {
         Ok(s) if s.success() => Some(exe),
         _ => {
-            eprintln!("SKIPPED {TEST}: no C compiler with a static libc (Debian package gcc)");
+            eprintln!("SKIPPED {test}: no C compiler with a static libc (Debian package gcc)");
             None
         }
     }
@@ -206,6 +212,136 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
         "arch",
     ]));
     foliosim_testkit::assert_contains(&diff, "hugepages-64kB/anon_fault_alloc");
+}
+
+/// A program whose later writes follow from the kernel's rules, recorded
+/// with epochs of 50 ms, each pause 300 ms (several epochs, so a scan
+/// falls in every pause):
+/// * `a`, 1 MiB: 256 pages written, 256 write faults; after a pause pages
+///   0-127 written again, after another pages 0-63: 192 later writes,
+///   each the first write to its page since a scan protected it (none is
+///   a fault of the program's own run);
+/// * `c`, 64 KiB: 16 pages read (16 faults mapping the zero page), and
+///   after a pause written: 16 faults of the program's own (copy-on-write
+///   of the zero page), not later writes;
+/// * a fork: the child writes pages 200-207 of `a` (8 copy-on-write
+///   faults in the child), and after it exits the parent writes them (8
+///   faults: fork write-protected the parent's pages, do_wp_page() reuses
+///   them), not later writes.
+const EPOCHS: &str = r#"
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void pause_ms(long ms) {
+    struct timespec t = {0, ms * 1000000};
+    while (nanosleep(&t, &t)) {}
+}
+int main(void) {
+    char *a = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *c = mmap(0, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    volatile char sum = 0;
+    for (long i = 0; i < 256; i++) a[i * 4096] = 1;
+    for (long i = 0; i < 16; i++) sum += c[i * 4096];
+    pause_ms(300);
+    for (long i = 0; i < 128; i++) a[i * 4096] = 2;
+    for (long i = 0; i < 16; i++) c[i * 4096] = 2;
+    pause_ms(300);
+    for (long i = 0; i < 64; i++) a[i * 4096] = 3;
+    pause_ms(300);
+    pid_t p = fork();
+    if (p == 0) {
+        for (long i = 200; i < 208; i++) a[i * 4096] = 4;
+        _exit(0);
+    }
+    waitpid(p, 0, 0);
+    for (long i = 200; i < 208; i++) a[i * 4096] = 5;
+    printf("%lx %lx\n", (unsigned long)a, (unsigned long)c);
+    return 0;
+}
+"#;
+
+#[test]
+fn later_writes_are_recorded_by_epoch_and_replayed() {
+    const NAME: &str = "later_writes_are_recorded_by_epoch_and_replayed";
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build_source(tmp.path(), EPOCHS, NAME) else {
+        return;
+    };
+    let rec = tmp.path().join("w.rec");
+    let stdout = ok(foliosim()
+        .args(["record", "--epoch", "50", "--out"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe));
+    let mut words = stdout.lines().next().unwrap().split(' ');
+    let a = u64::from_str_radix(words.next().unwrap(), 16).unwrap();
+    let c = u64::from_str_radix(words.next().unwrap(), 16).unwrap();
+    let trace = foliosim_recording::load(&rec).unwrap();
+    assert_eq!(trace.meta.epoch_ms, 50);
+    let inside = |p: u64, base: u64, len: u64| (base..base + len).contains(&(p << 12));
+    // (faults, later writes) in a and c, per process (root first).
+    let mut seen: Vec<(u32, [u64; 4])> = Vec::new();
+    let mut pid = 0;
+    for (_, e) in &trace.events {
+        use foliosim_recording::Event;
+        let (page, access) = match e {
+            Event::Task { pid: p, .. } => {
+                pid = *p;
+                continue;
+            }
+            Event::Fault { page, .. } => (*page, false),
+            Event::Access { page, .. } => (*page, true),
+            _ => continue,
+        };
+        let i = match seen.iter().position(|(p, _)| *p == pid) {
+            Some(i) => i,
+            None => {
+                seen.push((pid, [0; 4]));
+                seen.len() - 1
+            }
+        };
+        let base = usize::from(access);
+        if inside(page, a, 1 << 20) {
+            seen[i].1[base] += 1;
+        }
+        if inside(page, c, 64 << 10) {
+            seen[i].1[2 + base] += 1;
+        }
+    }
+    let counts: Vec<[u64; 4]> = seen.iter().map(|(_, c)| *c).collect();
+    // [a faults, a later writes, c faults, c later writes]
+    assert_eq!(counts, [[256 + 8, 128 + 64, 16 + 16, 0], [8, 0, 0, 0]]);
+
+    // The replay touches the later writes without faulting on them: the
+    // simulator faults once per replayed fault.
+    let replay = foliosim_recording::replay::replay(&trace, Default::default()).unwrap();
+    let sim = json(foliosim().args(["run", "--format", "json"]).arg(&rec));
+    assert_eq!(minor_faults(&sim), replay.faults);
+    // The 192 in `a`, and the stack's.
+    assert!(replay.written >= 192, "{}", replay.written);
+
+    // A phase every epoch: as many phases as the recording has epochs, plus
+    // the first, and the same faults over all of them.
+    let epochs = trace
+        .events
+        .iter()
+        .filter(|(_, e)| *e == foliosim_recording::Event::Epoch)
+        .count();
+    assert!(epochs >= 15, "{epochs} epochs");
+    let phased = json(
+        foliosim()
+            .args(["run", "--format", "json", "--phase-every", "1"])
+            .arg(&rec),
+    );
+    let phases = phased["reports"][0]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), epochs + 1);
+    let total: u64 = phases
+        .iter()
+        .map(|p| p["counters"]["minor-faults"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(total, replay.faults);
 }
 
 /// A damaged trace is refused with the byte where it breaks, by every
