@@ -69,6 +69,9 @@ pub struct RecordOptions {
     /// The epoch of later accesses in milliseconds (0: record first
     /// touches only).
     pub epoch_ms: u64,
+    /// Run the recorder and the program on these CPUs only (and the run
+    /// without recording too); None: wherever the scheduler puts them.
+    pub cpus: Option<Vec<usize>>,
 }
 
 /// What a recording measured.
@@ -201,6 +204,15 @@ fn record_into(opts: &RecordOptions, dir: &Path) -> Result<Recorded, NativeError
             Err(_) => DEFAULT_FAULT_AROUND,
         };
         let ids = fault_tracepoints(&guard)?;
+        if let Some(cpus) = &opts.cpus {
+            if let Some(c) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
+                return Err(NativeError::Refused(format!("--cpus: no CPU {c}")));
+            }
+            // Inherited by the threads started below and by the program.
+            sys::set_affinity(&sys::cpu_set(cpus)).map_err(|e| {
+                NativeError::Refused(format!("--cpus {cpus:?}: cannot run there: {e}"))
+            })?;
+        }
         let start = Instant::now();
         let mut rec = trace_program(opts, &ids, &guard)?;
         rec.meta.wall_ns = start.elapsed().as_nanos() as u64;
@@ -565,6 +577,10 @@ fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
         libc::SYS_mprotect,
         libc::SYS_madvise,
         libc::SYS_brk,
+        libc::SYS_close,
+        libc::SYS_close_range,
+        libc::SYS_dup2,
+        libc::SYS_dup3,
         libc::SYS_read,
         libc::SYS_write,
         libc::SYS_pread64,
@@ -645,6 +661,7 @@ struct Tracer {
     trackers: HashMap<u32, writetrack::Tracker>,
     untracked: HashSet<u32>,
     warned: bool,
+    fds: FdCache,
     /// The trace so far, and the fault samples to merge into it.
     merger: Merger,
     drain: DrainShared,
@@ -667,6 +684,7 @@ impl Tracer {
             untracked: HashSet::new(),
             warned: false,
             merger: Merger::default(),
+            fds: FdCache::new(),
             drain,
         };
         t.tasks.insert(
@@ -769,6 +787,7 @@ impl Tracer {
                         .push(Timed::event(now, tid as u32, Event::Exit { status: st }));
                     self.trackers.remove(&t.pid);
                     self.untracked.remove(&t.pid);
+                    self.fds.retain(|(p, _), _| *p != t.pid);
                     if tid == self.root {
                         self.status = st;
                     }
@@ -813,6 +832,7 @@ impl Tracer {
                     .extend(evs.into_iter().map(|e| Timed::event(now, tid as u32, e)));
                 // A new memory: tracked from its first traced call on.
                 self.trackers.remove(&pid);
+                self.fds.retain(|(p, _), _| *p != pid);
                 if self.due.is_some() {
                     self.untracked.insert(pid);
                 }
@@ -892,12 +912,34 @@ impl Tracer {
                 for (i, a) in args.iter_mut().enumerate() {
                     *a = info.u64_at(32 + 8 * i);
                 }
-                if let Some(t) = self.tasks.get_mut(&tid) {
+                let fd_gone = |fds: &mut FdCache, first: u64, last: u64| {
+                    fds.retain(|(p, fd), _| *p != pid || !(first..=last).contains(&(*fd as u64)))
+                };
+                if nr as i64 == libc::SYS_close {
+                    fd_gone(&mut self.fds, args[0], args[0]);
+                } else if nr as i64 == libc::SYS_close_range {
+                    fd_gone(&mut self.fds, args[0], args[1]);
+                } else if nr as i64 == libc::SYS_dup2 || nr as i64 == libc::SYS_dup3 {
+                    fd_gone(&mut self.fds, args[1], args[1]);
+                } else if let Some(&(_, call)) = IO_CALLS.iter().find(|(n, _)| *n as u64 == nr) {
+                    let mut evs = Vec::new();
+                    io_event(
+                        call,
+                        args,
+                        (pid, tid as u32),
+                        &mut self.files,
+                        &mut self.fds,
+                        &mut evs,
+                    );
+                    let now = sys::clock(libc::CLOCK_MONOTONIC);
+                    self.out
+                        .extend(evs.into_iter().map(|e| Timed::event(now, tid as u32, e)));
+                } else if let Some(t) = self.tasks.get_mut(&tid) {
                     t.pending = Some((nr, args));
                 }
             }
         }
-        // To the call's exit stop (PTRACE_SYSCALL: pending is set).
+        // To the call's exit stop when its result is awaited (pending).
         self.resume(tid, 0);
     }
 
@@ -996,17 +1038,8 @@ fn syscall_events(
     out: &mut Vec<Event>,
 ) {
     let nr = nr as i64;
-    let io = [
-        (libc::SYS_read, IoCall::Read),
-        (libc::SYS_write, IoCall::Write),
-        (libc::SYS_pread64, IoCall::Pread),
-        (libc::SYS_pwrite64, IoCall::Pwrite),
-    ];
-    if let Some(&(_, call)) = io.iter().find(|(n, _)| *n == nr) {
-        if rval > 0 {
-            io_event(call, a, rval, tid, files, out);
-        }
-    } else if nr == libc::SYS_mmap {
+    let _ = tid;
+    if nr == libc::SYS_mmap {
         let (len, prot, flags, fd, off) =
             (page_up(a[1]), a[2] as u32, a[3] as i32, a[4] as i32, a[5]);
         let shared = flags & libc::MAP_TYPE == libc::MAP_SHARED
@@ -1076,54 +1109,94 @@ fn syscall_events(
     }
 }
 
-/// The record of an I/O call that moved `len` bytes, if it went to a
-/// regular file (not a pipe, socket, terminal or /proc, /sys, /dev file).
-/// read(2) and write(2) took their position from the descriptor, which
-/// now stands `len` bytes past it.
+/// What the recorder knows of each process's descriptors: the file a
+/// descriptor refers to and its size last seen (None: not a file whose
+/// I/O is recorded). An entry goes when its descriptor is closed or
+/// replaced (close, close_range, dup2, dup3, exec, exit).
+type FdCache = HashMap<(u32, i32), Option<(u32, u64)>>;
+
+/// The I/O calls the recorder records, by number.
+const IO_CALLS: [(i64, IoCall); 4] = [
+    (libc::SYS_read, IoCall::Read),
+    (libc::SYS_write, IoCall::Write),
+    (libc::SYS_pread64, IoCall::Pread),
+    (libc::SYS_pwrite64, IoCall::Pwrite),
+];
+
+/// The record of an I/O call at its seccomp stop, before it runs, if it
+/// goes to a regular file (not a pipe, socket, terminal or /proc, /sys,
+/// /dev file). Taken there, the call costs one stop instead of two: the
+/// bytes it will move are those asked for, a read's cut at the file's
+/// end (a call that moves fewer, cut short by a signal or a full disk,
+/// is recorded as asked); read(2) and write(2) start at the
+/// descriptor's position, an O_APPEND write at the file's end.
 fn io_event(
     call: IoCall,
     a: [u64; 6],
-    len: u64,
-    tid: u32,
+    (pid, tid): (u32, u32),
     files: &mut Files,
+    fds: &mut FdCache,
     out: &mut Vec<Event>,
 ) {
-    let fd = a[0] as i32;
-    let link = PathBuf::from(format!("/proc/{tid}/fd/{fd}"));
-    let Ok(target) = fs::read_link(&link) else {
-        return;
-    };
-    let shown = target.display().to_string();
-    if !shown.starts_with('/')
-        || ["/proc/", "/sys/", "/dev/"]
-            .iter()
-            .any(|p| shown.starts_with(p))
-    {
+    let (fd, count) = (a[0] as i32, a[2]);
+    if count == 0 {
         return;
     }
-    let Some((file, size)) = files.id_and_size(&link, &shown, out) else {
+    let link = PathBuf::from(format!("/proc/{tid}/fd/{fd}"));
+    let known = match fds.get(&(pid, fd)) {
+        Some(k) => *k,
+        None => {
+            let k = fs::read_link(&link).ok().and_then(|target| {
+                let shown = target.display().to_string();
+                let recordable = shown.starts_with('/')
+                    && !["/proc/", "/sys/", "/dev/"]
+                        .iter()
+                        .any(|p| shown.starts_with(p));
+                recordable
+                    .then(|| files.id_and_size(&link, &shown, out))
+                    .flatten()
+            });
+            fds.insert((pid, fd), k);
+            k
+        }
+    };
+    let Some((file, mut size)) = known else {
         return;
     };
     let offset = match call {
         IoCall::Pread | IoCall::Pwrite => a[3],
         IoCall::Read | IoCall::Write => {
-            let Some(pos) = fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}"))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find_map(|l| l.strip_prefix("pos:"))
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                })
-            else {
+            let Ok(info) = fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")) else {
                 return;
             };
-            pos.saturating_sub(len)
+            let field = |name: &str, radix: u32| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| u64::from_str_radix(v.trim(), radix).ok())
+            };
+            let append = field("flags:", 8).is_some_and(|f| f & libc::O_APPEND as u64 != 0);
+            match field("pos:", 10) {
+                _ if append && call == IoCall::Write => size,
+                Some(pos) => pos,
+                None => return,
+            }
         }
     };
-    // A file that shrank since (truncate) is no longer a place to replay.
-    if offset + len > size {
+    // A read past the size last seen: the file may have grown since.
+    if !call.is_write() && offset.saturating_add(count) > size {
+        if let Ok(m) = fs::metadata(&link) {
+            size = m.len();
+        }
+    }
+    let len = if call.is_write() {
+        count
+    } else {
+        count.min(size.saturating_sub(offset))
+    };
+    if len == 0 {
         return;
     }
+    fds.insert((pid, fd), Some((file, size.max(offset + len))));
     out.push(Event::Io {
         file,
         call,

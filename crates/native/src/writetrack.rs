@@ -226,14 +226,33 @@ mod inject {
         Ok(())
     }
 
-    /// Resume `tid` to its next system-call stop and wait for it.
-    fn step(tid: i32) -> Result<(), Injected> {
-        sys::ptrace(libc::PTRACE_SYSCALL, tid, 0, 0).map_err(Injected::Failed)?;
-        let (t, st) = sys::wait_any(tid).map_err(Injected::Failed)?;
-        if libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGTRAP | 0x80 {
-            Ok(())
+    /// `PTRACE_GET_SYSCALL_INFO`'s `op` at a stop of `tid`: 1 at a
+    /// syscall-entry stop, 2 at an exit stop, 3 at a seccomp stop.
+    fn stop_op(tid: i32) -> u8 {
+        let mut info = [0u8; 88];
+        // SAFETY: the kernel writes at most the size passed into `info`.
+        let r = unsafe { libc::ptrace(0x420e, tid, info.len(), info.as_mut_ptr()) };
+        if r < 0 {
+            0
         } else {
-            Err(Injected::Died(t, st))
+            info[0]
+        }
+    }
+
+    /// Resume `tid` until the exit stop of the call it is in or about to
+    /// make (through its entry and seccomp stops), and wait for it.
+    fn to_exit(tid: i32) -> Result<(), Injected> {
+        loop {
+            sys::ptrace(libc::PTRACE_SYSCALL, tid, 0, 0).map_err(Injected::Failed)?;
+            let (t, st) = sys::wait_any(tid).map_err(Injected::Failed)?;
+            let seccomp = (st >> 16) & 0xff == libc::PTRACE_EVENT_SECCOMP;
+            let syscall = libc::WSTOPSIG(st) == libc::SIGTRAP | 0x80;
+            if !libc::WIFSTOPPED(st) || !(syscall || seccomp) {
+                return Err(Injected::Died(t, st));
+            }
+            if syscall && stop_op(tid) == 2 {
+                return Ok(());
+            }
         }
     }
 
@@ -263,7 +282,7 @@ mod inject {
         r.orig_rax = SYS_USERFAULTFD;
         r.rdi = flags;
         set(tid, &r).map_err(Injected::Untouched)?;
-        step(tid)?;
+        to_exit(tid)?;
         let fd = get(tid).map_err(Injected::Failed)?.rax as i64;
         if fd < 0 {
             restore(tid, &saved).map_err(Injected::Failed)?;
@@ -276,14 +295,14 @@ mod inject {
     /// thread's process, then set it to make its original call again.
     pub(super) fn close_and_restart(tid: i32, saved: &Saved, fd: i32) -> Result<(), Injected> {
         // Send the thread back to the `syscall` instruction with close's
-        // number: it stops at close's entry and at its exit.
+        // number: it stops at close's entry, its seccomp stop (the
+        // recorder's filter traces close) and its exit.
         let mut r = get(tid).map_err(Injected::Failed)?;
         r.rip -= SYSCALL_LEN;
         r.rax = SYS_CLOSE;
         r.rdi = fd as u64;
         set(tid, &r).map_err(Injected::Failed)?;
-        step(tid)?;
-        step(tid)?;
+        to_exit(tid)?;
         restore(tid, saved).map_err(Injected::Failed)
     }
 }
