@@ -579,7 +579,7 @@ fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
         libc::SYS_brk,
         libc::SYS_close,
         libc::SYS_close_range,
-        libc::SYS_dup2,
+        SYS_DUP2,
         libc::SYS_dup3,
         libc::SYS_read,
         libc::SYS_write,
@@ -919,7 +919,7 @@ impl Tracer {
                     fd_gone(&mut self.fds, args[0], args[0]);
                 } else if nr as i64 == libc::SYS_close_range {
                     fd_gone(&mut self.fds, args[0], args[1]);
-                } else if nr as i64 == libc::SYS_dup2 || nr as i64 == libc::SYS_dup3 {
+                } else if nr as i64 == SYS_DUP2 || nr as i64 == libc::SYS_dup3 {
                     fd_gone(&mut self.fds, args[1], args[1]);
                 } else if let Some(&(_, call)) = IO_CALLS.iter().find(|(n, _)| *n as u64 == nr) {
                     let mut evs = Vec::new();
@@ -1114,6 +1114,13 @@ fn syscall_events(
 /// I/O is recorded). An entry goes when its descriptor is closed or
 /// replaced (close, close_range, dup2, dup3, exec, exit).
 type FdCache = HashMap<(u32, i32), Option<(u32, u64)>>;
+
+/// dup2(2), which arm64 has not (its C library makes it with dup3): there,
+/// dup3's number again.
+#[cfg(target_arch = "x86_64")]
+const SYS_DUP2: i64 = libc::SYS_dup2;
+#[cfg(not(target_arch = "x86_64"))]
+const SYS_DUP2: i64 = libc::SYS_dup3;
 
 /// The I/O calls the recorder records, by number.
 const IO_CALLS: [(i64, IoCall); 4] = [

@@ -169,6 +169,7 @@ pub(crate) enum Injected {
     /// The thread ended (or changed beyond use) while the recorder
     /// worked on it: the wait status the recorder took, for the tracer
     /// to handle as if it had seen it itself.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Died(i32, i32),
     /// A call failed; the thread is left to make its original call.
     Failed(io::Error),
