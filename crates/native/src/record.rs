@@ -607,7 +607,7 @@ fn seccomp_filter() -> Result<Vec<libc::sock_filter>, NativeError> {
 
 /// struct ptrace_syscall_info (include/uapi/linux/ptrace.h), as bytes.
 #[repr(C, align(8))]
-struct SyscallInfo([u8; 88]);
+pub(crate) struct SyscallInfo(pub(crate) [u8; 88]);
 
 const PTRACE_GET_SYSCALL_INFO: sys::PtraceReq = 0x420e;
 const OP_EXIT: u8 = 2;
@@ -619,7 +619,7 @@ impl SyscallInfo {
     }
 }
 
-fn syscall_info(tid: i32) -> io::Result<SyscallInfo> {
+pub(crate) fn syscall_info(tid: i32) -> io::Result<SyscallInfo> {
     let mut info = SyscallInfo([0; 88]);
     // SAFETY: the kernel writes at most the size passed into `info`.
     let r = unsafe {
@@ -868,7 +868,7 @@ impl Tracer {
                     nr,
                     args,
                     rval as u64,
-                    (pid, tid as u32),
+                    pid,
                     &mut self.files,
                     &mut self.brk,
                     &mut evs,
@@ -1026,19 +1026,18 @@ fn page_up(v: u64) -> u64 {
     v.div_ceil(4096) * 4096
 }
 
-/// The records of a memory-management or file I/O call of thread `tid`
-/// of process `pid` that returned `rval`.
+/// The records of a memory-management call of process `pid` that
+/// returned `rval`.
 fn syscall_events(
     nr: u64,
     a: [u64; 6],
     rval: u64,
-    (pid, tid): (u32, u32),
+    pid: u32,
     files: &mut Files,
     brk: &mut HashMap<u32, u64>,
     out: &mut Vec<Event>,
 ) {
     let nr = nr as i64;
-    let _ = tid;
     if nr == libc::SYS_mmap {
         let (len, prot, flags, fd, off) =
             (page_up(a[1]), a[2] as u32, a[3] as i32, a[4] as i32, a[5]);
@@ -1778,7 +1777,7 @@ mod tests {
         let mut brk = HashMap::new();
         let mut out = Vec::new();
         let call = |rv: u64, brk: &mut HashMap<u32, u64>, out: &mut Vec<Event>, f: &mut Files| {
-            syscall_events(libc::SYS_brk as u64, [0; 6], rv, (1, 1), f, brk, out)
+            syscall_events(libc::SYS_brk as u64, [0; 6], rv, 1, f, brk, out)
         };
         call(0x5555_5556_0010, &mut brk, &mut out, &mut files);
         assert!(out.is_empty());

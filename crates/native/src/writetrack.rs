@@ -32,11 +32,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::pagemap;
 
-/// The `PAGE_IS_*` and `PM_SCAN_*` values the scan uses
-/// (include/uapi/linux/fs.h).
-const PAGE_IS_WRITTEN: u64 = 1 << 1;
-const PAGE_IS_PRESENT: u64 = 1 << 3;
-const PAGE_IS_PFNZERO: u64 = 1 << 5;
+use foliosim_uapi::pagemap::page_is::{
+    PFNZERO as PAGE_IS_PFNZERO, PRESENT as PAGE_IS_PRESENT, WRITTEN as PAGE_IS_WRITTEN,
+};
+
+/// `PM_SCAN_WP_MATCHING` (include/uapi/linux/fs.h).
 const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
 
 /// include/uapi/linux/userfaultfd.h
@@ -230,14 +230,7 @@ mod inject {
     /// `PTRACE_GET_SYSCALL_INFO`'s `op` at a stop of `tid`: 1 at a
     /// syscall-entry stop, 2 at an exit stop, 3 at a seccomp stop.
     fn stop_op(tid: i32) -> u8 {
-        let mut info = [0u8; 88];
-        // SAFETY: the kernel writes at most the size passed into `info`.
-        let r = unsafe { libc::ptrace(0x420e, tid, info.len(), info.as_mut_ptr()) };
-        if r < 0 {
-            0
-        } else {
-            info[0]
-        }
+        crate::record::syscall_info(tid).map_or(0, |i| i.0[0])
     }
 
     /// Resume `tid` until the exit stop of the call it is in or about to

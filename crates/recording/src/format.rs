@@ -609,24 +609,17 @@ pub fn decode_records(b: &[u8], version: u32) -> Result<Trace, FormatError> {
                 len: c.var("len")?,
                 advice: c.u32("advice")?,
             },
-            T_FAULT => {
-                let v = c.var("fault")?;
+            T_FAULT | T_ACCESS if tag == T_FAULT || version >= 2 => {
+                let fault = tag == T_FAULT;
+                let v = c.var(if fault { "fault" } else { "access" })?;
                 let last = last_page.entry(pid).or_insert(0);
                 let page = last.wrapping_add(unzigzag(v >> 1) as u64);
                 *last = page;
-                Event::Fault {
-                    page,
-                    write: v & 1 == 1,
-                }
-            }
-            T_ACCESS if version >= 2 => {
-                let v = c.var("access")?;
-                let last = last_page.entry(pid).or_insert(0);
-                let page = last.wrapping_add(unzigzag(v >> 1) as u64);
-                *last = page;
-                Event::Access {
-                    page,
-                    write: v & 1 == 1,
+                let write = v & 1 == 1;
+                if fault {
+                    Event::Fault { page, write }
+                } else {
+                    Event::Access { page, write }
                 }
             }
             T_EXIT => Event::Exit {
