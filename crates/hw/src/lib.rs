@@ -15,7 +15,7 @@ use foliosim_kernel::include::linux::pgtable::{pte_index, PMD_SHIFT};
 use foliosim_kernel::mm::memory::{FaultOutcome, VM_FAULT_ERROR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
 use foliosim_kernel::mm::pgtable_generic::PmdSlot;
 use foliosim_kernel::mm::vmstat::Trace;
-use foliosim_kernel::{Arch, Kernel, MmId};
+use foliosim_kernel::{Arch, Kernel, MmId, PageContent};
 
 /// Faults a process took, as the per-task counters (getrusage, perf
 /// software events) report them.
@@ -86,9 +86,10 @@ pub struct Cpu {
     /// Loads the running touch makes after each [`Cpu::access`]
     /// ([`Cpu::set_loads_between`]); they use up the speculative window.
     loads_between: u64,
-    /// Whether stores write a non-zero byte (what `is_folio_zero_filled()`
-    /// later sees); true unless a workload writes zeroes.
-    pub store_nonzero: bool,
+    /// What stores leave in the page (what `is_folio_zero_filled()` and
+    /// zswap's compressor later see): a one-byte store unless a workload
+    /// writes zeroes or whole pages of another kind.
+    pub store_content: PageContent,
     /// The simulated CPU this is (`smp_processor_id()` of its faults: the
     /// engine makes it the kernel's current CPU before each step it runs
     /// here, `Kernel::set_current_cpu`).
@@ -101,7 +102,7 @@ impl Default for Cpu {
             last: None,
             spec: None,
             loads_between: 0,
-            store_nonzero: true,
+            store_content: PageContent::STORE,
             id: 0,
         }
     }
@@ -138,7 +139,7 @@ impl Cpu {
                     }
                     if write {
                         let off = (addr >> 12) & 511;
-                        k.set_page_nonzero(A::pte_pfn(new).plus(off), self.store_nonzero);
+                        k.set_page_content(A::pte_pfn(new).plus(off), self.store_content);
                     }
                     true
                 }
@@ -161,7 +162,7 @@ impl Cpu {
                     k.hw_update_entry(tid, idx, new);
                 }
                 if write {
-                    k.set_page_nonzero(A::pte_pfn(new), self.store_nonzero);
+                    k.set_page_content(A::pte_pfn(new), self.store_content);
                 }
                 true
             }

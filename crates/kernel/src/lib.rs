@@ -48,6 +48,7 @@ use mm::pgtable_generic::{PageTables, Table, TableId};
 use mm::vmstat::VmStat;
 
 use foliosim_uapi::knobs::{self, FieldMut, Knob};
+pub use foliosim_uapi::pagedata::PageContent;
 pub use foliosim_uapi::{MthpMode, Series, ThpMode};
 
 /// Boot-time and sysfs configuration of the simulated kernel.
@@ -98,6 +99,8 @@ pub struct Config {
     pub swap: Vec<(mm::swapfile::SwapKind, u64)>,
     /// Patch-series switches.
     pub series: Series,
+    /// zswap's module parameters (mm/zswap.rs).
+    pub zswap: knobs::Zswap,
     /// Keep the root cgroup's LRU lists ordered, so that global direct
     /// reclaim can scan them (8 bytes per page frame). An engine that
     /// proves a scenario cannot run the machine out of memory turns this
@@ -134,6 +137,7 @@ impl Default for Config {
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
+            zswap: Default::default(),
             lru_order_root: true,
         }
     }
@@ -174,7 +178,7 @@ impl Config {
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
-            _ => return None,
+            _ => return self.zswap.knob_mut(knob),
         })
     }
 }
@@ -270,6 +274,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) swap: Vec<mm::swapfile::SwapInfo>,
     /// `folio->swap` of swap-cache folios.
     pub(crate) swap_of: mm::swapfile::SwapOf,
+    /// zswap: its pool and the entries of the swap slots.
+    pub(crate) zswap: mm::zswap::Zswap,
     /// Cluster readahead's machine-wide hit history.
     pub(crate) swap_ra: mm::swap_state::SwapRa,
     /// Swap entries stored in shmem page-cache slots (xarray value
@@ -331,7 +337,23 @@ impl<A: Arch> Kernel<A> {
         buddy.reserve_boot_pages(&mut mem, &cfg, zero_pfn)?;
         let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);
         let ra_pages = cfg.read_ahead_kb * 1024 / PAGE_SIZE;
+        if cfg.zswap.shrinker_enabled {
+            return Err(KernelError::Unsupported(
+                "zswap.shrinker_enabled = 1: zswap's memory-pressure shrinker is not modelled"
+                    .into(),
+            ));
+        }
         let cfg_swap = cfg.swap.clone();
+        let zswap = mm::zswap::Zswap::new(
+            cfg.zswap,
+            &cfg_swap
+                .iter()
+                .map(|&(_, size)| mm::swapfile::SwapInfo::slots_of(size))
+                .collect::<Vec<_>>(),
+        );
+        if cfg.zswap.enabled {
+            mem.keep_content();
+        }
         Ok(Kernel {
             cfg,
             fault_around_pages,
@@ -354,6 +376,7 @@ impl<A: Arch> Kernel<A> {
                 .map(|&(k, size)| mm::swapfile::SwapInfo::new(k, size))
                 .collect(),
             swap_of: Default::default(),
+            zswap,
             swap_ra: Default::default(),
             shmem_swap: Default::default(),
             tlb_ubc: Default::default(),
@@ -373,6 +396,11 @@ impl<A: Arch> Kernel<A> {
         .map(|mut k| {
             if k.cfg.lru_gen {
                 k.lru_gen_init();
+            }
+            if k.cfg.zswap.enabled {
+                for si in &mut k.swap {
+                    si.keep_content();
+                }
             }
             k
         })
@@ -441,11 +469,11 @@ impl<A: Arch> Kernel<A> {
         self.pt.set(table, idx, val);
     }
 
-    /// A user store wrote (`nonzero`) or zeroed the data of page `pfn`
-    /// (what decides the zeromap at swap-out).
+    /// A user store left `c` in page `pfn` (what decides the zeromap at
+    /// swap-out and what zswap compresses).
     #[inline]
-    pub fn set_page_nonzero(&mut self, pfn: Pfn, nonzero: bool) {
-        self.mem.set_page_nonzero(pfn, nonzero);
+    pub fn set_page_content(&mut self, pfn: Pfn, c: PageContent) {
+        self.mem.set_page_content(pfn, c);
     }
 
     /// The counters.

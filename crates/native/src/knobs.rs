@@ -53,24 +53,38 @@ pub(crate) fn writes(sc: &Scenario, guest: bool) -> Result<Vec<(PathBuf, String)
                     )));
                 }
             }
-            // A guest's debugfs is its own: the value is written there.
-            Access::Debugfs if guest && value != inst.default => {}
-            Access::Debugfs | Access::Device => continue,
+            // A guest's debugfs and module parameters are its own: the
+            // value is written there.
+            Access::Debugfs | Access::GuestOnly { .. } if guest && value != inst.default => {}
+            Access::Debugfs | Access::Device | Access::GuestOnly { .. } => continue,
         }
         out.push((path, inst.knob.host_spelling(value)));
     }
     Ok(out)
 }
 
-/// Refuse a value of a debugfs knob other than its default outside a guest:
-/// the host's debugfs cannot be read or written here.
-pub(crate) fn check_debugfs(sc: &Scenario, guest: bool) -> Result<(), NativeError> {
+/// Refuse a value of a debugfs knob other than its default outside a guest
+/// (the host's debugfs cannot be read or written here), and of a knob that
+/// would change the host for good ([`Access::GuestOnly`]).
+pub(crate) fn check_host_knobs(sc: &Scenario, guest: bool) -> Result<(), NativeError> {
     if guest {
         return Ok(());
     }
     let mut system = sc.system.clone();
     for inst in knobs::instances() {
-        if inst.knob.host.map(|h| h.access) != Some(Access::Debugfs) {
+        let access = inst.knob.host.map(|h| h.access);
+        if let Some(Access::GuestOnly { why }) = access {
+            match value(&mut system, &inst) {
+                Some(v) if v != inst.default => {
+                    return Err(NativeError::Refused(format!(
+                        "{key} = {v}: the native engine never changes {key} on the host: {why}",
+                        key = inst.key,
+                    )))
+                }
+                _ => continue,
+            }
+        }
+        if access != Some(Access::Debugfs) {
             continue;
         }
         match value(&mut system, &inst) {
@@ -141,10 +155,10 @@ mod tests {
 
     #[test]
     fn debugfs_knobs_run_natively_only_at_the_default() {
-        assert!(check_debugfs(&sc(&[]), false).is_ok());
+        assert!(check_host_knobs(&sc(&[]), false).is_ok());
         let other = sc(&[("fault_around_bytes", "4096")]);
-        assert!(check_debugfs(&other, true).is_ok());
-        match check_debugfs(&other, false) {
+        assert!(check_host_knobs(&other, true).is_ok());
+        match check_host_knobs(&other, false) {
             Err(NativeError::Refused(why)) => {
                 // mm/memory.c: fault_around_pages = 65536 >> PAGE_SHIFT.
                 assert!(why.starts_with("fault_around_bytes = 4096: "), "{why}");

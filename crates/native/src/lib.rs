@@ -188,7 +188,7 @@ struct Preflight {
 /// The checks that need nothing from the host but reading it.
 fn preflight(sc: &Scenario, p: &Workload, opts: &NativeOptions) -> Result<Preflight, NativeError> {
     check_arch(sc)?;
-    knobs::check_debugfs(sc, opts.guest)?;
+    knobs::check_host_knobs(sc, opts.guest)?;
     check_series(sc)?;
     let cpus = host_cpus(p)?;
     let mut notes = Vec::new();

@@ -98,6 +98,8 @@ pub struct System {
     /// `lru_gen.enabled` (`/sys/kernel/mm/lru_gen/enabled`, default
     /// false): the multi-gen LRU.
     pub lru_gen_enabled: bool,
+    /// `zswap.*`: zswap's module parameters (default off).
+    pub zswap: foliosim_uapi::knobs::Zswap,
     /// `[[system.swap]]` tables: swap devices, highest priority first
     /// (default none).
     pub swap: Vec<SwapDevice>,
@@ -171,6 +173,23 @@ pub enum Access {
     /// `access = "write-zero"`: store a zero byte (memset 0): the page stays
     /// zero-filled, which swap-out then finds (zeromap).
     WriteZero,
+}
+
+/// What a write leaves in each page it touches (`data`), which decides
+/// whether swap-out finds the page zero-filled and how well zswap
+/// compresses it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageData {
+    /// No `data`: the access's one byte (1, or 0 for `write-zero`).
+    #[default]
+    Store,
+    /// `data = "zero"`: the whole page zeroed.
+    Zero,
+    /// `data = "repeated"`: the whole page one non-zero byte repeated.
+    Repeated,
+    /// `data = "random"`: the first `random_percent` percent of the page
+    /// (default 100) pseudo-random bytes, the rest zeros.
+    Random { percent: u8 },
 }
 
 /// Which pages of the touched range are accessed, in which order.
@@ -277,6 +296,8 @@ pub enum StepKind {
         range: Range,
         /// `unit` (default page).
         unit: TouchUnit,
+        /// `data` (with `random_percent`): what a write leaves in the page.
+        data: PageData,
     },
     /// `op = "madvise"`
     Madvise {

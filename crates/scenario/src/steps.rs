@@ -3,8 +3,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::{
-    Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, MremapStep, PagemapStep, Pattern,
-    Prot, Range, Step, StepKind, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, MremapStep, PageData, PagemapStep,
+    Pattern, Prot, Range, Step, StepKind, TouchUnit,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -68,8 +68,19 @@ impl Op {
                 "map", "at",
             ],
             Op::Touch => &[
-                "op", "region", "access", "pattern", "seed", "stride", "offset", "len", "split",
-                "unit", "pages",
+                "op",
+                "region",
+                "access",
+                "pattern",
+                "seed",
+                "stride",
+                "offset",
+                "len",
+                "split",
+                "unit",
+                "pages",
+                "data",
+                "random_percent",
             ],
             Op::Madvise => &["op", "region", "advice", "offset", "len", "per_call"],
             Op::Munmap => &["op", "region", "offset", "len"],
@@ -139,6 +150,19 @@ const PATTERNS: &[(&str, PatternName)] = &[
 ];
 
 const UNITS: &[(&str, TouchUnit)] = &[("page", TouchUnit::Page), ("word", TouchUnit::Word)];
+
+const DATA: &[(&str, DataName)] = &[
+    ("zero", DataName::Zero),
+    ("repeated", DataName::Repeated),
+    ("random", DataName::Random),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DataName {
+    Zero,
+    Repeated,
+    Random,
+}
 
 const ACCESSES: &[(&str, Access)] = &[
     ("read", Access::Read),
@@ -668,6 +692,36 @@ impl StepChecker<'_> {
                 ));
             }
         }
+        let data = match f.opt("data", |c, n, p| c.choice(n, p, DATA))? {
+            None => {
+                f.forbid("random_percent", "with data = \"random\"")?;
+                PageData::Store
+            }
+            Some(name) => {
+                if access != Access::Write {
+                    return Err(f.err_at("data", "data needs access = \"write\""));
+                }
+                if name != DataName::Random {
+                    f.forbid("random_percent", "with data = \"random\"")?;
+                }
+                match name {
+                    DataName::Zero => PageData::Zero,
+                    DataName::Repeated => PageData::Repeated,
+                    DataName::Random => {
+                        let percent = f.opt("random_percent", Ctx::uint)?.unwrap_or(100);
+                        if !(1..=100).contains(&percent) {
+                            return Err(f.err_at(
+                                "random_percent",
+                                format!("expected a percentage from 1 to 100, found {percent}"),
+                            ));
+                        }
+                        PageData::Random {
+                            percent: percent as u8,
+                        }
+                    }
+                }
+            }
+        };
         let range = range(f, &region, size)?;
         if let Pattern::List(pages) = &pattern {
             let n = range.len.unwrap_or(size - range.offset) / foliosim_uapi::PAGE_SIZE;
@@ -682,6 +736,7 @@ impl StepChecker<'_> {
             pattern,
             range,
             unit,
+            data,
         })
     }
 

@@ -65,6 +65,7 @@ impl Default for System {
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             lru_gen_enabled: knobs::LRU_GEN_ENABLED.default.flag(),
+            zswap: Default::default(),
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
@@ -107,7 +108,7 @@ impl System {
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.machine_min_free_kbytes),
-            _ => return None,
+            _ => return self.zswap.knob_mut(knob),
         })
     }
 }

@@ -159,6 +159,7 @@ impl StepChecker<'_> {
             pattern,
             range,
             unit,
+            data,
         } = &step.kind
         else {
             return Ok(step.clone());
@@ -197,6 +198,7 @@ impl StepChecker<'_> {
                     len: Some(n * PAGE_SIZE),
                 },
                 unit: *unit,
+                data: *data,
             },
         })
     }

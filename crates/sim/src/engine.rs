@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use foliosim_hw::{Cpu, TaskFaults};
 use foliosim_kernel::include::linux::pgtable::{align_down, PAGE_SIZE, PMD_SIZE};
 use foliosim_kernel::kernel::sched::CpuRun;
-use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId};
+use foliosim_kernel::{Arch, Config, FileId, Kernel, KernelError, MmId, PageContent};
 use foliosim_report::{Phase, Report};
-use foliosim_scenario::{CacheFill, IoCall, Scenario};
+use foliosim_scenario::{CacheFill, IoCall, PageData, Scenario};
 use foliosim_uapi::{counters, Madv};
 use foliosim_workload::{Op, Pat, Workload};
 
@@ -273,10 +273,20 @@ impl<'w, A: Arch> Engine<'w, A> {
                 self.advise_mapping(mm, addr, *size, advise, at)?;
             }
             Op::Touch {
-                write, zero, pat, ..
+                write,
+                zero,
+                data,
+                pat,
+                ..
             } => {
                 let (start, len) = self.op_range(op);
-                self.cpu.store_nonzero = !*zero;
+                self.cpu.store_content = match data {
+                    PageData::Store if *zero => PageContent::ZERO,
+                    PageData::Store => PageContent::STORE,
+                    PageData::Zero => PageContent::ZERO,
+                    PageData::Repeated => PageContent::REPEATED,
+                    PageData::Random { percent } => PageContent::random(*percent),
+                };
                 self.touch(mm, start..start + len, *write, pat, at)?;
             }
             Op::Madvise {

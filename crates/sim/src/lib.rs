@@ -148,6 +148,17 @@ fn address_space_limit() -> Option<u64> {
     soft.parse().ok()
 }
 
+/// The most memory zswap's pool can take: its share of RAM (a store is
+/// checked against the limit before it adds up to a folio's worth of
+/// pages, hence the extra 2 MiB).
+fn zswap_pool_bound(sc: &Scenario) -> u64 {
+    let z = &sc.system.zswap;
+    if !z.enabled {
+        return 0;
+    }
+    sc.system.memory / 100 * u64::from(z.max_pool_percent) + (2 << 20)
+}
+
 /// Whether `sc` provably cannot run the simulated machine out of memory,
 /// so that global direct reclaim never runs and the root cgroup's LRU lists
 /// need no order (8 bytes per page frame saved). The bound is generous:
@@ -194,7 +205,8 @@ fn fits_in_memory(sc: &Scenario) -> bool {
         .saturating_add(64 << 20)
         .saturating_add(sc.system.memory / 16)
         .saturating_add(sc.system.machine_unmanaged)
-        .saturating_add(sc.system.machine_boot_used);
+        .saturating_add(sc.system.machine_boot_used)
+        .saturating_add(zswap_pool_bound(sc));
     bound < sc.system.memory
 }
 

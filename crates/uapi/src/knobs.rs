@@ -123,6 +123,10 @@ pub enum Access {
     /// A file of the device holding the scenario's files: natively checked
     /// (never changed), written in a guest.
     Device,
+    /// A file the native engine never writes, because changing it would
+    /// change the host for good (`why` says how): natively only the default
+    /// runs; a guest's is written when the scenario asks for another value.
+    GuestOnly { why: &'static str },
 }
 
 /// One `[system]` knob.
@@ -406,6 +410,111 @@ pub const LRU_GEN_ENABLED: Knob = Knob {
           PMD accessed bits) instead of the two-list active/inactive LRU",
 };
 
+/// zswap's module parameters, as the scenario and the kernel model hold
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Zswap {
+    pub enabled: bool,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub shrinker_enabled: bool,
+}
+
+impl Default for Zswap {
+    /// The knob table's defaults.
+    fn default() -> Self {
+        Zswap {
+            enabled: ZSWAP_ENABLED.default.flag(),
+            max_pool_percent: ZSWAP_MAX_POOL_PERCENT.default.int() as u32,
+            accept_threshold_percent: ZSWAP_ACCEPT_THRESHOLD_PERCENT.default.int() as u32,
+            shrinker_enabled: ZSWAP_SHRINKER_ENABLED.default.flag(),
+        }
+    }
+}
+
+impl Zswap {
+    /// The field of a zswap knob.
+    pub fn knob_mut(&mut self, knob: &Knob) -> Option<FieldMut<'_>> {
+        Some(match *knob {
+            ZSWAP_ENABLED => FieldMut::Flag(&mut self.enabled),
+            ZSWAP_MAX_POOL_PERCENT => FieldMut::U32(&mut self.max_pool_percent),
+            ZSWAP_ACCEPT_THRESHOLD_PERCENT => FieldMut::U32(&mut self.accept_threshold_percent),
+            ZSWAP_SHRINKER_ENABLED => FieldMut::Flag(&mut self.shrinker_enabled),
+            _ => return None,
+        })
+    }
+}
+
+/// Why the zswap knobs run only in guests.
+const ZSWAP_GUEST_ONLY: Access = Access::GuestOnly {
+    why: "enabling zswap once sets zswap_ever_enabled until reboot, and from then on \
+          the kernel swaps large folios in page by page (alloc_swap_folio()), which \
+          would change every later native run on this host; run it with `--engine vm`",
+};
+
+/// A zswap module parameter (`/sys/module/zswap/parameters/<name>`).
+const fn zswap(
+    key: &'static str,
+    name: &'static str,
+    kind: Kind,
+    default: Value,
+    doc: &'static str,
+) -> Knob {
+    Knob {
+        key,
+        kind,
+        default,
+        host: Some(Host {
+            path: name,
+            flag_words: ("N", "Y"),
+            access: ZSWAP_GUEST_ONLY,
+        }),
+        doc,
+    }
+}
+
+pub const ZSWAP_MAX_POOL_PERCENT: Knob = zswap(
+    "zswap.max_pool_percent",
+    "/sys/module/zswap/parameters/max_pool_percent",
+    Kind::Int {
+        min: 0,
+        max: 100,
+        what: "a percentage",
+    },
+    Value::Int(20),
+    "the compressed pool may hold this share of RAM (zswap_max_pages()); a store that \
+     finds it full is rejected and the shrink worker writes entries back",
+);
+
+pub const ZSWAP_ACCEPT_THRESHOLD_PERCENT: Knob = zswap(
+    "zswap.accept_threshold_percent",
+    "/sys/module/zswap/parameters/accept_threshold_percent",
+    Kind::Int {
+        min: 0,
+        max: 100,
+        what: "a percentage",
+    },
+    Value::Int(90),
+    "after the pool was full, stores resume below this share of the maximum",
+);
+
+pub const ZSWAP_SHRINKER_ENABLED: Knob = zswap(
+    "zswap.shrinker_enabled",
+    "/sys/module/zswap/parameters/shrinker_enabled",
+    Kind::Flag,
+    Value::Flag(false),
+    "the memory-pressure shrinker that writes zswap entries back (not modelled: only 0)",
+);
+
+pub const ZSWAP_ENABLED: Knob = zswap(
+    "zswap.enabled",
+    "/sys/module/zswap/parameters/enabled",
+    Kind::Flag,
+    Value::Flag(false),
+    "zswap, the compressed cache in front of the swap devices (lzo, zsmalloc); guests \
+     only",
+);
+
 /// Memory of the machine the page allocator never manages. With the next
 /// two, the model's machine can be a measured one: `compare --engine vm`
 /// sets them to the guest's (the kernel's own memory before the workload).
@@ -465,6 +574,10 @@ pub const KNOBS: &[Knob] = &[
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
     LRU_GEN_ENABLED,
+    ZSWAP_MAX_POOL_PERCENT,
+    ZSWAP_ACCEPT_THRESHOLD_PERCENT,
+    ZSWAP_SHRINKER_ENABLED,
+    ZSWAP_ENABLED,
     MACHINE_UNMANAGED,
     MACHINE_BOOT_USED,
     MACHINE_MIN_FREE_KBYTES,

@@ -37,6 +37,7 @@ pub mod knobs;
 pub mod meminfo;
 pub mod mman;
 pub mod names;
+pub mod pagedata;
 pub mod pagemap;
 pub mod series;
 pub mod swap;

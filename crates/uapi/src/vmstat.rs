@@ -57,6 +57,9 @@ counter_enum!(
         PswpOut => "pswpout",
         SwpInZero => "swpin_zero",
         SwpOutZero => "swpout_zero",
+        Zswpout => "zswpout",
+        Zswpin => "zswpin",
+        Zswpwb => "zswpwb",
         ThpSwpOut => "thp_swpout",
         ThpSwpOutFallback => "thp_swpout_fallback",
         SwapRa => "swap_ra",
@@ -146,6 +149,7 @@ counter_enum!(
         Swpout => "swpout",
         SwpoutFallback => "swpout_fallback",
         Swpin => "swpin",
+        Zswpout => "zswpout",
         Split => "split",
         NrAnonPartiallyMapped => "nr_anon_partially_mapped",
     }
@@ -172,6 +176,22 @@ counter_enum!(
         VmscanLruShrinkActive => "vmscan:mm_vmscan_lru_shrink_active",
         KhugepagedScanPmd => "huge_memory:mm_khugepaged_scan_pmd",
         CollapseHugePage => "huge_memory:mm_collapse_huge_page",
+    }
+);
+
+counter_enum!(
+    /// zswap's statistics in debugfs (`/sys/kernel/debug/zswap/<file>`,
+    /// named `zswap/<file>`): gauges of the pool (`pool_total_size` in
+    /// bytes, `stored_pages`, `stored_incompressible_pages`), of which a
+    /// phase shows the change, and event counts.
+    ZswapStat, NR_ZSWAP_STATS {
+        PoolTotalSize => "zswap/pool_total_size",
+        StoredPages => "zswap/stored_pages",
+        StoredIncompressiblePages => "zswap/stored_incompressible_pages",
+        WrittenBackPages => "zswap/written_back_pages",
+        PoolLimitHit => "zswap/pool_limit_hit",
+        RejectReclaimFail => "zswap/reject_reclaim_fail",
+        RejectAllocFail => "zswap/reject_alloc_fail",
     }
 );
 

@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, MremapStep, PagemapStep, Pattern, Range,
-    Scenario, Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, MremapStep, PageData, PagemapStep,
+    Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, MAP_PRIVATE, MAP_SHARED, MREMAP_FIXED, MREMAP_MAYMOVE,
@@ -118,6 +118,9 @@ pub enum Op {
         write: bool,
         /// `write-zero`: the stored byte is 0.
         zero: bool,
+        /// `data`: what a write leaves in each page (whole-page stores
+        /// unless [`PageData::Store`]).
+        data: PageData,
         pat: Pat,
     },
     Madvise {
@@ -540,13 +543,7 @@ impl Compiler<'_> {
         self.locs.push(s.loc.to_string());
         Ok(match &s.kind {
             StepKind::Mmap(m) => self.mmap(step, m)?,
-            StepKind::Touch {
-                region,
-                access,
-                pattern,
-                range,
-                unit,
-            } => self.touch(step, region, range, *access, pattern, *unit)?,
+            StepKind::Touch { .. } => self.touch(step, &s.kind)?,
             StepKind::Madvise {
                 region,
                 advice,
@@ -676,15 +673,19 @@ impl Compiler<'_> {
     }
 
     /// A touch step: its pages in touch order.
-    fn touch(
-        &mut self,
-        step: u32,
-        region: &str,
-        range: &Range,
-        access: Access,
-        pattern: &Pattern,
-        unit: TouchUnit,
-    ) -> Result<Op, CompileError> {
+    fn touch(&mut self, step: u32, kind: &StepKind) -> Result<Op, CompileError> {
+        let StepKind::Touch {
+            region,
+            access,
+            pattern,
+            range,
+            unit,
+            data,
+        } = kind
+        else {
+            unreachable!("a touch step");
+        };
+        let (access, unit, data) = (*access, *unit, *data);
         let (id, offset, len) = self.region_range(step, region, range)?;
         let pat = match pattern {
             Pattern::Sequential => Pat::Seq,
@@ -712,6 +713,7 @@ impl Compiler<'_> {
             len,
             write: access != Access::Read,
             zero: access == Access::WriteZero,
+            data,
             pat,
         })
     }

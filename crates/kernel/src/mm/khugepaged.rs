@@ -569,9 +569,8 @@ impl<A: Arch> Kernel<A> {
                 1
             };
             for i in 0..nr as u64 {
-                let nonzero = self.mem.page_nonzero(page.plus(i));
                 self.mem
-                    .set_page_nonzero(folio.plus(idx as u64 + i), nonzero);
+                    .copy_page_content(folio.plus(idx as u64 + i), page.plus(i));
             }
             self.vmstat.sim.page_copy += nr as u64;
             A::get_and_clear_full_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat.sim);

@@ -26,3 +26,5 @@ pub(crate) mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
 pub(crate) mod workingset;
+pub(crate) mod zsmalloc;
+pub(crate) mod zswap;

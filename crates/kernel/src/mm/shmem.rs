@@ -32,7 +32,6 @@ use crate::include::linux::pgtable::{div_round_up, Pfn, PAGE_SIZE};
 use crate::mm::filemap::NO_PAGE;
 use crate::mm::memory::{Vmf, VM_FAULT_LOCKED, VM_FAULT_MAJOR, VM_FAULT_OOM, VM_FAULT_SIGBUS};
 use crate::mm::swapfile::SwpEntry;
-use crate::mm::vmstat::VmEvent;
 use crate::{FileId, Kernel};
 
 /// The swap entries held in shmem page-cache slots: (file, index) → entry.
@@ -172,14 +171,8 @@ impl<A: Arch> Kernel<A> {
                 self.folio_free(folio);
                 return (VM_FAULT_OOM, None);
             }
-            // swap_read_folio(): the zeromap or the device.
-            let zero = self.swap[entry.ty as usize].zeromap[entry.offset as usize];
-            self.mem.set_page_nonzero(folio, !zero);
-            if zero {
-                self.vmstat.count_vm_event(VmEvent::SwpInZero);
-            } else {
-                self.vmstat.count_vm_event(VmEvent::PswpIn);
-            }
+            // swap_read_folio(): the zeromap, zswap or the device.
+            self.swap_read_folio(folio, entry);
             // The slot's shadow, if reclaim left one: a refault
             // (`__read_swap_cache_async()` → `workingset_refault()`).
             self.mem.set(folio, PG_SWAPBACKED);

@@ -16,11 +16,11 @@
 //! workingset shadows of swap slots.
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::{PG_READAHEAD, PG_SWAPBACKED, PG_SWAPCACHE, PG_UPTODATE};
+use crate::include::linux::mm_types::{PG_READAHEAD, PG_SWAPBACKED, PG_UPTODATE};
 use crate::include::linux::pgtable::{pte_index, Pfn, PAGE_SHIFT, PAGE_SIZE, PMD_SIZE};
 use crate::mm::memory::Vmf;
 use crate::mm::mmap::Vma;
-use crate::mm::swapfile::{SwpEntry, SWAP_HAS_CACHE};
+use crate::mm::swapfile::SwpEntry;
 use crate::mm::vmstat::{MthpStat, VmEvent};
 use crate::Kernel;
 
@@ -277,11 +277,7 @@ impl<A: Arch> Kernel<A> {
             return None;
         }
         self.mem.set(folio, PG_SWAPBACKED);
-        let si = &mut self.swap[entry.ty as usize];
-        si.cache[entry.offset as usize] = folio.0;
-        si.swap_map[entry.offset as usize] |= SWAP_HAS_CACHE;
-        self.swap_of.insert(folio.0, entry);
-        self.mem.set(folio, PG_SWAPCACHE);
+        self.swap_cache_add_slot(folio, entry);
         // swap_cache_add_folio() hands back the slot's shadow.
         self.swapin_refault(folio, entry);
         self.folio_add_lru(folio);
@@ -307,19 +303,25 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `swap_read_folio()`: the folio's slots come back from the zeromap
-    /// (`swpin_zero`) or the device (`pswpin`, per-size `swpin`); the read
-    /// completes at once.
+    /// (`swpin_zero`), zswap (`zswap_load()`, mm/zswap.rs) or the device
+    /// (`pswpin`, per-size `swpin`); the read completes at once.
     pub(crate) fn swap_read_folio(&mut self, folio: Pfn, entry: SwpEntry) {
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
         let first = entry.offset & !(nr - 1);
-        let zero = self.swap[entry.ty as usize].zeromap[first as usize];
+        let si = &self.swap[entry.ty as usize];
+        let zero = si.zeromap[first as usize];
         for i in 0..nr {
-            self.mem.set_page_nonzero(folio.plus(i), !zero);
+            let c = si.slot_content(first + i);
+            self.mem.set_page_content(folio.plus(i), c);
         }
+        let slot = SwpEntry {
+            ty: entry.ty,
+            offset: first,
+        };
         if zero {
             self.vmstat.count_vm_events(VmEvent::SwpInZero, nr);
-        } else {
+        } else if !self.zswap_load(folio, slot) {
             self.vmstat.count_vm_events(VmEvent::PswpIn, nr);
             self.vmstat.count_mthp_stat(order, MthpStat::Swpin);
         }

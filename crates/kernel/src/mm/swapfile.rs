@@ -15,7 +15,8 @@
 //! writeback completes.
 //! Each slot records the memory cgroup of the folio swapped out to it
 //! (swap-in charges that cgroup).
-//! Not modelled: discard, zswap, count
+//! zswap stores folios before the device (mm/zswap.rs).
+//! Not modelled: discard, count
 //! continuations (counts above 0x3e assert), per-CPU allocation caches,
 //! memcg swap limits (memory.swap.max, memsw).
 
@@ -29,6 +30,7 @@ use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
 use crate::mm::workingset::Shadow;
 use crate::Kernel;
+use foliosim_uapi::pagedata::PageContent;
 
 /// `SWAPFILE_CLUSTER` with THP_SWAP.
 pub(crate) const SWAPFILE_CLUSTER: u64 = 512;
@@ -95,6 +97,8 @@ pub(crate) struct SwapInfo {
     /// the swap cache left in its slots (mm/workingset.rs), 0 for none.
     pub(crate) shadow: Vec<u64>,
     pub(crate) zeromap: Vec<bool>,
+    /// The kind of data written to each slot (zswap on; else empty).
+    content: Vec<u8>,
     /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
     /// folio swapped out to each slot.
     pub memcg: Vec<MemcgId>,
@@ -110,8 +114,13 @@ pub(crate) struct SwapInfo {
 
 impl SwapInfo {
     /// `swapon()`: a fresh area of `size` bytes (slot 0 is the header).
+    /// The slots of an area of `size` bytes.
+    pub(crate) fn slots_of(size: u64) -> u64 {
+        (size / 4096).max(2)
+    }
+
     pub(crate) fn new(kind: SwapKind, size: u64) -> SwapInfo {
-        let nr_slots = (size / 4096).max(2);
+        let nr_slots = Self::slots_of(size);
         let nr_clusters = nr_slots.div_ceil(SWAPFILE_CLUSTER) as usize;
         let mut si = SwapInfo {
             kind,
@@ -120,6 +129,7 @@ impl SwapInfo {
             cache: vec![NO_PAGE; nr_slots as usize],
             shadow: vec![0; nr_slots as usize],
             zeromap: vec![false; nr_slots as usize],
+            content: Vec::new(),
             memcg: vec![ROOT_MEM_CGROUP; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
@@ -163,6 +173,19 @@ impl SwapInfo {
     /// SWP_SYNCHRONOUS_IO
     pub(crate) fn synchronous(&self) -> bool {
         matches!(self.kind, SwapKind::Zram)
+    }
+
+    /// Keep the kind of data written to each slot (zswap on).
+    pub(crate) fn keep_content(&mut self) {
+        self.content = vec![PageContent::STORE.0; self.nr_slots as usize];
+    }
+
+    /// What was written to the slot (swap-in restores it).
+    pub(crate) fn slot_content(&self, offset: u64) -> PageContent {
+        if self.zeromap[offset as usize] {
+            return PageContent::ZERO;
+        }
+        PageContent(self.content.get(offset as usize).copied().unwrap_or(1))
     }
 
     /// The swap count of a slot (without SWAP_HAS_CACHE).
@@ -403,12 +426,33 @@ impl<A: Arch> Kernel<A> {
         self.mem.clear(folio, PG_SWAPCACHE);
         let nr = self.mem.folio_nr_pages(folio);
         let si = &mut self.swap[entry.ty as usize];
+        let mut freed = false;
         for o in entry.offset..entry.offset + nr {
             si.cache[o as usize] = NO_PAGE;
             si.shadow[o as usize] = shadow.map_or(0, |s| s.0);
             si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
             if si.swap_map[o as usize] == 0 {
                 si.free_slot(o);
+                freed = true;
+            }
+        }
+        if freed {
+            self.zswap_invalidate_free(entry, nr);
+        }
+    }
+
+    /// `swap_entry_range_free()` → `zswap_invalidate()`: the entries of the
+    /// freed slots among `nr` from `entry` go.
+    fn zswap_invalidate_free(&mut self, entry: SwpEntry, nr: u64) {
+        if !self.zswap.ever_enabled() {
+            return;
+        }
+        for o in entry.offset..entry.offset + nr {
+            if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
+                self.zswap_invalidate(SwpEntry {
+                    ty: entry.ty,
+                    offset: o,
+                });
             }
         }
     }
@@ -420,6 +464,7 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn swap_free_nr(&mut self, entry: SwpEntry, nr: u64) {
         self.vmstat.sim.swap_lock += 1;
         let mut cached = Vec::new();
+        let mut freed = false;
         {
             let si = &mut self.swap[entry.ty as usize];
             for o in entry.offset..entry.offset + nr {
@@ -428,10 +473,14 @@ impl<A: Arch> Kernel<A> {
                 *m -= 1;
                 if *m == 0 {
                     si.free_slot(o);
+                    freed = true;
                 } else if *m == SWAP_HAS_CACHE {
                     cached.push(si.cache[o as usize]);
                 }
             }
+        }
+        if freed {
+            self.zswap_invalidate_free(entry, nr);
         }
         for p in cached {
             if p == NO_PAGE {
@@ -458,10 +507,10 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `swap_writeout()`: a folio whose slots no swap entry references
-    /// leaves the swap cache unwritten (`folio_free_swap()`, dirty again:
-    /// returns false); zero-filled → zeromap; else count the write-out.
-    /// Returns true when the folio was written (or needed no I/O).
-    pub(crate) fn swap_writeout(&mut self, folio: Pfn) -> bool {
+    /// leaves the swap cache unwritten (`folio_free_swap()`, dirty again);
+    /// zero-filled → zeromap; then zswap (mm/zswap.rs); else count the
+    /// write-out to the device.
+    pub(crate) fn swap_writeout(&mut self, folio: Pfn) -> SwapOut {
         let entry = self.folio_swap(folio).expect("folio in swap cache");
         let order = self.mem.order(folio);
         let nr = 1u64 << order;
@@ -469,7 +518,7 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.trace(Trace::VmscanWriteFolio);
         self.mem.clear(folio, PG_DIRTY);
         if self.folio_free_swap(folio) {
-            return false;
+            return SwapOut::Redirtied;
         }
         let zero = (0..nr).all(|i| !self.mem.page_nonzero(folio.plus(i)));
         let si = &mut self.swap[entry.ty as usize];
@@ -478,7 +527,16 @@ impl<A: Arch> Kernel<A> {
         }
         if zero {
             self.vmstat.count_vm_events(VmEvent::SwpOutZero, nr);
-            return true;
+            return SwapOut::NoIo;
+        }
+        if !self.swap[entry.ty as usize].content.is_empty() {
+            for i in 0..nr {
+                let c = self.mem.page_content(folio.plus(i));
+                self.swap[entry.ty as usize].content[(entry.offset + i) as usize] = c.0;
+            }
+        }
+        if self.zswap.ever_enabled() && self.zswap_store(folio, entry) {
+            return SwapOut::NoIo;
         }
         if order == HPAGE_PMD_ORDER {
             self.vmstat.count_vm_event(VmEvent::ThpSwpOut);
@@ -486,8 +544,28 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.count_mthp_stat(order, MthpStat::Swpout);
         self.vmstat.count_vm_events(VmEvent::PswpOut, nr);
         self.vmstat.sim.swap_write_io += 1;
-        true
+        SwapOut::Io
     }
+
+    /// `swap_cache_add_folio()` of a new order-0 folio for `slot`.
+    pub(crate) fn swap_cache_add_slot(&mut self, folio: Pfn, slot: SwpEntry) {
+        let si = &mut self.swap[slot.ty as usize];
+        si.cache[slot.offset as usize] = folio.0;
+        si.swap_map[slot.offset as usize] |= SWAP_HAS_CACHE;
+        self.swap_of.insert(folio.0, slot);
+        self.mem.set(folio, PG_SWAPCACHE);
+    }
+}
+
+/// What `swap_writeout()` did with a folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SwapOut {
+    /// Its slots were unused: freed, and the folio is dirty again.
+    Redirtied,
+    /// Done without device I/O: zero-filled (zeromap) or stored by zswap.
+    NoIo,
+    /// A write to the device was issued.
+    Io,
 }
 
 /// Folio → swap entry of folios in the swap cache (`folio->swap`), keyed

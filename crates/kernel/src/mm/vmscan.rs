@@ -55,6 +55,7 @@ use crate::mm::memcontrol::MemcgId;
 use crate::mm::memcontrol::{MAX_RECLAIM_RETRIES, ROOT_MEM_CGROUP};
 use crate::mm::mmap::VM_EXEC;
 use crate::mm::swap::SWAP_CLUSTER_MAX;
+use crate::mm::swapfile::SwapOut;
 use crate::mm::vmstat::{MemcgEvent, MthpStat, Trace, VmEvent};
 use crate::Kernel;
 
@@ -245,6 +246,9 @@ impl<A: Arch> Kernel<A> {
         self.try_to_unmap_flush();
         let pgactivate = stat.nr_activate[0] + stat.nr_activate[1];
         self.vmstat.count_vm_events(VmEvent::PgActivate, pgactivate);
+        // A store the full zswap pool rejected queued the shrink worker: it
+        // runs now (mm/zswap.rs).
+        self.zswap_run_queued();
         (stat, kept)
     }
 
@@ -387,32 +391,25 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `pageout()` → `swap_writeout()` with PG_reclaim set for the write:
-    /// written and free to go now (zero-filled, or a synchronous device),
+    /// written and free to go now (zero-filled, stored by zswap, or a
+    /// synchronous device),
     /// under writeback while the (asynchronous) write runs, or redirtied
     /// when `folio_free_swap()` dropped its unreferenced slots instead.
     fn pageout(&mut self, folio: Pfn) -> Pageout {
         self.mem.set(folio, PG_READAHEAD);
-        if !self.swap_writeout(folio) {
+        let out = self.swap_writeout(folio);
+        if out == SwapOut::Redirtied {
             self.mem.clear(folio, PG_READAHEAD);
             return Pageout::Redirtied;
         }
         let ty = self.folio_swap(folio).map(|e| e.ty as usize).unwrap_or(0);
-        let done = self.swap[ty].synchronous() || self.folio_all_zeromap(folio);
+        let done = self.swap[ty].synchronous() || out == SwapOut::NoIo;
         if done {
             self.mem.clear(folio, PG_READAHEAD);
             Pageout::Written
         } else {
             Pageout::Writeback
         }
-    }
-
-    /// Every slot of the swap-cache folio is in the zeromap
-    /// (`swap_zeromap_batch()` over the whole folio): `swap_writeout()`
-    /// wrote nothing, so the folio is clean at once.
-    fn folio_all_zeromap(&self, folio: Pfn) -> bool {
-        let e = self.folio_swap(folio).expect("swap cache");
-        let nr = self.mem.folio_nr_pages(folio);
-        (e.offset..e.offset + nr).all(|o| self.swap[e.ty as usize].zeromap[o as usize])
     }
 
     /// `__remove_mapping()` + free: drop the folio from the swap cache or

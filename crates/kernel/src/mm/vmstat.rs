@@ -16,8 +16,8 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{mthp_counter, page_alloc_counter, SIZE_ORDERS};
 pub use foliosim_uapi::vmstat::{
-    Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, NR_KHUGEPAGED, NR_MEMCG_EVENTS,
-    NR_MTHP_STATS, NR_TRACES, NR_VM_EVENTS,
+    Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
+    NR_MEMCG_EVENTS, NR_MTHP_STATS, NR_TRACES, NR_VM_EVENTS, NR_ZSWAP_STATS,
 };
 
 const _: () = assert!(*SIZE_ORDERS.end() == HPAGE_PMD_ORDER);
@@ -40,6 +40,8 @@ pub struct VmStat {
     pub trace: [u64; NR_TRACES],
     /// khugepaged's `pages_collapsed` and `full_scans`.
     pub khugepaged: [u64; NR_KHUGEPAGED],
+    /// zswap's debugfs statistics.
+    pub zswap: [u64; NR_ZSWAP_STATS],
     pub sim: SimStat,
     /// Per memory cgroup, by id (0 = root).
     pub memcg: Vec<MemcgStat>,
@@ -53,6 +55,7 @@ impl Default for VmStat {
             mthp: [[0; NR_MTHP_STATS]; HPAGE_PMD_ORDER as usize + 1],
             trace: [0; NR_TRACES],
             khugepaged: [0; NR_KHUGEPAGED],
+            zswap: [0; NR_ZSWAP_STATS],
             sim: SimStat::default(),
             memcg: vec![MemcgStat::default()],
         }
@@ -99,6 +102,18 @@ impl VmStat {
         self.memcg[memcg.idx()].events[ev as usize] += n;
     }
 
+    /// A zswap statistic grew.
+    #[inline]
+    pub fn count_zswap(&mut self, s: ZswapStat, n: u64) {
+        self.zswap[s as usize] += n;
+    }
+
+    /// A zswap gauge fell.
+    #[inline]
+    pub fn uncount_zswap(&mut self, s: ZswapStat, n: u64) {
+        self.zswap[s as usize] -= n;
+    }
+
     /// A tracepoint fired.
     #[inline]
     pub fn trace(&mut self, tp: Trace) {
@@ -125,6 +140,9 @@ impl VmStat {
         }
         for k in Khugepaged::ALL {
             out.insert(k.name().to_string(), self.khugepaged[k as usize]);
+        }
+        for z in ZswapStat::ALL {
+            out.insert(z.name().to_string(), self.zswap[z as usize]);
         }
         self.sim.for_each(|k, v| {
             out.insert(k.to_string(), v);

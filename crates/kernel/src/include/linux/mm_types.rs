@@ -19,6 +19,7 @@
 
 use crate::include::linux::pgtable::Pfn;
 use crate::mm::pgtable_generic::TableId;
+use foliosim_uapi::pagedata::PageContent;
 
 pub(crate) const PG_REFERENCED: u32 = 1 << 0;
 pub(crate) const PG_UPTODATE: u32 = 1 << 1;
@@ -84,6 +85,11 @@ pub(crate) struct MemMap {
     mapping: Vec<u16>,
     large: Vec<LargeFolio>,
     large_free: Vec<u32>,
+    /// The kind of data of each page whose PG_NONZERO bit is set
+    /// ([`PageContent`]; zswap compresses by it): empty unless
+    /// [`MemMap::keep_content`] asked for it, every non-zero page then
+    /// being [`PageContent::STORE`] until a store says otherwise.
+    content: Vec<u8>,
 }
 
 impl MemMap {
@@ -97,7 +103,13 @@ impl MemMap {
             mapping: vec![0; n],
             large: Vec::new(),
             large_free: Vec::new(),
+            content: Vec::new(),
         }
+    }
+
+    /// Keep the kind of data of every page (zswap on).
+    pub(crate) fn keep_content(&mut self) {
+        self.content = vec![PageContent::STORE.0; self.flags.len()];
     }
 
     pub(crate) fn nr_pages(&self) -> u64 {
@@ -171,6 +183,33 @@ impl MemMap {
         } else {
             self.flags[pfn.idx()] &= !PG_NONZERO_BIT;
         }
+    }
+
+    /// What the page holds.
+    #[inline]
+    pub(crate) fn page_content(&self, pfn: Pfn) -> PageContent {
+        if !self.page_nonzero(pfn) {
+            return PageContent::ZERO;
+        }
+        PageContent(self.content.get(pfn.idx()).copied().unwrap_or(1))
+    }
+
+    /// Record what the page now holds (a store, a copy, a swap-in).
+    #[inline]
+    pub(crate) fn set_page_content(&mut self, pfn: Pfn, c: PageContent) {
+        self.set_page_nonzero(pfn, c.nonzero());
+        if c.nonzero() {
+            if let Some(slot) = self.content.get_mut(pfn.idx()) {
+                *slot = c.0;
+            }
+        }
+    }
+
+    /// `copy_mc_user_highpage()` and the like: `dst` holds what `src` does.
+    #[inline]
+    pub(crate) fn copy_page_content(&mut self, dst: Pfn, src: Pfn) {
+        let c = self.page_content(src);
+        self.set_page_content(dst, c);
     }
 
     /// Per-page mapcount (`page_mapcount()` without the PMD part).

@@ -495,8 +495,7 @@ impl<A: Arch> Kernel<A> {
         }
         let src = page.expect("locked page");
         self.vmstat.sim.page_copy += 1;
-        let nonzero = self.mem.page_nonzero(src);
-        self.mem.set_page_nonzero(cow, nonzero);
+        self.mem.copy_page_content(cow, src);
         ret | self.finish_fault(vmf, cow, Some(cow))
     }
 
@@ -763,8 +762,10 @@ impl<A: Arch> Kernel<A> {
         self.flush_tlb_range(vmf.mm, 1);
         self.folio_add_new_anon_rmap(new, &vmf.vma, vmf.address, false, vmf.mm);
         self.folio_add_lru(new);
-        let nonzero = old_page.is_some_and(|p| self.mem.page_nonzero(p));
-        self.mem.set_page_nonzero(new, nonzero);
+        match old_page {
+            Some(p) => self.mem.copy_page_content(new, p),
+            None => self.mem.set_page_nonzero(new, false),
+        }
         let prot = PteProt {
             write: vmf.vma.vm_flags & VM_WRITE != 0,
             dirty: true,

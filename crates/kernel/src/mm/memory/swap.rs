@@ -157,12 +157,18 @@ impl<A: Arch> Kernel<A> {
         Some(folio)
     }
 
-    /// `alloc_swap_folio()`'s orders: from the highest allowed, suitable
+    /// `alloc_swap_folio()`'s orders (none once zswap was enabled,
+    /// `zswap_never_enabled()`): from the highest allowed, suitable
     /// order whose aligned block holds contiguous, unshared, uncached swap
     /// entries of one zeromap state, one exclusive marker and one swap
     /// cgroup (`can_swapin_thp()`, offset congruent to the address) down;
     /// 0 if none.
     fn swapin_orders(&mut self, vmf: &Vmf, entry: SwpEntry) -> u32 {
+        // A large folio may lie partly in zswap: once zswap was on, order 0
+        // only.
+        if self.zswap.ever_enabled() {
+            return 0;
+        }
         let allowed = self.thp_vma_allowable_orders(&vmf.vma) & ((1 << HPAGE_PMD_ORDER) - 1);
         let mut orders =
             crate::mm::huge_memory::thp_vma_suitable_orders(&vmf.vma, vmf.address, allowed);

@@ -1,0 +1,411 @@
+//! zswap, the compressed cache in front of the swap devices (mm/zswap.c,
+//! mm/page_io.c), Linux 6.18, with the lzo compressor (the guests'
+//! `CONFIG_ZSWAP_COMPRESSOR_DEFAULT`) and zsmalloc (mm/zsmalloc.rs).
+//!
+//! Modelled:
+//! * `swap_writeout()` → `zswap_store()` after the zeromap check: per page of
+//!   the folio (large folios page by page), `zswap_compress()` (a page that
+//!   does not compress below a page is stored as it is, 4096 bytes) and
+//!   `zs_malloc()`; the pool limit checked once per folio
+//!   (`zswap_check_limits()`: `max_pool_percent` of RAM, then stores resume
+//!   below `accept_threshold_percent` of that), a failed store drops the
+//!   folio's entries and the folio goes to the device; `zswpout`, the
+//!   per-size `zswpout`.
+//! * `swap_read_folio()` → `zswap_load()` after the zeromap: `zswpin`; a
+//!   swap-cache folio takes over (dirty, the entry freed), a folio read
+//!   outside the swap cache leaves the entry to the slot's free.
+//! * `zswap_invalidate()` when a slot is freed.
+//! * The shrink worker (`shrink_worker()`, `shrink_memcg()`,
+//!   `shrink_memcg_cb()`, `zswap_writeback_entry()`): queued by a store the
+//!   full pool rejected; it walks the cgroups round robin, one entry of
+//!   each LRU per visit, giving referenced entries a second chance (each
+//!   such visit counts as a failure, and 16 failures end the run), writing
+//!   the others back through a new swap-cache folio (`zswpwb`, `pswpout`),
+//!   until the pool is down to the accept threshold.
+//! * `zswap_never_enabled()`: once zswap was on, large folios swap in page
+//!   by page (`alloc_swap_folio()`).
+//! * debugfs (`/sys/kernel/debug/zswap/`): `pool_total_size`,
+//!   `stored_pages`, `stored_incompressible_pages`, `written_back_pages`,
+//!   `pool_limit_hit`, `reject_reclaim_fail`, `reject_alloc_fail`.
+//!
+//! Approximated: the compressed size of a page is the size lzo1x-1
+//! (the `lzo1x` crate) gives a page of its kind of data
+//! ([`foliosim_uapi::pagedata`]), the same for every page of a kind. The
+//! shrink worker runs when the reclaim pass that queued it ends (the
+//! kernel's runs on another CPU as soon as it is scheduled) and takes its
+//! folios without watermarks; its written-back folios complete at once.
+//! Unsupported: folios of a memory cgroup other than the root (their
+//! compressed bytes are charged to the cgroup), the memory-pressure
+//! shrinker (`shrinker_enabled`), other compressors, zsmalloc compaction.
+
+use std::collections::BTreeMap;
+
+use crate::arch::Arch;
+use crate::include::linux::mm_types::{
+    PG_DIRTY, PG_READAHEAD, PG_SWAPBACKED, PG_SWAPCACHE, PG_UPTODATE,
+};
+use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
+use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
+use crate::mm::swapfile::SwpEntry;
+use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::mm::zsmalloc::ZsPool;
+use crate::Kernel;
+use foliosim_uapi::knobs;
+use foliosim_uapi::pagedata::{fill_page, PageContent};
+use foliosim_uapi::vmstat::ZswapStat;
+
+/// `MAX_RECLAIM_RETRIES`
+const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// `struct zswap_entry`: where the compressed page lies, its length, the
+/// second-chance bit, and its place on the LRU (0: no entry).
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    /// The zspage id + 1.
+    zspage: u32,
+    length: u16,
+    referenced: bool,
+    /// Key of the entry on its cgroup's LRU.
+    seq: u64,
+}
+
+/// zswap's state: the parameters, the pool, the entries of every slot
+/// (`zswap_trees[]`), the LRU of each cgroup (`zswap_list_lru`) and the
+/// debugfs statistics.
+#[derive(Debug)]
+pub(crate) struct Zswap {
+    pub(crate) params: knobs::Zswap,
+    /// `zswap_ever_enabled`
+    ever_enabled: bool,
+    pool: ZsPool,
+    trees: Vec<Vec<Entry>>,
+    lru: BTreeMap<MemcgId, BTreeMap<u64, SwpEntry>>,
+    seq: u64,
+    /// `zswap_pool_reached_full`
+    reached_full: bool,
+    /// The shrink work is queued.
+    queued: bool,
+    /// The shrink worker runs (its writes do not queue it again).
+    running: bool,
+    /// `zswap_next_shrink`: the cgroup the last worker visit ended at.
+    next_shrink: Option<MemcgId>,
+    /// Compressed length by kind of data (0: not computed yet).
+    comp_len: Vec<u16>,
+}
+
+/// The length lzo1x-1 gives a page of `c` (at most a page: a page that
+/// does not compress is stored as it is).
+fn compressed_len(c: PageContent) -> u16 {
+    let mut page = vec![0u8; PAGE_SIZE as usize];
+    fill_page(c, 0, &mut page);
+    let n = lzo1x::compress(&page, lzo1x::CompressLevel::default()).len();
+    n.min(PAGE_SIZE as usize) as u16
+}
+
+impl Zswap {
+    pub(crate) fn new(params: knobs::Zswap, swap_slots: &[u64]) -> Zswap {
+        let on = params.enabled;
+        Zswap {
+            params,
+            ever_enabled: on,
+            pool: ZsPool::new(),
+            trees: if on {
+                swap_slots
+                    .iter()
+                    .map(|&n| vec![Entry::default(); n as usize])
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            lru: BTreeMap::new(),
+            seq: 0,
+            reached_full: false,
+            queued: false,
+            running: false,
+            next_shrink: None,
+            comp_len: vec![0; PageContent::COUNT],
+        }
+    }
+
+    /// `!zswap_never_enabled()`
+    #[inline]
+    pub(crate) fn ever_enabled(&self) -> bool {
+        self.ever_enabled
+    }
+
+    fn entry(&self, e: SwpEntry) -> Option<Entry> {
+        let en = *self.trees.get(e.ty as usize)?.get(e.offset as usize)?;
+        (en.zspage != 0).then_some(en)
+    }
+
+    /// The pages of the pool (for the invariant checker).
+    pub(crate) fn pool_pages(&self) -> impl Iterator<Item = Pfn> + '_ {
+        self.pool.pages()
+    }
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `zswap_max_pages()`: `max_pool_percent` of `totalram_pages()`.
+    fn zswap_max_pages(&self) -> u64 {
+        self.buddy.managed * u64::from(self.zswap.params.max_pool_percent) / 100
+    }
+
+    /// `zswap_check_limits()`: whether the pool is (still) full.
+    fn zswap_check_limits(&mut self) -> bool {
+        let cur = self.zswap.pool.pages_allocated;
+        let max = self.zswap_max_pages();
+        let thr = max * u64::from(self.zswap.params.accept_threshold_percent) / 100;
+        if cur >= max {
+            self.vmstat.count_zswap(ZswapStat::PoolLimitHit, 1);
+            self.zswap.reached_full = true;
+        } else if self.zswap.reached_full && cur <= thr {
+            self.zswap.reached_full = false;
+        }
+        self.zswap.reached_full
+    }
+
+    fn zswap_compressed_len(&mut self, c: PageContent) -> u16 {
+        let slot = &mut self.zswap.comp_len[c.0 as usize];
+        if *slot == 0 {
+            *slot = compressed_len(c);
+        }
+        *slot
+    }
+
+    /// `zswap_store()` of a swap-cache folio: true when every page went to
+    /// the pool.
+    pub(crate) fn zswap_store(&mut self, folio: Pfn, entry: SwpEntry) -> bool {
+        let nr = self.mem.folio_nr_pages(folio);
+        let stored = self.zswap.params.enabled && self.zswap_store_pages(folio, entry, nr);
+        if stored {
+            self.vmstat.count_vm_events(VmEvent::Zswpout, nr);
+            self.vmstat
+                .count_mthp_stat(self.mem.order(folio), MthpStat::Zswpout);
+            return true;
+        }
+        if self.zswap.reached_full {
+            self.zswap.queued = true;
+        }
+        // check_old: stale entries of the folio's slots go.
+        for i in 0..nr {
+            self.zswap_invalidate(SwpEntry {
+                ty: entry.ty,
+                offset: entry.offset + i,
+            });
+        }
+        false
+    }
+
+    fn zswap_store_pages(&mut self, folio: Pfn, entry: SwpEntry, nr: u64) -> bool {
+        let memcg = self.folio_memcg(folio);
+        if memcg != ROOT_MEM_CGROUP {
+            crate::model_limit(
+                "zswap of a folio charged to a memory cgroup (the charge of its compressed \
+                 bytes, obj_cgroup_charge_zswap(), is not modelled)",
+            );
+        }
+        if self.zswap_check_limits() {
+            return false;
+        }
+        for i in 0..nr {
+            let c = self.mem.page_content(folio.plus(i));
+            let length = self.zswap_compressed_len(c);
+            let buddy = &mut self.buddy;
+            let mem = &mut self.mem;
+            // GFP_NOWAIT from reclaim (PF_MEMALLOC): no watermarks.
+            let z = match self
+                .zswap
+                .pool
+                .malloc(u32::from(length), || buddy.alloc_pages(mem, 0))
+            {
+                Ok(z) => z,
+                Err(pages) => {
+                    for p in pages {
+                        self.buddy.free_pages(&mut self.mem, p, 0);
+                    }
+                    self.vmstat.count_zswap(ZswapStat::RejectAllocFail, 1);
+                    return false;
+                }
+            };
+            let slot = SwpEntry {
+                ty: entry.ty,
+                offset: entry.offset + i,
+            };
+            self.zswap_invalidate(slot);
+            let seq = self.zswap.seq;
+            self.zswap.seq += 1;
+            self.zswap.trees[slot.ty as usize][slot.offset as usize] = Entry {
+                zspage: z + 1,
+                length,
+                referenced: true,
+                seq,
+            };
+            self.zswap.lru.entry(memcg).or_default().insert(seq, slot);
+            self.vmstat.count_zswap(ZswapStat::StoredPages, 1);
+            if u64::from(length) == PAGE_SIZE {
+                self.vmstat
+                    .count_zswap(ZswapStat::StoredIncompressiblePages, 1);
+            }
+            self.zswap_pool_size_changed();
+        }
+        true
+    }
+
+    /// `pool_total_size` follows the pool's pages.
+    fn zswap_pool_size_changed(&mut self) {
+        self.vmstat.zswap[ZswapStat::PoolTotalSize as usize] =
+            self.zswap.pool.pages_allocated * PAGE_SIZE;
+    }
+
+    /// `zswap_entry_free()` of the entry of `slot`, if any
+    /// (`zswap_invalidate()`).
+    pub(crate) fn zswap_invalidate(&mut self, slot: SwpEntry) {
+        let Some(en) = self.zswap.entry(slot) else {
+            return;
+        };
+        self.zswap.trees[slot.ty as usize][slot.offset as usize] = Entry::default();
+        let memcg = self.swap[slot.ty as usize].memcg[slot.offset as usize];
+        if let Some(l) = self.zswap.lru.get_mut(&memcg) {
+            l.remove(&en.seq);
+        }
+        for p in self.zswap.pool.free(en.zspage - 1) {
+            self.buddy.free_pages(&mut self.mem, p, 0);
+        }
+        self.vmstat.uncount_zswap(ZswapStat::StoredPages, 1);
+        if u64::from(en.length) == PAGE_SIZE {
+            self.vmstat
+                .uncount_zswap(ZswapStat::StoredIncompressiblePages, 1);
+        }
+        self.zswap_pool_size_changed();
+    }
+
+    /// `zswap_load()` of an order-0 folio reading `slot`: true when zswap
+    /// held it. A swap-cache folio takes the data over (dirty; the entry
+    /// freed).
+    pub(crate) fn zswap_load(&mut self, folio: Pfn, slot: SwpEntry) -> bool {
+        if !self.zswap.ever_enabled || self.zswap.entry(slot).is_none() {
+            return false;
+        }
+        assert_eq!(self.mem.order(folio), 0, "zswap_load() of a large folio");
+        self.vmstat.count_vm_event(VmEvent::Zswpin);
+        if self.mem.test(folio, PG_SWAPCACHE) {
+            self.mem.set(folio, PG_DIRTY);
+            self.zswap_invalidate(slot);
+        }
+        true
+    }
+
+    /// Run the shrink worker if a rejected store queued it.
+    pub(crate) fn zswap_run_queued(&mut self) {
+        if self.zswap.queued && !self.zswap.running {
+            self.zswap.queued = false;
+            self.zswap.running = true;
+            self.zswap_shrink_worker();
+            self.zswap.running = false;
+        }
+    }
+
+    /// `mem_cgroup_iter(NULL, zswap_next_shrink)`: the root, then each
+    /// cgroup in id order, then None (the end of a walk).
+    fn zswap_next_memcg(&mut self) -> Option<MemcgId> {
+        let n = self.memcg.memcgs.len() as u16;
+        let next = match self.zswap.next_shrink {
+            None => Some(ROOT_MEM_CGROUP),
+            Some(cur) => (cur.0 + 1 < n).then(|| MemcgId(cur.0 + 1)),
+        };
+        self.zswap.next_shrink = next;
+        next
+    }
+
+    /// `shrink_worker()`: write entries back until the pool is down to
+    /// the accept threshold or 16 visits failed.
+    fn zswap_shrink_worker(&mut self) {
+        let thr =
+            self.zswap_max_pages() * u64::from(self.zswap.params.accept_threshold_percent) / 100;
+        let (mut failures, mut attempts) = (0u32, 0u32);
+        loop {
+            match self.zswap_next_memcg() {
+                None => {
+                    if attempts == 0 {
+                        failures += 1;
+                        if failures == MAX_RECLAIM_RETRIES {
+                            break;
+                        }
+                    }
+                    attempts = 0;
+                }
+                Some(memcg) => match self.zswap_shrink_memcg(memcg) {
+                    None => {} // -ENOENT: nothing of this cgroup in zswap
+                    Some(ok) => {
+                        attempts += 1;
+                        if !ok {
+                            failures += 1;
+                            if failures == MAX_RECLAIM_RETRIES {
+                                break;
+                            }
+                        }
+                    }
+                },
+            }
+            if self.zswap.pool.pages_allocated <= thr {
+                break;
+            }
+        }
+    }
+
+    /// `shrink_memcg()`: one entry from the head of the cgroup's LRU (None:
+    /// none there). A referenced one loses the bit and rotates (no
+    /// progress); another rotates and is written back.
+    fn zswap_shrink_memcg(&mut self, memcg: MemcgId) -> Option<bool> {
+        let l = self.zswap.lru.get_mut(&memcg)?;
+        let (&seq, &slot) = l.iter().next()?;
+        l.remove(&seq);
+        let new_seq = self.zswap.seq;
+        self.zswap.seq += 1;
+        l.insert(new_seq, slot);
+        let en = &mut self.zswap.trees[slot.ty as usize][slot.offset as usize];
+        en.seq = new_seq;
+        if en.referenced {
+            en.referenced = false;
+            return Some(false);
+        }
+        if self.zswap_writeback_entry(slot) {
+            self.vmstat.count_zswap(ZswapStat::WrittenBackPages, 1);
+            Some(true)
+        } else {
+            self.vmstat.count_zswap(ZswapStat::RejectReclaimFail, 1);
+            Some(false)
+        }
+    }
+
+    /// `zswap_writeback_entry()`: a new swap-cache folio for the slot,
+    /// filled from the pool, written to the device; false when the slot
+    /// already has a folio in the swap cache (-EEXIST) or no memory.
+    fn zswap_writeback_entry(&mut self, slot: SwpEntry) -> bool {
+        let si = &self.swap[slot.ty as usize];
+        if si.cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE {
+            return false;
+        }
+        let Some(folio) = self.buddy.alloc_pages(&mut self.mem, 0) else {
+            return false;
+        };
+        self.mem.prep_new_folio(folio, 0);
+        self.vmstat.sim.folio_alloc += 1;
+        let c = self.swap[slot.ty as usize].slot_content(slot.offset);
+        self.mem.set_page_content(folio, c);
+        self.mem.set(folio, PG_SWAPBACKED);
+        self.swap_cache_add_slot(folio, slot);
+        self.swapin_refault(folio, slot);
+        self.folio_add_lru(folio);
+        self.vmstat.count_vm_event(VmEvent::Zswpwb);
+        self.zswap_invalidate(slot);
+        self.mem.set(folio, PG_UPTODATE);
+        // __swap_writepage() with PG_reclaim; the write completes at once
+        // and folio_end_writeback() rotates the folio to the inactive tail.
+        self.mem.set(folio, PG_READAHEAD);
+        self.vmstat.count_vm_event(VmEvent::PswpOut);
+        self.vmstat.sim.swap_write_io += 1;
+        self.folio_end_writeback_reclaim(folio);
+        true
+    }
+}
