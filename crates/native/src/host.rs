@@ -134,8 +134,9 @@ pub(crate) fn mthp_dirs() -> Vec<(String, PathBuf)> {
 }
 
 /// Every per-size mTHP stat file, as `hugepages-64kB/anon_fault_alloc`,
-/// and khugepaged's counters (`khugepaged/full_scans`,
-/// `khugepaged/pages_collapsed`).
+/// khugepaged's counters (`khugepaged/full_scans`,
+/// `khugepaged/pages_collapsed`) and zswap's debugfs statistics
+/// (`zswap/stored_pages`, ...) where debugfs is readable.
 pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
     let mut out = BTreeMap::new();
     for k in foliosim_uapi::vmstat::Khugepaged::ALL {
@@ -143,6 +144,16 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
         if let Ok(v) = read_knob(&path) {
             if let Ok(v) = v.parse() {
                 out.insert(k.name().to_string(), v);
+            }
+        }
+    }
+    // zswap's debugfs statistics, where debugfs can be read (a guest's).
+    for z in foliosim_uapi::vmstat::ZswapStat::ALL {
+        let file = z.name().trim_start_matches("zswap/");
+        let path = Path::new("/sys/kernel/debug/zswap").join(file);
+        if let Ok(v) = read_knob(&path) {
+            if let Ok(v) = v.parse() {
+                out.insert(z.name().to_string(), v);
             }
         }
     }

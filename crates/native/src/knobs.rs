@@ -168,6 +168,42 @@ mod tests {
         }
     }
 
+    #[test]
+    fn zswap_runs_only_in_guests() {
+        // Enabling zswap once would change the host until reboot: natively
+        // refused with the reason, never written; a guest writes it (the
+        // module parameters spell flags N / Y), the enable last.
+        let on = sc(&[("zswap.enabled", "1"), ("zswap.max_pool_percent", "5")]);
+        match check_host_knobs(&on, false) {
+            Err(NativeError::Refused(why)) => {
+                assert!(why.contains("zswap_ever_enabled"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(check_host_knobs(&on, true).is_ok());
+        let default = writes(&sc(&[]), false).unwrap_or_default();
+        assert!(default
+            .iter()
+            .all(|(p, _)| !p.starts_with("/sys/module/zswap")));
+        if let Ok(guest) = writes(&on, true) {
+            let z: Vec<_> = guest
+                .iter()
+                .filter(|(p, _)| p.starts_with("/sys/module/zswap"))
+                .collect();
+            let names: Vec<_> = z
+                .iter()
+                .map(|(p, v)| (p.to_str().unwrap(), v.as_str()))
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    ("/sys/module/zswap/parameters/max_pool_percent", "5"),
+                    ("/sys/module/zswap/parameters/enabled", "Y"),
+                ]
+            );
+        }
+    }
+
     /// Every write names an existing file of the table with the host's
     /// spelling; the debugfs knob only in a guest and off its default.
     #[test]

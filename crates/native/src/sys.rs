@@ -972,6 +972,19 @@ impl Region {
         Ok(())
     }
 
+    /// Fill the page at `offset` (page-aligned) with `bytes` (a page): the
+    /// first byte stored alone first, so that a fault on the page is the
+    /// one-byte store's.
+    pub(crate) fn store_page(&self, offset: u64, bytes: &[u8]) -> Result<(), BadOffset> {
+        let a = self.at(offset, bytes.len() as u64)?;
+        self.store_u8(offset, bytes[0])?;
+        // SAFETY: a whole page inside the region, where no Rust object
+        // lives (the invariant), now present and writable (the store above
+        // faulted it in or failed).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a as *mut u8, bytes.len()) };
+        Ok(())
+    }
+
     /// Load the byte at `offset`.
     #[inline(always)]
     pub(crate) fn load_u8(&self, offset: u64) -> Result<u8, BadOffset> {

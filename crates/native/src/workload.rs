@@ -40,7 +40,8 @@ use crate::memcg::WlCgroup;
 use crate::perf::{self, Event};
 use crate::protocol::{Failure, Mark, Msg, Notice, MSG_BYTES, NO_STEP};
 use crate::sys::{self, BadOffset, Region};
-use foliosim_scenario::IoCall;
+use foliosim_scenario::{IoCall, PageData};
+use foliosim_uapi::pagedata::{fill_page, PageContent};
 use foliosim_uapi::Madv;
 use foliosim_workload::{Op, Pat, Workload as Plan, PAGE_SIZE, PMD_SIZE};
 
@@ -422,16 +423,33 @@ fn fmt_u64(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
 /// The byte stores write: 1, or 0 for `access = "write-zero"`.
 static STORE_VALUE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
 
+/// What a write leaves in the whole page (a [`PageContent`] code), or
+/// [`ONE_BYTE`]: the store of `STORE_VALUE` alone.
+static STORE_CONTENT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(ONE_BYTE);
+const ONE_BYTE: u8 = u8::MAX;
+
 /// One byte read or written at `offset` of region `r` (a fault there is
 /// a modelled outcome that the SIGSEGV/SIGBUS reporter turns into an
-/// error).
+/// error); with a `data` kind, the write fills the page.
 #[inline(always)]
 fn access(r: &Region, offset: u64, write: bool) -> Result<(), BadOffset> {
-    if write {
-        r.store_u8(offset, STORE_VALUE.load(Ordering::Relaxed))
-    } else {
-        r.load_u8(offset).map(drop)
+    if !write {
+        return r.load_u8(offset).map(drop);
     }
+    match STORE_CONTENT.load(Ordering::Relaxed) {
+        ONE_BYTE => r.store_u8(offset, STORE_VALUE.load(Ordering::Relaxed)),
+        c => store_page(r, offset, PageContent(c)),
+    }
+}
+
+/// Fill the page holding `offset` with data of kind `c`, the random bytes
+/// seeded by the page's address (no heap allocation).
+#[inline(never)]
+fn store_page(r: &Region, offset: u64, c: PageContent) -> Result<(), BadOffset> {
+    let page = offset & !(PAGE_SIZE - 1);
+    let mut buf = [0u8; PAGE_SIZE as usize];
+    fill_page(c, r.addr() + page, &mut buf);
+    r.store_page(page, &buf)
 }
 
 /// A madvise step: `advice` on `len` bytes at `offset` of region `r`, in
@@ -542,9 +560,20 @@ fn exec_region_op(op: &Op, regions: &[Region]) -> Result<(), (Failure, u64)> {
     let r = &regions[region as usize];
     let ok = match op {
         Op::Touch {
-            write, zero, pat, ..
+            write,
+            zero,
+            data,
+            pat,
+            ..
         } => {
             STORE_VALUE.store(if *zero { 0 } else { 1 }, Ordering::Relaxed);
+            let content = match data {
+                PageData::Store => ONE_BYTE,
+                PageData::Zero => PageContent::ZERO.0,
+                PageData::Repeated => PageContent::REPEATED.0,
+                PageData::Random { percent } => PageContent::random(*percent).0,
+            };
+            STORE_CONTENT.store(content, Ordering::Relaxed);
             touch(r, offset, len, *write, pat).map_err(bad_offset)?;
             true
         }

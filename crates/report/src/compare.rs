@@ -48,6 +48,10 @@ const SWAP_EXACT: [&str; 8] = [
     "thp_swpout",
     "thp_swpout_fallback",
 ];
+/// zswap's events: system-wide, nothing else on a guest swaps; within 1%
+/// (the compressed sizes are approximated, which moves the pool limit).
+const ZSWAP_EVENTS: [&str; 3] = ["zswpout", "zswpin", "zswpwb"];
+
 /// Per-size swap and split stats, compared exactly. `split_deferred` and
 /// the `nr_anon_partially_mapped` gauge are not: any process that unmaps
 /// part of a large folio moves them (on a busy host, dozens per second).
@@ -77,6 +81,18 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
     }
     if name.starts_with("pgscan_") || name.starts_with("pgsteal_") {
         return Some(0.05);
+    }
+    if ZSWAP_EVENTS.contains(&name)
+        || (name.starts_with("hugepages-") && name.ends_with("/zswpout"))
+    {
+        return Some(0.01);
+    }
+    // The pool's size depends on where zsmalloc put each object.
+    if name == "zswap/pool_total_size" {
+        return Some(0.05);
+    }
+    if name.starts_with("zswap/") {
+        return Some(0.01);
     }
     // The result of a memcg_limit step's write is the scenario's, not the
     // machine's.

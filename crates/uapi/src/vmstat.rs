@@ -471,6 +471,7 @@ pub fn model_counter_names() -> Vec<String> {
     }
     names.extend(Trace::ALL.iter().map(|t| t.name().to_string()));
     names.extend(Khugepaged::ALL.iter().map(|k| k.name().to_string()));
+    names.extend(ZswapStat::ALL.iter().map(|k| k.name().to_string()));
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.into_iter().collect()

@@ -31,8 +31,9 @@
 //! Approximated: the compressed size of a page is the size lzo1x-1
 //! (the `lzo1x` crate) gives a page of its kind of data
 //! ([`foliosim_uapi::pagedata`]), the same for every page of a kind. The
-//! shrink worker runs when the reclaim pass that queued it ends (the
-//! kernel's runs on another CPU as soon as it is scheduled) and takes its
+//! shrink worker runs on another CPU in the kernel, as soon as it is
+//! scheduled; the model runs it once the reclaimer has had 32 more stores
+//! rejected (SWAP_CLUSTER_MAX) and when the reclaim pass ends, taking its
 //! folios without watermarks; its written-back folios complete at once.
 //! Unsupported: folios of a memory cgroup other than the root (their
 //! compressed bytes are charged to the cgroup), the memory-pressure
@@ -56,6 +57,8 @@ use foliosim_uapi::vmstat::ZswapStat;
 
 /// `MAX_RECLAIM_RETRIES`
 const MAX_RECLAIM_RETRIES: u32 = 16;
+/// `SWAP_CLUSTER_MAX`
+const SWAP_CLUSTER_MAX: u32 = 32;
 
 /// `struct zswap_entry`: where the compressed page lies, its length, the
 /// second-chance bit, and its place on the LRU (0: no entry).
@@ -87,6 +90,8 @@ pub(crate) struct Zswap {
     queued: bool,
     /// The shrink worker runs (its writes do not queue it again).
     running: bool,
+    /// Stores rejected since the worker was queued.
+    rejected: u32,
     /// `zswap_next_shrink`: the cgroup the last worker visit ended at.
     next_shrink: Option<MemcgId>,
     /// Compressed length by kind of data (0: not computed yet).
@@ -122,6 +127,7 @@ impl Zswap {
             reached_full: false,
             queued: false,
             running: false,
+            rejected: 0,
             next_shrink: None,
             comp_len: vec![0; PageContent::COUNT],
         }
@@ -184,7 +190,14 @@ impl<A: Arch> Kernel<A> {
             return true;
         }
         if self.zswap.reached_full {
+            // queue_work(): the worker runs after the reclaimer has gone on
+            // for a reclaim batch (SWAP_CLUSTER_MAX folios) of rejected
+            // stores, or when the reclaim pass ends.
             self.zswap.queued = true;
+            self.zswap.rejected += 1;
+            if self.zswap.rejected >= SWAP_CLUSTER_MAX {
+                self.zswap_run_queued();
+            }
         }
         // check_old: stale entries of the folio's slots go.
         for i in 0..nr {
@@ -299,6 +312,7 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn zswap_run_queued(&mut self) {
         if self.zswap.queued && !self.zswap.running {
             self.zswap.queued = false;
+            self.zswap.rejected = 0;
             self.zswap.running = true;
             self.zswap_shrink_worker();
             self.zswap.running = false;

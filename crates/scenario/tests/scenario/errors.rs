@@ -50,7 +50,8 @@ fn unknown_key_in_step() {
     assert_eq!(
         e.message,
         "unknown key `foo` in step[2] (op = \"touch\"); expected one of: \
-         op, region, access, pattern, seed, stride, offset, len, split, unit, pages"
+         op, region, access, pattern, seed, stride, offset, len, split, unit, pages, data, \
+         random_percent"
     );
     assert_eq!(
         e.to_string(),
@@ -435,4 +436,27 @@ fn phases_in_a_child_but_not_in_a_grandchild() {
     let e = error(grandchild);
     assert_eq!(e.field, "step[1].child[1].child[1].op");
     assert!(e.message.contains("not in a grandchild"), "{}", e.message);
+}
+
+#[test]
+fn touch_data_errors_name_the_field() {
+    // data needs a write of the whole page.
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"read\"\ndata = \"random\"\n",
+    ));
+    assert_eq!(at(&e), (16, 8, "step[2].data"));
+    assert_eq!(e.message, "data needs access = \"write\"");
+    // random_percent is a share of the page.
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"write\"\ndata = \"random\"\n\
+         random_percent = 0\n",
+    ));
+    assert_eq!(at(&e).2, "step[2].random_percent");
+    assert_eq!(e.message, "expected a percentage from 1 to 100, found 0");
+    // ... and only of random data.
+    let e = error(&with_step(
+        "op = \"touch\"\nregion = \"buf\"\naccess = \"write\"\ndata = \"repeated\"\n\
+         random_percent = 50\n",
+    ));
+    assert_eq!(at(&e).2, "step[2].random_percent");
 }

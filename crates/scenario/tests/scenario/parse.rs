@@ -393,6 +393,13 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.use_zero_page", "1"),
         ("vm.page_cluster", "3"),
         ("vma_ra_enabled", "1"),
+        // mm/zswap.c: zswap_accept_thr_percent, CONFIG_ZSWAP_DEFAULT_ON
+        // off, zswap_max_pool_percent, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON
+        // off.
+        ("zswap.accept_threshold_percent", "90"),
+        ("zswap.enabled", "0"),
+        ("zswap.max_pool_percent", "20"),
+        ("zswap.shrinker_enabled", "0"),
     ];
     assert_eq!(knobs, want);
     assert_eq!(System::default().knobs, s.system.knobs);

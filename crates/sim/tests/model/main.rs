@@ -28,3 +28,4 @@ mod swap_readahead;
 mod threads;
 mod timing;
 mod workingset;
+mod zswap;

@@ -1,0 +1,160 @@
+//! zswap (mm/zswap.c, mm/page_io.c and mm/zsmalloc.c of Linux 6.18): what
+//! swap_writeout() sends to the zeromap, to zswap and to the device, what
+//! swap-in loads back, and the pool limit's writeback. Each test derives
+//! its expected values from those functions in its comments.
+
+use crate::common::{c, run};
+
+/// A 512 MiB machine with zswap in front of a 256 MiB swap `kind`, THP
+/// off, plus `extra` lines of `[system]`.
+fn machine(kind: &str, extra: &str) -> String {
+    format!(
+        "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
+         zswap.enabled = 1\n{extra}\n[[system.swap]]\nkind = \"{kind}\"\nsize = \"256M\"\n"
+    )
+}
+
+fn step(body: &str) -> String {
+    format!("\n[[step]]\n{body}\n")
+}
+
+/// `size` of anonymous memory written with `data` (empty: one-byte
+/// stores), paged out in phase "out", read back in phase "in".
+fn pageout_and_back(sys: &str, size: &str, data: &str) -> String {
+    [
+        sys.to_string(),
+        step(&format!(
+            "op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"{size}\""
+        )),
+        step(&format!(
+            "op = \"touch\"\nregion = \"a\"\naccess = \"write\"\n{data}"
+        )),
+        step("op = \"phase\"\nname = \"out\""),
+        step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
+        step("op = \"phase\"\nname = \"in\""),
+        step("op = \"touch\"\nregion = \"a\"\naccess = \"read\""),
+    ]
+    .concat()
+}
+
+#[test]
+fn compressible_pages_stay_in_the_pool_and_come_back_from_it() {
+    // 8 MiB of pages holding one repeated byte: 2,048 pages, none zero, so
+    // swap_writeout() passes each folio to zswap_store(), which stores it
+    // (the pool is far below 20% of 512 MiB): zswpout 2,048, nothing
+    // written to the swap file. lzo1x-1 makes such a page 44 bytes; with
+    // zsmalloc's 8-byte handle 52 bytes, the 64-byte class, 64 objects in
+    // a one-page zspage: 2,048 / 64 = 32 pages, 128 KiB.
+    let r = run(&pageout_and_back(
+        &machine("file", ""),
+        "8M",
+        "data = \"repeated\"",
+    ));
+    assert_eq!(c(&r, "out", "zswpout"), 2048);
+    assert_eq!(c(&r, "out", "pswpout"), 0);
+    assert_eq!(c(&r, "out", "zswap/stored_pages"), 2048);
+    assert_eq!(c(&r, "out", "zswap/pool_total_size"), 32 * 4096);
+    // Swap-in: every read misses the swap cache and reads the slot through
+    // zswap_load() (zswpin; a swap-cache folio takes over and the entry is
+    // freed, emptying the pool); nothing comes from the device.
+    assert_eq!(c(&r, "in", "zswpin"), 2048);
+    assert_eq!(c(&r, "in", "pswpin"), 0);
+    assert_eq!(c(&r, "in", "zswap/stored_pages"), -2048);
+    assert_eq!(c(&r, "in", "zswap/pool_total_size"), -32 * 4096);
+}
+
+#[test]
+fn zero_pages_go_to_the_zeromap_and_random_ones_are_stored_whole() {
+    // Zero-filled folios: is_folio_zero_filled() → zeromap, before zswap.
+    let r = run(&pageout_and_back(
+        &machine("file", ""),
+        "4M",
+        "data = \"zero\"",
+    ));
+    assert_eq!(c(&r, "out", "swpout_zero"), 1024);
+    assert_eq!(c(&r, "out", "zswpout"), 0);
+    // Random pages do not compress below a page: zswap_compress() stores
+    // them as they are (4,096 bytes, the last class, one per zspage page).
+    let r = run(&pageout_and_back(
+        &machine("file", ""),
+        "4M",
+        "data = \"random\"",
+    ));
+    assert_eq!(c(&r, "out", "zswpout"), 1024);
+    assert_eq!(c(&r, "out", "zswap/stored_incompressible_pages"), 1024);
+    assert_eq!(c(&r, "out", "zswap/pool_total_size"), 1024 * 4096);
+}
+
+#[test]
+fn large_folios_are_stored_page_by_page_and_swapped_in_as_order_0() {
+    // 64 KiB mTHP folios on zram: zswap_store() stores each folio's 16
+    // pages; swap_writeout() counts the per-size zswpout once per folio,
+    // and no swpout (nothing reaches zram). 4 MiB = 64 folios.
+    let sys = machine(
+        "zram",
+        "transparent_hugepage.hugepages-64kB.enabled = \"always\"",
+    );
+    let r = run(&pageout_and_back(&sys, "4M", ""));
+    assert_eq!(c(&r, "out", "zswpout"), 1024);
+    assert_eq!(c(&r, "out", "hugepages-64kB/zswpout"), 64);
+    assert_eq!(c(&r, "out", "hugepages-64kB/swpout"), 0);
+    // Once zswap was enabled, alloc_swap_folio() falls back to order 0
+    // (zswap_never_enabled() is false): 1,024 faults, each a major one
+    // reading one page from zswap, no 64 KiB swap-in.
+    assert_eq!(c(&r, "in", "hugepages-64kB/swpin"), 0);
+    assert_eq!(c(&r, "in", "major-faults"), 1024);
+    assert_eq!(c(&r, "in", "zswpin"), 1024);
+}
+
+#[test]
+fn a_full_pool_rejects_stores_and_the_worker_writes_back() {
+    // max_pool_percent = 1 of 512 MiB (no kernel memory reserved):
+    // zswap_max_pages() = 131,072 / 100 = 1,310 pages; the accept
+    // threshold 90% of that, 1,179. Random pages take a pool page each, so
+    // the 1,311th store finds the pool full (zswap_check_limits(): cur >=
+    // max), is rejected and goes to the swap file, and queues the shrink
+    // worker. Its first runs only take the referenced bits of fresh
+    // entries (16 failures a run); later ones write entries back. Every page is either stored or written: zswpout + the
+    // rejected pages = 4,096, and the pages written to the device are the
+    // rejected ones plus those the worker wrote back.
+    let sys = machine("file", "zswap.max_pool_percent = 1");
+    let r = run(&pageout_and_back(&sys, "16M", "data = \"random\""));
+    let stored = c(&r, "out", "zswpout");
+    let written_back = c(&r, "out", "zswpwb");
+    let pswpout = c(&r, "out", "pswpout");
+    assert!(c(&r, "out", "zswap/pool_limit_hit") >= 1);
+    assert_eq!(stored + (pswpout - written_back), 4096);
+    assert_eq!(written_back, c(&r, "out", "zswap/written_back_pages"));
+    assert!(written_back > 0, "the worker wrote entries back");
+    // The pool never holds more than one page past the limit.
+    assert!(c(&r, "out", "zswap/pool_total_size") <= 1311 * 4096);
+    // The pool filled to its limit before the first rejection: 1,310
+    // stores of a page each.
+    assert!(stored >= 1310, "stored {stored}");
+    // The worker stops at the accept threshold: what it wrote back left
+    // the pool at or below 1,179 pages when it stopped.
+    assert!(c(&r, "out", "zswap/stored_pages") <= 1310);
+}
+
+#[test]
+fn zswap_refuses_the_pressure_shrinker_and_memcg_folios() {
+    // shrinker_enabled is not modelled: a loud error, not a silent run.
+    let text = pageout_and_back(&machine("file", "zswap.shrinker_enabled = 1"), "1M", "");
+    let err = crate::common::try_run_with(&text, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("shrinker"), "{err}");
+    // A folio of a memory cgroup would charge its compressed bytes there.
+    let text = [
+        machine("file", ""),
+        step("op = \"memcg\""),
+        step("op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\""),
+        step("op = \"touch\"\nregion = \"a\"\naccess = \"write\""),
+        step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
+    ]
+    .concat();
+    let err = crate::common::try_run_with(&text, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("memory cgroup"), "{err}");
+}
