@@ -11,7 +11,9 @@ use foliosim_uapi::counters::{
     self, FAMILIES, KFUNCS, KFUNC_PREFIX, MACHINE_LEVELS, MAJOR_FAULTS, MINOR_FAULTS,
     MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
-use foliosim_uapi::vmstat::{model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent};
+use foliosim_uapi::vmstat::{
+    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat,
+};
 use serde_json::json;
 
 /// One line of the list.
@@ -58,7 +60,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ),
     ];
     // Groups every engine reports, one description a group.
-    let groups: [(Vec<String>, &str); 4] = [
+    let groups: [(Vec<String>, &str); 5] = [
         (
             VmEvent::ALL.iter().map(|ev| ev.name().into()).collect(),
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
@@ -80,6 +82,11 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         (
             Khugepaged::ALL.iter().map(|k| k.name().into()).collect(),
             "khugepaged counter (/sys/kernel/mm/transparent_hugepage/khugepaged/), system-wide",
+        ),
+        (
+            ZswapStat::ALL.iter().map(|k| k.name().into()).collect(),
+            "zswap statistic (/sys/kernel/debug/zswap/; pool gauges show their change), \
+             system-wide; guests and the model only",
         ),
     ];
     for (names, doc) in groups {
