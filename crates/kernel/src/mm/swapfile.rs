@@ -536,6 +536,7 @@ impl<A: Arch> Kernel<A> {
             }
         }
         if self.zswap.ever_enabled() && self.zswap_store(folio, entry) {
+            self.vmstat.count_mthp_stat(order, MthpStat::Zswpout);
             return SwapOut::NoIo;
         }
         if order == HPAGE_PMD_ORDER {

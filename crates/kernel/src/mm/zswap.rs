@@ -48,7 +48,7 @@ use crate::include::linux::mm_types::{
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::swapfile::SwpEntry;
-use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::mm::vmstat::VmEvent;
 use crate::mm::zsmalloc::ZsPool;
 use crate::Kernel;
 use foliosim_uapi::knobs;
@@ -185,8 +185,6 @@ impl<A: Arch> Kernel<A> {
         let stored = self.zswap.params.enabled && self.zswap_store_pages(folio, entry, nr);
         if stored {
             self.vmstat.count_vm_events(VmEvent::Zswpout, nr);
-            self.vmstat
-                .count_mthp_stat(self.mem.order(folio), MthpStat::Zswpout);
             return true;
         }
         if self.zswap.reached_full {
