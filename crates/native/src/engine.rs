@@ -273,6 +273,10 @@ fn error_message(
         Failure::Open => format!("open(2) of the scenario file failed: {errno}"),
         Failure::Mmap => format!("mmap(2) failed: {errno}"),
         Failure::Madvise => format!("madvise(2) failed: {errno}"),
+        Failure::MadviseSucceeded => format!(
+            "madvise(2) succeeded where the step expects {}",
+            crate::workload::errno_name(err as i32)
+        ),
         Failure::Munmap => format!("munmap(2) failed: {errno}"),
         Failure::Mremap => format!("mremap(2) failed: {errno}"),
         Failure::MremapTaken => format!(
@@ -318,6 +322,7 @@ fn error_message(
         Failure::Signal
         | Failure::Mmap
         | Failure::Madvise
+        | Failure::MadviseSucceeded
         | Failure::Munmap
         | Failure::Mremap
         | Failure::Fork

@@ -62,10 +62,13 @@ pub(crate) enum Failure {
     /// An mremap step's `at` range is mapped in the workload process on
     /// this host (checked at set-up; the address in `err`).
     MremapTaken,
+    /// A madvise step that expects an error (`errno`, its number in
+    /// `err`) succeeded.
+    MadviseSucceeded,
 }
 
 impl Failure {
-    const ALL: [Failure; 21] = [
+    const ALL: [Failure; 22] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -87,6 +90,7 @@ impl Failure {
         Failure::Khugepaged,
         Failure::Mremap,
         Failure::MremapTaken,
+        Failure::MadviseSucceeded,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {

@@ -457,6 +457,30 @@ fn store_page(r: &Region, offset: u64, c: PageContent) -> Result<(), BadOffset> 
 /// last one shorter (one call when `per_call` is `len`), like the
 /// simulator. No allocation. Ok(false) when a call fails (errno is that
 /// call's).
+/// The number of an error name a madvise step may expect
+/// (`foliosim_scenario::ERRNOS`).
+fn errno_number(name: &str) -> i32 {
+    match name {
+        "EINVAL" => libc::EINVAL,
+        "EAGAIN" => libc::EAGAIN,
+        "ENOMEM" => libc::ENOMEM,
+        "EBUSY" => libc::EBUSY,
+        "EPERM" => libc::EPERM,
+        "EFAULT" => libc::EFAULT,
+        "EIO" => libc::EIO,
+        _ => unreachable!("the scenario parser admits only ERRNOS"),
+    }
+}
+
+/// The name of an error number [`errno_number`] gives.
+pub(crate) fn errno_name(n: i32) -> &'static str {
+    foliosim_scenario::ERRNOS
+        .iter()
+        .map(|&(name, _)| name)
+        .find(|&name| errno_number(name) == n)
+        .unwrap_or("an error")
+}
+
 fn madvise_calls(
     r: &Region,
     offset: u64,
@@ -578,8 +602,18 @@ fn exec_region_op(op: &Op, regions: &[Region]) -> Result<(), (Failure, u64)> {
             true
         }
         Op::Madvise {
-            advice, per_call, ..
-        } => madvise_calls(r, offset, len, *per_call, advice.raw()).map_err(bad_offset)?,
+            advice,
+            per_call,
+            errno: want,
+            ..
+        } => {
+            let ok = madvise_calls(r, offset, len, *per_call, advice.raw()).map_err(bad_offset)?;
+            match (ok, want.map(errno_number)) {
+                (false, Some(want)) if errno() == want as u64 => return Ok(()),
+                (true, Some(want)) => return Err((Failure::MadviseSucceeded, want as u64)),
+                _ => ok,
+            }
+        }
         _ => r.munmap(offset, len).map_err(bad_offset)?,
     };
     match (ok, op) {

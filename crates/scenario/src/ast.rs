@@ -284,6 +284,18 @@ pub struct MremapStep {
     pub maymove: bool,
 }
 
+/// The error names a madvise step's `errno` may expect (each its own
+/// value, for [`crate::error::Ctx::choice`]).
+pub const ERRNOS: &[(&str, &str)] = &[
+    ("EINVAL", "EINVAL"),
+    ("EAGAIN", "EAGAIN"),
+    ("ENOMEM", "ENOMEM"),
+    ("EBUSY", "EBUSY"),
+    ("EPERM", "EPERM"),
+    ("EFAULT", "EFAULT"),
+    ("EIO", "EIO"),
+];
+
 #[derive(Clone, Debug)]
 pub enum StepKind {
     /// `op = "mmap"`
@@ -309,6 +321,11 @@ pub enum StepKind {
         /// size, ascending, the last one shorter if the range is not a
         /// multiple of it. `None`: one call for the whole range.
         per_call: Option<u64>,
+        /// `errno`: the step is expected to fail with this error (one of
+        /// [`ERRNOS`]): the first call that fails must fail so, and ends
+        /// the step; the run goes on. A step whose calls all succeed is an
+        /// error.
+        errno: Option<&'static str>,
     },
     /// `op = "munmap"`
     Munmap { region: String, range: Range },

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::ast::{
     Access, Backing, FileSpec, IoCall, IoStep, Madv, MmapStep, MremapStep, PageData, PagemapStep,
-    Pattern, Prot, Range, Step, StepKind, TouchUnit,
+    Pattern, Prot, Range, Step, StepKind, TouchUnit, ERRNOS,
 };
 use crate::check::Fields;
 use crate::error::{Ctx, Result};
@@ -82,7 +82,9 @@ impl Op {
                 "data",
                 "random_percent",
             ],
-            Op::Madvise => &["op", "region", "advice", "offset", "len", "per_call"],
+            Op::Madvise => &[
+                "op", "region", "advice", "offset", "len", "per_call", "errno",
+            ],
             Op::Munmap => &["op", "region", "offset", "len"],
             Op::Mremap => &["op", "region", "size", "at", "maymove", "dontunmap"],
             Op::Fork => &["op", "child"],
@@ -332,11 +334,13 @@ impl StepChecker<'_> {
                 let advice = f.req("advice", |c, n, p| c.choice(n, p, ADVICE))?;
                 let range = range(&f, &region, size)?;
                 let per_call = f.opt("per_call", Ctx::page_size)?;
+                let errno = f.opt("errno", |c, n, p| c.choice(n, p, ERRNOS))?;
                 StepKind::Madvise {
                     region,
                     advice,
                     range,
                     per_call,
+                    errno,
                 }
             }
             Op::Munmap => {

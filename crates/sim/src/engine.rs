@@ -290,10 +290,13 @@ impl<'w, A: Arch> Engine<'w, A> {
                 self.touch(mm, start..start + len, *write, pat, at)?;
             }
             Op::Madvise {
-                advice, per_call, ..
+                advice,
+                per_call,
+                errno,
+                ..
             } => {
                 let (start, len) = self.op_range(op);
-                self.madvise_per_call(mm, start, len, *advice, *per_call, at)?;
+                self.madvise_per_call(mm, start, len, (*advice, *per_call, *errno), at)?;
             }
             Op::Munmap { .. } => {
                 let (start, len) = self.op_range(op);
@@ -393,8 +396,7 @@ impl<'w, A: Arch> Engine<'w, A> {
         mm: MmId,
         start: u64,
         len: u64,
-        advice: Madv,
-        per_call: u64,
+        (advice, per_call, errno): (Madv, u64, Option<&'static str>),
         at: &str,
     ) -> Result<(), SimError> {
         let chunk = per_call.max(1);
@@ -403,10 +405,19 @@ impl<'w, A: Arch> Engine<'w, A> {
             let n = chunk.min(len - done);
             let res = self.k.sys_madvise(mm, start + done, n, advice.raw());
             self.take_gup_faults();
-            res.map_err(|e| kerr(at, e))?;
+            match (res, errno) {
+                (Err(KernelError::Errno(got, _)), Some(want)) if got == want => return Ok(()),
+                (res, _) => res.map_err(|e| kerr(at, e))?,
+            }
             done += n;
             if done >= len {
-                return Ok(());
+                return match errno {
+                    Some(want) => Err(SimError::Syscall {
+                        at: at.to_string(),
+                        what: format!("madvise(2) succeeded where the step expects {want}"),
+                    }),
+                    None => Ok(()),
+                };
             }
         }
     }

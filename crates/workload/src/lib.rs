@@ -132,6 +132,9 @@ pub enum Op {
         /// Bytes per madvise(2) call (`per_call`; `len` when not given):
         /// the range is advised in consecutive calls of this size.
         per_call: u64,
+        /// `errno`: the error the step expects (its first failing call
+        /// must fail so and ends the step; no failure is an error).
+        errno: Option<&'static str>,
     },
     Munmap {
         step: u32,
@@ -549,7 +552,8 @@ impl Compiler<'_> {
                 advice,
                 range,
                 per_call,
-            } => self.madvise(step, region, range, *advice, *per_call)?,
+                errno,
+            } => self.madvise(step, region, range, *advice, *per_call, *errno)?,
             StepKind::Munmap { region, range } => self.munmap(step, region, range)?,
             StepKind::Mremap(m) => self.mremap(step, m)?,
             StepKind::Fork { child } => self.fork(step, child)?,
@@ -726,6 +730,7 @@ impl Compiler<'_> {
         range: &Range,
         advice: Madv,
         per_call: Option<u64>,
+        errno: Option<&'static str>,
     ) -> Result<Op, CompileError> {
         let (id, offset, len) = self.region_range(step, region, range)?;
         Ok(Op::Madvise {
@@ -735,6 +740,7 @@ impl Compiler<'_> {
             len,
             advice,
             per_call: per_call.unwrap_or(len),
+            errno,
         })
     }
 

@@ -296,6 +296,7 @@ fn full_scenario_fork_and_the_rest() {
             len: Some(1 << 20),
         },
         per_call: None,
+        errno: None,
     };
     assert_eq!(format!("{:?}", steps[11]), format!("{dontneed:?}"));
     assert!(
