@@ -88,7 +88,18 @@ fn system_line(out: &mut String, inst: &Instance, workdir: &Path) {
                     return;
                 };
                 let v = knob_value(&t);
-                if matches!(inst.knob.kind, Kind::Thp | Kind::Mthp) {
+                if inst.knob.kind == Kind::Flag {
+                    // The file's own words ("Y"/"N" for a module
+                    // parameter) in the scenario's spelling.
+                    match inst.knob.parse(&v) {
+                        Some(flag) => {
+                            let _ = writeln!(out, "{key} = {flag}");
+                        }
+                        None => {
+                            let _ = writeln!(out, "# {key}: the host shows {v:?}");
+                        }
+                    }
+                } else if matches!(inst.knob.kind, Kind::Thp | Kind::Mthp) {
                     let _ = writeln!(out, "{key} = \"{v}\"");
                 } else {
                     let _ = writeln!(out, "{key} = {v}");

@@ -654,6 +654,8 @@ impl Knob {
             Kind::Arch => Arch::from_name(text).map(Value::Arch),
             Kind::Bytes { .. } | Kind::Int { .. } => text.parse().ok().map(Value::Int),
             Kind::Flag => match text {
+                _ if self.host.is_some_and(|h| text == h.flag_words.1) => Some(Value::Flag(true)),
+                _ if self.host.is_some_and(|h| text == h.flag_words.0) => Some(Value::Flag(false)),
                 "1" | "true" => Some(Value::Flag(true)),
                 "0" | "false" => Some(Value::Flag(false)),
                 // /sys/kernel/mm/lru_gen/enabled shows its capabilities:
