@@ -19,7 +19,8 @@ use std::fmt::Write as _;
 use crate::Report;
 use foliosim_uapi::counters::{
     self, CounterKind, COLLAPSE_HUGE_PAGE, FILEMAP_FAULT, FILEMAP_MAP_PAGES, FOLIOS_PREFIX,
-    KHUGEPAGED_SCAN_PMD, MAJOR_FAULTS, MINOR_FAULTS, PAGEMAP_PREFIX, PAGE_FAULT_USER, TLB_FLUSH,
+    KHUGEPAGED_COLLAPSE_FILE, KHUGEPAGED_SCAN_FILE, KHUGEPAGED_SCAN_PMD, MAJOR_FAULTS,
+    MINOR_FAULTS, PAGEMAP_PREFIX, PAGE_FAULT_USER, TLB_FLUSH,
 };
 use serde_json::{json, Value};
 
@@ -35,7 +36,12 @@ pub const EXACT: [&str; 5] = [
 /// Tracepoints of MADV_COLLAPSE, counted for the workload (khugepaged's
 /// hits are in its own thread): exact when a scenario collapses, and not
 /// shown otherwise.
-const COLLAPSE_EXACT: [&str; 2] = [KHUGEPAGED_SCAN_PMD, COLLAPSE_HUGE_PAGE];
+const COLLAPSE_EXACT: [&str; 4] = [
+    KHUGEPAGED_SCAN_PMD,
+    COLLAPSE_HUGE_PAGE,
+    KHUGEPAGED_SCAN_FILE,
+    KHUGEPAGED_COLLAPSE_FILE,
+];
 
 /// Swap counters: system-wide, but nothing else on the host swaps.
 const SWAP_EXACT: [&str; 8] = [

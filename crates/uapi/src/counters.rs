@@ -49,10 +49,15 @@ pub const MM_PAGE_ALLOC: &str = "kmem:mm_page_alloc";
 pub const KHUGEPAGED_SCAN_PMD: &str = "huge_memory:mm_khugepaged_scan_pmd";
 /// `huge_memory:mm_collapse_huge_page`: one per `collapse_huge_page()`.
 pub const COLLAPSE_HUGE_PAGE: &str = "huge_memory:mm_collapse_huge_page";
+/// `huge_memory:mm_khugepaged_scan_file`: one per PMD range of a file or
+/// shmem mapping `hpage_collapse_scan_file()` looked at.
+pub const KHUGEPAGED_SCAN_FILE: &str = "huge_memory:mm_khugepaged_scan_file";
+/// `huge_memory:mm_khugepaged_collapse_file`: one per `collapse_file()`.
+pub const KHUGEPAGED_COLLAPSE_FILE: &str = "huge_memory:mm_khugepaged_collapse_file";
 
 /// The tracepoints the native engine counts for the workload, in the order
 /// it opens them.
-pub const TRACEPOINTS: [&str; 10] = [
+pub const TRACEPOINTS: [&str; 12] = [
     PAGE_FAULT_USER,
     FILEMAP_MAP_PAGES,
     FILEMAP_FAULT,
@@ -63,6 +68,8 @@ pub const TRACEPOINTS: [&str; 10] = [
     MM_PAGE_ALLOC,
     KHUGEPAGED_SCAN_PMD,
     COLLAPSE_HUGE_PAGE,
+    KHUGEPAGED_SCAN_FILE,
+    KHUGEPAGED_COLLAPSE_FILE,
 ];
 
 /// The tracepoints only x86 has: on arm64 they are absent, never 0.

@@ -176,6 +176,8 @@ counter_enum!(
         VmscanLruShrinkActive => "vmscan:mm_vmscan_lru_shrink_active",
         KhugepagedScanPmd => "huge_memory:mm_khugepaged_scan_pmd",
         CollapseHugePage => "huge_memory:mm_collapse_huge_page",
+        KhugepagedScanFile => "huge_memory:mm_khugepaged_scan_file",
+        KhugepagedCollapseFile => "huge_memory:mm_khugepaged_collapse_file",
     }
 );
 

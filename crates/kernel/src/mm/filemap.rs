@@ -100,7 +100,7 @@ pub(crate) struct XaNodes {
 }
 
 impl XaNodes {
-    fn charge(&mut self, memcg: MemcgId, bytes: u64) {
+    pub(crate) fn charge(&mut self, memcg: MemcgId, bytes: u64) {
         match self.charged.iter_mut().find(|(m, _)| *m == memcg) {
             Some((_, b)) => *b += bytes,
             None => self.charged.push((memcg, bytes)),

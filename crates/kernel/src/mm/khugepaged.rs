@@ -28,17 +28,26 @@
 //! Approximated: the model is single-threaded, so the mmap_lock drops and
 //! revalidations (hugepage_vma_revalidate()) always find what the scan
 //! found; tlb_remove_table_sync_one()'s IPI is not counted; the folios are
-//! not taken off the LRU while they are copied; khugepaged's sleeps
+//! not taken off the LRU while they are copied; the xarray nodes a shmem
+//! collapse empties are not freed; khugepaged's sleeps
 //! (scan_sleep_millisecs, alloc_sleep_millisecs) take no simulated time.
-//! Unsupported (loud): collapse of file and shmem mappings
-//! (hpage_collapse_scan_file(), collapse_file(), collapse_pte_mapped_thp()),
-//! swap-in for a collapse from a swap device without synchronous I/O (the
-//! kernel's do_swap_page() drops the mmap_lock for the read and the
-//! collapse gives up with SCAN_PAGE_LOCK), khugepaged registration when
-//! VMAs merge (vma_merge_new_range()), mTHP collapse (not in 6.18).
+//! MADV_COLLAPSE of shmem (hpage_collapse_scan_file(), collapse_file(),
+//! retract_page_tables(), collapse_pte_mapped_thp(), set_huge_pmd()): the
+//! page cache's range becomes one PMD-size folio (swapped-out pages read
+//! back first, holes zeroed), the mappers' emptied page tables are freed
+//! and the caller's range is mapped with one PMD. A regular file's range
+//! is EINVAL: file_thp_enabled() needs CONFIG_READ_ONLY_THP_FOR_FS, which
+//! the modelled kernels lack.
+//! Unsupported (loud): swap-in for a collapse from a swap device without
+//! synchronous I/O (the kernel's do_swap_page() drops the mmap_lock for the
+//! read and the collapse gives up with SCAN_PAGE_LOCK; shmem reads around
+//! with shmem_swapin_cluster()), khugepaged registration when VMAs merge
+//! (vma_merge_new_range()), mTHP collapse (not in 6.18).
 
 use crate::arch::{Arch, PteProt};
-use crate::include::linux::mm_types::{PG_LRU, PG_REFERENCED};
+use crate::include::linux::mm_types::{
+    PG_DIRTY, PG_LRU, PG_REFERENCED, PG_SWAPBACKED, PG_UPTODATE,
+};
 use crate::include::linux::pgtable::{
     align_down, Pfn, HPAGE_PMD_NR, HPAGE_PMD_ORDER, PAGE_SIZE, PMD_SIZE,
 };
@@ -48,7 +57,7 @@ use crate::mm::memory::{Vmf, FAULT_FLAG_ALLOW_RETRY, VM_FAULT_ERROR, VM_FAULT_RE
 use crate::mm::mmap::{Vma, VmaKind, MM_ANONPAGES, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_WRITE};
 use crate::mm::pgtable_generic::{PmdSlot, TableId};
 use crate::mm::vmstat::{Khugepaged, Trace, VmEvent};
-use crate::{Kernel, KernelError, MmId, MthpMode, ThpMode};
+use crate::{FileId, Kernel, KernelError, MmId, MthpMode, ThpMode};
 
 /// `enum scan_result`: the outcomes the model can reach.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +79,10 @@ pub(crate) enum ScanResult {
     PageAnon,
     AllocHugePageFail,
     CgroupChargeFail,
+    PteMappedHugepage,
+    Truncated,
+    PageCompound,
+    VmaCheck,
 }
 
 impl ScanResult {
@@ -94,6 +107,7 @@ impl ScanResult {
                 | ScanResult::PageNull
                 | ScanResult::PageCount
                 | ScanResult::PageLock
+                | ScanResult::PageCompound
                 | ScanResult::PageLru
         )
     }
@@ -143,8 +157,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `thp_vma_allowable_order(vma, vm_flags, TVA_KHUGEPAGED or
-    /// TVA_FORCED_COLLAPSE, PMD_ORDER)`. A file VMA that khugepaged might
-    /// collapse is unsupported (collapse_file() is not modelled).
+    /// TVA_FORCED_COLLAPSE, PMD_ORDER)`.
     fn collapse_allowable(
         &self,
         vma: &Vma,
@@ -173,22 +186,21 @@ impl<A: Arch> Kernel<A> {
         {
             return Ok(false);
         }
-        match vma.kind {
-            VmaKind::Anon => Ok(vma.anon_vma.is_some()),
-            // shmem_allowable_huge_orders(): shmem_enabled is "never" in
-            // the model (shmem huge pages are not modelled).
-            VmaKind::Shmem if !forced => Ok(false),
-            VmaKind::File
-                if !forced && (top == ThpMode::Never || (!huge && top != ThpMode::Always)) =>
-            {
-                Ok(false)
-            }
-            _ => Err(KernelError::Unsupported(
-                "collapse of file and shmem mappings (hpage_collapse_scan_file(), \
-                 collapse_file())"
-                    .into(),
-            )),
-        }
+        Ok(match vma.kind {
+            VmaKind::Anon => vma.anon_vma.is_some(),
+            // shmem_allowable_huge_orders() of anonymous shmem with the
+            // model's shmem_enabled "never" and the per-size shmem knobs at
+            // their defaults (PMD size "inherit", the others "never"): a
+            // forced collapse takes the PMD order through "inherit"
+            // (shmem_huge_global_enabled() with shmem_huge_force), khugepaged
+            // gets no order.
+            VmaKind::Shmem => forced,
+            // file_thp_enabled(): the kernels the model stands for (the
+            // host's and the guests') are built without
+            // CONFIG_READ_ONLY_THP_FOR_FS, so a regular file's range is
+            // never collapsed.
+            VmaKind::File => false,
+        })
     }
 
     /// `khugepaged_enter_vma()`: register the mm with khugepaged
@@ -528,6 +540,14 @@ impl<A: Arch> Kernel<A> {
     /// modelled.
     fn collapse_swapin_supported(&self, pte: u64) {
         let (ty, offset) = A::pte_to_swp_entry(pte);
+        self.collapse_swapin_entry_supported(ty, offset);
+    }
+
+    /// [`Self::collapse_swapin_supported`] for the swap entry `(ty,
+    /// offset)`; for shmem, the kernel's read from a device without
+    /// synchronous I/O is a swap readahead (shmem_swapin_cluster()), which
+    /// the model does not have.
+    fn collapse_swapin_entry_supported(&self, ty: u32, offset: u64) {
         let Some(si) = self.swap.get(ty as usize) else {
             return;
         };
@@ -601,16 +621,13 @@ impl<A: Arch> Kernel<A> {
     ) -> Result<(), KernelError> {
         let (start, end) = (range.start, range.end);
         let einval = |why: &str| KernelError::Errno("EINVAL", format!("MADV_COLLAPSE: {why}"));
-        if !vma.is_anonymous() {
-            // The kernel's checks for file and shmem VMAs come first.
-            self.collapse_allowable(vma, vma.vm_flags, true)?;
-            return Err(KernelError::Unsupported(
-                "MADV_COLLAPSE of file and shmem mappings (hpage_collapse_scan_file(), \
-                 collapse_file())"
-                    .into(),
-            ));
-        }
         if !self.collapse_allowable(vma, vma.vm_flags, true)? {
+            if vma.kind == VmaKind::File {
+                return Err(einval(
+                    "a regular file's range is never collapsed (file_thp_enabled(): \
+                     the kernel is built without CONFIG_READ_ONLY_THP_FOR_FS)",
+                ));
+            }
             return Err(einval("the VMA cannot hold a PMD THP"));
         }
         let cc = CollapseControl {
@@ -626,7 +643,16 @@ impl<A: Arch> Kernel<A> {
         let mut last_fail = ScanResult::Fail;
         let mut addr = hstart;
         while addr < hend {
-            match self.hpage_collapse_scan_pmd(mm, vma, addr, cc).0 {
+            let mut result = if vma.kind == VmaKind::Shmem {
+                let f = self.open_files[vma.file.expect("shmem file") as usize].mapping;
+                self.hpage_collapse_scan_file(mm, f, vma.linear_page_index(addr), cc)
+            } else {
+                self.hpage_collapse_scan_pmd(mm, vma, addr, cc).0
+            };
+            if result == ScanResult::PteMappedHugepage {
+                result = self.collapse_pte_mapped_thp(mm, addr, true);
+            }
+            match result {
                 ScanResult::Succeed | ScanResult::PmdMapped => thps += 1,
                 r if r.madvise_continues() => last_fail = r,
                 r => {
@@ -643,6 +669,370 @@ impl<A: Arch> Kernel<A> {
             last_fail.errno(),
             format!("MADV_COLLAPSE: {}", last_fail.describe()),
         ))
+    }
+}
+
+/// Collapse of shmem (mm/khugepaged.c: hpage_collapse_scan_file(),
+/// collapse_file(), retract_page_tables(), collapse_pte_mapped_thp(),
+/// set_huge_pmd()).
+impl<A: Arch> Kernel<A> {
+    /// `hpage_collapse_scan_file()`: walk the page cache of `f` over the
+    /// PMD range from index `start` and collapse it if
+    /// it qualifies. The folio reference check is the model's pin.
+    fn hpage_collapse_scan_file(
+        &mut self,
+        mm: MmId,
+        f: FileId,
+        start: u64,
+        cc: CollapseControl,
+    ) -> ScanResult {
+        let end = start + HPAGE_PMD_NR;
+        let (mut present, mut swap) = (0u64, 0u32);
+        let mut result = ScanResult::Succeed;
+        let mut index = start;
+        while index < end {
+            let Some(page) = self.files[f.0 as usize].lookup(index) else {
+                if self.shmem_swap_entry(f, index).is_some() {
+                    let max = self.cfg.khugepaged_max_ptes_swap;
+                    let limit = (VmEvent::ThpScanExceedSwapPte, ScanResult::ExceedSwapPte);
+                    if let Err(r) = self.collapse_limit(cc, &mut swap, max, limit) {
+                        result = r;
+                        break;
+                    }
+                }
+                index += 1;
+                continue;
+            };
+            let folio = self.mem.page_folio(page);
+            let first = self.mem.folio_index(folio) as u64;
+            if self.mem.order(folio) == HPAGE_PMD_ORDER && first == start {
+                result = ScanResult::PteMappedHugepage;
+                break;
+            }
+            if !self.mem.test(folio, PG_LRU) {
+                result = ScanResult::PageLru;
+                break;
+            }
+            if self.pinned == Some(folio) {
+                result = ScanResult::PageCount;
+                break;
+            }
+            // xas_for_each() meets a large folio once, at its first index.
+            let nr = self.mem.folio_nr_pages(folio);
+            present += nr;
+            index = first + nr;
+        }
+        if result == ScanResult::Succeed {
+            let none_max = HPAGE_PMD_NR - self.cfg.khugepaged_max_ptes_none as u64;
+            if cc.is_khugepaged && present < none_max {
+                self.vmstat.count_vm_event(VmEvent::ThpScanExceedNonePte);
+                result = ScanResult::ExceedNonePte;
+            } else {
+                result = self.collapse_file(mm, f, start, cc);
+            }
+        }
+        self.vmstat.trace(Trace::KhugepagedScanFile);
+        result
+    }
+
+    /// `collapse_file()` for shmem: a new PMD-size folio takes the place of
+    /// the range's folios in the page cache. Swapped-out pages are swapped
+    /// in first (`shmem_get_folio()` with SGP_NOALLOC: no fault is
+    /// counted), mapped folios are unmapped from every process
+    /// (`try_to_unmap()` with one batched flush), present pages are copied
+    /// and holes zeroed (and charged to the inode, `shmem_charge()`). The
+    /// new folio is uptodate and dirty, on the LRU; the emptied page tables
+    /// of the file's mappings are retracted and the old folios freed.
+    fn collapse_file(
+        &mut self,
+        mm: MmId,
+        f: FileId,
+        start: u64,
+        cc: CollapseControl,
+    ) -> ScanResult {
+        let end = start + HPAGE_PMD_NR;
+        let new = match self.alloc_charge_folio(mm) {
+            Ok(folio) => folio,
+            Err(r) => {
+                self.vmstat.trace(Trace::KhugepagedCollapseFile);
+                return r;
+            }
+        };
+        let result = self.collapse_file_gather(mm, f, start);
+        // try_to_unmap_flush(): whatever the outcome.
+        self.try_to_unmap_flush();
+        let old = match result {
+            Ok(old) => old,
+            Err(r) => {
+                self.folio_free(new);
+                self.vmstat.trace(Trace::KhugepagedCollapseFile);
+                return r;
+            }
+        };
+        // The copy: each old page into its place, holes cleared.
+        let mut filled = vec![false; HPAGE_PMD_NR as usize];
+        for &folio in &old {
+            let first = self.mem.folio_index(folio) as u64;
+            let nr = self.mem.folio_nr_pages(folio);
+            for i in 0..nr {
+                let at = (first + i - start) as usize;
+                self.mem
+                    .copy_page_content(new.plus(at as u64), folio.plus(i));
+                filled[at] = true;
+            }
+            self.vmstat.sim.page_copy += nr;
+        }
+        for (i, _) in filled.iter().enumerate().filter(|(_, &f)| !f) {
+            self.vmstat.sim.page_zero += 1;
+            self.mem.set_page_nonzero(new.plus(i as u64), false);
+        }
+        // The old folios leave the page cache; the new one takes the whole
+        // range as one multi-index entry.
+        for &folio in &old {
+            self.mem.set_folio_mapping(folio, 0);
+        }
+        let as_ = &mut self.files[f.0 as usize];
+        for i in 0..HPAGE_PMD_NR {
+            as_.pages[(start + i) as usize] = new.0 + i as u32;
+        }
+        let memcg = self.mm_memcg(mm);
+        let nodes = self.files[f.0 as usize].xa.store(start, HPAGE_PMD_ORDER);
+        if nodes > 0 {
+            let bytes = nodes * crate::mm::filemap::XA_NODE_CHARGE;
+            self.files[f.0 as usize].xa.charge(memcg, bytes);
+            self.obj_cgroup_charge(memcg, bytes);
+        }
+        self.mem.set_folio_index(new, start);
+        self.mem.set_folio_mapping(new, Self::file_mapping_id(f));
+        self.mem.set(new, PG_SWAPBACKED | PG_UPTODATE | PG_DIRTY);
+        self.vmstat.sim.pagecache_add += 1;
+        self.folio_add_lru(new);
+        self.retract_page_tables(f, start);
+        for folio in old {
+            self.folio_free(folio);
+        }
+        self.vmstat.trace(Trace::KhugepagedCollapseFile);
+        debug_assert!(end <= self.files[f.0 as usize].pages.len() as u64);
+        // MADV_COLLAPSE goes on to collapse_pte_mapped_thp(); khugepaged
+        // leaves the PMD to the next fault.
+        if cc.is_khugepaged {
+            ScanResult::Succeed
+        } else {
+            ScanResult::PteMappedHugepage
+        }
+    }
+
+    /// The loop of `collapse_file()` over the range for shmem: each folio
+    /// found (swapped in if its slot holds a swap entry), checked and
+    /// unmapped, in index order. The first failure ends it; the folios
+    /// unmapped before it stay unmapped (their next access faults them
+    /// back in), as on the kernel.
+    fn collapse_file_gather(
+        &mut self,
+        mm: MmId,
+        f: FileId,
+        start: u64,
+    ) -> Result<Vec<Pfn>, ScanResult> {
+        let end = start + HPAGE_PMD_NR;
+        let mut old = Vec::new();
+        let mut index = start;
+        while index < end {
+            let folio = match self.files[f.0 as usize].lookup(index) {
+                Some(page) => self.mem.page_folio(page),
+                None => match self.shmem_swap_entry(f, index) {
+                    Some(entry) => {
+                        self.collapse_swapin_entry_supported(entry.ty, entry.offset);
+                        let memcg = self.mm_memcg(mm);
+                        let got = self.with_current_memcg(memcg, |k| {
+                            k.shmem_swapin_folio(f, index, entry, false)
+                        });
+                        match got {
+                            (_, Some(folio)) => folio,
+                            (_, None) => return Err(ScanResult::Fail),
+                        }
+                    }
+                    None => {
+                        let empty = (index..end).all(|i| {
+                            self.files[f.0 as usize].lookup(i).is_none()
+                                && self.shmem_swap_entry(f, i).is_none()
+                        });
+                        if index == start && empty {
+                            return Err(ScanResult::Truncated);
+                        }
+                        index += 1;
+                        continue;
+                    }
+                },
+            };
+            if self.locked.contains(&folio) {
+                return Err(ScanResult::PageLock);
+            }
+            if self.mem.order(folio) == HPAGE_PMD_ORDER
+                && self.mem.folio_index(folio) as u64 == start
+            {
+                return Err(ScanResult::PteMappedHugepage);
+            }
+            if !self.mem.test(folio, PG_LRU) {
+                return Err(ScanResult::PageLru);
+            }
+            if self.mem.folio_mapped(folio) {
+                self.try_to_unmap(folio);
+            }
+            if self.pinned == Some(folio) {
+                return Err(ScanResult::PageCount);
+            }
+            old.push(folio);
+            index = self.mem.folio_index(folio) as u64 + self.mem.folio_nr_pages(folio);
+        }
+        Ok(old)
+    }
+
+    /// `retract_page_tables()`: in every mapping of `f` that holds the
+    /// whole PMD range at `pgoff` (and never had anonymous pages), the now
+    /// empty PTE table is taken out (`pmdp_collapse_flush()`: the PMD
+    /// cleared, the range flushed) and freed, so the next fault can map
+    /// the new folio with a PMD.
+    fn retract_page_tables(&mut self, f: FileId, pgoff: u64) {
+        let mapping = Self::file_mapping_id(f);
+        let mut hits = Vec::new();
+        for m in self.live_mms() {
+            for v in m.vmas.values() {
+                let ours = v.file.is_some_and(|of| {
+                    Self::file_mapping_id(self.open_files[of as usize].mapping) == mapping
+                });
+                let pages = (v.vm_end - v.vm_start) / PAGE_SIZE;
+                if ours && pgoff >= v.vm_pgoff && pgoff < v.vm_pgoff + pages {
+                    hits.push((m.id, *v));
+                }
+            }
+        }
+        for (mm, vma) in hits {
+            if vma.anon_vma.is_some() {
+                continue;
+            }
+            let addr = vma.vm_start + (pgoff - vma.vm_pgoff) * PAGE_SIZE;
+            if !addr.is_multiple_of(PMD_SIZE) || vma.vm_end < addr + PMD_SIZE {
+                continue;
+            }
+            let Ok((pmd, _)) = self.find_pmd_or_thp_or_none(mm, addr) else {
+                continue;
+            };
+            self.pmdp_collapse_flush_table(mm, pmd);
+        }
+    }
+
+    /// `pmdp_collapse_flush()` of a PMD pointing at an empty PTE table,
+    /// then the table freed (`mm_dec_nr_ptes()`, `pte_free_defer()`).
+    fn pmdp_collapse_flush_table(&mut self, mm: MmId, pmd: PmdSlot) {
+        let table = A::table_pfn(self.pmdp_get(pmd));
+        self.pt.set(pmd.table, pmd.idx, 0);
+        self.vmstat.sim.pmd_clear += 1;
+        self.flush_tlb_range(mm, HPAGE_PMD_NR);
+        self.pgtable_free(table);
+    }
+
+    /// `collapse_pte_mapped_thp()`: once the page cache holds a PMD-size
+    /// folio at `addr`'s range, take out the PTE table that maps (some of)
+    /// its pages there and, with `install_pmd`, map it with one PMD
+    /// (`set_huge_pmd()` → `do_set_pmd()` of a read fault: the PMD is
+    /// clean and read-only, so a write then takes a fault).
+    fn collapse_pte_mapped_thp(&mut self, mm: MmId, addr: u64, install_pmd: bool) -> ScanResult {
+        let haddr = align_down(addr, PMD_SIZE);
+        let vma = match self.find_vma(mm, haddr) {
+            Some(v) if v.file.is_some() && v.vm_start <= haddr && haddr + PMD_SIZE <= v.vm_end => v,
+            _ => return ScanResult::VmaCheck,
+        };
+        if let Err(ScanResult::PmdMapped) = self.find_pmd_or_thp_or_none(mm, haddr) {
+            return ScanResult::PmdMapped;
+        }
+        if !self
+            .collapse_allowable(&vma, vma.vm_flags, true)
+            .unwrap_or(false)
+        {
+            return ScanResult::VmaCheck;
+        }
+        let f = self.open_files[vma.file.expect("file") as usize].mapping;
+        let Some(page) = self.files[f.0 as usize].lookup(vma.linear_page_index(haddr)) else {
+            return ScanResult::PageNull;
+        };
+        let folio = self.mem.page_folio(page);
+        if self.mem.order(folio) != HPAGE_PMD_ORDER {
+            return ScanResult::PageCompound;
+        }
+        let pmd = match self.find_pmd_or_thp_or_none(mm, haddr) {
+            Ok((pmd, tid)) => {
+                if let Err(r) = self.collapse_pte_mapped_retract(mm, folio, pmd, tid) {
+                    return r;
+                }
+                pmd
+            }
+            Err(ScanResult::PmdNull) => self.pmd_alloc(mm, haddr),
+            Err(ScanResult::PmdNone) => self.walk_to_pmd(mm, haddr).expect("a PMD table"),
+            Err(r) => return r,
+        };
+        if !install_pmd {
+            return ScanResult::Succeed;
+        }
+        let mut vmf = Vmf {
+            mm,
+            vma,
+            address: haddr,
+            pgoff: vma.linear_page_index(haddr),
+            flags: 0,
+            pmd,
+            pte_table: None,
+            orig_pte: 0,
+            prealloc_pte: None,
+        };
+        if self.do_set_pmd(&mut vmf, folio, folio) != 0 {
+            return ScanResult::Fail;
+        }
+        ScanResult::Succeed
+    }
+
+    /// Steps 1 to 4 of `collapse_pte_mapped_thp()` on the PTE table `tid`:
+    /// every entry must be none or map the folio's own page there; those
+    /// that do are cleared (in batches, their rmap and RSS dropped), then
+    /// the table is taken out and freed.
+    fn collapse_pte_mapped_retract(
+        &mut self,
+        mm: MmId,
+        folio: Pfn,
+        pmd: PmdSlot,
+        tid: TableId,
+    ) -> Result<(), ScanResult> {
+        for i in 0..HPAGE_PMD_NR as usize {
+            let pte = A::ptep_get(self.pt.table(tid), i, &mut self.vmstat.sim);
+            if pte == 0 {
+                continue;
+            }
+            if !A::pte_present(pte) {
+                return Err(ScanResult::PteNonPresent);
+            }
+            if self.vm_normal_page(pte) != Some(folio.plus(i as u64)) {
+                return Err(ScanResult::Fail);
+            }
+        }
+        let mut i = 0usize;
+        let mut mapped = 0i64;
+        while i < HPAGE_PMD_NR as usize {
+            if A::ptep_get(self.pt.table(tid), i, &mut self.vmstat.sim) == 0 {
+                i += 1;
+                continue;
+            }
+            let max = HPAGE_PMD_NR as usize - i;
+            let nr = self.folio_pte_batch(tid, i, folio, max, false);
+            A::get_and_clear_full_ptes(self.pt.table_mut(tid), i, nr, &mut self.vmstat.sim);
+            self.folio_remove_rmap_ptes(folio, folio.plus(i as u64), nr as u64, mm);
+            mapped += nr as i64;
+            i += nr;
+        }
+        if mapped > 0 {
+            let c = self.mm_counter_file(folio);
+            self.add_mm_counter(mm, c, -mapped);
+        }
+        self.pmdp_collapse_flush_table(mm, pmd);
+        Ok(())
     }
 }
 
@@ -667,6 +1057,10 @@ impl ScanResult {
             ScanResult::PageAnon => "SCAN_PAGE_ANON",
             ScanResult::AllocHugePageFail => "SCAN_ALLOC_HUGE_PAGE_FAIL",
             ScanResult::CgroupChargeFail => "SCAN_CGROUP_CHARGE_FAIL",
+            ScanResult::PteMappedHugepage => "SCAN_PTE_MAPPED_HUGEPAGE",
+            ScanResult::Truncated => "SCAN_TRUNCATED (nothing of the range is in the page cache)",
+            ScanResult::PageCompound => "SCAN_PAGE_COMPOUND",
+            ScanResult::VmaCheck => "SCAN_VMA_CHECK",
         }
     }
 }

@@ -61,7 +61,7 @@ impl<A: Arch> Kernel<A> {
             return (VM_FAULT_LOCKED, Some(p));
         }
         if let Some(&entry) = self.shmem_swap.get(&(f.0, vmf.pgoff)) {
-            return self.shmem_swapin_folio(f, vmf.pgoff, entry);
+            return self.shmem_swapin_folio(f, vmf.pgoff, entry, true);
         }
         let Some(folio) = self.folio_alloc(0) else {
             return (VM_FAULT_OOM, None);
@@ -127,6 +127,9 @@ impl<A: Arch> Kernel<A> {
         let pages = std::mem::take(&mut self.files[f.0 as usize].pages);
         for p in pages.into_iter().filter(|&p| p != NO_PAGE) {
             let folio = self.mem.page_folio(Pfn(p));
+            if folio != Pfn(p) {
+                continue; // a large folio goes with its first page
+            }
             self.mem.set_folio_mapping(folio, 0);
             self.folio_free(folio);
         }
@@ -148,9 +151,16 @@ impl<A: Arch> Kernel<A> {
 
     /// `shmem_swapin_folio()` for the order-0 entry at `index`: the folio
     /// from the swap cache, or a new one read from the slot (a major
-    /// fault); it goes back into the page cache dirty and the slot is
-    /// released (`swap_free_nr()`).
-    fn shmem_swapin_folio(&mut self, f: FileId, index: u64, entry: SwpEntry) -> (u32, Option<Pfn>) {
+    /// fault when `fault`: called from shmem_fault() with a `fault_type`);
+    /// it goes back into the page cache dirty and the slot is released
+    /// (`swap_free_nr()`).
+    pub(crate) fn shmem_swapin_folio(
+        &mut self,
+        f: FileId,
+        index: u64,
+        entry: SwpEntry,
+        fault: bool,
+    ) -> (u32, Option<Pfn>) {
         let cached = self.swap[entry.ty as usize].cache[entry.offset as usize];
         let mut ret = VM_FAULT_LOCKED;
         let folio = if cached != NO_PAGE {
@@ -158,8 +168,10 @@ impl<A: Arch> Kernel<A> {
             self.delete_from_swap_cache(folio);
             folio
         } else {
-            ret |= VM_FAULT_MAJOR;
-            self.count_pgmajfault();
+            if fault {
+                ret |= VM_FAULT_MAJOR;
+                self.count_pgmajfault();
+            }
             let Some(folio) = self.folio_alloc(0) else {
                 return (VM_FAULT_OOM, None);
             };

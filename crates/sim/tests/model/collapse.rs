@@ -174,3 +174,112 @@ fn khugepaged_step_outside_the_top_level_is_refused() {
     let err = foliosim_scenario::parse_str("t.toml", &text, &[]).unwrap_err();
     assert!(err.to_string().contains("full_scans"), "{err}");
 }
+
+/// 2 MiB of shared anonymous memory (shmem) at a PMD-aligned address,
+/// every page written: 512 order-0 page-cache folios in one page table.
+fn shmem_written() -> String {
+    [
+        system("transparent_hugepage.enabled = \"never\""),
+        common::mmap("shm", "shmem", "2M", "shared = true\nat = 0x400000000000"),
+        touch("shm", "write", ""),
+    ]
+    .concat()
+}
+
+#[test]
+fn collapse_of_a_regular_file_is_einval() {
+    // thp_vma_allowable_order(TVA_FORCED_COLLAPSE) for a file VMA that is
+    // not shmem ends in file_thp_enabled(), false without
+    // CONFIG_READ_ONLY_THP_FOR_FS: madvise_collapse() returns -EINVAL
+    // before any scan. With `errno = "EINVAL"` the step expects just that,
+    // and the run goes on with nothing allocated or scanned.
+    let map = [
+        system("transparent_hugepage.enabled = \"always\""),
+        common::file("data", "2M", "fill = \"cold\""),
+        common::mmap_file("map", "data", "2M", "prot = \"r\"\nat = 0x400000000000"),
+        touch("map", "read", ""),
+        phase("collapse"),
+    ]
+    .concat();
+    assert_fails_with(&(map.clone() + &madvise("map", "collapse", "")), "EINVAL");
+    let r = run(&(map + &madvise("map", "collapse", "errno = \"EINVAL\"")));
+    assert_eq!(c(&r, "collapse", "thp_collapse_alloc"), 0);
+    assert_eq!(c(&r, "collapse", "huge_memory:mm_khugepaged_scan_file"), 0);
+}
+
+#[test]
+fn an_expected_errno_that_does_not_come_fails_the_run() {
+    // 512 written anon pages collapse (SCAN_SUCCEED): the call returns 0,
+    // so a step expecting EINVAL fails the run, saying so.
+    let text = written("never", "") + &madvise("heap", "collapse", "errno = \"EINVAL\"");
+    let what = common::failed_syscall(&text);
+    assert!(
+        what.contains("succeeded where the step expects EINVAL"),
+        "{what}"
+    );
+}
+
+#[test]
+fn shmem_collapse_of_a_full_range_copies_every_page() {
+    // collapse_file() finds 512 present order-0 folios (nr_none 0): one
+    // PMD-size folio is allocated, each page copied (512) and none zeroed;
+    // the 512 old folios are unmapped (try_to_unmap(), one PTE each) and
+    // freed. retract_page_tables() takes the emptied table out of the one
+    // mapping (pgtable_free 1) and collapse_pte_mapped_thp() finds the PMD
+    // none and installs it (thp_file_mapped 1). No fault.
+    let r = run(&(shmem_written() + &phase("collapse") + &madvise("shm", "collapse", "")));
+    assert_eq!(c(&r, "collapse", "thp_collapse_alloc"), 1);
+    assert_eq!(c(&r, "collapse", "sim/page_copy"), 512);
+    assert_eq!(c(&r, "collapse", "sim/page_zero"), 0);
+    assert_eq!(c(&r, "collapse", "pgfree"), 512);
+    assert_eq!(c(&r, "collapse", "sim/pgtable_free"), 1);
+    assert_eq!(c(&r, "collapse", "thp_file_mapped"), 1);
+    assert_eq!(c(&r, "collapse", "minor-faults"), 0);
+    assert_eq!(folios(&r, "collapse", "shm"), hist(&[("2048kB", 1)]));
+}
+
+#[test]
+fn shmem_collapse_retracts_every_mappers_table() {
+    // A forked child maps the same shmem (a shared VMA: fork copies no
+    // PTEs, vma_needs_copy()) and reads it, faulting its own page table
+    // in. The parent's collapse unmaps the 512 folios from both, and
+    // retract_page_tables() walks i_mmap: neither VMA has an anon_vma and
+    // both hold the whole aligned range, so both tables are taken out
+    // (two pmdp_collapse_flush(), pgtable_free 2). Only the caller's range
+    // is mapped again, by collapse_pte_mapped_thp() (thp_file_mapped 1).
+    let text = [
+        shmem_written(),
+        step("fork"),
+        common::child(&touch("shm", "read", "")),
+        phase("collapse"),
+        madvise("shm", "collapse", ""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(c(&r, "collapse", "sim/pgtable_free"), 2);
+    assert_eq!(c(&r, "collapse", "sim/pmd_clear"), 2);
+    assert_eq!(c(&r, "collapse", "thp_file_mapped"), 1);
+    assert_eq!(c(&r, "collapse", "thp_collapse_alloc"), 1);
+}
+
+#[test]
+fn shmem_collapse_of_an_empty_range_is_einval() {
+    // Nothing of the range was ever touched: collapse_file() finds no
+    // entry at all from the first index on and stops with SCAN_TRUNCATED
+    // (not whitelisted: madvise_collapse_errno() gives -EINVAL) after the
+    // new folio was allocated (thp_collapse_alloc 1) and freed again.
+    let text = [
+        system("transparent_hugepage.enabled = \"never\""),
+        common::mmap("shm", "shmem", "2M", "shared = true\nat = 0x400000000000"),
+        phase("collapse"),
+        madvise("shm", "collapse", "errno = \"EINVAL\""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(c(&r, "collapse", "thp_collapse_alloc"), 1);
+    assert_eq!(
+        c(&r, "collapse", "huge_memory:mm_khugepaged_collapse_file"),
+        1
+    );
+    assert_eq!(c(&r, "collapse", "pgfree"), 512);
+}
