@@ -285,6 +285,14 @@ impl Cgroups {
         let mut dirs = Vec::new();
         let mut wl = Vec::new();
         for (n, m) in plan.memcgs.iter().enumerate() {
+            if m.zswap_max.is_some() && h.version == Version::V1 {
+                return Err(NativeError::Refused(format!(
+                    "{}: zswap_max is cgroup v2's memory.zswap.max, which this host's cgroup \
+                     v1 memory controller does not have (and zswap runs only in guests): run \
+                     it with `--engine vm`",
+                    m.at
+                )));
+            }
             let dir = h.base.join(format!("foliosim-{pid}-{n}"));
             let restore = match m.limit {
                 Some(l) => l.to_string(),
@@ -337,6 +345,11 @@ impl Cgroups {
                 let f = dir.join(self.hierarchy.limit_file());
                 fs::write(&f, limit.to_string())
                     .map_err(|e| err(format!("writing {limit} to {}: {e}", f.display())))?;
+            }
+            if let Some(max) = plan.memcgs[i].zswap_max {
+                let f = dir.join("memory.zswap.max");
+                fs::write(&f, max.to_string())
+                    .map_err(|e| err(format!("writing {max} to {}: {e}", f.display())))?;
             }
         }
         Ok(())

@@ -108,6 +108,11 @@ pub fn default_tolerance(name: &str) -> Option<f64> {
     if counters::is_memcg_level(name) {
         return Some(0.01);
     }
+    // A cgroup's zswap statistics, as the machine's.
+    const MEMCG_ZSWAP: [&str; 5] = ["/zswpout", "/zswpin", "/zswpwb", "/zswapped", "/zswap"];
+    if name.starts_with("memcg/") && MEMCG_ZSWAP.iter().any(|s| name.ends_with(s)) {
+        return Some(0.01);
+    }
     None
 }
 

@@ -347,7 +347,12 @@ pub enum StepKind {
     /// `op = "memcg"`, optional `limit` (size): move this process into a new
     /// memory cgroup, with a memory limit (v1 `memory.limit_in_bytes`;
     /// unlimited without `limit`). Later charges of the process go there.
-    Memcg { limit: Option<u64> },
+    /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
+    /// data; None: unlimited).
+    Memcg {
+        limit: Option<u64>,
+        zswap_max: Option<u64>,
+    },
     /// `op = "memcg_reclaim"`, `amount` (size): proactive reclaim of the
     /// process's memory cgroup (cgroup v2 `memory.reclaim`).
     MemcgReclaim { amount: u64 },

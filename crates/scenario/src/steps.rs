@@ -91,7 +91,7 @@ impl Op {
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
-            Op::Memcg => &["op", "limit"],
+            Op::Memcg => &["op", "limit", "zswap_max"],
             Op::MemcgReclaim => &["op", "amount"],
             Op::MemcgLimit => &["op", "limit"],
             Op::Khugepaged => &["op", "full_scans"],
@@ -359,8 +359,9 @@ impl StepChecker<'_> {
             Op::Phase | Op::PhaseEnd => self.phase(&f, op, path)?,
             Op::Memcg => {
                 let limit = f.opt("limit", Ctx::page_size)?;
+                let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
                 scope.memcg = Some(path.to_owned());
-                StepKind::Memcg { limit }
+                StepKind::Memcg { limit, zswap_max }
             }
             Op::MemcgReclaim => {
                 in_memcg(&f, scope, op_word)?;

@@ -325,10 +325,15 @@ impl<'w, A: Arch> Engine<'w, A> {
             Op::Phase { idx, .. } => self.start_phase(*idx, mm),
             Op::PhaseEnd { .. } => self.end_phase(),
             Op::Memcg { cg, .. } => {
-                let limit = self.wl.memcgs[*cg as usize].limit;
-                self.k
+                let decl = &self.wl.memcgs[*cg as usize];
+                let (limit, zswap_max) = (decl.limit, decl.zswap_max);
+                let id = self
+                    .k
                     .mem_cgroup_create(mm, limit)
                     .map_err(|e| kerr(at, e))?;
+                if let Some(bytes) = zswap_max {
+                    self.k.mem_cgroup_set_zswap_max(id, bytes);
+                }
             }
             Op::MemcgReclaim { amount, .. } => self.memcg_reclaim(mm, *amount, at),
             Op::ForceEmpty { .. } => self.force_empty(mm),

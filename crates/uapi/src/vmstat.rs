@@ -136,6 +136,10 @@ counter_enum!(
         PgPgOut => "pgpgout",
         PgFault => "pgfault",
         PgMajFault => "pgmajfault",
+        // zswap's events of the cgroup's entries (count_objcg_events()).
+        Zswpout => "zswpout",
+        Zswpin => "zswpin",
+        Zswpwb => "zswpwb",
     }
 );
 

@@ -309,6 +309,8 @@ pub struct MemcgDecl {
     pub at: String,
     /// Its `limit` (None: unlimited).
     pub limit: Option<u64>,
+    /// Its `zswap_max` (cgroup v2 `memory.zswap.max`; None: unlimited).
+    pub zswap_max: Option<u64>,
 }
 
 /// The whole compiled scenario.
@@ -567,7 +569,7 @@ impl Compiler<'_> {
                 Op::Phase { step, idx }
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
-            StepKind::Memcg { limit } => self.memcg_step(step, *limit),
+            StepKind::Memcg { limit, zswap_max } => self.memcg_step(step, *limit, *zswap_max),
             StepKind::MemcgReclaim { amount } => self.memcg_reclaim(step, *amount)?,
             StepKind::ForceEmpty => self.force_empty(step)?,
             StepKind::MemcgLimit { limit } => Op::MemcgLimit {
@@ -851,11 +853,12 @@ impl Compiler<'_> {
 
     /// A memcg step: a new memory cgroup, which the process (and the
     /// children it forks later) is in from here.
-    fn memcg_step(&mut self, step: u32, limit: Option<u64>) -> Op {
+    fn memcg_step(&mut self, step: u32, limit: Option<u64>, zswap_max: Option<u64>) -> Op {
         let cg = self.memcgs.len() as u32;
         self.memcgs.push(MemcgDecl {
             at: self.at(step).to_string(),
             limit,
+            zswap_max,
         });
         self.cur_memcg = Some(cg);
         Op::Memcg { step, cg }

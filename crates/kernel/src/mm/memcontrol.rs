@@ -123,6 +123,9 @@ pub(crate) struct MemCgroup {
     /// The deferred-split shrinker's `nr_deferred` in this cgroup's
     /// `shrinker_info` (one node): scan work carried to the next call.
     pub(crate) shrinker_nr_deferred: u64,
+    /// `memcg->zswap_max` (cgroup v2 `memory.zswap.max`) in pages of
+    /// compressed data.
+    pub(crate) zswap_max: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -150,6 +153,10 @@ pub(crate) enum ChargeGfp {
     /// retry; above PAGE_ALLOC_COSTLY_ORDER the OOM killer is skipped and
     /// the charge fails.
     TransHuge,
+    /// A charge from reclaim (`PF_MEMALLOC`: zswap's compressed bytes):
+    /// over the limit it is forced (`goto force` in try_charge_memcg()),
+    /// never reclaiming or failing.
+    Memalloc,
 }
 
 /// The memory-cgroup state of the kernel.
@@ -181,6 +188,7 @@ impl Default for MemcgState {
                 lruvec: Lruvec::default(),
                 deferred_split_queue: Default::default(),
                 shrinker_nr_deferred: 0,
+                zswap_max: PAGE_COUNTER_MAX,
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
@@ -192,6 +200,12 @@ impl Default for MemcgState {
 }
 
 impl<A: Arch> Kernel<A> {
+    /// A write of `bytes` to the cgroup's `memory.zswap.max` (cgroup v2;
+    /// `page_counter_memparse()` rounds down to pages).
+    pub fn mem_cgroup_set_zswap_max(&mut self, memcg: MemcgId, bytes: u64) {
+        self.memcg.memcgs[memcg.idx()].zswap_max = bytes / PAGE_SIZE;
+    }
+
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
     /// (`memory.limit_in_bytes`, rounded down to pages) and move `mm`'s task
     /// into it (`cgroup.procs`). Charges already made stay where they are.
@@ -216,6 +230,7 @@ impl<A: Arch> Kernel<A> {
             lruvec: Lruvec::default(),
             deferred_split_queue: Default::default(),
             shrinker_nr_deferred: 0,
+            zswap_max: PAGE_COUNTER_MAX,
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
@@ -353,6 +368,11 @@ impl<A: Arch> Kernel<A> {
     /// a stock of another cgroup is flushed first).
     /// A failed charge is the memcg OOM killer's case (unsupported).
     pub(crate) fn obj_cgroup_charge(&mut self, memcg: MemcgId, size: u64) {
+        self.obj_cgroup_charge_gfp(memcg, size, ChargeGfp::Kernel);
+    }
+
+    /// `obj_cgroup_charge()` with the charge's reclaim rules `gfp`.
+    pub(crate) fn obj_cgroup_charge_gfp(&mut self, memcg: MemcgId, size: u64, gfp: ChargeGfp) {
         if memcg == ROOT_MEM_CGROUP {
             return;
         }
@@ -362,7 +382,7 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         let nr_pages = size.div_ceil(PAGE_SIZE);
-        if !self.try_charge_memcg(memcg, ChargeGfp::Kernel, nr_pages) {
+        if !self.try_charge_memcg(memcg, gfp, nr_pages) {
             self.memcg_oom(memcg, nr_pages);
         }
         self.memcg.memcgs[memcg.idx()].obj_pages += nr_pages;
@@ -495,6 +515,13 @@ impl<A: Arch> Kernel<A> {
             if batch > nr {
                 batch = nr;
                 continue;
+            }
+            if gfp == ChargeGfp::Memalloc {
+                // page_counter_charge(): over the limit.
+                let m = &mut self.memcg.memcgs[memcg.idx()];
+                m.usage += nr;
+                m.watermark = m.watermark.max(m.usage);
+                return true;
             }
             if gfp == ChargeGfp::NoReclaim {
                 return false;

@@ -28,6 +28,11 @@ pub struct MemcgStat {
     pub events: [u64; NR_MEMCG_EVENTS],
     /// `lruvec_page_state(NR_LRU_BASE + lru)`: pages on each LRU list.
     pub lru: [u64; crate::include::linux::mm_inline::NR_LRU_LISTS],
+    /// `MEMCG_ZSWAP_B` and `MEMCG_ZSWAPPED`: compressed bytes the cgroup's
+    /// zswap entries hold, and how many entries (memory.stat `zswap`,
+    /// `zswapped`).
+    pub zswap_b: u64,
+    pub zswapped: u64,
 }
 
 /// All counters of the simulated machine.
@@ -172,6 +177,11 @@ impl VmStat {
                 let bytes = pages * crate::include::linux::pgtable::PAGE_SIZE;
                 out.insert(format!("{pre}{name}"), bytes);
             }
+            out.insert(format!("{pre}zswap"), m.zswap_b);
+            // memory.stat shows MEMCG_ZSWAPPED in bytes, as it shows pages
+            // (memcg_page_state_output_unit()).
+            let page = crate::include::linux::pgtable::PAGE_SIZE;
+            out.insert(format!("{pre}zswapped"), m.zswapped * page);
         }
     }
 }

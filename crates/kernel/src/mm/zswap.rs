@@ -34,10 +34,20 @@
 //! shrink worker runs on another CPU in the kernel, as soon as it is
 //! scheduled; the model runs it once the reclaimer has had 32 more stores
 //! rejected (SWAP_CLUSTER_MAX) and when the reclaim pass ends, taking its
-//! folios without watermarks; its written-back folios complete at once.
-//! Unsupported: folios of a memory cgroup other than the root (their
-//! compressed bytes are charged to the cgroup), the memory-pressure
-//! shrinker (`shrinker_enabled`), other compressors, zsmalloc compaction.
+//! folios without watermarks and charging them without reclaim; its
+//! written-back folios complete at once.
+//! * Memory cgroups (cgroup v2): an entry's compressed bytes are charged to
+//!   the folio's cgroup from reclaim (`obj_cgroup_charge_zswap()`, forced
+//!   over the limit) and counted in its `zswap` / `zswapped`; its events
+//!   `zswpout`, `zswpin`, `zswpwb`; `memory.zswap.max`
+//!   (`obj_cgroup_may_zswap()`): over it a store first writes one of the
+//!   cgroup's entries back (`shrink_memcg()`) and is rejected if that
+//!   fails. A written-back folio is charged to the slot's cgroup.
+//!
+//! The model charges as cgroup v2 does (cgroup v1 charges nothing for
+//! zswap; the engines run zswap only in guests, which mount v2).
+//! Unsupported: the memory-pressure shrinker (`shrinker_enabled`), other
+//! compressors, zsmalloc compaction.
 
 use std::collections::BTreeMap;
 
@@ -48,7 +58,7 @@ use crate::include::linux::mm_types::{
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::swapfile::SwpEntry;
-use crate::mm::vmstat::VmEvent;
+use crate::mm::vmstat::{MemcgEvent, VmEvent};
 use crate::mm::zsmalloc::ZsPool;
 use crate::Kernel;
 use foliosim_uapi::knobs;
@@ -68,6 +78,8 @@ struct Entry {
     zspage: u32,
     length: u16,
     referenced: bool,
+    /// The cgroup charged for it (`entry->objcg`).
+    memcg: MemcgId,
     /// Key of the entry on its cgroup's LRU.
     seq: u64,
 }
@@ -184,6 +196,11 @@ impl<A: Arch> Kernel<A> {
         let nr = self.mem.folio_nr_pages(folio);
         let stored = self.zswap.params.enabled && self.zswap_store_pages(folio, entry, nr);
         if stored {
+            let memcg = self.folio_memcg(folio);
+            if memcg != ROOT_MEM_CGROUP {
+                self.vmstat
+                    .count_memcg_events(memcg, MemcgEvent::Zswpout, nr);
+            }
             self.vmstat.count_vm_events(VmEvent::Zswpout, nr);
             return true;
         }
@@ -209,11 +226,11 @@ impl<A: Arch> Kernel<A> {
 
     fn zswap_store_pages(&mut self, folio: Pfn, entry: SwpEntry, nr: u64) -> bool {
         let memcg = self.folio_memcg(folio);
-        if memcg != ROOT_MEM_CGROUP {
-            crate::model_limit(
-                "zswap of a folio charged to a memory cgroup (the charge of its compressed \
-                 bytes, obj_cgroup_charge_zswap(), is not modelled)",
-            );
+        // obj_cgroup_may_zswap(): over its memory.zswap.max the cgroup
+        // first writes one of its own entries back (shrink_memcg()); the
+        // store goes on only if that worked.
+        if !self.obj_cgroup_may_zswap(memcg) && self.zswap_shrink_memcg(memcg) != Some(true) {
+            return false;
         }
         if self.zswap_check_limits() {
             return false;
@@ -249,8 +266,18 @@ impl<A: Arch> Kernel<A> {
                 zspage: z + 1,
                 length,
                 referenced: true,
+                memcg,
                 seq,
             };
+            // obj_cgroup_charge_zswap(): the compressed bytes are the
+            // cgroup's, charged from reclaim (PF_MEMALLOC: forced).
+            if memcg != ROOT_MEM_CGROUP {
+                let gfp = crate::mm::memcontrol::ChargeGfp::Memalloc;
+                self.obj_cgroup_charge_gfp(memcg, u64::from(length), gfp);
+                let m = &mut self.vmstat.memcg[memcg.idx()];
+                m.zswap_b += u64::from(length);
+                m.zswapped += 1;
+            }
             self.zswap.lru.entry(memcg).or_default().insert(seq, slot);
             self.vmstat.count_zswap(ZswapStat::StoredPages, 1);
             if u64::from(length) == PAGE_SIZE {
@@ -260,6 +287,20 @@ impl<A: Arch> Kernel<A> {
             self.zswap_pool_size_changed();
         }
         true
+    }
+
+    /// `obj_cgroup_may_zswap()`: the cgroup's compressed pages are below
+    /// its `memory.zswap.max` (the root has none; cgroups are children of
+    /// the root in the model).
+    fn obj_cgroup_may_zswap(&self, memcg: MemcgId) -> bool {
+        if memcg == ROOT_MEM_CGROUP {
+            return true;
+        }
+        let max = self.memcg.memcgs[memcg.idx()].zswap_max;
+        if max == crate::mm::memcontrol::PAGE_COUNTER_MAX {
+            return true;
+        }
+        max != 0 && self.vmstat.memcg[memcg.idx()].zswap_b / PAGE_SIZE < max
     }
 
     /// `pool_total_size` follows the pool's pages.
@@ -275,9 +316,16 @@ impl<A: Arch> Kernel<A> {
             return;
         };
         self.zswap.trees[slot.ty as usize][slot.offset as usize] = Entry::default();
-        let memcg = self.swap[slot.ty as usize].memcg[slot.offset as usize];
+        let memcg = en.memcg;
         if let Some(l) = self.zswap.lru.get_mut(&memcg) {
             l.remove(&en.seq);
+        }
+        // obj_cgroup_uncharge_zswap()
+        if memcg != ROOT_MEM_CGROUP {
+            self.obj_cgroup_uncharge(memcg, u64::from(en.length));
+            let m = &mut self.vmstat.memcg[memcg.idx()];
+            m.zswap_b -= u64::from(en.length);
+            m.zswapped -= 1;
         }
         for p in self.zswap.pool.free(en.zspage - 1) {
             self.buddy.free_pages(&mut self.mem, p, 0);
@@ -299,6 +347,10 @@ impl<A: Arch> Kernel<A> {
         }
         assert_eq!(self.mem.order(folio), 0, "zswap_load() of a large folio");
         self.vmstat.count_vm_event(VmEvent::Zswpin);
+        let memcg = self.zswap.entry(slot).expect("checked above").memcg;
+        if memcg != ROOT_MEM_CGROUP {
+            self.vmstat.count_memcg_events(memcg, MemcgEvent::Zswpin, 1);
+        }
         if self.mem.test(folio, PG_SWAPCACHE) {
             self.mem.set(folio, PG_DIRTY);
             self.zswap_invalidate(slot);
@@ -403,6 +455,11 @@ impl<A: Arch> Kernel<A> {
         };
         self.mem.prep_new_folio(folio, 0);
         self.vmstat.sim.folio_alloc += 1;
+        // __read_swap_cache_async(): charged to the slot's cgroup; the
+        // model charges as from reclaim (forced), also for the worker.
+        let gfp = crate::mm::memcontrol::ChargeGfp::Memalloc;
+        let charged = self.mem_cgroup_swapin_charge_folio(folio, slot, gfp);
+        debug_assert!(charged, "a forced charge does not fail");
         let c = self.swap[slot.ty as usize].slot_content(slot.offset);
         self.mem.set_page_content(folio, c);
         self.mem.set(folio, PG_SWAPBACKED);
@@ -410,6 +467,10 @@ impl<A: Arch> Kernel<A> {
         self.swapin_refault(folio, slot);
         self.folio_add_lru(folio);
         self.vmstat.count_vm_event(VmEvent::Zswpwb);
+        let memcg = self.zswap.entry(slot).expect("the slot's entry").memcg;
+        if memcg != ROOT_MEM_CGROUP {
+            self.vmstat.count_memcg_events(memcg, MemcgEvent::Zswpwb, 1);
+        }
         self.zswap_invalidate(slot);
         self.mem.set(folio, PG_UPTODATE);
         // __swap_writepage() with PG_reclaim; the write completes at once

@@ -460,3 +460,12 @@ fn touch_data_errors_name_the_field() {
     ));
     assert_eq!(at(&e).2, "step[2].random_percent");
 }
+
+#[test]
+fn madvise_errno_must_be_a_known_error_name() {
+    let e = error(&with_step(
+        "op = \"madvise\"\nregion = \"buf\"\nadvice = \"collapse\"\nerrno = \"ENOPE\"\n",
+    ));
+    assert_eq!(at(&e), (16, 9, "step[2].errno"));
+    assert!(e.message.contains("EINVAL"), "{}", e.message);
+}

@@ -388,16 +388,16 @@ op = "force_empty"
     );
     let s = parse(&text);
     let kinds = memcg_steps(&s);
-    assert!(matches!(kinds[0], StepKind::Memcg { limit: Some(l) } if l == 64 << 20));
+    assert!(matches!(kinds[0], StepKind::Memcg { limit: Some(l), .. } if l == 64 << 20));
     assert!(matches!(kinds[1], StepKind::MemcgReclaim { amount } if amount == 8 << 20));
     assert!(matches!(kinds[2], StepKind::ForceEmpty));
-    assert!(matches!(kinds[3], StepKind::Memcg { limit: None }));
+    assert!(matches!(kinds[3], StepKind::Memcg { limit: None, .. }));
     assert!(matches!(kinds[4], StepKind::MemcgReclaim { amount: 1 }));
     let StepKind::Fork { child } = &kinds[5] else {
         panic!("not a fork: {:?}", kinds[5]);
     };
     assert!(matches!(child[0].kind, StepKind::MemcgReclaim { amount } if amount == 1 << 30));
-    assert!(matches!(child[1].kind, StepKind::Memcg { limit: Some(l) } if l == 4 << 20));
+    assert!(matches!(child[1].kind, StepKind::Memcg { limit: Some(l), .. } if l == 4 << 20));
     assert!(matches!(child[2].kind, StepKind::ForceEmpty));
     // Inline child steps too.
     let s = parse(
@@ -427,7 +427,13 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max"
+    );
+    let e = error(&step("op = \"memcg\"\nzswap_max = \"6K\"\n"));
+    assert_eq!(at(&e), (14, 13, "step[2].zswap_max"));
+    assert_eq!(
+        e.message,
+        "expected a multiple of the page size (4096), found 6144"
     );
     let with_memcg = |body: &str| step(&format!("op = \"memcg\"\n[[step]]\n{body}"));
     let e = error(&with_memcg("op = \"memcg_reclaim\"\n"));
@@ -482,7 +488,7 @@ fn memcg_step_errors() {
 fn set_memcg_step_fields() {
     let text = format!("{BASE}[[step]]\nop = \"memcg\"\nlimit = \"64M\"\n");
     let s = ok(&text, &[("step.2.limit", "128M")]);
-    assert!(matches!(s.steps[1].kind, StepKind::Memcg { limit: Some(l) } if l == 128 << 20));
+    assert!(matches!(s.steps[1].kind, StepKind::Memcg { limit: Some(l), .. } if l == 128 << 20));
     let e = set_error(&text, &[("step.2.limit", "-1")]);
     assert_eq!(e.field, "step.2.limit=-1");
     assert!(

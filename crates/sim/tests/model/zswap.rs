@@ -137,24 +137,83 @@ fn a_full_pool_rejects_stores_and_the_worker_writes_back() {
 }
 
 #[test]
-fn zswap_refuses_the_pressure_shrinker_and_memcg_folios() {
+fn zswap_refuses_the_pressure_shrinker() {
     // shrinker_enabled is not modelled: a loud error, not a silent run.
     let text = pageout_and_back(&machine("file", "zswap.shrinker_enabled = 1"), "1M", "");
     let err = crate::common::try_run_with(&text, &[])
         .unwrap_err()
         .to_string();
     assert!(err.contains("shrinker"), "{err}");
-    // A folio of a memory cgroup would charge its compressed bytes there.
-    let text = [
-        machine("file", ""),
-        step("op = \"memcg\""),
-        step("op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\""),
-        step("op = \"touch\"\nregion = \"a\"\naccess = \"write\""),
-        step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
+}
+
+/// [`pageout_and_back`] run by a task in a memory cgroup (no limit) with
+/// `memcg_extra` keys (`zswap_max`), phases "write", "out" and "in".
+fn in_memcg(size: &str, data: &str, memcg_extra: &str) -> String {
+    let body = pageout_and_back(&machine("file", ""), size, data);
+    let (sys, steps) = body.split_at(body.find("\n[[step]]").expect("steps"));
+    let (first, rest) = steps.split_at(steps.find("op = \"phase\"").expect("phase"));
+    [
+        sys.to_string(),
+        step(&format!("op = \"memcg\"\n{memcg_extra}")),
+        step("op = \"phase\"\nname = \"write\""),
+        first.to_string(),
+        rest.to_string(),
     ]
-    .concat();
-    let err = crate::common::try_run_with(&text, &[])
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("memory cgroup"), "{err}");
+    .concat()
+}
+
+#[test]
+fn a_cgroups_entries_charge_their_compressed_bytes() {
+    // cgroup v2: zswap_store_page() charges each entry's length to the
+    // folio's cgroup (obj_cgroup_charge_zswap(): MEMCG_ZSWAP_B += 44,
+    // MEMCG_ZSWAPPED += 1) and zswap_store() counts the cgroup's ZSWPOUT.
+    // 2,048 pages of a repeated byte, 44 bytes each = 90,112 bytes, which
+    // obj_cgroup_charge() takes as 90,112 / 4,096 = 22 pages from the
+    // per-CPU page stock (consume_stock()): the write charged its 2,048
+    // folios and a few page tables in batches of 64 (MEMCG_CHARGE_BATCH),
+    // leaving more than 22 pages there, already in the usage. The
+    // 2,048 folios are uncharged as they are freed, so the usage falls by
+    // exactly 2,048 pages. Reading back loads each entry (the cgroup's
+    // ZSWPIN) and frees it, uncharging its bytes.
+    let r = run(&in_memcg("8M", "data = \"repeated\"", ""));
+    assert_eq!(c(&r, "out", "memcg/0/zswpout"), 2048);
+    // memory.stat's `zswapped` is in bytes (memcg_page_state_output_unit()).
+    assert_eq!(c(&r, "out", "memcg/0/zswapped"), 2048 * 4096);
+    assert_eq!(c(&r, "out", "memcg/0/zswap"), 2048 * 44);
+    let usage = |phase| c(&r, phase, "memcg/0/usage_bytes");
+    assert_eq!(usage("write") - usage("out"), 2048 * 4096);
+    assert_eq!(c(&r, "in", "memcg/0/zswpin"), 2048);
+    assert_eq!(c(&r, "in", "memcg/0/zswapped"), -2048 * 4096);
+    assert_eq!(c(&r, "in", "memcg/0/zswap"), -2048 * 44);
+}
+
+#[test]
+fn a_zswap_max_of_zero_sends_every_page_to_the_device() {
+    // memory.zswap.max = 0: obj_cgroup_may_zswap() is false at once, and
+    // shrink_memcg() of a cgroup with no entry returns -ENOENT, so every
+    // store is rejected and the 2,048 pages go to the swap file.
+    let r = run(&in_memcg("8M", "data = \"repeated\"", "zswap_max = 0"));
+    assert_eq!(c(&r, "out", "zswpout"), 0);
+    assert_eq!(c(&r, "out", "pswpout"), 2048);
+    assert_eq!(c(&r, "out", "memcg/0/zswap"), 0);
+}
+
+#[test]
+fn at_zswap_max_a_store_writes_back_an_entry_that_had_its_second_chance() {
+    // zswap_max = 16 KiB: four random pages (4,096 bytes each, stored as
+    // they are) fill it. Each later store finds the cgroup at its maximum
+    // (4 pages >= 4) and calls shrink_memcg(), which takes the head of the
+    // cgroup's LRU: pages 5-8 find entries 1-4 still referenced (set at
+    // store), clear the bit and rotate them, so shrink_memcg() fails and
+    // the store is rejected (the folio goes to the device). Pages 9-12
+    // find entries 1-4 again, now unreferenced: each is written back
+    // (zswpwb, pswpout) and the store goes on. zswpout 4 + 4, zswpwb 4,
+    // pswpout 4 rejected + 4 written back.
+    let r = run(&in_memcg("48K", "data = \"random\"", "zswap_max = \"16K\""));
+    assert_eq!(c(&r, "out", "zswpout"), 8);
+    assert_eq!(c(&r, "out", "memcg/0/zswpout"), 8);
+    assert_eq!(c(&r, "out", "zswpwb"), 4);
+    assert_eq!(c(&r, "out", "memcg/0/zswpwb"), 4);
+    assert_eq!(c(&r, "out", "pswpout"), 8);
+    assert_eq!(c(&r, "out", "memcg/0/zswapped"), 4 * 4096);
 }
