@@ -337,12 +337,6 @@ impl<A: Arch> Kernel<A> {
         buddy.reserve_boot_pages(&mut mem, &cfg, zero_pfn)?;
         let fault_around_pages = mm::memory::fault_around_bytes_set(cfg.fault_around_bytes);
         let ra_pages = cfg.read_ahead_kb * 1024 / PAGE_SIZE;
-        if cfg.zswap.shrinker_enabled {
-            return Err(KernelError::Unsupported(
-                "zswap.shrinker_enabled = 1: zswap's memory-pressure shrinker is not modelled"
-                    .into(),
-            ));
-        }
         let cfg_swap = cfg.swap.clone();
         let zswap = mm::zswap::Zswap::new(
             cfg.zswap,

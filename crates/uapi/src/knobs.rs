@@ -503,7 +503,8 @@ pub const ZSWAP_SHRINKER_ENABLED: Knob = zswap(
     "/sys/module/zswap/parameters/shrinker_enabled",
     Kind::Flag,
     Value::Flag(false),
-    "the memory-pressure shrinker that writes zswap entries back (not modelled: only 0)",
+    "the memory-pressure shrinker: reclaim's shrink_slab() writes a cgroup's zswap entries \
+     back, scaled by their compression ratio (zswap_shrinker_count(), zswap_shrinker_scan())",
 );
 
 pub const ZSWAP_ENABLED: Knob = zswap(

@@ -120,9 +120,10 @@ pub(crate) struct MemCgroup {
     /// `memcg->deferred_split_queue`: its large anon folios waiting for
     /// the deferred-split shrinker.
     pub(crate) deferred_split_queue: crate::mm::huge_memory::DeferredSplit,
-    /// The deferred-split shrinker's `nr_deferred` in this cgroup's
-    /// `shrinker_info` (one node): scan work carried to the next call.
-    pub(crate) shrinker_nr_deferred: u64,
+    /// Each shrinker's `nr_deferred` in this cgroup's `shrinker_info` (one
+    /// node), by [`crate::mm::shrinker::Shrinker`]: scan work carried to
+    /// the next call.
+    pub(crate) shrinker_nr_deferred: [u64; crate::mm::shrinker::NR_SHRINKERS],
     /// `memcg->zswap_max` (cgroup v2 `memory.zswap.max`) in pages of
     /// compressed data.
     pub(crate) zswap_max: u64,
@@ -187,7 +188,7 @@ impl Default for MemcgState {
                 obj_pages: 0,
                 lruvec: Lruvec::default(),
                 deferred_split_queue: Default::default(),
-                shrinker_nr_deferred: 0,
+                shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
                 zswap_max: PAGE_COUNTER_MAX,
             }],
             mm_memcg: Vec::new(),
@@ -229,7 +230,7 @@ impl<A: Arch> Kernel<A> {
             obj_pages: 0,
             lruvec: Lruvec::default(),
             deferred_split_queue: Default::default(),
-            shrinker_nr_deferred: 0,
+            shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
             zswap_max: PAGE_COUNTER_MAX,
         });
         self.vmstat.memcg.push(Default::default());

@@ -322,6 +322,9 @@ impl<A: Arch> Kernel<A> {
         if zero {
             self.vmstat.count_vm_events(VmEvent::SwpInZero, nr);
         } else if !self.zswap_load(folio, slot) {
+            // zswap_folio_swapin(): a read from the device.
+            let memcg = self.folio_memcg(folio);
+            self.zswap_folio_swapin(memcg);
             self.vmstat.count_vm_events(VmEvent::PswpIn, nr);
             self.vmstat.count_mthp_stat(order, MthpStat::Swpin);
         }

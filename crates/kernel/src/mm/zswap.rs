@@ -46,8 +46,14 @@
 //!
 //! The model charges as cgroup v2 does (cgroup v1 charges nothing for
 //! zswap; the engines run zswap only in guests, which mount v2).
-//! Unsupported: the memory-pressure shrinker (`shrinker_enabled`), other
-//! compressors, zsmalloc compaction.
+//! * The memory-pressure shrinker (`shrinker_enabled`,
+//!   `zswap_shrinker_count()`, `zswap_shrinker_scan()`), called by
+//!   shrink_slab() (mm/shrinker.rs) after each cgroup's LRU scan: the
+//!   cgroup's entries scaled by its compression ratio, less the protection
+//!   of recent disk swap-ins (`zswap_folio_swapin()`), walked with the
+//!   second chance and written back.
+//!
+//! Unsupported: other compressors, zsmalloc compaction.
 
 use std::collections::BTreeMap;
 
@@ -108,6 +114,23 @@ pub(crate) struct Zswap {
     next_shrink: Option<MemcgId>,
     /// Compressed length by kind of data (0: not computed yet).
     comp_len: Vec<u16>,
+    /// `zswap_lruvec_state.nr_disk_swapins` of each cgroup: swap-ins read
+    /// from a device, which protect as many entries from the shrinker.
+    disk_swapins: BTreeMap<MemcgId, u64>,
+}
+
+/// What one visit of `shrink_memcg_cb()` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Visit {
+    /// The cgroup has no entry (the walk found nothing).
+    Empty,
+    /// A referenced entry lost the bit and rotated (LRU_ROTATE).
+    Rotated,
+    /// The entry was written back (LRU_REMOVED_RETRY).
+    WrittenBack,
+    /// The writeback failed (LRU_RETRY); `exists`: its slot already had a
+    /// swap-cache folio (-EEXIST).
+    Failed { exists: bool },
 }
 
 /// The length lzo1x-1 gives a page of `c` (at most a page: a page that
@@ -142,6 +165,7 @@ impl Zswap {
             rejected: 0,
             next_shrink: None,
             comp_len: vec![0; PageContent::COUNT],
+            disk_swapins: BTreeMap::new(),
         }
     }
 
@@ -418,11 +442,25 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `shrink_memcg()`: one entry from the head of the cgroup's LRU (None:
-    /// none there). A referenced one loses the bit and rotates (no
-    /// progress); another rotates and is written back.
+    /// none there, -ENOENT); true when it was written back.
     fn zswap_shrink_memcg(&mut self, memcg: MemcgId) -> Option<bool> {
-        let l = self.zswap.lru.get_mut(&memcg)?;
-        let (&seq, &slot) = l.iter().next()?;
+        match self.zswap_lru_visit(memcg) {
+            Visit::Empty => None,
+            Visit::WrittenBack => Some(true),
+            Visit::Rotated | Visit::Failed { .. } => Some(false),
+        }
+    }
+
+    /// `shrink_memcg_cb()` on the head of the cgroup's LRU: a referenced
+    /// entry loses the bit and rotates; another rotates and is written
+    /// back.
+    fn zswap_lru_visit(&mut self, memcg: MemcgId) -> Visit {
+        let Some(l) = self.zswap.lru.get_mut(&memcg) else {
+            return Visit::Empty;
+        };
+        let Some((&seq, &slot)) = l.iter().next() else {
+            return Visit::Empty;
+        };
         l.remove(&seq);
         let new_seq = self.zswap.seq;
         self.zswap.seq += 1;
@@ -431,15 +469,83 @@ impl<A: Arch> Kernel<A> {
         en.seq = new_seq;
         if en.referenced {
             en.referenced = false;
-            return Some(false);
+            return Visit::Rotated;
         }
+        let exists =
+            self.swap[slot.ty as usize].cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE;
         if self.zswap_writeback_entry(slot) {
             self.vmstat.count_zswap(ZswapStat::WrittenBackPages, 1);
-            Some(true)
+            Visit::WrittenBack
         } else {
             self.vmstat.count_zswap(ZswapStat::RejectReclaimFail, 1);
-            Some(false)
+            Visit::Failed { exists }
         }
+    }
+
+    /// `zswap_folio_swapin()`: a swap-in read from a device (not the
+    /// zeromap, not zswap) into a folio of `memcg`.
+    pub(crate) fn zswap_folio_swapin(&mut self, memcg: MemcgId) {
+        *self.zswap.disk_swapins.entry(memcg).or_default() += 1;
+    }
+
+    /// `zswap_shrinker_count()`: how many of the cgroup's entries the
+    /// shrinker may write back. None unless `shrinker_enabled` (reclaim's
+    /// gfp always allows I/O and FS here). The cgroup's statistics are
+    /// memcg_page_state()'s, hierarchical: the root's are its children's,
+    /// since the root's own entries have no obj_cgroup and are neither
+    /// charged nor counted. Its LRU's length, less the entries as many
+    /// recent disk swap-ins protect (that protection used up), scaled by
+    /// the compression ratio (compressed pages / stored entries).
+    pub(crate) fn zswap_shrinker_count(&mut self, memcg: MemcgId) -> u64 {
+        if !self.zswap.params.shrinker_enabled {
+            return 0;
+        }
+        let (backing_bytes, stored) = if memcg == ROOT_MEM_CGROUP {
+            self.vmstat.memcg[1..]
+                .iter()
+                .fold((0, 0), |(b, n), m| (b + m.zswap_b, n + m.zswapped))
+        } else {
+            let m = &self.vmstat.memcg[memcg.idx()];
+            (m.zswap_b, m.zswapped)
+        };
+        let backing = backing_bytes / PAGE_SIZE;
+        if stored == 0 {
+            return 0;
+        }
+        let mut freeable = self.zswap.lru.get(&memcg).map_or(0, |l| l.len() as u64);
+        if freeable == 0 {
+            return 0;
+        }
+        let swapins = self.zswap.disk_swapins.entry(memcg).or_default();
+        let remain = swapins.saturating_sub(freeable);
+        freeable -= *swapins - remain;
+        *swapins = remain;
+        if freeable == 0 {
+            return 0;
+        }
+        // mult_frac(freeable, backing, stored)
+        (freeable / stored) * backing + (freeable % stored) * backing / stored
+    }
+
+    /// `zswap_shrinker_scan()`: walk `nr_to_scan` entries of the cgroup's
+    /// LRU (`list_lru_shrink_walk()` with shrink_memcg_cb()); the entries
+    /// written back, or None (SHRINK_STOP) when none was or when a
+    /// writeback found its slot already in the swap cache (shrinking into
+    /// the warm part of the LRU).
+    pub(crate) fn zswap_shrinker_scan(&mut self, memcg: MemcgId, nr_to_scan: u64) -> Option<u64> {
+        if !self.zswap.params.shrinker_enabled {
+            return None;
+        }
+        let mut written = 0;
+        for _ in 0..nr_to_scan {
+            match self.zswap_lru_visit(memcg) {
+                Visit::Empty => break,
+                Visit::WrittenBack => written += 1,
+                Visit::Rotated | Visit::Failed { exists: false } => {}
+                Visit::Failed { exists: true } => return None,
+            }
+        }
+        (written > 0).then_some(written)
     }
 
     /// `zswap_writeback_entry()`: a new swap-cache folio for the slot,
@@ -473,9 +579,15 @@ impl<A: Arch> Kernel<A> {
         }
         self.zswap_invalidate(slot);
         self.mem.set(folio, PG_UPTODATE);
-        // __swap_writepage() with PG_reclaim; the write completes at once
-        // and folio_end_writeback() rotates the folio to the inactive tail.
-        self.mem.set(folio, PG_READAHEAD);
+        // __swap_writepage() with PG_reclaim; the write completes at once.
+        // On a device with asynchronous I/O, folio_end_writeback() then
+        // finds the folio on the LRU and rotates it to the inactive tail;
+        // a synchronous device (zram) ends the write while the folio still
+        // waits in the CPU's lru_add batch (folio_add_lru()), off the LRU,
+        // so it is not rotated and joins the LRU's head.
+        if !self.swap[slot.ty as usize].synchronous() {
+            self.mem.set(folio, PG_READAHEAD);
+        }
         self.vmstat.count_vm_event(VmEvent::PswpOut);
         self.vmstat.sim.swap_write_io += 1;
         self.folio_end_writeback_reclaim(folio);
