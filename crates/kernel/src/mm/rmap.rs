@@ -426,6 +426,9 @@ pub(crate) struct RmapHit {
     pub addr: u64,
 }
 
+/// The mappings an rmap walk found.
+pub(crate) type RmapHits = smallvec::SmallVec<[RmapHit; 1]>;
+
 /// An anon_vma (`struct anon_vma`): its slot in `Kernel::anon_vma_parent`,
 /// and the value an anon folio's `mapping` holds. Slot 0 is never used, so
 /// a VMA without one is `None` at no cost in size.
@@ -531,13 +534,15 @@ impl<A: Arch> Kernel<A> {
     /// in the interval tree of the folio's anon_vma (its own and those of
     /// the fork children chained to it); file folios: every VMA of the file
     /// (`i_mmap`).
-    pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> Vec<RmapHit> {
+    /// A folio mapped once (what reclaim meets for nearly every folio it
+    /// scans) keeps its one hit inline, without a heap allocation.
+    pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> RmapHits {
         self.vmstat.sim.rmap_walk += 1;
         let anon = self.mem.folio_test_anon(folio);
         let mapping = self.mem.folio_mapping(folio);
         let index = self.mem.folio_index(folio);
         let nr = self.mem.folio_nr_pages(folio);
-        let mut hits = Vec::new();
+        let mut hits = RmapHits::new();
         for mm in self.live_mms() {
             for v in mm.vmas.values() {
                 let ours = if anon {
@@ -687,10 +692,16 @@ impl<A: Arch> Kernel<A> {
                 offset: e.offset + page_off,
             };
             self.swap_duplicate(entry, nr);
-            let exclusive: Vec<bool> = (0..nr)
-                .map(|i| self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE))
-                .collect();
-            if exclusive.iter().any(|&x| x) {
+            // Each swap PTE keeps its page's exclusivity; the pages then
+            // stop being exclusive.
+            let mut any_exclusive = false;
+            for i in 0..nr {
+                let exclusive = self.mem.test(page.plus(i), PG_ANON_EXCLUSIVE);
+                any_exclusive |= exclusive;
+                let swp = A::swp_entry_to_pte(entry.ty, entry.offset + i, exclusive);
+                self.pt.set(tid, idx + i as usize, swp);
+            }
+            if any_exclusive {
                 self.vmstat.sim.anon_share += 1;
                 for i in 0..nr {
                     self.mem.clear(page.plus(i), PG_ANON_EXCLUSIVE);
@@ -698,10 +709,6 @@ impl<A: Arch> Kernel<A> {
             }
             self.add_mm_counter(hit.mm, MM_ANONPAGES, -(nr as i64));
             self.add_mm_counter(hit.mm, MM_SWAPENTS, nr as i64);
-            for i in 0..nr {
-                let swp = A::swp_entry_to_pte(entry.ty, entry.offset + i, exclusive[i as usize]);
-                self.pt.set(tid, idx + i as usize, swp);
-            }
             self.vmstat.sim.swap_pte_write += nr;
             self.vmstat.sim.pte_write += nr;
         } else {

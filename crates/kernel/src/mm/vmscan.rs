@@ -835,7 +835,7 @@ impl<A: Arch> Kernel<A> {
         memcg: MemcgId,
         lru: usize,
     ) -> (Vec<Pfn>, u64) {
-        let mut taken = Vec::new();
+        let mut taken = Vec::with_capacity(nr_to_scan.min(SWAP_CLUSTER_MAX) as usize);
         let mut scan = 0;
         while scan < nr_to_scan {
             let list = &self.memcg.memcgs[memcg.idx()].lruvec.lists[lru];
