@@ -42,7 +42,7 @@
 //! synchronous I/O (the kernel's do_swap_page() drops the mmap_lock for the
 //! read and the collapse gives up with SCAN_PAGE_LOCK; shmem reads around
 //! with shmem_swapin_cluster()), khugepaged registration when VMAs merge
-//! (vma_merge_new_range()), mTHP collapse (not in 6.18).
+//! (vma_merge_new_range()), mTHP collapse (in neither 6.18 nor 7.1).
 
 use crate::arch::{Arch, PteProt};
 use crate::include::linux::mm_types::{
