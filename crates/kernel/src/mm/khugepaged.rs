@@ -750,7 +750,6 @@ impl<A: Arch> Kernel<A> {
         start: u64,
         cc: CollapseControl,
     ) -> ScanResult {
-        let end = start + HPAGE_PMD_NR;
         let new = match self.alloc_charge_folio(mm) {
             Ok(folio) => folio,
             Err(r) => {
@@ -812,7 +811,6 @@ impl<A: Arch> Kernel<A> {
             self.folio_free(folio);
         }
         self.vmstat.trace(Trace::KhugepagedCollapseFile);
-        debug_assert!(end <= self.files[f.0 as usize].pages.len() as u64);
         // MADV_COLLAPSE goes on to collapse_pte_mapped_thp(); khugepaged
         // leaves the PMD to the next fault.
         if cc.is_khugepaged {
@@ -852,11 +850,14 @@ impl<A: Arch> Kernel<A> {
                         }
                     }
                     None => {
-                        let empty = (index..end).all(|i| {
-                            self.files[f.0 as usize].lookup(i).is_none()
-                                && self.shmem_swap_entry(f, i).is_none()
-                        });
-                        if index == start && empty {
+                        // At the first index only: is the whole range empty
+                        // (xas_next_entry() finds nothing)?
+                        if index == start
+                            && (index..end).all(|i| {
+                                self.files[f.0 as usize].lookup(i).is_none()
+                                    && self.shmem_swap_entry(f, i).is_none()
+                            })
+                        {
                             return Err(ScanResult::Truncated);
                         }
                         index += 1;

@@ -322,9 +322,13 @@ impl<A: Arch> Kernel<A> {
         if zero {
             self.vmstat.count_vm_events(VmEvent::SwpInZero, nr);
         } else if !self.zswap_load(folio, slot) {
-            // zswap_folio_swapin(): a read from the device.
-            let memcg = self.folio_memcg(folio);
-            self.zswap_folio_swapin(memcg);
+            // zswap_folio_swapin(): a read from the device. Only the
+            // zswap shrinker reads the count, so it is kept only while
+            // that shrinker is on (a run's knobs do not change).
+            if self.zswap.params.shrinker_enabled {
+                let memcg = self.folio_memcg(folio);
+                self.zswap_folio_swapin(memcg);
+            }
             self.vmstat.count_vm_events(VmEvent::PswpIn, nr);
             self.vmstat.count_mthp_stat(order, MthpStat::Swpin);
         }
