@@ -318,6 +318,7 @@ case "${1:-list}" in
     seed001 | seed003 | seed000-counts | seed000-sweep | seed000-sweep-all | seed000-time | \
         seed002-counts | seed002-time | seed004 | calibration | calibration-check | shrinkage | speed) "$1" ;;
     corpus-time) needs "$1" "natively (root)" "sudo tools/corpus-time.sh" ;;
+    pageout-vs-host) needs "$1" "natively (root)" "sudo tools/bench/pageout-vs-host.sh" ;;
     native-corpus) needs "$1" "natively (root)" \
         "sudo cargo test --release -p foliosim-native --test corpus" ;;
     native-agreement | native-threads) needs "$1" "natively (root)" \
@@ -333,7 +334,8 @@ case "${1:-list}" in
     list)
         echo "simulator: seed001 seed003 seed000-counts seed000-sweep seed000-sweep-all seed000-time"
         echo "           seed002-counts seed002-time seed004 calibration calibration-check shrinkage speed"
-        echo "host (root): corpus-time native-corpus native-agreement native-threads calibration-runs pagemap-costs"
+        echo "host (root): corpus-time pageout-vs-host native-corpus native-agreement native-threads"
+        echo "             calibration-runs pagemap-costs"
         echo "guest (QEMU): vm-corpus"
         echo "long: properties"
         ;;

@@ -23,12 +23,23 @@ use crate::mm::rmap::RmapHit;
 use crate::Kernel;
 
 impl<A: Arch> Kernel<A> {
-    /// `remove_migration_ptes(folio, folio, RMP_USE_SHARED_ZEROPAGE)` for
-    /// one new folio of a split anon folio (`remap_page()`): restore every
-    /// migration entry of it found by the rmap walk.
-    pub(crate) fn remove_migration_ptes(&mut self, folio: Pfn) {
-        for hit in self.rmap_walk(folio) {
-            self.remove_migration_pte(folio, &hit);
+    /// `remap_page()`: `remove_migration_ptes(folio, folio,
+    /// RMP_USE_SHARED_ZEROPAGE)` for each of the `nr` new order-0 folios
+    /// from `first` of a split anon folio, restoring every migration entry. One walk over
+    /// the old folio's pages finds the VMAs; each page's own walk (counted)
+    /// is the part of them that holds it.
+    pub(crate) fn remap_split_pages(&mut self, first: Pfn, nr: u64) {
+        let span = self.rmap_walk_span(first, nr);
+        let index = self.mem.folio_index(first);
+        for i in 0..nr {
+            self.vmstat.sim.rmap_walk += 1;
+            let page = first.plus(i);
+            let page_index = index.wrapping_add(i as u32);
+            for hit in &span {
+                if let Some(hit) = Self::rmap_hit_of_page(hit, page_index) {
+                    self.remove_migration_pte(page, &hit);
+                }
+            }
         }
     }
 

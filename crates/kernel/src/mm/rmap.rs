@@ -429,6 +429,13 @@ pub(crate) struct RmapHit {
 /// The mappings an rmap walk found.
 pub(crate) type RmapHits = smallvec::SmallVec<[RmapHit; 1]>;
 
+/// `vma_address()`: where page `index` of a folio sits in `v` (32-bit
+/// index arithmetic, see mm_types.rs), possibly outside the VMA.
+fn rmap_vma_address(v: &Vma, index: u32) -> i64 {
+    let off = index.wrapping_sub(v.vm_pgoff as u32) as i32 as i64;
+    v.vm_start as i64 + off * 4096
+}
+
 /// An anon_vma (`struct anon_vma`): its slot in `Kernel::anon_vma_parent`,
 /// and the value an anon folio's `mapping` holds. Slot 0 is never used, so
 /// a VMA without one is `None` at no cost in size.
@@ -538,30 +545,38 @@ impl<A: Arch> Kernel<A> {
     /// scans) keeps its one hit inline, without a heap allocation.
     pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> RmapHits {
         self.vmstat.sim.rmap_walk += 1;
-        let anon = self.mem.folio_test_anon(folio);
-        let mapping = self.mem.folio_mapping(folio);
-        let index = self.mem.folio_index(folio);
         let nr = self.mem.folio_nr_pages(folio);
+        self.rmap_walk_span(folio, nr)
+    }
+
+    /// The VMAs `rmap_walk()` finds for `nr` pages from `first` (a folio,
+    /// or the pages a split folio had), uncounted: a split remaps its new
+    /// folios with the hits of one walk ([`Kernel::rmap_hit_of_page`]).
+    pub(crate) fn rmap_walk_span(&self, first: Pfn, nr: u64) -> RmapHits {
+        let anon = self.mem.folio_test_anon(first);
+        let mapping = self.mem.folio_mapping(first);
+        let index = self.mem.folio_index(first);
+        let of = if anon {
+            AnonVmaId::from_mapping(mapping)
+        } else {
+            None
+        };
         let mut hits = RmapHits::new();
         for mm in self.live_mms() {
             for v in mm.vmas.values() {
+                let addr = rmap_vma_address(v, index);
+                let end = addr + nr as i64 * 4096;
+                if end <= v.vm_start as i64 || addr >= v.vm_end as i64 {
+                    continue;
+                }
                 let ours = if anon {
-                    AnonVmaId::from_mapping(mapping)
-                        .is_some_and(|of| self.anon_vma_in_tree(v.anon_vma, of))
+                    of.is_some_and(|of| self.anon_vma_in_tree(v.anon_vma, of))
                 } else {
                     v.file.is_some_and(|f| {
                         Self::file_mapping_id(self.open_files[f as usize].mapping) == mapping
                     })
                 };
-                if !ours {
-                    continue;
-                }
-                // vma_address(): page offset inside the VMA (32-bit index
-                // arithmetic, see mm_types.rs), possibly before its start.
-                let off = index.wrapping_sub(v.vm_pgoff as u32) as i32 as i64;
-                let addr = v.vm_start as i64 + off * 4096;
-                let end = addr + nr as i64 * 4096;
-                if end > v.vm_start as i64 && addr < v.vm_end as i64 {
+                if ours {
                     hits.push(RmapHit {
                         mm: mm.id,
                         vma: *v,
@@ -571,6 +586,17 @@ impl<A: Arch> Kernel<A> {
             }
         }
         hits
+    }
+
+    /// The hit of `rmap_walk()` of the page of index `index` in the VMA of
+    /// `span`, a hit of a walk over pages that include it: None when that
+    /// VMA does not hold the page.
+    pub(crate) fn rmap_hit_of_page(span: &RmapHit, index: u32) -> Option<RmapHit> {
+        let addr = rmap_vma_address(&span.vma, index);
+        (addr >= span.vma.vm_start as i64 && addr < span.vma.vm_end as i64).then_some(RmapHit {
+            addr: addr as u64,
+            ..*span
+        })
     }
 
     /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |

@@ -475,9 +475,7 @@ impl<A: Arch> Kernel<A> {
         }
         if self.mem.folio_test_anon(folio) {
             // __folio_split() → remap_page(RMP_USE_SHARED_ZEROPAGE).
-            for i in 0..nr {
-                self.remove_migration_ptes(folio.plus(i));
-            }
+            self.remap_split_pages(folio, nr);
         }
         match list {
             Some(list) => list.extend((1..nr).map(|i| folio.plus(i))),

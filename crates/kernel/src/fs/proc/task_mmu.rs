@@ -38,7 +38,9 @@ use crate::KResult;
 use std::collections::BTreeMap;
 
 use crate::arch::Arch;
-use crate::include::linux::pgtable::{pmd_addr_end, pte_index, size_label, Pfn, PAGE_SIZE};
+use crate::include::linux::pgtable::{
+    pmd_addr_end, pte_index, size_label, Pfn, MAX_PAGE_ORDER, PAGE_SIZE,
+};
 use crate::{FileId, Kernel, KernelError, MmId};
 use foliosim_uapi::foliomap::{FolioMap, PageState};
 pub use foliosim_uapi::pagemap::{
@@ -47,20 +49,33 @@ pub use foliosim_uapi::pagemap::{
     PM_PFRAME_MASK, PM_PRESENT, PM_SOFT_DIRTY, PM_SWAP, PM_UFFD_WP,
 };
 
+/// Folio orders a histogram counts: the buddy allocator's, 0 to
+/// `MAX_PAGE_ORDER`.
+const MAX_ORDER_SLOTS: usize = MAX_PAGE_ORDER as usize + 1;
+
 impl<A: Arch> Kernel<A> {
     /// The folio-size histogram of the mapped pages of `[start, end)`.
     pub fn folio_histogram(&self, mm: MmId, start: u64, end: u64) -> BTreeMap<String, u64> {
-        let mut out = BTreeMap::new();
+        // Counts by folio order, then the zero page and the huge zero page
+        // (named only at the end: this runs over every mapped page).
+        const ZERO: usize = MAX_ORDER_SLOTS;
+        const HUGE_ZERO: usize = MAX_ORDER_SLOTS + 1;
+        let mut slots = [0u64; MAX_ORDER_SLOTS + 2];
         // Order-0 folios cannot repeat within one range of one mm; large ones
         // can (a COW'd page splits a folio's PTEs into runs).
+        // The last large folio counted short-cuts the set for the usual
+        // run of one folio's PTEs.
         let mut seen_large: std::collections::HashSet<u32> = std::collections::HashSet::new();
-        let mut count = |key: String, folio: Option<Pfn>| {
-            if let Some(f) = folio {
-                if self.mem.folio_test_large(f) && !seen_large.insert(f.0) {
+        let mut last_large = None;
+        let mut count_folio = |folio: Pfn, slots: &mut [u64; MAX_ORDER_SLOTS + 2]| {
+            let order = self.mem.order(folio);
+            if order > 0 {
+                if last_large == Some(folio.0) || !seen_large.insert(folio.0) {
                     return;
                 }
+                last_large = Some(folio.0);
             }
-            *out.entry(key).or_insert(0) += 1;
+            slots[order as usize] += 1;
         };
         let mut addr = start;
         while addr < end {
@@ -72,10 +87,9 @@ impl<A: Arch> Kernel<A> {
             let pmdval = self.pmdp_get(pmd);
             if A::pmd_trans_huge(pmdval) {
                 if A::pte_special(pmdval) {
-                    count("huge_zero".into(), None);
+                    slots[HUGE_ZERO] += 1;
                 } else {
-                    let folio = self.mem.page_folio(A::pte_pfn(pmdval));
-                    count(size_label(self.mem.order(folio)), Some(folio));
+                    count_folio(self.mem.page_folio(A::pte_pfn(pmdval)), &mut slots);
                 }
             } else if let Some(tid) = self.entry_table(pmdval) {
                 let first = pte_index(addr);
@@ -85,14 +99,25 @@ impl<A: Arch> Kernel<A> {
                         continue;
                     }
                     if A::pte_special(e) {
-                        count("zero".into(), None);
+                        slots[ZERO] += 1;
                     } else {
-                        let folio = self.mem.page_folio(A::pte_pfn(e));
-                        count(size_label(self.mem.order(folio)), Some(folio));
+                        count_folio(self.mem.page_folio(A::pte_pfn(e)), &mut slots);
                     }
                 }
             }
             addr = next;
+        }
+        let mut out = BTreeMap::new();
+        for (slot, &n) in slots.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let key = match slot {
+                ZERO => "zero".to_string(),
+                HUGE_ZERO => "huge_zero".to_string(),
+                order => size_label(order as u32),
+            };
+            out.insert(key, n);
         }
         self.pagemap_summary(mm, start, end, &mut out);
         out
