@@ -127,7 +127,9 @@ pub(crate) struct Common {
     /// Run each scenario N times (native and vm) and report per counter
     /// the mean, standard deviation, coefficient of variation, minimum and
     /// maximum; the JSON keeps every run's report and adds `repeat`
-    /// (docs/output.md). The simulator is deterministic: `run` refuses it.
+    /// (docs/output.md). `compare` holds the model to the range the N
+    /// runs span (the median shown). The simulator is deterministic: `run`
+    /// refuses it.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
 }
@@ -701,9 +703,10 @@ fn compare_one(
         Some(opts) => Engine::Vm(opts.clone()),
         None => Engine::Native { trace: true },
     };
-    let (sim, native) =
-        foliosim_run::compare(&job, &other, &sim_options(c), host).map_err(|e| e.to_string())?;
-    let (t, mut j, o) = foliosim_report::compare::compare(&sim, &native);
+    let (sim, runs) =
+        foliosim_run::compare_repeated(&job, &other, &sim_options(c), host, c.repeat as usize)
+            .map_err(|e| e.to_string())?;
+    let (t, mut j, o) = foliosim_report::compare::compare_runs(&sim, &runs);
     if let Some(prov) = &sim.provenance {
         j["provenance"] = prov.to_json_value();
     }
@@ -712,9 +715,6 @@ fn compare_one(
 
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let c = &a.common;
-    if c.repeat > 1 {
-        return Err("--repeat applies to native and vm runs, not to compare".into());
-    }
     let given = given(c)?;
     let vm = match a.engine.as_str() {
         "vm" => Some(a.vm.options(c.arch)?),

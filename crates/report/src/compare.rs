@@ -13,7 +13,7 @@
 //! and a judged counter with an `[[expect]]` is compared within that
 //! expectation's tolerance when it is wider than the default.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::Report;
@@ -303,6 +303,9 @@ struct Row {
     expect_slack: f64,
     /// The forks the phase made (the model's `sim/dup_mm`).
     forks: i64,
+    /// Against repeated runs: the smallest and largest value the runs
+    /// measured (`native` is their median).
+    range: Option<(i64, i64)>,
 }
 
 impl Row {
@@ -317,6 +320,7 @@ impl Row {
             host_state: 0,
             expect_slack: 0.0,
             forks: 0,
+            range: None,
         }
     }
 
@@ -344,6 +348,8 @@ impl Row {
         };
         match (self.sim, self.native) {
             (Some(s), Some(n)) => {
+                // Against repeated runs, the nearest value of their range.
+                let n = self.range.map_or(n, |(lo, hi)| s.clamp(lo, hi));
                 let off = if n < s {
                     (s - n - self.host_state).max(0)
                 } else {
@@ -353,7 +359,10 @@ impl Row {
             }
             // A counter the host cannot provide is missing, not a mismatch.
             (_, None) => false,
-            (None, Some(n)) => n != 0,
+            (None, Some(n)) => match self.range {
+                Some((lo, hi)) => lo > 0 || hi < 0,
+                None => n != 0,
+            },
         }
     }
 }
@@ -407,6 +416,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             name,
             sim: s,
             native: n,
+            range: None,
         });
     }
     out.extend(kfunc_rows(sim, phase, sp, np));
@@ -455,26 +465,120 @@ fn expect_slack(report: &Report, phase: &str, name: &str) -> f64 {
 
 /// Render the comparison; returns (text, json, ok).
 pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
+    let phases: Vec<(String, Vec<Row>)> = sim
+        .phases
+        .iter()
+        .map(|p| (p.name.clone(), rows(sim, native, &p.name)))
+        .collect();
+    let failed: Vec<(&crate::ExpectOutcome, usize)> = native
+        .expectations
+        .iter()
+        .filter(|e| !e.ok)
+        .map(|e| (e, 1))
+        .collect();
+    render(sim, native, &phases, &failed, 1)
+}
+
+/// `compare --repeat N`: the model against `runs`, N runs of the same
+/// scenario by the other engine. A row's kernel value is the runs'
+/// median, and the model agrees on it when it lies within the row's
+/// tolerance of the range the runs spanned: a kernel that varies from run
+/// to run (reclaim under global memory pressure, where kswapd races the
+/// workload) holds the model to its own spread. An expectation of the
+/// scenario fails the comparison only when every run missed it.
+pub fn compare_runs(sim: &Report, runs: &[Report]) -> (String, Value, bool) {
+    assert!(!runs.is_empty(), "compare_runs needs a run");
+    if runs.len() == 1 {
+        return compare(sim, &runs[0]);
+    }
+    let mut phases = Vec::new();
+    for p in &sim.phases {
+        let per_run: Vec<Vec<Row>> = runs.iter().map(|r| rows(sim, r, &p.name)).collect();
+        // Every row any run produced, in the first run's order.
+        let mut merged: Vec<Row> = Vec::new();
+        let mut values: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for rs in per_run {
+            for r in rs {
+                if let Some(n) = r.native {
+                    values.entry(r.name.clone()).or_default().push(n);
+                }
+                if !merged.iter().any(|m| m.name == r.name) {
+                    merged.push(r);
+                }
+            }
+        }
+        for r in &mut merged {
+            let Some(v) = values.get_mut(&r.name) else {
+                continue;
+            };
+            v.sort_unstable();
+            r.native = Some(v[v.len() / 2]);
+            r.range = Some((v[0], v[v.len() - 1]));
+        }
+        phases.push((p.name.clone(), merged));
+    }
+    // The scenario's expectations, by where they are written: how many
+    // runs missed each.
+    let mut failed: Vec<(&crate::ExpectOutcome, usize)> = Vec::new();
+    for e in runs
+        .iter()
+        .flat_map(|r| r.expectations.iter())
+        .filter(|e| !e.ok)
+    {
+        match failed
+            .iter_mut()
+            .find(|(f, _)| f.at == e.at && f.phase == e.phase && f.counter == e.counter)
+        {
+            Some((_, n)) => *n += 1,
+            None => failed.push((e, 1)),
+        }
+    }
+    render(sim, &runs[0], &phases, &failed, runs.len())
+}
+
+/// The text and JSON of a comparison of `sim` with `native` (the first
+/// of `n` runs), row by row; returns (text, json, ok).
+fn render(
+    sim: &Report,
+    native: &Report,
+    phases: &[(String, Vec<Row>)],
+    failed: &[(&crate::ExpectOutcome, usize)],
+    n: usize,
+) -> (String, Value, bool) {
     let mut text = String::new();
     let mut ok = true;
-    let mut phases = Vec::new();
+    let mut jphases = Vec::new();
+    let runs = if n > 1 {
+        format!(", {n} runs")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         text,
-        "scenario {}  (sim {} vs {} {})",
+        "scenario {}  (sim {} vs {} {}{runs})",
         sim.scenario, sim.arch, native.engine, native.arch
     );
-    for p in &sim.phases {
-        let rs = rows(sim, native, &p.name);
-        let _ = writeln!(text, "\nphase {}", p.name);
+    let fmt = |v: Option<i64>| v.map_or("missing".to_string(), |v| v.to_string());
+    for (phase, rs) in phases {
+        let _ = writeln!(text, "\nphase {phase}");
         let w = rs.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        let engine = if n > 1 {
+            format!("{} median", native.engine)
+        } else {
+            native.engine.clone()
+        };
+        let range_head = if n > 1 {
+            format!("  {:>25}", "min .. max")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             text,
-            "  {:<w$}  {:>12}  {:>12}  {:>10}",
-            "counter", "sim", native.engine, "diff"
+            "  {:<w$}  {:>12}  {:>12}{range_head}  {:>10}",
+            "counter", "sim", engine, "diff"
         );
-        let fmt = |v: Option<i64>| v.map_or("missing".to_string(), |v| v.to_string());
         let mut jrows = Vec::new();
-        for r in &rs {
+        for r in rs {
             let diff = match (r.sim, r.native) {
                 (Some(s), Some(n)) => (n - s).to_string(),
                 _ => "-".into(),
@@ -486,24 +590,40 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
                 Some(t) => format!("  ±{}%", t * 100.0),
                 None => String::new(),
             };
+            let range = match (n > 1, r.range) {
+                (false, _) => String::new(),
+                (true, Some((lo, hi))) => format!("  {:>25}", format!("{lo} .. {hi}")),
+                (true, None) => format!("  {:>25}", "-"),
+            };
             let _ = writeln!(
                 text,
-                "  {:<w$}  {:>12}  {:>12}  {:>10}{mark}",
+                "  {:<w$}  {:>12}  {:>12}{range}  {:>10}{mark}",
                 r.name,
                 fmt(r.sim),
                 fmt(r.native),
                 diff
             );
             ok &= !r.mismatch();
-            jrows.push(json!({"name": r.name, "sim": r.sim, "native": r.native, "tolerance": r.tolerance, "ok": !r.mismatch()}));
+            let mut j = json!({"name": r.name, "sim": r.sim, "native": r.native, "tolerance": r.tolerance, "ok": !r.mismatch()});
+            if let Some((lo, hi)) = r.range {
+                j["min"] = json!(lo);
+                j["max"] = json!(hi);
+            }
+            jrows.push(j);
         }
-        phases.push(json!({"name": p.name, "rows": jrows}));
+        jphases.push(json!({"name": phase, "rows": jrows}));
     }
-    for e in native.expectations.iter().filter(|e| !e.ok) {
+    for (e, missed) in failed {
         // System-wide counters are noisy natively: a miss there is shown,
-        // not held against the model.
-        let gating = e.judged;
-        let tag = if gating { "FAIL" } else { "info (system-wide)" };
+        // not held against the model; nor is one some runs met.
+        let gating = e.judged && *missed == n;
+        let tag = match (gating, n) {
+            (true, 1) => "FAIL".to_string(),
+            (true, _) => format!("FAIL (every run of {n})"),
+            (false, 1) => "info (system-wide)".to_string(),
+            (false, _) if e.judged => format!("info ({missed} of {n} runs)"),
+            (false, _) => format!("info (system-wide, {missed} of {n} runs)"),
+        };
         let _ = writeln!(
             text,
             "  {tag}: {} {}:{} = {:?}, expected {} ± {} at {}",
@@ -512,7 +632,10 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
         ok &= !gating;
     }
     let _ = writeln!(text, "\n{}", if ok { "agree" } else { "DISAGREE" });
-    let v = json!({"scenario": sim.scenario, "phases": phases, "ok": ok});
+    let mut v = json!({"scenario": sim.scenario, "phases": jphases, "ok": ok});
+    if n > 1 {
+        v["runs"] = json!(n);
+    }
     (text, v, ok)
 }
 
@@ -622,6 +745,84 @@ mod tests {
         assert!(!pair(0, 105));
         assert!(pair(10, 134));
         assert!(!pair(10, 135));
+    }
+
+    /// Against repeated runs the model is held to the range the kernel
+    /// spanned: an exact counter agrees anywhere inside it and nowhere
+    /// outside; a 5% counter within 5% of its nearest end.
+    #[test]
+    fn repeated_runs_hold_the_model_to_their_range() {
+        let runs = |v: &[i64], steal: &[i64]| -> Vec<Report> {
+            v.iter()
+                .zip(steal)
+                .map(|(&f, &st)| {
+                    let mut r = report("vm", f);
+                    r.phases[0].counters.insert("pgsteal_kswapd".into(), st);
+                    r
+                })
+                .collect()
+        };
+        let sim = |f: i64, st: i64| {
+            let mut r = report("sim", f);
+            r.phases[0].counters.insert("pgsteal_kswapd".into(), st);
+            r
+        };
+        let five = runs(&[100, 103, 101, 105, 102], &[1000, 1200, 1100, 1150, 1050]);
+        let (text, j, ok) = compare_runs(&sim(104, 1100), &five);
+        assert!(ok, "{text}");
+        // The median of 100..105 is 102; the row keeps the range.
+        let row = &j["phases"][0]["rows"][0];
+        assert_eq!(row["name"], "minor-faults");
+        assert_eq!(
+            (
+                row["native"].clone(),
+                row["min"].clone(),
+                row["max"].clone()
+            ),
+            (json!(102), json!(100), json!(105))
+        );
+        assert_eq!(j["runs"], 5);
+        assert!(
+            text.contains("vm median") && text.contains("100 .. 105"),
+            "{text}"
+        );
+        // Exact: one fault outside the range disagrees.
+        assert!(!compare_runs(&sim(106, 1100), &five).2);
+        assert!(!compare_runs(&sim(99, 1100), &five).2);
+        // 5%: 1,255 is within 5% of 1,200 (60 of 1,255 is 62.75); 1,270 is not.
+        assert!(compare_runs(&sim(101, 1255), &five).2);
+        assert!(!compare_runs(&sim(101, 1270), &five).2);
+        // One run is the plain comparison.
+        assert_eq!(
+            compare_runs(&sim(101, 1000), &five[..1]).0,
+            compare(&sim(101, 1000), &five[0]).0
+        );
+    }
+
+    /// An expectation some of the runs met is shown, not held against the
+    /// model; one every run missed fails the comparison.
+    #[test]
+    fn repeated_runs_fail_only_an_expectation_every_run_missed() {
+        let run = |ok: bool| {
+            let mut r = report("vm", 5);
+            r.expectations.push(crate::ExpectOutcome {
+                at: "s.toml:9:1".into(),
+                phase: "write".into(),
+                counter: "minor-faults".into(),
+                expected: 5.0,
+                actual: Some(if ok { 5.0 } else { 6.0 }),
+                tolerance: "0".into(),
+                ok,
+                judged: true,
+            });
+            r
+        };
+        let (text, _, ok) = compare_runs(&report("sim", 5), &[run(true), run(false), run(true)]);
+        assert!(ok, "{text}");
+        assert!(text.contains("info (1 of 3 runs)"), "{text}");
+        let (text, _, ok) = compare_runs(&report("sim", 5), &[run(false), run(false)]);
+        assert!(!ok, "{text}");
+        assert!(text.contains("FAIL (every run of 2)"), "{text}");
     }
 
     #[test]

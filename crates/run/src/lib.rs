@@ -263,9 +263,23 @@ pub fn compare(
     sim: &SimOptions,
     host_defaults: &[(String, String)],
 ) -> Result<(Report, Report), RunError> {
+    let (simulated, mut runs) = compare_repeated(job, other, sim, host_defaults, 1)?;
+    Ok((simulated, runs.remove(0)))
+}
+
+/// [`compare`] against `n` (at least 1) runs of the other engine: the
+/// simulated report (the scenario as the first run set it up, e.g. with a
+/// guest's own memory) and the `n` measured ones.
+pub fn compare_repeated(
+    job: &Job<'_>,
+    other: &Engine,
+    sim: &SimOptions,
+    host_defaults: &[(String, String)],
+    n: usize,
+) -> Result<(Report, Vec<Report>), RunError> {
     let label = &job.source.label;
     let sim_engine = Engine::Sim(sim.clone());
-    let (compiled, mut measured, kernel) = match other {
+    let (compiled, measured, kernel) = match other {
         Engine::Vm(opts) => {
             let out = vm::run(job, opts)?;
             let compiled = Compiled {
@@ -282,13 +296,22 @@ pub fn compare(
             (compiled, r, None)
         }
     };
+    let mut runs = vec![measured];
+    for _ in 1..n {
+        runs.push(match other {
+            Engine::Vm(opts) => vm::run(job, opts)?.report,
+            _ => compiled.run_on(other, job.expect)?,
+        });
+    }
     let mut simulated = compiled.run_on(&sim_engine, job.expect)?;
     let prov = job
         .given
         .map(|g| g.provenance(label, compiled.scenario.seed, kernel));
-    measured.provenance = prov.clone();
+    for r in &mut runs {
+        r.provenance = prov.clone();
+    }
     simulated.provenance = prov;
-    Ok((simulated, measured))
+    Ok((simulated, runs))
 }
 
 /// The scenario of `src` with `overrides`, and the probed host's value
