@@ -18,9 +18,10 @@ for _ in $(seq "$N"); do
     "$F" native --no-trace "${S[@]}" -q --format csv -o "$tmp/native.csv"
     awk -F, '$4 == "measured" && $6 == "native/wall_ns" { print $7 / 1e6 }' \
         "$tmp/native.csv" >>"$tmp/host.ms"
-    start=$(date +%s%N)
+    start=$EPOCHREALTIME
     "$F" run "${S[@]}" -q -o /dev/null
-    echo $((($(date +%s%N) - start) / 1000)) | awk '{ print $1 / 1000 }' >>"$tmp/sim.ms"
+    end=$EPOCHREALTIME
+    awk -v a="$start" -v b="$end" 'BEGIN { print (b - a) * 1000 }' >>"$tmp/sim.ms"
 done
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 h=$(median "$tmp/host.ms")
