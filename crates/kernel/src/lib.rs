@@ -259,6 +259,8 @@ pub struct Kernel<A: Arch> {
     /// `anon_vma->parent` of every anon_vma (index = the id a VMA and its
     /// anon folios' `mapping` hold; 0 = none, so slot 0 is unused).
     pub(crate) anon_vma_parent: Vec<Option<mm::rmap::AnonVmaId>>,
+    /// The VMAs of the last anon rmap walk's anon_vma (mm/rmap.rs).
+    pub(crate) anon_rmap_cache: mm::rmap::AnonRmapCache,
     /// Freed anon_vma ids, highest first (`anon_vma_alloc()` pops).
     pub(crate) anon_vma_free: Vec<u32>,
     pub(crate) files: Vec<AddressSpace>,
@@ -358,6 +360,7 @@ impl<A: Arch> Kernel<A> {
             mms: Vec::new(),
             live_mms: Default::default(),
             anon_vma_parent: vec![None],
+            anon_rmap_cache: Default::default(),
             anon_vma_free: Vec::new(),
             files: Vec::new(),
             free_files: Vec::new(),

@@ -114,6 +114,42 @@ impl Vma {
     }
 }
 
+/// An mm's VMAs keyed by `vm_start` (the maple tree). Read through
+/// `Deref`; every change goes through the methods here, which tell the
+/// rmap walk's cache that the VMAs changed ([`crate::mm::rmap::vmas_changed`]).
+#[derive(Debug, Default)]
+pub(crate) struct VmaTree(BTreeMap<u64, Vma>);
+
+impl std::ops::Deref for VmaTree {
+    type Target = BTreeMap<u64, Vma>;
+    fn deref(&self) -> &BTreeMap<u64, Vma> {
+        &self.0
+    }
+}
+
+impl VmaTree {
+    pub(crate) fn insert(&mut self, start: u64, vma: Vma) -> Option<Vma> {
+        crate::mm::rmap::vmas_changed();
+        self.0.insert(start, vma)
+    }
+
+    pub(crate) fn remove(&mut self, start: &u64) -> Option<Vma> {
+        crate::mm::rmap::vmas_changed();
+        self.0.remove(start)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        crate::mm::rmap::vmas_changed();
+        self.0.clear()
+    }
+
+    /// The VMA at `start` to change in place.
+    pub(crate) fn get_mut(&mut self, start: &u64) -> Option<&mut Vma> {
+        crate::mm::rmap::vmas_changed();
+        self.0.get_mut(start)
+    }
+}
+
 /// `struct mm_struct`
 #[derive(Debug)]
 #[doc(alias = "mm_struct")]
@@ -125,7 +161,7 @@ pub struct Mm {
     pub(crate) pgd: TableId,
     pub(crate) pgd_pfn: crate::include::linux::pgtable::Pfn,
     /// VMAs keyed by `vm_start`.
-    pub(crate) vmas: BTreeMap<u64, Vma>,
+    pub(crate) vmas: VmaTree,
     /// `rss_stat`
     pub(crate) rss: [i64; NR_MM_COUNTERS],
     /// Page tables deposited with PMD-mapped anon THPs, keyed by the PMD
@@ -167,13 +203,14 @@ impl<A: Arch> Kernel<A> {
             mm_id: id.0 + 1,
             pgd,
             pgd_pfn,
-            vmas: BTreeMap::new(),
+            vmas: VmaTree::default(),
             rss: [0; NR_MM_COUNTERS],
             deposited: BTreeMap::new(),
             children: Vec::new(),
             lru_gen: Default::default(),
         }));
         self.live_mms.insert(id);
+        crate::mm::rmap::vmas_changed();
         self.lru_gen_add_mm(id);
         id
     }
@@ -630,6 +667,7 @@ impl<A: Arch> Kernel<A> {
         self.free_upper_tables(mm);
         self.mms[mm.0 as usize] = None;
         self.live_mms.remove(&mm);
+        crate::mm::rmap::vmas_changed();
         self.fput_vma_files(&vmas);
     }
 

@@ -429,6 +429,33 @@ pub(crate) struct RmapHit {
 /// The mappings an rmap walk found.
 pub(crate) type RmapHits = smallvec::SmallVec<[RmapHit; 1]>;
 
+/// Changes of any VMA, mm list or anon_vma tree, in any kernel of the
+/// process: the anon rmap walk's cache ([`AnonRmapCache`]) is valid while
+/// this has not moved since it was filled. Process-wide, so a cloned
+/// kernel can never keep a stale cache: a change in either invalidates
+/// both.
+static VMAS_GEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Record a change of VMAs, the live mms or the anon_vma tree.
+pub(crate) fn vmas_changed() {
+    VMAS_GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn vmas_gen() -> u64 {
+    VMAS_GEN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The VMAs in the anon_vma tree of one anon_vma (every mm, in the
+/// walk's order), kept between rmap walks of its folios: reclaim walks
+/// the rmap of one region's folios in turn, and the VMAs rarely change
+/// meanwhile. Filled at [`vmas_gen`] `gen`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AnonRmapCache {
+    gen: u64,
+    anon_vma: Option<AnonVmaId>,
+    vmas: Vec<(MmId, Vma)>,
+}
+
 /// `vma_address()`: where page `index` of a folio sits in `v` (32-bit
 /// index arithmetic, see mm_types.rs), possibly outside the VMA.
 fn rmap_vma_address(v: &Vma, index: u32) -> i64 {
@@ -479,6 +506,7 @@ impl<A: Arch> Kernel<A> {
             None => crate::model_limit("more than 65535 anon_vmas in use at once"),
         };
         self.anon_vma_parent[id] = parent;
+        vmas_changed();
         AnonVmaId(NonZeroU32::new(id as u32).expect("anon_vma slot 0 is never used"))
     }
 
@@ -546,7 +574,53 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> RmapHits {
         self.vmstat.sim.rmap_walk += 1;
         let nr = self.mem.folio_nr_pages(folio);
-        self.rmap_walk_span(folio, nr)
+        if !self.mem.folio_test_anon(folio) {
+            return self.rmap_walk_span(folio, nr);
+        }
+        let Some(of) = AnonVmaId::from_mapping(self.mem.folio_mapping(folio)) else {
+            return RmapHits::new();
+        };
+        let gen = vmas_gen();
+        if self.anon_rmap_cache.gen != gen || self.anon_rmap_cache.anon_vma != Some(of) {
+            let mut vmas = std::mem::take(&mut self.anon_rmap_cache.vmas);
+            vmas.clear();
+            for mm in self.live_mms() {
+                for v in mm.vmas.values() {
+                    if self.anon_vma_in_tree(v.anon_vma, of) {
+                        vmas.push((mm.id, *v));
+                    }
+                }
+            }
+            self.anon_rmap_cache = AnonRmapCache {
+                gen,
+                anon_vma: Some(of),
+                vmas,
+            };
+        }
+        let index = self.mem.folio_index(folio);
+        let mut hits = RmapHits::new();
+        for (mm, v) in &self.anon_rmap_cache.vmas {
+            let addr = rmap_vma_address(v, index);
+            let end = addr + nr as i64 * 4096;
+            if end > v.vm_start as i64 && addr < v.vm_end as i64 {
+                hits.push(RmapHit {
+                    mm: *mm,
+                    vma: *v,
+                    addr: addr as u64,
+                });
+            }
+        }
+        debug_assert_eq!(
+            hits.iter()
+                .map(|h| (h.mm, h.vma, h.addr))
+                .collect::<Vec<_>>(),
+            self.rmap_walk_span(folio, nr)
+                .iter()
+                .map(|h| (h.mm, h.vma, h.addr))
+                .collect::<Vec<_>>(),
+            "the anon rmap cache disagrees with a walk"
+        );
+        hits
     }
 
     /// The VMAs `rmap_walk()` finds for `nr` pages from `first` (a folio,
