@@ -1130,7 +1130,9 @@ impl<A: Arch> Kernel<A> {
         if !self.kswapd.awake() {
             return;
         }
-        // kswapd is its own task: not in the workload's fault, PF_MEMALLOC.
+        // kswapd is its own task: not in the workload's fault, PF_MEMALLOC,
+        // with its own reclaim TLB batch (`current->tlb_ubc`), and perf
+        // counts its events for it, not for the workload.
         let saved = std::mem::replace(
             &mut self.lru_gen_task,
             crate::mm::lru_gen::LruGenTask {
@@ -1138,8 +1140,38 @@ impl<A: Arch> Kernel<A> {
                 ..Default::default()
             },
         );
+        let saved_ubc = std::mem::take(&mut self.tlb_ubc);
+        let saved_batch = std::mem::take(&mut self.cpus.batch_cpumask);
+        let cpu = self.cpus.current;
+        let kcpu = self.kswapd_cpu();
+        let workload_mm = self.cpus.cpu[kcpu].loaded_mm;
+        let preempted = self.cpus.cpu[kcpu].ours;
+        self.vmstat.enter_kthread();
+        self.cpus.current = kcpu;
+        // A kernel thread: the CPU keeps its mm loaded, lazily.
+        self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
         self.balance_pgdat_round();
+        if preempted {
+            if let Some(mm) = workload_mm {
+                self.sched_switch(kcpu, crate::kernel::sched::CpuRun::User(mm));
+            }
+        }
+        self.cpus.current = cpu;
+        self.vmstat.leave_kthread();
+        self.tlb_ubc = saved_ubc;
+        self.cpus.batch_cpumask = saved_batch;
         self.lru_gen_task = saved;
+    }
+
+    /// The CPU kswapd runs on: the first after the current one that runs
+    /// no task of the workload (the node's CPUs; kswapd is woken on an
+    /// idle one), else the current CPU, whose task it preempts.
+    fn kswapd_cpu(&self) -> usize {
+        let (cpu, nr) = (self.cpus.current, self.cpus.nr());
+        (1..nr)
+            .map(|i| (cpu + i) % nr)
+            .find(|&c| !self.cpus.cpu[c].ours)
+            .unwrap_or(cpu)
     }
 
     /// One round of `balance_pgdat()`'s priority loop (see `kswapd_run()`).

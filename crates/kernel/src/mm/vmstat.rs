@@ -35,6 +35,31 @@ pub struct MemcgStat {
     pub zswapped: u64,
 }
 
+/// The counts perf keeps per task (it counts a task's events in that
+/// task's context): tracepoint hits, `kmem:mm_page_alloc` and the `sim/`
+/// primitives (the model's own per-operation counts, priced as the
+/// workload's time). A kernel thread's ([`VmStat::switch_task`]) are kept
+/// apart from the workload's.
+#[derive(Clone, Debug, Default)]
+pub struct TaskCounts {
+    pub page_alloc: [u64; HPAGE_PMD_ORDER as usize + 1],
+    pub trace: [u64; NR_TRACES],
+    pub sim: SimStat,
+}
+
+/// The tracepoints a kernel thread's TLB flush makes on the workload's
+/// CPUs (the IPI's `flush_tlb_func()` runs there, in the workload's
+/// context; arch/x86/mm/tlb.rs counts them only where a workload task
+/// runs).
+const WORKLOAD_CPU_TRACES: [Trace; 6] = [
+    Trace::TlbFlush,
+    Trace::TlbFlushRemoteShootdown,
+    Trace::TlbFlushLocalShootdown,
+    Trace::TlbFlushLocalMmShootdown,
+    Trace::TlbFlushRemoteSendIpi,
+    Trace::TlbFlushRemoteWrongCpu,
+];
+
 /// All counters of the simulated machine.
 #[derive(Clone, Debug)]
 pub struct VmStat {
@@ -50,6 +75,10 @@ pub struct VmStat {
     pub sim: SimStat,
     /// Per memory cgroup, by id (0 = root).
     pub memcg: Vec<MemcgStat>,
+    /// The per-task counts of kernel threads (kswapd), not the workload's:
+    /// while a kernel thread runs, they and `page_alloc`, `trace` and `sim`
+    /// trade places ([`VmStat::switch_task`]).
+    pub kthread: Box<TaskCounts>,
 }
 
 impl Default for VmStat {
@@ -63,6 +92,7 @@ impl Default for VmStat {
             zswap: [0; NR_ZSWAP_STATS],
             sim: SimStat::default(),
             memcg: vec![MemcgStat::default()],
+            kthread: Box::default(),
         }
     }
 }
@@ -117,6 +147,33 @@ impl VmStat {
     #[inline]
     pub fn uncount_zswap(&mut self, s: ZswapStat, n: u64) {
         self.zswap[s as usize] -= n;
+    }
+
+    /// Count the per-task events from now on for a kernel thread (kswapd)
+    /// instead of the workload, until [`VmStat::leave_kthread`].
+    pub fn enter_kthread(&mut self) {
+        self.swap_task_counts();
+    }
+
+    /// The workload's task runs again. The TLB flushes the thread's IPIs
+    /// made on the workload's CPUs (traced there, in the workload's
+    /// context, and done on its time) go to the workload.
+    pub fn leave_kthread(&mut self) {
+        self.swap_task_counts();
+        let k = &mut *self.kthread;
+        for tp in WORKLOAD_CPU_TRACES {
+            self.trace[tp as usize] += std::mem::take(&mut k.trace[tp as usize]);
+        }
+        self.sim.tlb_remote_flush_received += std::mem::take(&mut k.sim.tlb_remote_flush_received);
+        self.sim.invlpg += std::mem::take(&mut k.sim.invlpg);
+        self.sim.tlb_flush_all += std::mem::take(&mut k.sim.tlb_flush_all);
+    }
+
+    fn swap_task_counts(&mut self) {
+        let k = &mut *self.kthread;
+        std::mem::swap(&mut self.page_alloc, &mut k.page_alloc);
+        std::mem::swap(&mut self.trace, &mut k.trace);
+        std::mem::swap(&mut self.sim, &mut k.sim);
     }
 
     /// A tracepoint fired.

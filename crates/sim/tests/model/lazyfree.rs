@@ -412,6 +412,54 @@ fn kswapd_wakes_at_the_low_watermark() {
     }
 }
 
+/// kswapd is a task of its own on another CPU: perf, counting the
+/// workload's task, does not see kswapd's tracepoints (`vmscan:*`, the
+/// reclaim's rmap walks), but kswapd's TLB flushes of the workload's mm
+/// interrupt the workload: each IPI runs `flush_tlb_func()` on the
+/// workload's CPU, in its context, traced as a remote shootdown.
+/// 80 MiB written on a 64 MiB machine with zram (2 CPUs, the workload on
+/// CPU 0): kswapd swaps out every page it steals, and each one is dirty
+/// anon, so `shrink_folio_list()` flushes its deferred batch
+/// (`try_to_unmap_flush_dirty()`) before `pageout()`: one flush, and one
+/// remote shootdown on CPU 0, per page kswapd steals, none local. With
+/// one CPU kswapd preempts the workload, and none of its flushes is seen.
+#[test]
+fn kswapd_is_counted_as_its_own_task() {
+    for (cpus, remote) in [(2, true), (1, false)] {
+        let text = [
+            system_mem(
+                "64M",
+                &format!("transparent_hugepage.enabled = \"never\"\ncpus = {cpus}\n"),
+            ),
+            swap("zram", "128M"),
+            phase("fill"),
+            anon_written("a", "80M"),
+        ]
+        .concat();
+        let r = run(&text);
+        let kswapd = c(&r, "fill", "pgsteal_kswapd");
+        assert!(kswapd > 1000, "{cpus} CPUs: kswapd stole {kswapd}");
+        let direct = c(&r, "fill", "pgsteal_direct");
+        // The workload's own reclaim is all perf sees of vmscan.
+        assert_eq!(
+            c(&r, "fill", "vmscan:mm_vmscan_write_folio"),
+            direct,
+            "{cpus}"
+        );
+        assert_eq!(c(&r, "fill", "sim/swap_alloc"), direct, "{cpus}");
+        assert_eq!(
+            c(&r, "fill", "tlb:tlb_flush/remote_shootdown"),
+            if remote { kswapd } else { 0 },
+            "{cpus} CPUs"
+        );
+        assert_eq!(
+            c(&r, "fill", "tlb:tlb_flush/local_mm_shootdown"),
+            direct,
+            "{cpus} CPUs: the workload's own flushes"
+        );
+    }
+}
+
 /// Anon memory beyond RAM without swap: reclaim finds nothing to free,
 /// the allocation fails after 16 fruitless attempts and the fault ends in
 /// VM_FAULT_OOM (the OOM killer is not modelled): the run stops with the
