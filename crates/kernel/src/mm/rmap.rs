@@ -570,7 +570,8 @@ impl<A: Arch> Kernel<A> {
     /// the fork children chained to it); file folios: every VMA of the file
     /// (`i_mmap`).
     /// A folio mapped once (what reclaim meets for nearly every folio it
-    /// scans) keeps its one hit inline, without a heap allocation.
+    /// scans) keeps its one hit inline, without a heap allocation. Anon
+    /// walks take the anon_vma tree's VMAs from [`AnonRmapCache`].
     pub(crate) fn rmap_walk(&mut self, folio: Pfn) -> RmapHits {
         self.vmstat.sim.rmap_walk += 1;
         let nr = self.mem.folio_nr_pages(folio);

@@ -1144,7 +1144,7 @@ impl<A: Arch> Kernel<A> {
         let saved_batch = std::mem::take(&mut self.cpus.batch_cpumask);
         let cpu = self.cpus.current;
         let kcpu = self.kswapd_cpu();
-        let workload_mm = self.cpus.cpu[kcpu].loaded_mm;
+        let preempted_mm = self.cpus.cpu[kcpu].loaded_mm;
         let preempted = self.cpus.cpu[kcpu].ours;
         self.vmstat.enter_kthread();
         self.cpus.current = kcpu;
@@ -1152,7 +1152,7 @@ impl<A: Arch> Kernel<A> {
         self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
         self.balance_pgdat_round();
         if preempted {
-            if let Some(mm) = workload_mm {
+            if let Some(mm) = preempted_mm {
                 self.sched_switch(kcpu, crate::kernel::sched::CpuRun::User(mm));
             }
         }

@@ -38,7 +38,7 @@ pub struct MemcgStat {
 /// The counts perf keeps per task (it counts a task's events in that
 /// task's context): tracepoint hits, `kmem:mm_page_alloc` and the `sim/`
 /// primitives (the model's own per-operation counts, priced as the
-/// workload's time). A kernel thread's ([`VmStat::switch_task`]) are kept
+/// workload's time). A kernel thread's ([`VmStat::enter_kthread`]) are kept
 /// apart from the workload's.
 #[derive(Clone, Debug, Default)]
 pub struct TaskCounts {
@@ -77,7 +77,7 @@ pub struct VmStat {
     pub memcg: Vec<MemcgStat>,
     /// The per-task counts of kernel threads (kswapd), not the workload's:
     /// while a kernel thread runs, they and `page_alloc`, `trace` and `sim`
-    /// trade places ([`VmStat::switch_task`]).
+    /// trade places ([`VmStat::enter_kthread`]).
     pub kthread: Box<TaskCounts>,
 }
 
