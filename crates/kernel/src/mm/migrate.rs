@@ -25,9 +25,9 @@ use crate::Kernel;
 impl<A: Arch> Kernel<A> {
     /// `remap_page()`: `remove_migration_ptes(folio, folio,
     /// RMP_USE_SHARED_ZEROPAGE)` for each of the `nr` new order-0 folios
-    /// from `first` of a split anon folio, restoring every migration entry. One walk over
-    /// the old folio's pages finds the VMAs; each page's own walk (counted)
-    /// is the part of them that holds it.
+    /// from `first` of a split anon folio, restoring every migration
+    /// entry. One walk over the old folio's pages finds the VMAs; each
+    /// page's own walk (counted) is the part of them that holds it.
     pub(crate) fn remap_split_pages(&mut self, first: Pfn, nr: u64) {
         let span = self.rmap_walk_span(first, nr);
         let index = self.mem.folio_index(first);

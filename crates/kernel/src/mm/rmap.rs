@@ -456,11 +456,18 @@ pub(crate) struct AnonRmapCache {
     vmas: Vec<(MmId, Vma)>,
 }
 
-/// `vma_address()`: where page `index` of a folio sits in `v` (32-bit
-/// index arithmetic, see mm_types.rs), possibly outside the VMA.
-fn rmap_vma_address(v: &Vma, index: u32) -> i64 {
+/// The hit in `v` (of `mm`) of `nr` pages from file index `index`, if
+/// any of them lies inside it: `vma_address()` (32-bit index arithmetic,
+/// see mm_types.rs; the first page's address, possibly before the VMA).
+fn rmap_hit(mm: MmId, v: &Vma, index: u32, nr: u64) -> Option<RmapHit> {
     let off = index.wrapping_sub(v.vm_pgoff as u32) as i32 as i64;
-    v.vm_start as i64 + off * 4096
+    let addr = v.vm_start as i64 + off * 4096;
+    let end = addr + nr as i64 * 4096;
+    (end > v.vm_start as i64 && addr < v.vm_end as i64).then_some(RmapHit {
+        mm,
+        vma: *v,
+        addr: addr as u64,
+    })
 }
 
 /// An anon_vma (`struct anon_vma`): its slot in `Kernel::anon_vma_parent`,
@@ -599,18 +606,12 @@ impl<A: Arch> Kernel<A> {
             };
         }
         let index = self.mem.folio_index(folio);
-        let mut hits = RmapHits::new();
-        for (mm, v) in &self.anon_rmap_cache.vmas {
-            let addr = rmap_vma_address(v, index);
-            let end = addr + nr as i64 * 4096;
-            if end > v.vm_start as i64 && addr < v.vm_end as i64 {
-                hits.push(RmapHit {
-                    mm: *mm,
-                    vma: *v,
-                    addr: addr as u64,
-                });
-            }
-        }
+        let hits: RmapHits = self
+            .anon_rmap_cache
+            .vmas
+            .iter()
+            .filter_map(|(mm, v)| rmap_hit(*mm, v, index, nr))
+            .collect();
         debug_assert_eq!(
             hits.iter()
                 .map(|h| (h.mm, h.vma, h.addr))
@@ -639,11 +640,9 @@ impl<A: Arch> Kernel<A> {
         let mut hits = RmapHits::new();
         for mm in self.live_mms() {
             for v in mm.vmas.values() {
-                let addr = rmap_vma_address(v, index);
-                let end = addr + nr as i64 * 4096;
-                if end <= v.vm_start as i64 || addr >= v.vm_end as i64 {
+                let Some(hit) = rmap_hit(mm.id, v, index, nr) else {
                     continue;
-                }
+                };
                 let ours = if anon {
                     of.is_some_and(|of| self.anon_vma_in_tree(v.anon_vma, of))
                 } else {
@@ -652,11 +651,7 @@ impl<A: Arch> Kernel<A> {
                     })
                 };
                 if ours {
-                    hits.push(RmapHit {
-                        mm: mm.id,
-                        vma: *v,
-                        addr: addr as u64,
-                    });
+                    hits.push(hit);
                 }
             }
         }
@@ -667,11 +662,7 @@ impl<A: Arch> Kernel<A> {
     /// `span`, a hit of a walk over pages that include it: None when that
     /// VMA does not hold the page.
     pub(crate) fn rmap_hit_of_page(span: &RmapHit, index: u32) -> Option<RmapHit> {
-        let addr = rmap_vma_address(&span.vma, index);
-        (addr >= span.vma.vm_start as i64 && addr < span.vma.vm_end as i64).then_some(RmapHit {
-            addr: addr as u64,
-            ..*span
-        })
+        rmap_hit(span.mm, &span.vma, index, 1)
     }
 
     /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |
