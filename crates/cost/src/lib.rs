@@ -55,21 +55,39 @@ pub fn annotate(report: &mut Report, profile: &Profile) -> Result<(), String> {
     Ok(())
 }
 
+/// The cost profile `profile` (a file or a shipped profile's name) or,
+/// without one, the shipped profile of `arch` (None if there is none).
+/// A profile for another architecture is refused (its costs describe
+/// another CPU's primitives).
+pub fn profile_for(profile: Option<&str>, arch: &str) -> Result<Option<Profile>, String> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => match default_profile_name(arch) {
+            Some(n) => n.to_string(),
+            None => return Ok(None),
+        },
+    };
+    let prof = Profile::resolve(&name).map_err(|e| e.to_string())?;
+    if prof.arch != arch {
+        return Err(format!(
+            "cost profile `{}` is for {}, the run simulates {arch}: choose a profile for {arch} \
+             (--profile)",
+            prof.name, prof.arch
+        ));
+    }
+    Ok(Some(prof))
+}
+
 /// Modelled time for a simulated report with the profile `profile` (a
 /// file or a shipped profile's name), or, without one, the shipped
 /// profile of the report's architecture (none: the report is left as it
 /// is). The `--profile` option of `run` and `compare`, sweeps and the
 /// Python binding.
 pub fn add_time(report: &mut Report, profile: Option<&str>) -> Result<(), String> {
-    let name = match profile {
-        Some(p) => p.to_string(),
-        None => match default_profile_name(&report.arch) {
-            Some(n) => n.to_string(),
-            None => return Ok(()),
-        },
-    };
-    let prof = Profile::resolve(&name).map_err(|e| e.to_string())?;
-    annotate(report, &prof)
+    match profile_for(profile, &report.arch)? {
+        Some(prof) => annotate(report, &prof),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

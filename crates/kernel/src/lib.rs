@@ -45,6 +45,7 @@ use mm::filemap::AddressSpace;
 use mm::mmap::Mm;
 use mm::page_alloc::FreeArea;
 use mm::pgtable_generic::{PageTables, Table, TableId};
+pub use mm::vmstat::Prices;
 use mm::vmstat::VmStat;
 
 use foliosim_uapi::knobs::{self, FieldMut, Knob};
@@ -107,6 +108,10 @@ pub struct Config {
     /// off; a global reclaim then is a loud "unsupported", never a silent
     /// approximation.
     pub lru_order_root: bool,
+    /// The prices of the tasks' modelled CPU time, which pace kswapd
+    /// against the workload (a cost profile's; empty: kswapd's work costs
+    /// nothing and it always keeps up).
+    pub prices: std::sync::Arc<mm::vmstat::Prices>,
 }
 
 impl Default for Config {
@@ -139,6 +144,7 @@ impl Default for Config {
             series: Series::default(),
             zswap: Default::default(),
             lru_order_root: true,
+            prices: Default::default(),
         }
     }
 }

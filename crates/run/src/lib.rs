@@ -132,7 +132,7 @@ pub fn run(job: &Job<'_>, engine: &Engine) -> Result<Report, RunError> {
             // simulator's memory guard admits the text first.
             if let Engine::Sim(o) = engine {
                 let len = job.source.text.len() as u64;
-                foliosim_sim::admit_text(len, sim_options(o))
+                foliosim_sim::admit_text(len, &sim_options(o))
                     .map_err(|e| RunError::from_sim(label, e))?;
             }
             let sc = parse(job.source, job.overrides)?;
@@ -170,7 +170,7 @@ impl Compiled {
     pub fn new(label: &str, sc: Scenario, engines: &[&Engine]) -> Result<Compiled, RunError> {
         for e in engines {
             if let Engine::Sim(o) = e {
-                foliosim_sim::admit(&sc, sim_options(o))
+                foliosim_sim::admit(&sc, &sim_options(o))
                     .map_err(|e| RunError::from_sim(label, e))?;
             }
         }
@@ -231,6 +231,7 @@ fn sim_options(o: &SimOptions) -> foliosim_sim::RunOptions {
     foliosim_sim::RunOptions {
         check: o.check,
         max_memory: o.max_memory,
+        profile: None,
     }
 }
 
@@ -242,12 +243,21 @@ pub fn guarded<T>(label: &str, f: impl FnOnce() -> T) -> Result<T, RunError> {
     foliosim_sim::catch(f).map_err(|p| RunError::from_panic(label, p))
 }
 
-/// Simulate `wl` inside the panic guard and add modelled time.
+/// Simulate `wl` inside the panic guard and add modelled time. The cost
+/// profile also paces kswapd inside the run.
 fn simulate(label: &str, sc: &Scenario, wl: &Workload, o: &SimOptions) -> Result<Report, RunError> {
-    let mut report = guarded(label, || foliosim_sim::run_workload(sc, wl, sim_options(o)))?
+    let profile = foliosim_cost::profile_for(o.profile.as_deref(), sc.system.arch.as_str())
+        .map_err(|e| RunError::Usage(in_file(label, e)))?
+        .map(std::sync::Arc::new);
+    let opts = foliosim_sim::RunOptions {
+        profile: profile.clone(),
+        ..sim_options(o)
+    };
+    let mut report = guarded(label, || foliosim_sim::run_workload(sc, wl, opts))?
         .map_err(|e| RunError::from_sim(label, e))?;
-    foliosim_cost::add_time(&mut report, o.profile.as_deref())
-        .map_err(|e| RunError::Usage(in_file(label, e)))?;
+    if let Some(p) = &profile {
+        foliosim_cost::annotate(&mut report, p).map_err(|e| RunError::Usage(in_file(label, e)))?;
+    }
     Ok(report)
 }
 

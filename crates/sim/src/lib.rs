@@ -18,19 +18,50 @@ pub use layout::{compile, layout, Layout};
 
 use std::fmt;
 
-use foliosim_kernel::{Arm64, Config, X86_64};
+use std::sync::{Arc, OnceLock};
+
+use foliosim_kernel::{Arm64, Config, Prices, X86_64};
 use foliosim_report::Report;
 use foliosim_scenario::{Arch, Backing, Scenario, Step, StepKind};
 use foliosim_workload::Workload;
 
 /// How to run.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Run the invariant checker after every step.
     pub check: bool,
     /// Refuse a scenario whose estimated memory ([`estimate_peak`])
     /// exceeds this many bytes (None: the host's available memory).
     pub max_memory: Option<u64>,
+    /// The cost profile whose prices pace kswapd against the workload
+    /// (the modelled CPU time of each; mm/vmscan.rs `kswapd_run()`).
+    /// None: the simulated architecture's shipped profile.
+    pub profile: Option<Arc<foliosim_cost::Profile>>,
+}
+
+/// The prices of `profile` for the kernel model's task clocks.
+fn prices(profile: &foliosim_cost::Profile) -> Prices {
+    Prices::new(profile.costs.iter().map(|(name, c)| (name.as_str(), c.ns)))
+}
+
+/// The prices of `arch`'s shipped profile (empty if it has none), parsed
+/// once.
+fn shipped_prices(arch: Arch) -> Arc<Prices> {
+    static CACHE: OnceLock<Vec<(Arch, Arc<Prices>)>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| {
+        Arch::ALL
+            .iter()
+            .map(|&a| {
+                let p = foliosim_cost::profile_for(None, a.as_str())
+                    .expect("a shipped cost profile parses (crates/cost tests)")
+                    .map(|p| prices(&p))
+                    .unwrap_or_default();
+                (a, Arc::new(p))
+            })
+            .collect()
+    });
+    let (_, p) = cache.iter().find(|(a, _)| *a == arch).expect("every arch");
+    Arc::clone(p)
 }
 
 /// Why a simulation stopped.
@@ -213,7 +244,7 @@ fn fits_in_memory(sc: &Scenario) -> bool {
 /// Simulate `sc` and return its report (expectations evaluated):
 /// [`admit`], [`compile`], [`run_workload`] and `Report::evaluate`.
 pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
-    admit(sc, opts)?;
+    admit(sc, &opts)?;
     let wl = compile(sc).map_err(|e| SimError::Unsupported {
         at: e.at,
         what: e.what,
@@ -227,7 +258,7 @@ pub fn run(sc: &Scenario, opts: RunOptions) -> Result<Report, SimError> {
 /// `opts.max_memory` (else 3/4 of the host's available memory or its
 /// address-space limit) and reservable, and its warm files within its
 /// machine. Checked before anything of the scenario is built.
-pub fn admit(sc: &Scenario, opts: RunOptions) -> Result<(), SimError> {
+pub fn admit(sc: &Scenario, opts: &RunOptions) -> Result<(), SimError> {
     admit_estimate(estimate_peak(sc), opts)?;
     // A warm page cache larger than the machine cannot be warm: its fill
     // would only run global reclaim against itself (and slowly).
@@ -255,13 +286,13 @@ pub fn admit(sc: &Scenario, opts: RunOptions) -> Result<(), SimError> {
 /// Whether a scenario text of `len` bytes may be parsed for a simulation
 /// here: [`estimate_text`] within the limit of [`admit`]. Checked before
 /// the text is parsed.
-pub fn admit_text(len: u64, opts: RunOptions) -> Result<(), SimError> {
+pub fn admit_text(len: u64, opts: &RunOptions) -> Result<(), SimError> {
     admit_estimate(estimate_text(len), opts)
 }
 
 /// `estimate` within `opts.max_memory` (else 3/4 of the host's available
 /// memory or its address-space limit), and reservable.
-fn admit_estimate(estimate: Estimate, opts: RunOptions) -> Result<(), SimError> {
+fn admit_estimate(estimate: Estimate, opts: &RunOptions) -> Result<(), SimError> {
     // Without --max-memory: three quarters of the available memory (the
     // estimate is not exact, and the rest of the machine needs some too),
     // or the address-space limit.
@@ -291,6 +322,10 @@ fn admit_estimate(estimate: Estimate, opts: RunOptions) -> Result<(), SimError> 
 pub fn run_workload(sc: &Scenario, wl: &Workload, opts: RunOptions) -> Result<Report, SimError> {
     let mut cfg = kernel_config(sc);
     cfg.check_invariants = opts.check;
+    cfg.prices = match &opts.profile {
+        Some(p) => Arc::new(prices(p)),
+        None => shipped_prices(sc.system.arch),
+    };
     let mut report = match sc.system.arch {
         Arch::X86_64 => engine::Engine::<X86_64>::run(sc, wl, cfg)?,
         Arch::Arm64 => engine::Engine::<Arm64>::run(sc, wl, cfg)?,

@@ -227,6 +227,14 @@ macro_rules! sim_stat {
             pub fn for_each(&self, mut f: impl FnMut(&'static str, u64)) {
                 $(f($label, self.$field);)*
             }
+            /// `Σ count · weight` over every counter, `weights` in field
+            /// order ([`SimStat::DOCS`]): the priced time of the counts.
+            pub fn dot(&self, weights: &[f64]) -> f64 {
+                let mut w = weights.iter();
+                let mut acc = 0.0;
+                $(acc += self.$field as f64 * w.next().copied().unwrap_or(0.0);)*
+                acc
+            }
         }
     };
 }

@@ -1395,26 +1395,32 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `try_to_shrink_lruvec()`: evict until this priority's share is
-    /// scanned; whether the lruvec aged instead.
-    fn try_to_shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> bool {
-        let swappiness = self.get_swappiness(sc);
+    /// scanned.
+    fn try_to_shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
         let mut scanned = 0;
-        let mut nr_to_scan;
-        loop {
-            nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
-            if nr_to_scan <= 0 {
-                break;
-            }
-            let delta = self.evict_folios(nr_to_scan as u64, memcg, sc, swappiness);
-            if delta == 0 {
-                break;
-            }
-            scanned += delta;
-            if scanned >= nr_to_scan as u64 || self.should_abort_scan(sc) {
-                break;
-            }
+        while self.lru_gen_shrink_step(memcg, sc, &mut scanned) {}
+    }
+
+    /// One `evict_folios()` batch of `try_to_shrink_lruvec()`'s loop
+    /// (`scanned`: the loop's count so far); false once the lruvec is done
+    /// (its share scanned, nothing to evict, or it aged instead).
+    pub(crate) fn lru_gen_shrink_step(
+        &mut self,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+        scanned: &mut u64,
+    ) -> bool {
+        let swappiness = self.get_swappiness(sc);
+        let nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
+        if nr_to_scan <= 0 {
+            return false;
         }
-        nr_to_scan < 0
+        let delta = self.evict_folios(nr_to_scan as u64, memcg, sc, swappiness);
+        if delta == 0 {
+            return false;
+        }
+        *scanned += delta;
+        *scanned < nr_to_scan as u64 && !self.should_abort_scan(sc)
     }
 
     /// `set_initial_priority()`: a large reclaim at DEF_PRIORITY starts
@@ -1450,26 +1456,46 @@ impl<A: Arch> Kernel<A> {
     /// cgroup's lruvec (`shrink_many()`, in id order) until the target is
     /// met.
     pub(crate) fn lru_gen_shrink_node(&mut self, sc: &mut ScanControl) {
-        let before = sc.nr_reclaimed;
-        self.lru_add_drain_rotations();
+        let before = self.lru_gen_shrink_node_begin(sc);
         // set_mm_walk(pgdat, proactive): kswapd has its own walk.
         let saved = std::mem::replace(&mut self.lru_gen_task.walk, sc.kswapd || sc.proactive);
+        for m in 0..self.memcg.memcgs.len() as u16 {
+            let memcg = crate::mm::memcontrol::MemcgId(m);
+            self.try_to_shrink_lruvec(memcg, sc);
+            if self.lru_gen_shrink_memcg_end(memcg, sc) {
+                break;
+            }
+        }
+        self.lru_gen_task.walk = saved;
+        self.lru_gen_shrink_node_end(sc, before);
+    }
+
+    /// The start of `lru_gen_shrink_node()`: the pending rotations, the
+    /// initial priority; kswapd counts this pass's reclaim from zero.
+    /// Returns what `sc` had reclaimed before.
+    pub(crate) fn lru_gen_shrink_node_begin(&mut self, sc: &mut ScanControl) -> u64 {
+        let before = sc.nr_reclaimed;
+        self.lru_add_drain_rotations();
         self.set_initial_priority(sc);
         if sc.kswapd {
             sc.nr_reclaimed = 0;
         }
-        for m in 0..self.memcg.memcgs.len() as u16 {
-            let memcg = crate::mm::memcontrol::MemcgId(m);
-            self.try_to_shrink_lruvec(memcg, sc);
-            self.shrink_slab(memcg, sc.priority as u32);
-            if self.should_abort_scan(sc) {
-                break;
-            }
-        }
+        before
+    }
+
+    /// After a cgroup's lruvec in `shrink_many()`: its slab shrinkers;
+    /// whether the walk stops here (`should_abort_scan()`).
+    pub(crate) fn lru_gen_shrink_memcg_end(&mut self, memcg: MemcgId, sc: &ScanControl) -> bool {
+        self.shrink_slab(memcg, sc.priority as u32);
+        self.should_abort_scan(sc)
+    }
+
+    /// The end of `lru_gen_shrink_node()`: progress revives a failing
+    /// kswapd.
+    pub(crate) fn lru_gen_shrink_node_end(&mut self, sc: &mut ScanControl, before: u64) {
         if sc.kswapd {
             sc.nr_reclaimed += before;
         }
-        self.lru_gen_task.walk = saved;
         if sc.nr_reclaimed > before {
             self.kswapd.failures = 0;
         }

@@ -719,6 +719,18 @@ impl<A: Arch> Kernel<A> {
     }
 }
 
+/// A `shrink_lruvec()` in progress (kswapd's goes a round at a time).
+#[derive(Clone, Debug)]
+struct LruvecScan {
+    /// What is left of each list's budget.
+    nr: [u64; NR_LRU_LISTS],
+    /// Each list's budget at the start.
+    targets: [u64; NR_LRU_LISTS],
+    nr_reclaimed: u64,
+    /// `proportional_reclaim`: scan the whole budget.
+    proportional_reclaim: bool,
+}
+
 /// `enum scan_balance` (SCAN_ANON needs `swappiness=max` in memory.reclaim
 /// or a tiny file LRU under global reclaim, neither of which the model has).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -773,28 +785,53 @@ impl<A: Arch> Kernel<A> {
             self.lru_gen_shrink_lruvec(memcg, sc);
             return;
         }
-        let mut nr = self.get_scan_count(memcg, sc);
-        let targets = nr;
-        let mut nr_reclaimed = 0;
-        // Global direct reclaim at DEF_PRIORITY scans its whole budget.
-        let proportional_reclaim =
-            !sc.cgroup_reclaim() && !sc.kswapd && sc.priority == DEF_PRIORITY;
-        while nr[LRU_INACTIVE_ANON] != 0 || nr[LRU_ACTIVE_FILE] != 0 || nr[LRU_INACTIVE_FILE] != 0 {
-            for (lru, n) in nr.iter_mut().enumerate() {
-                if *n != 0 {
-                    let nr_to_scan = (*n).min(SWAP_CLUSTER_MAX);
-                    *n -= nr_to_scan;
-                    nr_reclaimed += self.shrink_list(lru, nr_to_scan, memcg, sc);
-                }
-            }
-            if nr_reclaimed < sc.nr_to_reclaim || proportional_reclaim {
-                continue;
-            }
-            if !proportional_nudge(&mut nr, &targets) {
-                break;
+        let mut scan = self.lruvec_scan_begin(memcg, sc);
+        while self.lruvec_scan_step(&mut scan, memcg, sc) {}
+        self.lruvec_scan_end(scan, memcg, sc);
+    }
+
+    /// The start of `shrink_lruvec()`: each list's budget at this priority.
+    fn lruvec_scan_begin(&self, memcg: MemcgId, sc: &ScanControl) -> LruvecScan {
+        let nr = self.get_scan_count(memcg, sc);
+        LruvecScan {
+            nr,
+            targets: nr,
+            nr_reclaimed: 0,
+            // Global direct reclaim at DEF_PRIORITY scans its whole budget.
+            proportional_reclaim: !sc.cgroup_reclaim() && !sc.kswapd && sc.priority == DEF_PRIORITY,
+        }
+    }
+
+    /// One round of `shrink_lruvec()`'s loop: up to 32 pages of every list
+    /// with budget left. False once the scan is over.
+    fn lruvec_scan_step(
+        &mut self,
+        scan: &mut LruvecScan,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+    ) -> bool {
+        let nr = &scan.nr;
+        if nr[LRU_INACTIVE_ANON] == 0 && nr[LRU_ACTIVE_FILE] == 0 && nr[LRU_INACTIVE_FILE] == 0 {
+            return false;
+        }
+        for lru in 0..NR_LRU_LISTS {
+            let n = scan.nr[lru];
+            if n != 0 {
+                let nr_to_scan = n.min(SWAP_CLUSTER_MAX);
+                scan.nr[lru] -= nr_to_scan;
+                scan.nr_reclaimed += self.shrink_list(lru, nr_to_scan, memcg, sc);
             }
         }
-        sc.nr_reclaimed += nr_reclaimed;
+        if scan.nr_reclaimed < sc.nr_to_reclaim || scan.proportional_reclaim {
+            return true;
+        }
+        proportional_nudge(&mut scan.nr, &scan.targets)
+    }
+
+    /// The end of `shrink_lruvec()`: count what it reclaimed, and age the
+    /// anon active list if its inactive list is low.
+    fn lruvec_scan_end(&mut self, scan: LruvecScan, memcg: MemcgId, sc: &mut ScanControl) {
+        sc.nr_reclaimed += scan.nr_reclaimed;
         if self.can_age_anon_pages() && self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
             self.shrink_active_list(SWAP_CLUSTER_MAX, memcg, LRU_ACTIVE_ANON, sc);
         }
@@ -1078,8 +1115,39 @@ fn proportional_nudge(nr: &mut [u64; NR_LRU_LISTS], targets: &[u64; NR_LRU_LISTS
 pub(crate) struct Kswapd {
     /// The `balance_pgdat()` pass in progress; None while kswapd sleeps.
     run: Option<ScanControl>,
+    /// Where the pass's current priority round stands.
+    round: Round,
     /// `pgdat->kswapd_failures`: passes in a row that reclaimed nothing.
     pub(crate) failures: u32,
+    /// kswapd's modelled CPU time (ns): it runs while it is behind the
+    /// workload's (`kswapd_run()`).
+    clock: f64,
+}
+
+/// A priority round of `balance_pgdat()`, which kswapd takes a step at a
+/// time (`kswapd_step()`).
+#[derive(Debug, Default)]
+enum Round {
+    /// Not begun: the balance check, `kswapd_age_node()`, the scan
+    /// control's set-up.
+    #[default]
+    Start,
+    /// `shrink_node_memcgs()`: at the cgroup `memcg` (all done when it is
+    /// the number of cgroups), inside its `shrink_lruvec()` when `scan`;
+    /// the pass had reclaimed `reclaimed_before` when the round began.
+    Memcgs {
+        memcg: u16,
+        scan: Option<LruvecScan>,
+        reclaimed_before: u64,
+    },
+    /// MGLRU's `lru_gen_shrink_node()` → `shrink_many()`: at the cgroup
+    /// `memcg` (done at or past the number of cgroups), whose
+    /// `try_to_shrink_lruvec()` has scanned `scanned` pages.
+    LruGen {
+        memcg: u16,
+        scanned: u64,
+        reclaimed_before: u64,
+    },
 }
 
 impl Kswapd {
@@ -1099,14 +1167,17 @@ impl<A: Arch> Kernel<A> {
     /// `wakeup_kswapd()` from the allocator's slow path: wake kswapd unless
     /// it is awake already, the node is balanced, or kswapd has failed
     /// `MAX_RECLAIM_RETRIES` times in a row (the node is left to direct
-    /// reclaim).
+    /// reclaim). It wakes at the workload's time.
     pub(crate) fn wakeup_kswapd(&mut self) {
         if self.kswapd.awake()
+            || self.vmstat.in_kthread()
             || self.kswapd.failures >= MAX_RECLAIM_RETRIES
             || self.pgdat_balanced()
         {
             return;
         }
+        let now = self.vmstat.task_ns(&self.cfg.prices);
+        self.kswapd.clock = self.kswapd.clock.max(now);
         self.balance_pgdat_begin();
     }
 
@@ -1117,17 +1188,21 @@ impl<A: Arch> Kernel<A> {
         let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
         sc.kswapd = true;
         self.kswapd.run = Some(sc);
+        self.kswapd.round = Round::Start;
     }
 
-    /// kswapd's turn, taken before each allocation while it is awake (the
-    /// model's interleaving of kswapd with the workload, docs/fidelity.md):
-    /// one round of `balance_pgdat()`'s priority loop. Balanced, kswapd
-    /// goes to sleep; after the last priority it counts a failure if it
-    /// reclaimed nothing and either sleeps (balanced, or hopeless) or, as
-    /// `kswapd()` does when `prepare_kswapd_sleep()` says no, counts
-    /// `kswapd_high_wmark_hit_quickly` and starts another pass.
+    /// kswapd's turn, taken before each of the workload's allocations while
+    /// kswapd is awake: it runs beside the workload, so it takes steps
+    /// (`kswapd_step()`) for as long as its modelled CPU time is behind the
+    /// workload's (both at the cost profile's prices, `Config::prices`;
+    /// docs/fidelity.md says what interleavings this stands for).
     pub(crate) fn kswapd_run(&mut self) {
-        if !self.kswapd.awake() {
+        if !self.kswapd.awake() || self.vmstat.in_kthread() {
+            return;
+        }
+        let prices = std::sync::Arc::clone(&self.cfg.prices);
+        let now = self.vmstat.task_ns(&prices);
+        if self.kswapd.clock > now {
             return;
         }
         // kswapd is its own task: not in the workload's fault, PF_MEMALLOC,
@@ -1150,7 +1225,11 @@ impl<A: Arch> Kernel<A> {
         self.cpus.current = kcpu;
         // A kernel thread: the CPU keeps its mm loaded, lazily.
         self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
-        self.balance_pgdat_round();
+        while self.kswapd.awake() && self.kswapd.clock <= now {
+            let before = self.vmstat.task_ns(&prices);
+            self.kswapd_step();
+            self.kswapd.clock += self.vmstat.task_ns(&prices) - before;
+        }
         if preempted {
             if let Some(mm) = preempted_mm {
                 self.sched_switch(kcpu, crate::kernel::sched::CpuRun::User(mm));
@@ -1174,20 +1253,113 @@ impl<A: Arch> Kernel<A> {
             .unwrap_or(cpu)
     }
 
-    /// One round of `balance_pgdat()`'s priority loop (see `kswapd_run()`).
-    fn balance_pgdat_round(&mut self) {
+    /// One step of `balance_pgdat()`'s priority loop: the start of a round
+    /// (kswapd sleeps if the node is balanced), one round of a cgroup's
+    /// `shrink_lruvec()` loop (up to 32 pages of each list), a cgroup's
+    /// end (`shrink_slab()`), or the round's end; with MGLRU, one
+    /// `evict_folios()` batch of a cgroup's `try_to_shrink_lruvec()`.
+    fn kswapd_step(&mut self) {
         let Some(mut sc) = self.kswapd.run.take() else {
             return;
         };
-        if self.pgdat_balanced() {
-            self.snapshot_refaults(None);
-            return;
+        match std::mem::take(&mut self.kswapd.round) {
+            Round::Start => {
+                if self.pgdat_balanced() {
+                    self.snapshot_refaults(None);
+                    return;
+                }
+                self.kswapd_age_node(&mut sc);
+                sc.nr_scanned = 0;
+                let reclaimed_before = sc.nr_reclaimed;
+                // kswapd_shrink_node(): the high watermark's worth of pages.
+                sc.nr_to_reclaim = self.buddy.wmark.high.max(SWAP_CLUSTER_MAX);
+                if self.lru_gen_enabled() {
+                    self.lru_gen_shrink_node_begin(&mut sc);
+                    self.kswapd.round = Round::LruGen {
+                        memcg: 0,
+                        scanned: 0,
+                        reclaimed_before,
+                    };
+                    self.kswapd.run = Some(sc);
+                    return;
+                }
+                self.prepare_scan_control(&mut sc, ROOT);
+                self.kswapd.round = Round::Memcgs {
+                    memcg: 0,
+                    scan: None,
+                    reclaimed_before,
+                };
+            }
+            Round::Memcgs {
+                memcg,
+                scan,
+                reclaimed_before,
+            } => {
+                if usize::from(memcg) == self.memcg.memcgs.len() {
+                    // shrink_node(): progress revives a failing kswapd.
+                    if sc.nr_reclaimed > reclaimed_before {
+                        self.kswapd.failures = 0;
+                    }
+                    self.balance_pgdat_round_end(sc, reclaimed_before);
+                    return;
+                }
+                let m = MemcgId(memcg);
+                let mut scan = scan.unwrap_or_else(|| self.lruvec_scan_begin(m, &sc));
+                let (memcg, scan) = if self.lruvec_scan_step(&mut scan, m, &mut sc) {
+                    (memcg, Some(scan))
+                } else {
+                    self.lruvec_scan_end(scan, m, &mut sc);
+                    self.shrink_slab(m, sc.priority as u32);
+                    (memcg + 1, None)
+                };
+                self.kswapd.round = Round::Memcgs {
+                    memcg,
+                    scan,
+                    reclaimed_before,
+                };
+            }
+            Round::LruGen {
+                memcg,
+                mut scanned,
+                reclaimed_before,
+            } => {
+                if usize::from(memcg) >= self.memcg.memcgs.len() {
+                    self.lru_gen_shrink_node_end(&mut sc, reclaimed_before);
+                    self.balance_pgdat_round_end(sc, reclaimed_before);
+                    return;
+                }
+                let m = MemcgId(memcg);
+                // set_mm_walk(): kswapd's reclaim carries its own walk.
+                let saved = std::mem::replace(&mut self.lru_gen_task.walk, true);
+                let more = self.lru_gen_shrink_step(m, &mut sc, &mut scanned);
+                self.lru_gen_task.walk = saved;
+                let memcg = if more {
+                    memcg
+                } else if self.lru_gen_shrink_memcg_end(m, &sc) {
+                    u16::MAX
+                } else {
+                    scanned = 0;
+                    memcg + 1
+                };
+                self.kswapd.round = Round::LruGen {
+                    memcg,
+                    scanned,
+                    reclaimed_before,
+                };
+            }
         }
-        self.kswapd_age_node(&mut sc);
-        sc.nr_scanned = 0;
-        let reclaimed_before = sc.nr_reclaimed;
-        let scanned_enough = self.kswapd_shrink_node(&mut sc);
+        self.kswapd.run = Some(sc);
+    }
+
+    /// The end of a priority round: the priority rises when the round
+    /// scanned less than its aim (`kswapd_shrink_node()`) or reclaimed
+    /// nothing. After the last priority kswapd counts a failure if the
+    /// pass reclaimed nothing and either sleeps (balanced, or hopeless)
+    /// or, as `kswapd()` does when `prepare_kswapd_sleep()` says no,
+    /// counts `kswapd_high_wmark_hit_quickly` and starts another pass.
+    fn balance_pgdat_round_end(&mut self, mut sc: ScanControl, reclaimed_before: u64) {
         let nr_reclaimed = sc.nr_reclaimed - reclaimed_before;
+        let scanned_enough = sc.nr_scanned.max(nr_reclaimed) >= sc.nr_to_reclaim;
         if !scanned_enough || nr_reclaimed == 0 {
             sc.priority -= 1;
         }
@@ -1219,15 +1391,5 @@ impl<A: Arch> Kernel<A> {
         for m in 0..self.memcg.memcgs.len() as u16 {
             self.shrink_active_list(SWAP_CLUSTER_MAX, MemcgId(m), LRU_ACTIVE_ANON, sc);
         }
-    }
-
-    /// `kswapd_shrink_node()`: aim at the high watermark's worth of pages
-    /// and shrink the node; whether the pass scanned (or reclaimed) at
-    /// least that much, so the priority need not rise.
-    fn kswapd_shrink_node(&mut self, sc: &mut ScanControl) -> bool {
-        sc.nr_to_reclaim = self.buddy.wmark.high.max(SWAP_CLUSTER_MAX);
-        let before = sc.nr_reclaimed;
-        self.shrink_node(sc);
-        sc.nr_scanned.max(sc.nr_reclaimed - before) >= sc.nr_to_reclaim
     }
 }

@@ -40,11 +40,67 @@ pub struct MemcgStat {
 /// primitives (the model's own per-operation counts, priced as the
 /// workload's time). A kernel thread's ([`VmStat::enter_kthread`]) are kept
 /// apart from the workload's.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TaskCounts {
     pub page_alloc: [u64; HPAGE_PMD_ORDER as usize + 1],
     pub trace: [u64; NR_TRACES],
     pub sim: SimStat,
+    /// The machine's events counted while the thread ran (the machine's
+    /// counters keep them too): what of them is the thread's time.
+    pub events: [u64; NR_VM_EVENTS],
+    /// The machine's events when the thread last started running.
+    events_at_enter: [u64; NR_VM_EVENTS],
+}
+
+impl Default for TaskCounts {
+    fn default() -> Self {
+        TaskCounts {
+            page_alloc: [0; HPAGE_PMD_ORDER as usize + 1],
+            trace: [0; NR_TRACES],
+            sim: SimStat::default(),
+            events: [0; NR_VM_EVENTS],
+            events_at_enter: [0; NR_VM_EVENTS],
+        }
+    }
+}
+
+/// Prices in nanoseconds of the counters a task's time is made of (a cost
+/// profile's, docs/cost-model.md), for the model's own use: the modelled
+/// CPU time of the workload's task and of kswapd decides when kswapd runs
+/// (mm/vmscan.rs: `kswapd_run()`). Empty: every task's time stays zero.
+#[derive(Clone, Debug, Default)]
+pub struct Prices {
+    events: Vec<(usize, f64)>,
+    trace: Vec<(usize, f64)>,
+    page_alloc: Vec<(usize, f64)>,
+    /// Dense, in `SimStat` field order.
+    sim: Vec<f64>,
+}
+
+impl Prices {
+    /// The prices of `costs` (counter name, ns). Counters outside the
+    /// per-task families and the vmstat events (derived ones) are not a
+    /// task's own time here and are left out.
+    pub fn new<'a>(costs: impl IntoIterator<Item = (&'a str, f64)>) -> Prices {
+        let mut p = Prices {
+            sim: vec![0.0; SimStat::DOCS.len()],
+            ..Prices::default()
+        };
+        for (name, ns) in costs {
+            if let Some(ev) = VmEvent::ALL.iter().find(|e| e.name() == name) {
+                p.events.push((*ev as usize, ns));
+            } else if let Some(tp) = Trace::ALL.iter().find(|t| t.name() == name) {
+                p.trace.push((*tp as usize, ns));
+            } else if let Some(i) = SimStat::DOCS.iter().position(|(n, _)| *n == name) {
+                p.sim[i] = ns;
+            } else if let Some(order) =
+                (0..=HPAGE_PMD_ORDER).find(|&o| page_alloc_counter(o) == name)
+            {
+                p.page_alloc.push((order as usize, ns));
+            }
+        }
+        p
+    }
 }
 
 /// The tracepoints a kernel thread's TLB flush makes on the workload's
@@ -79,6 +135,8 @@ pub struct VmStat {
     /// while a kernel thread runs, they and `page_alloc`, `trace` and `sim`
     /// trade places ([`VmStat::enter_kthread`]).
     pub kthread: Box<TaskCounts>,
+    /// A kernel thread's counts are in place ([`VmStat::enter_kthread`]).
+    in_kthread: bool,
 }
 
 impl Default for VmStat {
@@ -93,6 +151,7 @@ impl Default for VmStat {
             sim: SimStat::default(),
             memcg: vec![MemcgStat::default()],
             kthread: Box::default(),
+            in_kthread: false,
         }
     }
 }
@@ -153,6 +212,8 @@ impl VmStat {
     /// instead of the workload, until [`VmStat::leave_kthread`].
     pub fn enter_kthread(&mut self) {
         self.swap_task_counts();
+        self.kthread.events_at_enter = self.events;
+        self.in_kthread = true;
     }
 
     /// The workload's task runs again. The TLB flushes the thread's IPIs
@@ -160,13 +221,54 @@ impl VmStat {
     /// context, and done on its time) go to the workload.
     pub fn leave_kthread(&mut self) {
         self.swap_task_counts();
+        self.in_kthread = false;
         let k = &mut *self.kthread;
+        for ((ran, now), then) in k.events.iter_mut().zip(self.events).zip(k.events_at_enter) {
+            *ran += now - then;
+        }
         for tp in WORKLOAD_CPU_TRACES {
             self.trace[tp as usize] += std::mem::take(&mut k.trace[tp as usize]);
         }
         self.sim.tlb_remote_flush_received += std::mem::take(&mut k.sim.tlb_remote_flush_received);
         self.sim.invlpg += std::mem::take(&mut k.sim.invlpg);
         self.sim.tlb_flush_all += std::mem::take(&mut k.sim.tlb_flush_all);
+    }
+
+    /// Whether a kernel thread's counts are in place.
+    pub fn in_kthread(&self) -> bool {
+        self.in_kthread
+    }
+
+    /// The modelled CPU time (ns, at `p`'s prices) of the task running
+    /// now: the workload's, or between [`VmStat::enter_kthread`] and
+    /// [`VmStat::leave_kthread`] the kernel thread's. Its own per-task
+    /// counts and its share of the machine's events.
+    pub fn task_ns(&self, p: &Prices) -> f64 {
+        let k = &*self.kthread;
+        let events = |i: usize| {
+            if self.in_kthread {
+                k.events[i] + self.events[i] - k.events_at_enter[i]
+            } else {
+                self.events[i] - k.events[i]
+            }
+        };
+        let mut ns = self.sim.dot(&p.sim);
+        ns += p
+            .events
+            .iter()
+            .map(|&(i, c)| events(i) as f64 * c)
+            .sum::<f64>();
+        ns += p
+            .trace
+            .iter()
+            .map(|&(i, c)| self.trace[i] as f64 * c)
+            .sum::<f64>();
+        ns += p
+            .page_alloc
+            .iter()
+            .map(|&(i, c)| self.page_alloc[i] as f64 * c)
+            .sum::<f64>();
+        ns
     }
 
     fn swap_task_counts(&mut self) {

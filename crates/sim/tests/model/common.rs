@@ -72,6 +72,29 @@ pub fn run(text: &str) -> Report {
     run_with(text, &[])
 }
 
+/// Run `text` (x86_64) with a cost profile of only `costs` (counter, ns),
+/// which paces kswapd against the workload.
+pub fn run_priced(text: &str, costs: &[(&str, f64)]) -> Report {
+    let mut toml = String::from(
+        "name = \"test\"\narch = \"x86_64\"\ncpu = \"test\"\ndescription = \"test\"\n[cost]\n",
+    );
+    for (name, ns) in costs {
+        toml += &format!("\"{name}\" = {{ ns = {ns:?}, source = \"test\" }}\n");
+    }
+    let profile =
+        foliosim_cost::Profile::parse("test-profile.toml", &toml).expect("profile parses");
+    let sc = foliosim_scenario::parse_str("test.toml", text, &[]).expect("scenario parses");
+    foliosim_sim::run(
+        &sc,
+        RunOptions {
+            check: true,
+            profile: Some(std::sync::Arc::new(profile)),
+            ..Default::default()
+        },
+    )
+    .expect("scenario runs")
+}
+
 /// Run on `arch` ("x86_64" or "arm64").
 pub fn run_arch(text: &str, arch: &str) -> Report {
     run_with(text, &[("system.arch", arch)])

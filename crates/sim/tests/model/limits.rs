@@ -67,6 +67,7 @@ fn too_big(sc: &foliosim_scenario::Scenario, max_memory: u64) -> String {
     let opts = foliosim_sim::RunOptions {
         check: true,
         max_memory: Some(max_memory),
+        ..Default::default()
     };
     match foliosim_sim::run(sc, opts) {
         Err(e @ SimError::TooBig { .. }) => e.to_string(),
@@ -110,6 +111,7 @@ fn an_allocation_the_host_refuses_is_an_error_not_an_abort() {
     let opts = foliosim_sim::RunOptions {
         check: false,
         max_memory: Some(1 << 50),
+        ..Default::default()
     };
     match foliosim_sim::run(&sc, opts) {
         Err(e @ SimError::HostRefused { .. }) => {
