@@ -374,6 +374,7 @@ fn snap_at(
             s.global.extend(host::vmstat().unwrap_or_default());
             s.global.extend(host::zone_levels().unwrap_or_default());
             s.global.extend(host::mthp_stats().unwrap_or_default());
+            s.global.extend(host::kswapd_cpu_ns().unwrap_or_default());
         },
     ];
     if edge == Edge::End {

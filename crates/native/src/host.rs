@@ -47,6 +47,42 @@ pub(crate) fn zone_levels() -> io::Result<BTreeMap<String, i64>> {
     Ok(parse_zoneinfo(&fs::read_to_string("/proc/zoneinfo")?))
 }
 
+/// The CPU time (ns) the kernel's kswapd threads (`kswapdN`, one per
+/// node) have run since boot, as `native/kswapd_cpu_ns` (a phase shows its
+/// change): the first field of each thread's `/proc/PID/schedstat`. None
+/// if no kswapd thread can be read. The threads are found once.
+pub(crate) fn kswapd_cpu_ns() -> Option<BTreeMap<String, i64>> {
+    static PIDS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    let pids = PIDS.get_or_init(|| {
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| parse_kswapd_comm(c.trim()))
+            })
+            .collect()
+    });
+    let mut total = 0u64;
+    for pid in pids {
+        let text = fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    (!pids.is_empty()).then(|| {
+        BTreeMap::from([(
+            foliosim_uapi::counters::NATIVE_KSWAPD_CPU.to_string(),
+            total as i64,
+        )])
+    })
+}
+
+/// Whether a thread's `comm` names a kswapd thread (`kswapd0`, ...).
+fn parse_kswapd_comm(comm: &str) -> bool {
+    comm.strip_prefix("kswapd")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The machine's own memory now, as the `machine.*` knobs of a machine
 /// of `memory` bytes: what the page allocator does not manage (`memory`
 /// less the zones' managed pages), the managed pages in use, and
@@ -337,6 +373,17 @@ pub(crate) fn meminfo() -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kswapd threads are `kswapd` and a node number; other kernel
+    /// threads with a similar name are not.
+    #[test]
+    fn kswapd_threads_by_name() {
+        assert!(parse_kswapd_comm("kswapd0"));
+        assert!(parse_kswapd_comm("kswapd12"));
+        assert!(!parse_kswapd_comm("kswapd"));
+        assert!(!parse_kswapd_comm("kswapd0:1"));
+        assert!(!parse_kswapd_comm("kcompactd0"));
+    }
 
     /// Zones with managed pages are summed; empty zones (whose watermarks
     /// read 32 on 6.18) and the pagesets' `high:` lines are not counted.

@@ -206,6 +206,11 @@ pub fn kind(name: &str) -> CounterKind {
 /// measurement.
 pub const NATIVE_PREFIX: &str = "native/";
 
+/// The machine's kswapd threads' CPU time over a phase, as the native
+/// engine measures it (the one `native/` counter about the machine rather
+/// than the workload).
+pub const NATIVE_KSWAPD_CPU: &str = "native/kswapd_cpu_ns";
+
 /// The counters the native engine (also inside a `foliosim vm` guest) adds
 /// about its own measurement, with what each is: `<step>` is a pagemap
 /// step's name.
@@ -214,6 +219,10 @@ pub const NATIVE_COUNTERS: &[(&str, &str)] = &[
     (
         "native/thread_cpu_ns",
         "CPU time of the workload's measuring thread over the phase, ns",
+    ),
+    (
+        "native/kswapd_cpu_ns",
+        "CPU time of the machine's kswapd threads over the phase (schedstat), ns",
     ),
     (
         "native/overhead_faults",
@@ -316,6 +325,9 @@ pub fn is_memcg_level(name: &str) -> bool {
 pub fn class(name: &str) -> &'static str {
     if name.starts_with(KFUNC_PREFIX) {
         return "kernel-function";
+    }
+    if name == NATIVE_KSWAPD_CPU {
+        return "system-wide";
     }
     if name.starts_with(NATIVE_PREFIX) {
         return "per-process";
