@@ -12,7 +12,7 @@ use foliosim_uapi::counters::{
     MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
 use foliosim_uapi::vmstat::{
-    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat,
+    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, SIM_KSWAPD_CPU,
 };
 use serde_json::json;
 
@@ -125,7 +125,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
     }
-    for (name, doc) in SimStat::DOCS {
+    for (name, doc) in SimStat::DOCS.iter().chain([&SIM_KSWAPD_CPU]) {
         out.push(entry((*name).into(), &["sim"], doc.trim()));
     }
     for (name, doc) in NATIVE_COUNTERS {

@@ -477,6 +477,14 @@ pub fn page_alloc_counter(order: u32) -> String {
 /// (what a report of the model can contain, and so what a cost profile
 /// may price), sorted. Memory cgroups add `memcg/<n>/...` names when a
 /// scenario creates them; those are not listed.
+/// kswapd's modelled CPU time over a phase (ns): the clock that paces it
+/// against the workload, at the run's cost profile's prices. Not a count
+/// of a primitive, so not in [`SimStat`] and never priced.
+pub const SIM_KSWAPD_CPU: (&str, &str) = (
+    "sim/kswapd_cpu_ns",
+    "kswapd's modelled CPU time over the phase at the cost profile's prices (what paces it against the workload), ns",
+);
+
 pub fn model_counter_names() -> Vec<String> {
     let mut names: BTreeSet<String> = VmEvent::ALL.iter().map(|e| e.name().into()).collect();
     for order in SIZE_ORDERS {
@@ -487,6 +495,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.extend(Khugepaged::ALL.iter().map(|k| k.name().to_string()));
     names.extend(ZswapStat::ALL.iter().map(|k| k.name().to_string()));
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
+    names.insert(SIM_KSWAPD_CPU.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.into_iter().collect()
 }

@@ -1228,7 +1228,9 @@ impl<A: Arch> Kernel<A> {
         while self.kswapd.awake() && self.kswapd.clock <= now {
             let before = self.vmstat.task_ns(&prices);
             self.kswapd_step();
-            self.kswapd.clock += self.vmstat.task_ns(&prices) - before;
+            let ran = self.vmstat.task_ns(&prices) - before;
+            self.kswapd.clock += ran;
+            self.vmstat.kswapd_cpu_ns += ran;
         }
         if preempted {
             if let Some(mm) = preempted_mm {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
-use foliosim_uapi::vmstat::{mthp_counter, page_alloc_counter, SIZE_ORDERS};
+use foliosim_uapi::vmstat::{mthp_counter, page_alloc_counter, SIM_KSWAPD_CPU, SIZE_ORDERS};
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
     NR_MEMCG_EVENTS, NR_MTHP_STATS, NR_TRACES, NR_VM_EVENTS, NR_ZSWAP_STATS,
@@ -137,6 +137,8 @@ pub struct VmStat {
     pub kthread: Box<TaskCounts>,
     /// A kernel thread's counts are in place ([`VmStat::enter_kthread`]).
     in_kthread: bool,
+    /// kswapd's modelled CPU time so far, ns (`sim/kswapd_cpu_ns`).
+    pub kswapd_cpu_ns: f64,
 }
 
 impl Default for VmStat {
@@ -152,6 +154,7 @@ impl Default for VmStat {
             memcg: vec![MemcgStat::default()],
             kthread: Box::default(),
             in_kthread: false,
+            kswapd_cpu_ns: 0.0,
         }
     }
 }
@@ -311,6 +314,10 @@ impl VmStat {
         self.sim.for_each(|k, v| {
             out.insert(k.to_string(), v);
         });
+        out.insert(
+            SIM_KSWAPD_CPU.0.to_string(),
+            self.kswapd_cpu_ns.round() as u64,
+        );
         self.snapshot_lru(&mut out);
         out
     }

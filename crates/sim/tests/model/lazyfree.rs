@@ -458,7 +458,8 @@ fn kswapd_wakes_at_the_low_watermark() {
 ///   64: it stalls and reclaims directly. Both then reclaim at the same
 ///   cost per folio, so in the long run they share the work; the workload
 ///   still allocates, so kswapd does more than the workload but the
-///   workload a large share (a third at least).
+///   workload a large share (a third at least). kswapd's modelled CPU
+///   time (`sim/kswapd_cpu_ns`) is 100 us per page it scanned.
 #[test]
 fn kswapd_is_paced_by_modelled_time() {
     let text = [
@@ -486,6 +487,13 @@ fn kswapd_is_paced_by_modelled_time() {
     }
     assert_eq!(c(&free, "fill", "allocstall_movable"), 0);
     assert_eq!(c(&free, "fill", "pgsteal_direct"), 0);
+    assert_eq!(c(&free, "fill", "sim/kswapd_cpu_ns"), 0);
+    // kswapd's time is its isolations alone (4 KiB folios: one per page
+    // scanned); the faults are the workload's.
+    assert_eq!(
+        c(&slow, "fill", "sim/kswapd_cpu_ns"),
+        100_000 * c(&slow, "fill", "pgscan_kswapd")
+    );
     let (kswapd, direct) = (
         c(&slow, "fill", "pgsteal_kswapd"),
         c(&slow, "fill", "pgsteal_direct"),
