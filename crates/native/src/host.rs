@@ -66,8 +66,11 @@ pub(crate) fn kswapd_cpu_ns() -> Option<BTreeMap<String, i64>> {
     });
     let mut total = 0u64;
     for pid in pids {
-        let text = fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        total += match fs::read_to_string(format!("/proc/{pid}/schedstat")) {
+            Ok(text) => text.split_whitespace().next()?.parse::<u64>().ok()?,
+            // Without CONFIG_SCHED_INFO: utime + stime in clock ticks.
+            Err(_) => stat_cpu_ns(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?,
+        };
     }
     (!pids.is_empty()).then(|| {
         BTreeMap::from([(
@@ -75,6 +78,16 @@ pub(crate) fn kswapd_cpu_ns() -> Option<BTreeMap<String, i64>> {
             total as i64,
         )])
     })
+}
+
+/// The CPU time (ns) in a `/proc/PID/stat` line: utime + stime (fields
+/// 14 and 15, after the parenthesised comm) in `USER_HZ` ticks of 10 ms.
+fn stat_cpu_ns(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((utime + stime) * 10_000_000)
 }
 
 /// Whether a thread's `comm` names a kswapd thread (`kswapd0`, ...).
@@ -383,6 +396,18 @@ mod tests {
         assert!(!parse_kswapd_comm("kswapd"));
         assert!(!parse_kswapd_comm("kswapd0:1"));
         assert!(!parse_kswapd_comm("kcompactd0"));
+    }
+
+    /// utime and stime are the 14th and 15th fields of /proc/PID/stat,
+    /// counted after the comm, which may hold spaces and parentheses.
+    /// Line of this host's kswapd0 (Linux 6.18.44), utime 0, stime 21.
+    #[test]
+    fn stat_cpu_time_is_utime_plus_stime() {
+        let line = "45 (kswapd0) S 2 0 0 0 -1 2230336 0 0 0 0 0 21 0 0 20 0 1 0 41 0 0 \
+                    18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 0 0 0 0 0";
+        assert_eq!(stat_cpu_ns(line), Some(210_000_000));
+        let odd = "7 (a) b (c) S 2 0 0 0 -1 0 0 0 0 0 3 4 0 0";
+        assert_eq!(stat_cpu_ns(odd), Some(70_000_000));
     }
 
     /// Zones with managed pages are summed; empty zones (whose watermarks
