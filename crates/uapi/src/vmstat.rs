@@ -227,12 +227,15 @@ macro_rules! sim_stat {
             pub fn for_each(&self, mut f: impl FnMut(&'static str, u64)) {
                 $(f($label, self.$field);)*
             }
-            /// `Σ count · weight` over every counter, `weights` in field
-            /// order ([`SimStat::DOCS`]): the priced time of the counts.
-            pub fn dot(&self, weights: &[f64]) -> f64 {
+            /// How many counters there are.
+            pub const LEN: usize = [$($label,)*].len();
+            /// `Σ count · weight` over every counter (wrapping), `weights`
+            /// in field order ([`SimStat::DOCS`]): the priced time of the
+            /// counts.
+            pub fn dot(&self, weights: &[u64; SimStat::LEN]) -> u64 {
                 let mut w = weights.iter();
-                let mut acc = 0.0;
-                $(acc += self.$field as f64 * w.next().copied().unwrap_or(0.0);)*
+                let mut acc = 0u64;
+                $(acc = acc.wrapping_add(self.$field.wrapping_mul(*w.next().unwrap_or(&0)));)*
                 acc
             }
         }

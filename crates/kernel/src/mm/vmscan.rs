@@ -1119,9 +1119,9 @@ pub(crate) struct Kswapd {
     round: Round,
     /// `pgdat->kswapd_failures`: passes in a row that reclaimed nothing.
     pub(crate) failures: u32,
-    /// kswapd's modelled CPU time (ns): it runs while it is behind the
+    /// kswapd's modelled CPU time (ps): it runs while it is behind the
     /// workload's (`kswapd_run()`).
-    clock: f64,
+    clock: u64,
 }
 
 /// A priority round of `balance_pgdat()`, which kswapd takes a step at a
@@ -1176,7 +1176,7 @@ impl<A: Arch> Kernel<A> {
         {
             return;
         }
-        let now = self.vmstat.task_ns(&self.cfg.prices);
+        let now = self.vmstat.task_ps(&self.cfg.prices);
         self.kswapd.clock = self.kswapd.clock.max(now);
         self.balance_pgdat_begin();
     }
@@ -1201,7 +1201,7 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         let prices = std::sync::Arc::clone(&self.cfg.prices);
-        let now = self.vmstat.task_ns(&prices);
+        let now = self.vmstat.task_ps(&prices);
         if self.kswapd.clock > now {
             return;
         }
@@ -1225,12 +1225,13 @@ impl<A: Arch> Kernel<A> {
         self.cpus.current = kcpu;
         // A kernel thread: the CPU keeps its mm loaded, lazily.
         self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
+        let mut t = self.vmstat.task_ps(&prices);
         while self.kswapd.awake() && self.kswapd.clock <= now {
-            let before = self.vmstat.task_ns(&prices);
             self.kswapd_step();
-            let ran = self.vmstat.task_ns(&prices) - before;
-            self.kswapd.clock += ran;
-            self.vmstat.kswapd_cpu_ns += ran;
+            let after = self.vmstat.task_ps(&prices);
+            self.kswapd.clock += after - t;
+            self.vmstat.kswapd_cpu_ps += after - t;
+            t = after;
         }
         if preempted {
             if let Some(mm) = preempted_mm {

@@ -64,17 +64,29 @@ impl Default for TaskCounts {
     }
 }
 
-/// Prices in nanoseconds of the counters a task's time is made of (a cost
-/// profile's, docs/cost-model.md), for the model's own use: the modelled
-/// CPU time of the workload's task and of kswapd decides when kswapd runs
-/// (mm/vmscan.rs: `kswapd_run()`). Empty: every task's time stays zero.
-#[derive(Clone, Debug, Default)]
+/// Prices of the counters a task's time is made of (a cost profile's,
+/// docs/cost-model.md), in picoseconds, for the model's own use: the
+/// modelled CPU time of the workload's task and of kswapd decides when
+/// kswapd runs (mm/vmscan.rs: `kswapd_run()`). Empty: every task's time
+/// stays zero.
+#[derive(Clone, Debug)]
 pub struct Prices {
-    events: Vec<(usize, f64)>,
-    trace: Vec<(usize, f64)>,
-    page_alloc: Vec<(usize, f64)>,
+    events: Vec<(usize, u64)>,
+    trace: Vec<(usize, u64)>,
+    page_alloc: Vec<(usize, u64)>,
     /// Dense, in `SimStat` field order.
-    sim: Vec<f64>,
+    sim: Box<[u64; SimStat::LEN]>,
+}
+
+impl Default for Prices {
+    fn default() -> Self {
+        Prices {
+            events: Vec::new(),
+            trace: Vec::new(),
+            page_alloc: Vec::new(),
+            sim: Box::new([0; SimStat::LEN]),
+        }
+    }
 }
 
 impl Prices {
@@ -82,21 +94,19 @@ impl Prices {
     /// per-task families and the vmstat events (derived ones) are not a
     /// task's own time here and are left out.
     pub fn new<'a>(costs: impl IntoIterator<Item = (&'a str, f64)>) -> Prices {
-        let mut p = Prices {
-            sim: vec![0.0; SimStat::DOCS.len()],
-            ..Prices::default()
-        };
+        let mut p = Prices::default();
         for (name, ns) in costs {
+            let ps = (ns.max(0.0) * 1000.0).round() as u64;
             if let Some(ev) = VmEvent::ALL.iter().find(|e| e.name() == name) {
-                p.events.push((*ev as usize, ns));
+                p.events.push((*ev as usize, ps));
             } else if let Some(tp) = Trace::ALL.iter().find(|t| t.name() == name) {
-                p.trace.push((*tp as usize, ns));
+                p.trace.push((*tp as usize, ps));
             } else if let Some(i) = SimStat::DOCS.iter().position(|(n, _)| *n == name) {
-                p.sim[i] = ns;
+                p.sim[i] = ps;
             } else if let Some(order) =
                 (0..=HPAGE_PMD_ORDER).find(|&o| page_alloc_counter(o) == name)
             {
-                p.page_alloc.push((order as usize, ns));
+                p.page_alloc.push((order as usize, ps));
             }
         }
         p
@@ -137,8 +147,8 @@ pub struct VmStat {
     pub kthread: Box<TaskCounts>,
     /// A kernel thread's counts are in place ([`VmStat::enter_kthread`]).
     in_kthread: bool,
-    /// kswapd's modelled CPU time so far, ns (`sim/kswapd_cpu_ns`).
-    pub kswapd_cpu_ns: f64,
+    /// kswapd's modelled CPU time so far, ps (`sim/kswapd_cpu_ns`).
+    pub kswapd_cpu_ps: u64,
 }
 
 impl Default for VmStat {
@@ -154,7 +164,7 @@ impl Default for VmStat {
             memcg: vec![MemcgStat::default()],
             kthread: Box::default(),
             in_kthread: false,
-            kswapd_cpu_ns: 0.0,
+            kswapd_cpu_ps: 0,
         }
     }
 }
@@ -242,11 +252,11 @@ impl VmStat {
         self.in_kthread
     }
 
-    /// The modelled CPU time (ns, at `p`'s prices) of the task running
+    /// The modelled CPU time (ps, at `p`'s prices) of the task running
     /// now: the workload's, or between [`VmStat::enter_kthread`] and
     /// [`VmStat::leave_kthread`] the kernel thread's. Its own per-task
     /// counts and its share of the machine's events.
-    pub fn task_ns(&self, p: &Prices) -> f64 {
+    pub fn task_ps(&self, p: &Prices) -> u64 {
         let k = &*self.kthread;
         let events = |i: usize| {
             if self.in_kthread {
@@ -255,23 +265,17 @@ impl VmStat {
                 self.events[i] - k.events[i]
             }
         };
-        let mut ns = self.sim.dot(&p.sim);
-        ns += p
-            .events
-            .iter()
-            .map(|&(i, c)| events(i) as f64 * c)
-            .sum::<f64>();
-        ns += p
-            .trace
-            .iter()
-            .map(|&(i, c)| self.trace[i] as f64 * c)
-            .sum::<f64>();
-        ns += p
-            .page_alloc
-            .iter()
-            .map(|&(i, c)| self.page_alloc[i] as f64 * c)
-            .sum::<f64>();
-        ns
+        let mut ps = self.sim.dot(&p.sim);
+        for &(i, c) in &p.events {
+            ps = ps.wrapping_add(events(i).wrapping_mul(c));
+        }
+        for &(i, c) in &p.trace {
+            ps = ps.wrapping_add(self.trace[i].wrapping_mul(c));
+        }
+        for &(i, c) in &p.page_alloc {
+            ps = ps.wrapping_add(self.page_alloc[i].wrapping_mul(c));
+        }
+        ps
     }
 
     fn swap_task_counts(&mut self) {
@@ -316,7 +320,7 @@ impl VmStat {
         });
         out.insert(
             SIM_KSWAPD_CPU.0.to_string(),
-            self.kswapd_cpu_ns.round() as u64,
+            (self.kswapd_cpu_ps + 500) / 1000,
         );
         self.snapshot_lru(&mut out);
         out
