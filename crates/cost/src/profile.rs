@@ -79,6 +79,10 @@ pub struct Profile {
     pub description: String,
     /// By counter name.
     pub costs: BTreeMap<String, Cost>,
+    /// Time the task waits per counted event, off the CPU (a read's I/O),
+    /// by counter name (`[wait]`). Not in the modelled time (CPU time);
+    /// it is the task's time against kswapd's, which runs meanwhile.
+    pub waits: BTreeMap<String, Cost>,
 }
 
 /// Profiles shipped inside the binary, by name.
@@ -189,16 +193,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// The optional `[wait]` table.
+    fn wait_table<'t>(&self, root: &'t Table) -> Result<Option<&'t Table>, CostError> {
+        match root.get("wait") {
+            Some(Item::Table(t)) => Ok(Some(t)),
+            Some(item) => Err(self.err(item.span(), "wait", "expected a table `[wait]`".into())),
+            None => Ok(None),
+        }
+    }
+
     /// The cost of `counter` (one of `known`, sorted), from its line
-    /// `item` of `[cost]`.
+    /// `item` of the table `[section]` (`cost` or `wait`).
     fn cost(
         &self,
+        section: &str,
         table: &Table,
         known: &[String],
         counter: &str,
         item: &Item,
     ) -> Result<Cost, CostError> {
-        let field = format!("cost.\"{counter}\"");
+        let field = format!("{section}.\"{counter}\"");
         let key_span = table.key(counter).and_then(|k| k.span());
         if known.binary_search(&counter.to_string()).is_err() {
             return Err(self.err(
@@ -288,7 +302,7 @@ impl Ctx<'_> {
     }
 }
 
-const TOP_KEYS: &[&str] = &["name", "arch", "cpu", "description", "cost"];
+const TOP_KEYS: &[&str] = &["name", "arch", "cpu", "description", "cost", "wait"];
 const COST_KEYS: &[&str] = &["ns", "group", "source"];
 
 impl Profile {
@@ -314,7 +328,19 @@ impl Profile {
         let known = known_counters();
         let mut costs = BTreeMap::new();
         for (counter, item) in table.iter() {
-            costs.insert(counter.to_string(), cx.cost(table, &known, counter, item)?);
+            costs.insert(
+                counter.to_string(),
+                cx.cost("cost", table, &known, counter, item)?,
+            );
+        }
+        let mut waits = BTreeMap::new();
+        if let Some(table) = cx.wait_table(root)? {
+            for (counter, item) in table.iter() {
+                waits.insert(
+                    counter.to_string(),
+                    cx.cost("wait", table, &known, counter, item)?,
+                );
+            }
         }
         Ok(Profile {
             name,
@@ -322,6 +348,7 @@ impl Profile {
             cpu,
             description,
             costs,
+            waits,
         })
     }
 
@@ -393,6 +420,18 @@ impl Profile {
                 let _ = writeln!(
                     out,
                     "{} = {{ ns = {}{group}, source = {} }}",
+                    q(k),
+                    fmt_ns(c.ns),
+                    q(&c.source)
+                );
+            }
+        }
+        if !self.waits.is_empty() {
+            let _ = writeln!(out, "\n[wait]");
+            for (k, c) in &self.waits {
+                let _ = writeln!(
+                    out,
+                    "{} = {{ ns = {}, source = {} }}",
                     q(k),
                     fmt_ns(c.ns),
                     q(&c.source)
@@ -496,6 +535,29 @@ cpu = "test cpu"
         let e = err_of("name = \"t\"\narch = \n");
         assert_eq!(e.line, 2);
         assert!(e.message.contains("TOML syntax error"), "{e}");
+    }
+
+    /// `[wait]` prices a task's time off the CPU per event: parsed like
+    /// `[cost]`, written back by `to_toml`, and left out of the modelled
+    /// (CPU) time; a bad line is named under `wait.`.
+    #[test]
+    fn waits_are_apart_from_costs() {
+        let text = "name = \"w\"\narch = \"x86_64\"\ncpu = \"c\"\n[cost]\n\
+                    \"pgfault\" = { ns = 100, source = \"s\" }\n[wait]\n\
+                    \"sim/pages_read_io\" = { ns = 2000, source = \"measured\" }\n";
+        let p = Profile::parse("w.toml", text).unwrap();
+        assert_eq!(p.waits["sim/pages_read_io"].ns, 2000.0);
+        assert!(!p.costs.contains_key("sim/pages_read_io"));
+        let again = Profile::parse("again.toml", &p.to_toml("")).unwrap();
+        assert_eq!(again, p);
+        let counters = BTreeMap::from([
+            ("pgfault".to_string(), 3),
+            ("sim/pages_read_io".to_string(), 10),
+        ]);
+        assert_eq!(crate::phase_time(&p, &counters).modelled_ns, 300);
+        let bad = text.replace("ns = 2000", "ns = -1");
+        let e = Profile::parse("w.toml", &bad).unwrap_err();
+        assert_eq!(e.field, "wait.\"sim/pages_read_io\".ns", "{e}");
     }
 
     #[test]

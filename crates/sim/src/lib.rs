@@ -39,9 +39,17 @@ pub struct RunOptions {
     pub profile: Option<Arc<foliosim_cost::Profile>>,
 }
 
-/// The prices of `profile` for the kernel model's task clocks.
+/// The prices of `profile` for the kernel model's task clocks: a task's
+/// CPU time (`[cost]`) and its waits (`[wait]`), its time against
+/// kswapd's.
 fn prices(profile: &foliosim_cost::Profile) -> Prices {
-    Prices::new(profile.costs.iter().map(|(name, c)| (name.as_str(), c.ns)))
+    Prices::new(
+        profile
+            .costs
+            .iter()
+            .chain(&profile.waits)
+            .map(|(name, c)| (name.as_str(), c.ns)),
+    )
 }
 
 /// The prices of `arch`'s shipped profile (empty if it has none), parsed

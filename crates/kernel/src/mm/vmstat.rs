@@ -90,9 +90,10 @@ impl Default for Prices {
 }
 
 impl Prices {
-    /// The prices of `costs` (counter name, ns). Counters outside the
-    /// per-task families and the vmstat events (derived ones) are not a
-    /// task's own time here and are left out.
+    /// The prices of `costs` (counter name, ns; a counter named twice adds
+    /// up, as a CPU cost and a wait). Counters outside the per-task
+    /// families and the vmstat events (derived ones) are not a task's own
+    /// time here and are left out.
     pub fn new<'a>(costs: impl IntoIterator<Item = (&'a str, f64)>) -> Prices {
         let mut p = Prices::default();
         for (name, ns) in costs {
@@ -102,7 +103,7 @@ impl Prices {
             } else if let Some(tp) = Trace::ALL.iter().find(|t| t.name() == name) {
                 p.trace.push((*tp as usize, ps));
             } else if let Some(i) = SimStat::DOCS.iter().position(|(n, _)| *n == name) {
-                p.sim[i] = ps;
+                p.sim[i] += ps;
             } else if let Some(order) =
                 (0..=HPAGE_PMD_ORDER).find(|&o| page_alloc_counter(o) == name)
             {

@@ -75,10 +75,19 @@ pub fn run(text: &str) -> Report {
 /// Run `text` (x86_64) with a cost profile of only `costs` (counter, ns),
 /// which paces kswapd against the workload.
 pub fn run_priced(text: &str, costs: &[(&str, f64)]) -> Report {
+    run_priced_waits(text, costs, &[])
+}
+
+/// [`run_priced`] with `waits` too (the profile's `[wait]` table).
+pub fn run_priced_waits(text: &str, costs: &[(&str, f64)], waits: &[(&str, f64)]) -> Report {
     let mut toml = String::from(
         "name = \"test\"\narch = \"x86_64\"\ncpu = \"test\"\ndescription = \"test\"\n[cost]\n",
     );
     for (name, ns) in costs {
+        toml += &format!("\"{name}\" = {{ ns = {ns:?}, source = \"test\" }}\n");
+    }
+    toml += "[wait]\n";
+    for (name, ns) in waits {
         toml += &format!("\"{name}\" = {{ ns = {ns:?}, source = \"test\" }}\n");
     }
     let profile =

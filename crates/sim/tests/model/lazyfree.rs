@@ -506,6 +506,40 @@ fn kswapd_is_paced_by_modelled_time() {
     assert!(kswapd > 0, "kswapd {kswapd}, direct {direct}");
 }
 
+/// A task waiting for its reads lets kswapd run meanwhile: the profile's
+/// `[wait]` prices count in the task's time against kswapd's. A 96 MiB
+/// cold file read through a mapping on a 64 MiB machine, a fault priced
+/// 1 us and each folio kswapd (or the reader) isolates 5 us:
+/// * without waits a 128 KiB readahead folio costs the reader a few us,
+///   and kswapd, 5 us a page, falls behind: the reader reclaims too.
+/// * with 100 us of I/O wait a page read (`sim/pages_read_io`), each
+///   readahead folio gives kswapd 3.2 ms, enough for 640 pages, against
+///   the reader's 32: kswapd keeps the free pages above min, and the
+///   reader never reclaims.
+#[test]
+fn a_reader_waiting_for_io_lets_kswapd_keep_up() {
+    let text = [
+        system_mem("64M", "transparent_hugepage.enabled = \"never\"\n"),
+        file("f", "96M", "fill = \"cold\""),
+        mmap_file("m", "f", "96M", "prot = \"r\""),
+        phase("read"),
+        touch("m", "read", ""),
+    ]
+    .concat();
+    let costs = [("pgfault", 1000.0), ("sim/lru_isolate", 5000.0)];
+    let busy = run_priced_waits(&text, &costs, &[]);
+    let waiting = run_priced_waits(&text, &costs, &[("sim/pages_read_io", 100_000.0)]);
+    assert!(c(&busy, "read", "pgsteal_direct") > 0);
+    assert!(c(&busy, "read", "allocstall_movable") > 0);
+    assert_eq!(c(&waiting, "read", "pgsteal_direct"), 0);
+    assert_eq!(c(&waiting, "read", "allocstall_movable"), 0);
+    for r in [&busy, &waiting] {
+        // Every page is read, a few twice (evicted before their fault).
+        assert!(c(r, "read", "sim/pages_read_io") >= 96 * 256);
+        assert!(c(r, "read", "pgsteal_kswapd") > 0);
+    }
+}
+
 /// kswapd is a task of its own on another CPU: perf, counting the
 /// workload's task, does not see kswapd's tracepoints (`vmscan:*`, the
 /// reclaim's rmap walks), but kswapd's TLB flushes of the workload's mm
