@@ -88,12 +88,13 @@ pub fn engines(data: &[u8]) -> Result<(), String> {
     let opts = RunOptions {
         check: true,
         max_memory: Some(BUDGET),
+        ..Default::default()
     };
-    foliosim_sim::admit_text(data.len() as u64, opts).map_err(|e| e.to_string())?;
+    foliosim_sim::admit_text(data.len() as u64, &opts).map_err(|e| e.to_string())?;
     let src = Source::from_bytes("fuzz.toml".into(), data.to_vec()).map_err(|e| e.to_string())?;
     let memory = [("memory".to_string(), MEMORY.to_string())];
     let sc = src.parse(&memory).map_err(|e| e.to_string())?;
-    foliosim_sim::admit(&sc, opts).map_err(|e| e.to_string())?;
+    foliosim_sim::admit(&sc, &opts).map_err(|e| e.to_string())?;
     // The compiler's layout pass maps and unmaps every region in the
     // kernel model (nothing faults): any size, before the bounds.
     let wl = foliosim_sim::compile(&sc).map_err(|e| e.to_string())?;

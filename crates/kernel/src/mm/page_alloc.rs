@@ -10,8 +10,9 @@
 //! and then reclaims directly (`try_to_free_pages()`) until the min
 //! watermark is met, or fails after 16 attempts without progress (the OOM
 //! killer is not modelled: the fault fails with VM_FAULT_OOM). While kswapd
-//! is awake, each allocation first gives it one round of its reclaim loop
-//! (`kswapd_run()`): the model's interleaving of kswapd with the workload.
+//! is awake, each allocation first lets it catch up with the workload's
+//! modelled time (`kswapd_run()`): the model's interleaving of kswapd with
+//! the workload.
 //! Only order-0 allocations reclaim: large folios fall back at once (as
 //! THP and mTHP faults with the default defrag = madvise outside
 //! MADV_HUGEPAGE; the kernel's compaction and reclaim for MADV_HUGEPAGE

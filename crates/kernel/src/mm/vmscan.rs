@@ -33,9 +33,10 @@
 //! skip the swap allocation and are discarded when clean (pglazyfreed).
 //! kswapd (`wakeup_kswapd()`, `balance_pgdat()`, `kswapd_shrink_node()`,
 //! `kswapd_age_node()`, `pgdat_balanced()`) is woken by the allocator's
-//! slow path and reclaims one round of its priority loop before each
-//! allocation while awake (see `kswapd_run()`); it walks every cgroup and
-//! never scans proportionally in full.
+//! slow path and, while awake, takes steps of its priority loop before
+//! each allocation for as long as its modelled CPU time is behind the
+//! workload's (see `kswapd_run()`); it walks every cgroup and never scans
+//! proportionally in full.
 //! With MGLRU on (`lru_gen.enabled`), `shrink_node()` and `shrink_lruvec()`
 //! hand over to mm/lru_gen.rs, which shares `shrink_folio_list()`.
 //! Not modelled: memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
