@@ -1457,8 +1457,9 @@ impl<A: Arch> Kernel<A> {
     /// met.
     pub(crate) fn lru_gen_shrink_node(&mut self, sc: &mut ScanControl) {
         let before = self.lru_gen_shrink_node_begin(sc);
-        // set_mm_walk(pgdat, proactive): kswapd has its own walk.
-        let saved = std::mem::replace(&mut self.lru_gen_task.walk, sc.kswapd || sc.proactive);
+        // set_mm_walk(pgdat, proactive) (kswapd, which has its own walk,
+        // shrinks the node a step at a time: mm/vmscan.rs kswapd_step()).
+        let saved = std::mem::replace(&mut self.lru_gen_task.walk, sc.proactive);
         for m in 0..self.memcg.memcgs.len() as u16 {
             let memcg = crate::mm::memcontrol::MemcgId(m);
             self.try_to_shrink_lruvec(memcg, sc);

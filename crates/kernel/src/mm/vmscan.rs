@@ -593,16 +593,16 @@ impl<A: Arch> Kernel<A> {
     /// `shrink_node_memcgs()`: every cgroup of the target's
     /// subtree (the model's is the target alone) gets `shrink_lruvec()`,
     /// then `shrink_slab()` at the same priority.
-    /// Global reclaim walks the root and then its children in order
-    /// (`mem_cgroup_iter()`); a direct reclaimer's walk is partial: it
-    /// resumes after the cgroup where the previous one stopped and stops
-    /// once `nr_to_reclaim` is met (a full walk after a fruitless pass).
+    /// Global direct reclaim walks the root and then its children in
+    /// order (`mem_cgroup_iter()`), partially: it resumes after the cgroup
+    /// where the previous walk stopped and stops once `nr_to_reclaim` is
+    /// met (a full walk after a fruitless pass). kswapd walks every cgroup
+    /// a step at a time instead (`kswapd_step()`).
     fn shrink_node_memcgs(&mut self, sc: &mut ScanControl) {
         let Some(target) = sc.target else {
             self.prepare_scan_control(sc, ROOT);
             let n = self.memcg.memcgs.len() as u16;
-            // kswapd always walks every cgroup.
-            let partial = !sc.memcg_full_walk && !sc.kswapd;
+            let partial = !sc.memcg_full_walk;
             let start = match self.buddy.reclaim_pos {
                 Some(p) if partial => p + 1,
                 _ => 0,
@@ -610,17 +610,12 @@ impl<A: Arch> Kernel<A> {
             for m in start..n {
                 self.shrink_lruvec(MemcgId(m), sc);
                 self.shrink_slab(MemcgId(m), sc.priority as u32);
-                if sc.kswapd {
-                    continue; // a walk without a reclaim cookie
-                }
                 self.buddy.reclaim_pos = Some(m);
                 if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
                     return;
                 }
             }
-            if !sc.kswapd {
-                self.buddy.reclaim_pos = None;
-            }
+            self.buddy.reclaim_pos = None;
             return;
         };
         self.prepare_scan_control(sc, target);
@@ -1133,8 +1128,9 @@ enum Round {
     /// control's set-up.
     #[default]
     Start,
-    /// `shrink_node_memcgs()`: at the cgroup `memcg` (all done when it is
-    /// the number of cgroups), inside its `shrink_lruvec()` when `scan`;
+    /// `shrink_node_memcgs()`, kswapd's full walk without a reclaim
+    /// cookie: at the cgroup `memcg` (all done when it is the number of
+    /// cgroups), inside its `shrink_lruvec()` when `scan`;
     /// the pass had reclaimed `reclaimed_before` when the round began.
     Memcgs {
         memcg: u16,
@@ -1201,11 +1197,11 @@ impl<A: Arch> Kernel<A> {
         if !self.kswapd.awake() || self.vmstat.in_kthread() {
             return;
         }
-        let prices = std::sync::Arc::clone(&self.cfg.prices);
-        let now = self.vmstat.task_ps(&prices);
+        let now = self.vmstat.task_ps(&self.cfg.prices);
         if self.kswapd.clock > now {
             return;
         }
+        let prices = std::sync::Arc::clone(&self.cfg.prices);
         // kswapd is its own task: not in the workload's fault, PF_MEMALLOC,
         // with its own reclaim TLB batch (`current->tlb_ubc`), and perf
         // counts its events for it, not for the workload.
