@@ -532,7 +532,14 @@ fn run_guarded(
         guard: g,
         cpu: *cpu,
         thread_cpus,
-        warm_bytes: plan.anon_bytes.min(1 << 30),
+        // In a guest there is no hypervisor to warm up, and the guest is
+        // the whole machine: writing its memory before a phase would
+        // reclaim (or swap out) everything else the phase starts with.
+        warm_bytes: if opts.guest {
+            0
+        } else {
+            plan.anon_bytes.min(1 << 30)
+        },
         settings: &settings,
         cgroups: cgroups.as_ref(),
     };
