@@ -234,6 +234,20 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
     }
 }
 
+/// The kernel's last console lines a failed guest run kept (`console`
+/// in its result), as lines to append to its error; empty if none.
+fn console_said(v: &Value) -> String {
+    let lines: Vec<&str> = v
+        .get("console")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\nthe guest kernel's last console lines:\n  {}", lines.join("\n  "))
+}
+
 /// RAM for a guest whose scenario does not say: the anonymous memory and
 /// files it uses, zram's worst case, a quarter more, and 512 MiB for the
 /// kernel and the initramfs; at least 1 GiB, in 256 MiB steps.
@@ -278,7 +292,10 @@ pub fn run_workload(
                 .and_then(Value::as_str)
                 .unwrap_or("guest")
                 .to_string(),
-            message: format!("in the guest (Linux {release}): {e}"),
+            message: format!(
+                "in the guest (Linux {release}): {e}{}",
+                console_said(&out.value)
+            ),
         });
     }
     let mut report = guest::report_of(&out.value).map_err(VmError::Guest)?;
@@ -750,7 +767,22 @@ fn boot(
     drop(rx);
     let _ = reader.join();
     if let Some(r) = console.result {
-        return r;
+        // A run the guest reports as failed: keep what the kernel said on
+        // its console (an OOM kill, a warning) for the error.
+        return r.map(|mut v| {
+            if v.get("error").is_some() {
+                let said: Vec<Value> = console
+                    .tail
+                    .iter()
+                    .filter(|l| !l.trim().is_empty() && !l.starts_with("foliosim"))
+                    .map(|l| Value::String(l.trim_end().to_string()))
+                    .collect();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("console".into(), Value::Array(said));
+                }
+            }
+            v
+        });
     }
     Err(no_result(k, why_stopped, console.tail, &qemu_err))
 }
