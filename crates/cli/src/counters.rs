@@ -13,6 +13,7 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, SIM_KSWAPD_CPU,
+    SIM_THROTTLED,
 };
 use serde_json::json;
 
@@ -125,7 +126,10 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
     }
-    for (name, doc) in SimStat::DOCS.iter().chain([&SIM_KSWAPD_CPU]) {
+    for (name, doc) in SimStat::DOCS
+        .iter()
+        .chain([&SIM_KSWAPD_CPU, &SIM_THROTTLED])
+    {
         out.push(entry((*name).into(), &["sim"], doc.trim()));
     }
     for (name, doc) in NATIVE_COUNTERS {

@@ -338,7 +338,7 @@ impl<A: Arch> Kernel<A> {
         let mut mem = MemMap::new(cfg.memory / PAGE_SIZE);
         let mut buddy = FreeArea::new(&mem);
         let zero_pfn = buddy
-            .alloc_pages(&mut mem, 0)
+            .rmqueue_smallest(&mut mem, 0)
             .expect("memory for the zero page");
         mem.prep_new_folio(zero_pfn, 0);
         mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);

@@ -82,8 +82,9 @@ impl<'w, A: Arch> Engine<'w, A> {
             at: "[system]".into(),
             what: e.to_string(),
         })?;
-        let root = k.mm_alloc();
+        // The CPUs (and their per-CPU page lists) before the first process.
         k.set_nr_cpus(sc.system.cpus as usize);
+        let root = k.mm_alloc();
         k.sched_switch(0, foliosim_kernel::kernel::sched::CpuRun::User(root));
         let mut e = Engine {
             k,

@@ -82,6 +82,7 @@ counter_enum!(
         PgScanDirect => "pgscan_direct",
         PgScanKhugepaged => "pgscan_khugepaged",
         PgScanProactive => "pgscan_proactive",
+        PgScanDirectThrottle => "pgscan_direct_throttle",
         PgLazyFree => "pglazyfree",
         AllocStallNormal => "allocstall_normal",
         AllocStallMovable => "allocstall_movable",
@@ -476,10 +477,6 @@ pub fn page_alloc_counter(order: u32) -> String {
     format!("{MM_PAGE_ALLOC}/order={order}")
 }
 
-/// Every counter name a fresh snapshot of the model's counters holds
-/// (what a report of the model can contain, and so what a cost profile
-/// may price), sorted. Memory cgroups add `memcg/<n>/...` names when a
-/// scenario creates them; those are not listed.
 /// kswapd's modelled CPU time over a phase (ns): the clock that paces it
 /// against the workload, at the run's cost profile's prices. Not a count
 /// of a primitive, so not in [`SimStat`] and never priced.
@@ -488,6 +485,17 @@ pub const SIM_KSWAPD_CPU: (&str, &str) = (
     "kswapd's modelled CPU time over the phase at the cost profile's prices (what paces it against the workload), ns",
 );
 
+/// The modelled time the workload waited in `throttle_direct_reclaim()`
+/// for kswapd over a phase (ns); like [`SIM_KSWAPD_CPU`], never priced.
+pub const SIM_THROTTLED: (&str, &str) = (
+    "sim/throttled_ns",
+    "modelled time the workload waited for kswapd in throttle_direct_reclaim() over the phase (kswapd's CPU time meanwhile), ns",
+);
+
+/// Every counter name a fresh snapshot of the model's counters holds
+/// (what a report of the model can contain, and so what a cost profile
+/// may price), sorted. Memory cgroups add `memcg/<n>/...` names when a
+/// scenario creates them; those are not listed.
 pub fn model_counter_names() -> Vec<String> {
     let mut names: BTreeSet<String> = VmEvent::ALL.iter().map(|e| e.name().into()).collect();
     for order in SIZE_ORDERS {
@@ -499,6 +507,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.extend(ZswapStat::ALL.iter().map(|k| k.name().to_string()));
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
     names.insert(SIM_KSWAPD_CPU.0.to_string());
+    names.insert(SIM_THROTTLED.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.into_iter().collect()
 }

@@ -150,6 +150,7 @@ impl<A: Arch> Kernel<A> {
     /// The number of simulated CPUs (`nr_cpu_ids`); resets every CPU.
     pub fn set_nr_cpus(&mut self, nr: usize) {
         self.cpus = Cpus::new(nr);
+        self.buddy.pcp_setup(&mut self.mem, self.cpus.nr());
     }
 
     /// Run the next operations on `cpu`.

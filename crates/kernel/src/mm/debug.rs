@@ -517,14 +517,15 @@ impl<A: Arch> Kernel<A> {
         let mut free = self.buddy.nr_fresh_pages();
         let mut tables = 0;
         let zspages: std::collections::HashSet<Pfn> = self.zswap.pool_pages().collect();
+        let pcp: std::collections::HashSet<Pfn> = self.buddy.pcp_pages().collect();
         let mut pfn = 0u32;
         while pfn < n {
             if self.buddy.boot.contains(&pfn) {
                 pfn = self.buddy.boot.end; // the kernel's own memory
                 continue;
             }
-            if zspages.contains(&Pfn(pfn)) {
-                pfn += 1; // a page of the zswap pool
+            if zspages.contains(&Pfn(pfn)) || pcp.contains(&Pfn(pfn)) {
+                pfn += 1; // a page of the zswap pool, or on a per-CPU list
                 continue;
             }
             let p = Pfn(pfn);

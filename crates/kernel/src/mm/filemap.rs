@@ -245,7 +245,7 @@ impl<A: Arch> Kernel<A> {
         self.folio_unqueue_deferred_split(folio);
         self.mem_cgroup_uncharge(folio);
         self.mem.destroy_folio(folio);
-        self.buddy.free_pages(&mut self.mem, folio, order);
+        self.free_pages(folio, order);
         self.vmstat.sim.folio_free += 1;
         self.vmstat.count_vm_events(VmEvent::PgFree, 1 << order);
     }

@@ -130,7 +130,7 @@ impl<A: Arch> Kernel<A> {
         if !self.buddy.watermark_ok(0, min) {
             return false;
         }
-        let Some(page) = self.buddy.alloc_pages(&mut self.mem, 0) else {
+        let Some(page) = self.buddy.alloc_pages(&mut self.mem, 0, self.cpus.current) else {
             return false;
         };
         let g = &mut self.cpus.gather;
@@ -178,7 +178,7 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn tlb_finish_mmu(&mut self, mm: MmId) {
         let g = std::mem::take(&mut self.cpus.gather);
         for page in &g.batches {
-            self.buddy.free_pages(&mut self.mem, *page, 0);
+            self.free_pages(*page, 0);
         }
         if g.fullmm {
             return;

@@ -103,7 +103,7 @@ impl<A: Arch> Kernel<A> {
         );
         self.mem.clear_table(pfn);
         self.memcg_kmem_uncharge_page(pfn);
-        self.buddy.free_pages(&mut self.mem, pfn, 0);
+        self.free_pages(pfn, 0);
         self.pt.free.push(id);
         self.pt.nr_tables -= 1;
         self.pt.generation += 1;

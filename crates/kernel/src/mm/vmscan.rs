@@ -643,6 +643,7 @@ impl<A: Arch> Kernel<A> {
     /// priority 12 down (`do_try_to_free_pages()` counts allocstall).
     /// Returns the pages reclaimed.
     pub(crate) fn try_to_free_pages(&mut self, movable: bool) -> u64 {
+        self.throttle_direct_reclaim();
         let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
         let ev = if movable {
             VmEvent::AllocStallMovable
@@ -1186,6 +1187,8 @@ impl<A: Arch> Kernel<A> {
         sc.kswapd = true;
         self.kswapd.run = Some(sc);
         self.kswapd.round = Round::Start;
+        // set_reclaim_active(): per-CPU lists keep fewer freed pages.
+        self.buddy.reclaim_active = true;
     }
 
     /// kswapd's turn, taken before each of the workload's allocations while
@@ -1201,6 +1204,48 @@ impl<A: Arch> Kernel<A> {
         if self.kswapd.clock > now {
             return;
         }
+        self.kswapd_steps(|k| k.kswapd.clock <= now);
+    }
+
+    /// `allow_direct_reclaim()` without its wake-up: whether the zone's
+    /// free pages are above half its min watermark (the pfmemalloc
+    /// reserve), or kswapd has given up on the node.
+    fn pfmemalloc_ok(&self) -> bool {
+        let reserve = self.buddy.wmark.min;
+        self.kswapd.failures >= MAX_RECLAIM_RETRIES
+            || reserve == 0
+            || self.buddy.nr_free_pages() > reserve / 2
+    }
+
+    /// `throttle_direct_reclaim()`: a task (not a kernel thread) about to
+    /// reclaim directly while the free pages are at or below half the min
+    /// watermark waits on `pfmemalloc_wait` (`pgscan_direct_throttle`),
+    /// kswapd woken if it sleeps, until kswapd wakes it: at the end of a
+    /// priority round that leaves `allow_direct_reclaim()` true
+    /// (`balance_pgdat()`), or when kswapd goes to sleep
+    /// (`prepare_kswapd_sleep()`). kswapd runs meanwhile whatever its
+    /// clock, so that it ends ahead of the workload's by the time waited.
+    fn throttle_direct_reclaim(&mut self) {
+        if self.vmstat.in_kthread() || self.pfmemalloc_ok() {
+            return;
+        }
+        self.vmstat.count_vm_event(VmEvent::PgScanDirectThrottle);
+        if !self.kswapd.awake() {
+            // allow_direct_reclaim(): kswapd must be awake while tasks wait.
+            let now = self.vmstat.task_ps(&self.cfg.prices);
+            self.kswapd.clock = self.kswapd.clock.max(now);
+            self.balance_pgdat_begin();
+        }
+        self.kswapd_steps(|k| !(matches!(k.kswapd.round, Round::Start) && k.pfmemalloc_ok()));
+        // Woken: the task slept until kswapd's time.
+        let now = self.vmstat.task_ps(&self.cfg.prices);
+        self.vmstat.throttled_ps += self.kswapd.clock.saturating_sub(now);
+    }
+
+    /// Run kswapd's steps (`kswapd_step()`) on its CPU as its own task,
+    /// advancing its clock by what each costs, while it is awake and
+    /// `more` says so.
+    fn kswapd_steps(&mut self, more: impl Fn(&Self) -> bool) {
         let prices = std::sync::Arc::clone(&self.cfg.prices);
         // kswapd is its own task: not in the workload's fault, PF_MEMALLOC,
         // with its own reclaim TLB batch (`current->tlb_ubc`), and perf
@@ -1223,7 +1268,7 @@ impl<A: Arch> Kernel<A> {
         // A kernel thread: the CPU keeps its mm loaded, lazily.
         self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
         let mut t = self.vmstat.task_ps(&prices);
-        while self.kswapd.awake() && self.kswapd.clock <= now {
+        while self.kswapd.awake() && more(self) {
             self.kswapd_step();
             let after = self.vmstat.task_ps(&prices);
             self.kswapd.clock += after - t;
@@ -1266,6 +1311,7 @@ impl<A: Arch> Kernel<A> {
             Round::Start => {
                 if self.pgdat_balanced() {
                     self.snapshot_refaults(None);
+                    self.buddy.reclaim_active = false;
                     return;
                 }
                 self.kswapd_age_node(&mut sc);
@@ -1371,6 +1417,7 @@ impl<A: Arch> Kernel<A> {
             self.kswapd.failures += 1;
         }
         self.snapshot_refaults(None);
+        self.buddy.reclaim_active = false;
         if self.kswapd.failures < MAX_RECLAIM_RETRIES && !self.pgdat_balanced() {
             self.vmstat
                 .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);

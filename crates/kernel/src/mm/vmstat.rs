@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
-use foliosim_uapi::vmstat::{mthp_counter, page_alloc_counter, SIM_KSWAPD_CPU, SIZE_ORDERS};
+use foliosim_uapi::vmstat::{
+    mthp_counter, page_alloc_counter, SIM_KSWAPD_CPU, SIM_THROTTLED, SIZE_ORDERS,
+};
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
     NR_MEMCG_EVENTS, NR_MTHP_STATS, NR_TRACES, NR_VM_EVENTS, NR_ZSWAP_STATS,
@@ -150,6 +152,9 @@ pub struct VmStat {
     in_kthread: bool,
     /// kswapd's modelled CPU time so far, ps (`sim/kswapd_cpu_ns`).
     pub kswapd_cpu_ps: u64,
+    /// The workload's time asleep in `throttle_direct_reclaim()` (ps): part
+    /// of its clock ([`VmStat::task_ps`]).
+    pub throttled_ps: u64,
 }
 
 impl Default for VmStat {
@@ -166,6 +171,7 @@ impl Default for VmStat {
             kthread: Box::default(),
             in_kthread: false,
             kswapd_cpu_ps: 0,
+            throttled_ps: 0,
         }
     }
 }
@@ -267,6 +273,9 @@ impl VmStat {
             }
         };
         let mut ps = self.sim.dot(&p.sim);
+        if !self.in_kthread {
+            ps = ps.wrapping_add(self.throttled_ps);
+        }
         for &(i, c) in &p.events {
             ps = ps.wrapping_add(events(i).wrapping_mul(c));
         }
@@ -322,6 +331,10 @@ impl VmStat {
         out.insert(
             SIM_KSWAPD_CPU.0.to_string(),
             (self.kswapd_cpu_ps + 500) / 1000,
+        );
+        out.insert(
+            SIM_THROTTLED.0.to_string(),
+            (self.throttled_ps + 500) / 1000,
         );
         self.snapshot_lru(&mut out);
         out

@@ -264,16 +264,17 @@ impl<A: Arch> Kernel<A> {
             let length = self.zswap_compressed_len(c);
             let buddy = &mut self.buddy;
             let mem = &mut self.mem;
+            let cpu = self.cpus.current;
             // GFP_NOWAIT from reclaim (PF_MEMALLOC): no watermarks.
             let z = match self
                 .zswap
                 .pool
-                .malloc(u32::from(length), || buddy.alloc_pages(mem, 0))
+                .malloc(u32::from(length), || buddy.alloc_pages(mem, 0, cpu))
             {
                 Ok(z) => z,
                 Err(pages) => {
                     for p in pages {
-                        self.buddy.free_pages(&mut self.mem, p, 0);
+                        self.free_pages(p, 0);
                     }
                     self.vmstat.count_zswap(ZswapStat::RejectAllocFail, 1);
                     return false;
@@ -352,7 +353,7 @@ impl<A: Arch> Kernel<A> {
             m.zswapped -= 1;
         }
         for p in self.zswap.pool.free(en.zspage - 1) {
-            self.buddy.free_pages(&mut self.mem, p, 0);
+            self.free_pages(p, 0);
         }
         self.vmstat.uncount_zswap(ZswapStat::StoredPages, 1);
         if u64::from(en.length) == PAGE_SIZE {
@@ -556,7 +557,7 @@ impl<A: Arch> Kernel<A> {
         if si.cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE {
             return false;
         }
-        let Some(folio) = self.buddy.alloc_pages(&mut self.mem, 0) else {
+        let Some(folio) = self.buddy.alloc_pages(&mut self.mem, 0, self.cpus.current) else {
             return false;
         };
         self.mem.prep_new_folio(folio, 0);
