@@ -245,7 +245,10 @@ fn console_said(v: &Value) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    format!("\nthe guest kernel's last console lines:\n  {}", lines.join("\n  "))
+    format!(
+        "\nthe guest kernel's last console lines:\n  {}",
+        lines.join("\n  ")
+    )
 }
 
 /// RAM for a guest whose scenario does not say: the anonymous memory and
