@@ -222,9 +222,21 @@ impl<A: Arch> Kernel<A> {
         (f.0 + 1) as u16
     }
 
-    /// Allocate a folio of `order` (`filemap_alloc_folio()`), counted.
+    /// Allocate a folio of `order` (`folio_alloc()`), counted. Only an
+    /// order-0 allocation wakes kswapd (a THP or mTHP fault outside
+    /// MADV_HUGEPAGE has GFP_TRANSHUGE_LIGHT).
     pub(crate) fn folio_alloc(&mut self, order: u32) -> Option<Pfn> {
-        let pfn = self.alloc_pages(order, true)?;
+        self.folio_alloc_gfp(order, order == 0)
+    }
+
+    /// A page-cache folio of `order` (`filemap_alloc_folio()`): the
+    /// mapping's gfp mask, with __GFP_KSWAPD_RECLAIM at every order.
+    pub(crate) fn filemap_alloc_folio(&mut self, order: u32) -> Option<Pfn> {
+        self.folio_alloc_gfp(order, true)
+    }
+
+    fn folio_alloc_gfp(&mut self, order: u32, kswapd: bool) -> Option<Pfn> {
+        let pfn = self.alloc_pages_gfp(order, true, kswapd)?;
         self.mem.prep_new_folio(pfn, order);
         self.vmstat.sim.folio_alloc += 1;
         if let Some(n) = self.vmstat.page_alloc.get_mut(order as usize) {
@@ -380,7 +392,7 @@ impl<A: Arch> Kernel<A> {
         loop {
             // Higher orders try without retrying; fall back order by order.
             // The charge uses the mapping's gfp (retries) at every order.
-            if let Some(folio) = self.folio_alloc(order) {
+            if let Some(folio) = self.filemap_alloc_folio(order) {
                 let start = index & !((1 << order) - 1);
                 match self.filemap_add_folio_gfp(f, folio, start, ChargeGfp::Kernel, write) {
                     AddFolio::Added => return Ok(folio),

@@ -33,7 +33,8 @@
 //! Only order-0 allocations reclaim: large folios fall back at once (as
 //! THP and mTHP faults with the default defrag = madvise outside
 //! MADV_HUGEPAGE; the kernel's compaction and reclaim for MADV_HUGEPAGE
-//! VMAs and costly readahead orders are not modelled). All memory is one
+//! VMAs and costly readahead orders are not modelled). Order-0 and
+//! page-cache allocations of any order wake kswapd (`alloc_pages_gfp()`). All memory is one
 //! zone; its managed pages are all pages but `machine.unmanaged`, and the
 //! kernel's own memory (`machine.unmanaged` + `machine.boot_used`) is taken
 //! at boot right after the zero page.
@@ -478,7 +479,19 @@ impl<A: Arch> Kernel<A> {
     /// slow path (min watermark, direct reclaim for order 0). `movable`:
     /// the gfp mask's highest zone is ZONE_MOVABLE (user folios) rather
     /// than ZONE_NORMAL (page tables), which names the allocstall counter.
+    /// Order 0 wakes kswapd from the slow path.
     pub(crate) fn alloc_pages(&mut self, order: u32, movable: bool) -> Option<Pfn> {
+        self.alloc_pages_gfp(order, movable, order == 0)
+    }
+
+    /// [`Self::alloc_pages`] with `kswapd`: whether the gfp mask has
+    /// __GFP_KSWAPD_RECLAIM, so that the slow path wakes kswapd.
+    pub(crate) fn alloc_pages_gfp(
+        &mut self,
+        order: u32,
+        movable: bool,
+        kswapd: bool,
+    ) -> Option<Pfn> {
         if !self.lru.root && self.cfg.lru_order_root {
             // Global reclaim scans the root's lists: keep them ordered from
             // the first allocation on.
@@ -490,7 +503,7 @@ impl<A: Arch> Kernel<A> {
         if let Some(p) = self.get_page_from_freelist(order, self.buddy.wmark.low) {
             return Some(p);
         }
-        self.alloc_pages_slowpath(order, movable)
+        self.alloc_pages_slowpath(order, movable, kswapd)
     }
 
     /// `get_page_from_freelist()` for the one zone at watermark `mark`:
@@ -519,12 +532,10 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__alloc_pages_slowpath()` without compaction or the OOM killer.
-    fn alloc_pages_slowpath(&mut self, order: u32, movable: bool) -> Option<Pfn> {
-        // wake_all_kswapds(): order-0 allocations carry
-        // __GFP_KSWAPD_RECLAIM; the model's large folios are THP and mTHP
-        // faults outside MADV_HUGEPAGE (GFP_TRANSHUGE_LIGHT, which does not
-        // wake kswapd) and readahead's (approximated: they would).
-        if order == 0 {
+    fn alloc_pages_slowpath(&mut self, order: u32, movable: bool, kswapd: bool) -> Option<Pfn> {
+        // wake_all_kswapds(). kswapd balances for order 0 whatever the
+        // order that woke it (no high-order balancing, no kcompactd).
+        if kswapd {
             self.wakeup_kswapd();
         }
         let min = self.buddy.wmark.min;

@@ -73,7 +73,7 @@ impl<A: Arch> Kernel<A> {
     /// folio stays locked (reclaim keeps it) until the batch's `read_pages()`.
     fn ra_alloc_folio(&mut self, file: u32, index: u64, mark: u64, order: u32) -> bool {
         let f = self.open_files[file as usize].mapping;
-        let Some(folio) = self.folio_alloc(order) else {
+        let Some(folio) = self.filemap_alloc_folio(order) else {
             return false;
         };
         if mark.wrapping_sub(index) < (1 << order) {
