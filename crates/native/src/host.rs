@@ -98,19 +98,14 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 
 /// The machine's own memory now, as the `machine.*` knobs of a machine
 /// of `memory` bytes: what the page allocator does not manage (`memory`
-/// less the zones' managed pages), the managed pages in use (neither on
-/// the buddy lists nor on a per-CPU list: those are free memory the
-/// workload's allocations take first, and the model's machine starts with
-/// them on its buddy lists), and vm.min_free_kbytes. Empty where /proc
-/// cannot say.
+/// less the zones' managed pages), the managed pages in use, and
+/// vm.min_free_kbytes. Empty where /proc cannot say.
 pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
     use foliosim_uapi::knobs::{MACHINE_BOOT_USED, MACHINE_MIN_FREE_KBYTES, MACHINE_UNMANAGED};
     let page = foliosim_uapi::knobs::PAGE_SIZE;
-    let Ok(text) = fs::read_to_string("/proc/zoneinfo") else {
+    let Ok(levels) = zone_levels() else {
         return Vec::new();
     };
-    let levels = parse_zoneinfo(&text);
-    let pcp = pcp_pages(&text);
     let level = |name: &str| levels.get(name).map(|&v| v.max(0) as u64);
     let (Some(managed), Some(free)) = (level("machine/managed_pages"), level("machine/free_pages"))
     else {
@@ -123,7 +118,7 @@ pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
         ),
         (
             MACHINE_BOOT_USED.key.to_string(),
-            (managed.saturating_sub(free + pcp) * page).to_string(),
+            (managed.saturating_sub(free) * page).to_string(),
         ),
     ];
     if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
@@ -133,16 +128,6 @@ pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
         ));
     }
     out
-}
-
-/// The pages on every CPU's per-CPU lists (`count:` of each zone's
-/// pagesets in /proc/zoneinfo).
-fn pcp_pages(zoneinfo: &str) -> u64 {
-    zoneinfo
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("count:"))
-        .filter_map(|v| v.trim().parse::<u64>().ok())
-        .sum()
 }
 
 fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
@@ -463,10 +448,6 @@ Node 0, zone  Movable
         assert_eq!(m["machine/wmark_min"], 10 + 2116);
         assert_eq!(m["machine/wmark_low"], 13 + 2888);
         assert_eq!(m["machine/wmark_high"], 16 + 3660);
-        // Only CPU 0 of the DMA zone has pages on its list here.
-        assert_eq!(pcp_pages(text), 33);
-        let two = "  pagesets\n    cpu: 0\n              count: 7\n    cpu: 1\n              count:    5\n";
-        assert_eq!(pcp_pages(two), 12);
     }
 
     #[test]
