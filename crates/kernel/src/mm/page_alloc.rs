@@ -589,6 +589,13 @@ mod tests {
         (mem, area)
     }
 
+    /// `n` order-0 pages allocated on CPU 0.
+    fn take(mem: &mut MemMap, area: &mut FreeArea, n: usize) -> Vec<Pfn> {
+        (0..n)
+            .map(|_| area.alloc_pages(mem, 0, 0).expect("memory"))
+            .collect()
+    }
+
     /// zone_batchsize(): min(managed >> 10, 256) / 4, then b + b / 2
     /// rounded down to a power of two, less one. zone_highsize(): the low
     /// watermark (high_min) or an eighth of the zone (high_max) split
@@ -649,9 +656,7 @@ mod tests {
     #[test]
     fn a_freed_page_is_the_next_one_allocated() {
         let (mut mem, mut area) = zone();
-        let pages: Vec<Pfn> = (0..50)
-            .map(|_| area.alloc_pages(&mut mem, 0, 0).expect("memory"))
-            .collect();
+        let pages = take(&mut mem, &mut area, 50);
         // 3 + 6 + 12 + 24 + 48 taken, 43 left on the list, factor 5.
         let free = area.nr_free_pages();
         area.free_pages(&mut mem, pages[7], 0, 0);
@@ -669,9 +674,7 @@ mod tests {
     #[test]
     fn reclaim_keeps_the_lists_short() {
         let (mut mem, mut area) = zone();
-        let pages: Vec<Pfn> = (0..100)
-            .map(|_| area.alloc_pages(&mut mem, 0, 0).expect("memory"))
-            .collect();
+        let pages = take(&mut mem, &mut area, 100);
         area.reclaim_active = true;
         for &p in &pages {
             area.free_pages(&mut mem, p, 0, 1);
