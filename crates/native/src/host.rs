@@ -151,15 +151,23 @@ fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
         let (Some(a), Some(b)) = (w.next(), w.next()) else {
             continue;
         };
-        // "pages free N" and "min N", "low N", "high N", "managed N".
+        // "pages free N" and "min N", "low N", "high N", "managed N", and
+        // each CPU's "count: N" of the pagesets.
         let (key, value) = if a == "pages" && b == "free" {
             ("free", w.next())
+        } else if a == "count:" {
+            ("count", Some(b))
         } else {
             (a, Some(b))
         };
-        if fields.iter().any(|(_, f, _)| *f == key) && !zone.contains_key(key) {
-            if let Some(v) = value.and_then(|v| v.parse().ok()) {
-                zone.insert(key, v);
+        if fields.iter().any(|(_, f, _)| *f == key) {
+            if let Some(v) = value.and_then(|v| v.parse::<i64>().ok()) {
+                if key == "count" {
+                    // One per CPU of the zone's pagesets.
+                    *zone.entry(key).or_insert(0) += v;
+                } else {
+                    zone.entry(key).or_insert(v);
+                }
             }
         }
     }
@@ -448,6 +456,8 @@ Node 0, zone  Movable
         assert_eq!(m["machine/wmark_min"], 10 + 2116);
         assert_eq!(m["machine/wmark_low"], 13 + 2888);
         assert_eq!(m["machine/wmark_high"], 16 + 3660);
+        // Only the DMA zone's CPU 0 shows its list here.
+        assert_eq!(m["machine/pcp_pages"], 33);
     }
 
     #[test]

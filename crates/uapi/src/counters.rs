@@ -281,7 +281,7 @@ pub const MEMCG_LEVELS: [&str; 2] = ["usage_bytes", "peak_bytes"];
 /// ...). Levels, not deltas. Each with its /proc/zoneinfo field (`pages
 /// free` is read as `free`) and what it is; the model reports them in
 /// this order (`Kernel::machine_levels`).
-pub const MACHINE_LEVELS: [(&str, &str, &str); 5] = [
+pub const MACHINE_LEVELS: [(&str, &str, &str); 6] = [
     (
         "machine/managed_pages",
         "managed",
@@ -302,6 +302,11 @@ pub const MACHINE_LEVELS: [(&str, &str, &str); 5] = [
         "machine/wmark_high",
         "high",
         "the high watermark: kswapd reclaims up to it",
+    ),
+    (
+        "machine/pcp_pages",
+        "count",
+        "pages on the per-CPU page lists, every CPU's (zoneinfo pagesets' count): neither free nor in use",
     ),
 ];
 

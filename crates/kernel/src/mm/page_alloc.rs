@@ -463,8 +463,9 @@ impl<A: Arch> Kernel<A> {
     /// The machine's memory now, in the order of
     /// `foliosim_uapi::counters::MACHINE_LEVELS`: the one zone's
     /// `zone_managed_pages()` and `NR_FREE_PAGES`, and its
-    /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()`.
-    pub fn machine_levels(&self) -> [u64; 5] {
+    /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()`, and
+    /// the pages on the per-CPU lists.
+    pub fn machine_levels(&self) -> [u64; 6] {
         let w = self.buddy.wmark;
         [
             self.buddy.managed,
@@ -472,6 +473,7 @@ impl<A: Arch> Kernel<A> {
             w.min,
             w.low,
             w.high,
+            self.buddy.pcp_pages().count() as u64,
         ]
     }
 

@@ -703,6 +703,7 @@ fn the_machines_own_memory_sets_free_pages_and_watermarks() {
         let r = run(&text);
         assert_eq!(c(&r, "one", "machine/managed_pages"), 15360, "{extra}");
         assert_eq!(c(&r, "one", "machine/free_pages"), 14326, "{extra}");
+        assert_eq!(c(&r, "one", "machine/pcp_pages"), 4, "{extra}");
         let got = ["min", "low", "high"].map(|w| c(&r, "one", &format!("machine/wmark_{w}")));
         assert_eq!(got, wmarks, "{extra}");
     }
