@@ -235,6 +235,8 @@ impl<A: Arch> Kernel<A> {
         self.folio_alloc_gfp(order, true)
     }
 
+    /// A movable folio of `order`, counted; `kswapd`: its gfp mask has
+    /// __GFP_KSWAPD_RECLAIM.
     fn folio_alloc_gfp(&mut self, order: u32, kswapd: bool) -> Option<Pfn> {
         let pfn = self.alloc_pages_gfp(order, true, kswapd)?;
         self.mem.prep_new_folio(pfn, order);

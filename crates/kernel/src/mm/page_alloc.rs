@@ -119,8 +119,8 @@ impl PcpSizes {
         // zone_batchsize(): ~0.1% of the zone, at most 1 MiB, a quarter of
         // it rounded to 2^n - 1.
         let quarter = (managed >> 10).min((1 << 20) / PAGE_SIZE) / 4;
-        let b = quarter.max(1) + quarter.max(1) / 2;
-        let batch = ((1u64 << (63 - b.leading_zeros())) - 1).max(1);
+        let b = quarter.max(1);
+        let batch = ((1u64 << (63 - (b + b / 2).leading_zeros())) - 1).max(1);
         // zone_highsize(): split across the node's CPUs, at least 4 batches.
         let cpus = cpus.max(1);
         let high = |total: u64| (total / cpus).max(batch << 2);
@@ -158,7 +158,10 @@ pub(crate) struct FreeArea {
     /// `ZONE_BELOW_HIGH`: an allocation found the free pages at or below
     /// the high watermark; cleared by a free that finds them above.
     pub(crate) below_high: bool,
-    /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the node.
+    /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the node, from
+    /// `balance_pgdat()`'s start to its end (`set_reclaim_active()`,
+    /// `clear_reclaim_active()` in mm/vmscan.rs; kswapd's own frees, made
+    /// while its pass is taken out of `Kswapd::run`, see it set too).
     pub(crate) reclaim_active: bool,
 }
 

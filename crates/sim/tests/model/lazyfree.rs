@@ -340,21 +340,26 @@ fn global_pressure_swaps_anon_out() {
     }
 }
 
+/// A 96 MiB cold file read through a mapping on a 64 MiB machine
+/// (`system`: more `[system]` lines), in the phase "read".
+fn cold_96m_file_read_on_64m(system: &str) -> String {
+    [
+        system_mem("64M", system),
+        file("f", "96M", "fill = \"cold\""),
+        mmap_file("m", "f", "96M", "prot = \"r\""),
+        phase("read"),
+        touch("m", "read", ""),
+    ]
+    .concat()
+}
+
 /// Clean file pages under global pressure without swap: reading a 96 MiB
 /// file through a mapping on a 64 MiB machine reclaims page cache
 /// directly (SCAN_FILE: no swap); nothing is written, and the read
 /// completes.
 #[test]
 fn global_pressure_reclaims_clean_file_pages() {
-    let text = [
-        system_mem("64M", ""),
-        file("f", "96M", "fill = \"cold\""),
-        mmap_file("m", "f", "96M", "prot = \"r\""),
-        phase("read"),
-        touch("m", "read", ""),
-    ]
-    .concat();
-    let r = run(&text);
+    let r = run(&cold_96m_file_read_on_64m(""));
     assert!(c(&r, "read", "pgsteal_file") > 0);
     assert_eq!(
         c(&r, "read", "pgsteal_kswapd") + c(&r, "read", "pgsteal_direct"),
@@ -564,14 +569,7 @@ fn a_refill_below_half_min_throttles_the_writer() {
 ///   (`pageoutrun`): far less than without the waits.
 #[test]
 fn a_reader_waiting_for_io_lets_kswapd_keep_up() {
-    let text = [
-        system_mem("64M", "transparent_hugepage.enabled = \"never\"\n"),
-        file("f", "96M", "fill = \"cold\""),
-        mmap_file("m", "f", "96M", "prot = \"r\""),
-        phase("read"),
-        touch("m", "read", ""),
-    ]
-    .concat();
+    let text = cold_96m_file_read_on_64m("transparent_hugepage.enabled = \"never\"\n");
     let costs = [("pgfault", 1000.0), ("sim/lru_isolate", 5000.0)];
     let busy = run_priced_waits(&text, &costs, &[]);
     let waiting = run_priced_waits(&text, &costs, &[("sim/pages_read_io", 100_000.0)]);
