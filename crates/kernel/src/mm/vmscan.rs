@@ -603,8 +603,11 @@ impl<A: Arch> Kernel<A> {
             self.prepare_scan_control(sc, ROOT);
             let n = self.memcg.memcgs.len() as u16;
             let partial = !sc.memcg_full_walk;
+            // mem_cgroup_iter(): a walk resumes after the cgroup where the
+            // last one stopped; one that would start past the end restarts
+            // at the root, so that every walk sees at least one cgroup.
             let start = match self.buddy.reclaim_pos {
-                Some(p) if partial => p + 1,
+                Some(p) if partial && p + 1 < n => p + 1,
                 _ => 0,
             };
             for m in start..n {

@@ -555,6 +555,40 @@ fn a_refill_below_half_min_throttles_the_writer() {
     assert!(c(&shipped, "fill", "sim/throttled_ns") > 0);
 }
 
+/// Global direct reclaim starts at priority 12 and there scans its whole
+/// budget (`shrink_lruvec()`'s `proportional_reclaim`), even past the 32
+/// pages it needs; the walk over the cgroups (`mem_cgroup_iter()`) resumes
+/// after the cgroup where the last one stopped, and restarts at the root
+/// when that was the last one, so with one cgroup every walk scans the
+/// root. The machine and writes of the test above, at the shipped prices
+/// (the writer stalls after kswapd's first pass): the inactive anon list
+/// then holds the resident pages, at least 60 << 12 = 245,760, so each
+/// stall scans at least 60 pages at priority 12, and finds them
+/// unreferenced (their young bits were cleared by the first pass): it
+/// steals them all and does not go below priority 12.
+#[test]
+fn direct_reclaim_scans_its_whole_first_budget() {
+    let text = [
+        system_mem("1G", "transparent_hugepage.enabled = \"never\"\ncpus = 2\n"),
+        swap("zram", "1G"),
+        phase("fill"),
+        anon_written("a", "1088M"),
+    ]
+    .concat();
+    let r = run(&text);
+    let stalls = c(&r, "fill", "allocstall_movable");
+    assert!(pages(&r, "fill", "a", "present") >= 60 << 12);
+    assert!(stalls > 0);
+    assert!(
+        c(&r, "fill", "pgscan_direct") >= 60 * stalls,
+        "{stalls} stalls"
+    );
+    assert!(
+        c(&r, "fill", "pgsteal_direct") >= 60 * stalls,
+        "{stalls} stalls"
+    );
+}
+
 /// A task waiting for its reads lets kswapd run meanwhile: the profile's
 /// `[wait]` prices count in the task's time against kswapd's. A 96 MiB
 /// cold file read through a mapping on a 64 MiB machine, a fault priced
