@@ -14,6 +14,14 @@
 //! perf counting `tlb:tlb_flush` (and its six per-reason filters) every
 //! flush call paid about 0.5 µs of perf handlers on this VM, which the fit
 //! then priced as kernel work. The counts come from the model anyway.
+//!
+//! With `--engine vm` the corpus is timed in a guest kernel booted in QEMU
+//! (one boot a run), as `foliosim vm` runs it: with its tracepoints
+//! counted, on the scenario's own machine. Under TCG the guest's CPU is
+//! emulated and its costs are not the host's in proportion (a page fault
+//! that zeroes and writes a page is slowed far more than reclaim's
+//! bookkeeping); a profile fitted there paces the model's kswapd against
+//! the workload as that guest's do.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -103,21 +111,70 @@ fn corpus_files(dir: &Path, exclude: &[String]) -> Result<Vec<PathBuf>, String> 
     Ok(v)
 }
 
-/// The native engine of every timing run: no tracepoint counters (see
-/// the file header).
-const TIMING: foliosim_run::Engine = foliosim_run::Engine::Native { trace: false };
+/// Where the corpus is timed.
+pub(super) struct Timing {
+    /// The engine of every timing run: natively without tracepoint
+    /// counters (see the file header), or a guest.
+    engine: foliosim_run::Engine,
+    /// The knobs of the machine that runs it for everything a scenario
+    /// leaves at its default (the probed host, as `compare` does; none
+    /// for a guest, which is the scenario's machine).
+    defaults: Vec<(String, String)>,
+    /// What ran it, for the profile's `cpu`.
+    machine: String,
+}
 
-/// The scenario at `path` with the probed host's knobs for everything it
-/// leaves at its default (as `compare` does), compiled once for the
-/// timing runs and the model, and its simulation.
-fn simulate(
-    path: &Path,
-    host: &[(String, String)],
-) -> Result<(foliosim_run::Compiled, Report), String> {
+impl Timing {
+    /// The host, natively.
+    fn native() -> Timing {
+        Timing {
+            engine: foliosim_run::Engine::Native { trace: false },
+            defaults: foliosim_native::probe_overrides(
+                &foliosim_native::NativeOptions::default().workdir,
+            ),
+            machine: cpu_model(),
+        }
+    }
+
+    /// What `--engine` and `--kernel` name.
+    pub(super) fn of(a: &CalibrateArgs) -> Result<Timing, String> {
+        if a.engine != "vm" {
+            return Ok(Timing::native());
+        }
+        let opts = a.vm.options(None)?;
+        let kernel = foliosim_vm::kernel_for(&opts, None)?;
+        let accel = foliosim_vm::accelerator(opts.accel, kernel.arch);
+        let release = if kernel.release.is_empty() {
+            String::new()
+        } else {
+            format!(", Linux {}", kernel.release)
+        };
+        Ok(Timing {
+            machine: format!(
+                "guest {}{release} in QEMU ({accel}) on {}",
+                kernel.name,
+                cpu_model()
+            ),
+            engine: foliosim_run::Engine::Vm(opts),
+            defaults: Vec::new(),
+        })
+    }
+
+    /// Whether the runs count tracepoints (a guest's do).
+    fn traced(&self) -> bool {
+        matches!(self.engine, foliosim_run::Engine::Vm(_))
+    }
+}
+
+/// The scenario at `path` with the timing machine's knobs for everything
+/// it leaves at its default, compiled once for the timing runs and the
+/// model, and its simulation.
+fn simulate(path: &Path, timing: &Timing) -> Result<(foliosim_run::Compiled, Report), String> {
     let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
-    let sc = foliosim_run::with_host_defaults(&src, &[], host).map_err(|e| e.to_string())?;
+    let sc =
+        foliosim_run::with_host_defaults(&src, &[], &timing.defaults).map_err(|e| e.to_string())?;
     let sim_engine = foliosim_run::Engine::sim();
-    let compiled = foliosim_run::Compiled::new(&src.label, sc, &[&TIMING, &sim_engine])
+    let compiled = foliosim_run::Compiled::new(&src.label, sc, &[&timing.engine, &sim_engine])
         .map_err(|e| e.to_string())?;
     let sim = compiled
         .run_on(&sim_engine, true)
@@ -125,36 +182,49 @@ fn simulate(
     Ok((compiled, sim))
 }
 
-/// Simulate the scenario at `path` once and run it natively `repeat`
-/// times: `new` makes one record per simulated phase (given the scenario's
-/// name), `add` adds a native run's phase to it (with the simulated one).
+/// Simulate the scenario at `path` once and run it `repeat` times on
+/// `timing`: `new` makes one record per simulated phase (given the
+/// scenario's name), `add` adds a measured run's phase to it (with the
+/// simulated one). A guest's runs are simulated on the guest's machine,
+/// as `compare` does.
 fn measure_phases<T>(
     path: &Path,
     repeat: usize,
-    host: &[(String, String)],
+    timing: &Timing,
     new: impl Fn(&str, &Phase) -> T,
     mut add: impl FnMut(&mut T, &Phase, &Phase) -> Result<(), String>,
 ) -> Result<Vec<T>, String> {
-    let (compiled, sim) = simulate(path, host)?;
-    let mut out: Vec<T> = sim
-        .phases
-        .iter()
-        .map(|p| new(&compiled.scenario.name, p))
-        .collect();
-    for _ in 0..repeat {
-        let native = compiled.run_on(&TIMING, true).map_err(|e| e.to_string())?;
-        for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&native.phases)) {
+    let (sim, runs) = match &timing.engine {
+        foliosim_run::Engine::Vm(_) => {
+            let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
+            let job = foliosim_run::Job {
+                source: &src,
+                overrides: &[],
+                expect: false,
+                given: None,
+            };
+            let sim = foliosim_run::SimOptions::default();
+            foliosim_run::compare_repeated(&job, &timing.engine, &sim, &[], repeat)
+                .map_err(|e| e.to_string())?
+        }
+        engine => {
+            let (compiled, sim) = simulate(path, timing)?;
+            let runs = (0..repeat)
+                .map(|_| compiled.run_on(engine, true).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            (sim, runs)
+        }
+    };
+    let mut out: Vec<T> = sim.phases.iter().map(|p| new(&sim.scenario, p)).collect();
+    for run in &runs {
+        for (m, (sp, np)) in out.iter_mut().zip(sim.phases.iter().zip(&run.phases)) {
             add(m, sp, np).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
     Ok(out)
 }
 
-fn measure_scenario(
-    path: &Path,
-    repeat: usize,
-    host: &[(String, String)],
-) -> Result<Vec<Measured>, String> {
+fn measure_scenario(path: &Path, repeat: usize, timing: &Timing) -> Result<Vec<Measured>, String> {
     let new = |scenario: &str, p: &Phase| Measured {
         name: format!("{scenario}/{}", p.name),
         counters: p.counters.clone(),
@@ -173,16 +243,20 @@ fn measure_scenario(
         }
         Ok(())
     };
-    measure_phases(path, repeat, host, new, add)
+    measure_phases(path, repeat, timing, new, add)
 }
 
 /// Replace the saved counts by a fresh simulation of the corpus (the model
-/// changed, the native times did not).
-fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result<(), String> {
-    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
+/// changed, the measured times did not), on the machine that measured them.
+fn recount(
+    phases: &mut [Measured],
+    corpus: &Path,
+    exclude: &[String],
+    timing: &Timing,
+) -> Result<(), String> {
     let mut fresh = BTreeMap::new();
     for f in corpus_files(corpus, exclude)? {
-        let (compiled, r) = simulate(&f, &host)?;
+        let (compiled, r) = simulate(&f, timing)?;
         for p in r.phases {
             fresh.insert(format!("{}/{}", compiled.scenario.name, p.name), p.counters);
         }
@@ -205,7 +279,8 @@ fn recount(phases: &mut [Measured], corpus: &Path, exclude: &[String]) -> Result
 /// The measurements as JSON, so that `--from-runs` can refit them.
 /// `traced`: whether the timing runs counted tracepoints (runs before
 /// 2026-11-21 did; their times include perf's handlers).
-fn save_runs(phases: &[Measured], load_start: &str, load_end: &str, traced: bool) -> String {
+fn save_runs(runs: &Runs) -> String {
+    let phases = &runs.phases;
     let list: Vec<serde_json::Value> = phases
         .iter()
         .map(|m| {
@@ -223,9 +298,11 @@ fn save_runs(phases: &[Measured], load_start: &str, load_end: &str, traced: bool
         })
         .collect();
     let v = serde_json::json!({
-        "load_start": load_start,
-        "load_end": load_end,
-        "traced": traced,
+        "load_start": runs.load_start,
+        "load_end": runs.load_end,
+        "traced": runs.traced,
+        "machine": runs.machine,
+        "guest": runs.guest,
         "phases": list,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
@@ -256,7 +333,7 @@ fn json_counters(x: &serde_json::Value) -> Option<BTreeMap<String, i64>> {
 }
 
 /// Read what `save_runs` wrote.
-fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), String> {
+fn load_runs(path: &Path) -> Result<Runs, String> {
     let here = |e: String| format!("{}: {e}", path.display());
     let v = read_json(path)?;
     let nums = json_nums;
@@ -283,9 +360,16 @@ fn load_runs(path: &Path) -> Result<(Vec<Measured>, String, String, bool), Strin
         });
     }
     let s = |k: &str| v[k].as_str().unwrap_or("?").to_string();
-    // Files written before the key existed came from traced runs.
-    let traced = v["traced"].as_bool().unwrap_or(true);
-    Ok((out, s("load_start"), s("load_end"), traced))
+    Ok(Runs {
+        phases: out,
+        load_start: s("load_start"),
+        load_end: s("load_end"),
+        // Files written before the key existed came from traced runs.
+        traced: v["traced"].as_bool().unwrap_or(true),
+        // ... and from this host, natively.
+        machine: v["machine"].as_str().map_or_else(cpu_model, str::to_string),
+        guest: v["guest"].as_bool().unwrap_or(false),
+    })
 }
 
 /// The median and worst absolute errors of a fit and of its leave-one-out
@@ -307,28 +391,34 @@ struct Runs {
     load_end: String,
     /// Whether the timing runs counted tracepoints.
     traced: bool,
+    /// What ran them (the profile's `cpu`).
+    machine: String,
+    /// Whether they ran in a guest (whose machine is the scenario's).
+    guest: bool,
 }
 
-/// Run every scenario of the corpus natively `--repeat` times.
-fn measure_corpus(a: &CalibrateArgs) -> Result<Runs, String> {
+/// Run every scenario of the corpus `--repeat` times on `timing`.
+fn measure_corpus(a: &CalibrateArgs, timing: &Timing) -> Result<Runs, String> {
     let files = corpus_files(&a.corpus, &a.exclude)?;
     let load_start = loadavg();
     foliosim_uapi::note!(
-        "foliosim calibrate: {} scenarios x {} native runs (load average {load_start})",
+        "foliosim calibrate: {} scenarios x {} {} runs (load average {load_start})",
         files.len(),
-        a.repeat
+        a.repeat,
+        timing.engine.name()
     );
-    let host = foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir);
     let mut phases = Vec::new();
     for f in &files {
         foliosim_uapi::note!("  {}", f.display());
-        phases.extend(measure_scenario(f, a.repeat, &host)?);
+        phases.extend(measure_scenario(f, a.repeat, timing)?);
     }
     Ok(Runs {
         phases,
         load_start,
         load_end: loadavg(),
-        traced: false,
+        traced: timing.traced(),
+        machine: timing.machine.clone(),
+        guest: timing.traced(),
     })
 }
 
@@ -336,22 +426,24 @@ fn measure_corpus(a: &CalibrateArgs) -> Result<Runs, String> {
 /// `--recount`, saved with `--save-runs`.
 fn gather_runs(a: &CalibrateArgs) -> Result<Runs, String> {
     let mut runs = match &a.from_runs {
-        Some(path) => {
-            let (phases, load_start, load_end, traced) = load_runs(path)?;
-            Runs {
-                phases,
-                load_start,
-                load_end,
-                traced,
-            }
-        }
-        None => measure_corpus(a)?,
+        Some(path) => load_runs(path)?,
+        None => measure_corpus(a, &Timing::of(a)?)?,
     };
     if a.recount {
-        recount(&mut runs.phases, &a.corpus, &a.exclude)?;
+        // Saved guest runs are recounted on the scenarios' own machines.
+        let timing = if runs.guest {
+            Timing {
+                engine: foliosim_run::Engine::sim(),
+                defaults: Vec::new(),
+                machine: runs.machine.clone(),
+            }
+        } else {
+            Timing::native()
+        };
+        recount(&mut runs.phases, &a.corpus, &a.exclude, &timing)?;
     }
     if let Some(path) = &a.save_runs {
-        let text = save_runs(&runs.phases, &runs.load_start, &runs.load_end, runs.traced);
+        let text = save_runs(&runs);
         write_output(path, &text, &[]).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(runs)
@@ -509,9 +601,17 @@ fn profile_header(
     groups: usize,
 ) -> String {
     format!(
-        "Cost profile written by `foliosim calibrate --corpus {} --prior {} --shrink {}{}` \
-         on {date}\n({repeats} native runs per scenario{}, {}).\n\
+        "Cost profile written by `foliosim calibrate{} --corpus {} --prior {} --shrink {}{}` \
+         on {date}\n({repeats} runs per scenario on {}{}, {}).\n\
          Load average {} -> {}.\n{}",
+        if runs.guest {
+            format!(
+                " --engine vm --kernel {}",
+                a.vm.kernel.as_deref().unwrap_or("?")
+            )
+        } else {
+            String::new()
+        },
         a.corpus.display(),
         a.prior,
         a.shrink,
@@ -519,6 +619,7 @@ fn profile_header(
             .iter()
             .map(|x| format!(" --exclude {x}"))
             .collect::<String>(),
+        runs.machine,
         a.from_runs
             .as_ref()
             .map(|p| format!(", refitted from {}", p.display()))
@@ -595,9 +696,14 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
     if let Some(out) = &a.out {
         let mut profile = res.profile.clone();
         profile.name = a.name.clone();
-        profile.cpu = cpu_model();
+        profile.cpu = runs.machine.clone();
+        let place = if runs.guest {
+            "in a guest kernel in QEMU on this host"
+        } else {
+            "on this host"
+        };
         profile.description = format!(
-            "Calibrated on this host with foliosim calibrate on {date} ({repeats} runs per \
+            "Calibrated {place} with foliosim calibrate on {date} ({repeats} runs per \
              scenario, median thread CPU time); every group of the prior {} scaled by the fit.",
             prior.name
         );

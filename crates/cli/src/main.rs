@@ -208,6 +208,13 @@ struct CalibrateArgs {
     /// and write pagemap runs.
     #[arg(long, conflicts_with_all = ["out", "check", "recount"])]
     pagemap: bool,
+    /// Where the corpus is timed: natively on the host (root; x86_64
+    /// hosts), or in a kernel booted in a virtual machine (vm, with
+    /// --kernel), whose prices then pace the model as that guest runs.
+    #[arg(long, default_value = "native", value_parser = ["native", "vm"])]
+    engine: String,
+    #[command(flatten)]
+    vm: VmFlags,
 }
 
 #[derive(clap::Args)]
@@ -457,16 +464,21 @@ enum Cmd {
         #[arg(long, default_value = "/var/tmp")]
         workdir: PathBuf,
     },
-    /// Fit a cost profile to native measurements (root; x86_64 hosts).
+    /// Fit a cost profile to native measurements (root; x86_64 hosts), or
+    /// to a guest kernel's (--engine vm).
     ///
     /// Runs every scenario of the corpus natively --repeat times (median of
     /// the workload thread's CPU time per phase) and once in the model (its
     /// counts), fits the prior's group scales by non-negative least squares
     /// on relative errors, prints measured / modelled / error and the
-    /// leave-one-out error per phase, and writes the profile.
+    /// leave-one-out error per phase, and writes the profile. With
+    /// --engine vm the runs are a guest's, booted in QEMU: its profile
+    /// prices the model as that guest runs (under TCG, an emulated CPU).
     ///
-    /// Example:
+    /// Examples:
     ///   foliosim calibrate --repeat 5 --out profiles/x86_64-kvm-host.toml
+    ///   foliosim calibrate --engine vm --kernel 6.18.35-x86_64 --repeat 3 \
+    ///       --exclude pagemap- --name x86_64-tcg --out profiles/x86_64-tcg.toml
     #[command(verbatim_doc_comment)]
     Calibrate(CalibrateArgs),
     /// List every counter a report can carry: its kind (per-process,
@@ -686,6 +698,7 @@ fn repeated_text(reports: &[Report], format: Format) -> String {
 /// One scenario of `compare`: the table text, the JSON object, agreement.
 fn compare_one(
     a: &CompareArgs,
+    sim: &foliosim_run::SimOptions,
     vm: Option<&foliosim_vm::VmOptions>,
     host: &[(String, String)],
     given: &Given,
@@ -703,9 +716,8 @@ fn compare_one(
         Some(opts) => Engine::Vm(opts.clone()),
         None => Engine::Native { trace: true },
     };
-    let (sim, runs) =
-        foliosim_run::compare_repeated(&job, &other, &sim_options(c), host, c.repeat as usize)
-            .map_err(|e| e.to_string())?;
+    let (sim, runs) = foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
+        .map_err(|e| e.to_string())?;
     let (t, mut j, o) = foliosim_report::compare::compare_runs(&sim, &runs);
     if let Some(prov) = &sim.provenance {
         j["provenance"] = prov.to_json_value();
@@ -726,11 +738,12 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         }
         Some(_) => Vec::new(),
     };
+    let sim = sim_options(c);
     if let Some(o) = &c.output {
         output::check_output(o, &c.scenarios)?;
     }
     let (done, failed) = run_batch(&c.scenarios, |src| {
-        compare_one(a, vm.as_ref(), &host, &given, src)
+        compare_one(a, &sim, vm.as_ref(), &host, &given, src)
     })?;
     if !done.is_empty() {
         let out = match c.format {

@@ -629,6 +629,12 @@ fn make_disk(at: &Path, sc: &Scenario) -> Result<PathBuf, String> {
     Ok(at.to_path_buf())
 }
 
+/// The accelerator a guest of `arch` runs with under `want`: `kvm` or
+/// `tcg` (see `choose_accel()`).
+pub fn accelerator(want: Accel, arch: Arch) -> &'static str {
+    choose_accel(want, arch).0
+}
+
 /// The accelerator: KVM when asked or when it can run this guest (same
 /// architecture, /dev/kvm usable, not the kvm_pvm module, which runs only
 /// paravirtualised guests), else TCG; with a note when auto falls back.

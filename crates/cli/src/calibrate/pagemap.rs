@@ -25,7 +25,9 @@ use super::super::output::write_output;
 use super::super::CalibrateArgs;
 use foliosim_report::Phase;
 
-use super::{corpus_files, error_summary, json_counters, json_nums, measure_phases, read_json};
+use super::{
+    corpus_files, error_summary, json_counters, json_nums, measure_phases, read_json, Timing,
+};
 use foliosim_cost::fit::{fit_counters, median};
 
 /// The counters the pagemap fit prices, one unknown each.
@@ -208,13 +210,11 @@ pub(super) fn cmd_pagemap(a: &CalibrateArgs) -> Result<bool, String> {
                     a.corpus.display()
                 ));
             }
-            let host = foliosim_native::probe_overrides(
-                &foliosim_native::NativeOptions::default().workdir,
-            );
+            let timing = Timing::of(a)?;
             let mut runs = Vec::new();
             for f in &files {
                 eprintln!("  {}", f.display());
-                runs.extend(measure_phases(f, a.repeat, &host, new_run, add_run)?);
+                runs.extend(measure_phases(f, a.repeat, &timing, new_run, add_run)?);
             }
             runs
         }
