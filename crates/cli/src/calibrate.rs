@@ -122,6 +122,8 @@ pub(super) struct Timing {
     defaults: Vec<(String, String)>,
     /// What ran it, for the profile's `cpu`.
     machine: String,
+    /// The guest kernel (`--kernel`), None natively.
+    kernel: Option<String>,
 }
 
 impl Timing {
@@ -133,6 +135,7 @@ impl Timing {
                 &foliosim_native::NativeOptions::default().workdir,
             ),
             machine: cpu_model(),
+            kernel: None,
         }
     }
 
@@ -155,6 +158,7 @@ impl Timing {
                 kernel.name,
                 cpu_model()
             ),
+            kernel: Some(opts.kernel.clone()),
             engine: foliosim_run::Engine::Vm(opts),
             defaults: Vec::new(),
         })
@@ -302,7 +306,7 @@ fn save_runs(runs: &Runs) -> String {
         "load_end": runs.load_end,
         "traced": runs.traced,
         "machine": runs.machine,
-        "guest": runs.guest,
+        "kernel": runs.kernel,
         "phases": list,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
@@ -368,7 +372,7 @@ fn load_runs(path: &Path) -> Result<Runs, String> {
         traced: v["traced"].as_bool().unwrap_or(true),
         // ... and from this host, natively.
         machine: v["machine"].as_str().map_or_else(cpu_model, str::to_string),
-        guest: v["guest"].as_bool().unwrap_or(false),
+        kernel: v["kernel"].as_str().map(str::to_string),
     })
 }
 
@@ -393,8 +397,9 @@ struct Runs {
     traced: bool,
     /// What ran them (the profile's `cpu`).
     machine: String,
-    /// Whether they ran in a guest (whose machine is the scenario's).
-    guest: bool,
+    /// The guest kernel they ran in (`--kernel`; its machine is the
+    /// scenario's), None natively.
+    kernel: Option<String>,
 }
 
 /// Run every scenario of the corpus `--repeat` times on `timing`.
@@ -418,7 +423,7 @@ fn measure_corpus(a: &CalibrateArgs, timing: &Timing) -> Result<Runs, String> {
         load_end: loadavg(),
         traced: timing.traced(),
         machine: timing.machine.clone(),
-        guest: timing.traced(),
+        kernel: timing.kernel.clone(),
     })
 }
 
@@ -431,11 +436,12 @@ fn gather_runs(a: &CalibrateArgs) -> Result<Runs, String> {
     };
     if a.recount {
         // Saved guest runs are recounted on the scenarios' own machines.
-        let timing = if runs.guest {
+        let timing = if runs.kernel.is_some() {
             Timing {
                 engine: foliosim_run::Engine::sim(),
                 defaults: Vec::new(),
                 machine: runs.machine.clone(),
+                kernel: runs.kernel.clone(),
             }
         } else {
             Timing::native()
@@ -604,13 +610,9 @@ fn profile_header(
         "Cost profile written by `foliosim calibrate{} --corpus {} --prior {} --shrink {}{}` \
          on {date}\n({repeats} runs per scenario on {}{}, {}).\n\
          Load average {} -> {}.\n{}",
-        if runs.guest {
-            format!(
-                " --engine vm --kernel {}",
-                a.vm.kernel.as_deref().unwrap_or("?")
-            )
-        } else {
-            String::new()
+        match &runs.kernel {
+            Some(k) => format!(" --engine vm --kernel {k}"),
+            None => String::new(),
         },
         a.corpus.display(),
         a.prior,
@@ -697,7 +699,7 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         let mut profile = res.profile.clone();
         profile.name = a.name.clone();
         profile.cpu = runs.machine.clone();
-        let place = if runs.guest {
+        let place = if runs.kernel.is_some() {
             "in a guest kernel in QEMU on this host"
         } else {
             "on this host"

@@ -6,6 +6,7 @@
 //! one file's tests. (restore.rs is an executable of its own: it must not
 //! run beside other foliosim commands.)
 
+mod calibrate;
 mod census;
 mod cli;
 mod output;
