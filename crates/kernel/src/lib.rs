@@ -91,6 +91,8 @@ pub struct Config {
     pub machine_unmanaged: u64,
     /// Managed bytes the kernel holds before the workload starts.
     pub machine_boot_used: u64,
+    /// Of those, the bytes on the workload CPU's per-CPU list.
+    pub machine_pcp_list: u64,
     /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
     pub min_free_kbytes: u64,
     /// Run the full invariant checker after every operation the engine
@@ -138,6 +140,7 @@ impl Default for Config {
             lru_gen: knobs::LRU_GEN_ENABLED.default.flag(),
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
+            machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             check_invariants: false,
             swap: Vec::new(),
@@ -183,6 +186,7 @@ impl Config {
             knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen),
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
+            knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
             _ => return self.zswap.knob_mut(knob),
         })

@@ -100,12 +100,15 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 /// of `memory` bytes: what the page allocator does not manage (`memory`
 /// less the zones' managed pages), the managed pages in use, and
 /// vm.min_free_kbytes. Empty where /proc cannot say.
-pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
-    use foliosim_uapi::knobs::{MACHINE_BOOT_USED, MACHINE_MIN_FREE_KBYTES, MACHINE_UNMANAGED};
+pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
+    use foliosim_uapi::knobs::{
+        MACHINE_BOOT_USED, MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST, MACHINE_UNMANAGED,
+    };
     let page = foliosim_uapi::knobs::PAGE_SIZE;
-    let Ok(levels) = zone_levels() else {
+    let Ok(text) = fs::read_to_string("/proc/zoneinfo") else {
         return Vec::new();
     };
+    let levels = parse_zoneinfo(&text);
     let level = |name: &str| levels.get(name).map(|&v| v.max(0) as u64);
     let (Some(managed), Some(free)) = (level("machine/managed_pages"), level("machine/free_pages"))
     else {
@@ -120,6 +123,10 @@ pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
             MACHINE_BOOT_USED.key.to_string(),
             (managed.saturating_sub(free) * page).to_string(),
         ),
+        (
+            MACHINE_PCP_LIST.key.to_string(),
+            (pcp_count(&text, cpu) * page).to_string(),
+        ),
     ];
     if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
         out.push((
@@ -128,6 +135,23 @@ pub(crate) fn machine_knobs(memory: u64) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// The pages on `cpu`'s per-CPU lists, over the zones of /proc/zoneinfo
+/// (`text`): each pageset's `count:` after its `cpu: N` line.
+fn pcp_count(text: &str, cpu: usize) -> u64 {
+    let mut this = false;
+    let mut n = 0;
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        match (w.next(), w.next()) {
+            (Some("cpu:"), Some(c)) => this = c.parse::<usize>().ok() == Some(cpu),
+            (Some("count:"), Some(v)) if this => n += v.parse::<u64>().unwrap_or(0),
+            (Some("Node"), _) => this = false,
+            _ => {}
+        }
+    }
+    n
 }
 
 fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
@@ -458,6 +482,33 @@ Node 0, zone  Movable
         assert_eq!(m["machine/wmark_high"], 16 + 3660);
         // Only the DMA zone's CPU 0 shows its list here.
         assert_eq!(m["machine/pcp_pages"], 33);
+    }
+
+    /// One CPU's lists: its pageset's `count:` in every zone (here CPU 1:
+    /// 7 in DMA, 250 in DMA32), not the other CPU's, nor `high:` or
+    /// `batch:` lines.
+    #[test]
+    fn pcp_count_sums_one_cpus_pagesets() {
+        let text = "Node 0, zone      DMA
+  pagesets
+    cpu: 0
+              count: 33
+              high:  100
+              batch: 1
+    cpu: 1
+              count: 7
+              high:  100
+Node 0, zone    DMA32
+  pagesets
+    cpu: 0
+              count: 1000
+    cpu: 1
+              count: 250
+              high:  4000
+";
+        assert_eq!(pcp_count(text, 1), 7 + 250);
+        assert_eq!(pcp_count(text, 0), 33 + 1000);
+        assert_eq!(pcp_count(text, 2), 0);
     }
 
     #[test]

@@ -513,7 +513,7 @@ fn run_guarded(
     // A guest is the whole machine: its own memory before the workload,
     // for the model to start from the same (`machine.*` knobs).
     let machine = if opts.guest {
-        host::machine_knobs(sc.system.memory)
+        host::machine_knobs(sc.system.memory, *cpu)
     } else {
         Vec::new()
     };

@@ -90,6 +90,9 @@ pub struct System {
     pub machine_unmanaged: u64,
     /// `machine.boot_used`: managed bytes in use before the workload.
     pub machine_boot_used: u64,
+    /// `machine.pcp_list`: of those, the bytes on the workload CPU's
+    /// per-CPU page list.
+    pub machine_pcp_list: u64,
     /// `machine.min_free_kbytes`: 0 computes it from the managed memory.
     pub machine_min_free_kbytes: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default

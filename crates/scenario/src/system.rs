@@ -68,6 +68,7 @@ impl Default for System {
             zswap: Default::default(),
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
+            machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
             machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             swap: Vec::new(),
             series: Default::default(),
@@ -107,6 +108,7 @@ impl System {
             knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen_enabled),
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
+            knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.machine_min_free_kbytes),
             _ => return self.zswap.knob_mut(knob),
         })

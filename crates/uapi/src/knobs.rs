@@ -543,6 +543,19 @@ pub const MACHINE_BOOT_USED: Knob = Knob {
           page tables, initramfs); a VM comparison sets the guest's",
 };
 
+pub const MACHINE_PCP_LIST: Knob = Knob {
+    key: "machine.pcp_list",
+    kind: Kind::Bytes {
+        align: PAGE_SIZE,
+        min: 0,
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "of machine.boot_used, the pages on the workload CPU's per-CPU page list \
+          before the workload starts, which its first allocations take; a VM \
+          comparison sets the guest's",
+};
+
 pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
     key: "machine.min_free_kbytes",
     kind: Kind::Int {
@@ -581,6 +594,7 @@ pub const KNOBS: &[Knob] = &[
     ZSWAP_ENABLED,
     MACHINE_UNMANAGED,
     MACHINE_BOOT_USED,
+    MACHINE_PCP_LIST,
     MACHINE_MIN_FREE_KBYTES,
 ];
 

@@ -158,6 +158,10 @@ pub(crate) struct FreeArea {
     /// `ZONE_BELOW_HIGH`: an allocation found the free pages at or below
     /// the high watermark; cleared by a free that finds them above.
     pub(crate) below_high: bool,
+    /// `machine.pcp_list`: the pages the workload's CPU (0) finds on its
+    /// list when the machine starts, taken from the buddy lists after the
+    /// boot pages.
+    boot_pcp: u64,
     /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the node, from
     /// `balance_pgdat()`'s start to its end (`set_reclaim_active()`,
     /// `clear_reclaim_active()` in mm/vmscan.rs; kswapd's own frees, made
@@ -186,6 +190,7 @@ impl FreeArea {
             pcp: vec![Pcp::default()],
             pcp_sizes: PcpSizes::default(),
             below_high: false,
+            boot_pcp: 0,
             reclaim_active: false,
         }
     }
@@ -196,6 +201,12 @@ impl FreeArea {
         self.drain_all_pages(mem);
         self.pcp = vec![Pcp::default(); cpus.max(1)];
         self.pcp_sizes = PcpSizes::new(self.managed, self.wmark.low, cpus as u64);
+        for _ in 0..self.boot_pcp {
+            let Some(p) = self.rmqueue_smallest(mem, 0) else {
+                break;
+            };
+            self.pcp[0].list.push_back(p.0);
+        }
     }
 
     /// The machine's own memory: take `machine.unmanaged` and
@@ -209,7 +220,18 @@ impl FreeArea {
         zero_pfn: Pfn,
     ) -> crate::KResult<()> {
         let unmanaged = cfg.machine_unmanaged / PAGE_SIZE;
-        let n = unmanaged + cfg.machine_boot_used / PAGE_SIZE;
+        let used = cfg.machine_boot_used / PAGE_SIZE;
+        // The workload CPU's list is part of the memory in use at boot.
+        if cfg.machine_pcp_list > cfg.machine_boot_used {
+            return Err(crate::KernelError::Unsupported(format!(
+                "machine.pcp_list = {} KiB is more than machine.boot_used = {} KiB, which \
+                 holds it",
+                cfg.machine_pcp_list >> 10,
+                cfg.machine_boot_used >> 10
+            )));
+        }
+        self.boot_pcp = cfg.machine_pcp_list / PAGE_SIZE;
+        let n = unmanaged + used - self.boot_pcp;
         let room = (16 << 20) / PAGE_SIZE;
         if n + room > self.nr_pages {
             return Err(crate::KernelError::Unsupported(format!(

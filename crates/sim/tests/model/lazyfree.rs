@@ -704,6 +704,34 @@ fn global_pressure_discards_lazyfree_folios() {
     assert_eq!(pages(&r, "more", "b", "present"), 12288);
 }
 
+/// `machine.pcp_list`: of the memory in use at boot, the pages on the
+/// workload CPU's per-CPU list, which its first allocations take. The
+/// machine of the test below with 16 KiB of its 4 MiB on the list: the
+/// boot holds 1024 - 4 = 1020 pages and CPU 0's list 4. One written page
+/// is five order-0 allocations: the first four take the list's pages, the
+/// fifth refills it with a batch of 3 and takes one. Free: 16384 - 1
+/// (zero page) - 1024 (unmanaged) - 1020 - 4 - 3 = 14332, and 2 pages on
+/// the list (without the knob: 14326 free, 4 on the list).
+#[test]
+fn the_workload_cpus_list_at_boot_is_taken_first() {
+    let text = [
+        system_mem(
+            "64M",
+            "machine.unmanaged = \"4M\"\nmachine.boot_used = \"4M\"\nmachine.pcp_list = \"16K\"\n",
+        ),
+        phase("one"),
+        anon_written("a", "4K"),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(c(&r, "one", "machine/free_pages"), 14332);
+    assert_eq!(c(&r, "one", "machine/pcp_pages"), 2);
+    // The list is part of the memory in use at boot: more is refused.
+    let text = system_mem("64M", "machine.pcp_list = \"8K\"\n") + &anon_written("a", "4K");
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
+    assert!(e.contains("machine.pcp_list"), "{e}");
+}
+
 /// The machine's own memory (`machine.*`, what a VM comparison sets from
 /// the guest). On a 64 MiB machine (16384 pages) with 4 MiB unmanaged and
 /// 4 MiB in use at boot: managed = 16384 - 1024 = 15360 pages;
