@@ -675,6 +675,20 @@ pub(super) fn cmd_calibrate(a: &CalibrateArgs) -> Result<bool, String> {
         return pagemap::cmd_pagemap(a);
     }
     let prior = Profile::resolve(&a.prior).map_err(|e| e.to_string())?;
+    if a.engine == "vm" && a.from_runs.is_none() {
+        // The prior prices one architecture's counters.
+        let kernel = foliosim_vm::kernel_for(&a.vm.options(None)?, None)?;
+        if kernel.arch.as_str() != prior.arch {
+            return Err(format!(
+                "--prior {} prices {}, but the guest kernel {} is {}: give a prior for {}",
+                a.prior,
+                prior.arch,
+                kernel.name,
+                kernel.arch.as_str(),
+                kernel.arch.as_str()
+            ));
+        }
+    }
     let runs = gather_runs(a)?;
     if let Some(spec) = &a.check {
         let profile = Profile::resolve(spec).map_err(|e| e.to_string())?;

@@ -143,3 +143,33 @@ fn a_profile_fitted_in_a_guest() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("cal-anon-4k-write/measured"));
 }
+
+/// The prior prices one architecture's counters: a guest kernel of
+/// another is refused before anything boots, naming both.
+#[test]
+fn a_prior_for_another_architecture_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let list = foliosim(&["vm", "kernel", "list"], d);
+    if !text(&list.stdout).contains("6.18.35-arm64") {
+        eprintln!("SKIPPED a_prior_for_another_architecture_is_refused: no 6.18.35-arm64 kernel");
+        return;
+    }
+    let (prior, _) = foliosim_testkit::repo_file("profiles/x86_64-prior.toml");
+    let args = [
+        "calibrate",
+        "--engine",
+        "vm",
+        "--kernel",
+        "6.18.35-arm64",
+        "--prior",
+        prior.to_str().unwrap(),
+    ];
+    let out = foliosim(&args, d);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("prices x86_64, but the guest kernel 6.18.35-arm64 is arm64"),
+        "{err}"
+    );
+}
