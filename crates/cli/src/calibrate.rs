@@ -170,15 +170,18 @@ impl Timing {
     }
 }
 
-/// The scenario at `path` with the timing machine's knobs for everything
-/// it leaves at its default, compiled once for the timing runs and the
-/// model, and its simulation.
-fn simulate(path: &Path, timing: &Timing) -> Result<(foliosim_run::Compiled, Report), String> {
+/// The scenario at `path` with `defaults` for every knob it leaves at its
+/// default, compiled once for `engine` (the timing runs') and the model,
+/// and its simulation.
+fn simulate(
+    path: &Path,
+    defaults: &[(String, String)],
+    engine: &foliosim_run::Engine,
+) -> Result<(foliosim_run::Compiled, Report), String> {
     let src = foliosim_scenario::Source::read(path).map_err(|e| e.to_string())?;
-    let sc =
-        foliosim_run::with_host_defaults(&src, &[], &timing.defaults).map_err(|e| e.to_string())?;
+    let sc = foliosim_run::with_host_defaults(&src, &[], defaults).map_err(|e| e.to_string())?;
     let sim_engine = foliosim_run::Engine::sim();
-    let compiled = foliosim_run::Compiled::new(&src.label, sc, &[&timing.engine, &sim_engine])
+    let compiled = foliosim_run::Compiled::new(&src.label, sc, &[engine, &sim_engine])
         .map_err(|e| e.to_string())?;
     let sim = compiled
         .run_on(&sim_engine, true)
@@ -212,7 +215,7 @@ fn measure_phases<T>(
                 .map_err(|e| e.to_string())?
         }
         engine => {
-            let (compiled, sim) = simulate(path, timing)?;
+            let (compiled, sim) = simulate(path, &timing.defaults, engine)?;
             let runs = (0..repeat)
                 .map(|_| compiled.run_on(engine, true).map_err(|e| e.to_string()))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -251,16 +254,17 @@ fn measure_scenario(path: &Path, repeat: usize, timing: &Timing) -> Result<Vec<M
 }
 
 /// Replace the saved counts by a fresh simulation of the corpus (the model
-/// changed, the measured times did not), on the machine that measured them.
+/// changed, the measured times did not), with `defaults` for the knobs the
+/// scenarios leave at their default.
 fn recount(
     phases: &mut [Measured],
     corpus: &Path,
     exclude: &[String],
-    timing: &Timing,
+    defaults: &[(String, String)],
 ) -> Result<(), String> {
     let mut fresh = BTreeMap::new();
     for f in corpus_files(corpus, exclude)? {
-        let (compiled, r) = simulate(&f, timing)?;
+        let (compiled, r) = simulate(&f, defaults, &foliosim_run::Engine::sim())?;
         for p in r.phases {
             fresh.insert(format!("{}/{}", compiled.scenario.name, p.name), p.counters);
         }
@@ -435,18 +439,13 @@ fn gather_runs(a: &CalibrateArgs) -> Result<Runs, String> {
         None => measure_corpus(a, &Timing::of(a)?)?,
     };
     if a.recount {
-        // Saved guest runs are recounted on the scenarios' own machines.
-        let timing = if runs.kernel.is_some() {
-            Timing {
-                engine: foliosim_run::Engine::sim(),
-                defaults: Vec::new(),
-                machine: runs.machine.clone(),
-                kernel: runs.kernel.clone(),
-            }
-        } else {
-            Timing::native()
+        // Saved guest runs are recounted on the scenarios' own machines,
+        // native ones with this host's knobs.
+        let defaults = match runs.kernel {
+            Some(_) => Vec::new(),
+            None => Timing::native().defaults,
         };
-        recount(&mut runs.phases, &a.corpus, &a.exclude, &timing)?;
+        recount(&mut runs.phases, &a.corpus, &a.exclude, &defaults)?;
     }
     if let Some(path) = &a.save_runs {
         let text = save_runs(&runs);

@@ -201,12 +201,7 @@ impl FreeArea {
         self.drain_all_pages(mem);
         self.pcp = vec![Pcp::default(); cpus.max(1)];
         self.pcp_sizes = PcpSizes::new(self.managed, self.wmark.low, cpus as u64);
-        for _ in 0..self.boot_pcp {
-            let Some(p) = self.rmqueue_smallest(mem, 0) else {
-                break;
-            };
-            self.pcp[0].list.push_back(p.0);
-        }
+        self.rmqueue_bulk(mem, 0, self.boot_pcp);
     }
 
     /// The machine's own memory: take `machine.unmanaged` and
@@ -292,17 +287,22 @@ impl FreeArea {
         let cpu = cpu.min(self.pcp.len() - 1);
         self.pcp[cpu].free_count >>= 1;
         if self.pcp[cpu].list.is_empty() {
-            // __rmqueue_pcplist() → rmqueue_bulk(): the batch in PFN order
-            // at the list's tail.
+            // __rmqueue_pcplist(): refill the empty list.
             let batch = self.nr_pcp_alloc(cpu);
-            for _ in 0..batch {
-                let Some(p) = self.rmqueue_smallest(mem, 0) else {
-                    break;
-                };
-                self.pcp[cpu].list.push_back(p.0);
-            }
+            self.rmqueue_bulk(mem, cpu, batch);
         }
         self.pcp[cpu].list.pop_front().map(Pfn)
+    }
+
+    /// `rmqueue_bulk()`: up to `n` order-0 pages from the buddy lists onto
+    /// the tail of `cpu`'s list, in PFN order.
+    fn rmqueue_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64) {
+        for _ in 0..n {
+            let Some(p) = self.rmqueue_smallest(mem, 0) else {
+                break;
+            };
+            self.pcp[cpu].list.push_back(p.0);
+        }
     }
 
     /// `nr_pcp_alloc()` for order 0: how many pages the refill of `cpu`'s

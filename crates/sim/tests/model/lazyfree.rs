@@ -522,6 +522,18 @@ fn kswapd_is_paced_by_modelled_time() {
     assert!(kswapd > 0, "kswapd {kswapd}, direct {direct}");
 }
 
+/// 1088 MiB of anonymous memory written in the phase "fill" on a 1 GiB
+/// machine with 2 CPUs and a 1 GiB zram device, THP off.
+fn anon_1088m_on_1g() -> String {
+    [
+        system_mem("1G", "transparent_hugepage.enabled = \"never\"\ncpus = 2\n"),
+        swap("zram", "1G"),
+        phase("fill"),
+        anon_written("a", "1088M"),
+    ]
+    .concat()
+}
+
 /// A refill of the per-CPU list can take the free pages below half the
 /// min watermark at once, and the task's next reclaim then waits for
 /// kswapd (`throttle_direct_reclaim()`, `pgscan_direct_throttle`). On a
@@ -538,13 +550,7 @@ fn kswapd_is_paced_by_modelled_time() {
 /// kswapd's, not the writer's.
 #[test]
 fn a_refill_below_half_min_throttles_the_writer() {
-    let text = [
-        system_mem("1G", "transparent_hugepage.enabled = \"never\"\ncpus = 2\n"),
-        swap("zram", "1G"),
-        phase("fill"),
-        anon_written("a", "1088M"),
-    ]
-    .concat();
+    let text = anon_1088m_on_1g();
     let free = run_priced(&text, &[("pgfault", 1000.0)]);
     let shipped = run(&text);
     for r in [&free, &shipped] {
@@ -568,13 +574,7 @@ fn a_refill_below_half_min_throttles_the_writer() {
 /// steals them all and does not go below priority 12.
 #[test]
 fn direct_reclaim_scans_its_whole_first_budget() {
-    let text = [
-        system_mem("1G", "transparent_hugepage.enabled = \"never\"\ncpus = 2\n"),
-        swap("zram", "1G"),
-        phase("fill"),
-        anon_written("a", "1088M"),
-    ]
-    .concat();
+    let text = anon_1088m_on_1g();
     let r = run(&text);
     let stalls = c(&r, "fill", "allocstall_movable");
     assert!(pages(&r, "fill", "a", "present") >= 60 << 12);
