@@ -95,6 +95,9 @@ pub struct Config {
     pub machine_pcp_list: u64,
     /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
     pub min_free_kbytes: u64,
+    /// Bytes per second of modelled time an asynchronous swap device
+    /// writes; 0: writes complete at once (mm/page_io.rs).
+    pub machine_swap_write_rate: u64,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -142,6 +145,7 @@ impl Default for Config {
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
+            machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -188,6 +192,7 @@ impl Config {
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
+            knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             _ => return self.zswap.knob_mut(knob),
         })
     }
@@ -324,6 +329,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) lru_gen_task: mm::lru_gen::LruGenTask,
     /// MGLRU: reclaim writes waiting for their rotation.
     pub(crate) rotate_pending: mm::lru_gen::RotatePending,
+    /// Swap writes in flight and the folios under writeback.
+    pub(crate) swap_io: mm::page_io::SwapIo,
     _arch: PhantomData<A>,
 }
 
@@ -360,6 +367,7 @@ impl<A: Arch> Kernel<A> {
         if cfg.zswap.enabled {
             mem.keep_content();
         }
+        let swap_io = mm::page_io::SwapIo::new(cfg.machine_swap_write_rate, cfg_swap.len());
         Ok(Kernel {
             cfg,
             fault_around_pages,
@@ -398,6 +406,7 @@ impl<A: Arch> Kernel<A> {
             gen_flags: Default::default(),
             lru_gen_task: Default::default(),
             rotate_pending: Default::default(),
+            swap_io,
             _arch: PhantomData,
         })
         .map(|mut k| {

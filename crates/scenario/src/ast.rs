@@ -95,6 +95,9 @@ pub struct System {
     pub machine_pcp_list: u64,
     /// `machine.min_free_kbytes`: 0 computes it from the managed memory.
     pub machine_min_free_kbytes: u64,
+    /// `machine.swap_write_rate`: bytes per second an asynchronous swap
+    /// device writes; 0: at once.
+    pub machine_swap_write_rate: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.
     pub vma_ra_enabled: bool,

@@ -70,6 +70,7 @@ impl Default for System {
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
             machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
+            machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -110,6 +111,7 @@ impl System {
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.machine_min_free_kbytes),
+            knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             _ => return self.zswap.knob_mut(knob),
         })
     }

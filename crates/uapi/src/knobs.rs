@@ -569,6 +569,16 @@ pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
           managed memory as the kernel does at boot; a VM comparison sets the guest's",
 };
 
+pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
+    key: "machine.swap_write_rate",
+    kind: Kind::Bytes { align: 1, min: 0 },
+    default: Value::Int(0),
+    host: None,
+    doc: "bytes per second of modelled time that a swap file or block device \
+          writes, one write after another; 0: a write completes as soon as \
+          reclaim has put its folio back on the LRU",
+};
+
 /// Every knob, in documentation order.
 pub const KNOBS: &[Knob] = &[
     ARCH,
@@ -596,6 +606,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_BOOT_USED,
     MACHINE_PCP_LIST,
     MACHINE_MIN_FREE_KBYTES,
+    MACHINE_SWAP_WRITE_RATE,
 ];
 
 /// The PMD size in KiB: its `hugepages-<N>kB/enabled` defaults to

@@ -492,6 +492,10 @@ pub const SIM_THROTTLED: (&str, &str) = (
     "modelled time the workload waited for kswapd in throttle_direct_reclaim() over the phase (kswapd's CPU time meanwhile), ns",
 );
 
+/// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase
+/// reports its change.
+pub const NR_WRITEBACK: &str = "nr_writeback";
+
 /// Every counter name a fresh snapshot of the model's counters holds
 /// (what a report of the model can contain, and so what a cost profile
 /// may price), sorted. Memory cgroups add `memcg/<n>/...` names when a
@@ -509,6 +513,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.insert(SIM_KSWAPD_CPU.0.to_string());
     names.insert(SIM_THROTTLED.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
+    names.insert(NR_WRITEBACK.to_string());
     names.into_iter().collect()
 }
 

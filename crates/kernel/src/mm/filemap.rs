@@ -251,6 +251,11 @@ impl<A: Arch> Kernel<A> {
     /// Free a folio that nothing references any more (`__folio_put()`:
     /// off the LRU, uncharged, back to the allocator).
     pub(crate) fn folio_free(&mut self, folio: Pfn) {
+        debug_assert!(
+            !self.folio_test_writeback(folio),
+            "pfn {} freed under writeback",
+            folio.0
+        );
         let order = self.mem.order(folio);
         if self.mem.test(folio, PG_LRU) {
             self.lruvec_del_folio(folio);

@@ -701,6 +701,9 @@ impl<A: Arch> Kernel<A> {
     /// `can_split_folio()` as `split_folio()` sees it: no reference beyond
     /// the mappings' (the model's only extra one is a fault's pin).
     fn can_split_folio(&self, folio: Pfn) -> bool {
-        self.pinned != Some(folio) && !self.locked.contains(&folio)
+        // __folio_split() refuses a folio under writeback too.
+        self.pinned != Some(folio)
+            && !self.locked.contains(&folio)
+            && !self.folio_test_writeback(folio)
     }
 }

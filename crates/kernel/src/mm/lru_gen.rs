@@ -470,7 +470,8 @@ impl<A: Arch> Kernel<A> {
         let ty = self.folio_type(folio);
         let f = self.mem.flags(folio);
         let ws = (f & PG_WORKINGSET != 0) as u64;
-        let writeback = self.rotate_pending.folios.contains(&folio);
+        let writeback =
+            self.folio_test_writeback(folio) || self.rotate_pending.folios.contains(&folio);
         let gen = if f & PG_ACTIVE != 0 {
             MIN_NR_GENS - ws
         } else if reclaiming {
@@ -1123,9 +1124,9 @@ impl<A: Arch> Kernel<A> {
             }
             return true;
         }
-        // Dirty file folios wait for the flusher (the model has no
-        // writeback pending at a scan).
-        if ty == FILE && self.mem.test(folio, PG_DIRTY) {
+        // Waiting for writeback: a swap write in flight (mm/page_io.rs),
+        // or a dirty file folio the flusher has yet to write.
+        if self.folio_test_writeback(folio) || (ty == FILE && self.mem.test(folio, PG_DIRTY)) {
             let new = self.folio_inc_gen(folio, memcg, true);
             self.gen_list_move(folio, memcg, new, false);
             return true;
@@ -1296,7 +1297,7 @@ impl<A: Arch> Kernel<A> {
             self.rotate_pending.folios.extend_from_slice(&kept.written);
             let mut back = Vec::new();
             for &f in &kept.folios {
-                let writeback = kept.written.contains(&f);
+                let writeback = kept.written.contains(&f) || self.folio_test_writeback(f);
                 if !skip_retry
                     && !self.mem.test(f, PG_ACTIVE)
                     && !self.mem.folio_mapped(f)

@@ -295,6 +295,7 @@ impl<A: Arch> Kernel<A> {
                     if self.mem.large(folio).maybe_shared
                         || (pageout && !self.pageout_wants(folio, vma))
                         || self.locked.contains(&folio)
+                        || self.folio_test_writeback(folio)
                     {
                         a += nr as u64 * PAGE_SIZE;
                         continue;
@@ -376,7 +377,10 @@ impl<A: Arch> Kernel<A> {
             return false; // the huge zero folio: nothing to free
         }
         let folio = A::pte_pfn(pmdval);
-        if self.mem.large(folio).maybe_shared || self.locked.contains(&folio) {
+        if self.mem.large(folio).maybe_shared
+            || self.locked.contains(&folio)
+            || self.folio_test_writeback(folio)
+        {
             return false;
         }
         if next - addr != PMD_SIZE {
@@ -439,7 +443,10 @@ impl<A: Arch> Kernel<A> {
             if self.mem.folio_test_large(folio) {
                 nr = self.folio_pte_batch(tid, idx, folio, max, false);
                 if (nr as u64) < nr_folio {
-                    if self.mem.large(folio).maybe_shared || self.locked.contains(&folio) {
+                    if self.mem.large(folio).maybe_shared
+                        || self.locked.contains(&folio)
+                        || self.folio_test_writeback(folio)
+                    {
                         a += nr as u64 * PAGE_SIZE;
                         continue;
                     }

@@ -14,6 +14,7 @@ pub mod mmap;
 pub(crate) mod mmu_gather;
 pub mod mremap;
 pub(crate) mod page_alloc;
+pub(crate) mod page_io;
 pub(crate) mod page_vma_mapped;
 pub mod pgtable_generic;
 pub mod readahead;

@@ -408,6 +408,7 @@ impl<A: Arch> Kernel<A> {
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
             && !self.mem.folio_mapped(folio)
+            && !self.folio_test_writeback(folio)
             && self.folio_swap_unused(folio)
         {
             self.delete_from_swap_cache(folio);

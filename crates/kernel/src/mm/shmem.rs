@@ -165,6 +165,7 @@ impl<A: Arch> Kernel<A> {
         let mut ret = VM_FAULT_LOCKED;
         let folio = if cached != NO_PAGE {
             let folio = self.mem.page_folio(Pfn(cached));
+            self.folio_wait_writeback(folio);
             self.delete_from_swap_cache(folio);
             folio
         } else {

@@ -164,8 +164,9 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_end_writeback()` of a folio reclaim wrote (PG_reclaim, which
     /// aliases PG_readahead): clear it and `folio_rotate_reclaimable()`,
-    /// so the next scan finds the now clean folio first. The model's I/O
-    /// completes right after the folio went back to the LRU.
+    /// so the next scan finds the now clean folio first. The write ends
+    /// right after the folio went back to the LRU, or on its device's
+    /// schedule (mm/page_io.rs).
     pub(crate) fn folio_end_writeback_reclaim(&mut self, folio: Pfn) {
         if !self.mem.test(folio, PG_READAHEAD) {
             return;

@@ -487,8 +487,11 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             let folio = self.mem.page_folio(Pfn(p));
+            // __try_to_reclaim_swap(): not while its write is in flight;
+            // reclaim frees it once the write has ended.
             if self.mem.test(folio, PG_SWAPCACHE)
                 && !self.mem.folio_mapped(folio)
+                && !self.folio_test_writeback(folio)
                 && self.folio_swap_unused(folio)
             {
                 self.delete_from_swap_cache(folio);

@@ -16,10 +16,11 @@
 //! processed in isolation order; a split folio's tails follow right after it,
 //! the last one first, as `list_add_tail()` and `lru_to_folio()` have it.
 //!
-//! Approximated: I/O completes at once — an asynchronous swap write leaves
-//! the folio in the swap cache and `folio_end_writeback()` rotates it to the
-//! inactive tail right after it went back to the LRU; no writeback
-//! throttling; the LRU sizes the scan balance reads are exact (the kernel
+//! Approximated: an asynchronous swap write leaves the folio in the swap
+//! cache and `folio_end_writeback()` rotates it to the inactive tail right
+//! after it went back to the LRU, unless `machine.swap_write_rate` queues
+//! it on its device (mm/page_io.rs; a folio met again under writeback is
+//! activated with PG_reclaim); no writeback throttling; the LRU sizes the scan balance reads are exact (the kernel
 //! reads rate-limited memcg statistics); `get_scan_count()` uses
 //! vm.swappiness = 60 (no knob yet). Reclaimed folios leave shadow entries
 //! and refaults activated since the last reclaim force deactivation
@@ -167,8 +168,11 @@ enum Verdict {
 enum Pageout {
     /// Written (or zero-filled): clean and free to go.
     Written,
-    /// An asynchronous write in flight.
+    /// An asynchronous write that ends as soon as the folio is back on
+    /// the LRU (no `machine.swap_write_rate`).
     Writeback,
+    /// An asynchronous write queued on its device (mm/page_io.rs).
+    Queued,
     /// No swap entry referenced its slots: they were freed and the folio
     /// is dirty again (`folio_free_swap()` in `swap_writeout()`).
     Redirtied,
@@ -223,6 +227,8 @@ impl<A: Arch> Kernel<A> {
         ignore_references: bool,
     ) -> (ReclaimStat, Kept) {
         self.vmstat.sim.shrink_folio_list += 1;
+        // Writes end while reclaim runs, as its clock advances.
+        self.swap_io_complete();
         let mut kept = Kept::default();
         let mut stat = ReclaimStat::default();
         let mut batch = 0;
@@ -281,6 +287,14 @@ impl<A: Arch> Kernel<A> {
         }
         let mut nr_pages = self.mem.folio_nr_pages(folio);
         sc.nr_scanned += nr_pages;
+        if self.folio_test_writeback(folio) {
+            // Its write is still in flight (mm/page_io.rs): marked for
+            // immediate reclaim and activated, out of the way until the
+            // write ends and rotates it back (cases 1 and 2; memcg reclaim
+            // as on cgroup v2, which does not wait for the write).
+            self.mem.set(folio, PG_READAHEAD);
+            return Verdict::Activate(nr_pages);
+        }
         let references = if ignore_references {
             FolioRef::Reclaim
         } else {
@@ -380,6 +394,8 @@ impl<A: Arch> Kernel<A> {
             match self.pageout(folio) {
                 Pageout::Written => {}
                 Pageout::Writeback => return Verdict::KeepWriteback,
+                // Under writeback until the device has written it.
+                Pageout::Queued => return Verdict::Keep,
                 // folio_free_swap() redirtied it: kept (and freed at the
                 // putback when nothing maps it).
                 Pageout::Redirtied => return Verdict::Keep,
@@ -408,6 +424,9 @@ impl<A: Arch> Kernel<A> {
         if done {
             self.mem.clear(folio, PG_READAHEAD);
             Pageout::Written
+        } else if self.swap_io.queued() {
+            self.swap_io_submit(folio, ty);
+            Pageout::Queued
         } else {
             Pageout::Writeback
         }
@@ -507,7 +526,11 @@ impl<A: Arch> Kernel<A> {
     /// `folio_free_swap()`: a swap-cache folio no swap PTE references
     /// leaves the swap cache (and becomes dirty again). True if it did.
     pub(crate) fn folio_free_swap(&mut self, folio: Pfn) -> bool {
-        if !self.mem.test(folio, PG_SWAPCACHE) || !self.folio_swap_unused(folio) {
+        // folio_swapcache_freeable(): not while its write is in flight.
+        if !self.mem.test(folio, PG_SWAPCACHE)
+            || self.folio_test_writeback(folio)
+            || !self.folio_swap_unused(folio)
+        {
             return false;
         }
         self.delete_from_swap_cache(folio);
@@ -1200,7 +1223,11 @@ impl<A: Arch> Kernel<A> {
     /// workload's (both at the cost profile's prices, `Config::prices`;
     /// docs/fidelity.md says what interleavings this stands for).
     pub(crate) fn kswapd_run(&mut self) {
-        if !self.kswapd.awake() || self.vmstat.in_kthread() {
+        if self.vmstat.in_kthread() {
+            return;
+        }
+        self.swap_io_complete();
+        if !self.kswapd.awake() {
             return;
         }
         let now = self.vmstat.task_ps(&self.cfg.prices);
@@ -1272,6 +1299,7 @@ impl<A: Arch> Kernel<A> {
         self.sched_switch(kcpu, crate::kernel::sched::CpuRun::Idle);
         let mut t = self.vmstat.task_ps(&prices);
         while self.kswapd.awake() && more(self) {
+            self.swap_io_complete();
             self.kswapd_step();
             let after = self.vmstat.task_ps(&prices);
             self.kswapd.clock += after - t;
@@ -1288,6 +1316,11 @@ impl<A: Arch> Kernel<A> {
         self.tlb_ubc = saved_ubc;
         self.cpus.batch_cpumask = saved_batch;
         self.lru_gen_task = saved;
+    }
+
+    /// kswapd's clock (ps), which its steps advance.
+    pub(crate) fn kswapd_clock(&self) -> u64 {
+        self.kswapd.clock
     }
 
     /// The CPU kswapd runs on: the first after the current one that runs

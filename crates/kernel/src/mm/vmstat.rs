@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
-    mthp_counter, page_alloc_counter, SIM_KSWAPD_CPU, SIM_THROTTLED, SIZE_ORDERS,
+    mthp_counter, page_alloc_counter, NR_WRITEBACK, SIM_KSWAPD_CPU, SIM_THROTTLED, SIZE_ORDERS,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -155,6 +155,8 @@ pub struct VmStat {
     /// The workload's time asleep in `throttle_direct_reclaim()` (ps): part
     /// of its clock ([`VmStat::task_ps`]).
     pub throttled_ps: u64,
+    /// Pages under writeback (`nr_writeback`, mm/page_io.rs).
+    pub nr_writeback: u64,
 }
 
 impl Default for VmStat {
@@ -172,6 +174,7 @@ impl Default for VmStat {
             in_kthread: false,
             kswapd_cpu_ps: 0,
             throttled_ps: 0,
+            nr_writeback: 0,
         }
     }
 }
@@ -337,6 +340,7 @@ impl VmStat {
             (self.throttled_ps + 500) / 1000,
         );
         self.snapshot_lru(&mut out);
+        out.insert(NR_WRITEBACK.to_string(), self.nr_writeback);
         out
     }
 

@@ -243,3 +243,95 @@ fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
     assert_counters(&r, "out", "pswpout=16 sim/rmap_walk=16");
     assert_counters(&r, "in", "pgmajfault=16 pswpin=16");
 }
+
+/// 1 MiB of anon memory written (256 pages), paged out to a swap file whose
+/// device writes `rate` bytes per second (`machine.swap_write_rate`), then
+/// `after`.
+fn pageout_on_a_slow_device(rate: &str, after: &str) -> String {
+    [
+        system_mem("256M", &format!("machine.swap_write_rate = \"{rate}\"\n")),
+        swap("file", "64M"),
+        anon_written("a", "1M"),
+        phase("out"),
+        madvise("a", "pageout", ""),
+        after.to_string(),
+    ]
+    .concat()
+}
+
+/// Writes in flight end on the device's schedule (`end_swap_bio_write()` →
+/// `folio_end_writeback()`, mm/page_io.c; mm/swap.c:
+/// `folio_rotate_reclaimable()`). At 4,096,000 bytes per second a page
+/// takes 1 ms; with a fault priced at 1 ms and nothing else, the
+/// workload's clock is 1 ms per fault. The 256 setup faults put the
+/// MADV_PAGEOUT at 256 ms, so its writes, queued one after another,
+/// end at 257, 258, ... 512 ms.
+/// * "out": `pageout()` submits 256 writes and MADV_PAGEOUT returns with
+///   all of them in flight: pswpout = 256, nr_writeback +256, nothing
+///   rotated yet.
+/// * "wait": 128 write faults on a new region. A fault counts its pgfault
+///   when it is done (`mm_account_fault()`), so fault j allocates at
+///   256 + (j - 1) ms and ends the writes due by then: j - 1 of them.
+///   By the 128th, 127 writes have ended; each folio is clean, unmapped
+///   and on the LRU with PG_reclaim, so each is rotated (pgrotated = 127)
+///   and nr_writeback falls by 127.
+/// * "rest": 200 more faults allocate from 384 to 583 ms, past the last
+///   write's end: the other 129 end and rotate.
+#[test]
+fn swap_writes_end_on_the_devices_schedule() {
+    let after = [
+        phase("wait"),
+        anon_written("b", "512K"),
+        phase("rest"),
+        anon_written("c", "800K"),
+    ]
+    .concat();
+    let r = run_priced(
+        &pageout_on_a_slow_device("4096000", &after),
+        &[("pgfault", 1_000_000.0)],
+    );
+    assert_counters(&r, "out", "pswpout=256 nr_writeback=256 pgrotated=0");
+    assert_counters(&r, "wait", "pswpout=0 nr_writeback=-127 pgrotated=127");
+    assert_counters(&r, "rest", "pswpout=0 nr_writeback=-129 pgrotated=129");
+}
+
+/// A folio reclaim meets again while its write is still in flight is
+/// activated, not written again (`shrink_folio_list()`, mm/vmscan.c: a
+/// folio under writeback, case 2 for reclaim without a cgroup target:
+/// PG_reclaim set, `activate_locked`). With no prices the workload's clock
+/// stands still and no write ever ends.
+/// * "out": 256 writes in flight.
+/// * "in": reading the region maps each folio from the swap cache: 256
+///   minor faults, no swap-in I/O (pswpin = 0, no major fault).
+/// * "again": MADV_PAGEOUT isolates the 256 mapped folios and
+///   `reclaim_pages()` finds each under writeback before it looks at
+///   references or unmaps: 256 activations (pgactivate), no new write,
+///   and the folios stay mapped.
+#[test]
+fn a_folio_under_writeback_is_activated_not_written_again() {
+    let after = [
+        phase("in"),
+        touch("a", "read", ""),
+        phase("again"),
+        madvise("a", "pageout", ""),
+    ]
+    .concat();
+    let r = run_priced(&pageout_on_a_slow_device("4096000", &after), &[]);
+    assert_counters(&r, "out", "pswpout=256 nr_writeback=256");
+    assert_counters(&r, "in", "minor-faults=256 major-faults=0 pswpin=0");
+    assert_counters(
+        &r,
+        "again",
+        "pgactivate=256 pswpout=0 nr_writeback=0 pgrotated=0",
+    );
+    assert_eq!(folios(&r, "again", "a"), hist(&[("4kB", 256)]));
+}
+
+/// With the rate at 0 (the default) a write ends as soon as reclaim has put
+/// its folio back on the LRU, which rotates it at once: the same pageout
+/// leaves nothing under writeback and rotates all 256 folios in "out".
+#[test]
+fn without_a_rate_swap_writes_end_at_once() {
+    let r = run_priced(&pageout_on_a_slow_device("0", ""), &[]);
+    assert_counters(&r, "out", "pswpout=256 nr_writeback=0 pgrotated=256");
+}

@@ -671,7 +671,7 @@ impl<A: Arch> Kernel<A> {
             .mem
             .test(folio, crate::include::linux::mm_types::PG_SWAPCACHE)
         {
-            if !self.folio_swap_unused(folio) {
+            if self.folio_test_writeback(folio) || !self.folio_swap_unused(folio) {
                 return false;
             }
             self.delete_from_swap_cache(folio);
