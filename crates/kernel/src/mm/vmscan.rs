@@ -37,7 +37,8 @@
 //! slow path and, while awake, takes steps of its priority loop before
 //! each allocation for as long as its modelled CPU time is behind the
 //! workload's (see `kswapd_run()`); it walks every cgroup and never scans
-//! proportionally in full.
+//! proportionally in full. After a pass it naps for HZ/10 of its time
+//! (`kswapd_try_to_sleep()`).
 //! With MGLRU on (`lru_gen.enabled`), `shrink_node()` and `shrink_lruvec()`
 //! hand over to mm/lru_gen.rs, which shares `shrink_folio_list()`.
 //! Not modelled: memory.low/min, demotion, slab shrinkers, memcg hierarchies deeper than one
@@ -1145,7 +1146,13 @@ pub(crate) struct Kswapd {
     /// kswapd's modelled CPU time (ps): it runs while it is behind the
     /// workload's (`kswapd_run()`).
     clock: u64,
+    /// `kswapd_try_to_sleep()`'s short sleep: when it ends (ps), while
+    /// kswapd naps after a pass.
+    nap_until: Option<u64>,
 }
+
+/// `kswapd_try_to_sleep()`: the short sleep, HZ/10 (ps).
+const KSWAPD_NAP_PS: u64 = 100_000_000_000;
 
 /// A priority round of `balance_pgdat()`, which kswapd takes a step at a
 /// time (`kswapd_step()`).
@@ -1202,6 +1209,46 @@ impl<A: Arch> Kernel<A> {
         }
         let now = self.vmstat.task_ps(&self.cfg.prices);
         self.kswapd.clock = self.kswapd.clock.max(now);
+        self.kswapd_wake_from_nap();
+        self.balance_pgdat_begin();
+    }
+
+    /// A wake-up while kswapd naps ends the nap early:
+    /// `kswapd_low_wmark_hit_quickly` (`kswapd_try_to_sleep()`).
+    fn kswapd_wake_from_nap(&mut self) {
+        if self.kswapd.nap_until.take().is_some() {
+            self.vmstat
+                .count_vm_event(VmEvent::KswapdLowWmarkHitQuickly);
+        }
+    }
+
+    /// kswapd is done with a pass (balanced, or the node is hopeless):
+    /// `kswapd_try_to_sleep()` naps for HZ/10 of kswapd's time first.
+    fn kswapd_try_to_sleep(&mut self) {
+        self.snapshot_refaults(None);
+        self.buddy.reclaim_active = false;
+        self.kswapd.nap_until = Some(self.kswapd.clock + KSWAPD_NAP_PS);
+    }
+
+    /// The end of kswapd's nap, once the workload's clock has passed it:
+    /// kswapd sleeps until woken if `prepare_kswapd_sleep()` still holds
+    /// (balanced, or hopeless), else it counts
+    /// `kswapd_high_wmark_hit_quickly` and starts another pass at the
+    /// nap's end.
+    fn kswapd_nap_end(&mut self) {
+        let Some(until) = self.kswapd.nap_until else {
+            return;
+        };
+        if self.vmstat.task_ps(&self.cfg.prices) < until {
+            return;
+        }
+        self.kswapd.nap_until = None;
+        if self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced() {
+            return;
+        }
+        self.vmstat
+            .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
+        self.kswapd.clock = self.kswapd.clock.max(until);
         self.balance_pgdat_begin();
     }
 
@@ -1227,6 +1274,7 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         self.swap_io_complete();
+        self.kswapd_nap_end();
         if !self.kswapd.awake() {
             return;
         }
@@ -1264,6 +1312,7 @@ impl<A: Arch> Kernel<A> {
             // allow_direct_reclaim(): kswapd must be awake while tasks wait.
             let now = self.vmstat.task_ps(&self.cfg.prices);
             self.kswapd.clock = self.kswapd.clock.max(now);
+            self.kswapd_wake_from_nap();
             self.balance_pgdat_begin();
         }
         self.kswapd_steps(|k| !(matches!(k.kswapd.round, Round::Start) && k.pfmemalloc_ok()));
@@ -1346,8 +1395,7 @@ impl<A: Arch> Kernel<A> {
         match std::mem::take(&mut self.kswapd.round) {
             Round::Start => {
                 if self.pgdat_balanced() {
-                    self.snapshot_refaults(None);
-                    self.buddy.reclaim_active = false;
+                    self.kswapd_try_to_sleep();
                     return;
                 }
                 self.kswapd_age_node(&mut sc);
@@ -1452,12 +1500,14 @@ impl<A: Arch> Kernel<A> {
         if sc.nr_reclaimed == 0 {
             self.kswapd.failures += 1;
         }
-        self.snapshot_refaults(None);
-        self.buddy.reclaim_active = false;
         if self.kswapd.failures < MAX_RECLAIM_RETRIES && !self.pgdat_balanced() {
+            self.snapshot_refaults(None);
+            self.buddy.reclaim_active = false;
             self.vmstat
                 .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
             self.balance_pgdat_begin();
+        } else {
+            self.kswapd_try_to_sleep();
         }
     }
 

@@ -772,3 +772,37 @@ fn the_machines_own_memory_sets_free_pages_and_watermarks() {
     let e = try_run_with(&text, &[]).unwrap_err().to_string();
     assert!(e.contains("machine.boot_used"), "{e}");
 }
+
+/// kswapd naps for HZ/10 after a pass before it sleeps until woken
+/// (`kswapd_try_to_sleep()`): a wake-up during the nap counts
+/// `kswapd_low_wmark_hit_quickly`, and a nap that ends with the node
+/// unbalanced counts `kswapd_high_wmark_hit_quickly` and starts another
+/// pass. 80 MiB written on a 64 MiB machine with zram, kswapd's work free
+/// (it restores the high watermark as soon as it runs), a write fault
+/// priced `fault` ns:
+/// * 1 us: 20,480 faults take about 20 ms, so no nap (100 ms) ever ends.
+///   Every pass but the first starts either from a wake-up during a nap
+///   or, after a pass that ended unbalanced, at once:
+///   pageoutrun = 1 + low + high, and the low-watermark wake-ups happen.
+/// * 1 s: a nap has always ended by the next allocation, which kswapd
+///   sees first: balanced, it sleeps until woken, else it starts another
+///   pass. Either way no wake-up comes during a nap (low = 0).
+#[test]
+fn kswapd_naps_before_it_sleeps() {
+    let text = [
+        system_mem("64M", "transparent_hugepage.enabled = \"never\"\n"),
+        swap("zram", "128M"),
+        phase("fill"),
+        anon_written("a", "80M"),
+    ]
+    .concat();
+    let r = run_priced(&text, &[("pgfault", 1000.0)]);
+    let runs = c(&r, "fill", "pageoutrun");
+    let low = c(&r, "fill", "kswapd_low_wmark_hit_quickly");
+    let high = c(&r, "fill", "kswapd_high_wmark_hit_quickly");
+    assert!(low > 0, "{runs} passes, {low} low, {high} high");
+    assert_eq!(runs, 1 + low + high, "{low} low, {high} high");
+    let r = run_priced(&text, &[("pgfault", 1e9)]);
+    assert!(c(&r, "fill", "pageoutrun") > 1);
+    assert_eq!(c(&r, "fill", "kswapd_low_wmark_hit_quickly"), 0);
+}
