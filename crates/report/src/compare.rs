@@ -128,11 +128,12 @@ pub fn judged_natively(name: &str) -> bool {
 /// Pagemap step results are exact, except the kpageflags bits that follow
 /// the host's LRU batching and reclaim timing (shown for information).
 fn pagemap_tolerance(name: &str) -> Option<f64> {
-    const TIMING: [&str; 5] = [
+    const TIMING: [&str; 6] = [
         "/kpf/lru",
         "/kpf/active",
         "/kpf/referenced",
         "/kpf/dirty",
+        "/kpf/writeback",
         "/kpf/reclaim",
     ];
     if TIMING.iter().any(|t| name.ends_with(t)) {

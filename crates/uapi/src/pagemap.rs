@@ -72,6 +72,7 @@ pub mod kpf {
     pub const DIRTY: u32 = 4;
     pub const LRU: u32 = 5;
     pub const ACTIVE: u32 = 6;
+    pub const WRITEBACK: u32 = 8;
     pub const RECLAIM: u32 = 9;
     pub const BUDDY: u32 = 10;
     pub const MMAP: u32 = 11;
@@ -88,12 +89,13 @@ pub mod kpf {
 }
 
 /// Names of the kpageflags bits the pagemap step reports, in bit order.
-pub const KPF_NAMES: [(u32, &str); 16] = [
+pub const KPF_NAMES: [(u32, &str); 17] = [
     (kpf::REFERENCED, "referenced"),
     (kpf::UPTODATE, "uptodate"),
     (kpf::DIRTY, "dirty"),
     (kpf::LRU, "lru"),
     (kpf::ACTIVE, "active"),
+    (kpf::WRITEBACK, "writeback"),
     (kpf::RECLAIM, "reclaim"),
     (kpf::MMAP, "mmap"),
     (kpf::ANON, "anon"),

@@ -302,7 +302,9 @@ fn swap_writes_end_on_the_devices_schedule() {
 /// stands still and no write ever ends.
 /// * "out": 256 writes in flight.
 /// * "in": reading the region maps each folio from the swap cache: 256
-///   minor faults, no swap-in I/O (pswpin = 0, no major fault).
+///   minor faults, no swap-in I/O (pswpin = 0, no major fault); kpageflags
+///   shows every page in the swap cache and under writeback
+///   (`stable_page_flags()`: KPF_SWAPCACHE, KPF_WRITEBACK).
 /// * "again": MADV_PAGEOUT isolates the 256 mapped folios and
 ///   `reclaim_pages()` finds each under writeback before it looks at
 ///   references or unmaps: 256 activations (pgactivate), no new write,
@@ -312,13 +314,19 @@ fn a_folio_under_writeback_is_activated_not_written_again() {
     let after = [
         phase("in"),
         touch("a", "read", ""),
+        pagemap("a", "kpageflags = true"),
         phase("again"),
         madvise("a", "pageout", ""),
     ]
     .concat();
     let r = run_priced(&pageout_on_a_slow_device("4096000", &after), &[]);
     assert_counters(&r, "out", "pswpout=256 nr_writeback=256");
-    assert_counters(&r, "in", "minor-faults=256 major-faults=0 pswpin=0");
+    assert_counters(
+        &r,
+        "in",
+        "minor-faults=256 major-faults=0 pswpin=0 pagemap/a/kpf/swapcache=256 \
+         pagemap/a/kpf/writeback=256",
+    );
     assert_counters(
         &r,
         "again",

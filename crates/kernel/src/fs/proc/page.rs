@@ -81,6 +81,7 @@ impl<A: Arch> Kernel<A> {
             k & (PG_SWAPBACKED | PG_SWAPCACHE) == PG_SWAPBACKED | PG_SWAPCACHE,
             kpf::SWAPCACHE,
         );
+        u |= bit(self.folio_test_writeback(folio), kpf::WRITEBACK);
         // PG_owner_2: PG_anon_exclusive on an anon folio's head,
         // PG_mappedtodisk on a page-cache folio.
         u |= bit(k & PG_ANON_EXCLUSIVE != 0, kpf::OWNER_2);
