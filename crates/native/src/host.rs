@@ -98,11 +98,14 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 
 /// The machine's own memory now, as the `machine.*` knobs of a machine
 /// of `memory` bytes: what the page allocator does not manage (`memory`
-/// less the zones' managed pages), the managed pages in use, and
-/// vm.min_free_kbytes. Empty where /proc cannot say.
+/// less the zones' managed pages), the managed pages in use, the pages on
+/// `cpu`'s per-CPU lists, the lower zones' free pages a movable
+/// allocation may not take, and vm.min_free_kbytes. Empty where /proc
+/// cannot say.
 pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
     use foliosim_uapi::knobs::{
-        MACHINE_BOOT_USED, MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST, MACHINE_UNMANAGED,
+        MACHINE_BOOT_USED, MACHINE_LOWMEM_RESERVE, MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST,
+        MACHINE_UNMANAGED,
     };
     let page = foliosim_uapi::knobs::PAGE_SIZE;
     let Ok(text) = fs::read_to_string("/proc/zoneinfo") else {
@@ -126,6 +129,10 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
         (
             MACHINE_PCP_LIST.key.to_string(),
             (pcp_count(&text, cpu) * page).to_string(),
+        ),
+        (
+            MACHINE_LOWMEM_RESERVE.key.to_string(),
+            (lowmem_reserve(&text) * page).to_string(),
         ),
     ];
     if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
@@ -152,6 +159,51 @@ fn pcp_count(text: &str, cpu: usize) -> u64 {
         }
     }
     n
+}
+
+/// The free pages of the populated zones below the highest populated one
+/// that a movable allocation may not take, over /proc/zoneinfo (`text`):
+/// for each such zone, its low watermark plus its `protection:` against
+/// the highest zone index (`lowmem_reserve[]`, which
+/// `__zone_watermark_ok()` adds for an allocation whose highest zone is
+/// above it), at most its free pages.
+fn lowmem_reserve(text: &str) -> u64 {
+    // Per populated zone, in order: (free, low + protection).
+    let mut zones: Vec<(u64, u64)> = Vec::new();
+    let (mut managed, mut free, mut low, mut protect) = (0u64, 0u64, 0u64, 0u64);
+    let mut end_zone = |managed: &mut u64, free: &mut u64, low: &mut u64, protect: &mut u64| {
+        if *managed > 0 {
+            zones.push((*free, *low + *protect));
+        }
+        (*managed, *free, *low, *protect) = (0, 0, 0, 0);
+    };
+    for line in text.lines() {
+        if line.starts_with("Node ") {
+            end_zone(&mut managed, &mut free, &mut low, &mut protect);
+            continue;
+        }
+        let t = line.trim_start();
+        if let Some(list) = t.strip_prefix("protection: (") {
+            protect = list
+                .trim_end_matches(')')
+                .split(',')
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            continue;
+        }
+        let mut w = t.split_whitespace();
+        let num = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        match (w.next(), w.next()) {
+            (Some("pages"), Some("free")) => free = num(w.next()),
+            (Some("low"), v) => low = num(v),
+            (Some("managed"), v) => managed = num(v),
+            _ => {}
+        }
+    }
+    end_zone(&mut managed, &mut free, &mut low, &mut protect);
+    zones.pop();
+    zones.iter().map(|&(free, held)| free.min(held)).sum()
 }
 
 fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
@@ -482,6 +534,47 @@ Node 0, zone  Movable
         assert_eq!(m["machine/wmark_high"], 16 + 3660);
         // Only the DMA zone's CPU 0 shows its list here.
         assert_eq!(m["machine/pcp_pages"], 33);
+    }
+
+    /// The lower zones' protected free pages, from this host's
+    /// /proc/zoneinfo (Linux 6.18.44, excerpt): DMA holds back
+    /// min(3840 free, 13 low + 24090) = 3840, DMA32 min(772221, 2888 +
+    /// 21071) = 23959; Normal is the highest populated zone (Movable is
+    /// empty), which movable allocations take from first.
+    #[test]
+    fn lowmem_reserve_sums_the_lower_zones_protection() {
+        let text = "Node 0, zone      DMA
+  pages free     3840
+        min      10
+        low      13
+        high     16
+        managed  3840
+        protection: (0, 3019, 24090, 24090, 24090)
+Node 0, zone    DMA32
+  pages free     772221
+        low      2888
+        managed  772917
+        protection: (0, 0, 21071, 21071, 21071)
+Node 0, zone   Normal
+  pages free     3976807
+        low      20163
+        managed  5394266
+        protection: (0, 0, 0, 0, 0)
+Node 0, zone  Movable
+  pages free     0
+        low      32
+        managed  0
+        protection: (0, 0, 0, 0, 0)
+";
+        assert_eq!(lowmem_reserve(text), 3840 + 23959);
+        // One populated zone (an arm64 guest's DMA): nothing below it.
+        let one = "Node 0, zone      DMA
+  pages free     200000
+        low      800
+        managed  250000
+        protection: (0, 0, 0, 0)
+";
+        assert_eq!(lowmem_reserve(one), 0);
     }
 
     /// One CPU's lists: its pageset's `count:` in every zone (here CPU 1:

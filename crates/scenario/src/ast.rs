@@ -93,6 +93,9 @@ pub struct System {
     /// `machine.pcp_list`: of those, the bytes on the workload CPU's
     /// per-CPU page list.
     pub machine_pcp_list: u64,
+    /// `machine.lowmem_reserve`: free bytes of lower zones the workload's
+    /// allocations may not take.
+    pub machine_lowmem_reserve: u64,
     /// `machine.min_free_kbytes`: 0 computes it from the managed memory.
     pub machine_min_free_kbytes: u64,
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap

@@ -556,6 +556,19 @@ pub const MACHINE_PCP_LIST: Knob = Knob {
           comparison sets the guest's",
 };
 
+pub const MACHINE_LOWMEM_RESERVE: Knob = Knob {
+    key: "machine.lowmem_reserve",
+    kind: Kind::Bytes {
+        align: PAGE_SIZE,
+        min: 0,
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "free memory of the zones below the workload's that its allocations may not \
+          take (each lower zone's lowmem_reserve protection plus its low watermark); \
+          the one-zone model holds it back; a VM comparison sets the guest's",
+};
+
 pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
     key: "machine.min_free_kbytes",
     kind: Kind::Int {
@@ -605,6 +618,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_UNMANAGED,
     MACHINE_BOOT_USED,
     MACHINE_PCP_LIST,
+    MACHINE_LOWMEM_RESERVE,
     MACHINE_MIN_FREE_KBYTES,
     MACHINE_SWAP_WRITE_RATE,
 ];

@@ -146,8 +146,13 @@ pub(crate) struct FreeArea {
     /// `zone_managed_pages()`: all pages but `machine.unmanaged`.
     pub(crate) managed: u64,
     /// The PFNs the kernel holds from boot (`machine.unmanaged` and
-    /// `machine.boot_used`), right after the zero page.
+    /// `machine.boot_used`), right after the zero page, then those the
+    /// workload may not take (`machine.lowmem_reserve`).
     pub(crate) boot: std::ops::Range<u32>,
+    /// The last pages of `boot`: free pages of the zones below the
+    /// workload's that its allocations may not take
+    /// (`machine.lowmem_reserve`). They count as free.
+    pub(crate) lowmem: u64,
     /// Where the last partial cgroup walk of global direct reclaim stopped
     /// (the root's `mem_cgroup_reclaim_iter` position for the one node);
     /// None: the next walk starts at the root.
@@ -186,6 +191,7 @@ impl FreeArea {
             wmark: Watermarks::new(nr_pages, 0),
             managed: nr_pages,
             boot: 0..0,
+            lowmem: 0,
             reclaim_pos: None,
             pcp: vec![Pcp::default()],
             pcp_sizes: PcpSizes::default(),
@@ -226,12 +232,16 @@ impl FreeArea {
             )));
         }
         self.boot_pcp = cfg.machine_pcp_list / PAGE_SIZE;
-        let n = unmanaged + used - self.boot_pcp;
+        // One zone: the lower zones' protected free pages are held with the
+        // boot pages (__zone_watermark_ok() with the zone's lowmem_reserve
+        // keeps movable allocations from them; setup_per_zone_lowmem_reserve()).
+        self.lowmem = cfg.machine_lowmem_reserve / PAGE_SIZE;
+        let n = unmanaged + used - self.boot_pcp + self.lowmem;
         let room = (16 << 20) / PAGE_SIZE;
         if n + room > self.nr_pages {
             return Err(crate::KernelError::Unsupported(format!(
-                "machine.unmanaged + machine.boot_used = {} MiB leave less than 16 MiB of \
-                 memory = {} MiB",
+                "machine.unmanaged + machine.boot_used + machine.lowmem_reserve = {} MiB \
+                 leave less than 16 MiB of memory = {} MiB",
                 (n * PAGE_SIZE) >> 20,
                 (self.nr_pages * PAGE_SIZE) >> 20
             )));
@@ -487,14 +497,15 @@ impl FreeArea {
 impl<A: Arch> Kernel<A> {
     /// The machine's memory now, in the order of
     /// `foliosim_uapi::counters::MACHINE_LEVELS`: the one zone's
-    /// `zone_managed_pages()` and `NR_FREE_PAGES`, and its
+    /// `zone_managed_pages()` and `NR_FREE_PAGES` (with the lower zones'
+    /// held back by `machine.lowmem_reserve`), and its
     /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()`, and
     /// the pages on the per-CPU lists.
     pub fn machine_levels(&self) -> [u64; 6] {
         let w = self.buddy.wmark;
         [
             self.buddy.managed,
-            self.buddy.nr_free_pages(),
+            self.buddy.nr_free_pages() + self.buddy.lowmem,
             w.min,
             w.low,
             w.high,

@@ -38,6 +38,10 @@ impl<A: Arch> Kernel<A> {
             return bit(true, kpf::ZERO_PAGE) | bit(true, kpf::RESERVED);
         }
         if self.buddy.boot.contains(&pfn.0) {
+            // machine.lowmem_reserve: free pages of a lower zone.
+            if (self.buddy.boot.end - pfn.0) as u64 <= self.buddy.lowmem {
+                return bit(true, kpf::BUDDY);
+            }
             // machine.unmanaged and machine.boot_used, as reserved pages.
             return bit(true, kpf::RESERVED);
         }
