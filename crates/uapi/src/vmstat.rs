@@ -489,7 +489,7 @@ pub const SIM_KSWAPD_CPU: (&str, &str) = (
 /// for kswapd over a phase (ns); like [`SIM_KSWAPD_CPU`], never priced.
 pub const SIM_THROTTLED: (&str, &str) = (
     "sim/throttled_ns",
-    "modelled time the workload waited for kswapd in throttle_direct_reclaim() over the phase (kswapd's CPU time meanwhile), ns",
+    "modelled time the workload waited over the phase, ns: for kswapd in throttle_direct_reclaim() (kswapd's CPU time meanwhile), or for a swap write to end (folio_wait_writeback())",
 );
 
 /// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase

@@ -152,8 +152,9 @@ pub struct VmStat {
     in_kthread: bool,
     /// kswapd's modelled CPU time so far, ps (`sim/kswapd_cpu_ns`).
     pub kswapd_cpu_ps: u64,
-    /// The workload's time asleep in `throttle_direct_reclaim()` (ps): part
-    /// of its clock ([`VmStat::task_ps`]).
+    /// The workload's time asleep in `throttle_direct_reclaim()` and in
+    /// `folio_wait_writeback()` (ps): part of its clock
+    /// ([`VmStat::task_ps`]).
     pub throttled_ps: u64,
     /// Pages under writeback (`nr_writeback`, mm/page_io.rs).
     pub nr_writeback: u64,

@@ -343,3 +343,35 @@ fn without_a_rate_swap_writes_end_at_once() {
     let r = run_priced(&pageout_on_a_slow_device("0", ""), &[]);
     assert_counters(&r, "out", "pswpout=256 nr_writeback=0 pgrotated=256");
 }
+
+/// A shmem swap-in of a folio whose write is still in flight waits for
+/// it (`shmem_swapin_folio()` → `folio_wait_writeback()`). 64 written
+/// shmem pages paged out to a swap file whose device takes 1 ms a page,
+/// with no prices: the workload's clock moves only by its waits. The 64
+/// writes, queued back to back from time 0, end at 1, 2, ... 64 ms.
+/// Reading the pages back finds each in the swap cache (no swap-in I/O,
+/// no major fault) under writeback, and waits until its write has ended:
+/// 64 ms of waiting in all, whatever order the writes went in, since the
+/// last wait ends at the last write's end. Each ended write rotates its
+/// folio (clean, on the LRU, PG_reclaim): pgrotated 64.
+#[test]
+fn a_shmem_swap_in_waits_for_the_write() {
+    let text = [
+        system_mem("256M", "machine.swap_write_rate = \"4096000\"\n"),
+        swap("file", "16M"),
+        mmap("s", "shmem", "256K", "shared = true"),
+        touch("s", "write", ""),
+        phase("out"),
+        madvise("s", "pageout", ""),
+        phase("in"),
+        touch("s", "read", ""),
+    ]
+    .concat();
+    let r = run_priced(&text, &[]);
+    assert_counters(&r, "out", "pswpout=64 nr_writeback=64 sim/throttled_ns=0");
+    assert_counters(
+        &r,
+        "in",
+        "pswpin=0 major-faults=0 nr_writeback=-64 pgrotated=64 sim/throttled_ns=64000000",
+    );
+}
