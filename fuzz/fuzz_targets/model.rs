@@ -25,11 +25,14 @@ fuzz_target!(|data: &[u8]| {
          transparent_hugepage.enabled = \"{}\"\n\
          transparent_hugepage.hugepages-{}kB.enabled = \"always\"\n\
          lru_gen.enabled = {}\n\
+         machine.swap_write_rate = \"{}\"\n\
          [[system.swap]]\nkind = \"{}\"\nsize = \"16M\"\n\
          [[file]]\nname = \"f\"\nsize = \"4M\"\nfill = \"write\"\n",
         ["always", "madvise", "never"][(data[0] as usize >> 1) % 3],
         MTHP[(data[0] as usize >> 3) % 4],
         data[0] >> 7,
+        // Swap writes that end at once, or queue on a slow or fast device.
+        ["0", "40M", "4G"][data[data.len() - 1] as usize % 3],
         ["file", "block", "zram"][(data[0] as usize >> 5) % 3],
     );
     let mut regions = 0usize;
