@@ -12,8 +12,8 @@ use foliosim_uapi::counters::{
     MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
 use foliosim_uapi::vmstat::{
-    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, SIM_KSWAPD_CPU,
-    SIM_THROTTLED,
+    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
+    SIM_KSWAPD_CPU, SIM_THROTTLED,
 };
 use serde_json::json;
 
@@ -61,7 +61,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ),
     ];
     // Groups every engine reports, one description a group.
-    let groups: [(Vec<String>, &str); 5] = [
+    let groups: [(Vec<String>, &str); 6] = [
         (
             VmEvent::ALL.iter().map(|ev| ev.name().into()).collect(),
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
@@ -69,9 +69,14 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         (
             model_counter_names()
                 .into_iter()
-                .filter(|k| k.starts_with("nr_"))
+                .filter(|k| k.starts_with("nr_") && k != NR_WRITEBACK)
                 .collect(),
             "/proc/vmstat LRU size, pages (its change over the phase)",
+        ),
+        (
+            vec![NR_WRITEBACK.to_string()],
+            "/proc/vmstat pages under writeback (its change over the phase); in the model \
+             only swap writes queued by machine.swap_write_rate",
         ),
         (
             MthpStat::ALL
