@@ -168,67 +168,52 @@ fn pcp_count(text: &str, cpu: usize) -> u64 {
 /// `__zone_watermark_ok()` adds for an allocation whose highest zone is
 /// above it), at most its free pages.
 fn lowmem_reserve(text: &str) -> u64 {
-    // Per populated zone, in order: (free, low + protection).
-    let mut zones: Vec<(u64, u64)> = Vec::new();
-    let (mut managed, mut free, mut low, mut protect) = (0u64, 0u64, 0u64, 0u64);
-    let mut end_zone = |managed: &mut u64, free: &mut u64, low: &mut u64, protect: &mut u64| {
-        if *managed > 0 {
-            zones.push((*free, *low + *protect));
-        }
-        (*managed, *free, *low, *protect) = (0, 0, 0, 0);
-    };
-    for line in text.lines() {
-        if line.starts_with("Node ") {
-            end_zone(&mut managed, &mut free, &mut low, &mut protect);
-            continue;
-        }
-        let t = line.trim_start();
-        if let Some(list) = t.strip_prefix("protection: (") {
-            protect = list
-                .trim_end_matches(')')
-                .split(',')
-                .filter_map(|v| v.trim().parse::<u64>().ok())
-                .max()
-                .unwrap_or(0);
-            continue;
-        }
-        let mut w = t.split_whitespace();
-        let num = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        match (w.next(), w.next()) {
-            (Some("pages"), Some("free")) => free = num(w.next()),
-            (Some("low"), v) => low = num(v),
-            (Some("managed"), v) => managed = num(v),
-            _ => {}
-        }
-    }
-    end_zone(&mut managed, &mut free, &mut low, &mut protect);
+    let mut zones = populated_zones(text);
     zones.pop();
-    zones.iter().map(|&(free, held)| free.min(held)).sum()
+    let get = |z: &BTreeMap<&str, i64>, k: &str| z.get(k).copied().unwrap_or(0).max(0) as u64;
+    zones
+        .iter()
+        .map(|z| get(z, "free").min(get(z, "low") + get(z, PROTECTION)))
+        .sum()
 }
 
-fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
-    let mut sum: BTreeMap<String, i64> = BTreeMap::new();
-    let mut zone: BTreeMap<&str, i64> = BTreeMap::new();
+/// The largest entry of a zone's `protection: (...)` line, under this key.
+const PROTECTION: &str = "protection";
+
+/// The zones of /proc/zoneinfo (`text`) that have managed pages, in
+/// order, each with the fields the machine levels read
+/// (`MACHINE_LEVELS`: "pages free N", "min N", "low N", "high N",
+/// "managed N", and each CPU's pageset "count: N", summed) and the largest
+/// entry of its `protection:` line.
+fn populated_zones(text: &str) -> Vec<BTreeMap<&'static str, i64>> {
     let fields = foliosim_uapi::counters::MACHINE_LEVELS;
-    let mut add = |zone: &mut BTreeMap<&str, i64>| {
+    let mut zones = Vec::new();
+    let mut zone: BTreeMap<&'static str, i64> = BTreeMap::new();
+    let mut end = |zone: &mut BTreeMap<&'static str, i64>| {
         if zone.get("managed").is_some_and(|&m| m > 0) {
-            for (name, field, _) in fields {
-                *sum.entry(name.to_string()).or_insert(0) += zone.get(field).copied().unwrap_or(0);
-            }
+            zones.push(std::mem::take(zone));
         }
         zone.clear();
     };
     for line in text.lines() {
         if line.starts_with("Node ") {
-            add(&mut zone);
+            end(&mut zone);
+            continue;
+        }
+        if let Some(list) = line.trim_start().strip_prefix("protection: (") {
+            let max = list
+                .trim_end_matches(')')
+                .split(',')
+                .filter_map(|v| v.trim().parse::<i64>().ok())
+                .max()
+                .unwrap_or(0);
+            zone.insert(PROTECTION, max);
             continue;
         }
         let mut w = line.split_whitespace();
         let (Some(a), Some(b)) = (w.next(), w.next()) else {
             continue;
         };
-        // "pages free N" and "min N", "low N", "high N", "managed N", and
-        // each CPU's "count: N" of the pagesets.
         let (key, value) = if a == "pages" && b == "free" {
             ("free", w.next())
         } else if a == "count:" {
@@ -236,18 +221,31 @@ fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
         } else {
             (a, Some(b))
         };
-        if fields.iter().any(|(_, f, _)| *f == key) {
-            if let Some(v) = value.and_then(|v| v.parse::<i64>().ok()) {
-                if key == "count" {
-                    // One per CPU of the zone's pagesets.
-                    *zone.entry(key).or_insert(0) += v;
-                } else {
-                    zone.entry(key).or_insert(v);
-                }
+        let Some(&(_, key, _)) = fields.iter().find(|(_, f, _)| *f == key) else {
+            continue;
+        };
+        if let Some(v) = value.and_then(|v| v.parse::<i64>().ok()) {
+            if key == "count" {
+                // One per CPU of the zone's pagesets.
+                *zone.entry(key).or_insert(0) += v;
+            } else {
+                zone.entry(key).or_insert(v);
             }
         }
     }
-    add(&mut zone);
+    end(&mut zone);
+    zones
+}
+
+/// The machine levels (`MACHINE_LEVELS`) summed over the populated zones
+/// of /proc/zoneinfo (`text`).
+fn parse_zoneinfo(text: &str) -> BTreeMap<String, i64> {
+    let mut sum: BTreeMap<String, i64> = BTreeMap::new();
+    for zone in populated_zones(text) {
+        for (name, field, _) in foliosim_uapi::counters::MACHINE_LEVELS {
+            *sum.entry(name.to_string()).or_insert(0) += zone.get(field).copied().unwrap_or(0);
+        }
+    }
     sum
 }
 

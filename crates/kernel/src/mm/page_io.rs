@@ -65,6 +65,11 @@ impl SwapIo {
     pub(crate) fn queued(&self) -> bool {
         self.page_ps != 0
     }
+
+    /// Whether a write is in flight.
+    pub(crate) fn in_flight(&self) -> bool {
+        !self.inflight.is_empty()
+    }
 }
 
 impl<A: Arch> Kernel<A> {
@@ -102,17 +107,25 @@ impl<A: Arch> Kernel<A> {
     /// `end_swap_bio_write()` of every write that has ended by the running
     /// task's clock.
     pub(crate) fn swap_io_complete(&mut self) {
-        if self.swap_io.inflight.is_empty() {
-            return;
+        if self.swap_io.in_flight() {
+            let now = self.io_now();
+            self.swap_io_complete_at(now);
         }
-        let now = self.io_now();
+    }
+
+    /// `end_swap_bio_write()` of every write that has ended by `now` (ps).
+    /// True if one did.
+    pub(crate) fn swap_io_complete_at(&mut self, now: u64) -> bool {
+        let mut ended = false;
         while let Some(&Reverse((end, pfn))) = self.swap_io.inflight.peek() {
             if end > now {
                 break;
             }
             self.swap_io.inflight.pop();
             self.folio_end_writeback(Pfn(pfn));
+            ended = true;
         }
+        ended
     }
 
     /// `folio_wait_writeback()`: the task sleeps until the folio's write

@@ -1222,34 +1222,39 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// The end of `balance_pgdat()`: `snapshot_refaults()` and
+    /// `clear_reclaim_active()`.
+    fn balance_pgdat_end(&mut self) {
+        self.snapshot_refaults(None);
+        self.buddy.reclaim_active = false;
+    }
+
     /// kswapd is done with a pass (balanced, or the node is hopeless):
     /// `kswapd_try_to_sleep()` naps for HZ/10 of kswapd's time first.
     fn kswapd_try_to_sleep(&mut self) {
-        self.snapshot_refaults(None);
-        self.buddy.reclaim_active = false;
         self.kswapd.nap_until = Some(self.kswapd.clock + KSWAPD_NAP_PS);
     }
 
-    /// The end of kswapd's nap, once the workload's clock has passed it:
-    /// kswapd sleeps until woken if `prepare_kswapd_sleep()` still holds
-    /// (balanced, or hopeless), else it counts
+    /// The end of kswapd's nap, once the workload's clock (`now`) has
+    /// passed it: kswapd sleeps until woken if `prepare_kswapd_sleep()`
+    /// still holds (balanced, or hopeless), else it counts
     /// `kswapd_high_wmark_hit_quickly` and starts another pass at the
-    /// nap's end.
-    fn kswapd_nap_end(&mut self) {
-        let Some(until) = self.kswapd.nap_until else {
-            return;
-        };
-        if self.vmstat.task_ps(&self.cfg.prices) < until {
-            return;
+    /// nap's end. True if it started one.
+    fn kswapd_nap_end(&mut self, now: u64) -> bool {
+        match self.kswapd.nap_until {
+            Some(until) if now >= until => {
+                self.kswapd.nap_until = None;
+                if self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced() {
+                    return false;
+                }
+                self.vmstat
+                    .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
+                self.kswapd.clock = self.kswapd.clock.max(until);
+                self.balance_pgdat_begin();
+                true
+            }
+            _ => false,
         }
-        self.kswapd.nap_until = None;
-        if self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced() {
-            return;
-        }
-        self.vmstat
-            .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
-        self.kswapd.clock = self.kswapd.clock.max(until);
-        self.balance_pgdat_begin();
     }
 
     /// The start of `balance_pgdat()`: `pageoutrun`, a kswapd scan control
@@ -1269,17 +1274,24 @@ impl<A: Arch> Kernel<A> {
     /// (`kswapd_step()`) for as long as its modelled CPU time is behind the
     /// workload's (both at the cost profile's prices, `Config::prices`;
     /// docs/fidelity.md says what interleavings this stands for).
+    /// Before that, the swap writes that have ended by the workload's
+    /// time end (mm/page_io.rs) and a nap that has ended is resolved
+    /// (`kswapd_nap_end()`). The workload's clock is priced once, again
+    /// only when those counted events of its own.
     pub(crate) fn kswapd_run(&mut self) {
-        if self.vmstat.in_kthread() {
+        if self.vmstat.in_kthread()
+            || !(self.swap_io.in_flight() || self.kswapd.nap_until.is_some() || self.kswapd.awake())
+        {
             return;
         }
-        self.swap_io_complete();
-        self.kswapd_nap_end();
-        if !self.kswapd.awake() {
-            return;
+        let mut now = self.vmstat.task_ps(&self.cfg.prices);
+        if self.swap_io_complete_at(now) {
+            now = self.vmstat.task_ps(&self.cfg.prices);
         }
-        let now = self.vmstat.task_ps(&self.cfg.prices);
-        if self.kswapd.clock > now {
+        if self.kswapd_nap_end(now) {
+            now = self.vmstat.task_ps(&self.cfg.prices);
+        }
+        if !self.kswapd.awake() || self.kswapd.clock > now {
             return;
         }
         self.kswapd_steps(|k| k.kswapd.clock <= now);
@@ -1395,6 +1407,7 @@ impl<A: Arch> Kernel<A> {
         match std::mem::take(&mut self.kswapd.round) {
             Round::Start => {
                 if self.pgdat_balanced() {
+                    self.balance_pgdat_end();
                     self.kswapd_try_to_sleep();
                     return;
                 }
@@ -1500,9 +1513,8 @@ impl<A: Arch> Kernel<A> {
         if sc.nr_reclaimed == 0 {
             self.kswapd.failures += 1;
         }
+        self.balance_pgdat_end();
         if self.kswapd.failures < MAX_RECLAIM_RETRIES && !self.pgdat_balanced() {
-            self.snapshot_refaults(None);
-            self.buddy.reclaim_active = false;
             self.vmstat
                 .count_vm_event(VmEvent::KswapdHighWmarkHitQuickly);
             self.balance_pgdat_begin();
