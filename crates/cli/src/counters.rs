@@ -13,7 +13,7 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
-    SIM_KSWAPD_CPU, SIM_THROTTLED,
+    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
 };
 use serde_json::json;
 
@@ -61,7 +61,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ),
     ];
     // Groups every engine reports, one description a group.
-    let groups: [(Vec<String>, &str); 6] = [
+    let groups: [(Vec<String>, &str); 7] = [
         (
             VmEvent::ALL.iter().map(|ev| ev.name().into()).collect(),
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
@@ -69,7 +69,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         (
             model_counter_names()
                 .into_iter()
-                .filter(|k| k.starts_with("nr_") && k != NR_WRITEBACK)
+                .filter(|k| k.starts_with("nr_") && k != NR_WRITEBACK && k != NR_ZSPAGES)
                 .collect(),
             "/proc/vmstat LRU size, pages (its change over the phase)",
         ),
@@ -77,6 +77,11 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             vec![NR_WRITEBACK.to_string()],
             "/proc/vmstat pages under writeback (its change over the phase); in the model \
              only swap writes queued by machine.swap_write_rate",
+        ),
+        (
+            vec![NR_ZSPAGES.to_string()],
+            "/proc/vmstat pages of the zsmalloc pools, zswap's and zram's (its change over \
+             the phase); natively a per-CPU counter that may lag by a few dozen pages",
         ),
         (
             MthpStat::ALL

@@ -21,6 +21,9 @@ pub mod include {
         pub mod pgtable;
     }
 }
+pub(crate) mod drivers {
+    pub(crate) mod zram;
+}
 pub mod fs {
     pub(crate) mod read_write;
     pub mod proc {
@@ -368,7 +371,12 @@ impl<A: Arch> Kernel<A> {
                 .map(|&(_, size)| mm::swapfile::SwapInfo::slots_of(size))
                 .collect::<Vec<_>>(),
         );
-        if cfg.zswap.enabled {
+        // zswap and zram store each page by its kind of data.
+        let keep_content = cfg.zswap.enabled
+            || cfg_swap
+                .iter()
+                .any(|&(k, _)| matches!(k, mm::swapfile::SwapKind::Zram));
+        if keep_content {
             mem.keep_content();
         }
         let swap_io = mm::page_io::SwapIo::new(cfg.machine_swap_write_rate, cfg_swap.len());
@@ -417,7 +425,7 @@ impl<A: Arch> Kernel<A> {
             if k.cfg.lru_gen {
                 k.lru_gen_init();
             }
-            if k.cfg.zswap.enabled {
+            if keep_content {
                 for si in &mut k.swap {
                     si.keep_content();
                 }

@@ -72,6 +72,55 @@ fn zram_swap_and_pageout() {
     pageout_swaps_out("zram", "zram");
 }
 
+/// Twice the per-CPU thresholds of every zone in /proc/zoneinfo: how far
+/// a phase's change of a zone counter in /proc/vmstat (such as
+/// `nr_zspages`) may be from the truth, as each CPU folds its own changes
+/// into the total only past its threshold, at the phase start and end.
+fn vmstat_drift_bound() -> i64 {
+    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap();
+    let sum: i64 = zoneinfo
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("vm stats threshold:"))
+        .filter_map(|v| v.trim().parse::<i64>().ok())
+        .sum();
+    2 * sum
+}
+
+#[test]
+fn zram_compresses_one_byte_pages_into_a_page_per_64() {
+    let test = "zram_compresses_one_byte_pages_into_a_page_per_64";
+    let _s = serial();
+    if skip_unless_root(test) || skip_unless_zram(test) {
+        return;
+    }
+    // 1 GiB of pages each holding one stored byte, paged out to zram:
+    // zram_write_page() compresses each (not same-filled) to a few dozen
+    // bytes, which with zsmalloc's handle fall in the 64-byte class, 64
+    // objects per one-page zspage: 262,144 / 64 = 4,096 pool pages, which
+    // munmap (zram_slot_free_notify() of every slot) gives back. The model
+    // counts the same (its model test derives 288 pages for 72 MiB).
+    let text = [
+        tk::name("zram-pool"),
+        tk::swap("zram", "2G"),
+        tk::anon_written("heap", "1G"),
+        tk::phase("pageout"),
+        tk::madvise("heap", "pageout", ""),
+        tk::phase("free"),
+        tk::munmap("heap"),
+    ]
+    .concat();
+    let p = run_clean(test, &text);
+    let bound = vmstat_drift_bound();
+    assert!(p[0]["pswpout"] >= 262_144, "{test}: {:?}", p[0]);
+    for (phase, want) in [(0, 4096), (1, -4096)] {
+        let got = p[phase]["nr_zspages"];
+        assert!(
+            (got - want).abs() <= bound,
+            "{test}: phase {phase}: nr_zspages {got}, want {want} within {bound}"
+        );
+    }
+}
+
 #[test]
 fn swap_file_and_pageout() {
     let _s = serial();

@@ -496,6 +496,10 @@ pub const SIM_THROTTLED: (&str, &str) = (
 /// reports its change.
 pub const NR_WRITEBACK: &str = "nr_writeback";
 
+/// The pages of the zsmalloc pools, zswap's and zram's (`nr_zspages` in
+/// /proc/vmstat); a phase reports its change.
+pub const NR_ZSPAGES: &str = "nr_zspages";
+
 /// Every counter name a fresh snapshot of the model's counters holds
 /// (what a report of the model can contain, and so what a cost profile
 /// may price), sorted. Memory cgroups add `memcg/<n>/...` names when a
@@ -514,6 +518,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.insert(SIM_THROTTLED.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.insert(NR_WRITEBACK.to_string());
+    names.insert(NR_ZSPAGES.to_string());
     names.into_iter().collect()
 }
 

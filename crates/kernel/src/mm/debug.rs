@@ -516,7 +516,16 @@ impl<A: Arch> Kernel<A> {
         let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
         let mut free = self.buddy.nr_fresh_pages();
         let mut tables = 0;
-        let zspages: std::collections::HashSet<Pfn> = self.zswap.pool_pages().collect();
+        let zspages: std::collections::HashSet<Pfn> = self
+            .zswap
+            .pool_pages()
+            .chain(
+                self.swap
+                    .iter()
+                    .filter_map(|si| si.zram.as_deref())
+                    .flat_map(|z| z.pool_pages()),
+            )
+            .collect();
         let pcp: std::collections::HashSet<Pfn> = self.buddy.pcp_pages().collect();
         let mut pfn = 0u32;
         while pfn < n {
@@ -525,7 +534,7 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             if zspages.contains(&Pfn(pfn)) || pcp.contains(&Pfn(pfn)) {
-                pfn += 1; // a page of the zswap pool, or on a per-CPU list
+                pfn += 1; // a page of a zsmalloc pool, or on a per-CPU list
                 continue;
             }
             let p = Pfn(pfn);

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 
 use crate::arch::Arch;
+use crate::drivers::zram::Zram;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::filemap::NO_PAGE;
@@ -110,6 +111,8 @@ pub(crate) struct SwapInfo {
     /// The sequence number the next list move takes.
     seq: u64,
     pub(crate) inuse_pages: u64,
+    /// A zram device's own memory (drivers/zram.rs).
+    pub(crate) zram: Option<Box<Zram>>,
 }
 
 impl SwapInfo {
@@ -135,6 +138,7 @@ impl SwapInfo {
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             seq: nr_clusters as u64,
             inuse_pages: 0,
+            zram: matches!(kind, SwapKind::Zram).then(|| Box::new(Zram::new(nr_slots))),
         };
         si.swap_map[0] = SWAP_MAP_BAD;
         // setup_clusters(): the header and the slots past the end are in
@@ -438,6 +442,7 @@ impl<A: Arch> Kernel<A> {
         }
         if freed {
             self.zswap_invalidate_free(entry, nr);
+            self.zram_free_notify(entry, nr);
         }
     }
 
@@ -481,6 +486,7 @@ impl<A: Arch> Kernel<A> {
         }
         if freed {
             self.zswap_invalidate_free(entry, nr);
+            self.zram_free_notify(entry, nr);
         }
         for p in cached {
             if p == NO_PAGE {
@@ -548,6 +554,11 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.count_mthp_stat(order, MthpStat::Swpout);
         self.vmstat.count_vm_events(VmEvent::PswpOut, nr);
         self.vmstat.sim.swap_write_io += 1;
+        if self.swap[entry.ty as usize].zram.is_some() && !self.zram_write_folio(folio, entry, nr) {
+            // __end_swap_bio_write() of a failed write.
+            self.mem.set(folio, PG_DIRTY);
+            return SwapOut::Failed;
+        }
         SwapOut::Io
     }
 
@@ -570,6 +581,9 @@ pub(crate) enum SwapOut {
     NoIo,
     /// A write to the device was issued.
     Io,
+    /// The device failed the write (zram found no memory for its pool,
+    /// drivers/zram.rs): dirty again, still in the swap cache.
+    Failed,
 }
 
 /// Folio → swap entry of folios in the swap cache (`folio->swap`), keyed

@@ -177,6 +177,8 @@ enum Pageout {
     /// No swap entry referenced its slots: they were freed and the folio
     /// is dirty again (`folio_free_swap()` in `swap_writeout()`).
     Redirtied,
+    /// The device failed the write: dirty again in the swap cache.
+    Failed,
 }
 
 /// The folios `shrink_folio_list()` did not free, in processing order,
@@ -400,6 +402,8 @@ impl<A: Arch> Kernel<A> {
                 // folio_free_swap() redirtied it: kept (and freed at the
                 // putback when nothing maps it).
                 Pageout::Redirtied => return Verdict::Keep,
+                // The write failed: dirty in the swap cache, kept.
+                Pageout::Failed => return Verdict::Keep,
             }
         }
         if self.pinned == Some(folio) {
@@ -419,6 +423,11 @@ impl<A: Arch> Kernel<A> {
         if out == SwapOut::Redirtied {
             self.mem.clear(folio, PG_READAHEAD);
             return Pageout::Redirtied;
+        }
+        if out == SwapOut::Failed {
+            // __end_swap_bio_write() clears PG_reclaim.
+            self.mem.clear(folio, PG_READAHEAD);
+            return Pageout::Failed;
         }
         let ty = self.folio_swap(folio).map(|e| e.ty as usize).unwrap_or(0);
         let done = self.swap[ty].synchronous() || out == SwapOut::NoIo;

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
-    mthp_counter, page_alloc_counter, NR_WRITEBACK, SIM_KSWAPD_CPU, SIM_THROTTLED, SIZE_ORDERS,
+    mthp_counter, page_alloc_counter, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
+    SIZE_ORDERS,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -158,6 +159,8 @@ pub struct VmStat {
     pub throttled_ps: u64,
     /// Pages under writeback (`nr_writeback`, mm/page_io.rs).
     pub nr_writeback: u64,
+    /// Pages of the zsmalloc pools, zswap's and zram's (`nr_zspages`).
+    pub nr_zspages: u64,
 }
 
 impl Default for VmStat {
@@ -176,6 +179,7 @@ impl Default for VmStat {
             kswapd_cpu_ps: 0,
             throttled_ps: 0,
             nr_writeback: 0,
+            nr_zspages: 0,
         }
     }
 }
@@ -342,6 +346,7 @@ impl VmStat {
         );
         self.snapshot_lru(&mut out);
         out.insert(NR_WRITEBACK.to_string(), self.nr_writeback);
+        out.insert(NR_ZSPAGES.to_string(), self.nr_zspages);
         out
     }
 

@@ -112,8 +112,8 @@ pub(crate) struct Zswap {
     rejected: u32,
     /// `zswap_next_shrink`: the cgroup the last worker visit ended at.
     next_shrink: Option<MemcgId>,
-    /// Compressed length by kind of data (0: not computed yet).
-    comp_len: Vec<u16>,
+    /// Compressed length by kind of data.
+    comp_len: LzoLens,
     /// `zswap_lruvec_state.nr_disk_swapins` of each cgroup: swap-ins read
     /// from a device, which protect as many entries from the shrinker.
     disk_swapins: BTreeMap<MemcgId, u64>,
@@ -133,13 +133,27 @@ enum Visit {
     Failed { exists: bool },
 }
 
-/// The length lzo1x-1 gives a page of `c` (at most a page: a page that
-/// does not compress is stored as it is).
-fn compressed_len(c: PageContent) -> u16 {
-    let mut page = vec![0u8; PAGE_SIZE as usize];
-    fill_page(c, 0, &mut page);
-    let n = lzo1x::compress(&page, lzo1x::CompressLevel::default()).len();
-    n.min(PAGE_SIZE as usize) as u16
+/// The length lzo1x-1 gives a page of each kind of data (at most a page:
+/// a page that does not compress is stored as it is), computed the first
+/// time a kind is asked for.
+#[derive(Debug)]
+pub(crate) struct LzoLens(Vec<u16>);
+
+impl LzoLens {
+    pub(crate) fn new() -> LzoLens {
+        LzoLens(vec![0; PageContent::COUNT])
+    }
+
+    pub(crate) fn get(&mut self, c: PageContent) -> u16 {
+        let slot = &mut self.0[c.0 as usize];
+        if *slot == 0 {
+            let mut page = vec![0u8; PAGE_SIZE as usize];
+            fill_page(c, 0, &mut page);
+            let n = lzo1x::compress(&page, lzo1x::CompressLevel::default()).len();
+            *slot = n.min(PAGE_SIZE as usize) as u16;
+        }
+        *slot
+    }
 }
 
 impl Zswap {
@@ -164,9 +178,14 @@ impl Zswap {
             running: false,
             rejected: 0,
             next_shrink: None,
-            comp_len: vec![0; PageContent::COUNT],
+            comp_len: LzoLens::new(),
             disk_swapins: BTreeMap::new(),
         }
+    }
+
+    /// `zs_get_total_pages()` of the pool.
+    pub(crate) fn pool_pages_allocated(&self) -> u64 {
+        self.pool.pages_allocated
     }
 
     /// `!zswap_never_enabled()`
@@ -204,14 +223,6 @@ impl<A: Arch> Kernel<A> {
             self.zswap.reached_full = false;
         }
         self.zswap.reached_full
-    }
-
-    fn zswap_compressed_len(&mut self, c: PageContent) -> u16 {
-        let slot = &mut self.zswap.comp_len[c.0 as usize];
-        if *slot == 0 {
-            *slot = compressed_len(c);
-        }
-        *slot
     }
 
     /// `zswap_store()` of a swap-cache folio: true when every page went to
@@ -261,7 +272,7 @@ impl<A: Arch> Kernel<A> {
         }
         for i in 0..nr {
             let c = self.mem.page_content(folio.plus(i));
-            let length = self.zswap_compressed_len(c);
+            let length = self.zswap.comp_len.get(c);
             let buddy = &mut self.buddy;
             let mem = &mut self.mem;
             let cpu = self.cpus.current;
@@ -332,6 +343,7 @@ impl<A: Arch> Kernel<A> {
     fn zswap_pool_size_changed(&mut self) {
         self.vmstat.zswap[ZswapStat::PoolTotalSize as usize] =
             self.zswap.pool.pages_allocated * PAGE_SIZE;
+        self.zspages_changed();
     }
 
     /// `zswap_entry_free()` of the entry of `slot`, if any
@@ -591,6 +603,12 @@ impl<A: Arch> Kernel<A> {
         }
         self.vmstat.count_vm_event(VmEvent::PswpOut);
         self.vmstat.sim.swap_write_io += 1;
+        if self.swap[slot.ty as usize].zram.is_some() && !self.zram_write_folio(folio, slot, 1) {
+            // __end_swap_bio_write() of a failed write: dirty again, no
+            // PG_reclaim, so not rotated.
+            self.mem.set(folio, PG_DIRTY);
+            self.mem.clear(folio, PG_READAHEAD);
+        }
         self.folio_end_writeback_reclaim(folio);
         true
     }

@@ -258,3 +258,58 @@ fn at_zswap_max_a_store_writes_back_an_entry_that_had_its_second_chance() {
     assert_eq!(c(&r, "out", "pswpout"), 8);
     assert_eq!(c(&r, "out", "memcg/0/zswapped"), 4 * 4096);
 }
+
+/// 1 GiB machine, THP off, a 512 MiB zram device and no zswap: `size` of
+/// anonymous memory written with `data`, paged out in phase "out",
+/// unmapped in phase "free".
+fn zram_pageout_and_free(size: &str, data: &str) -> String {
+    [
+        "[system]\nmemory = \"1G\"\ntransparent_hugepage.enabled = \"never\"\n\
+         [[system.swap]]\nkind = \"zram\"\nsize = \"512M\"\n"
+            .to_string(),
+        step(&format!(
+            "op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"{size}\""
+        )),
+        step(&format!(
+            "op = \"touch\"\nregion = \"a\"\naccess = \"write\"\n{data}"
+        )),
+        step("op = \"phase\"\nname = \"out\""),
+        step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
+        step("op = \"phase\"\nname = \"free\""),
+        step("op = \"munmap\"\nregion = \"a\""),
+    ]
+    .concat()
+}
+
+#[test]
+fn zram_compresses_into_its_own_pool() {
+    // zram_write_page() of 18,432 pages each holding one stored byte: not
+    // same-filled (page_same_filled(): the first word differs from the
+    // last), compressed to 44 bytes (lzo1x-1), zs_malloc()ed as 52 with
+    // the handle: the 64-byte class, 64 objects per one-page zspage, so
+    // 18,432 / 64 = 288 pages, the nr_zspages the host kernel (6.18.44,
+    // lzo-rle) showed for the same pageout. zswap is off: no pool of its.
+    let r = run(&zram_pageout_and_free("72M", ""));
+    assert_eq!(c(&r, "out", "pswpout"), 18432);
+    assert_eq!(c(&r, "out", "nr_zspages"), 288);
+    assert_eq!(c(&r, "out", "zswap/pool_total_size"), 0);
+    // munmap frees every slot (zram_slot_free_notify()), emptying every
+    // zspage, whose pages go back.
+    assert_eq!(c(&r, "free", "nr_zspages"), -288);
+}
+
+#[test]
+fn zram_keeps_only_the_value_of_same_filled_pages() {
+    // A page of one repeated byte is same-filled: ZRAM_SAME keeps the
+    // value in the slot and allocates nothing. (Zero pages never reach
+    // zram: swap_writeout() sends them to the zeromap.)
+    let r = run(&zram_pageout_and_free("8M", "data = \"repeated\""));
+    assert_eq!(c(&r, "out", "pswpout"), 2048);
+    assert_eq!(c(&r, "out", "nr_zspages"), 0);
+    // Random pages do not compress below huge_class_size: each is stored
+    // as it is (write_incompressible_page()), one one-page zspage each.
+    let r = run(&zram_pageout_and_free("8M", "data = \"random\""));
+    assert_eq!(c(&r, "out", "pswpout"), 2048);
+    assert_eq!(c(&r, "out", "nr_zspages"), 2048);
+    assert_eq!(c(&r, "free", "nr_zspages"), -2048);
+}

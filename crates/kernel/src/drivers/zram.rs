@@ -1,0 +1,162 @@
+//! zram's own memory (drivers/block/zram/zram_drv.c), Linux 6.18: the
+//! zsmalloc pool (mm/zsmalloc.rs) that a zram swap device compresses its
+//! writes into, which takes pages from the machine as reclaim swaps out.
+//!
+//! Modelled:
+//! * `zram_write_page()` of each page of a folio written to the device
+//!   (a large folio's bio is written page by page): a page whose words all
+//!   hold one value (`page_same_filled()`; the model's zero and repeated
+//!   pages) keeps only that value in the slot (`ZRAM_SAME`) and takes no
+//!   memory; any other page is compressed and `zs_malloc()`ed. A page that
+//!   compresses to `huge_class_size` or more is stored as it is
+//!   (`write_incompressible_page()`), in the same one-page zspage class its
+//!   compressed length would have picked.
+//! * The pool's pages come from the page allocator without watermarks: the
+//!   write runs in reclaim (`PF_MEMALLOC`), and `GFP_NOIO` does not reclaim
+//!   again. They are nobody's: not on an LRU, not charged to a cgroup.
+//! * `zram_slot_free_notify()` when the swap slot is freed
+//!   (`swap_range_free()`): the slot's object goes (`zram_free_page()`),
+//!   and a zspage it empties gives its pages back.
+//! * A page that finds no free page for its object (the free lists empty,
+//!   say after a per-CPU list refill took the last pages) fails the write
+//!   (-ENOMEM): `__end_swap_bio_write()` makes the folio dirty again and
+//!   clears PG_reclaim, and reclaim keeps it in the swap cache. `pswpout`
+//!   counted it already.
+//! * `nr_zspages` in /proc/vmstat counts these pages and zswap's.
+//!
+//! Approximated: the compressed length is lzo1x-1's for the page's kind of
+//! data (as zswap's, mm/zswap.rs); zram's default compressor is lzo-rle,
+//! which encodes runs of zero bytes in fewer bytes.
+//! Not modelled: `mem_limit`, writeback to a backing device, recompression,
+//! compaction, `zram_slot_free_notify()` missing a slot it cannot lock.
+
+use crate::arch::Arch;
+use crate::include::linux::pgtable::Pfn;
+use crate::mm::swapfile::SwpEntry;
+use crate::mm::zsmalloc::ZsPool;
+use crate::mm::zswap::LzoLens;
+use crate::Kernel;
+use foliosim_uapi::pagedata::PageContent;
+
+/// `struct zram`: its pool and each slot's object.
+#[derive(Debug)]
+pub(crate) struct Zram {
+    pool: ZsPool,
+    /// The zspage holding each slot's object, plus one (0: none, or a
+    /// same-filled page).
+    handle: Vec<u32>,
+    lens: LzoLens,
+}
+
+impl Zram {
+    pub(crate) fn new(nr_slots: u64) -> Zram {
+        Zram {
+            pool: ZsPool::new(),
+            handle: vec![0; nr_slots as usize],
+            lens: LzoLens::new(),
+        }
+    }
+
+    /// `zs_get_total_pages()`
+    pub(crate) fn pool_pages_allocated(&self) -> u64 {
+        self.pool.pages_allocated
+    }
+
+    /// The pages of the pool (for the invariant checker).
+    pub(crate) fn pool_pages(&self) -> impl Iterator<Item = Pfn> + '_ {
+        self.pool.pages()
+    }
+}
+
+/// `page_same_filled()` of a page of this kind of data.
+fn same_filled(c: PageContent) -> bool {
+    c == PageContent::ZERO || c == PageContent::REPEATED
+}
+
+impl<A: Arch> Kernel<A> {
+    /// `zram_write_page()` of the `nr` pages of `folio`, written to the
+    /// zram slots from `entry`: false when a page found no memory for its
+    /// object, which ends the write there (`zram_bio_write()` fails the
+    /// bio with the pages before it stored).
+    pub(crate) fn zram_write_folio(&mut self, folio: Pfn, entry: SwpEntry, nr: u64) -> bool {
+        let mut ok = true;
+        for i in 0..nr {
+            let offset = entry.offset + i;
+            let c = self.mem.page_content(folio.plus(i));
+            let cpu = self.cpus.current;
+            let buddy = &mut self.buddy;
+            let mem = &mut self.mem;
+            let Some(zram) = self.swap[entry.ty as usize].zram.as_deref_mut() else {
+                return true;
+            };
+            let handle = if same_filled(c) {
+                0
+            } else {
+                let len = zram.lens.get(c);
+                // GFP_NOIO from reclaim (PF_MEMALLOC): no watermarks, and
+                // no reclaim again when the free lists are empty.
+                match zram
+                    .pool
+                    .malloc(u32::from(len), || buddy.alloc_pages(mem, 0, cpu))
+                {
+                    Ok(z) => z + 1,
+                    Err(pages) => {
+                        for p in pages {
+                            self.free_pages(p, 0);
+                        }
+                        ok = false;
+                        break;
+                    }
+                }
+            };
+            // zram_free_page() of what the slot held before, then the new
+            // object.
+            self.zram_free_page(entry.ty, offset);
+            if let Some(zram) = self.swap[entry.ty as usize].zram.as_deref_mut() {
+                zram.handle[offset as usize] = handle;
+            }
+        }
+        self.zspages_changed();
+        ok
+    }
+
+    /// `zram_slot_free_notify()` of the slots among `nr` from `entry` that
+    /// were freed.
+    pub(crate) fn zram_free_notify(&mut self, entry: SwpEntry, nr: u64) {
+        if self.swap[entry.ty as usize].zram.is_none() {
+            return;
+        }
+        for o in entry.offset..entry.offset + nr {
+            if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
+                self.zram_free_page(entry.ty, o);
+            }
+        }
+        self.zspages_changed();
+    }
+
+    /// `zram_free_page()`: the slot's object goes, and a zspage that leaves
+    /// empty gives its pages back.
+    fn zram_free_page(&mut self, ty: u32, offset: u64) {
+        let Some(zram) = self.swap[ty as usize].zram.as_deref_mut() else {
+            return;
+        };
+        let z = std::mem::take(&mut zram.handle[offset as usize]);
+        if z == 0 {
+            return;
+        }
+        for p in zram.pool.free(z - 1) {
+            self.free_pages(p, 0);
+        }
+    }
+
+    /// `nr_zspages`: the pages of every zsmalloc pool, zswap's and zram's.
+    pub(crate) fn zspages_changed(&mut self) {
+        let zram: u64 = self
+            .swap
+            .iter()
+            .filter_map(|si| si.zram.as_deref())
+            .map(Zram::pool_pages_allocated)
+            .sum();
+        self.vmstat.nr_zspages = self.zswap.pool_pages_allocated() + zram;
+    }
+}
