@@ -96,6 +96,8 @@ pub struct Config {
     pub machine_boot_used: u64,
     /// Of those, the bytes on the workload CPU's per-CPU list.
     pub machine_pcp_list: u64,
+    /// Of those, the bytes on the list of the CPU kswapd runs on.
+    pub machine_kswapd_pcp_list: u64,
     /// Free bytes of lower zones the workload's allocations may not take.
     pub machine_lowmem_reserve: u64,
     /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
@@ -149,6 +151,7 @@ impl Default for Config {
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
+            machine_kswapd_pcp_list: knobs::MACHINE_KSWAPD_PCP_LIST.default.int(),
             machine_lowmem_reserve: knobs::MACHINE_LOWMEM_RESERVE.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
@@ -197,6 +200,7 @@ impl Config {
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
+            knobs::MACHINE_KSWAPD_PCP_LIST => FieldMut::U64(&mut self.machine_kswapd_pcp_list),
             knobs::MACHINE_LOWMEM_RESERVE => FieldMut::U64(&mut self.machine_lowmem_reserve),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),

@@ -104,8 +104,8 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 /// cannot say.
 pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
     use foliosim_uapi::knobs::{
-        MACHINE_BOOT_USED, MACHINE_LOWMEM_RESERVE, MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST,
-        MACHINE_UNMANAGED,
+        MACHINE_BOOT_USED, MACHINE_KSWAPD_PCP_LIST, MACHINE_LOWMEM_RESERVE,
+        MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST, MACHINE_UNMANAGED,
     };
     let page = foliosim_uapi::knobs::PAGE_SIZE;
     let Ok(text) = fs::read_to_string("/proc/zoneinfo") else {
@@ -130,6 +130,11 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
             MACHINE_PCP_LIST.key.to_string(),
             (pcp_count(&text, cpu) * page).to_string(),
         ),
+        // kswapd runs beside the workload: on the next CPU, as in the model.
+        (
+            MACHINE_KSWAPD_PCP_LIST.key.to_string(),
+            (pcp_count(&text, next_cpu(cpu)) * page).to_string(),
+        ),
         (
             MACHINE_LOWMEM_RESERVE.key.to_string(),
             (lowmem_reserve(&text) * page).to_string(),
@@ -142,6 +147,13 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// The online CPU after `cpu` (wrapping; `cpu` itself on a one-CPU
+/// machine).
+fn next_cpu(cpu: usize) -> usize {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cpu + 1) % n.max(1)
 }
 
 /// The pages on `cpu`'s per-CPU lists, over the zones of /proc/zoneinfo

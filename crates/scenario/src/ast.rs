@@ -93,6 +93,9 @@ pub struct System {
     /// `machine.pcp_list`: of those, the bytes on the workload CPU's
     /// per-CPU page list.
     pub machine_pcp_list: u64,
+    /// `machine.kswapd_pcp_list`: of those, the bytes on the per-CPU page
+    /// list of the CPU kswapd runs on.
+    pub machine_kswapd_pcp_list: u64,
     /// `machine.lowmem_reserve`: free bytes of lower zones the workload's
     /// allocations may not take.
     pub machine_lowmem_reserve: u64,

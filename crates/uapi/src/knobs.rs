@@ -556,6 +556,20 @@ pub const MACHINE_PCP_LIST: Knob = Knob {
           comparison sets the guest's",
 };
 
+pub const MACHINE_KSWAPD_PCP_LIST: Knob = Knob {
+    key: "machine.kswapd_pcp_list",
+    kind: Kind::Bytes {
+        align: PAGE_SIZE,
+        min: 0,
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "of machine.boot_used, the pages on the per-CPU page list of the CPU kswapd \
+          runs on (the next CPU after the workload's) before the workload starts, which \
+          kswapd's own allocations (zram's pool) take first; a VM comparison sets the \
+          guest's",
+};
+
 pub const MACHINE_LOWMEM_RESERVE: Knob = Knob {
     key: "machine.lowmem_reserve",
     kind: Kind::Bytes {
@@ -618,6 +632,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_UNMANAGED,
     MACHINE_BOOT_USED,
     MACHINE_PCP_LIST,
+    MACHINE_KSWAPD_PCP_LIST,
     MACHINE_LOWMEM_RESERVE,
     MACHINE_MIN_FREE_KBYTES,
     MACHINE_SWAP_WRITE_RATE,

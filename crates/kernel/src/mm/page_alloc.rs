@@ -167,6 +167,9 @@ pub(crate) struct FreeArea {
     /// list when the machine starts, taken from the buddy lists after the
     /// boot pages.
     boot_pcp: u64,
+    /// `machine.kswapd_pcp_list`: the pages the next CPU's list (where
+    /// kswapd runs) holds when the machine starts.
+    boot_pcp_kswapd: u64,
     /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the node, from
     /// `balance_pgdat()`'s start to its end (`set_reclaim_active()`,
     /// `clear_reclaim_active()` in mm/vmscan.rs; kswapd's own frees, made
@@ -197,6 +200,7 @@ impl FreeArea {
             pcp_sizes: PcpSizes::default(),
             below_high: false,
             boot_pcp: 0,
+            boot_pcp_kswapd: 0,
             reclaim_active: false,
         }
     }
@@ -208,6 +212,9 @@ impl FreeArea {
         self.pcp = vec![Pcp::default(); cpus.max(1)];
         self.pcp_sizes = PcpSizes::new(self.managed, self.wmark.low, cpus as u64);
         self.rmqueue_bulk(mem, 0, self.boot_pcp);
+        if self.pcp.len() > 1 {
+            self.rmqueue_bulk(mem, 1, self.boot_pcp_kswapd);
+        }
     }
 
     /// The machine's own memory: take `machine.unmanaged` and
@@ -222,21 +229,22 @@ impl FreeArea {
     ) -> crate::KResult<()> {
         let unmanaged = cfg.machine_unmanaged / PAGE_SIZE;
         let used = cfg.machine_boot_used / PAGE_SIZE;
-        // The workload CPU's list is part of the memory in use at boot.
-        if cfg.machine_pcp_list > cfg.machine_boot_used {
+        // The CPUs' lists are part of the memory in use at boot.
+        if cfg.machine_pcp_list + cfg.machine_kswapd_pcp_list > cfg.machine_boot_used {
             return Err(crate::KernelError::Unsupported(format!(
-                "machine.pcp_list = {} KiB is more than machine.boot_used = {} KiB, which \
-                 holds it",
-                cfg.machine_pcp_list >> 10,
+                "machine.pcp_list + machine.kswapd_pcp_list = {} KiB is more than \
+                 machine.boot_used = {} KiB, which holds them",
+                (cfg.machine_pcp_list + cfg.machine_kswapd_pcp_list) >> 10,
                 cfg.machine_boot_used >> 10
             )));
         }
         self.boot_pcp = cfg.machine_pcp_list / PAGE_SIZE;
+        self.boot_pcp_kswapd = cfg.machine_kswapd_pcp_list / PAGE_SIZE;
         // One zone: the lower zones' protected free pages are held with the
         // boot pages (__zone_watermark_ok() with the zone's lowmem_reserve
         // keeps movable allocations from them; setup_per_zone_lowmem_reserve()).
         self.lowmem = cfg.machine_lowmem_reserve / PAGE_SIZE;
-        let n = unmanaged + used - self.boot_pcp + self.lowmem;
+        let n = unmanaged + used - self.boot_pcp - self.boot_pcp_kswapd + self.lowmem;
         let room = (16 << 20) / PAGE_SIZE;
         if n + room > self.nr_pages {
             return Err(crate::KernelError::Unsupported(format!(

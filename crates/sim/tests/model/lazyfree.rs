@@ -732,6 +732,35 @@ fn the_workload_cpus_list_at_boot_is_taken_first() {
     assert!(e.contains("machine.pcp_list"), "{e}");
 }
 
+/// `machine.kswapd_pcp_list`: of the memory in use at boot, the pages on
+/// the list of the CPU kswapd runs on (CPU 1). The machine above with
+/// 16 KiB on each list: the boot holds 1024 - 8 = 1016 pages. The
+/// workload on CPU 0 takes its own list's pages as above and leaves CPU
+/// 1's four alone: free 14332 as before, 2 + 4 pages on the lists.
+#[test]
+fn kswapds_cpu_list_at_boot_is_held_apart() {
+    let text = [
+        system_mem(
+            "64M",
+            "machine.unmanaged = \"4M\"\nmachine.boot_used = \"4M\"\nmachine.pcp_list = \"16K\"\n\
+             machine.kswapd_pcp_list = \"16K\"\n",
+        ),
+        phase("one"),
+        anon_written("a", "4K"),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(c(&r, "one", "machine/free_pages"), 14332);
+    assert_eq!(c(&r, "one", "machine/pcp_pages"), 6);
+    // Both lists are part of the memory in use at boot.
+    let text = system_mem(
+        "64M",
+        "machine.boot_used = \"8K\"\nmachine.pcp_list = \"4K\"\nmachine.kswapd_pcp_list = \"8K\"\n",
+    ) + &anon_written("a", "4K");
+    let e = try_run_with(&text, &[]).unwrap_err().to_string();
+    assert!(e.contains("machine.kswapd_pcp_list"), "{e}");
+}
+
 /// The machine's own memory (`machine.*`, what a VM comparison sets from
 /// the guest). On a 64 MiB machine (16384 pages) with 4 MiB unmanaged and
 /// 4 MiB in use at boot: managed = 16384 - 1024 = 15360 pages;
