@@ -509,8 +509,8 @@ pub(crate) struct DeferredSplit {
     /// `split_queue`: list position → folio.
     split_queue: BTreeMap<u64, Pfn>,
     /// The list position of every queued folio (`folio->_deferred_list`
-    /// not empty).
-    pos: HashMap<u32, u64>,
+    /// not empty). Looked up only, never iterated: a fast fixed hasher.
+    pos: HashMap<u32, u64, foldhash::fast::FixedState>,
     /// The next tail position.
     tail: u64,
 }

@@ -188,7 +188,8 @@ pub(crate) struct LruGenFolio {
     mm_tail: Option<MmPos>,
     /// `mm_state->filters[]`: PMD entries whose PTE tables are worth a
     /// walk, as (table, index); None until first reset.
-    filters: [Option<HashSet<(TableId, u16)>>; 2],
+    /// Looked up only, never iterated: a fast fixed hasher.
+    filters: [Option<HashSet<(TableId, u16), foldhash::fast::FixedState>>; 2],
 }
 
 impl Default for LruGenFolio {
@@ -858,7 +859,7 @@ impl<A: Arch> Kernel<A> {
             let slot = &mut self.lrugen_mut(memcg).filters[((walk.seq + 1) % 2) as usize];
             match slot {
                 Some(f) => f.clear(),
-                None => *slot = Some(HashSet::new()),
+                None => *slot = Some(HashSet::default()),
             }
         }
         (mm, last)

@@ -607,12 +607,14 @@ impl<A: Arch> Kernel<A> {
             };
         }
         let index = self.mem.folio_index(folio);
-        let hits: RmapHits = self
-            .anon_rmap_cache
-            .vmas
-            .iter()
-            .filter_map(|(mm, v)| rmap_hit(*mm, v, index, nr))
-            .collect();
+        // Pushed one by one: collecting a filter_map (no size hint) into
+        // a SmallVec costs more than the walk itself.
+        let mut hits = RmapHits::new();
+        for (mm, v) in &self.anon_rmap_cache.vmas {
+            if let Some(hit) = rmap_hit(*mm, v, index, nr) {
+                hits.push(hit);
+            }
+        }
         debug_assert_eq!(
             hits.iter()
                 .map(|h| (h.mm, h.vma, h.addr))

@@ -232,7 +232,11 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.shrink_folio_list += 1;
         // Writes end while reclaim runs, as its clock advances.
         self.swap_io_complete();
-        let mut kept = Kept::default();
+        // Most folios of a batch may be kept: room for all up front.
+        let mut kept = Kept {
+            folios: Vec::with_capacity(list.len()),
+            written: Vec::new(),
+        };
         let mut stat = ReclaimStat::default();
         let mut batch = 0;
         while let Some(folio) = list.pop() {
@@ -1040,7 +1044,7 @@ impl<A: Arch> Kernel<A> {
         }
         self.vmstat
             .count_memcg_events(memcg, MemcgEvent::PgRefill, nr_scanned);
-        let (mut l_active, mut l_inactive) = (Vec::new(), Vec::new());
+        let (mut l_active, mut l_inactive) = (Vec::new(), Vec::with_capacity(l_hold.len()));
         let mut nr_rotated = 0;
         for folio in l_hold {
             let (referenced, vm_flags) = self.folio_referenced(folio, false, sc.target);

@@ -273,19 +273,19 @@ impl VmStat {
     /// counts and its share of the machine's events.
     pub fn task_ps(&self, p: &Prices) -> u64 {
         let k = &*self.kthread;
-        let events = |i: usize| {
-            if self.in_kthread {
-                k.events[i] + self.events[i] - k.events_at_enter[i]
-            } else {
-                self.events[i] - k.events[i]
-            }
-        };
         let mut ps = self.sim.dot(&p.sim);
-        if !self.in_kthread {
+        // The task's share of each event, with the branch on whose task
+        // runs taken once rather than per event.
+        if self.in_kthread {
+            for &(i, c) in &p.events {
+                let n = k.events[i] + self.events[i] - k.events_at_enter[i];
+                ps = ps.wrapping_add(n.wrapping_mul(c));
+            }
+        } else {
             ps = ps.wrapping_add(self.throttled_ps);
-        }
-        for &(i, c) in &p.events {
-            ps = ps.wrapping_add(events(i).wrapping_mul(c));
+            for &(i, c) in &p.events {
+                ps = ps.wrapping_add((self.events[i] - k.events[i]).wrapping_mul(c));
+            }
         }
         for &(i, c) in &p.trace {
             ps = ps.wrapping_add(self.trace[i].wrapping_mul(c));
