@@ -73,6 +73,7 @@ struct Cluster {
 /// `CLUSTER_FLAG_FREE` / `_NONFULL` / `_FRAG` / `_FULL`: which of the
 /// area's lists holds a cluster.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(usize)]
 enum ClusterList {
     /// `free_clusters`: no slot in use.
     #[default]
@@ -110,6 +111,10 @@ pub(crate) struct SwapInfo {
     next: Vec<Option<u64>>,
     /// The sequence number the next list move takes.
     seq: u64,
+    /// How many clusters each list holds, per order for all but the free
+    /// list ([`SwapInfo::list_key`]): an empty list is known without a
+    /// scan of every cluster (`list_empty()`).
+    nr_on_list: [u32; 4 * SWAP_NR_ORDERS as usize],
     pub(crate) inuse_pages: u64,
     /// A zram device's own memory (drivers/zram.rs).
     pub(crate) zram: Option<Box<Zram>>,
@@ -137,6 +142,7 @@ impl SwapInfo {
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             seq: nr_clusters as u64,
+            nr_on_list: [0; 4 * SWAP_NR_ORDERS as usize],
             inuse_pages: 0,
             zram: matches!(kind, SwapKind::Zram).then(|| Box::new(Zram::new(nr_slots))),
         };
@@ -155,7 +161,32 @@ impl SwapInfo {
                 c.list = ClusterList::Nonfull;
             }
         }
+        for c in 0..nr_clusters {
+            let key = si.cluster_key(c);
+            si.nr_on_list[key] += 1;
+        }
         si
+    }
+
+    /// The slot of `nr_on_list` counting the clusters of `list` that serve
+    /// `order` (any order on the free list, as the scans take them).
+    fn list_key(list: ClusterList, order: u32) -> usize {
+        match list {
+            ClusterList::Free => 0,
+            _ => list as usize * SWAP_NR_ORDERS as usize + order as usize,
+        }
+    }
+
+    /// The `nr_on_list` slot of cluster `c`.
+    fn cluster_key(&self, c: usize) -> usize {
+        Self::list_key(self.clusters[c].list, self.clusters[c].order)
+    }
+
+    /// Set the order cluster `c` serves, keeping `nr_on_list`.
+    fn set_cluster_order(&mut self, c: usize, order: u32) {
+        self.nr_on_list[self.cluster_key(c)] -= 1;
+        self.clusters[c].order = order;
+        self.nr_on_list[self.cluster_key(c)] += 1;
     }
 
     /// SWP_BLKDEV
@@ -215,7 +246,9 @@ impl SwapInfo {
 
     /// `move_cluster()`: to the tail of `list`.
     fn move_cluster(&mut self, c: usize, list: ClusterList) {
+        self.nr_on_list[self.cluster_key(c)] -= 1;
         self.clusters[c].list = list;
+        self.nr_on_list[self.cluster_key(c)] += 1;
         self.clusters[c].seq = self.seq;
         self.seq += 1;
     }
@@ -247,7 +280,7 @@ impl SwapInfo {
         let mut next = None;
         if let Some(off) = found {
             if self.clusters[c].count == 0 {
-                self.clusters[c].order = order;
+                self.set_cluster_order(c, order);
             }
             self.clusters[c].count += nr as u32;
             for o in off..off + nr {
@@ -273,13 +306,32 @@ impl SwapInfo {
         order: u32,
         scan_all: bool,
     ) -> Option<u64> {
+        let on =
+            |cl: &Cluster| cl.list == list && (list == ClusterList::Free || cl.order == list_order);
+        debug_assert_eq!(
+            self.nr_on_list[Self::list_key(list, list_order)] as usize,
+            self.clusters.iter().filter(|cl| on(cl)).count(),
+            "nr_on_list disagrees with the clusters' lists"
+        );
+        if self.nr_on_list[Self::list_key(list, list_order)] == 0 {
+            return None; // list_empty()
+        }
+        if !scan_all {
+            // Only the head (the smallest seq): no need to sort the list.
+            let (c, _) = self
+                .clusters
+                .iter()
+                .enumerate()
+                .filter(|(_, cl)| on(cl))
+                .min_by_key(|(i, cl)| (cl.seq, *i))?;
+            let base = c as u64 * SWAPFILE_CLUSTER;
+            return self.alloc_scan_cluster(c, base, order);
+        }
         let mut on_list: Vec<(u64, usize)> = self
             .clusters
             .iter()
             .enumerate()
-            .filter(|(_, cl)| {
-                cl.list == list && (list == ClusterList::Free || cl.order == list_order)
-            })
+            .filter(|(_, cl)| on(cl))
             .map(|(i, cl)| (cl.seq, i))
             .collect();
         on_list.sort_unstable();
@@ -355,7 +407,7 @@ impl SwapInfo {
         self.clusters[c].count -= 1;
         if self.clusters[c].count == 0 {
             self.move_cluster(c, ClusterList::Free);
-            self.clusters[c].order = 0;
+            self.set_cluster_order(c, 0);
         } else if self.clusters[c].list != ClusterList::Nonfull {
             self.move_cluster(c, ClusterList::Nonfull);
         }

@@ -232,10 +232,11 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.sim.shrink_folio_list += 1;
         // Writes end while reclaim runs, as its clock advances.
         self.swap_io_complete();
-        // Most folios of a batch may be kept: room for all up front.
+        // Most folios of a batch may be kept, or wait for their write:
+        // room for all up front.
         let mut kept = Kept {
             folios: Vec::with_capacity(list.len()),
-            written: Vec::new(),
+            written: Vec::with_capacity(list.len()),
         };
         let mut stat = ReclaimStat::default();
         let mut batch = 0;
