@@ -73,7 +73,6 @@ struct Cluster {
 /// `CLUSTER_FLAG_FREE` / `_NONFULL` / `_FRAG` / `_FULL`: which of the
 /// area's lists holds a cluster.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(usize)]
 enum ClusterList {
     /// `free_clusters`: no slot in use.
     #[default]
@@ -111,10 +110,10 @@ pub(crate) struct SwapInfo {
     next: Vec<Option<u64>>,
     /// The sequence number the next list move takes.
     seq: u64,
-    /// How many clusters each list holds, per order for all but the free
-    /// list ([`SwapInfo::list_key`]): an empty list is known without a
-    /// scan of every cluster (`list_empty()`).
-    nr_on_list: [u32; 4 * SWAP_NR_ORDERS as usize],
+    /// How many clusters serve each order (their `order` field): none
+    /// for an order above 0 means its non-full and fragmented lists are
+    /// empty (`list_empty()`), known without a scan of every cluster.
+    nr_of_order: [u32; SWAP_NR_ORDERS as usize],
     pub(crate) inuse_pages: u64,
     /// A zram device's own memory (drivers/zram.rs).
     pub(crate) zram: Option<Box<Zram>>,
@@ -142,7 +141,7 @@ impl SwapInfo {
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             seq: nr_clusters as u64,
-            nr_on_list: [0; 4 * SWAP_NR_ORDERS as usize],
+            nr_of_order: [0; SWAP_NR_ORDERS as usize],
             inuse_pages: 0,
             zram: matches!(kind, SwapKind::Zram).then(|| Box::new(Zram::new(nr_slots))),
         };
@@ -161,32 +160,15 @@ impl SwapInfo {
                 c.list = ClusterList::Nonfull;
             }
         }
-        for c in 0..nr_clusters {
-            let key = si.cluster_key(c);
-            si.nr_on_list[key] += 1;
-        }
+        si.nr_of_order[0] = nr_clusters as u32;
         si
     }
 
-    /// The slot of `nr_on_list` counting the clusters of `list` that serve
-    /// `order` (any order on the free list, as the scans take them).
-    fn list_key(list: ClusterList, order: u32) -> usize {
-        match list {
-            ClusterList::Free => 0,
-            _ => list as usize * SWAP_NR_ORDERS as usize + order as usize,
-        }
-    }
-
-    /// The `nr_on_list` slot of cluster `c`.
-    fn cluster_key(&self, c: usize) -> usize {
-        Self::list_key(self.clusters[c].list, self.clusters[c].order)
-    }
-
-    /// Set the order cluster `c` serves, keeping `nr_on_list`.
+    /// Set the order cluster `c` serves, keeping `nr_of_order`.
     fn set_cluster_order(&mut self, c: usize, order: u32) {
-        self.nr_on_list[self.cluster_key(c)] -= 1;
+        self.nr_of_order[self.clusters[c].order as usize] -= 1;
         self.clusters[c].order = order;
-        self.nr_on_list[self.cluster_key(c)] += 1;
+        self.nr_of_order[order as usize] += 1;
     }
 
     /// SWP_BLKDEV
@@ -246,9 +228,7 @@ impl SwapInfo {
 
     /// `move_cluster()`: to the tail of `list`.
     fn move_cluster(&mut self, c: usize, list: ClusterList) {
-        self.nr_on_list[self.cluster_key(c)] -= 1;
         self.clusters[c].list = list;
-        self.nr_on_list[self.cluster_key(c)] += 1;
         self.clusters[c].seq = self.seq;
         self.seq += 1;
     }
@@ -309,12 +289,15 @@ impl SwapInfo {
         let on =
             |cl: &Cluster| cl.list == list && (list == ClusterList::Free || cl.order == list_order);
         debug_assert_eq!(
-            self.nr_on_list[Self::list_key(list, list_order)] as usize,
-            self.clusters.iter().filter(|cl| on(cl)).count(),
-            "nr_on_list disagrees with the clusters' lists"
+            self.nr_of_order[list_order as usize] as usize,
+            self.clusters
+                .iter()
+                .filter(|cl| cl.order == list_order)
+                .count(),
+            "nr_of_order disagrees with the clusters' orders"
         );
-        if self.nr_on_list[Self::list_key(list, list_order)] == 0 {
-            return None; // list_empty()
+        if list != ClusterList::Free && self.nr_of_order[list_order as usize] == 0 {
+            return None; // list_empty(): no cluster serves the order
         }
         if !scan_all {
             // Only the head (the smallest seq): no need to sort the list.
