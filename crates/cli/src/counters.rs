@@ -13,7 +13,7 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
-    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
+    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, SIM_ZRAM_WRITE_FAIL,
 };
 use serde_json::json;
 
@@ -136,9 +136,10 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
     }
-    for (name, doc) in SimStat::DOCS
-        .iter()
-        .chain([&SIM_KSWAPD_CPU, &SIM_THROTTLED])
+    for (name, doc) in
+        SimStat::DOCS
+            .iter()
+            .chain([&SIM_KSWAPD_CPU, &SIM_THROTTLED, &SIM_ZRAM_WRITE_FAIL])
     {
         out.push(entry((*name).into(), &["sim"], doc.trim()));
     }

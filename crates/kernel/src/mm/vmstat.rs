@@ -16,7 +16,7 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
     mthp_counter, page_alloc_counter, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
-    SIZE_ORDERS,
+    SIM_ZRAM_WRITE_FAIL, SIZE_ORDERS,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -161,6 +161,9 @@ pub struct VmStat {
     pub nr_writeback: u64,
     /// Pages of the zsmalloc pools, zswap's and zram's (`nr_zspages`).
     pub nr_zspages: u64,
+    /// zram writes that found no page for their pool (drivers/zram.rs),
+    /// machine-wide.
+    pub zram_write_fail: u64,
 }
 
 impl Default for VmStat {
@@ -180,6 +183,7 @@ impl Default for VmStat {
             throttled_ps: 0,
             nr_writeback: 0,
             nr_zspages: 0,
+            zram_write_fail: 0,
         }
     }
 }
@@ -347,6 +351,7 @@ impl VmStat {
         self.snapshot_lru(&mut out);
         out.insert(NR_WRITEBACK.to_string(), self.nr_writeback);
         out.insert(NR_ZSPAGES.to_string(), self.nr_zspages);
+        out.insert(SIM_ZRAM_WRITE_FAIL.0.to_string(), self.zram_write_fail);
         out
     }
 

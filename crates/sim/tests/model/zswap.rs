@@ -313,3 +313,39 @@ fn zram_keeps_only_the_value_of_same_filled_pages() {
     assert_eq!(c(&r, "out", "nr_zspages"), 2048);
     assert_eq!(c(&r, "free", "nr_zspages"), -2048);
 }
+
+/// The counters of the first phase of guest/global-reclaim-anon-zram on a
+/// 6.18.35 x86_64 guest run's machine, with `extra` settings.
+fn global_zram(extra: &[(&str, &str)]) -> std::collections::BTreeMap<String, i64> {
+    let mut sets = vec![
+        ("machine.boot_used", "26673152"),
+        ("machine.unmanaged", "32481280"),
+        ("machine.min_free_kbytes", "3965"),
+    ];
+    sets.extend_from_slice(extra);
+    let sc = crate::common::load_scenario("guest/global-reclaim-anon-zram.toml", &sets);
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    r.phases[0].counters.clone()
+}
+
+#[test]
+fn a_zram_write_without_a_free_page_fails_and_keeps_the_folio() {
+    // On this machine the workload's last per-CPU list refill before
+    // pressure takes the free lists to zero, and kswapd's CPU's list is
+    // empty: kswapd's first zram write finds no page for its object
+    // (zram_write_page() → -ENOMEM), and the folio stays dirty in the
+    // swap cache. zram writes end at once, so every write either succeeds
+    // and its folio is stolen or fails and its folio is kept: pswpout =
+    // steals + failures.
+    let p = global_zram(&[]);
+    let steals = p["pgsteal_kswapd"] + p["pgsteal_direct"];
+    let failed = p["sim/zram_write_fail"];
+    assert!(failed > 0, "{p:?}");
+    assert_eq!(p["pswpout"], steals + failed);
+    // 16 pages on kswapd's CPU's list at boot: its first write takes one,
+    // and each batch it frees puts 32 pages back on that list before the
+    // pool needs another (one page per 64 one-byte pages): no failure.
+    let p = global_zram(&[("machine.kswapd_pcp_list", "64K")]);
+    assert_eq!(p["sim/zram_write_fail"], 0);
+    assert_eq!(p["pswpout"], p["pgsteal_kswapd"] + p["pgsteal_direct"]);
+}
