@@ -304,6 +304,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) swap_of: mm::swapfile::SwapOf,
     /// zswap: its pool and the entries of the swap slots.
     pub(crate) zswap: mm::zswap::Zswap,
+    /// The compressed length of each kind of data, for zswap and zram.
+    pub(crate) lzo_lens: mm::zswap::LzoLens,
     /// Cluster readahead's machine-wide hit history.
     pub(crate) swap_ra: mm::swap_state::SwapRa,
     /// Swap entries stored in shmem page-cache slots (xarray value
@@ -408,6 +410,7 @@ impl<A: Arch> Kernel<A> {
                 .collect(),
             swap_of: Default::default(),
             zswap,
+            lzo_lens: mm::zswap::LzoLens::new(),
             swap_ra: Default::default(),
             shmem_swap: Default::default(),
             tlb_ubc: Default::default(),

@@ -25,7 +25,7 @@
 //! * `nr_zspages` in /proc/vmstat counts these pages and zswap's.
 //!
 //! Approximated: the compressed length is lzo1x-1's for the page's kind of
-//! data (as zswap's, mm/zswap.rs); zram's default compressor is lzo-rle,
+//! data (zswap's, mm/zswap.rs `LzoLens`); zram's default compressor is lzo-rle,
 //! which encodes runs of zero bytes in fewer bytes.
 //! Not modelled: `mem_limit`, writeback to a backing device, recompression,
 //! compaction, `zram_slot_free_notify()` missing a slot it cannot lock.
@@ -34,7 +34,6 @@ use crate::arch::Arch;
 use crate::include::linux::pgtable::Pfn;
 use crate::mm::swapfile::SwpEntry;
 use crate::mm::zsmalloc::ZsPool;
-use crate::mm::zswap::LzoLens;
 use crate::Kernel;
 use foliosim_uapi::pagedata::PageContent;
 
@@ -45,7 +44,6 @@ pub(crate) struct Zram {
     /// The zspage holding each slot's object, plus one (0: none, or a
     /// same-filled page).
     handle: Vec<u32>,
-    lens: LzoLens,
 }
 
 impl Zram {
@@ -53,7 +51,6 @@ impl Zram {
         Zram {
             pool: ZsPool::new(),
             handle: vec![0; nr_slots as usize],
-            lens: LzoLens::new(),
         }
     }
 
@@ -83,61 +80,60 @@ impl<A: Arch> Kernel<A> {
         for i in 0..nr {
             let offset = entry.offset + i;
             let c = self.mem.page_content(folio.plus(i));
-            let cpu = self.cpus.current;
-            let buddy = &mut self.buddy;
-            let mem = &mut self.mem;
-            let Some(zram) = self.swap[entry.ty as usize].zram.as_deref_mut() else {
-                return true;
+            let Some(handle) = self.zram_store(entry.ty, c) else {
+                self.vmstat.zram_write_fail += 1;
+                ok = false;
+                break;
             };
-            let handle = if same_filled(c) {
-                0
-            } else {
-                let len = zram.lens.get(c);
-                // GFP_NOIO from reclaim (PF_MEMALLOC): no watermarks, and
-                // no reclaim again when the free lists are empty.
-                match zram
-                    .pool
-                    .malloc(u32::from(len), || buddy.alloc_pages(mem, 0, cpu))
-                {
-                    Ok(z) => z + 1,
-                    Err(pages) => {
-                        self.vmstat.zram_write_fail += 1;
-                        for p in pages {
-                            self.free_pages(p, 0);
-                        }
-                        ok = false;
-                        break;
-                    }
-                }
-            };
-            // zram_free_page() of what the slot held before, then the new
-            // object.
+            // zram_free_page() of what the slot held before (a swap-cache
+            // folio written again to its slot), then the new object.
             self.zram_free_page(entry.ty, offset);
-            if let Some(zram) = self.swap[entry.ty as usize].zram.as_deref_mut() {
-                zram.handle[offset as usize] = handle;
-            }
+            self.zram_mut(entry.ty).handle[offset as usize] = handle;
         }
         self.zspages_changed();
         ok
     }
 
-    /// `zram_slot_free_notify()` of the slots among `nr` from `entry` that
-    /// were freed.
-    pub(crate) fn zram_free_notify(&mut self, entry: SwpEntry, nr: u64) {
-        if self.swap[entry.ty as usize].zram.is_none() {
-            return;
+    fn zram_mut(&mut self, ty: u32) -> &mut Zram {
+        self.swap[ty as usize]
+            .zram
+            .as_deref_mut()
+            .expect("a zram swap area")
+    }
+
+    /// A page of kind `c` in area `ty`'s pool: its handle (0 for a
+    /// same-filled page, ZRAM_SAME), or None when `zs_malloc()` found no
+    /// page. GFP_NOIO from reclaim (PF_MEMALLOC): no watermarks, and no
+    /// reclaim again when the free lists are empty.
+    fn zram_store(&mut self, ty: u32, c: PageContent) -> Option<u32> {
+        if same_filled(c) {
+            return Some(0);
         }
-        for o in entry.offset..entry.offset + nr {
-            if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
-                self.zram_free_page(entry.ty, o);
+        let len = self.lzo_lens.get(c);
+        let cpu = self.cpus.current;
+        let buddy = &mut self.buddy;
+        let mem = &mut self.mem;
+        let zram = self.swap[ty as usize]
+            .zram
+            .as_deref_mut()
+            .expect("a zram swap area");
+        match zram
+            .pool
+            .malloc(u32::from(len), || buddy.alloc_pages(mem, 0, cpu))
+        {
+            Ok(z) => Some(z + 1),
+            Err(pages) => {
+                for p in pages {
+                    self.free_pages(p, 0);
+                }
+                None
             }
         }
-        self.zspages_changed();
     }
 
     /// `zram_free_page()`: the slot's object goes, and a zspage that leaves
     /// empty gives its pages back.
-    fn zram_free_page(&mut self, ty: u32, offset: u64) {
+    pub(crate) fn zram_free_page(&mut self, ty: u32, offset: u64) {
         let Some(zram) = self.swap[ty as usize].zram.as_deref_mut() else {
             return;
         };

@@ -476,24 +476,36 @@ impl<A: Arch> Kernel<A> {
             }
         }
         if freed {
-            self.zswap_invalidate_free(entry, nr);
-            self.zram_free_notify(entry, nr);
+            self.swap_range_free(entry, nr);
         }
     }
 
-    /// `swap_entry_range_free()` → `zswap_invalidate()`: the entries of the
-    /// freed slots among `nr` from `entry` go.
-    fn zswap_invalidate_free(&mut self, entry: SwpEntry, nr: u64) {
-        if !self.zswap.ever_enabled() {
+    /// `swap_range_free()` of the freed slots among `nr` from `entry`:
+    /// each slot's zswap entry goes (`zswap_invalidate()`), and a zram
+    /// device drops its object (`swap_slot_free_notify()`,
+    /// drivers/zram.rs).
+    fn swap_range_free(&mut self, entry: SwpEntry, nr: u64) {
+        let zswap = self.zswap.ever_enabled();
+        let zram = self.swap[entry.ty as usize].zram.is_some();
+        if !zswap && !zram {
             return;
         }
-        for o in entry.offset..entry.offset + nr {
-            if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
+        for offset in entry.offset..entry.offset + nr {
+            if self.swap[entry.ty as usize].swap_map[offset as usize] != 0 {
+                continue;
+            }
+            if zswap {
                 self.zswap_invalidate(SwpEntry {
                     ty: entry.ty,
-                    offset: o,
+                    offset,
                 });
             }
+            if zram {
+                self.zram_free_page(entry.ty, offset);
+            }
+        }
+        if zram {
+            self.zspages_changed();
         }
     }
 
@@ -520,8 +532,7 @@ impl<A: Arch> Kernel<A> {
             }
         }
         if freed {
-            self.zswap_invalidate_free(entry, nr);
-            self.zram_free_notify(entry, nr);
+            self.swap_range_free(entry, nr);
         }
         for p in cached {
             if p == NO_PAGE {

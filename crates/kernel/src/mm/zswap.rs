@@ -112,8 +112,6 @@ pub(crate) struct Zswap {
     rejected: u32,
     /// `zswap_next_shrink`: the cgroup the last worker visit ended at.
     next_shrink: Option<MemcgId>,
-    /// Compressed length by kind of data.
-    comp_len: LzoLens,
     /// `zswap_lruvec_state.nr_disk_swapins` of each cgroup: swap-ins read
     /// from a device, which protect as many entries from the shrinker.
     disk_swapins: BTreeMap<MemcgId, u64>,
@@ -178,7 +176,6 @@ impl Zswap {
             running: false,
             rejected: 0,
             next_shrink: None,
-            comp_len: LzoLens::new(),
             disk_swapins: BTreeMap::new(),
         }
     }
@@ -272,7 +269,7 @@ impl<A: Arch> Kernel<A> {
         }
         for i in 0..nr {
             let c = self.mem.page_content(folio.plus(i));
-            let length = self.zswap.comp_len.get(c);
+            let length = self.lzo_lens.get(c);
             let buddy = &mut self.buddy;
             let mem = &mut self.mem;
             let cpu = self.cpus.current;

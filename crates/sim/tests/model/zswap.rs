@@ -22,6 +22,17 @@ fn step(body: &str) -> String {
 /// stores), paged out in phase "out", read back in phase "in".
 fn pageout_and_back(sys: &str, size: &str, data: &str) -> String {
     [
+        paged_out(sys, size, data),
+        step("op = \"phase\"\nname = \"in\""),
+        step("op = \"touch\"\nregion = \"a\"\naccess = \"read\""),
+    ]
+    .concat()
+}
+
+/// `sys`, then `size` of anonymous memory written with `data` (empty:
+/// one-byte stores) and paged out in phase "out".
+fn paged_out(sys: &str, size: &str, data: &str) -> String {
+    [
         sys.to_string(),
         step(&format!(
             "op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"{size}\""
@@ -31,8 +42,6 @@ fn pageout_and_back(sys: &str, size: &str, data: &str) -> String {
         )),
         step("op = \"phase\"\nname = \"out\""),
         step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
-        step("op = \"phase\"\nname = \"in\""),
-        step("op = \"touch\"\nregion = \"a\"\naccess = \"read\""),
     ]
     .concat()
 }
@@ -263,18 +272,10 @@ fn at_zswap_max_a_store_writes_back_an_entry_that_had_its_second_chance() {
 /// anonymous memory written with `data`, paged out in phase "out",
 /// unmapped in phase "free".
 fn zram_pageout_and_free(size: &str, data: &str) -> String {
+    let sys = "[system]\nmemory = \"1G\"\ntransparent_hugepage.enabled = \"never\"\n\
+               [[system.swap]]\nkind = \"zram\"\nsize = \"512M\"\n";
     [
-        "[system]\nmemory = \"1G\"\ntransparent_hugepage.enabled = \"never\"\n\
-         [[system.swap]]\nkind = \"zram\"\nsize = \"512M\"\n"
-            .to_string(),
-        step(&format!(
-            "op = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"{size}\""
-        )),
-        step(&format!(
-            "op = \"touch\"\nregion = \"a\"\naccess = \"write\"\n{data}"
-        )),
-        step("op = \"phase\"\nname = \"out\""),
-        step("op = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\""),
+        paged_out(sys, size, data),
         step("op = \"phase\"\nname = \"free\""),
         step("op = \"munmap\"\nregion = \"a\""),
     ]
