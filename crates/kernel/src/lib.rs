@@ -102,6 +102,15 @@ pub struct Config {
     pub machine_lowmem_reserve: u64,
     /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
     pub min_free_kbytes: u64,
+    /// Pageblocks of migratetype Unmovable and Reclaimable at boot, at
+    /// the start of the kernel's own memory (mm/page_alloc.rs).
+    pub machine_unmovable_blocks: u64,
+    pub machine_reclaimable_blocks: u64,
+    /// Their free blocks per order at boot.
+    pub machine_free_unmovable: knobs::FreeCounts,
+    pub machine_free_reclaimable: knobs::FreeCounts,
+    /// `vm.watermark_boost_factor` (`boost_watermark()`).
+    pub watermark_boost_factor: u64,
     /// Bytes per second of modelled time an asynchronous swap device
     /// writes; 0: writes complete at once (mm/page_io.rs).
     pub machine_swap_write_rate: u64,
@@ -154,6 +163,11 @@ impl Default for Config {
             machine_kswapd_pcp_list: knobs::MACHINE_KSWAPD_PCP_LIST.default.int(),
             machine_lowmem_reserve: knobs::MACHINE_LOWMEM_RESERVE.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
+            machine_unmovable_blocks: knobs::MACHINE_UNMOVABLE_BLOCKS.default.int(),
+            machine_reclaimable_blocks: knobs::MACHINE_RECLAIMABLE_BLOCKS.default.int(),
+            machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
+            machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
+            watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             check_invariants: false,
             swap: Vec::new(),
@@ -203,6 +217,15 @@ impl Config {
             knobs::MACHINE_KSWAPD_PCP_LIST => FieldMut::U64(&mut self.machine_kswapd_pcp_list),
             knobs::MACHINE_LOWMEM_RESERVE => FieldMut::U64(&mut self.machine_lowmem_reserve),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
+            knobs::MACHINE_UNMOVABLE_BLOCKS => FieldMut::U64(&mut self.machine_unmovable_blocks),
+            knobs::MACHINE_RECLAIMABLE_BLOCKS => {
+                FieldMut::U64(&mut self.machine_reclaimable_blocks)
+            }
+            knobs::MACHINE_FREE_UNMOVABLE => FieldMut::FreeCounts(&mut self.machine_free_unmovable),
+            knobs::MACHINE_FREE_RECLAIMABLE => {
+                FieldMut::FreeCounts(&mut self.machine_free_reclaimable)
+            }
+            knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             _ => return self.zswap.knob_mut(knob),
         })
@@ -362,7 +385,7 @@ impl<A: Arch> Kernel<A> {
         let mut mem = MemMap::new(cfg.memory / PAGE_SIZE);
         let mut buddy = FreeArea::new(&mem);
         let zero_pfn = buddy
-            .rmqueue_smallest(&mut mem, 0)
+            .rmqueue_smallest(&mut mem, 0, mm::page_alloc::MIGRATE_MOVABLE)
             .expect("memory for the zero page");
         mem.prep_new_folio(zero_pfn, 0);
         mem.set(zero_pfn, include::linux::mm_types::PG_UPTODATE);

@@ -140,6 +140,33 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
             (lowmem_reserve(&text) * page).to_string(),
         ),
     ];
+    if let Some(blocks) = fs::read_to_string("/proc/pagetypeinfo")
+        .ok()
+        .and_then(|t| pagetypeinfo(&t))
+    {
+        use foliosim_uapi::knobs::{
+            MACHINE_FREE_RECLAIMABLE, MACHINE_FREE_UNMOVABLE, MACHINE_RECLAIMABLE_BLOCKS,
+            MACHINE_UNMOVABLE_BLOCKS,
+        };
+        out.extend([
+            (
+                MACHINE_UNMOVABLE_BLOCKS.key.to_string(),
+                blocks.unmovable.to_string(),
+            ),
+            (
+                MACHINE_RECLAIMABLE_BLOCKS.key.to_string(),
+                blocks.reclaimable.to_string(),
+            ),
+            (
+                MACHINE_FREE_UNMOVABLE.key.to_string(),
+                blocks.free_unmovable.to_string(),
+            ),
+            (
+                MACHINE_FREE_RECLAIMABLE.key.to_string(),
+                blocks.free_reclaimable.to_string(),
+            ),
+        ]);
+    }
     if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
         out.push((
             MACHINE_MIN_FREE_KBYTES.key.to_string(),
@@ -147,6 +174,50 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// The workload's zone in /proc/pagetypeinfo: its pageblocks of the
+/// unmovable and reclaimable migratetypes and their free blocks per
+/// order.
+#[derive(Debug, PartialEq, Eq)]
+struct PageTypes {
+    unmovable: u64,
+    reclaimable: u64,
+    free_unmovable: foliosim_uapi::knobs::FreeCounts,
+    free_reclaimable: foliosim_uapi::knobs::FreeCounts,
+}
+
+/// Read /proc/pagetypeinfo (`text`) for the last zone of its "Number of
+/// blocks type" table (the highest populated zone, the one the model's
+/// single zone stands for); None if it cannot say.
+fn pagetypeinfo(text: &str) -> Option<PageTypes> {
+    use foliosim_uapi::knobs::FreeCounts;
+    let (free_part, blocks_part) = text.split_once("Number of blocks type")?;
+    let mut lines = blocks_part.lines();
+    let header: Vec<&str> = lines.next()?.split_whitespace().collect();
+    // "Node 0, zone   DMA32   1   1528   0 ...": the counts follow the name.
+    let last = lines.rfind(|l| l.starts_with("Node"))?;
+    let words: Vec<&str> = last.split_whitespace().collect();
+    let zone = *words.get(3)?;
+    let counts: Vec<u64> = words[4..].iter().filter_map(|w| w.parse().ok()).collect();
+    let count_of = |name: &str| -> Option<u64> {
+        let i = header.iter().position(|h| *h == name)?;
+        counts.get(i).copied()
+    };
+    let free_of = |name: &str| -> Option<FreeCounts> {
+        let row = free_part.lines().find(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() > 6 && w[3].trim_end_matches(',') == zone && w[5] == name
+        })?;
+        let nums: Vec<&str> = row.split_whitespace().skip(6).collect();
+        FreeCounts::parse(&nums.join(" "))
+    };
+    Some(PageTypes {
+        unmovable: count_of("Unmovable")?,
+        reclaimable: count_of("Reclaimable")?,
+        free_unmovable: free_of("Unmovable")?,
+        free_reclaimable: free_of("Reclaimable")?,
+    })
 }
 
 /// The online CPU after `cpu` (wrapping; `cpu` itself on a one-CPU
@@ -590,6 +661,38 @@ Node 0, zone  Movable
     /// One CPU's lists: its pageset's `count:` in every zone (here CPU 1:
     /// 7 in DMA, 250 in DMA32), not the other CPU's, nor `high:` or
     /// `batch:` lines.
+    /// The last zone's rows: its free unmovable and reclaimable blocks
+    /// per order and its pageblocks of those types (a 6.18 host's file).
+    #[test]
+    fn pagetypeinfo_reads_the_highest_zone() {
+        let text = "Page block order: 9
+Pages per block:  512
+
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 
+Node    0, zone      DMA, type    Unmovable      0      0      0      0      0      0      0      0      1      0      0 
+Node    0, zone      DMA, type      Movable      0      0      0      0      0      0      0      0      0      1      3 
+Node    0, zone    DMA32, type    Unmovable      5      0      0      0      0      0      0      0      0      0      0 
+Node    0, zone    DMA32, type      Movable      2      3      0      2      3      2      1      4      4      2    752 
+Node    0, zone   Normal, type    Unmovable    691    736    424    290    179     91     41     36     23      0      0 
+Node    0, zone   Normal, type      Movable  14528   8573   8784   3714   2822   1608    602    170     57     26     91 
+Node    0, zone   Normal, type  Reclaimable   1311     62     11      6      4      3      0      0      2      0      0 
+Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0      0      0      0      0      0 
+
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate 
+Node 0, zone      DMA            1            7            0            0            0 
+Node 0, zone    DMA32            0         1528            0            0            0 
+Node 0, zone   Normal           75         1218          115            0            0 
+";
+        let p = pagetypeinfo(text).expect("parsed");
+        assert_eq!((p.unmovable, p.reclaimable), (75, 115));
+        assert_eq!(
+            p.free_unmovable.0,
+            [691, 736, 424, 290, 179, 91, 41, 36, 23, 0, 0]
+        );
+        assert_eq!(p.free_reclaimable.0, [1311, 62, 11, 6, 4, 3, 0, 0, 2, 0, 0]);
+        assert_eq!(pagetypeinfo("Page block order: 9\n"), None);
+    }
+
     #[test]
     fn pcp_count_sums_one_cpus_pagesets() {
         let text = "Node 0, zone      DMA

@@ -101,6 +101,16 @@ pub struct System {
     pub machine_lowmem_reserve: u64,
     /// `machine.min_free_kbytes`: 0 computes it from the managed memory.
     pub machine_min_free_kbytes: u64,
+    /// `machine.unmovable_blocks`, `machine.reclaimable_blocks`:
+    /// pageblocks of those migratetypes before the workload.
+    pub machine_unmovable_blocks: u64,
+    pub machine_reclaimable_blocks: u64,
+    /// `machine.free_unmovable`, `machine.free_reclaimable`: their free
+    /// blocks per order.
+    pub machine_free_unmovable: foliosim_uapi::knobs::FreeCounts,
+    pub machine_free_reclaimable: foliosim_uapi::knobs::FreeCounts,
+    /// `vm.watermark_boost_factor`
+    pub watermark_boost_factor: u64,
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap
     /// device writes; 0: at once.
     pub machine_swap_write_rate: u64,

@@ -72,6 +72,11 @@ impl Default for System {
             machine_kswapd_pcp_list: knobs::MACHINE_KSWAPD_PCP_LIST.default.int(),
             machine_lowmem_reserve: knobs::MACHINE_LOWMEM_RESERVE.default.int(),
             machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
+            machine_unmovable_blocks: knobs::MACHINE_UNMOVABLE_BLOCKS.default.int(),
+            machine_reclaimable_blocks: knobs::MACHINE_RECLAIMABLE_BLOCKS.default.int(),
+            machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
+            machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
+            watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             swap: Vec::new(),
             series: Default::default(),
@@ -115,6 +120,15 @@ impl System {
             knobs::MACHINE_KSWAPD_PCP_LIST => FieldMut::U64(&mut self.machine_kswapd_pcp_list),
             knobs::MACHINE_LOWMEM_RESERVE => FieldMut::U64(&mut self.machine_lowmem_reserve),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.machine_min_free_kbytes),
+            knobs::MACHINE_UNMOVABLE_BLOCKS => FieldMut::U64(&mut self.machine_unmovable_blocks),
+            knobs::MACHINE_RECLAIMABLE_BLOCKS => {
+                FieldMut::U64(&mut self.machine_reclaimable_blocks)
+            }
+            knobs::MACHINE_FREE_UNMOVABLE => FieldMut::FreeCounts(&mut self.machine_free_unmovable),
+            knobs::MACHINE_FREE_RECLAIMABLE => {
+                FieldMut::FreeCounts(&mut self.machine_free_reclaimable)
+            }
+            knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             _ => return self.zswap.knob_mut(knob),
         })
@@ -411,6 +425,23 @@ fn knob_value(ctx: &Ctx, node: &Node, field: &str, knob: &Knob) -> Result<Value>
         Kind::Thp => Value::Thp(ctx.choice(node, field, &ThpMode::ALL.map(|m| (m.as_str(), m)))?),
         Kind::Mthp => {
             Value::Mthp(ctx.choice(node, field, &MthpMode::ALL.map(|m| (m.as_str(), m)))?)
+        }
+        Kind::FreeCounts => {
+            let parsed = match &node.data {
+                Data::Str(s) => knobs::FreeCounts::parse(s),
+                _ => None,
+            };
+            match parsed {
+                Some(c) => Value::FreeCounts(c),
+                None => {
+                    return out_of_range(format!(
+                        "expected up to {} counts of free blocks, order 0 first, separated \
+                         by spaces (\"0 0 0 0 12 3 1\"), found {}",
+                        knobs::NR_PAGE_ORDERS,
+                        node.describe()
+                    ))
+                }
+            }
         }
     })
 }

@@ -281,7 +281,7 @@ pub const MEMCG_LEVELS: [&str; 2] = ["usage_bytes", "peak_bytes"];
 /// ...). Levels, not deltas. Each with its /proc/zoneinfo field (`pages
 /// free` is read as `free`) and what it is; the model reports them in
 /// this order (`Kernel::machine_levels`).
-pub const MACHINE_LEVELS: [(&str, &str, &str); 6] = [
+pub const MACHINE_LEVELS: [(&str, &str, &str); 7] = [
     (
         "machine/managed_pages",
         "managed",
@@ -302,6 +302,11 @@ pub const MACHINE_LEVELS: [(&str, &str, &str); 6] = [
         "machine/wmark_high",
         "high",
         "the high watermark: kswapd reclaims up to it",
+    ),
+    (
+        "machine/wmark_boost",
+        "boost",
+        "the watermark boost (zone watermark_boost), included in the watermarks: raised when a movable allocation takes a block of an unmovable or reclaimable pageblock, taken off by kswapd's next pass",
     ),
     (
         "machine/pcp_pages",

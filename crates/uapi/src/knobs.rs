@@ -39,6 +39,48 @@ pub enum Kind {
     /// A `hugepages-<N>kB/enabled` word ([`MthpMode`]), one knob per size
     /// of [`MTHP_SIZES_KB`]; the key holds `<N>`.
     Mthp,
+    /// Free blocks per order, 0 to 10 ([`FreeCounts`]).
+    FreeCounts,
+}
+
+/// The number of buddy orders (`NR_PAGE_ORDERS`: 0 to `MAX_PAGE_ORDER`,
+/// 10, on x86_64 and on arm64 with 4 KiB pages).
+pub const NR_PAGE_ORDERS: usize = 11;
+
+/// Free blocks of each order, 0 to 10, as a row of /proc/pagetypeinfo's
+/// "Free pages count per migrate type at order" shows them: spelled as
+/// eleven counts separated by spaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FreeCounts(pub [u32; NR_PAGE_ORDERS]);
+
+impl FreeCounts {
+    /// Parse up to eleven counts separated by spaces or commas (orders
+    /// left out have none); None if a count is not a number or there are
+    /// more than eleven.
+    pub fn parse(text: &str) -> Option<FreeCounts> {
+        let mut out = [0u32; NR_PAGE_ORDERS];
+        let words = text.split([' ', ',']).filter(|w| !w.is_empty());
+        for (i, w) in words.enumerate() {
+            *out.get_mut(i)? = w.parse().ok()?;
+        }
+        Some(FreeCounts(out))
+    }
+
+    /// The free pages these blocks hold.
+    pub fn pages(&self) -> u64 {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(o, &n)| u64::from(n) << o)
+            .sum()
+    }
+}
+
+impl std::fmt::Display for FreeCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let words: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        f.write_str(&words.join(" "))
+    }
 }
 
 /// A knob's value.
@@ -49,6 +91,7 @@ pub enum Value {
     Flag(bool),
     Thp(ThpMode),
     Mthp(MthpMode),
+    FreeCounts(FreeCounts),
 }
 
 /// `Value::$name()`: the inner value of a `$variant`; a knob of another
@@ -77,6 +120,7 @@ accessors! {
     thp -> ThpMode = Thp, "a transparent_hugepage/enabled knob";
     mthp -> MthpMode = Mthp, "a per-size mTHP knob";
     arch -> Arch = Arch, "the arch knob";
+    free_counts -> FreeCounts = FreeCounts, "a free-blocks knob";
 }
 
 impl std::fmt::Display for Value {
@@ -89,6 +133,7 @@ impl std::fmt::Display for Value {
             Value::Flag(b) => f.write_str(if *b { "1" } else { "0" }),
             Value::Thp(m) => f.write_str(m.as_str()),
             Value::Mthp(m) => f.write_str(m.as_str()),
+            Value::FreeCounts(c) => c.fmt(f),
         }
     }
 }
@@ -596,6 +641,75 @@ pub const MACHINE_MIN_FREE_KBYTES: Knob = Knob {
           managed memory as the kernel does at boot; a VM comparison sets the guest's",
 };
 
+pub const MACHINE_UNMOVABLE_BLOCKS: Knob = Knob {
+    key: "machine.unmovable_blocks",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 31,
+        what: "a number of pageblocks",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "pageblocks (2 MiB) of migratetype Unmovable before the workload starts, \
+          at the start of machine.boot_used; the rest of memory is Movable; a VM \
+          comparison sets the guest's (/proc/pagetypeinfo)",
+};
+
+pub const MACHINE_RECLAIMABLE_BLOCKS: Knob = Knob {
+    key: "machine.reclaimable_blocks",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 31,
+        what: "a number of pageblocks",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "pageblocks of migratetype Reclaimable before the workload starts, after \
+          the Unmovable ones; a VM comparison sets the guest's (/proc/pagetypeinfo)",
+};
+
+pub const MACHINE_FREE_UNMOVABLE: Knob = Knob {
+    key: "machine.free_unmovable",
+    kind: Kind::FreeCounts,
+    default: Value::FreeCounts(FreeCounts([0; NR_PAGE_ORDERS])),
+    host: None,
+    doc: "free blocks of each order, 0 to 10, in the Unmovable pageblocks before \
+          the workload starts (free memory besides machine.boot_used), which movable \
+          allocations take only when their own lists are empty; a VM comparison sets \
+          the guest's (/proc/pagetypeinfo)",
+};
+
+pub const MACHINE_FREE_RECLAIMABLE: Knob = Knob {
+    key: "machine.free_reclaimable",
+    kind: Kind::FreeCounts,
+    default: Value::FreeCounts(FreeCounts([0; NR_PAGE_ORDERS])),
+    host: None,
+    doc: "free blocks of each order, 0 to 10, in the Reclaimable pageblocks before \
+          the workload starts; a VM comparison sets the guest's (/proc/pagetypeinfo)",
+};
+
+pub const WATERMARK_BOOST_FACTOR: Knob = Knob {
+    key: "vm.watermark_boost_factor",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 31,
+        what: "a watermark_boost_factor",
+    },
+    default: Value::Int(15_000),
+    host: Some(Host {
+        path: "/proc/sys/vm/watermark_boost_factor",
+        flag_words: DIGITS,
+        access: Access::Set {
+            required: false,
+            lacks: None,
+        },
+    }),
+    doc: "how far a movable allocation that takes a free block of another \
+          migratetype raises the watermarks, in 1/10,000 of the high watermark \
+          (the boost grows by a pageblock per fallback up to this); 0 turns \
+          boosting off",
+};
+
 pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
     key: "machine.swap_write_rate",
     kind: Kind::Bytes { align: 1, min: 0 },
@@ -624,6 +738,7 @@ pub const KNOBS: &[Knob] = &[
     READ_AHEAD_KB,
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
+    WATERMARK_BOOST_FACTOR,
     LRU_GEN_ENABLED,
     ZSWAP_MAX_POOL_PERCENT,
     ZSWAP_ACCEPT_THRESHOLD_PERCENT,
@@ -635,6 +750,10 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_KSWAPD_PCP_LIST,
     MACHINE_LOWMEM_RESERVE,
     MACHINE_MIN_FREE_KBYTES,
+    MACHINE_UNMOVABLE_BLOCKS,
+    MACHINE_RECLAIMABLE_BLOCKS,
+    MACHINE_FREE_UNMOVABLE,
+    MACHINE_FREE_RECLAIMABLE,
     MACHINE_SWAP_WRITE_RATE,
 ];
 
@@ -721,6 +840,7 @@ impl Knob {
             },
             Kind::Thp => ThpMode::from_name(text).map(Value::Thp),
             Kind::Mthp => MthpMode::from_name(text).map(Value::Mthp),
+            Kind::FreeCounts => FreeCounts::parse(text).map(Value::FreeCounts),
         }
     }
 }
@@ -737,6 +857,7 @@ pub enum FieldMut<'a> {
     Flag(&'a mut bool),
     Thp(&'a mut ThpMode),
     Mthp(&'a mut MthpMode),
+    FreeCounts(&'a mut FreeCounts),
 }
 
 impl FieldMut<'_> {
@@ -749,6 +870,7 @@ impl FieldMut<'_> {
             FieldMut::Flag(b) => Value::Flag(**b),
             FieldMut::Thp(m) => Value::Thp(**m),
             FieldMut::Mthp(m) => Value::Mthp(**m),
+            FieldMut::FreeCounts(c) => Value::FreeCounts(**c),
         }
     }
 
@@ -765,6 +887,7 @@ impl FieldMut<'_> {
             (FieldMut::Flag(f), Value::Flag(v)) => *f = v,
             (FieldMut::Thp(f), Value::Thp(v)) => *f = v,
             (FieldMut::Mthp(f), Value::Mthp(v)) => *f = v,
+            (FieldMut::FreeCounts(f), Value::FreeCounts(v)) => *f = v,
             _ => return false,
         }
         true
@@ -821,6 +944,7 @@ mod tests {
                     | (Kind::Flag, Value::Flag(_))
                     | (Kind::Thp, Value::Thp(_))
                     | (Kind::Mthp, Value::Mthp(_))
+                    | (Kind::FreeCounts, Value::FreeCounts(_))
             );
             assert!(
                 ok,

@@ -218,22 +218,26 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
         knobs::MACHINE_KSWAPD_PCP_LIST,
         knobs::MACHINE_LOWMEM_RESERVE,
         knobs::MACHINE_MIN_FREE_KBYTES,
+        knobs::MACHINE_UNMOVABLE_BLOCKS,
+        knobs::MACHINE_RECLAIMABLE_BLOCKS,
+        knobs::MACHINE_FREE_UNMOVABLE,
+        knobs::MACHINE_FREE_RECLAIMABLE,
     ] {
         if sc.system.explicit.contains(knob.key) {
             continue;
         }
-        if let Some(v) = guest
-            .system
-            .get(knob.key)
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            // The model reserves memory in whole pages.
-            let v = match knob.kind {
-                knobs::Kind::Bytes { .. } => v / page * page,
-                _ => v,
-            };
-            sc.system.set(knob.key, KnobValue::Int(v));
-        }
+        let Some(text) = guest.system.get(knob.key) else {
+            continue;
+        };
+        let Some(v) = knob.parse(text) else {
+            continue;
+        };
+        // The model reserves memory in whole pages.
+        let v = match (knob.kind, v) {
+            (knobs::Kind::Bytes { .. }, KnobValue::Int(v)) => KnobValue::Int(v / page * page),
+            _ => v,
+        };
+        sc.system.set(knob.key, v);
     }
 }
 

@@ -117,10 +117,9 @@ impl<A: Arch> Kernel<A> {
             .zram
             .as_deref_mut()
             .expect("a zram swap area");
-        match zram
-            .pool
-            .malloc(u32::from(len), || buddy.alloc_pages(mem, 0, cpu))
-        {
+        match zram.pool.malloc(u32::from(len), || {
+            buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
+        }) {
             Ok(z) => Some(z + 1),
             Err(pages) => {
                 for p in pages {

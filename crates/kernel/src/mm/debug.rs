@@ -529,8 +529,12 @@ impl<A: Arch> Kernel<A> {
         let pcp: std::collections::HashSet<Pfn> = self.buddy.pcp_pages().collect();
         let mut pfn = 0u32;
         while pfn < n {
-            if self.buddy.boot.contains(&pfn) {
+            if self.buddy.boot.contains(&pfn) && !self.buddy.boot_holes {
                 pfn = self.buddy.boot.end; // the kernel's own memory
+                continue;
+            }
+            if self.buddy.is_boot_page(&self.mem, Pfn(pfn)) {
+                pfn += 1; // the kernel's own page, among free blocks
                 continue;
             }
             if zspages.contains(&Pfn(pfn)) || pcp.contains(&Pfn(pfn)) {

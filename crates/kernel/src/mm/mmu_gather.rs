@@ -126,11 +126,17 @@ impl<A: Arch> Kernel<A> {
         if g.batches.len() == MAX_GATHER_BATCH_COUNT {
             return false;
         }
-        let min = self.buddy.wmark.min;
+        let min = self.buddy.marks().min;
         if !self.buddy.watermark_ok(0, min) {
             return false;
         }
-        let Some(page) = self.buddy.alloc_pages(&mut self.mem, 0, self.cpus.current) else {
+        let Some(page) = self.buddy.alloc_pages(
+            &mut self.mem,
+            0,
+            crate::mm::page_alloc::MIGRATE_UNMOVABLE,
+            self.cpus.current,
+            true,
+        ) else {
             return false;
         };
         let g = &mut self.cpus.gather;

@@ -48,7 +48,7 @@
 //! the host only backs the memory map of memory the simulation used.
 
 use crate::arch::Arch;
-use crate::include::linux::mm_types::MemMap;
+use crate::include::linux::mm_types::{MemMap, PG_BUDDY, PG_LRU};
 use crate::include::linux::pgtable::{Pfn, MAX_PAGE_ORDER, PAGE_SIZE};
 use crate::Kernel;
 
@@ -94,14 +94,22 @@ const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u64 = 8;
 /// A CPU's `struct per_cpu_pages` for order-0 pages.
 #[derive(Debug, Default, Clone)]
 struct Pcp {
-    /// The list, its head at the front.
-    list: std::collections::VecDeque<u32>,
+    /// A list per migratetype (`pcp->lists[]` of order 0), each with its
+    /// head at the front.
+    lists: [std::collections::VecDeque<u32>; MIGRATE_PCPTYPES],
     /// `pcp->high`
     high: u64,
     /// `pcp->alloc_factor`
     alloc_factor: u32,
     /// `pcp->free_count`
     free_count: u64,
+}
+
+impl Pcp {
+    /// `pcp->count`: the pages on all its lists.
+    fn count(&self) -> u64 {
+        self.lists.iter().map(|l| l.len() as u64).sum()
+    }
 }
 
 /// The per-CPU lists' sizes, from the zone's managed pages, low
@@ -132,27 +140,80 @@ impl PcpSizes {
     }
 }
 
+/// `MIGRATE_UNMOVABLE`, `MIGRATE_MOVABLE`, `MIGRATE_RECLAIMABLE`: the
+/// migratetypes of pageblocks and of allocations (`gfp_migratetype()`:
+/// user folios, the page cache and zsmalloc's pages are movable, page
+/// tables and the kernel's own pages unmovable). The model has no
+/// reclaimable allocations (slab) of its own; the machine can start with
+/// reclaimable pageblocks.
+pub(crate) const MIGRATE_UNMOVABLE: usize = 0;
+pub(crate) const MIGRATE_MOVABLE: usize = 1;
+pub(crate) const MIGRATE_RECLAIMABLE: usize = 2;
+/// `MIGRATE_PCPTYPES`
+const MIGRATE_PCPTYPES: usize = 3;
+/// `fallbacks[]`: where an allocation of each migratetype looks when its
+/// own lists are empty, in order.
+const FALLBACKS: [[usize; 2]; MIGRATE_PCPTYPES] = [
+    [MIGRATE_RECLAIMABLE, MIGRATE_MOVABLE],
+    [MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE],
+    [MIGRATE_UNMOVABLE, MIGRATE_MOVABLE],
+];
+/// `pageblock_order`: the PMD order on x86_64 and arm64 with 4 KiB pages.
+pub(crate) const PAGEBLOCK_ORDER: u32 = crate::include::linux::pgtable::HPAGE_PMD_ORDER;
+/// `NR_PAGE_ORDERS`
+const NR_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
+
+/// `__rmqueue()`'s `enum rmqueue_mode`: where a bulk refill found pages
+/// last, so that it does not search again for each page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RmqueueMode {
+    Normal,
+    Steal,
+}
+
 /// `struct free_area[]` of the single zone.
 #[derive(Debug)]
 pub(crate) struct FreeArea {
+    /// A stack of free blocks per migratetype and order (index
+    /// `mt * NR_ORDERS + order`); entries of blocks that merged, were
+    /// taken or moved to another migratetype are left behind and skipped.
     stacks: Vec<Vec<u32>>,
+    /// The free blocks on each list (`free_area[order].nr_free` per
+    /// migratetype), exact; the never-allocated tail is not counted.
+    nr_blocks: [[u32; NR_ORDERS]; MIGRATE_PCPTYPES],
+    /// Each pageblock's migratetype (`get_pageblock_migratetype()`); all
+    /// movable at first (`memmap_init_range()`).
+    pageblock_mt: Vec<u8>,
     nr_free: u64,
     nr_pages: u64,
     /// First PFN of the never-allocated tail of memory (all free, in
-    /// `MAX_PAGE_ORDER` blocks, unmarked).
+    /// `MAX_PAGE_ORDER` blocks of movable pageblocks, unmarked).
     fresh: u64,
-    /// The zone's watermarks.
+    /// The zone's watermarks (`zone->_watermark[]`, without the boost).
     pub(crate) wmark: Watermarks,
+    /// `zone->watermark_boost`: added to every watermark
+    /// (`wmark_pages()`).
+    pub(crate) boost: u64,
+    /// `ZONE_BOOSTED_WATERMARK`: a fallback boosted the watermarks and
+    /// kswapd is to be woken after the allocation.
+    pub(crate) boosted_flag: bool,
+    /// `watermark_boost_factor`
+    boost_factor: u64,
     /// `zone_managed_pages()`: all pages but `machine.unmanaged`.
     pub(crate) managed: u64,
     /// The PFNs the kernel holds from boot (`machine.unmanaged` and
     /// `machine.boot_used`), right after the zero page, then those the
-    /// workload may not take (`machine.lowmem_reserve`).
+    /// workload may not take (`machine.lowmem_reserve`). The free blocks of
+    /// the unmovable and reclaimable pageblocks (`machine.free_unmovable`,
+    /// `machine.free_reclaimable`) lie among them: a page of the range
+    /// with no flags is the kernel's.
     pub(crate) boot: std::ops::Range<u32>,
     /// The last pages of `boot`: free pages of the zones below the
     /// workload's that its allocations may not take
     /// (`machine.lowmem_reserve`). They count as free.
     pub(crate) lowmem: u64,
+    /// Free blocks were laid among the boot pages.
+    pub(crate) boot_holes: bool,
     /// Where the last partial cgroup walk of global direct reclaim stopped
     /// (the root's `mem_cgroup_reclaim_iter` position for the one node);
     /// None: the next walk starts at the root.
@@ -185,16 +246,21 @@ impl FreeArea {
             nr_pages.is_multiple_of(1u64 << MAX_PAGE_ORDER),
             "memory must be a multiple of 4 MiB"
         );
-        let stacks = vec![Vec::new(); MAX_PAGE_ORDER as usize + 1];
         FreeArea {
-            stacks,
+            stacks: vec![Vec::new(); MIGRATE_PCPTYPES * NR_ORDERS],
+            nr_blocks: [[0; NR_ORDERS]; MIGRATE_PCPTYPES],
+            pageblock_mt: vec![MIGRATE_MOVABLE as u8; (nr_pages >> PAGEBLOCK_ORDER) as usize],
             nr_free: nr_pages,
             nr_pages,
             fresh: 0,
             wmark: Watermarks::new(nr_pages, 0),
+            boost: 0,
+            boosted_flag: false,
+            boost_factor: 0,
             managed: nr_pages,
             boot: 0..0,
             lowmem: 0,
+            boot_holes: false,
             reclaim_pos: None,
             pcp: vec![Pcp::default()],
             pcp_sizes: PcpSizes::default(),
@@ -211,16 +277,18 @@ impl FreeArea {
         self.drain_all_pages(mem);
         self.pcp = vec![Pcp::default(); cpus.max(1)];
         self.pcp_sizes = PcpSizes::new(self.managed, self.wmark.low, cpus as u64);
-        self.rmqueue_bulk(mem, 0, self.boot_pcp);
+        self.rmqueue_bulk(mem, 0, self.boot_pcp, MIGRATE_MOVABLE, false);
         if self.pcp.len() > 1 {
-            self.rmqueue_bulk(mem, 1, self.boot_pcp_kswapd);
+            self.rmqueue_bulk(mem, 1, self.boot_pcp_kswapd, MIGRATE_MOVABLE, false);
         }
     }
 
     /// The machine's own memory: take `machine.unmanaged` and
     /// `machine.boot_used` from the allocator at boot (the pages right after
-    /// the zero page: allocations walk memory upwards), and set the
-    /// watermarks from the managed pages and `min_free_kbytes`.
+    /// the zero page: allocations walk memory upwards), give the first
+    /// pageblocks their migratetypes (`machine.unmovable_blocks`,
+    /// `machine.reclaimable_blocks`) and free blocks (`machine.free_*`),
+    /// and set the watermarks from the managed pages and `min_free_kbytes`.
     pub(crate) fn reserve_boot_pages(
         &mut self,
         mem: &mut MemMap,
@@ -240,15 +308,19 @@ impl FreeArea {
         }
         self.boot_pcp = cfg.machine_pcp_list / PAGE_SIZE;
         self.boot_pcp_kswapd = cfg.machine_kswapd_pcp_list / PAGE_SIZE;
+        self.boost_factor = cfg.watermark_boost_factor;
         // One zone: the lower zones' protected free pages are held with the
         // boot pages (__zone_watermark_ok() with the zone's lowmem_reserve
         // keeps movable allocations from them; setup_per_zone_lowmem_reserve()).
         self.lowmem = cfg.machine_lowmem_reserve / PAGE_SIZE;
-        let n = unmanaged + used - self.boot_pcp - self.boot_pcp_kswapd + self.lowmem;
+        let holes = cfg.machine_free_unmovable.pages() + cfg.machine_free_reclaimable.pages();
+        self.boot_holes = holes > 0;
+        let n = unmanaged + used - self.boot_pcp - self.boot_pcp_kswapd + self.lowmem + holes;
         let room = (16 << 20) / PAGE_SIZE;
         if n + room > self.nr_pages {
             return Err(crate::KernelError::Unsupported(format!(
-                "machine.unmanaged + machine.boot_used + machine.lowmem_reserve = {} MiB \
+                "machine.unmanaged + machine.boot_used + machine.lowmem_reserve + the free \
+                 blocks of machine.free_unmovable and machine.free_reclaimable = {} MiB \
                  leave less than 16 MiB of memory = {} MiB",
                 (n * PAGE_SIZE) >> 20,
                 (self.nr_pages * PAGE_SIZE) >> 20
@@ -257,16 +329,127 @@ impl FreeArea {
         let first = zero_pfn.0 + 1;
         for i in 0..n {
             let p = self
-                .rmqueue_smallest(mem, 0)
+                .rmqueue_smallest(mem, 0, MIGRATE_MOVABLE)
                 .expect("memory for the boot pages");
             debug_assert_eq!(p.0 as u64, first as u64 + i, "boot pages are contiguous");
         }
         self.boot = first..first + n as u32;
+        self.layout_boot_blocks(mem, cfg)?;
         self.managed = self.nr_pages - unmanaged;
         self.wmark = Watermarks::new(self.managed, cfg.min_free_kbytes);
         let cpus = self.pcp.len();
         self.pcp_setup(mem, cpus);
         Ok(())
+    }
+
+    /// The unmovable, then the reclaimable pageblocks at the start of
+    /// memory, and their free blocks, freed among the boot pages: the
+    /// largest first, one to a pageblock in turn, each the upper half of
+    /// an aligned block twice its size (the lower half stays the kernel's,
+    /// so that no two merge). Where the pageblocks are full, the next
+    /// pageblock of the boot pages joins them; a free block of the
+    /// pageblock order or more takes pageblocks of its own. The kernel's
+    /// own layout is not known; this one spreads the free blocks over the
+    /// pageblocks as boot-time frees leave them.
+    fn layout_boot_blocks(&mut self, mem: &mut MemMap, cfg: &crate::Config) -> crate::KResult<()> {
+        let whole = (self.boot.end >> PAGEBLOCK_ORDER) as usize;
+        let boot_start = self.boot.start as u64;
+        let kinds = [
+            (
+                MIGRATE_UNMOVABLE,
+                cfg.machine_unmovable_blocks,
+                &cfg.machine_free_unmovable,
+                "unmovable",
+            ),
+            (
+                MIGRATE_RECLAIMABLE,
+                cfg.machine_reclaimable_blocks,
+                &cfg.machine_free_reclaimable,
+                "reclaimable",
+            ),
+        ];
+        let mut next_block = 0usize;
+        for (mt, count, free, name) in kinds {
+            let start = next_block;
+            // Each pageblock of the type: where its free blocks go next,
+            // below `top`, above the zero page.
+            let mut top: Vec<u64> = Vec::new();
+            let grow = |pmt: &mut [u8], top: &mut Vec<u64>, next_block: &mut usize| -> bool {
+                if *next_block >= whole {
+                    return false;
+                }
+                pmt[*next_block] = mt as u8;
+                *next_block += 1;
+                top.push((*next_block as u64) << PAGEBLOCK_ORDER);
+                true
+            };
+            while (top.len() as u64) < count
+                && grow(&mut self.pageblock_mt, &mut top, &mut next_block)
+            {}
+            let low = |b: usize| (((start + b) as u64) << PAGEBLOCK_ORDER).max(boot_start);
+            let mut turn = 0usize;
+            for order in (0..NR_ORDERS as u32).rev() {
+                let slot = 2u64 << order;
+                for _ in 0..free.0[order as usize] {
+                    let fits = |top: &[u64], b: usize| {
+                        let at = top[b].checked_sub(slot).map(|a| a & !(slot - 1));
+                        at.filter(|&a| a >= low(b))
+                    };
+                    let fail = || {
+                        crate::KernelError::Unsupported(format!(
+                            "machine.free_{name}: the free blocks do not fit among the \
+                             kernel's memory at boot ({whole} whole pageblocks, with \
+                             machine.boot_used and the other free blocks)"
+                        ))
+                    };
+                    let a = if order >= PAGEBLOCK_ORDER {
+                        // Pageblocks of its own, aligned; those of the free
+                        // upper half take no small block.
+                        let blocks = 1usize << (order + 1 - PAGEBLOCK_ORDER);
+                        while !next_block.is_multiple_of(blocks) {
+                            if !grow(&mut self.pageblock_mt, &mut top, &mut next_block) {
+                                return Err(fail());
+                            }
+                        }
+                        for _ in 0..blocks {
+                            if !grow(&mut self.pageblock_mt, &mut top, &mut next_block) {
+                                return Err(fail());
+                            }
+                        }
+                        let n = top.len();
+                        for (i, t) in top[n - blocks / 2..].iter_mut().enumerate() {
+                            *t = ((next_block - blocks / 2 + i) as u64) << PAGEBLOCK_ORDER;
+                        }
+                        ((next_block - blocks) as u64) << PAGEBLOCK_ORDER
+                    } else {
+                        let found = loop {
+                            let n = top.len();
+                            let hit = (0..n)
+                                .map(|i| (turn + i) % n)
+                                .find(|&b| fits(&top, b).is_some());
+                            if let Some(b) = hit {
+                                turn = (b + 1) % n;
+                                break fits(&top, b).map(|a| (b, a));
+                            }
+                            if !grow(&mut self.pageblock_mt, &mut top, &mut next_block) {
+                                break None;
+                            }
+                        };
+                        let (b, a) = found.ok_or_else(fail)?;
+                        top[b] = a;
+                        a
+                    };
+                    self.free_one_page(mem, Pfn((a + (slot >> 1)) as u32), order);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The migratetype of the pageblock holding `pfn`.
+    #[inline]
+    fn block_mt(&self, pfn: u32) -> usize {
+        self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize] as usize
     }
 
     /// Free pages in the never-used tail (not marked in the memory map).
@@ -282,45 +465,324 @@ impl FreeArea {
 
     /// The pages on the per-CPU lists.
     pub(crate) fn pcp_pages(&self) -> impl Iterator<Item = Pfn> + '_ {
-        self.pcp.iter().flat_map(|p| p.list.iter().map(|&p| Pfn(p)))
+        self.pcp
+            .iter()
+            .flat_map(|p| p.lists.iter().flat_map(|l| l.iter().map(|&p| Pfn(p))))
     }
 
-    fn pop(&mut self, mem: &MemMap, order: u32) -> Option<Pfn> {
-        let stack = &mut self.stacks[order as usize];
-        while let Some(p) = stack.pop() {
-            if mem.is_buddy(Pfn(p), order) {
+    /// Whether `pfn` is one of the kernel's own pages from boot.
+    pub(crate) fn is_boot_page(&self, mem: &MemMap, pfn: Pfn) -> bool {
+        self.boot.contains(&pfn.0) && (!self.boot_holes || mem.flags(pfn) == 0)
+    }
+
+    /// `wmark_pages()`: the watermarks with the boost.
+    #[inline]
+    pub(crate) fn marks(&self) -> Watermarks {
+        Watermarks {
+            min: self.wmark.min + self.boost,
+            low: self.wmark.low + self.boost,
+            high: self.wmark.high + self.boost,
+        }
+    }
+
+    /// Whether the list of `mt` and `order` has a free block (the
+    /// never-allocated tail is movable blocks of the largest order).
+    #[inline]
+    fn has_free(&self, mt: usize, order: u32) -> bool {
+        self.nr_blocks[mt][order as usize] > 0
+            || (mt == MIGRATE_MOVABLE && order == MAX_PAGE_ORDER && self.fresh < self.nr_pages)
+    }
+
+    /// `get_page_from_free_area()`: the block at the head of the list of
+    /// `mt` and `order`, left on it; the never-allocated tail's next block
+    /// after the movable list's own.
+    fn peek(&mut self, mem: &MemMap, mt: usize, order: u32) -> Option<Pfn> {
+        let stack = &mut self.stacks[mt * NR_ORDERS + order as usize];
+        while let Some(&p) = stack.last() {
+            if mem.is_buddy(Pfn(p), order)
+                && self.pageblock_mt[(p >> PAGEBLOCK_ORDER) as usize] as usize == mt
+            {
                 return Some(Pfn(p));
+            }
+            stack.pop();
+        }
+        (mt == MIGRATE_MOVABLE && order == MAX_PAGE_ORDER && self.fresh < self.nr_pages)
+            .then_some(Pfn(self.fresh as u32))
+    }
+
+    /// `del_page_from_free_list()`: take the block `pfn` that [`Self::peek`]
+    /// found off its list.
+    fn take(&mut self, mem: &mut MemMap, pfn: Pfn, mt: usize, order: u32) {
+        if pfn.0 as u64 == self.fresh {
+            self.fresh += 1 << MAX_PAGE_ORDER;
+        } else {
+            self.stacks[mt * NR_ORDERS + order as usize].pop();
+            self.nr_blocks[mt][order as usize] -= 1;
+            mem.clear_buddy(pfn);
+        }
+    }
+
+    /// `__add_to_free_list()`: `pfn` becomes a free block of `order` on
+    /// the list of `mt`.
+    fn push(&mut self, mem: &mut MemMap, pfn: Pfn, mt: usize, order: u32) {
+        mem.set_buddy(pfn, order);
+        self.stacks[mt * NR_ORDERS + order as usize].push(pfn.0);
+        self.nr_blocks[mt][order as usize] += 1;
+    }
+
+    /// `expand()`: of the block `pfn` of order `high`, keep the first
+    /// `2^low` pages and put the upper halves on the lists of `mt`.
+    fn expand(&mut self, mem: &mut MemMap, pfn: Pfn, low: u32, high: u32, mt: usize) {
+        let mut cur = high;
+        while cur > low {
+            cur -= 1;
+            self.push(mem, pfn.plus(1 << cur), mt, cur);
+        }
+    }
+
+    /// `rmqueue()` on `cpu`: an order-0 page from its list of `mt`
+    /// (`rmqueue_pcplist()`), a larger block from the buddy lists
+    /// (`rmqueue_buddy()`); None if memory has none. `kswapd`: the
+    /// allocation may wake kswapd (ALLOC_KSWAPD), so that a watermark
+    /// boost sets `ZONE_BOOSTED_WATERMARK`. The caller has checked the
+    /// watermark.
+    pub(crate) fn alloc_pages(
+        &mut self,
+        mem: &mut MemMap,
+        order: u32,
+        mt: usize,
+        cpu: usize,
+        kswapd: bool,
+    ) -> Option<Pfn> {
+        if order != 0 {
+            let mut mode = RmqueueMode::Normal;
+            return self.rmqueue(mem, order, mt, kswapd, &mut mode);
+        }
+        let cpu = cpu.min(self.pcp.len() - 1);
+        self.pcp[cpu].free_count >>= 1;
+        if self.pcp[cpu].lists[mt].is_empty() {
+            // __rmqueue_pcplist(): refill the empty list.
+            let batch = self.nr_pcp_alloc(cpu);
+            self.rmqueue_bulk(mem, cpu, batch, mt, kswapd);
+        }
+        self.pcp[cpu].lists[mt].pop_front().map(Pfn)
+    }
+
+    /// `rmqueue_bulk()`: up to `n` order-0 pages for `mt` from the buddy
+    /// lists onto the tail of `cpu`'s list of `mt`, in the order found.
+    fn rmqueue_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64, mt: usize, kswapd: bool) {
+        let mut mode = RmqueueMode::Normal;
+        for _ in 0..n {
+            let Some(p) = self.rmqueue(mem, 0, mt, kswapd, &mut mode) else {
+                break;
+            };
+            self.pcp[cpu].lists[mt].push_back(p.0);
+        }
+    }
+
+    /// `__rmqueue()`: a block of `order` from the lists of `mt`, else one
+    /// claimed from another migratetype (`__rmqueue_claim()`), else one
+    /// stolen (`__rmqueue_steal()`; the model's zone is never the Normal
+    /// zone of a machine with DMA32, so ALLOC_NOFRAGMENT never holds).
+    fn rmqueue(
+        &mut self,
+        mem: &mut MemMap,
+        order: u32,
+        mt: usize,
+        kswapd: bool,
+        mode: &mut RmqueueMode,
+    ) -> Option<Pfn> {
+        if *mode == RmqueueMode::Normal {
+            if let Some(p) = self.rmqueue_smallest(mem, order, mt) {
+                return Some(p);
+            }
+        }
+        if *mode != RmqueueMode::Steal {
+            if let Some(p) = self.rmqueue_claim(mem, order, mt, kswapd) {
+                *mode = RmqueueMode::Normal;
+                return Some(p);
+            }
+        }
+        let p = self.rmqueue_steal(mem, order, mt)?;
+        *mode = RmqueueMode::Steal;
+        Some(p)
+    }
+
+    /// `__rmqueue_smallest()` + `expand()`: a free block of `order` from
+    /// the lists of `mt`, or None.
+    pub(crate) fn rmqueue_smallest(
+        &mut self,
+        mem: &mut MemMap,
+        order: u32,
+        mt: usize,
+    ) -> Option<Pfn> {
+        for cur in order..=MAX_PAGE_ORDER {
+            if !self.has_free(mt, cur) {
+                continue;
+            }
+            let Some(pfn) = self.peek(mem, mt, cur) else {
+                continue;
+            };
+            self.take(mem, pfn, mt, cur);
+            self.expand(mem, pfn, order, cur, mt);
+            self.nr_free -= 1 << order;
+            return Some(pfn);
+        }
+        None
+    }
+
+    /// `find_suitable_fallback()`: the first migratetype `mt` falls back
+    /// to that has a free block of `order`.
+    fn find_suitable_fallback(&self, order: u32, mt: usize) -> Option<usize> {
+        FALLBACKS[mt].into_iter().find(|&f| self.has_free(f, order))
+    }
+
+    /// `__rmqueue_claim()`: from the largest order down to
+    /// `should_try_claim_block()`'s limit (half the pageblock order for a
+    /// movable allocation, any order for the others), the first free block
+    /// of a fallback migratetype whose pageblock `try_to_claim_block()`
+    /// can claim.
+    fn rmqueue_claim(
+        &mut self,
+        mem: &mut MemMap,
+        order: u32,
+        mt: usize,
+        kswapd: bool,
+    ) -> Option<Pfn> {
+        for cur in (order..=MAX_PAGE_ORDER).rev() {
+            let claimable = cur >= PAGEBLOCK_ORDER / 2 || mt != MIGRATE_MOVABLE;
+            if !claimable {
+                break;
+            }
+            let Some(fallback) = self.find_suitable_fallback(cur, mt) else {
+                continue;
+            };
+            let Some(pfn) = self.peek(mem, fallback, cur) else {
+                continue;
+            };
+            if let Some(p) = self.try_to_claim_block(mem, pfn, cur, order, mt, fallback, kswapd) {
+                return Some(p);
             }
         }
         None
     }
 
-    /// `rmqueue()` on `cpu`: an order-0 page from its list
-    /// (`rmqueue_pcplist()`), a larger block from the buddy lists; None if
-    /// memory has none. The caller has checked the watermark.
-    pub(crate) fn alloc_pages(&mut self, mem: &mut MemMap, order: u32, cpu: usize) -> Option<Pfn> {
-        if order != 0 {
-            return self.rmqueue_smallest(mem, order);
+    /// `try_to_claim_block()`: a free block of a pageblock order or more
+    /// becomes `start`'s whole; below it, the watermarks are boosted
+    /// (`boost_watermark()`), and the pageblock changes type if at least
+    /// half of it is free or, for a movable allocation, free or movable
+    /// (`prep_move_freepages_block()`: LRU pages).
+    #[allow(clippy::too_many_arguments)]
+    fn try_to_claim_block(
+        &mut self,
+        mem: &mut MemMap,
+        pfn: Pfn,
+        cur: u32,
+        order: u32,
+        start: usize,
+        block_type: usize,
+        kswapd: bool,
+    ) -> Option<Pfn> {
+        if cur >= PAGEBLOCK_ORDER {
+            self.take(mem, pfn, block_type, cur);
+            // change_pageblock_range()
+            let first = (pfn.0 >> PAGEBLOCK_ORDER) as usize;
+            for b in first..first + (1 << (cur - PAGEBLOCK_ORDER)) {
+                self.pageblock_mt[b] = start as u8;
+            }
+            self.expand(mem, pfn, order, cur, start);
+            self.nr_free -= 1 << order;
+            return Some(pfn);
         }
-        let cpu = cpu.min(self.pcp.len() - 1);
-        self.pcp[cpu].free_count >>= 1;
-        if self.pcp[cpu].list.is_empty() {
-            // __rmqueue_pcplist(): refill the empty list.
-            let batch = self.nr_pcp_alloc(cpu);
-            self.rmqueue_bulk(mem, cpu, batch);
+        if self.boost_watermark() && kswapd {
+            self.boosted_flag = true;
         }
-        self.pcp[cpu].list.pop_front().map(Pfn)
+        let start_pfn = pfn.0 & !((1 << PAGEBLOCK_ORDER) - 1);
+        let end = start_pfn + (1 << PAGEBLOCK_ORDER);
+        let (mut free, mut movable) = (0u64, 0u64);
+        let mut p = start_pfn;
+        while p < end {
+            let f = mem.flags(Pfn(p));
+            if f & PG_BUDDY != 0 {
+                let nr = 1u32 << mem.order(Pfn(p));
+                free += nr as u64;
+                p += nr;
+                continue;
+            }
+            if mem.test(mem.page_folio(Pfn(p)), PG_LRU) {
+                movable += 1;
+            }
+            p += 1;
+        }
+        let alike = if start == MIGRATE_MOVABLE {
+            movable
+        } else if block_type == MIGRATE_MOVABLE {
+            (1 << PAGEBLOCK_ORDER) - (free + movable)
+        } else {
+            0
+        };
+        if free + alike < 1 << (PAGEBLOCK_ORDER - 1) {
+            return None;
+        }
+        self.move_freepages_block(mem, start_pfn, block_type, start);
+        self.pageblock_mt[(start_pfn >> PAGEBLOCK_ORDER) as usize] = start as u8;
+        self.rmqueue_smallest(mem, order, start)
     }
 
-    /// `rmqueue_bulk()`: up to `n` order-0 pages from the buddy lists onto
-    /// the tail of `cpu`'s list, in PFN order.
-    fn rmqueue_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64) {
-        for _ in 0..n {
-            let Some(p) = self.rmqueue_smallest(mem, 0) else {
-                break;
-            };
-            self.pcp[cpu].list.push_back(p.0);
+    /// `__move_freepages_block()`: the free blocks of the pageblock at
+    /// `start_pfn` move from the lists of `old` to those of `new`.
+    fn move_freepages_block(&mut self, mem: &mut MemMap, start_pfn: u32, old: usize, new: usize) {
+        let end = start_pfn + (1 << PAGEBLOCK_ORDER);
+        let mut p = start_pfn;
+        while p < end {
+            if !mem.test(Pfn(p), PG_BUDDY) {
+                p += 1;
+                continue;
+            }
+            let order = mem.order(Pfn(p));
+            // The old list's entry is skipped once the pageblock's type
+            // has changed.
+            self.nr_blocks[old][order as usize] -= 1;
+            self.push(mem, Pfn(p), new, order);
+            p += 1 << order;
         }
+    }
+
+    /// `__rmqueue_steal()`: the smallest free block of a fallback
+    /// migratetype at `order` or above, split on its own lists; its
+    /// pageblock keeps its type.
+    fn rmqueue_steal(&mut self, mem: &mut MemMap, order: u32, mt: usize) -> Option<Pfn> {
+        for cur in order..=MAX_PAGE_ORDER {
+            let Some(fallback) = self.find_suitable_fallback(cur, mt) else {
+                continue;
+            };
+            let Some(pfn) = self.peek(mem, fallback, cur) else {
+                continue;
+            };
+            self.take(mem, pfn, fallback, cur);
+            self.expand(mem, pfn, order, cur, fallback);
+            self.nr_free -= 1 << order;
+            return Some(pfn);
+        }
+        None
+    }
+
+    /// `boost_watermark()`: raise the watermarks by a pageblock, up to
+    /// `watermark_boost_factor` / 10,000 of the high watermark (at least a
+    /// pageblock); not in a zone of fewer than four pageblocks, nor while
+    /// the high watermark is unset. True if boosted.
+    fn boost_watermark(&mut self) -> bool {
+        let pageblock = 1u64 << PAGEBLOCK_ORDER;
+        if self.boost_factor == 0 || pageblock * 4 > self.managed {
+            return false;
+        }
+        let max_boost = self.wmark.high * self.boost_factor / 10_000;
+        if max_boost == 0 {
+            return false;
+        }
+        let max_boost = max_boost.max(pageblock);
+        self.boost = (self.boost + pageblock).min(max_boost);
+        true
     }
 
     /// `nr_pcp_alloc()` for order 0: how many pages the refill of `cpu`'s
@@ -343,7 +805,7 @@ impl FreeArea {
             high = (high + batch).min(high_max);
             pcp.high = high;
         }
-        let count = pcp.list.len() as u64;
+        let count = pcp.count();
         let max_nr_alloc = high.saturating_sub(count + base).max(base);
         if batch <= max_nr_alloc && pcp.alloc_factor < PCP_BATCH_SCALE_MAX {
             pcp.alloc_factor += 1;
@@ -355,34 +817,10 @@ impl FreeArea {
         batch
     }
 
-    /// `__rmqueue_smallest()` + `expand()`: a free block of `order` from the
-    /// buddy lists, or None.
-    pub(crate) fn rmqueue_smallest(&mut self, mem: &mut MemMap, order: u32) -> Option<Pfn> {
-        let found = (order..=MAX_PAGE_ORDER).find_map(|o| self.pop(mem, o).map(|p| (p, o)));
-        let (pfn, mut cur) = match found {
-            Some(f) => f,
-            None if self.fresh < self.nr_pages => {
-                let p = Pfn(self.fresh as u32);
-                self.fresh += 1 << MAX_PAGE_ORDER;
-                (p, MAX_PAGE_ORDER)
-            }
-            None => return None,
-        };
-        mem.clear_buddy(pfn);
-        while cur > order {
-            cur -= 1;
-            let upper = pfn.plus(1 << cur);
-            mem.set_buddy(upper, cur);
-            self.stacks[cur as usize].push(upper.0);
-        }
-        self.nr_free -= 1 << order;
-        Some(pfn)
-    }
-
-    /// Free a block on `cpu`: an order-0 page to its list
-    /// (`free_frozen_page_commit()`), which gives pages back to the buddy
-    /// lists once it holds `nr_pcp_high()`; a larger block to the buddy
-    /// lists.
+    /// Free a block on `cpu`: an order-0 page to its list of the page's
+    /// pageblock migratetype (`free_frozen_page_commit()`), which gives
+    /// pages back to the buddy lists once it holds `nr_pcp_high()`; a
+    /// larger block to the buddy lists.
     pub(crate) fn free_pages(&mut self, mem: &mut MemMap, pfn: Pfn, order: u32, cpu: usize) {
         if order != 0 {
             self.free_one_page(mem, pfn, order);
@@ -390,15 +828,15 @@ impl FreeArea {
         }
         let cpu = cpu.min(self.pcp.len() - 1);
         let batch = self.pcp_sizes.batch;
+        let mt = self.block_mt(pfn.0);
         let pcp = &mut self.pcp[cpu];
         pcp.alloc_factor >>= 1;
-        pcp.list.push_front(pfn.0);
+        pcp.lists[mt].push_front(pfn.0);
         if pcp.free_count < batch << PCP_BATCH_SCALE_MAX {
             pcp.free_count += 1;
         }
         let high = self.nr_pcp_high(cpu);
-        let pcp = &self.pcp[cpu];
-        let count = pcp.list.len() as u64;
+        let count = self.pcp[cpu].count();
         if count < high {
             return;
         }
@@ -406,10 +844,10 @@ impl FreeArea {
         let n = if high < batch {
             1
         } else {
-            pcp.free_count.max(batch).min(high - batch)
+            self.pcp[cpu].free_count.max(batch).min(high - batch)
         };
-        self.free_pcppages_bulk(mem, cpu, n);
-        if self.below_high && self.watermark_ok(0, self.wmark.high) {
+        self.free_pcppages_bulk(mem, cpu, n, mt);
+        if self.below_high && self.watermark_ok(0, self.marks().high) {
             self.below_high = false;
         }
     }
@@ -439,7 +877,7 @@ impl FreeArea {
         if high_min == high_max {
             return high;
         }
-        let count = pcp.list.len() as u64;
+        let count = pcp.count();
         if self.below_high {
             shrink(pcp);
             return count.max(high_min);
@@ -453,29 +891,40 @@ impl FreeArea {
         high
     }
 
-    /// `free_pcppages_bulk()`: give the `n` oldest pages of `cpu`'s list
-    /// back to the buddy lists.
-    fn free_pcppages_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64) {
-        for _ in 0..n {
-            let Some(p) = self.pcp[cpu].list.pop_back() else {
-                break;
-            };
-            self.free_one_page(mem, Pfn(p), 0);
+    /// `free_pcppages_bulk()`: give `n` pages of `cpu`'s lists back to the
+    /// buddy lists, the oldest first, from the list of `first` on and then
+    /// the others in turn.
+    fn free_pcppages_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64, first: usize) {
+        let mut left = n.min(self.pcp[cpu].count());
+        let mut mt = first;
+        while left > 0 {
+            while self.pcp[cpu].lists[mt].is_empty() {
+                mt = (mt + 1) % MIGRATE_PCPTYPES;
+            }
+            while left > 0 {
+                let Some(p) = self.pcp[cpu].lists[mt].pop_back() else {
+                    break;
+                };
+                left -= 1;
+                self.free_one_page(mem, Pfn(p), 0);
+            }
         }
     }
 
     /// `drain_all_pages()`: every CPU's list back to the buddy lists.
     pub(crate) fn drain_all_pages(&mut self, mem: &mut MemMap) {
         for cpu in 0..self.pcp.len() {
-            let n = self.pcp[cpu].list.len() as u64;
-            self.free_pcppages_bulk(mem, cpu, n);
+            let n = self.pcp[cpu].count();
+            self.free_pcppages_bulk(mem, cpu, n, 0);
         }
     }
 
-    /// `__free_one_page()`: return a block to the buddy lists and merge it
-    /// with free buddies.
+    /// `__free_one_page()`: return a block to the buddy lists of its
+    /// pageblock's migratetype and merge it with free buddies (a buddy
+    /// pageblock of another type takes this one's).
     pub(crate) fn free_one_page(&mut self, mem: &mut MemMap, pfn: Pfn, order: u32) {
         self.nr_free += 1 << order;
+        let mt = self.block_mt(pfn.0);
         let mut pfn = pfn.0 as u64;
         let mut order = order;
         while order < MAX_PAGE_ORDER {
@@ -483,15 +932,20 @@ impl FreeArea {
             if buddy >= self.nr_pages || !mem.is_buddy(Pfn(buddy as u32), order) {
                 break;
             }
+            let buddy_mt = self.block_mt(buddy as u32);
+            self.nr_blocks[buddy_mt][order as usize] -= 1;
+            if buddy_mt != mt {
+                let first = (buddy >> PAGEBLOCK_ORDER) as usize;
+                let n = 1usize << order.saturating_sub(PAGEBLOCK_ORDER);
+                self.pageblock_mt[first..first + n].fill(mt as u8);
+            }
             mem.clear_buddy(Pfn(buddy as u32));
             pfn &= !(1 << order);
             order += 1;
         }
-        mem.set_buddy(Pfn(pfn as u32), order);
-        self.stacks[order as usize].push(pfn as u32);
+        self.push(mem, Pfn(pfn as u32), mt, order);
     }
 }
-
 impl FreeArea {
     /// `__zone_watermark_ok()` without the per-order free-list check (the
     /// buddy allocation itself fails when no block is large enough): the
@@ -507,16 +961,18 @@ impl<A: Arch> Kernel<A> {
     /// `foliosim_uapi::counters::MACHINE_LEVELS`: the one zone's
     /// `zone_managed_pages()` and `NR_FREE_PAGES` (with the lower zones'
     /// held back by `machine.lowmem_reserve`), and its
-    /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()`, and
-    /// the pages on the per-CPU lists.
-    pub fn machine_levels(&self) -> [u64; 6] {
-        let w = self.buddy.wmark;
+    /// `min_wmark_pages()`, `low_wmark_pages()`, `high_wmark_pages()` (the
+    /// boost included), `watermark_boost`, and the pages on the per-CPU
+    /// lists.
+    pub fn machine_levels(&self) -> [u64; 7] {
+        let w = self.buddy.marks();
         [
             self.buddy.managed,
             self.buddy.nr_free_pages() + self.buddy.lowmem,
             w.min,
             w.low,
             w.high,
+            self.buddy.boost,
             self.buddy.pcp_pages().count() as u64,
         ]
     }
@@ -546,7 +1002,12 @@ impl<A: Arch> Kernel<A> {
         }
         // kswapd's turn while it is awake (mm/vmscan.rs: kswapd_run()).
         self.kswapd_run();
-        if let Some(p) = self.get_page_from_freelist(order, self.buddy.wmark.low) {
+        let mt = if movable {
+            MIGRATE_MOVABLE
+        } else {
+            MIGRATE_UNMOVABLE
+        };
+        if let Some(p) = self.get_page_from_freelist(order, self.buddy.marks().low, mt, kswapd) {
             return Some(p);
         }
         self.alloc_pages_slowpath(order, movable, kswapd)
@@ -554,20 +1015,31 @@ impl<A: Arch> Kernel<A> {
 
     /// `get_page_from_freelist()` for the one zone at watermark `mark`:
     /// notes whether the zone is below its high watermark
-    /// (`ZONE_BELOW_HIGH`), then takes a block on the current CPU if the
-    /// free pages stay above `mark`.
-    fn get_page_from_freelist(&mut self, order: u32, mark: u64) -> Option<Pfn> {
-        let cpu = self.cpus.current;
-        if !self.buddy.below_high {
-            if self.buddy.watermark_ok(order, self.buddy.wmark.high) {
-                return self.buddy.alloc_pages(&mut self.mem, order, cpu);
-            }
+    /// (`ZONE_BELOW_HIGH`), then takes a block of migratetype `mt` on the
+    /// current CPU if the free pages stay above `mark` (`rmqueue()`).
+    fn get_page_from_freelist(
+        &mut self,
+        order: u32,
+        mark: u64,
+        mt: usize,
+        kswapd: bool,
+    ) -> Option<Pfn> {
+        if !self.buddy.below_high && !self.buddy.watermark_ok(order, self.buddy.marks().high) {
             self.buddy.below_high = true;
         }
-        if !self.buddy.watermark_ok(order, mark) {
+        if self.buddy.below_high && !self.buddy.watermark_ok(order, mark) {
             return None;
         }
-        self.buddy.alloc_pages(&mut self.mem, order, cpu)
+        let cpu = self.cpus.current;
+        let page = self
+            .buddy
+            .alloc_pages(&mut self.mem, order, mt, cpu, kswapd);
+        // rmqueue(): a fallback that boosted the watermarks wakes kswapd.
+        if kswapd && self.buddy.boosted_flag {
+            self.buddy.boosted_flag = false;
+            self.wakeup_kswapd();
+        }
+        page
     }
 
     /// Free a block the kernel allocated with [`Self::alloc_pages`] (or a
@@ -584,10 +1056,15 @@ impl<A: Arch> Kernel<A> {
         if kswapd {
             self.wakeup_kswapd();
         }
-        let min = self.buddy.wmark.min;
+        let mt = if movable {
+            MIGRATE_MOVABLE
+        } else {
+            MIGRATE_UNMOVABLE
+        };
         let mut no_progress_loops = 0;
         loop {
-            if let Some(p) = self.get_page_from_freelist(order, min) {
+            let min = self.buddy.marks().min;
+            if let Some(p) = self.get_page_from_freelist(order, min, mt, kswapd) {
                 return Some(p);
             }
             if order > 0 {
@@ -604,11 +1081,12 @@ impl<A: Arch> Kernel<A> {
             if progress > 0 {
                 // The retry in __alloc_pages_direct_reclaim(): once more
                 // after draining the per-CPU lists.
-                if let Some(p) = self.get_page_from_freelist(order, min) {
+                let min = self.buddy.marks().min;
+                if let Some(p) = self.get_page_from_freelist(order, min, mt, kswapd) {
                     return Some(p);
                 }
                 self.buddy.drain_all_pages(&mut self.mem);
-                if let Some(p) = self.get_page_from_freelist(order, min) {
+                if let Some(p) = self.get_page_from_freelist(order, min, mt, kswapd) {
                     return Some(p);
                 }
                 no_progress_loops = 0;
@@ -638,7 +1116,10 @@ mod tests {
     /// `n` order-0 pages allocated on CPU 0.
     fn take(mem: &mut MemMap, area: &mut FreeArea, n: usize) -> Vec<Pfn> {
         (0..n)
-            .map(|_| area.alloc_pages(mem, 0, 0).expect("memory"))
+            .map(|_| {
+                area.alloc_pages(mem, 0, MIGRATE_MOVABLE, 0, false)
+                    .expect("memory")
+            })
             .collect()
     }
 
@@ -678,7 +1159,9 @@ mod tests {
         let mut last = area.nr_free_pages();
         let mut prev: Option<Pfn> = None;
         for _ in 0..400 {
-            let p = area.alloc_pages(&mut mem, 0, 0).expect("memory");
+            let p = area
+                .alloc_pages(&mut mem, 0, MIGRATE_MOVABLE, 0, false)
+                .expect("memory");
             if let Some(q) = prev {
                 assert_eq!(p.0, q.0 + 1, "PFN order");
             }
@@ -707,7 +1190,10 @@ mod tests {
         let free = area.nr_free_pages();
         area.free_pages(&mut mem, pages[7], 0, 0);
         assert_eq!(area.nr_free_pages(), free, "kept on the list");
-        assert_eq!(area.alloc_pages(&mut mem, 0, 0), Some(pages[7]));
+        assert_eq!(
+            area.alloc_pages(&mut mem, 0, MIGRATE_MOVABLE, 0, false),
+            Some(pages[7])
+        );
         assert_eq!(area.pcp[0].alloc_factor, 2);
     }
 
@@ -724,7 +1210,7 @@ mod tests {
         area.reclaim_active = true;
         for &p in &pages {
             area.free_pages(&mut mem, p, 0, 1);
-            assert!(area.pcp[1].list.len() < 12);
+            assert!(area.pcp[1].count() < 12);
         }
         let on_lists = area.pcp_pages().count() as u64;
         assert_eq!(area.nr_free_pages() + on_lists, 16384);

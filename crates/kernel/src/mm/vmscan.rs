@@ -707,8 +707,8 @@ impl<A: Arch> Kernel<A> {
             let lru = self.lru_state(ROOT);
             let file = lru[LRU_INACTIVE_FILE] + lru[LRU_ACTIVE_FILE];
             let free = self.buddy.nr_free_pages();
-            sc.file_is_tiny =
-                file + free <= self.buddy.wmark.high && lru[LRU_INACTIVE_ANON] >> sc.priority != 0;
+            sc.file_is_tiny = file + free <= self.buddy.marks().high
+                && lru[LRU_INACTIVE_ANON] >> sc.priority != 0;
         }
         let l = &self.memcg.memcgs[target.idx()].lruvec;
         sc.anon_cost = l.anon_cost;
@@ -1163,6 +1163,12 @@ pub(crate) struct Kswapd {
     /// `kswapd_try_to_sleep()`'s short sleep: when it ends (ps), while
     /// kswapd naps after a pass.
     nap_until: Option<u64>,
+    /// `balance_pgdat()`'s `zone_boosts[]`: the watermark boost when the
+    /// pass began, taken off at its end.
+    zone_boost: u64,
+    /// `nr_boost_reclaim`: what is left of the boost for the pass to
+    /// reclaim; 0 once the node was found unbalanced.
+    nr_boost_reclaim: u64,
 }
 
 /// `kswapd_try_to_sleep()`: the short sleep, HZ/10 (ps).
@@ -1204,20 +1210,22 @@ impl Kswapd {
 
 impl<A: Arch> Kernel<A> {
     /// `pgdat_balanced()` for order 0: the zone's free pages are above its
-    /// high watermark (no watermark boost in the model).
+    /// high watermark, boost included.
     fn pgdat_balanced(&self) -> bool {
-        self.buddy.watermark_ok(0, self.buddy.wmark.high)
+        self.buddy.watermark_ok(0, self.buddy.marks().high)
     }
 
-    /// `wakeup_kswapd()` from the allocator's slow path: wake kswapd unless
-    /// it is awake already, the node is balanced, or kswapd has failed
+    /// `wakeup_kswapd()` from the allocator's slow path, or from
+    /// `rmqueue()` after a fallback boosted the watermarks: wake kswapd
+    /// unless it is awake already, the node is balanced and not boosted
+    /// (`pgdat_watermark_boosted()`), or kswapd has failed
     /// `MAX_RECLAIM_RETRIES` times in a row (the node is left to direct
     /// reclaim). It wakes at the workload's time.
     pub(crate) fn wakeup_kswapd(&mut self) {
         if self.kswapd.awake()
             || self.vmstat.in_kthread()
             || self.kswapd.failures >= MAX_RECLAIM_RETRIES
-            || self.pgdat_balanced()
+            || (self.pgdat_balanced() && self.buddy.boost == 0)
         {
             return;
         }
@@ -1236,11 +1244,14 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// The end of `balance_pgdat()`: `snapshot_refaults()` and
-    /// `clear_reclaim_active()`.
+    /// The end of `balance_pgdat()`: `clear_reclaim_active()`, the boost
+    /// the pass began with taken off the watermarks, and
+    /// `snapshot_refaults()`.
     fn balance_pgdat_end(&mut self) {
-        self.snapshot_refaults(None);
         self.buddy.reclaim_active = false;
+        let boost = std::mem::take(&mut self.kswapd.zone_boost);
+        self.buddy.boost -= boost.min(self.buddy.boost);
+        self.snapshot_refaults(None);
     }
 
     /// kswapd is done with a pass (balanced, or the node is hopeless):
@@ -1271,10 +1282,12 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// The start of `balance_pgdat()`: `pageoutrun`, a kswapd scan control
-    /// at `DEF_PRIORITY`.
+    /// The start of `balance_pgdat()`: `pageoutrun`, the watermark boost
+    /// to reclaim, a kswapd scan control at `DEF_PRIORITY`.
     fn balance_pgdat_begin(&mut self) {
         self.vmstat.count_vm_event(VmEvent::PageOutRun);
+        self.kswapd.zone_boost = self.buddy.boost;
+        self.kswapd.nr_boost_reclaim = self.buddy.boost;
         let mut sc = ScanControl::new(None, SWAP_CLUSTER_MAX, true, false);
         sc.kswapd = true;
         self.kswapd.run = Some(sc);
@@ -1315,7 +1328,7 @@ impl<A: Arch> Kernel<A> {
     /// free pages are above half its min watermark (the pfmemalloc
     /// reserve), or kswapd has given up on the node.
     fn pfmemalloc_ok(&self) -> bool {
-        let reserve = self.buddy.wmark.min;
+        let reserve = self.buddy.marks().min;
         self.kswapd.failures >= MAX_RECLAIM_RETRIES
             || reserve == 0
             || self.buddy.nr_free_pages() > reserve / 2
@@ -1420,16 +1433,25 @@ impl<A: Arch> Kernel<A> {
         };
         match std::mem::take(&mut self.kswapd.round) {
             Round::Start => {
-                if self.pgdat_balanced() {
+                let balanced = self.pgdat_balanced();
+                if !balanced && self.kswapd.nr_boost_reclaim > 0 {
+                    // Unbalanced: the boost waits, and the pass restarts
+                    // as a normal one.
+                    self.kswapd.nr_boost_reclaim = 0;
+                    sc.priority = DEF_PRIORITY;
+                }
+                if balanced && self.kswapd.nr_boost_reclaim == 0 {
                     self.balance_pgdat_end();
                     self.kswapd_try_to_sleep();
                     return;
                 }
+                // Boosted reclaim neither swaps nor writes.
+                sc.may_swap = self.kswapd.nr_boost_reclaim == 0;
                 self.kswapd_age_node(&mut sc);
                 sc.nr_scanned = 0;
                 let reclaimed_before = sc.nr_reclaimed;
                 // kswapd_shrink_node(): the high watermark's worth of pages.
-                sc.nr_to_reclaim = self.buddy.wmark.high.max(SWAP_CLUSTER_MAX);
+                sc.nr_to_reclaim = self.buddy.marks().high.max(SWAP_CLUSTER_MAX);
                 if self.lru_gen_enabled() {
                     self.lru_gen_shrink_node_begin(&mut sc);
                     self.kswapd.round = Round::LruGen {
@@ -1517,10 +1539,16 @@ impl<A: Arch> Kernel<A> {
     fn balance_pgdat_round_end(&mut self, mut sc: ScanControl, reclaimed_before: u64) {
         let nr_reclaimed = sc.nr_reclaimed - reclaimed_before;
         let scanned_enough = sc.nr_scanned.max(nr_reclaimed) >= sc.nr_to_reclaim;
-        if !scanned_enough || nr_reclaimed == 0 {
+        let boosting = self.kswapd.nr_boost_reclaim > 0;
+        // Boosted reclaim stops raising the priority at DEF_PRIORITY - 2.
+        let raise = !(scanned_enough || boosting && sc.priority == DEF_PRIORITY - 2);
+        self.kswapd.nr_boost_reclaim -= nr_reclaimed.min(self.kswapd.nr_boost_reclaim);
+        // A boost that reclaims nothing ends the pass.
+        let stop = self.kswapd.nr_boost_reclaim > 0 && nr_reclaimed == 0;
+        if !stop && (raise || nr_reclaimed == 0) {
             sc.priority -= 1;
         }
-        if sc.priority >= 1 {
+        if !stop && sc.priority >= 1 {
             self.kswapd.run = Some(sc);
             return;
         }

@@ -274,11 +274,9 @@ impl<A: Arch> Kernel<A> {
             let mem = &mut self.mem;
             let cpu = self.cpus.current;
             // GFP_NOWAIT from reclaim (PF_MEMALLOC): no watermarks.
-            let z = match self
-                .zswap
-                .pool
-                .malloc(u32::from(length), || buddy.alloc_pages(mem, 0, cpu))
-            {
+            let z = match self.zswap.pool.malloc(u32::from(length), || {
+                buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
+            }) {
                 Ok(z) => z,
                 Err(pages) => {
                     for p in pages {
@@ -566,7 +564,13 @@ impl<A: Arch> Kernel<A> {
         if si.cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE {
             return false;
         }
-        let Some(folio) = self.buddy.alloc_pages(&mut self.mem, 0, self.cpus.current) else {
+        let Some(folio) = self.buddy.alloc_pages(
+            &mut self.mem,
+            0,
+            crate::mm::page_alloc::MIGRATE_MOVABLE,
+            self.cpus.current,
+            true,
+        ) else {
             return false;
         };
         self.mem.prep_new_folio(folio, 0);

@@ -393,6 +393,8 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.shrink_underused", "1"),
         ("transparent_hugepage.use_zero_page", "1"),
         ("vm.page_cluster", "3"),
+        // mm/page_alloc.c: watermark_boost_factor = 15000.
+        ("vm.watermark_boost_factor", "15000"),
         ("vma_ra_enabled", "1"),
         // mm/zswap.c: zswap_accept_thr_percent, CONFIG_ZSWAP_DEFAULT_ON
         // off, zswap_max_pool_percent, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON

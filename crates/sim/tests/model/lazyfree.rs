@@ -331,10 +331,14 @@ fn global_pressure_swaps_anon_out() {
         // free memory that reclaim kept above the min watermark (an
         // order-0 allocation succeeds only while free - 0 > min,
         // `__zone_watermark_ok()`).
+        // The watermarks include any boost left at the phase end (at most
+        // 150% of the high watermark, 576).
+        let boost = c(&r, "fill", "machine/wmark_boost");
+        assert!((0..=576).contains(&boost), "{arch}: boost {boost}");
         assert_eq!(c(&r, "fill", "machine/managed_pages"), 16384, "{arch}");
-        assert_eq!(c(&r, "fill", "machine/wmark_min"), 256, "{arch}");
-        assert_eq!(c(&r, "fill", "machine/wmark_low"), 320, "{arch}");
-        assert_eq!(c(&r, "fill", "machine/wmark_high"), 384, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_min"), 256 + boost, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_low"), 320 + boost, "{arch}");
+        assert_eq!(c(&r, "fill", "machine/wmark_high"), 384 + boost, "{arch}");
         let free = c(&r, "fill", "machine/free_pages");
         assert!((256..=16384 - 8192).contains(&free), "{arch}: {free} free");
     }
@@ -373,19 +377,26 @@ fn global_pressure_reclaims_clean_file_pages() {
 /// entered when an allocation would leave the free pages at or below the
 /// low watermark (`zone_watermark_fast()`); direct reclaim only at the min
 /// watermark. On the 64 MiB machine (16384 pages: min 256, low 320, high
-/// 384), the zero page and N written anon pages with their page tables
-/// (one PTE table per 512 pages from a 2 MiB-aligned start, and a PMD, a
-/// PUD and a PGD table) are A = N + ceil(N / 512) + 3 order-0 allocations,
-/// all from CPU 0's per-CPU list: the zone's batch is 3 (zone_batchsize():
-/// 16384 >> 10 = 16, a quarter 4, 4 + 2 = 6 rounded down to 2^n - 1: 3),
-/// and with no free in between each refill doubles it up to 3 << 5 = 96
-/// (`nr_pcp_alloc()`): the buddy lists give 3 + 6 + 12 + 24 + 48 = 93 pages
-/// for the first 93 allocations, then 96 at a time. N = 15,872 (62 MiB,
-/// A = 15,906) takes 93 + 165 * 96 = 15,933 pages and leaves
-/// 16384 - 1 - 15,933 = 450 free, above the low watermark, so kswapd never
-/// wakes. N = 16,048 (A = 16,083): the refills at 450 and 354 free (above
-/// low) leave 258, below low but above min; the next allocation, from the
-/// list, wakes kswapd (`pageoutrun`), and 52 more follow.
+/// 384; no watermark boost, `vm.watermark_boost_factor` = 0), N written
+/// anon pages (movable) with their page tables (unmovable: a PGD, a PUD,
+/// a PMD and one PTE table per 512 pages from a 2 MiB-aligned start) are
+/// order-0 allocations from CPU 0's per-CPU lists, one per migratetype.
+/// The zone's batch is 3 (zone_batchsize(): 16384 >> 10 = 16, a quarter
+/// 4, 4 + 2 = 6 rounded down to 2^n - 1: 3), and with no free in between
+/// each refill, of either list, doubles it up to 3 << 5 = 96
+/// (`nr_pcp_alloc()`). The PGD's refill takes 3 (the PUD and PMD use the
+/// rest), the first PTE table's 6, the first folio's 12, then the folios
+/// take 24, 48 and 96 at a time, and the tables' list, empty again after
+/// five more tables, 96. N = 15,872 (62 MiB, 31 PTE tables) takes
+/// 12 + 24 + 48 + 165 * 96 = 15,924 movable and 3 + 6 + 96 = 105
+/// unmovable pages and leaves 16384 - 1 - 16,029 = 354 free, above the
+/// low watermark, so kswapd never wakes. (The tables' first refill claims
+/// a free 4 MiB block for the unmovable type, `__rmqueue_claim()`; once
+/// the movable lists are empty the folios' refills take its free blocks
+/// back: whole pageblocks, or a pageblock at least half free.)
+/// N = 16,020: the refill at 354 free (above low) leaves 258, below low
+/// but above min; the next allocation, from the list, wakes kswapd
+/// (`pageoutrun`), and 94 more follow from the list.
 ///
 /// Priced so that kswapd's work costs nothing, kswapd runs to the end
 /// before the next allocation: its first pass's 12 rounds (priority 12
@@ -406,9 +417,12 @@ fn global_pressure_reclaims_clean_file_pages() {
 #[test]
 fn kswapd_wakes_at_the_low_watermark() {
     let free = [("pgfault", 1000.0)];
-    for (pages, runs) in [(15_872u64, 0), (16_048, 2)] {
+    for (pages, runs) in [(15_872u64, 0), (16_020, 2)] {
         let text = [
-            system_mem("64M", "transparent_hugepage.enabled = \"never\"\n"),
+            system_mem(
+                "64M",
+                "transparent_hugepage.enabled = \"never\"\nvm.watermark_boost_factor = 0\n",
+            ),
             swap("zram", "128M"),
             phase("fill"),
             anon_written("a", &format!("{}K", pages * 4)),
@@ -432,7 +446,7 @@ fn kswapd_wakes_at_the_low_watermark() {
         }
         if runs == 0 {
             assert_eq!(c(&r, "fill", "pgscan_kswapd"), 0, "{pages}");
-            assert_eq!(c(&r, "fill", "machine/free_pages"), 450, "{pages}");
+            assert_eq!(c(&r, "fill", "machine/free_pages"), 354, "{pages}");
         }
         let r = run(&text);
         assert_eq!(
@@ -454,6 +468,53 @@ fn kswapd_wakes_at_the_low_watermark() {
             "{pages}, shipped prices"
         );
     }
+}
+
+/// Watermark boosting (`boost_watermark()`, mm/page_alloc.c): the first
+/// machine of `kswapd_wakes_at_the_low_watermark`, 15,872 pages written,
+/// now with the default `vm.watermark_boost_factor` (15,000). Without a
+/// boost the phase ends with 354 free pages, never below the low
+/// watermark. The page tables' first refill claimed a free 4 MiB block
+/// (two pageblocks) for the unmovable type; when the folios find the
+/// movable lists empty, `__rmqueue_claim()` takes its free pageblock whole
+/// (order 9, the pageblock order: no boost) and later, the movable lists
+/// empty again, the largest free block of the tables' own pageblock, below
+/// the pageblock order: `try_to_claim_block()` boosts the watermarks by a
+/// pageblock (512 pages; at most 150% of high, 576) and wakes kswapd
+/// (`ZONE_BOOSTED_WATERMARK`). kswapd finds the node unbalanced against
+/// the boosted high watermark (384 + 512 = 896), so its pass is a normal
+/// one (`balance_pgdat()`: the boost waits); every folio is referenced by
+/// its write fault, so the pass scans the whole inactive list (at least
+/// the 15,000-odd pages of its priorities 12 to 1) and reclaims nothing,
+/// and at its end takes off the boost it began with. kswapd's work priced
+/// free, the phase ends unboosted, kswapd woken where the unboosted
+/// machine never woke it, and nobody stalled.
+#[test]
+fn a_fallback_to_a_page_table_pageblock_boosts_the_watermarks() {
+    let text = |factor: &str| {
+        [
+            system_mem(
+                "64M",
+                &format!(
+                    "transparent_hugepage.enabled = \"never\"\n\
+                     vm.watermark_boost_factor = {factor}\n"
+                ),
+            ),
+            swap("zram", "128M"),
+            phase("fill"),
+            anon_written("a", &format!("{}K", 15_872 * 4)),
+        ]
+        .concat()
+    };
+    let free = [("pgfault", 1000.0)];
+    let r = run_priced(&text("0"), &free);
+    assert_eq!(c(&r, "fill", "pageoutrun"), 0);
+    let r = run_priced(&text("15000"), &free);
+    assert!(c(&r, "fill", "pageoutrun") >= 1);
+    assert!(c(&r, "fill", "pgscan_kswapd") >= 15_000);
+    assert_eq!(c(&r, "fill", "machine/wmark_boost"), 0);
+    assert_eq!(c(&r, "fill", "machine/wmark_high"), 384);
+    assert_eq!(c(&r, "fill", "allocstall_movable"), 0);
 }
 
 /// kswapd runs beside the workload for as long as its modelled CPU time
@@ -707,11 +768,14 @@ fn global_pressure_discards_lazyfree_folios() {
 /// `machine.pcp_list`: of the memory in use at boot, the pages on the
 /// workload CPU's per-CPU list, which its first allocations take. The
 /// machine of the test below with 16 KiB of its 4 MiB on the list: the
-/// boot holds 1024 - 4 = 1020 pages and CPU 0's list 4. One written page
-/// is five order-0 allocations: the first four take the list's pages, the
-/// fifth refills it with a batch of 3 and takes one. Free: 16384 - 1
-/// (zero page) - 1024 (unmanaged) - 1020 - 4 - 3 = 14332, and 2 pages on
-/// the list (without the knob: 14326 free, 4 on the list).
+/// boot holds 1024 - 4 = 1020 pages and CPU 0's list 4 (movable). One
+/// written page is five order-0 allocations: four page tables
+/// (unmovable: a list of their own, refilled with a batch of 3, then of 6
+/// as the batch doubles, `nr_pcp_alloc()`; 5 left) and the folio, which
+/// takes one of the list's four movable pages. Free: 16384 - 1 (zero
+/// page) - 1024 (unmanaged) - 1020 - 4 - 9 = 14326, and 5 + 3 pages on
+/// the lists (without the knob the folio's list is refilled with a batch
+/// of 12: see below).
 #[test]
 fn the_workload_cpus_list_at_boot_is_taken_first() {
     let text = [
@@ -724,8 +788,8 @@ fn the_workload_cpus_list_at_boot_is_taken_first() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "one", "machine/free_pages"), 14332);
-    assert_eq!(c(&r, "one", "machine/pcp_pages"), 2);
+    assert_eq!(c(&r, "one", "machine/free_pages"), 14326);
+    assert_eq!(c(&r, "one", "machine/pcp_pages"), 8);
     // The list is part of the memory in use at boot: more is refused.
     let text = system_mem("64M", "machine.pcp_list = \"8K\"\n") + &anon_written("a", "4K");
     let e = try_run_with(&text, &[]).unwrap_err().to_string();
@@ -735,8 +799,8 @@ fn the_workload_cpus_list_at_boot_is_taken_first() {
 /// `machine.kswapd_pcp_list`: of the memory in use at boot, the pages on
 /// the list of the CPU kswapd runs on (CPU 1). The machine above with
 /// 16 KiB on each list: the boot holds 1024 - 8 = 1016 pages. The
-/// workload on CPU 0 takes its own list's pages as above and leaves CPU
-/// 1's four alone: free 14332 as before, 2 + 4 pages on the lists.
+/// workload on CPU 0 takes its own lists' pages as above and leaves CPU
+/// 1's four alone: free 14326 as before, 8 + 4 pages on the lists.
 #[test]
 fn kswapds_cpu_list_at_boot_is_held_apart() {
     let text = [
@@ -750,8 +814,8 @@ fn kswapds_cpu_list_at_boot_is_held_apart() {
     ]
     .concat();
     let r = run(&text);
-    assert_eq!(c(&r, "one", "machine/free_pages"), 14332);
-    assert_eq!(c(&r, "one", "machine/pcp_pages"), 6);
+    assert_eq!(c(&r, "one", "machine/free_pages"), 14326);
+    assert_eq!(c(&r, "one", "machine/pcp_pages"), 12);
     // Both lists are part of the memory in use at boot.
     let text = system_mem(
         "64M",
@@ -766,14 +830,16 @@ fn kswapds_cpu_list_at_boot_is_held_apart() {
 /// 4 MiB in use at boot: managed = 16384 - 1024 = 15360 pages;
 /// `calculate_min_free_kbytes()` = int_sqrt(15360 * 4 * 16) = 991 KiB →
 /// min 247 pages, step max(247 / 4, 15360 * 10 / 10000) = 61 → low 308,
-/// high 369. One written page is five order-0 allocations (the page, its
-/// PTE, PMD, PUD and PGD tables), from CPU 0's per-CPU list: the first
-/// fills it with a batch of 3 (zone_batchsize(): 15360 >> 10 = 15, a
-/// quarter 3, 3 + 1 = 4 rounded down to 2^n - 1: 3), the fourth with 6
-/// (the batch doubles without a free in between, `nr_pcp_alloc()`), and
-/// the 4 pages left on the list are not free: 16384 - 1 (zero page) -
-/// 2048 (boot) - 9 = 14326. With min_free_kbytes = 2048 set: min 512,
-/// step 128, low 640, high 768, the same batch.
+/// high 369. One written page is five order-0 allocations from CPU 0's
+/// per-CPU lists, one list per migratetype: the PGD, PUD, PMD and PTE
+/// tables (unmovable) and then the folio (movable). The tables' list is
+/// filled with a batch of 3 (zone_batchsize(): 15360 >> 10 = 15, a
+/// quarter 3, 3 + 1 = 4 rounded down to 2^n - 1: 3), then with 6 (the
+/// batch doubles per refill without a free in between, `nr_pcp_alloc()`,
+/// whichever list it fills), the folio's with 12; the 5 + 11 pages left
+/// on the lists are not free: 16384 - 1 (zero page) - 2048 (boot) - 9 -
+/// 12 = 14314. With min_free_kbytes = 2048 set: min 512, step 128, low
+/// 640, high 768, the same batches.
 #[test]
 fn the_machines_own_memory_sets_free_pages_and_watermarks() {
     for (extra, wmarks) in [
@@ -791,8 +857,8 @@ fn the_machines_own_memory_sets_free_pages_and_watermarks() {
         .concat();
         let r = run(&text);
         assert_eq!(c(&r, "one", "machine/managed_pages"), 15360, "{extra}");
-        assert_eq!(c(&r, "one", "machine/free_pages"), 14326, "{extra}");
-        assert_eq!(c(&r, "one", "machine/pcp_pages"), 4, "{extra}");
+        assert_eq!(c(&r, "one", "machine/free_pages"), 14314, "{extra}");
+        assert_eq!(c(&r, "one", "machine/pcp_pages"), 16, "{extra}");
         let got = ["min", "low", "high"].map(|w| c(&r, "one", &format!("machine/wmark_{w}")));
         assert_eq!(got, wmarks, "{extra}");
     }
@@ -839,19 +905,23 @@ fn kswapd_naps_before_it_sleeps() {
 /// `machine.lowmem_reserve`: free pages of the zones below the workload's
 /// that its allocations may not take (`__zone_watermark_ok()` adds the
 /// lower zone's `lowmem_reserve[]` for a movable allocation). 15,872
-/// pages written on a 64 MiB machine leave 450 free pages, above the low
-/// watermark (320): kswapd is never woken (`kswapd_wakes_at_the_low_watermark`).
-/// With 1 MiB (256 pages) held back, the workload sees 450 - 256 = 194,
-/// below the low watermark, so it wakes kswapd, which reclaims; the held
-/// pages still count as free (`machine/free_pages`), as a lower zone's
-/// free pages do in /proc/zoneinfo.
+/// pages written on a 64 MiB machine without watermark boosting leave 354
+/// free pages, above the low watermark (320): kswapd is never woken
+/// (`kswapd_wakes_at_the_low_watermark`). With 1 MiB (256 pages) held
+/// back, the workload sees 256 fewer, below the low watermark well
+/// before the end, so it wakes kswapd, which reclaims; the held pages
+/// still count as free (`machine/free_pages`), as a lower zone's free
+/// pages do in /proc/zoneinfo.
 #[test]
 fn a_lower_zones_reserve_is_held_back_from_the_workload() {
     let text = |extra: &str| {
         [
             system_mem(
                 "64M",
-                &format!("transparent_hugepage.enabled = \"never\"\n{extra}"),
+                &format!(
+                    "transparent_hugepage.enabled = \"never\"\nvm.watermark_boost_factor = 0\n\
+                     {extra}"
+                ),
             ),
             swap("zram", "128M"),
             phase("fill"),
@@ -862,7 +932,7 @@ fn a_lower_zones_reserve_is_held_back_from_the_workload() {
     let free = [("pgfault", 1000.0)];
     let r = run_priced(&text(""), &free);
     assert_eq!(c(&r, "fill", "pageoutrun"), 0);
-    assert_eq!(c(&r, "fill", "machine/free_pages"), 450);
+    assert_eq!(c(&r, "fill", "machine/free_pages"), 354);
     let r = run_priced(&text("machine.lowmem_reserve = \"1M\"\n"), &free);
     assert!(c(&r, "fill", "pageoutrun") > 0);
     assert!(c(&r, "fill", "pgsteal_kswapd") > 0);

@@ -37,7 +37,7 @@ impl<A: Arch> Kernel<A> {
         if pfn == self.zero_pfn {
             return bit(true, kpf::ZERO_PAGE) | bit(true, kpf::RESERVED);
         }
-        if self.buddy.boot.contains(&pfn.0) {
+        if self.buddy.is_boot_page(&self.mem, pfn) {
             // machine.lowmem_reserve: free pages of a lower zone.
             if (self.buddy.boot.end - pfn.0) as u64 <= self.buddy.lowmem {
                 return bit(true, kpf::BUDDY);
@@ -98,7 +98,7 @@ impl<A: Arch> Kernel<A> {
     pub fn kpagecount(&self, pfn: Pfn) -> u64 {
         if pfn.0 as u64 >= self.mem.nr_pages()
             || pfn == self.zero_pfn
-            || self.buddy.boot.contains(&pfn.0)
+            || self.buddy.is_boot_page(&self.mem, pfn)
             || self.mem.test(pfn, PG_BUDDY | PG_TABLE)
         {
             return 0;
