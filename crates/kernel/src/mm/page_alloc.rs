@@ -181,6 +181,9 @@ pub(crate) struct FreeArea {
     /// The free blocks on each list (`free_area[order].nr_free` per
     /// migratetype), exact; the never-allocated tail is not counted.
     nr_blocks: [[u32; NR_ORDERS]; MIGRATE_PCPTYPES],
+    /// Per migratetype, a bit per order whose list has a free block (the
+    /// never-allocated tail not included).
+    nonempty: [u16; MIGRATE_PCPTYPES],
     /// Each pageblock's migratetype (`get_pageblock_migratetype()`); all
     /// movable at first (`memmap_init_range()`).
     pageblock_mt: Vec<u8>,
@@ -249,6 +252,7 @@ impl FreeArea {
         FreeArea {
             stacks: vec![Vec::new(); MIGRATE_PCPTYPES * NR_ORDERS],
             nr_blocks: [[0; NR_ORDERS]; MIGRATE_PCPTYPES],
+            nonempty: [0; MIGRATE_PCPTYPES],
             pageblock_mt: vec![MIGRATE_MOVABLE as u8; (nr_pages >> PAGEBLOCK_ORDER) as usize],
             nr_free: nr_pages,
             nr_pages,
@@ -489,13 +493,14 @@ impl FreeArea {
     /// never-allocated tail is movable blocks of the largest order).
     #[inline]
     fn has_free(&self, mt: usize, order: u32) -> bool {
-        self.nr_blocks[mt][order as usize] > 0
+        self.nonempty[mt] & (1 << order) != 0
             || (mt == MIGRATE_MOVABLE && order == MAX_PAGE_ORDER && self.fresh < self.nr_pages)
     }
 
     /// `get_page_from_free_area()`: the block at the head of the list of
     /// `mt` and `order`, left on it; the never-allocated tail's next block
     /// after the movable list's own.
+    #[inline]
     fn peek(&mut self, mem: &MemMap, mt: usize, order: u32) -> Option<Pfn> {
         let stack = &mut self.stacks[mt * NR_ORDERS + order as usize];
         while let Some(&p) = stack.last() {
@@ -512,26 +517,40 @@ impl FreeArea {
 
     /// `del_page_from_free_list()`: take the block `pfn` that [`Self::peek`]
     /// found off its list.
+    #[inline]
     fn take(&mut self, mem: &mut MemMap, pfn: Pfn, mt: usize, order: u32) {
         if pfn.0 as u64 == self.fresh {
             self.fresh += 1 << MAX_PAGE_ORDER;
         } else {
             self.stacks[mt * NR_ORDERS + order as usize].pop();
-            self.nr_blocks[mt][order as usize] -= 1;
+            self.dec_blocks(mt, order);
             mem.clear_buddy(pfn);
         }
     }
 
     /// `__add_to_free_list()`: `pfn` becomes a free block of `order` on
     /// the list of `mt`.
+    #[inline]
     fn push(&mut self, mem: &mut MemMap, pfn: Pfn, mt: usize, order: u32) {
         mem.set_buddy(pfn, order);
         self.stacks[mt * NR_ORDERS + order as usize].push(pfn.0);
         self.nr_blocks[mt][order as usize] += 1;
+        self.nonempty[mt] |= 1 << order;
+    }
+
+    /// One free block fewer on the list of `mt` and `order`.
+    #[inline]
+    fn dec_blocks(&mut self, mt: usize, order: u32) {
+        let n = &mut self.nr_blocks[mt][order as usize];
+        *n -= 1;
+        if *n == 0 {
+            self.nonempty[mt] &= !(1 << order);
+        }
     }
 
     /// `expand()`: of the block `pfn` of order `high`, keep the first
     /// `2^low` pages and put the upper halves on the lists of `mt`.
+    #[inline]
     fn expand(&mut self, mem: &mut MemMap, pfn: Pfn, low: u32, high: u32, mt: usize) {
         let mut cur = high;
         while cur > low {
@@ -584,6 +603,7 @@ impl FreeArea {
     /// claimed from another migratetype (`__rmqueue_claim()`), else one
     /// stolen (`__rmqueue_steal()`; the model's zone is never the Normal
     /// zone of a machine with DMA32, so ALLOC_NOFRAGMENT never holds).
+    #[inline]
     fn rmqueue(
         &mut self,
         mem: &mut MemMap,
@@ -616,19 +636,19 @@ impl FreeArea {
         order: u32,
         mt: usize,
     ) -> Option<Pfn> {
-        for cur in order..=MAX_PAGE_ORDER {
-            if !self.has_free(mt, cur) {
-                continue;
-            }
-            let Some(pfn) = self.peek(mem, mt, cur) else {
-                continue;
-            };
-            self.take(mem, pfn, mt, cur);
-            self.expand(mem, pfn, order, cur, mt);
-            self.nr_free -= 1 << order;
-            return Some(pfn);
+        let mut orders = u32::from(self.nonempty[mt]) >> order << order;
+        if mt == MIGRATE_MOVABLE && self.fresh < self.nr_pages {
+            orders |= 1 << MAX_PAGE_ORDER;
         }
-        None
+        if orders == 0 {
+            return None;
+        }
+        let cur = orders.trailing_zeros();
+        let pfn = self.peek(mem, mt, cur).expect("a counted free block");
+        self.take(mem, pfn, mt, cur);
+        self.expand(mem, pfn, order, cur, mt);
+        self.nr_free -= 1 << order;
+        Some(pfn)
     }
 
     /// `find_suitable_fallback()`: the first migratetype `mt` falls back
@@ -742,7 +762,7 @@ impl FreeArea {
             let order = mem.order(Pfn(p));
             // The old list's entry is skipped once the pageblock's type
             // has changed.
-            self.nr_blocks[old][order as usize] -= 1;
+            self.dec_blocks(old, order);
             self.push(mem, Pfn(p), new, order);
             p += 1 << order;
         }
@@ -933,7 +953,7 @@ impl FreeArea {
                 break;
             }
             let buddy_mt = self.block_mt(buddy as u32);
-            self.nr_blocks[buddy_mt][order as usize] -= 1;
+            self.dec_blocks(buddy_mt, order);
             if buddy_mt != mt {
                 let first = (buddy >> PAGEBLOCK_ORDER) as usize;
                 let n = 1usize << order.saturating_sub(PAGEBLOCK_ORDER);
