@@ -110,6 +110,16 @@ fn bad_enum_values() {
     assert!(e.message.contains("\"inherit\""));
     let e = error("[system]\narch = \"riscv\"\n");
     assert_eq!(e.field, "system.arch");
+    // Free blocks per order: at most eleven counts (orders 0 to 10).
+    let e = error("[system]\nmachine.free_unmovable = \"0 0 0 0 12 x\"\n");
+    assert_eq!(at(&e), (2, 26, "system.machine.free_unmovable"));
+    assert!(
+        e.message.contains("found string \"0 0 0 0 12 x\""),
+        "{}",
+        e.message
+    );
+    let e = error("[system]\nmachine.free_reclaimable = \"0 0 0 0 0 0 0 0 0 0 0 1\"\n");
+    assert_eq!(e.field, "system.machine.free_reclaimable");
     let e = error(&with_step("op = \"mmap\"\nregion = \"x\"\nkind = \"anon\"\nsize = 4096\nmadvise = [\"hugepage\", \"huge\"]\n"));
     assert_eq!(at(&e), (17, 24, "step[2].madvise[2]"));
 }
