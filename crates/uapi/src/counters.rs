@@ -43,6 +43,9 @@ pub const VMSCAN_RECLAIM_PAGES: &str = "vmscan:mm_vmscan_reclaim_pages";
 pub const VMSCAN_WRITE_FOLIO: &str = "vmscan:mm_vmscan_write_folio";
 /// `kmem:mm_page_alloc`, counted per order (`kmem:mm_page_alloc/order=N`).
 pub const MM_PAGE_ALLOC: &str = "kmem:mm_page_alloc";
+/// `kmem:mm_page_alloc_extfrag`: an allocation served from a pageblock of
+/// another migratetype (`__rmqueue_claim()`, `__rmqueue_steal()`).
+pub const MM_PAGE_ALLOC_EXTFRAG: &str = "kmem:mm_page_alloc_extfrag";
 /// `huge_memory:mm_khugepaged_scan_pmd`: one per PMD range
 /// `hpage_collapse_scan_pmd()` looked at (khugepaged's hits are in its own
 /// thread, not the workload's).
@@ -57,7 +60,7 @@ pub const KHUGEPAGED_COLLAPSE_FILE: &str = "huge_memory:mm_khugepaged_collapse_f
 
 /// The tracepoints the native engine counts for the workload, in the order
 /// it opens them.
-pub const TRACEPOINTS: [&str; 12] = [
+pub const TRACEPOINTS: [&str; 13] = [
     PAGE_FAULT_USER,
     FILEMAP_MAP_PAGES,
     FILEMAP_FAULT,
@@ -66,6 +69,7 @@ pub const TRACEPOINTS: [&str; 12] = [
     VMSCAN_RECLAIM_PAGES,
     VMSCAN_WRITE_FOLIO,
     MM_PAGE_ALLOC,
+    MM_PAGE_ALLOC_EXTFRAG,
     KHUGEPAGED_SCAN_PMD,
     COLLAPSE_HUGE_PAGE,
     KHUGEPAGED_SCAN_FILE,

@@ -179,6 +179,7 @@ counter_enum!(
         VmscanLruIsolate => "vmscan:mm_vmscan_lru_isolate",
         VmscanLruShrinkInactive => "vmscan:mm_vmscan_lru_shrink_inactive",
         VmscanLruShrinkActive => "vmscan:mm_vmscan_lru_shrink_active",
+        MmPageAllocExtfrag => "kmem:mm_page_alloc_extfrag",
         KhugepagedScanPmd => "huge_memory:mm_khugepaged_scan_pmd",
         CollapseHugePage => "huge_memory:mm_collapse_huge_page",
         KhugepagedScanFile => "huge_memory:mm_khugepaged_scan_file",

@@ -120,8 +120,12 @@ impl<A: Arch> Kernel<A> {
         match zram.pool.malloc(u32::from(len), || {
             buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
         }) {
-            Ok(z) => Some(z + 1),
+            Ok(z) => {
+                self.count_extfrag();
+                Some(z + 1)
+            }
             Err(pages) => {
+                self.count_extfrag();
                 for p in pages {
                     self.free_pages(p, 0);
                 }

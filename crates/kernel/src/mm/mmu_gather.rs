@@ -139,6 +139,7 @@ impl<A: Arch> Kernel<A> {
         ) else {
             return false;
         };
+        self.count_extfrag();
         let g = &mut self.cpus.gather;
         g.batches.push(page);
         g.active_batch = g.batches.len();

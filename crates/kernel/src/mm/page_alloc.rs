@@ -202,6 +202,9 @@ pub(crate) struct FreeArea {
     pub(crate) boosted_flag: bool,
     /// `watermark_boost_factor`
     boost_factor: u64,
+    /// Allocations served from another migratetype's pageblock since the
+    /// caller last counted them (`trace_mm_page_alloc_extfrag()`).
+    pub(crate) extfrag: u64,
     /// `zone_managed_pages()`: all pages but `machine.unmanaged`.
     pub(crate) managed: u64,
     /// The PFNs the kernel holds from boot (`machine.unmanaged` and
@@ -261,6 +264,7 @@ impl FreeArea {
             boost: 0,
             boosted_flag: false,
             boost_factor: 0,
+            extfrag: 0,
             managed: nr_pages,
             boot: 0..0,
             lowmem: 0,
@@ -620,11 +624,13 @@ impl FreeArea {
         if *mode != RmqueueMode::Steal {
             if let Some(p) = self.rmqueue_claim(mem, order, mt, kswapd) {
                 *mode = RmqueueMode::Normal;
+                self.extfrag += 1;
                 return Some(p);
             }
         }
         let p = self.rmqueue_steal(mem, order, mt)?;
         *mode = RmqueueMode::Steal;
+        self.extfrag += 1;
         Some(p)
     }
 
@@ -1054,12 +1060,22 @@ impl<A: Arch> Kernel<A> {
         let page = self
             .buddy
             .alloc_pages(&mut self.mem, order, mt, cpu, kswapd);
+        self.count_extfrag();
         // rmqueue(): a fallback that boosted the watermarks wakes kswapd.
         if kswapd && self.buddy.boosted_flag {
             self.buddy.boosted_flag = false;
             self.wakeup_kswapd();
         }
         page
+    }
+
+    /// `kmem:mm_page_alloc_extfrag`: the fallbacks of the allocation just
+    /// made, in the allocating task's context.
+    pub(crate) fn count_extfrag(&mut self) {
+        for _ in 0..std::mem::take(&mut self.buddy.extfrag) {
+            self.vmstat
+                .trace(foliosim_uapi::vmstat::Trace::MmPageAllocExtfrag);
+        }
     }
 
     /// Free a block the kernel allocated with [`Self::alloc_pages`] (or a

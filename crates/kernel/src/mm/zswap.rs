@@ -277,8 +277,12 @@ impl<A: Arch> Kernel<A> {
             let z = match self.zswap.pool.malloc(u32::from(length), || {
                 buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
             }) {
-                Ok(z) => z,
+                Ok(z) => {
+                    self.count_extfrag();
+                    z
+                }
                 Err(pages) => {
+                    self.count_extfrag();
                     for p in pages {
                         self.free_pages(p, 0);
                     }
@@ -573,6 +577,7 @@ impl<A: Arch> Kernel<A> {
         ) else {
             return false;
         };
+        self.count_extfrag();
         self.mem.prep_new_folio(folio, 0);
         self.vmstat.sim.folio_alloc += 1;
         // __read_swap_cache_async(): charged to the slot's cgroup; the
