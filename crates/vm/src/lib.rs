@@ -975,6 +975,8 @@ mod tests {
             ("machine.unmanaged", "32493569"),
             ("machine.boot_used", "21807104"),
             ("machine.min_free_kbytes", "3964"),
+            ("machine.unmovable_blocks", "11"),
+            ("machine.free_unmovable", "0 1 0 0 1 1 1 1 1 1 0"),
         ] {
             guest.system.insert(k.into(), v.into());
         }
@@ -982,6 +984,11 @@ mod tests {
         assert_eq!(sc.system.machine_unmanaged, 32_493_568);
         assert_eq!(sc.system.machine_boot_used, 21_807_104);
         assert_eq!(sc.system.machine_min_free_kbytes, 4096);
+        assert_eq!(sc.system.machine_unmovable_blocks, 11);
+        assert_eq!(
+            sc.system.machine_free_unmovable.0,
+            [0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0]
+        );
     }
 
     #[test]
