@@ -542,13 +542,15 @@ impl FreeArea {
         self.nonempty[mt] |= 1 << order;
     }
 
-    /// One free block fewer on the list of `mt` and `order`.
+    /// One free block fewer on the list of `mt` and `order`. A list left
+    /// empty drops its stack: every entry left is stale.
     #[inline]
     fn dec_blocks(&mut self, mt: usize, order: u32) {
         let n = &mut self.nr_blocks[mt][order as usize];
         *n -= 1;
         if *n == 0 {
             self.nonempty[mt] &= !(1 << order);
+            self.stacks[mt * NR_ORDERS + order as usize].clear();
         }
     }
 
