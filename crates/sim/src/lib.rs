@@ -374,6 +374,10 @@ mod tests {
                 MthpMode::Always
             }),
             (_, Value::Arch(_)) => Value::Arch(foliosim_uapi::Arch::Arm64),
+            (_, Value::FreeCounts(mut c)) => {
+                c.0[4] += 1;
+                Value::FreeCounts(c)
+            }
             (kind, v) => panic!("{}: {v:?} is not a {kind:?}", inst.key),
         }
     }
