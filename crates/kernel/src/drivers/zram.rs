@@ -117,15 +117,13 @@ impl<A: Arch> Kernel<A> {
             .zram
             .as_deref_mut()
             .expect("a zram swap area");
-        match zram.pool.malloc(u32::from(len), || {
+        let z = zram.pool.malloc(u32::from(len), || {
             buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
-        }) {
-            Ok(z) => {
-                self.count_extfrag();
-                Some(z + 1)
-            }
+        });
+        self.count_extfrag();
+        match z {
+            Ok(z) => Some(z + 1),
             Err(pages) => {
-                self.count_extfrag();
                 for p in pages {
                     self.free_pages(p, 0);
                 }

@@ -130,16 +130,9 @@ impl<A: Arch> Kernel<A> {
         if !self.buddy.watermark_ok(0, min) {
             return false;
         }
-        let Some(page) = self.buddy.alloc_pages(
-            &mut self.mem,
-            0,
-            crate::mm::page_alloc::MIGRATE_UNMOVABLE,
-            self.cpus.current,
-            true,
-        ) else {
+        let Some(page) = self.rmqueue(0, crate::mm::page_alloc::MIGRATE_UNMOVABLE, true) else {
             return false;
         };
-        self.count_extfrag();
         let g = &mut self.cpus.gather;
         g.batches.push(page);
         g.active_batch = g.batches.len();

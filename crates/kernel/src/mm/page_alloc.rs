@@ -395,21 +395,22 @@ impl FreeArea {
                 && grow(&mut self.pageblock_mt, &mut top, &mut next_block)
             {}
             let low = |b: usize| (((start + b) as u64) << PAGEBLOCK_ORDER).max(boot_start);
+            let fail = || {
+                crate::KernelError::Unsupported(format!(
+                    "machine.free_{name}: the free blocks do not fit among the kernel's \
+                     memory at boot ({whole} whole pageblocks, with machine.boot_used and \
+                     the other free blocks)"
+                ))
+            };
             let mut turn = 0usize;
             for order in (0..NR_ORDERS as u32).rev() {
                 let slot = 2u64 << order;
+                // Where in pageblock `b` the next slot would start, if it fits.
+                let fits = |top: &[u64], b: usize| {
+                    let at = top[b].checked_sub(slot).map(|a| a & !(slot - 1));
+                    at.filter(|&a| a >= low(b))
+                };
                 for _ in 0..free.0[order as usize] {
-                    let fits = |top: &[u64], b: usize| {
-                        let at = top[b].checked_sub(slot).map(|a| a & !(slot - 1));
-                        at.filter(|&a| a >= low(b))
-                    };
-                    let fail = || {
-                        crate::KernelError::Unsupported(format!(
-                            "machine.free_{name}: the free blocks do not fit among the \
-                             kernel's memory at boot ({whole} whole pageblocks, with \
-                             machine.boot_used and the other free blocks)"
-                        ))
-                    };
                     let a = if order >= PAGEBLOCK_ORDER {
                         // Pageblocks of its own, aligned; those of the free
                         // upper half take no small block.
@@ -493,12 +494,24 @@ impl FreeArea {
         }
     }
 
-    /// Whether the list of `mt` and `order` has a free block (the
-    /// never-allocated tail is movable blocks of the largest order).
+    /// Whether the never-allocated tail gives `mt` a free block of the
+    /// largest order (it is movable pageblocks).
+    #[inline]
+    fn fresh_for(&self, mt: usize) -> bool {
+        mt == MIGRATE_MOVABLE && self.fresh < self.nr_pages
+    }
+
+    /// A bit per order whose list of `mt` has a free block, the
+    /// never-allocated tail included.
+    #[inline]
+    fn free_orders(&self, mt: usize) -> u32 {
+        u32::from(self.nonempty[mt]) | (u32::from(self.fresh_for(mt)) << MAX_PAGE_ORDER)
+    }
+
+    /// Whether the list of `mt` and `order` has a free block.
     #[inline]
     fn has_free(&self, mt: usize, order: u32) -> bool {
-        self.nonempty[mt] & (1 << order) != 0
-            || (mt == MIGRATE_MOVABLE && order == MAX_PAGE_ORDER && self.fresh < self.nr_pages)
+        self.free_orders(mt) & (1 << order) != 0
     }
 
     /// `get_page_from_free_area()`: the block at the head of the list of
@@ -506,17 +519,14 @@ impl FreeArea {
     /// after the movable list's own.
     #[inline]
     fn peek(&mut self, mem: &MemMap, mt: usize, order: u32) -> Option<Pfn> {
-        let stack = &mut self.stacks[mt * NR_ORDERS + order as usize];
-        while let Some(&p) = stack.last() {
-            if mem.is_buddy(Pfn(p), order)
-                && self.pageblock_mt[(p >> PAGEBLOCK_ORDER) as usize] as usize == mt
-            {
+        let i = mt * NR_ORDERS + order as usize;
+        while let Some(&p) = self.stacks[i].last() {
+            if mem.is_buddy(Pfn(p), order) && self.block_mt(p) == mt {
                 return Some(Pfn(p));
             }
-            stack.pop();
+            self.stacks[i].pop();
         }
-        (mt == MIGRATE_MOVABLE && order == MAX_PAGE_ORDER && self.fresh < self.nr_pages)
-            .then_some(Pfn(self.fresh as u32))
+        (order == MAX_PAGE_ORDER && self.fresh_for(mt)).then_some(Pfn(self.fresh as u32))
     }
 
     /// `del_page_from_free_list()`: take the block `pfn` that [`Self::peek`]
@@ -552,6 +562,24 @@ impl FreeArea {
             self.nonempty[mt] &= !(1 << order);
             self.stacks[mt * NR_ORDERS + order as usize].clear();
         }
+    }
+
+    /// `page_del_and_expand()`: take the block `pfn` of order `high` off
+    /// the list of `from`, keep its first `2^low` pages and put the rest on
+    /// the lists of `to` (the block's pageblocks are `to`'s by now).
+    #[inline]
+    fn page_del_and_expand(
+        &mut self,
+        mem: &mut MemMap,
+        pfn: Pfn,
+        low: u32,
+        high: u32,
+        from: usize,
+        to: usize,
+    ) {
+        self.take(mem, pfn, from, high);
+        self.expand(mem, pfn, low, high, to);
+        self.nr_free -= 1 << low;
     }
 
     /// `expand()`: of the block `pfn` of order `high`, keep the first
@@ -644,18 +672,13 @@ impl FreeArea {
         order: u32,
         mt: usize,
     ) -> Option<Pfn> {
-        let mut orders = u32::from(self.nonempty[mt]) >> order << order;
-        if mt == MIGRATE_MOVABLE && self.fresh < self.nr_pages {
-            orders |= 1 << MAX_PAGE_ORDER;
-        }
+        let orders = self.free_orders(mt) >> order << order;
         if orders == 0 {
             return None;
         }
         let cur = orders.trailing_zeros();
         let pfn = self.peek(mem, mt, cur).expect("a counted free block");
-        self.take(mem, pfn, mt, cur);
-        self.expand(mem, pfn, order, cur, mt);
-        self.nr_free -= 1 << order;
+        self.page_del_and_expand(mem, pfn, order, cur, mt, mt);
         Some(pfn)
     }
 
@@ -712,14 +735,10 @@ impl FreeArea {
         kswapd: bool,
     ) -> Option<Pfn> {
         if cur >= PAGEBLOCK_ORDER {
-            self.take(mem, pfn, block_type, cur);
             // change_pageblock_range()
             let first = (pfn.0 >> PAGEBLOCK_ORDER) as usize;
-            for b in first..first + (1 << (cur - PAGEBLOCK_ORDER)) {
-                self.pageblock_mt[b] = start as u8;
-            }
-            self.expand(mem, pfn, order, cur, start);
-            self.nr_free -= 1 << order;
+            self.pageblock_mt[first..first + (1 << (cur - PAGEBLOCK_ORDER))].fill(start as u8);
+            self.page_del_and_expand(mem, pfn, order, cur, block_type, start);
             return Some(pfn);
         }
         if self.boost_watermark() && kswapd {
@@ -787,9 +806,7 @@ impl FreeArea {
             let Some(pfn) = self.peek(mem, fallback, cur) else {
                 continue;
             };
-            self.take(mem, pfn, fallback, cur);
-            self.expand(mem, pfn, order, cur, fallback);
-            self.nr_free -= 1 << order;
+            self.page_del_and_expand(mem, pfn, order, cur, fallback, fallback);
             return Some(pfn);
         }
         None
@@ -1058,16 +1075,25 @@ impl<A: Arch> Kernel<A> {
         if self.buddy.below_high && !self.buddy.watermark_ok(order, mark) {
             return None;
         }
-        let cpu = self.cpus.current;
-        let page = self
-            .buddy
-            .alloc_pages(&mut self.mem, order, mt, cpu, kswapd);
-        self.count_extfrag();
+        let page = self.rmqueue(order, mt, kswapd);
         // rmqueue(): a fallback that boosted the watermarks wakes kswapd.
         if kswapd && self.buddy.boosted_flag {
             self.buddy.boosted_flag = false;
             self.wakeup_kswapd();
         }
+        page
+    }
+
+    /// `rmqueue()` on the current CPU, with its fallbacks counted, but
+    /// without the wake-up of kswapd after a boost, which only
+    /// [`Self::get_page_from_freelist`] adds; the caller has checked the
+    /// watermark, if any.
+    pub(crate) fn rmqueue(&mut self, order: u32, mt: usize, kswapd: bool) -> Option<Pfn> {
+        let cpu = self.cpus.current;
+        let page = self
+            .buddy
+            .alloc_pages(&mut self.mem, order, mt, cpu, kswapd);
+        self.count_extfrag();
         page
     }
 

@@ -274,15 +274,13 @@ impl<A: Arch> Kernel<A> {
             let mem = &mut self.mem;
             let cpu = self.cpus.current;
             // GFP_NOWAIT from reclaim (PF_MEMALLOC): no watermarks.
-            let z = match self.zswap.pool.malloc(u32::from(length), || {
+            let z = self.zswap.pool.malloc(u32::from(length), || {
                 buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
-            }) {
-                Ok(z) => {
-                    self.count_extfrag();
-                    z
-                }
+            });
+            self.count_extfrag();
+            let z = match z {
+                Ok(z) => z,
                 Err(pages) => {
-                    self.count_extfrag();
                     for p in pages {
                         self.free_pages(p, 0);
                     }
@@ -568,16 +566,9 @@ impl<A: Arch> Kernel<A> {
         if si.cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE {
             return false;
         }
-        let Some(folio) = self.buddy.alloc_pages(
-            &mut self.mem,
-            0,
-            crate::mm::page_alloc::MIGRATE_MOVABLE,
-            self.cpus.current,
-            true,
-        ) else {
+        let Some(folio) = self.rmqueue(0, crate::mm::page_alloc::MIGRATE_MOVABLE, true) else {
             return false;
         };
-        self.count_extfrag();
         self.mem.prep_new_folio(folio, 0);
         self.vmstat.sim.folio_alloc += 1;
         // __read_swap_cache_async(): charged to the slot's cgroup; the
