@@ -444,7 +444,7 @@ impl<A: Arch> Kernel<A> {
                 }
             }
         }
-        for (&p, e) in &self.swap_of {
+        for (p, e) in self.swap_of.iter() {
             if self.swap[e.ty as usize].cache[e.offset as usize] != p {
                 return Err(format!(
                     "folio {p}: folio->swap {}:{} but the swap table disagrees",

@@ -20,8 +20,6 @@
 //! continuations (counts above 0x3e assert), per-CPU allocation caches,
 //! memcg swap limits (memory.swap.max, memsw).
 
-use std::collections::HashMap;
-
 use crate::arch::Arch;
 use crate::drivers::zram::Zram;
 use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
@@ -400,7 +398,7 @@ impl SwapInfo {
 impl<A: Arch> Kernel<A> {
     /// `folio->swap` of a folio in the swap cache.
     pub(crate) fn folio_swap(&self, folio: Pfn) -> Option<SwpEntry> {
-        self.swap_of.get(&folio.0).copied()
+        self.swap_of.get(folio.0)
     }
 
     /// `folio_alloc_swap()` + `swap_cache_add_folio()`: give the folio
@@ -459,7 +457,7 @@ impl<A: Arch> Kernel<A> {
     /// swap table (kept while a swap PTE still holds the slot), then
     /// `put_swap_folio()`.
     pub(crate) fn swap_cache_del_folio(&mut self, folio: Pfn, shadow: Option<Shadow>) {
-        let Some(entry) = self.swap_of.remove(&folio.0) else {
+        let Some(entry) = self.swap_of.remove(folio.0) else {
             return;
         };
         self.mem.clear(folio, PG_SWAPCACHE);
@@ -632,8 +630,66 @@ pub(crate) enum SwapOut {
     Failed,
 }
 
-/// Folio → swap entry of folios in the swap cache (`folio->swap`), keyed
-/// by PFN. Only looked up, never iterated; foldhash, because reclaim and
-/// swap-in look it up per folio and std's SipHash was 7% of a run swapping
-/// 3 GiB out.
-pub(crate) type SwapOf = HashMap<u32, SwpEntry, foldhash::fast::FixedState>;
+/// Folio → swap entry of folios in the swap cache (`folio->swap`), by
+/// PFN: a dense array, as the kernel keeps the field in `struct folio`.
+/// Reclaim and swap-in look it up, add and drop it per folio; a hash map
+/// (foldhash) cost ~200 instructions a folio in those operations, the
+/// array a few. Each entry packs the area (high byte) and the offset; the
+/// array grows to the highest PFN ever added (8 bytes a page frame, only
+/// once something is swapped).
+#[derive(Debug, Default)]
+pub(crate) struct SwapOf {
+    slots: Vec<u64>,
+}
+
+impl SwapOf {
+    /// No entry.
+    const NONE: u64 = u64::MAX;
+    const TY_SHIFT: u32 = 56;
+
+    fn pack(e: SwpEntry) -> u64 {
+        debug_assert!(e.offset < 1 << Self::TY_SHIFT && e.ty < 0xff);
+        (e.ty as u64) << Self::TY_SHIFT | e.offset
+    }
+
+    fn unpack(v: u64) -> SwpEntry {
+        SwpEntry {
+            ty: (v >> Self::TY_SHIFT) as u32,
+            offset: v & ((1 << Self::TY_SHIFT) - 1),
+        }
+    }
+
+    /// The entry of the folio headed by `pfn`.
+    #[inline]
+    pub(crate) fn get(&self, pfn: u32) -> Option<SwpEntry> {
+        match self.slots.get(pfn as usize) {
+            Some(&v) if v != Self::NONE => Some(Self::unpack(v)),
+            _ => None,
+        }
+    }
+
+    /// Record the folio's entry.
+    pub(crate) fn insert(&mut self, pfn: u32, e: SwpEntry) {
+        let i = pfn as usize;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, Self::NONE);
+        }
+        self.slots[i] = Self::pack(e);
+    }
+
+    /// Drop the folio's entry, returning it.
+    #[inline]
+    pub(crate) fn remove(&mut self, pfn: u32) -> Option<SwpEntry> {
+        let v = std::mem::replace(self.slots.get_mut(pfn as usize)?, Self::NONE);
+        (v != Self::NONE).then(|| Self::unpack(v))
+    }
+
+    /// Every (PFN, entry), by PFN.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, SwpEntry)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v != Self::NONE)
+            .map(|(p, &v)| (p as u32, Self::unpack(v)))
+    }
+}

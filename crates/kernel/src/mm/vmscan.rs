@@ -495,7 +495,7 @@ impl<A: Arch> Kernel<A> {
         self.mem.split_to_order0(folio);
         self.split_page_memcg(folio, nr);
         // The folio's swap slots (if any) now belong to each page.
-        if let Some(e) = self.swap_of.remove(&folio.0) {
+        if let Some(e) = self.swap_of.remove(folio.0) {
             for i in 0..nr {
                 let entry = crate::mm::swapfile::SwpEntry {
                     ty: e.ty,
