@@ -152,6 +152,26 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("folio_referenced", &[]),
     // Swap slots (mm/swapfile.c).
     kf("folio_alloc_swap", &["sim/swap_alloc"]),
+    // Its failures: the return probe sees an error.
+    Kfunc {
+        name: "folio_alloc_swap/failed",
+        event: "folio_alloc_swap_failed",
+        function: "folio_alloc_swap%return",
+        fetch: "ret=$retval:s32",
+        filter: "ret != 0",
+        model: &["sim/swap_alloc_fail"],
+    },
+    // A cluster's swap table (swap_cluster_alloc_table(), 6.18), and the
+    // allocations of one the page allocator refused (a NULL return).
+    kf("swap_table_alloc", &[]),
+    Kfunc {
+        name: "swap_table_alloc/failed",
+        event: "swap_table_alloc_failed",
+        function: "swap_table_alloc%return",
+        fetch: "ret=$retval:u64",
+        filter: "ret == 0",
+        model: &[],
+    },
     // Reclaim (mm/vmscan.c): cgroup reclaims and the batches they free.
     kf(
         "try_to_free_mem_cgroup_pages",

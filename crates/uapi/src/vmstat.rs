@@ -400,6 +400,8 @@ sim_stat! {
     swap_lock => "sim/swap_count_lock",
     /// Swap slot allocations attempted (`folio_alloc_swap()`).
     swap_alloc => "sim/swap_alloc",
+    /// Of those, the ones that found no slot (reclaim activates the folio).
+    swap_alloc_fail => "sim/swap_alloc_fail",
     /// `shrink_folio_list()` calls (reclaim of an isolated batch).
     shrink_folio_list => "sim/shrink_folio_list",
     /// MGLRU: `try_to_inc_max_seq()` calls (an aging wanted).

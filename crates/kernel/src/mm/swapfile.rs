@@ -18,7 +18,12 @@
 //! zswap stores folios before the device (mm/zswap.rs).
 //! Not modelled: discard, count
 //! continuations (counts above 0x3e assert), per-CPU allocation caches,
-//! memcg swap limits (memory.swap.max, memsw).
+//! memcg swap limits (memory.swap.max, memsw), and the swap tables' own
+//! pages: `swap_cluster_alloc_table()` allocates one for each cluster it
+//! takes from the free list, in reclaim with __GFP_HIGH | __GFP_NOMEMALLOC,
+//! and when the page allocator refuses it (free pages below half the min
+//! watermark), `folio_alloc_swap()` fails and reclaim activates the folio.
+//! The model's tables take no memory and never fail.
 
 use crate::arch::Arch;
 use crate::drivers::zram::Zram;
@@ -428,6 +433,7 @@ impl<A: Arch> Kernel<A> {
                 return true;
             }
         }
+        self.vmstat.sim.swap_alloc_fail += 1;
         false
     }
 
