@@ -13,7 +13,7 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
-    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, SIM_ZRAM_WRITE_FAIL,
+    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES,
 };
 use serde_json::json;
 
@@ -103,6 +103,11 @@ pub(crate) fn catalogue() -> Vec<Entry> {
     for (names, doc) in groups {
         out.extend(names.into_iter().map(|name| entry(name, ALL, doc)));
     }
+    out.push(entry(
+        ZRAM_FAILED_WRITES.0.into(),
+        ALL,
+        ZRAM_FAILED_WRITES.1,
+    ));
     for t in Trace::ALL {
         let base = t.name().split('/').next().unwrap_or(t.name());
         let engines: &[&str] = if TRACEPOINTS.contains(&base) {
@@ -122,24 +127,28 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         "kmem:mm_page_alloc tracepoint hits per allocation order",
     ));
     for k in KFUNCS {
+        let what = match k.function.strip_suffix("%return") {
+            Some(f) => format!("returns of {f}() with {}", k.filter),
+            None => format!("calls of {}()", k.function),
+        };
         let doc = if k.model.is_empty() {
-            format!(
-                "calls of {}() by the workload (kprobe; reported, not compared)",
-                k.function
-            )
+            format!("{what} by the workload (kprobe; reported, not compared)")
         } else {
             format!(
-                "calls of {}() by the workload (kprobe); compared with {}",
-                k.function,
+                "{what} by the workload (kprobe); compared with {}",
                 k.model.join(" + ")
             )
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
+        out.push(entry(
+            format!("kswapd/{KFUNC_PREFIX}{}", k.name),
+            &["vm"],
+            format!("{what} by the machine's kswapd threads (kprobe; reported, not compared)"),
+        ));
     }
-    for (name, doc) in
-        SimStat::DOCS
-            .iter()
-            .chain([&SIM_KSWAPD_CPU, &SIM_THROTTLED, &SIM_ZRAM_WRITE_FAIL])
+    for (name, doc) in SimStat::DOCS
+        .iter()
+        .chain([&SIM_KSWAPD_CPU, &SIM_THROTTLED])
     {
         out.push(entry((*name).into(), &["sim"], doc.trim()));
     }

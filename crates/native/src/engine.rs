@@ -347,6 +347,7 @@ fn snap_at(
     tids: &[u64],
     overhead: &Overhead,
     perf: Option<&Counters>,
+    kswapd: &[Counters],
     cgroups: Option<&Cgroups>,
 ) -> Snap {
     let mut s = Snap {
@@ -375,6 +376,9 @@ fn snap_at(
             s.global.extend(host::zone_levels().unwrap_or_default());
             s.global.extend(host::mthp_stats().unwrap_or_default());
             s.global.extend(host::kswapd_cpu_ns().unwrap_or_default());
+            for (name, n) in kswapd.iter().flat_map(Counters::read) {
+                *s.global.entry(name).or_default() += n as i64;
+            }
         },
     ];
     if edge == Edge::End {
@@ -610,6 +614,9 @@ struct Follow<'c, 'a> {
     flags: KpageFlags,
     missing: Vec<(String, String)>,
     perf: Option<Counters>,
+    /// The kernel functions' counts of the machine's kswapd threads (a
+    /// guest's: natively no kernel function is probed).
+    kswapd_perf: Vec<Counters>,
     regions: BTreeMap<String, (u64, u64)>,
     /// Named regions whose mmap step asked for a folio map (`map = true`).
     mapped: std::collections::BTreeSet<String>,
@@ -641,6 +648,7 @@ impl<'c, 'a> Follow<'c, 'a> {
             flags,
             missing: Vec::new(),
             perf: None,
+            kswapd_perf: Vec::new(),
             regions: BTreeMap::new(),
             mapped: Default::default(),
             tids: Vec::new(),
@@ -660,6 +668,10 @@ impl<'c, 'a> Follow<'c, 'a> {
         match msg {
             Msg::Ready { .. } => {
                 self.perf = Some(Counters::open(wl.pid, ctx.events, &mut self.missing));
+                self.kswapd_perf = host::kswapd_pids()
+                    .iter()
+                    .map(|&p| Counters::open_kswapd(p as i32, ctx.events))
+                    .collect();
                 wl.go()?;
             }
             Msg::Mapped { region, addr, len } => {
@@ -727,6 +739,7 @@ impl<'c, 'a> Follow<'c, 'a> {
             &self.tids,
             &self.overhead,
             self.perf.as_ref(),
+            &self.kswapd_perf,
             self.ctx.cgroups,
         );
         s.global.extend(self.limit_busy.clone());

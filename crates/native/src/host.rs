@@ -52,18 +52,7 @@ pub(crate) fn zone_levels() -> io::Result<BTreeMap<String, i64>> {
 /// change): the first field of each thread's `/proc/PID/schedstat`. None
 /// if no kswapd thread can be read. The threads are found once.
 pub(crate) fn kswapd_cpu_ns() -> Option<BTreeMap<String, i64>> {
-    static PIDS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
-    let pids = PIDS.get_or_init(|| {
-        let Ok(dir) = fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .is_ok_and(|c| parse_kswapd_comm(c.trim()))
-            })
-            .collect()
-    });
+    let pids = kswapd_pids();
     let mut total = 0u64;
     for pid in pids {
         total += match fs::read_to_string(format!("/proc/{pid}/schedstat")) {
@@ -77,6 +66,22 @@ pub(crate) fn kswapd_cpu_ns() -> Option<BTreeMap<String, i64>> {
             foliosim_uapi::counters::NATIVE_KSWAPD_CPU.to_string(),
             total as i64,
         )])
+    })
+}
+
+/// The kernel's kswapd threads (`kswapdN`, one per node), found once.
+pub(crate) fn kswapd_pids() -> &'static [u32] {
+    static PIDS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    PIDS.get_or_init(|| {
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| parse_kswapd_comm(c.trim()))
+            })
+            .collect()
     })
 }
 
@@ -349,8 +354,9 @@ pub(crate) fn mthp_dirs() -> Vec<(String, PathBuf)> {
 
 /// Every per-size mTHP stat file, as `hugepages-64kB/anon_fault_alloc`,
 /// khugepaged's counters (`khugepaged/full_scans`,
-/// `khugepaged/pages_collapsed`) and zswap's debugfs statistics
-/// (`zswap/stored_pages`, ...) where debugfs is readable.
+/// `khugepaged/pages_collapsed`), zswap's debugfs statistics
+/// (`zswap/stored_pages`, ...) where debugfs is readable, and the zram
+/// devices' `zram/failed_writes` where there are any.
 pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
     let mut out = BTreeMap::new();
     for k in foliosim_uapi::vmstat::Khugepaged::ALL {
@@ -371,6 +377,9 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
             }
         }
     }
+    if let Some(n) = zram_failed_writes() {
+        out.insert(foliosim_uapi::vmstat::ZRAM_FAILED_WRITES.0.to_string(), n);
+    }
     for (name, dir) in mthp_dirs() {
         let Ok(rd) = fs::read_dir(dir.join("stats")) else {
             continue;
@@ -385,6 +394,28 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
         }
     }
     Ok(out)
+}
+
+/// `failed_writes` (the second field of /sys/block/zramN/io_stat) summed
+/// over the machine's zram devices; None without any.
+fn zram_failed_writes() -> Option<i64> {
+    let mut sum = None;
+    for e in fs::read_dir("/sys/block").ok()?.flatten() {
+        if !e.file_name().to_string_lossy().starts_with("zram") {
+            continue;
+        }
+        let Ok(s) = fs::read_to_string(e.path().join("io_stat")) else {
+            continue;
+        };
+        if let Some(v) = s
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<i64>().ok())
+        {
+            *sum.get_or_insert(0) += v;
+        }
+    }
+    sum
 }
 
 /// Everything the run depends on that someone else could change while it

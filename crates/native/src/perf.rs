@@ -242,6 +242,19 @@ impl Counters {
         Counters { fds }
     }
 
+    /// The kernel functions' events (`kfunc/...`) for kswapd thread
+    /// `pid`, named `kswapd/kfunc/...`; the ones that cannot be opened are
+    /// left out.
+    pub(crate) fn open_kswapd(pid: i32, ev: &Events) -> Counters {
+        let fds = ev
+            .events
+            .iter()
+            .filter(|e| e.name.starts_with(foliosim_uapi::counters::KFUNC_PREFIX))
+            .filter_map(|e| Some((format!("kswapd/{}", e.name), open(pid, e).ok()?)))
+            .collect();
+        Counters { fds }
+    }
+
     pub(crate) fn read(&self) -> Vec<(String, u64)> {
         self.fds
             .iter()

@@ -495,14 +495,16 @@ pub const SIM_THROTTLED: (&str, &str) = (
     "modelled time the workload waited over the phase, ns: for kswapd in throttle_direct_reclaim() (kswapd's CPU time meanwhile), or for a swap write to end (folio_wait_writeback())",
 );
 
-/// zram writes over a phase, kswapd's and the workload's, that found no
-/// free page for their object in the device's pool (`zram_write_page()`
-/// → -ENOMEM: the folio stays dirty in the swap cache, and `pswpout`
-/// counted it). Not a count of a primitive, so not in [`SimStat`] and
-/// never priced.
-pub const SIM_ZRAM_WRITE_FAIL: (&str, &str) = (
-    "sim/zram_write_fail",
-    "zram writes over the phase (kswapd's and the workload's) that found no free page for their object in the device's pool: the folio stays dirty in the swap cache, and pswpout counted it",
+/// Failed writes to the machine's zram devices over a phase, kswapd's and
+/// the workload's: `failed_writes` of /sys/block/zramN/io_stat, one per
+/// write (bio) `zram_bio_write()` ends early, in the model one whose page
+/// found no free page for its object in the device's pool
+/// (`zram_write_page()` → -ENOMEM: the folio stays dirty in the swap
+/// cache, and `pswpout` counted it). Not a count of a primitive, so not
+/// in [`SimStat`] and never priced.
+pub const ZRAM_FAILED_WRITES: (&str, &str) = (
+    "zram/failed_writes",
+    "writes to the machine's zram devices over the phase (kswapd's and the workload's) that failed (io_stat's failed_writes): a page found no free page for its object in the device's pool, so the folio stays dirty in the swap cache, and pswpout counted it",
 );
 
 /// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase
@@ -529,7 +531,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
     names.insert(SIM_KSWAPD_CPU.0.to_string());
     names.insert(SIM_THROTTLED.0.to_string());
-    names.insert(SIM_ZRAM_WRITE_FAIL.0.to_string());
+    names.insert(ZRAM_FAILED_WRITES.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.insert(NR_WRITEBACK.to_string());
     names.insert(NR_ZSPAGES.to_string());

@@ -21,7 +21,7 @@
 //!   say after a per-CPU list refill took the last pages) fails the write
 //!   (-ENOMEM): `__end_swap_bio_write()` makes the folio dirty again and
 //!   clears PG_reclaim, and reclaim keeps it in the swap cache. `pswpout`
-//!   counted it already; `sim/zram_write_fail` counts the failures.
+//!   counted it already; `zram/failed_writes` counts the failures.
 //! * `nr_zspages` in /proc/vmstat counts these pages and zswap's.
 //!
 //! Approximated: the compressed length is lzo1x-1's for the page's kind of

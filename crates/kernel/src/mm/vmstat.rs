@@ -16,7 +16,7 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
     mthp_counter, page_alloc_counter, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
-    SIM_ZRAM_WRITE_FAIL, SIZE_ORDERS,
+    SIZE_ORDERS, ZRAM_FAILED_WRITES,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -351,7 +351,7 @@ impl VmStat {
         self.snapshot_lru(&mut out);
         out.insert(NR_WRITEBACK.to_string(), self.nr_writeback);
         out.insert(NR_ZSPAGES.to_string(), self.nr_zspages);
-        out.insert(SIM_ZRAM_WRITE_FAIL.0.to_string(), self.zram_write_fail);
+        out.insert(ZRAM_FAILED_WRITES.0.to_string(), self.zram_write_fail);
         out
     }
 

@@ -340,13 +340,13 @@ fn a_zram_write_without_a_free_page_fails_and_keeps_the_folio() {
     // steals + failures.
     let p = global_zram(&[]);
     let steals = p["pgsteal_kswapd"] + p["pgsteal_direct"];
-    let failed = p["sim/zram_write_fail"];
+    let failed = p["zram/failed_writes"];
     assert!(failed > 0, "{p:?}");
     assert_eq!(p["pswpout"], steals + failed);
     // 16 pages on kswapd's CPU's list at boot: its first write takes one,
     // and each batch it frees puts 32 pages back on that list before the
     // pool needs another (one page per 64 one-byte pages): no failure.
     let p = global_zram(&[("machine.kswapd_pcp_list", "64K")]);
-    assert_eq!(p["sim/zram_write_fail"], 0);
+    assert_eq!(p["zram/failed_writes"], 0);
     assert_eq!(p["pswpout"], p["pgsteal_kswapd"] + p["pgsteal_direct"]);
 }
