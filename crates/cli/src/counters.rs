@@ -8,8 +8,8 @@
 
 use foliosim_report::Format;
 use foliosim_uapi::counters::{
-    self, FAMILIES, KFUNCS, KFUNC_PREFIX, MACHINE_LEVELS, MAJOR_FAULTS, MINOR_FAULTS,
-    MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
+    self, FAMILIES, KFUNCS, KFUNC_PREFIX, KSWAPD_PREFIX, MACHINE_LEVELS, MAJOR_FAULTS,
+    MINOR_FAULTS, MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
@@ -141,7 +141,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
         out.push(entry(
-            format!("kswapd/{KFUNC_PREFIX}{}", k.name),
+            format!("{KSWAPD_PREFIX}{KFUNC_PREFIX}{}", k.name),
             &["vm"],
             format!("{what} by the machine's kswapd threads (kprobe; reported, not compared)"),
         ));

@@ -246,11 +246,12 @@ impl Counters {
     /// `pid`, named `kswapd/kfunc/...`; the ones that cannot be opened are
     /// left out.
     pub(crate) fn open_kswapd(pid: i32, ev: &Events) -> Counters {
+        use foliosim_uapi::counters::KSWAPD_PREFIX;
         let fds = ev
             .events
             .iter()
             .filter(|e| e.name.starts_with(foliosim_uapi::counters::KFUNC_PREFIX))
-            .filter_map(|e| Some((format!("kswapd/{}", e.name), open(pid, e).ok()?)))
+            .filter_map(|e| Some((format!("{KSWAPD_PREFIX}{}", e.name), open(pid, e).ok()?)))
             .collect();
         Counters { fds }
     }

@@ -202,6 +202,9 @@ pub const SIM_DUP_MM: &str = "sim/dup_mm";
 /// Prefixes of the counter families.
 pub const SIM_PREFIX: &str = "sim/";
 pub const KFUNC_PREFIX: &str = "kfunc/";
+/// Prefix of the kernel-function counts of the machine's kswapd threads
+/// (a guest's), before the `kfunc/...` name: `kswapd/kfunc/...`.
+pub const KSWAPD_PREFIX: &str = "kswapd/";
 pub const PAGEMAP_PREFIX: &str = "pagemap/";
 pub const FOLIOS_PREFIX: &str = "folios/";
 pub const MTHP_PREFIX: &str = "hugepages-";
