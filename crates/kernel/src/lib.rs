@@ -496,8 +496,9 @@ impl<A: Arch> Kernel<A> {
 /// the page tables and sets the accessed and dirty bits, stores mark a
 /// page's data, and every access counts.
 impl<A: Arch> Kernel<A> {
-    /// The page-table arena's generation: bumped whenever a table is freed,
-    /// so a cached table id is valid only while it is unchanged.
+    /// The page-table arena's generation: bumped whenever a table is freed
+    /// or moved to another address, so a cached table id is valid only
+    /// while it is unchanged.
     #[inline]
     pub fn pt_generation(&self) -> u64 {
         self.pt.generation

@@ -173,6 +173,7 @@ impl<A: Arch> Kernel<A> {
         let lru = std::mem::take(&mut seen.lru);
         seen.lru = self.check_memmap(&seen, lru)?;
         seen.recycle();
+        self.check_pmd_cache()?;
         Ok(())
     }
 

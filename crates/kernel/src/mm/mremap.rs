@@ -502,6 +502,8 @@ impl<A: Arch> Kernel<A> {
         let entry = self.pt.get(old.0, old.1);
         self.pt.set(old.0, old.1, 0);
         self.pt.set(new.0, new.1, entry);
+        // The PMD table now maps another address: cached walks are stale.
+        self.pt.generation += 1;
         self.move_deposits(mm, pmc.old_addr, PUD_SIZE, pmc.new_addr);
         self.flush_tlb_range(mm, PUD_SIZE / PAGE_SIZE);
         true

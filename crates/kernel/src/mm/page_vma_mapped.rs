@@ -115,7 +115,7 @@ impl<A: Arch> Kernel<A> {
                 w.done = true;
                 return None;
             }
-            let Some(pmd) = self.walk_to_pmd(w.mm, w.address) else {
+            let Some(pmd) = self.walk_to_pmd_cached(w.mm, w.address) else {
                 w.address = pmd_addr_end(w.address, u64::MAX);
                 continue;
             };

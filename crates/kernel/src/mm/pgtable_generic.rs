@@ -11,6 +11,7 @@
 use crate::arch::Arch;
 use crate::include::linux::pgtable::{
     pgd_addr_end, pgd_index, pmd_addr_end, pmd_index, pud_addr_end, pud_index, Pfn, PTRS_PER_PTE,
+    PUD_SHIFT,
 };
 use crate::{Kernel, MmId};
 
@@ -35,10 +36,29 @@ impl TableId {
 pub(crate) struct PageTables {
     pub tables: Vec<Box<Table>>,
     free: Vec<TableId>,
-    /// Bumped whenever a table is freed, so callers that cache a table id
-    /// (the engine's last-table cache) can tell it may be stale.
+    /// Bumped whenever a table is freed or a whole PMD table moves to
+    /// another PUD entry (mremap's `move_normal_pud()`), so callers that
+    /// cache a table id (the engine's last-table cache, [`PmdCache`]) can
+    /// tell it may be stale.
     pub(crate) generation: u64,
     pub(crate) nr_tables: u64,
+    /// The PMD table the last [`Kernel::walk_to_pmd_cached`] went down to.
+    pub(crate) pmd_cache: Option<PmdCache>,
+}
+
+/// The upper levels of one walk to a PMD entry: the PMD table that maps
+/// the 1 GiB of `mm` from `pud_block << PUD_SHIFT`, found at
+/// [`PageTables::generation`] `gen`. Valid while the generation has not
+/// moved: a PGD or PUD entry that points at a table changes only when
+/// that table is freed or (mremap) moved, and both bump it; entries that
+/// were none and get a table do not matter, as only a walk that found
+/// the tables is cached. The invariant checker compares it with a walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PmdCache {
+    pub(crate) mm: MmId,
+    pub(crate) pud_block: u64,
+    pub(crate) gen: u64,
+    pub(crate) pmd_table: TableId,
 }
 
 /// A PMD entry's location: (table id of the PMD table, index).
@@ -133,6 +153,56 @@ impl<A: Arch> Kernel<A> {
         })
     }
 
+    /// [`Kernel::walk_to_pmd`] through the walk cache ([`PmdCache`]): the
+    /// rmap walks of reclaim and the faults of a touch go down to the same
+    /// PMD table again and again.
+    #[inline]
+    pub(crate) fn walk_to_pmd_cached(&mut self, mm: MmId, addr: u64) -> Option<PmdSlot> {
+        let pud_block = addr >> PUD_SHIFT;
+        if let Some(c) = self.pt.pmd_cache {
+            if c.mm == mm && c.pud_block == pud_block && c.gen == self.pt.generation {
+                let slot = PmdSlot {
+                    table: c.pmd_table,
+                    idx: pmd_index(addr),
+                };
+                debug_assert_eq!(Some(slot), self.walk_to_pmd(mm, addr));
+                return Some(slot);
+            }
+        }
+        let slot = self.walk_to_pmd(mm, addr)?;
+        self.pmd_cache_fill(mm, addr, slot.table);
+        Some(slot)
+    }
+
+    fn pmd_cache_fill(&mut self, mm: MmId, addr: u64, pmd_table: TableId) {
+        self.pt.pmd_cache = Some(PmdCache {
+            mm,
+            pud_block: addr >> PUD_SHIFT,
+            gen: self.pt.generation,
+            pmd_table,
+        });
+    }
+
+    /// The walk cache ([`PmdCache`]), if valid, agrees with a walk (for the
+    /// invariant checker).
+    pub(crate) fn check_pmd_cache(&self) -> Result<(), String> {
+        let Some(c) = self.pt.pmd_cache else {
+            return Ok(());
+        };
+        if c.gen != self.pt.generation {
+            return Ok(());
+        }
+        let addr = c.pud_block << PUD_SHIFT;
+        let walked = self.walk_to_pmd(c.mm, addr).map(|s| s.table);
+        if walked != Some(c.pmd_table) {
+            return Err(format!(
+                "PMD walk cache: mm {} at {addr:#x} holds table {:?}, a walk finds {walked:?}",
+                c.mm.0, c.pmd_table
+            ));
+        }
+        Ok(())
+    }
+
     /// One step of a walk over `[addr, end)` through the existing tables
     /// (the loops of `unmap_page_range()`, `free_pgd_range()`,
     /// `copy_page_range()`, `walk_page_range()`): the PMD entry of `addr`
@@ -160,9 +230,13 @@ impl<A: Arch> Kernel<A> {
     /// Walk to the PMD entry of `addr`, allocating the PUD and PMD tables
     /// (`__pud_alloc()`, `__pmd_alloc()`).
     pub(crate) fn pmd_alloc(&mut self, mm: MmId, addr: u64) -> PmdSlot {
+        if let Some(slot) = self.walk_to_pmd_cached(mm, addr) {
+            return slot;
+        }
         let pgd = self.mm(mm).pgd;
         let pud = self.next_level_alloc(pgd, pgd_index(addr));
         let pmd = self.next_level_alloc(pud, pud_index(addr));
+        self.pmd_cache_fill(mm, addr, pmd);
         PmdSlot {
             table: pmd,
             idx: pmd_index(addr),
