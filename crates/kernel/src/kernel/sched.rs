@@ -85,13 +85,21 @@ impl Cpus {
         self.cpu.len()
     }
 
+    /// Room for `mm` in the per-mm arrays.
+    #[inline]
     pub(crate) fn grow(&mut self, mm: MmId) {
         let n = mm.0 as usize + 1;
         if self.mm_cpumask.len() < n {
-            self.mm_cpumask.resize(n, 0);
-            self.mm_tlb_gen.resize(n, 0);
-            self.mm_batch_pending.resize(n, false);
+            self.grow_to(n);
         }
+    }
+
+    /// Room for `n` mms: the rare case of [`Cpus::grow`], out of line.
+    #[cold]
+    fn grow_to(&mut self, n: usize) {
+        self.mm_cpumask.resize(n, 0);
+        self.mm_tlb_gen.resize(n, 0);
+        self.mm_batch_pending.resize(n, false);
     }
 
     /// `mm->context.tlb_gen` (0 for an mm never seen).
@@ -107,8 +115,9 @@ impl Cpus {
     /// `inc_mm_tlb_gen()`
     pub(crate) fn inc_mm_tlb_gen(&mut self, mm: MmId) -> u64 {
         self.grow(mm);
-        self.mm_tlb_gen[mm.0 as usize] += 1;
-        self.mm_tlb_gen[mm.0 as usize]
+        let gen = &mut self.mm_tlb_gen[mm.0 as usize];
+        *gen += 1;
+        *gen
     }
 
     /// The generation `cpu` caught up to for `mm`.

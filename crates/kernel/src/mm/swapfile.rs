@@ -219,9 +219,13 @@ impl SwapInfo {
         let nr = 1u64 << order;
         let base = c as u64 * SWAPFILE_CLUSTER;
         let end = (base + SWAPFILE_CLUSTER).min(self.nr_slots);
-        let mut off = start.max(base).next_multiple_of(nr);
+        // ALIGN(): `nr` is a power of two.
+        let mut off = (start.max(base) + nr - 1) & !(nr - 1);
         while off + nr <= end {
-            if (off..off + nr).all(|o| self.swap_map[o as usize] == 0) {
+            if self.swap_map[off as usize..(off + nr) as usize]
+                .iter()
+                .all(|&m| m == 0)
+            {
                 return Some(off);
             }
             off += nr;

@@ -332,14 +332,15 @@ impl MemMap {
             & !(PG_HEAD | PG_TAIL | PG_ANON_EXCLUSIVE | PG_PARTIALLY_MAPPED);
         let index = self.index[head.idx()];
         let mapping = self.mapping[head.idx()];
-        for i in 0..(1usize << order) {
-            let p = head.idx() + i;
-            let keep =
-                self.flags[p] & (PG_ANON_EXCLUSIVE | PG_NONZERO_BIT | (u32::MAX << MAPCOUNT_SHIFT));
-            self.flags[p] = keep | folio_flags;
-            self.index[p] = index.wrapping_add(i as u32);
-            self.mapping[p] = mapping;
+        let pages = head.idx()..head.idx() + (1usize << order);
+        for f in &mut self.flags[pages.clone()] {
+            *f = (*f & (PG_ANON_EXCLUSIVE | PG_NONZERO_BIT | (u32::MAX << MAPCOUNT_SHIFT)))
+                | folio_flags;
         }
+        for (i, x) in self.index[pages.clone()].iter_mut().enumerate() {
+            *x = index.wrapping_add(i as u32);
+        }
+        self.mapping[pages].fill(mapping);
     }
 
     /// Tear down a folio's metadata before its pages go back to the buddy
