@@ -770,7 +770,12 @@ mod tests {
             assert!(pair(judged, 1050), "{judged}");
             assert!(!pair(judged, 1060), "{judged}");
         }
-        for shown in ["pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct"] {
+        for shown in [
+            "pgscan_kswapd",
+            "pgscan_direct",
+            "pgsteal_kswapd",
+            "pgsteal_direct",
+        ] {
             assert_eq!(default_tolerance(shown), None, "{shown}");
             assert!(pair(shown, 64), "{shown}");
         }
