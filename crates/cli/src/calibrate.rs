@@ -211,8 +211,11 @@ fn measure_phases<T>(
                 given: None,
             };
             let sim = foliosim_run::SimOptions::default();
-            foliosim_run::compare_repeated(&job, &timing.engine, &sim, &[], repeat)
-                .map_err(|e| e.to_string())?
+            // The timing ratios price the model's first machine.
+            let (mut sims, runs) =
+                foliosim_run::compare_repeated(&job, &timing.engine, &sim, &[], repeat)
+                    .map_err(|e| e.to_string())?;
+            (sims.swap_remove(0), runs)
         }
         engine => {
             let (compiled, sim) = simulate(path, &timing.defaults, engine)?;

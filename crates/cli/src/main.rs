@@ -716,10 +716,10 @@ fn compare_one(
         Some(opts) => Engine::Vm(opts.clone()),
         None => Engine::Native { trace: true },
     };
-    let (sim, runs) = foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
+    let (sims, runs) = foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
         .map_err(|e| e.to_string())?;
-    let (t, mut j, o) = foliosim_report::compare::compare_runs(&sim, &runs);
-    if let Some(prov) = &sim.provenance {
+    let (t, mut j, o) = foliosim_report::compare::compare_runs_each(&sims, &runs);
+    if let Some(prov) = &sims[0].provenance {
         j["provenance"] = prov.to_json_value();
     }
     Ok((t, j, o))

@@ -314,6 +314,9 @@ struct Row {
     /// Against repeated runs: the smallest and largest value the runs
     /// measured (`native` is their median).
     range: Option<(i64, i64)>,
+    /// Against repeated guest runs, the model on each run's machine: the
+    /// smallest and largest value it simulated (`sim` is their median).
+    sim_range: Option<(i64, i64)>,
 }
 
 impl Row {
@@ -329,6 +332,7 @@ impl Row {
             expect_slack: 0.0,
             forks: 0,
             range: None,
+            sim_range: None,
         }
     }
 
@@ -350,11 +354,23 @@ impl Row {
         slack.max(self.expect_slack)
     }
 
+    /// Whether the model disagrees: with the model on several machines,
+    /// both ends of its range must agree (a value between them then does
+    /// too: the distance allowed grows with the value, the distance to the
+    /// runs' range shrinks toward it).
     fn mismatch(&self) -> bool {
+        match self.sim_range {
+            Some((lo, hi)) => self.mismatch_at(Some(lo)) || self.mismatch_at(Some(hi)),
+            None => self.mismatch_at(self.sim),
+        }
+    }
+
+    /// [`Row::mismatch`] for the simulated value `sim`.
+    fn mismatch_at(&self, sim: Option<i64>) -> bool {
         let Some(t) = self.tolerance else {
             return false;
         };
-        match (self.sim, self.native) {
+        match (sim, self.native) {
             (Some(s), Some(n)) => {
                 // Against repeated runs, the nearest value of their range.
                 let n = self.range.map_or(n, |(lo, hi)| s.clamp(lo, hi));
@@ -425,6 +441,7 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             sim: s,
             native: n,
             range: None,
+            sim_range: None,
         });
     }
     out.extend(kfunc_rows(sim, phase, sp, np));
@@ -495,33 +512,66 @@ pub fn compare(sim: &Report, native: &Report) -> (String, Value, bool) {
 /// workload) holds the model to its own spread. An expectation of the
 /// scenario fails the comparison only when every run missed it.
 pub fn compare_runs(sim: &Report, runs: &[Report]) -> (String, Value, bool) {
+    compare_runs_each(std::slice::from_ref(sim), runs)
+}
+
+/// [`compare_runs`] with the model run on each run's machine (`sims[i]`
+/// beside `runs[i]`: a guest reports its own memory, `machine.*`), or
+/// once for every run (`sims` of one). With several, a row's model value
+/// is their median, and the model agrees when the value on every machine
+/// lies within the row's tolerance of the runs' range.
+pub fn compare_runs_each(sims: &[Report], runs: &[Report]) -> (String, Value, bool) {
     assert!(!runs.is_empty(), "compare_runs needs a run");
+    assert!(
+        sims.len() == 1 || sims.len() == runs.len(),
+        "one simulated report, or one per run"
+    );
+    let sim = &sims[0];
     if runs.len() == 1 {
         return compare(sim, &runs[0]);
     }
+    let sim_of = |i: usize| &sims[i.min(sims.len() - 1)];
     let mut phases = Vec::new();
     for p in &sim.phases {
-        let per_run: Vec<Vec<Row>> = runs.iter().map(|r| rows(sim, r, &p.name)).collect();
+        let per_run: Vec<Vec<Row>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| rows(sim_of(i), r, &p.name))
+            .collect();
         // Every row any run produced, in the first run's order.
         let mut merged: Vec<Row> = Vec::new();
         let mut values: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        let mut simulated: BTreeMap<String, Vec<i64>> = BTreeMap::new();
         for rs in per_run {
             for r in rs {
                 if let Some(n) = r.native {
                     values.entry(r.name.clone()).or_default().push(n);
+                }
+                if let Some(s) = r.sim {
+                    simulated.entry(r.name.clone()).or_default().push(s);
                 }
                 if !merged.iter().any(|m| m.name == r.name) {
                     merged.push(r);
                 }
             }
         }
-        for r in &mut merged {
-            let Some(v) = values.get_mut(&r.name) else {
-                continue;
-            };
+        let spread = |v: &mut Vec<i64>| {
             v.sort_unstable();
-            r.native = Some(v[v.len() / 2]);
-            r.range = Some((v[0], v[v.len() - 1]));
+            (v[v.len() / 2], (v[0], v[v.len() - 1]))
+        };
+        for r in &mut merged {
+            if let Some(v) = values.get_mut(&r.name) {
+                let (median, range) = spread(v);
+                r.native = Some(median);
+                r.range = Some(range);
+            }
+            if sims.len() > 1 {
+                if let Some(v) = simulated.get_mut(&r.name) {
+                    let (median, range) = spread(v);
+                    r.sim = Some(median);
+                    r.sim_range = Some(range);
+                }
+            }
         }
         phases.push((p.name.clone(), merged));
     }
@@ -580,10 +630,17 @@ fn render(
         } else {
             String::new()
         };
+        // The model on each run's machine: its own spread.
+        let per_machine = rs.iter().any(|r| r.sim_range.is_some());
+        let (sim_head, sim_range_head) = if per_machine {
+            ("sim median", format!("  {:>25}", "sim min .. max"))
+        } else {
+            ("sim", String::new())
+        };
         let _ = writeln!(
             text,
-            "  {:<w$}  {:>12}  {:>12}{range_head}  {:>10}",
-            "counter", "sim", engine, "diff"
+            "  {:<w$}  {:>12}{sim_range_head}  {:>12}{range_head}  {:>10}",
+            "counter", sim_head, engine, "diff"
         );
         let mut jrows = Vec::new();
         for r in rs {
@@ -598,14 +655,16 @@ fn render(
                 Some(t) => format!("  ±{}%", t * 100.0),
                 None => String::new(),
             };
-            let range = match (n > 1, r.range) {
+            let span = |on: bool, range: Option<(i64, i64)>| match (on, range) {
                 (false, _) => String::new(),
                 (true, Some((lo, hi))) => format!("  {:>25}", format!("{lo} .. {hi}")),
                 (true, None) => format!("  {:>25}", "-"),
             };
+            let range = span(n > 1, r.range);
+            let sim_range = span(per_machine, r.sim_range);
             let _ = writeln!(
                 text,
-                "  {:<w$}  {:>12}  {:>12}{range}  {:>10}{mark}",
+                "  {:<w$}  {:>12}{sim_range}  {:>12}{range}  {:>10}{mark}",
                 r.name,
                 fmt(r.sim),
                 fmt(r.native),
@@ -616,6 +675,10 @@ fn render(
             if let Some((lo, hi)) = r.range {
                 j["min"] = json!(lo);
                 j["max"] = json!(hi);
+            }
+            if let Some((lo, hi)) = r.sim_range {
+                j["sim_min"] = json!(lo);
+                j["sim_max"] = json!(hi);
             }
             jrows.push(j);
         }
@@ -830,6 +893,50 @@ mod tests {
         assert_eq!(
             compare_runs(&sim(101, 1000), &five[..1]).0,
             compare(&sim(101, 1000), &five[0]).0
+        );
+    }
+
+    /// The model on each guest run's machine: the row shows the median of
+    /// its values and their range, and every machine's value must lie
+    /// within the row's tolerance of the runs' range.
+    #[test]
+    fn the_model_on_each_machine_is_held_to_the_runs_range() {
+        let steal = |engine: &str, v: i64| {
+            let mut r = report(engine, 100);
+            r.phases[0].counters.insert("pgsteal_anon".into(), v);
+            r
+        };
+        let runs: Vec<Report> = [1000, 1100, 1200].map(|v| steal("vm", v)).into();
+        let sims = |v: [i64; 3]| -> Vec<Report> { v.map(|v| steal("sim", v)).into() };
+        let (text, j, ok) = compare_runs_each(&sims([960, 1050, 1250]), &runs);
+        assert!(ok, "{text}");
+        assert!(
+            text.contains("sim min .. max") && text.contains("960 .. 1250"),
+            "{text}"
+        );
+        let row = &j["phases"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pgsteal_anon")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (
+                row["sim"].clone(),
+                row["sim_min"].clone(),
+                row["sim_max"].clone()
+            ),
+            (json!(1050), json!(960), json!(1250))
+        );
+        // 940 is 60 below the runs' range, more than 5% of 940; 1270 is 70
+        // above it, more than 5% of 1270 (63.5). Either end fails the row.
+        assert!(!compare_runs_each(&sims([940, 1050, 1100]), &runs).2);
+        assert!(!compare_runs_each(&sims([1000, 1050, 1270]), &runs).2);
+        // One simulated report for every run is compare_runs.
+        assert_eq!(
+            compare_runs_each(&sims([1050, 0, 0])[..1], &runs).0,
+            compare_runs(&steal("sim", 1050), &runs).0
         );
     }
 

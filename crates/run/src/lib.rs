@@ -273,20 +273,22 @@ pub fn compare(
     sim: &SimOptions,
     host_defaults: &[(String, String)],
 ) -> Result<(Report, Report), RunError> {
-    let (simulated, mut runs) = compare_repeated(job, other, sim, host_defaults, 1)?;
-    Ok((simulated, runs.remove(0)))
+    let (mut simulated, mut runs) = compare_repeated(job, other, sim, host_defaults, 1)?;
+    Ok((simulated.remove(0), runs.remove(0)))
 }
 
 /// [`compare`] against `n` (at least 1) runs of the other engine: the
-/// simulated report (the scenario as the first run set it up, e.g. with a
-/// guest's own memory) and the `n` measured ones.
+/// simulated reports and the `n` measured ones. A guest is the whole
+/// machine and each run reports its own memory (`machine.*`), so the
+/// model runs once on each run's machine (a report per run, in order);
+/// the host's runs share one scenario, so the model runs once.
 pub fn compare_repeated(
     job: &Job<'_>,
     other: &Engine,
     sim: &SimOptions,
     host_defaults: &[(String, String)],
     n: usize,
-) -> Result<(Report, Vec<Report>), RunError> {
+) -> Result<(Vec<Report>, Vec<Report>), RunError> {
     let label = &job.source.label;
     let sim_engine = Engine::Sim(sim.clone());
     let (compiled, measured, kernel) = match other {
@@ -307,20 +309,28 @@ pub fn compare_repeated(
         }
     };
     let mut runs = vec![measured];
+    let mut simulated = vec![compiled.run_on(&sim_engine, job.expect)?];
     for _ in 1..n {
-        runs.push(match other {
-            Engine::Vm(opts) => vm::run(job, opts)?.report,
-            _ => compiled.run_on(other, job.expect)?,
-        });
+        match other {
+            Engine::Vm(opts) => {
+                let out = vm::run(job, opts)?;
+                let machine = Compiled {
+                    label: label.clone(),
+                    scenario: out.scenario,
+                    workload: out.workload,
+                };
+                simulated.push(machine.run_on(&sim_engine, job.expect)?);
+                runs.push(out.report);
+            }
+            _ => runs.push(compiled.run_on(other, job.expect)?),
+        }
     }
-    let mut simulated = compiled.run_on(&sim_engine, job.expect)?;
     let prov = job
         .given
         .map(|g| g.provenance(label, compiled.scenario.seed, kernel));
-    for r in &mut runs {
+    for r in runs.iter_mut().chain(simulated.iter_mut()) {
         r.provenance = prov.clone();
     }
-    simulated.provenance = prov;
     Ok((simulated, runs))
 }
 
