@@ -292,15 +292,7 @@ pub fn compare_repeated(
     let label = &job.source.label;
     let sim_engine = Engine::Sim(sim.clone());
     let (compiled, measured, kernel) = match other {
-        Engine::Vm(opts) => {
-            let out = vm::run(job, opts)?;
-            let compiled = Compiled {
-                label: label.clone(),
-                scenario: out.scenario,
-                workload: out.workload,
-            };
-            (compiled, out.report, out.kernel)
-        }
+        Engine::Vm(opts) => vm::run(job, opts)?.into_parts(label),
         _ => {
             let sc = with_host_defaults(job.source, job.overrides, host_defaults)?;
             let compiled = Compiled::new(label, sc, &[other, &sim_engine])?;
@@ -313,14 +305,9 @@ pub fn compare_repeated(
     for _ in 1..n {
         match other {
             Engine::Vm(opts) => {
-                let out = vm::run(job, opts)?;
-                let machine = Compiled {
-                    label: label.clone(),
-                    scenario: out.scenario,
-                    workload: out.workload,
-                };
+                let (machine, report, _) = vm::run(job, opts)?.into_parts(label);
                 simulated.push(machine.run_on(&sim_engine, job.expect)?);
-                runs.push(out.report);
+                runs.push(report);
             }
             _ => runs.push(compiled.run_on(other, job.expect)?),
         }
@@ -373,6 +360,20 @@ pub mod vm {
         pub kernel: Option<(String, String)>,
         /// Every override the guest ran with.
         pub overrides: Vec<(String, String)>,
+    }
+
+    impl VmOutcome {
+        /// The scenario as the guest ran it, compiled under `label` (what
+        /// the model simulates beside this run), the guest's report and
+        /// its kernel.
+        pub fn into_parts(self, label: &str) -> (Compiled, Report, Option<(String, String)>) {
+            let compiled = Compiled {
+                label: label.to_string(),
+                scenario: self.scenario,
+                workload: self.workload,
+            };
+            (compiled, self.report, self.kernel)
+        }
     }
 
     /// Run `job` in the guest `opts` describes.

@@ -174,6 +174,8 @@ impl<A: Arch> Kernel<A> {
         Some(slot)
     }
 
+    /// Remember `pmd_table` as the PMD table of `addr`'s 1 GiB in `mm`
+    /// ([`PmdCache`]).
     fn pmd_cache_fill(&mut self, mm: MmId, addr: u64, pmd_table: TableId) {
         self.pt.pmd_cache = Some(PmdCache {
             mm,
