@@ -162,6 +162,38 @@ pub struct Compiled {
     pub workload: Workload,
 }
 
+/// What the model's one zone leaves out for `sc`, if it matters: under
+/// MGLRU the kernel keeps a list per zone and `scan_folios()` evicts from
+/// the highest zone first, and a machine whose memory reaches past the
+/// 32-bit zone has a ZONE_NORMAL (a QEMU x86_64 machine of 3.5 GiB or
+/// more puts all but 3 GiB above 4 GiB; arm64's memory starts at 1 GiB).
+fn one_zone_note(sc: &Scenario) -> Option<String> {
+    const GIB: u64 = 1 << 30;
+    let memory = sc.system.memory;
+    let normal = match sc.system.arch {
+        foliosim_scenario::Arch::X86_64 => memory >= 7 * GIB / 2,
+        foliosim_scenario::Arch::Arm64 => memory > 3 * GIB,
+    };
+    (sc.system.lru_gen_enabled && normal).then(|| {
+        format!(
+            "MGLRU on {} MiB: the kernel would have a ZONE_NORMAL and evict its \
+             folios first; the model has one zone, so which folios go first can \
+             differ (docs/fidelity.md, \"The multi-gen LRU\")",
+            memory >> 20
+        )
+    })
+}
+
+/// A note printed once per process, however many runs meet it (sweeps).
+fn note_once(n: String) {
+    static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.contains(&n) {
+        foliosim_uapi::note!("{n}");
+        seen.push(n);
+    }
+}
+
 impl Compiled {
     /// Compile `sc` (named `label` in errors) to run on `engines`. When
     /// the simulator is one of them, its memory guard admits the scenario
@@ -172,6 +204,11 @@ impl Compiled {
             if let Engine::Sim(o) = e {
                 foliosim_sim::admit(&sc, &sim_options(o))
                     .map_err(|e| RunError::from_sim(label, e))?;
+            }
+        }
+        if engines.iter().any(|e| matches!(e, Engine::Sim(_))) {
+            if let Some(n) = one_zone_note(&sc) {
+                note_once(format!("foliosim: note: {label}: {n}"));
             }
         }
         let workload = foliosim_sim::compile(&sc).map_err(|e| {
@@ -425,5 +462,31 @@ pub mod vm {
             kernel: Some((run.kernel.name, run.release)),
             overrides,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_zone_note;
+
+    /// The note names the machines whose kernel has a ZONE_NORMAL (QEMU's
+    /// layouts: x86_64 keeps up to 3.5 GiB below 4 GiB, else 3 GiB;
+    /// arm64's memory starts at 1 GiB) and only under MGLRU.
+    #[test]
+    fn one_zone_note_only_under_mglru_with_a_normal_zone() {
+        let note = |arch: &str, memory: &str, lru_gen: &str| {
+            let text = format!(
+                "[system]\narch = \"{arch}\"\nmemory = \"{memory}\"\n\
+                 lru_gen.enabled = {lru_gen}\n"
+            );
+            let sc = foliosim_scenario::parse_str("z.toml", &text, &[]).unwrap();
+            one_zone_note(&sc).is_some()
+        };
+        assert!(note("x86_64", "4G", "1"));
+        assert!(note("x86_64", "3584M", "1"));
+        assert!(!note("x86_64", "3G", "1"));
+        assert!(!note("x86_64", "4G", "0"));
+        assert!(note("arm64", "4G", "1"));
+        assert!(!note("arm64", "3G", "1"));
     }
 }
