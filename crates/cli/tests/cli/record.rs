@@ -215,8 +215,10 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
 }
 
 /// A program whose later writes follow from the kernel's rules, recorded
-/// with epochs of 50 ms, each pause 300 ms (several epochs, so a scan
-/// falls in every pause):
+/// with epochs of 50 ms. Each pause lasts at least 300 ms and until the
+/// recorder's scan has write-protected `a`'s first page again (its
+/// /proc/self/pagemap entry shows PM_UFFD_WP, bit 57), so a scan falls in
+/// every pause however loaded the machine (at most 20 s):
 /// * `a`, 1 MiB: 256 pages written, 256 write faults; after a pause pages
 ///   0-127 written again, after another pages 0-63: 192 later writes,
 ///   each the first write to its page since a scan protected it (none is
@@ -229,14 +231,28 @@ fn a_recorded_program_replays_its_faults_in_the_simulator_and_natively() {
 ///   faults: fork write-protected the parent's pages, do_wp_page() reuses
 ///   them), not later writes.
 const EPOCHS: &str = r#"
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 static void pause_ms(long ms) {
-    struct timespec t = {0, ms * 1000000};
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
     while (nanosleep(&t, &t)) {}
+}
+static int write_protected(const char *p) {
+    uint64_t e = 0;
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0) return 0;
+    pread(fd, &e, sizeof e, (off_t)((uintptr_t)p / 4096) * 8);
+    close(fd);
+    return (e >> 57) & 1;
+}
+static void pause_for_scan(const char *p) {
+    pause_ms(300);
+    for (int i = 0; i < 2000 && !write_protected(p); i++) pause_ms(10);
 }
 int main(void) {
     char *a = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -244,12 +260,12 @@ int main(void) {
     volatile char sum = 0;
     for (long i = 0; i < 256; i++) a[i * 4096] = 1;
     for (long i = 0; i < 16; i++) sum += c[i * 4096];
-    pause_ms(300);
+    pause_for_scan(a);
     for (long i = 0; i < 128; i++) a[i * 4096] = 2;
     for (long i = 0; i < 16; i++) c[i * 4096] = 2;
-    pause_ms(300);
+    pause_for_scan(a);
     for (long i = 0; i < 64; i++) a[i * 4096] = 3;
-    pause_ms(300);
+    pause_for_scan(a);
     pid_t p = fork();
     if (p == 0) {
         for (long i = 200; i < 208; i++) a[i * 4096] = 4;
