@@ -12,6 +12,28 @@ use crate::sys;
 /// live: the ext4 filesystem of the work disk when there is one.
 pub const WORK_MOUNT: &str = "/work";
 
+/// Keep the runner's own memory out of the guest's reclaim:
+/// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)` for this process
+/// (the engine). Under global pressure the kernel would otherwise swap
+/// out the engine's heap and stack while it waits for the workload, and
+/// the engine's faults on them at the phase's end would count in the
+/// machine's vmstat. The workload the engine forks is not locked: fork
+/// clears the locks of the child's copies (`dup_mmap()`), and what the
+/// child writes is its own. The pages fault in as used (MCL_ONFAULT), so
+/// the lock takes no memory of its own. Returns a note if the kernel
+/// refuses.
+pub fn lock_runner_memory() -> Option<String> {
+    // SAFETY: mlockall() takes flags only and changes no memory contents.
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    (r != 0).then(|| {
+        format!(
+            "the runner's memory is not locked (mlockall: {}); under global \
+             pressure its own faults count in the machine's vmstat",
+            std::io::Error::last_os_error()
+        )
+    })
+}
+
 /// Mount what a native run needs: /proc, /sys, /dev, /run, /tmp, tracefs,
 /// debugfs, the memory cgroup controller (cgroup v2 at /sys/fs/cgroup
 /// with the memory controller enabled for children; cgroup v1 at

@@ -77,7 +77,8 @@ fn run_job_with(runner: &Runner) -> Result<Result<Value, (&'static str, String)>
             .ok_or_else(|| format!("{JOB}: no `{k}`"))
     };
     let disk = job.get("disk").and_then(Value::as_str);
-    let notes = foliosim_native::guest::mount_all(disk)?;
+    let mut notes = foliosim_native::guest::mount_all(disk)?;
+    notes.extend(foliosim_native::guest::lock_runner_memory());
     for n in &notes {
         eprintln!("foliosim vm: note: {n}");
     }

@@ -716,7 +716,12 @@ fn qemu_args(
         s("-initrd"),
         initrd.display().to_string(),
         s("-append"),
-        format!("console={console} panic=-1 loglevel=4 rdinit=/init"),
+        // rootfstype=ramfs: the initramfs is unpacked into ramfs, not
+        // tmpfs (init_rootfs(), init/do_mounts.c, picks tmpfs when no
+        // root= is given), so the runner's own binary and files are
+        // unevictable: under global pressure reclaim neither scans nor
+        // swaps them, and the runner takes no major faults on its text.
+        format!("console={console} panic=-1 loglevel=4 rdinit=/init rootfstype=ramfs"),
     ]);
     if let Some(d) = disk {
         a.extend([
