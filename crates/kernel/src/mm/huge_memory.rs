@@ -597,9 +597,21 @@ impl<A: Arch> Kernel<A> {
     /// `folio_unqueue_deferred_split()`: take a folio about to be freed or
     /// split off its queue, clearing PG_partially_mapped (the
     /// `nr_anon_partially_mapped` gauge drops). True if it was queued.
+    #[inline]
     pub(crate) fn folio_unqueue_deferred_split(&mut self, folio: Pfn) -> bool {
+        // Order-0 and order-1 folios have no queue: the common case of
+        // every free, decided without a call.
+        if self.mem.order(folio) <= 1 {
+            return false;
+        }
+        self.folio_unqueue_deferred_split_large(folio)
+    }
+
+    /// [`Kernel::folio_unqueue_deferred_split`] of a folio of order 2 or
+    /// more.
+    fn folio_unqueue_deferred_split_large(&mut self, folio: Pfn) -> bool {
         let order = self.mem.order(folio);
-        if order <= 1 || !self.mem.folio_test_anon(folio) {
+        if !self.mem.folio_test_anon(folio) {
             return false;
         }
         let memcg = self.folio_memcg(folio);

@@ -47,15 +47,28 @@ impl<A: Arch> Kernel<A> {
     /// `set_pte_at()` of the entry the model left in place (counted only).
     fn remove_migration_pte(&mut self, folio: Pfn, hit: &RmapHit) {
         let nr_pages = self.mem.folio_nr_pages(folio);
+        if nr_pages == 1 {
+            // The split's new folios: a walk of one entry.
+            let flags = PVMW_SYNC | PVMW_MIGRATION;
+            if let Some((PvmwHit::Pte { tid, idx }, _)) = self.pvmw_one_page(folio, hit, flags) {
+                self.restore_migration_pte(hit, tid, idx);
+            }
+            return;
+        }
         let mut w = Pvmw::new(folio, nr_pages, hit, PVMW_SYNC | PVMW_MIGRATION);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let PvmwHit::Pte { tid, idx } = h else {
                 unreachable!("a migration walk has no PMD hits");
             };
-            let old = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            if self.try_to_map_unused_to_zeropage(hit, A::pte_pfn(old), tid, idx) {
-                continue;
-            }
+            self.restore_migration_pte(hit, tid, idx);
+        }
+    }
+
+    /// The body of `remove_migration_pte()`'s loop for the entry at `idx`:
+    /// the zero page for an unused page, else the entry restored.
+    fn restore_migration_pte(&mut self, hit: &RmapHit, tid: TableId, idx: usize) {
+        let old = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+        if !self.try_to_map_unused_to_zeropage(hit, A::pte_pfn(old), tid, idx) {
             self.vmstat.sim.pte_write += 1;
         }
     }

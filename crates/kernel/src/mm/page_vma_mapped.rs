@@ -166,6 +166,46 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// The walk of a single page (an order-0 folio) in the VMA of `hit`:
+    /// its one hit, if any, and the hit's address. The same walk as a
+    /// [`Pvmw`] of one page with `flags`, its entry reads counted alike
+    /// (`map_pte()` without PVMW_SYNC, `check_pte()`), without the walk
+    /// state: a one-page range has no next entry to step to, and the walk
+    /// ends after its first hit. A PMD split after a PMD hit restarts the
+    /// walk, which is this call again.
+    pub(crate) fn pvmw_one_page(
+        &mut self,
+        pfn: Pfn,
+        hit: &RmapHit,
+        flags: u8,
+    ) -> Option<(PvmwHit, u64)> {
+        let address = hit.addr.max(hit.vma.vm_start);
+        let end = (hit.addr + PAGE_SIZE).min(hit.vma.vm_end);
+        if address >= end {
+            return None;
+        }
+        // Past a missing PMD table the walk moves to the next PMD, which
+        // lies beyond a one-page range.
+        let pmd = self.walk_to_pmd_cached(hit.mm, address)?;
+        let pmdval = self.pmdp_get(pmd);
+        if A::pmd_trans_huge(pmdval) {
+            let first = A::pte_pfn(pmdval).0 as u64;
+            let covers = first <= pfn.0 as u64 && (pfn.0 as u64) < first + HPAGE_PMD_NR;
+            return (flags & PVMW_MIGRATION == 0 && covers)
+                .then_some((PvmwHit::Pmd { pmd }, address));
+        }
+        let tid = self.entry_table(pmdval)?;
+        let idx = pte_index(address);
+        if flags & PVMW_SYNC == 0
+            && !A::pte_present(A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim))
+        {
+            return None;
+        }
+        let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+        (A::pte_present(pte) && A::pte_pfn(pte) == pfn)
+            .then_some((PvmwHit::Pte { tid, idx }, address))
+    }
+
     /// `check_pte()`: a present entry mapping a page of the folio.
     fn pvmw_check_pte(&mut self, w: &Pvmw, tid: TableId, idx: usize) -> bool {
         let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);

@@ -691,6 +691,9 @@ impl<A: Arch> Kernel<A> {
         use crate::include::linux::pgtable::{align_down, pmd_addr_end, PAGE_SIZE, PMD_SIZE};
         self.vmstat.sim.ttu_one += 1;
         let nr_folio = self.mem.folio_nr_pages(folio);
+        if nr_folio == 1 {
+            return self.try_to_unmap_one_page(folio, hit);
+        }
         let mut w = Pvmw::new(folio, nr_folio, &hit, PVMW_SYNC);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let (tid, idx) = match h {
@@ -718,6 +721,33 @@ impl<A: Arch> Kernel<A> {
             }
         }
         true
+    }
+
+    /// [`Kernel::try_to_unmap_one`] of an order-0 folio: its walk has one
+    /// hit at most (a PMD is split and the walk restarted), and one entry
+    /// to unmap.
+    fn try_to_unmap_one_page(&mut self, folio: Pfn, hit: RmapHit) -> bool {
+        use crate::include::linux::pgtable::{align_down, PMD_SIZE};
+        loop {
+            let Some((h, address)) = self.pvmw_one_page(folio, &hit, PVMW_SYNC) else {
+                return true;
+            };
+            let (tid, idx) = match h {
+                PvmwHit::Pmd { pmd } => {
+                    if self.folio_test_lazyfree(folio) {
+                        return self.unmap_huge_pmd_locked(folio, hit, pmd);
+                    }
+                    let haddr = align_down(address, PMD_SIZE);
+                    self.split_huge_pmd(hit.mm, &hit.vma, haddr, pmd);
+                    continue;
+                }
+                PvmwHit::Pte { tid, idx } => (tid, idx),
+            };
+            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+            let page_off = (A::pte_pfn(pte).0 - folio.0) as u64;
+            self.vmstat.sim.pvmw += 1;
+            return self.ttu_unmap_ptes(folio, hit, tid, idx, page_off, 1);
+        }
     }
 
     /// `folio_unmap_pte_batch()`: 1 in vanilla 6.18 for anon swap-backed and
@@ -1019,6 +1049,9 @@ impl<A: Arch> Kernel<A> {
         use crate::include::linux::pgtable::{pmd_addr_end, PAGE_SIZE};
         self.vmstat.sim.referenced_one += 1;
         let nr_pages = self.mem.folio_nr_pages(folio);
+        if nr_pages == 1 {
+            return self.folio_referenced_one_page(folio, hit, pra);
+        }
         let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
         let mut w = Pvmw::new(folio, nr_pages, &hit, 0);
         let (mut referenced, mut ptes) = (0, 0);
@@ -1060,6 +1093,42 @@ impl<A: Arch> Kernel<A> {
         if referenced > 0 {
             pra.referenced += 1;
             pra.vm_flags |= hit.vma.vm_flags;
+        }
+        pra.mapcount != 0
+    }
+
+    /// [`Kernel::folio_referenced_one`] of an order-0 folio: one hit at
+    /// most, one entry (or the PMD) to test and clear.
+    fn folio_referenced_one_page(
+        &mut self,
+        folio: Pfn,
+        hit: RmapHit,
+        pra: &mut ReferencedArg,
+    ) -> bool {
+        if let Some((h, address)) = self.pvmw_one_page(folio, &hit, 0) {
+            self.vmstat.sim.pvmw_referenced += 1;
+            let young = match h {
+                PvmwHit::Pte { tid, idx } => {
+                    if self.lru_gen_enabled() {
+                        let (mm, vma) = (hit.mm, &hit.vma);
+                        self.lru_gen_look_around(folio, mm, vma, tid, address, 1)
+                    } else {
+                        let table = self.pt.table_mut(tid);
+                        A::clear_flush_young_ptes(table, idx, 1, &mut self.vmstat)
+                    }
+                }
+                PvmwHit::Pmd { pmd } => {
+                    let mut v = self.pt.get(pmd.table, pmd.idx);
+                    let young = self.pmdp_clear_flush_young(hit.mm, &mut v);
+                    self.pt.set(pmd.table, pmd.idx, v);
+                    young
+                }
+            };
+            pra.mapcount -= 1;
+            if young {
+                pra.referenced += 1;
+                pra.vm_flags |= hit.vma.vm_flags;
+            }
         }
         pra.mapcount != 0
     }

@@ -219,6 +219,12 @@ impl SwapInfo {
         let nr = 1u64 << order;
         let base = c as u64 * SWAPFILE_CLUSTER;
         let end = (base + SWAPFILE_CLUSTER).min(self.nr_slots);
+        if order == 0 {
+            // One slot: the first free one from `start`.
+            let from = start.max(base);
+            let free = self.swap_map.get(from as usize..end as usize)?;
+            return free.iter().position(|&m| m == 0).map(|i| from + i as u64);
+        }
         // ALIGN(): `nr` is a power of two.
         let mut off = (start.max(base) + nr - 1) & !(nr - 1);
         while off + nr <= end {
@@ -387,6 +393,7 @@ impl SwapInfo {
     /// (`swap_entries_free()` → `swap_range_free()`): the cluster goes to
     /// the free list's tail when it empties (`free_cluster()`), else to
     /// its order's non-full list (`partial_free_cluster()`).
+    #[inline]
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.shadow[offset as usize] = 0;
@@ -428,10 +435,12 @@ impl<A: Arch> Kernel<A> {
                 };
                 // mem_cgroup_try_charge_swap(): record the folio's cgroup.
                 let memcg = self.folio_memcg(folio);
-                for i in 0..(1u64 << order) {
-                    self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
-                    self.swap[ty].memcg[(offset + i) as usize] = memcg;
+                let slots = offset as usize..offset as usize + (1usize << order);
+                let si = &mut self.swap[ty];
+                for (i, c) in si.cache[slots.clone()].iter_mut().enumerate() {
+                    *c = folio.0 + i as u32;
                 }
+                si.memcg[slots].fill(memcg);
                 self.swap_of.insert(folio.0, entry);
                 self.mem.set(folio, PG_SWAPCACHE);
                 return true;
@@ -492,12 +501,17 @@ impl<A: Arch> Kernel<A> {
     /// each slot's zswap entry goes (`zswap_invalidate()`), and a zram
     /// device drops its object (`swap_slot_free_notify()`,
     /// drivers/zram.rs).
+    #[inline]
     fn swap_range_free(&mut self, entry: SwpEntry, nr: u64) {
+        if self.zswap.ever_enabled() || self.swap[entry.ty as usize].zram.is_some() {
+            self.swap_range_free_slots(entry, nr);
+        }
+    }
+
+    /// The part of [`Kernel::swap_range_free`] with zswap or zram to tell.
+    fn swap_range_free_slots(&mut self, entry: SwpEntry, nr: u64) {
         let zswap = self.zswap.ever_enabled();
         let zram = self.swap[entry.ty as usize].zram.is_some();
-        if !zswap && !zram {
-            return;
-        }
         for offset in entry.offset..entry.offset + nr {
             if self.swap[entry.ty as usize].swap_map[offset as usize] != 0 {
                 continue;

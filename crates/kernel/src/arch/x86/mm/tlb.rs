@@ -56,6 +56,7 @@ struct FlushInfo {
 }
 
 /// `trace_tlb_flush()`, counted when a workload task runs on `cpu`.
+#[inline]
 fn trace(c: &Cpus, cpu: usize, reason: Reason, vs: &mut VmStat) {
     if !c.cpu[cpu].ours {
         return;
@@ -136,6 +137,7 @@ fn should_flush_tlb(c: &Cpus, cpu: usize, info: &FlushInfo) -> bool {
 }
 
 /// `flush_tlb_func()` on `cpu`.
+#[inline]
 fn flush_tlb_func(c: &mut Cpus, cpu: usize, f: &FlushInfo, vs: &mut VmStat) {
     let local = cpu == f.initiating_cpu;
     if !local {
