@@ -129,11 +129,19 @@ impl Cpus {
             .unwrap_or(0)
     }
 
+    #[inline]
     pub(crate) fn set_local_gen(&mut self, cpu: usize, mm: MmId, gen: u64) {
-        let g = &mut self.cpu[cpu].tlb_gen;
-        if g.len() <= mm.0 as usize {
-            g.resize(mm.0 as usize + 1, 0);
+        match self.cpu[cpu].tlb_gen.get_mut(mm.0 as usize) {
+            Some(g) => *g = gen,
+            None => self.set_local_gen_grow(cpu, mm, gen),
         }
+    }
+
+    /// [`Cpus::set_local_gen`] of an mm `cpu` has not seen: out of line.
+    #[cold]
+    fn set_local_gen_grow(&mut self, cpu: usize, mm: MmId, gen: u64) {
+        let g = &mut self.cpu[cpu].tlb_gen;
+        g.resize(mm.0 as usize + 1, 0);
         g[mm.0 as usize] = gen;
     }
 

@@ -597,7 +597,7 @@ impl<A: Arch> Kernel<A> {
     /// `folio_unqueue_deferred_split()`: take a folio about to be freed or
     /// split off its queue, clearing PG_partially_mapped (the
     /// `nr_anon_partially_mapped` gauge drops). True if it was queued.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn folio_unqueue_deferred_split(&mut self, folio: Pfn) -> bool {
         // Order-0 and order-1 folios have no queue: the common case of
         // every free, decided without a call.

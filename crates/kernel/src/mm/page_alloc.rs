@@ -967,6 +967,7 @@ impl FreeArea {
     /// `__free_one_page()`: return a block to the buddy lists of its
     /// pageblock's migratetype and merge it with free buddies (a buddy
     /// pageblock of another type takes this one's).
+    #[inline(always)]
     pub(crate) fn free_one_page(&mut self, mem: &mut MemMap, pfn: Pfn, order: u32) {
         self.nr_free += 1 << order;
         let mt = self.block_mt(pfn.0);

@@ -102,6 +102,7 @@ impl<A: Arch> Kernel<A> {
     /// range that maps a page of the folio; None when there is none left.
     /// A trans-huge PMD is the only hit of its range; with PVMW_MIGRATION
     /// it ends the walk (no PMD migration entries in the model).
+    #[inline(always)]
     pub(crate) fn page_vma_mapped_walk(&mut self, w: &mut Pvmw) -> Option<PvmwHit> {
         if w.done || w.pmd_hit {
             w.done = true;
@@ -110,6 +111,12 @@ impl<A: Arch> Kernel<A> {
         if let Some(tid) = w.pte {
             return self.pvmw_next_pte(w, tid);
         }
+        self.pvmw_from_pmd(w)
+    }
+
+    /// The part of `page_vma_mapped_walk()` that starts from the PMD of
+    /// the walk's address (its first call, a restart, or a new table).
+    fn pvmw_from_pmd(&mut self, w: &mut Pvmw) -> Option<PvmwHit> {
         loop {
             if w.address >= w.end {
                 w.done = true;
@@ -145,6 +152,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The `next_pte:` loop of `page_vma_mapped_walk()`.
+    #[inline(always)]
     fn pvmw_next_pte(&mut self, w: &mut Pvmw, tid: TableId) -> Option<PvmwHit> {
         loop {
             w.address += PAGE_SIZE;
@@ -154,7 +162,7 @@ impl<A: Arch> Kernel<A> {
             }
             if w.address & (PMD_SIZE - PAGE_SIZE) == 0 {
                 w.pte = None; // PVMW_PGTABLE_CROSSED: restart
-                return self.page_vma_mapped_walk(w);
+                return self.pvmw_from_pmd(w);
             }
             let idx = pte_index(w.address);
             if A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim) == 0 {
@@ -173,6 +181,7 @@ impl<A: Arch> Kernel<A> {
     /// state: a one-page range has no next entry to step to, and the walk
     /// ends after its first hit. A PMD split after a PMD hit restarts the
     /// walk, which is this call again.
+    #[inline(always)]
     pub(crate) fn pvmw_one_page(
         &mut self,
         pfn: Pfn,

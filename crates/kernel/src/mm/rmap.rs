@@ -332,6 +332,9 @@ impl<A: Arch> Kernel<A> {
 
     /// `folio_remove_rmap_ptes()`: drop `nr` PTE mappings from `page`; an
     /// anon large folio left partly mapped is queued for deferred split.
+    /// The per-page part is inline: for an order-0 folio (reclaim's
+    /// common case) it is all there is.
+    #[inline(always)]
     pub(crate) fn folio_remove_rmap_ptes(&mut self, folio: Pfn, page: Pfn, nr: u64, mm: MmId) {
         self.folio_rmap_sanity_checks(folio, page, nr, false);
         self.vmstat.sim.rmap_remove += 1;
@@ -342,9 +345,14 @@ impl<A: Arch> Kernel<A> {
                 last += 1;
             }
         }
-        if !self.mem.folio_test_large(folio) {
-            return;
+        if self.mem.folio_test_large(folio) {
+            self.folio_remove_rmap_ptes_large(folio, nr, last, mm);
         }
+    }
+
+    /// The large-folio part of [`Kernel::folio_remove_rmap_ptes`], after
+    /// `last` of its `nr` pages lost their last PTE mapping.
+    fn folio_remove_rmap_ptes_large(&mut self, folio: Pfn, nr: u64, last: i32, mm: MmId) {
         let mm_id = self.mm(mm).mm_id;
         self.large_mapcount_sub(folio, nr as i32, mm_id);
         let l = self.mem.large_mut(folio);
@@ -671,7 +679,7 @@ impl<A: Arch> Kernel<A> {
     /// `try_to_unmap()` with TTU_BATCH_FLUSH (| TTU_SPLIT_HUGE_PMD |
     /// TTU_SYNC): unmap every mapping of the folio.
     pub(crate) fn try_to_unmap(&mut self, folio: Pfn) {
-        for hit in self.rmap_walk(folio) {
+        for hit in &self.rmap_walk(folio) {
             if !self.try_to_unmap_one(folio, hit) {
                 break; // walk_abort: rmap_one returned false
             }
@@ -687,14 +695,14 @@ impl<A: Arch> Kernel<A> {
     /// each PTE hit unmaps a batch from that entry. False when it gave up
     /// (`walk_abort`: a lazyfree folio found dirty again or referenced
     /// elsewhere).
-    fn try_to_unmap_one(&mut self, folio: Pfn, hit: RmapHit) -> bool {
+    fn try_to_unmap_one(&mut self, folio: Pfn, hit: &RmapHit) -> bool {
         use crate::include::linux::pgtable::{align_down, pmd_addr_end, PAGE_SIZE, PMD_SIZE};
         self.vmstat.sim.ttu_one += 1;
         let nr_folio = self.mem.folio_nr_pages(folio);
         if nr_folio == 1 {
             return self.try_to_unmap_one_page(folio, hit);
         }
-        let mut w = Pvmw::new(folio, nr_folio, &hit, PVMW_SYNC);
+        let mut w = Pvmw::new(folio, nr_folio, hit, PVMW_SYNC);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let (tid, idx) = match h {
                 PvmwHit::Pmd { pmd } => {
@@ -726,10 +734,10 @@ impl<A: Arch> Kernel<A> {
     /// [`Kernel::try_to_unmap_one`] of an order-0 folio: its walk has one
     /// hit at most (a PMD is split and the walk restarted), and one entry
     /// to unmap.
-    fn try_to_unmap_one_page(&mut self, folio: Pfn, hit: RmapHit) -> bool {
+    fn try_to_unmap_one_page(&mut self, folio: Pfn, hit: &RmapHit) -> bool {
         use crate::include::linux::pgtable::{align_down, PMD_SIZE};
         loop {
-            let Some((h, address)) = self.pvmw_one_page(folio, &hit, PVMW_SYNC) else {
+            let Some((h, address)) = self.pvmw_one_page(folio, hit, PVMW_SYNC) else {
                 return true;
             };
             let (tid, idx) = match h {
@@ -778,7 +786,7 @@ impl<A: Arch> Kernel<A> {
     fn ttu_unmap_ptes(
         &mut self,
         folio: Pfn,
-        hit: RmapHit,
+        hit: &RmapHit,
         tid: TableId,
         idx: usize,
         page_off: u64,
@@ -866,7 +874,7 @@ impl<A: Arch> Kernel<A> {
     fn ttu_lazyfree(
         &mut self,
         folio: Pfn,
-        hit: RmapHit,
+        hit: &RmapHit,
         tid: TableId,
         idx: usize,
         pteval: u64,
@@ -898,7 +906,7 @@ impl<A: Arch> Kernel<A> {
     fn unmap_huge_pmd_locked(
         &mut self,
         folio: Pfn,
-        hit: RmapHit,
+        hit: &RmapHit,
         pmd: crate::mm::pgtable_generic::PmdSlot,
     ) -> bool {
         use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPBACKED};
@@ -950,7 +958,7 @@ impl<A: Arch> Kernel<A> {
         if l.entire_mapcount == 0 && l.nr_pages_mapped >= 2 && self.mem.folio_test_anon(folio) {
             self.deferred_split_folio(folio, true);
         }
-        for hit in self.rmap_walk(folio) {
+        for hit in &self.rmap_walk(folio) {
             self.try_to_migrate_one(folio, hit);
         }
     }
@@ -964,10 +972,10 @@ impl<A: Arch> Kernel<A> {
     /// arm64 contiguous blocks end up unfolded as the kernel leaves them.
     /// Not modelled: file folios, which `unmap_folio()` unmaps with
     /// `try_to_unmap()` instead (their entries come back like anon ones).
-    fn try_to_migrate_one(&mut self, folio: Pfn, hit: RmapHit) {
+    fn try_to_migrate_one(&mut self, folio: Pfn, hit: &RmapHit) {
         use crate::include::linux::pgtable::{align_down, PMD_SIZE};
         let nr_folio = self.mem.folio_nr_pages(folio);
-        let mut w = Pvmw::new(folio, nr_folio, &hit, PVMW_SYNC);
+        let mut w = Pvmw::new(folio, nr_folio, hit, PVMW_SYNC);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let (tid, idx) = match h {
                 PvmwHit::Pmd { pmd } => {
@@ -1025,7 +1033,7 @@ impl<A: Arch> Kernel<A> {
             return (1, 0);
         }
         self.vmstat.sim.folio_referenced += 1;
-        for hit in self.rmap_walk(folio) {
+        for hit in &self.rmap_walk(folio) {
             if !crate::mm::swap::vma_has_recency(&hit.vma) {
                 continue;
             }
@@ -1045,7 +1053,7 @@ impl<A: Arch> Kernel<A> {
     /// `folio_pte_batch()` runs with one `clear_flush_young_ptes()` each, and
     /// the walk stops once the whole folio was seen. False stops the rmap
     /// walk (every mapping found).
-    fn folio_referenced_one(&mut self, folio: Pfn, hit: RmapHit, pra: &mut ReferencedArg) -> bool {
+    fn folio_referenced_one(&mut self, folio: Pfn, hit: &RmapHit, pra: &mut ReferencedArg) -> bool {
         use crate::include::linux::pgtable::{pmd_addr_end, PAGE_SIZE};
         self.vmstat.sim.referenced_one += 1;
         let nr_pages = self.mem.folio_nr_pages(folio);
@@ -1053,7 +1061,7 @@ impl<A: Arch> Kernel<A> {
             return self.folio_referenced_one_page(folio, hit, pra);
         }
         let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
-        let mut w = Pvmw::new(folio, nr_pages, &hit, 0);
+        let mut w = Pvmw::new(folio, nr_pages, hit, 0);
         let (mut referenced, mut ptes) = (0, 0);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             self.vmstat.sim.pvmw_referenced += 1;
@@ -1102,10 +1110,10 @@ impl<A: Arch> Kernel<A> {
     fn folio_referenced_one_page(
         &mut self,
         folio: Pfn,
-        hit: RmapHit,
+        hit: &RmapHit,
         pra: &mut ReferencedArg,
     ) -> bool {
-        if let Some((h, address)) = self.pvmw_one_page(folio, &hit, 0) {
+        if let Some((h, address)) = self.pvmw_one_page(folio, hit, 0) {
             self.vmstat.sim.pvmw_referenced += 1;
             let young = match h {
                 PvmwHit::Pte { tid, idx } => {

@@ -393,7 +393,7 @@ impl SwapInfo {
     /// (`swap_entries_free()` → `swap_range_free()`): the cluster goes to
     /// the free list's tail when it empties (`free_cluster()`), else to
     /// its order's non-full list (`partial_free_cluster()`).
-    #[inline]
+    #[inline(always)]
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
         self.shadow[offset as usize] = 0;
@@ -435,12 +435,10 @@ impl<A: Arch> Kernel<A> {
                 };
                 // mem_cgroup_try_charge_swap(): record the folio's cgroup.
                 let memcg = self.folio_memcg(folio);
-                let slots = offset as usize..offset as usize + (1usize << order);
-                let si = &mut self.swap[ty];
-                for (i, c) in si.cache[slots.clone()].iter_mut().enumerate() {
-                    *c = folio.0 + i as u32;
+                for i in 0..(1u64 << order) {
+                    self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
+                    self.swap[ty].memcg[(offset + i) as usize] = memcg;
                 }
-                si.memcg[slots].fill(memcg);
                 self.swap_of.insert(folio.0, entry);
                 self.mem.set(folio, PG_SWAPCACHE);
                 return true;
@@ -501,7 +499,7 @@ impl<A: Arch> Kernel<A> {
     /// each slot's zswap entry goes (`zswap_invalidate()`), and a zram
     /// device drops its object (`swap_slot_free_notify()`,
     /// drivers/zram.rs).
-    #[inline]
+    #[inline(always)]
     fn swap_range_free(&mut self, entry: SwpEntry, nr: u64) {
         if self.zswap.ever_enabled() || self.swap[entry.ty as usize].zram.is_some() {
             self.swap_range_free_slots(entry, nr);
@@ -575,6 +573,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// No slot of the folio has swap PTEs left.
+    #[inline(always)]
     pub(crate) fn folio_swap_unused(&self, folio: Pfn) -> bool {
         let Some(e) = self.folio_swap(folio) else {
             return true;

@@ -345,6 +345,7 @@ impl MemMap {
 
     /// Tear down a folio's metadata before its pages go back to the buddy
     /// allocator.
+    #[inline(always)]
     pub(crate) fn destroy_folio(&mut self, head: Pfn) {
         let order = self.order(head);
         if order > 0 {

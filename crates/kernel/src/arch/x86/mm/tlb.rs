@@ -56,7 +56,7 @@ struct FlushInfo {
 }
 
 /// `trace_tlb_flush()`, counted when a workload task runs on `cpu`.
-#[inline]
+#[inline(always)]
 fn trace(c: &Cpus, cpu: usize, reason: Reason, vs: &mut VmStat) {
     if !c.cpu[cpu].ours {
         return;
@@ -137,7 +137,7 @@ fn should_flush_tlb(c: &Cpus, cpu: usize, info: &FlushInfo) -> bool {
 }
 
 /// `flush_tlb_func()` on `cpu`.
-#[inline]
+#[inline(always)]
 fn flush_tlb_func(c: &mut Cpus, cpu: usize, f: &FlushInfo, vs: &mut VmStat) {
     let local = cpu == f.initiating_cpu;
     if !local {
