@@ -599,20 +599,7 @@ impl<A: Arch> Kernel<A> {
         };
         let gen = vmas_gen();
         if self.anon_rmap_cache.gen != gen || self.anon_rmap_cache.anon_vma != Some(of) {
-            let mut vmas = std::mem::take(&mut self.anon_rmap_cache.vmas);
-            vmas.clear();
-            for mm in self.live_mms() {
-                for v in mm.vmas.values() {
-                    if self.anon_vma_in_tree(v.anon_vma, of) {
-                        vmas.push((mm.id, *v));
-                    }
-                }
-            }
-            self.anon_rmap_cache = AnonRmapCache {
-                gen,
-                anon_vma: Some(of),
-                vmas,
-            };
+            self.anon_rmap_cache_fill(gen, of);
         }
         let index = self.mem.folio_index(folio);
         // Pushed one by one: collecting a filter_map (no size hint) into
@@ -634,6 +621,27 @@ impl<A: Arch> Kernel<A> {
             "the anon rmap cache disagrees with a walk"
         );
         hits
+    }
+
+    /// Fill [`AnonRmapCache`] with the VMAs of anon_vma `of`'s tree at
+    /// [`vmas_gen`] `gen` (the walk of a folio of another anon_vma, or
+    /// after the VMAs changed): out of line.
+    #[cold]
+    fn anon_rmap_cache_fill(&mut self, gen: u64, of: AnonVmaId) {
+        let mut vmas = std::mem::take(&mut self.anon_rmap_cache.vmas);
+        vmas.clear();
+        for mm in self.live_mms() {
+            for v in mm.vmas.values() {
+                if self.anon_vma_in_tree(v.anon_vma, of) {
+                    vmas.push((mm.id, *v));
+                }
+            }
+        }
+        self.anon_rmap_cache = AnonRmapCache {
+            gen,
+            anon_vma: Some(of),
+            vmas,
+        };
     }
 
     /// The VMAs `rmap_walk()` finds for `nr` pages from `first` (a folio,

@@ -263,6 +263,7 @@ impl SwapInfo {
     /// `alloc_swap_scan_cluster()`: 2^order slots in cluster `c` from
     /// `start`, claimed; sets the next offset to scan (none once the
     /// cluster is full or scanned to its end, or after a failure).
+    #[inline(always)]
     fn alloc_scan_cluster(&mut self, c: usize, start: u64, order: u32) -> Option<u64> {
         let nr = 1u64 << order;
         let found = if self.clusters[c].count as u64 + nr > SWAPFILE_CLUSTER {
@@ -350,6 +351,7 @@ impl SwapInfo {
     /// or non-full clusters. A cluster emptied by frees went to the free
     /// list's tail and no longer holds a swap table, so the next offset
     /// into it is not used (`cluster_is_usable()`).
+    #[inline(always)]
     fn cluster_alloc(&mut self, order: u32) -> Option<u64> {
         if order > 0 && !self.blkdev() {
             return None;
