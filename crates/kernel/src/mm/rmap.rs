@@ -704,7 +704,7 @@ impl<A: Arch> Kernel<A> {
     /// (`walk_abort`: a lazyfree folio found dirty again or referenced
     /// elsewhere).
     fn try_to_unmap_one(&mut self, folio: Pfn, hit: &RmapHit) -> bool {
-        use crate::include::linux::pgtable::{align_down, pmd_addr_end, PAGE_SIZE, PMD_SIZE};
+        use crate::include::linux::pgtable::{pmd_addr_end, PAGE_SIZE};
         self.vmstat.sim.ttu_one += 1;
         let nr_folio = self.mem.folio_nr_pages(folio);
         if nr_folio == 1 {
@@ -714,19 +714,15 @@ impl<A: Arch> Kernel<A> {
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let (tid, idx) = match h {
                 PvmwHit::Pmd { pmd } => {
-                    if self.folio_test_lazyfree(folio) {
-                        return self.unmap_huge_pmd_locked(folio, hit, pmd);
+                    if let Some(done) = self.ttu_pmd_hit(folio, hit, pmd, w.address) {
+                        return done;
                     }
-                    let haddr = align_down(w.address, PMD_SIZE);
-                    self.split_huge_pmd(hit.mm, &hit.vma, haddr, pmd);
                     w.restart();
                     continue;
                 }
                 PvmwHit::Pte { tid, idx } => (tid, idx),
             };
-            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            let page_off = (A::pte_pfn(pte).0 - folio.0) as u64;
-            self.vmstat.sim.pvmw += 1;
+            let page_off = self.ttu_hit_page(folio, tid, idx);
             let max = (pmd_addr_end(w.address, w.end) - w.address) / PAGE_SIZE;
             let nr = self.ttu_batch(folio, tid, idx, max as usize);
             if !self.ttu_unmap_ptes(folio, hit, tid, idx, page_off, nr as u64) {
@@ -743,27 +739,52 @@ impl<A: Arch> Kernel<A> {
     /// hit at most (a PMD is split and the walk restarted), and one entry
     /// to unmap.
     fn try_to_unmap_one_page(&mut self, folio: Pfn, hit: &RmapHit) -> bool {
-        use crate::include::linux::pgtable::{align_down, PMD_SIZE};
         loop {
             let Some((h, address)) = self.pvmw_one_page(folio, hit, PVMW_SYNC) else {
                 return true;
             };
-            let (tid, idx) = match h {
+            match h {
                 PvmwHit::Pmd { pmd } => {
-                    if self.folio_test_lazyfree(folio) {
-                        return self.unmap_huge_pmd_locked(folio, hit, pmd);
+                    if let Some(done) = self.ttu_pmd_hit(folio, hit, pmd, address) {
+                        return done;
                     }
-                    let haddr = align_down(address, PMD_SIZE);
-                    self.split_huge_pmd(hit.mm, &hit.vma, haddr, pmd);
-                    continue;
                 }
-                PvmwHit::Pte { tid, idx } => (tid, idx),
-            };
-            let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-            let page_off = (A::pte_pfn(pte).0 - folio.0) as u64;
-            self.vmstat.sim.pvmw += 1;
-            return self.ttu_unmap_ptes(folio, hit, tid, idx, page_off, 1);
+                PvmwHit::Pte { tid, idx } => {
+                    let page_off = self.ttu_hit_page(folio, tid, idx);
+                    return self.ttu_unmap_ptes(folio, hit, tid, idx, page_off, 1);
+                }
+            }
         }
+    }
+
+    /// A PMD hit of `try_to_unmap_one()`'s walk at `address`: a lazyfree
+    /// folio's PMD is discarded whole (`unmap_huge_pmd_locked()`, Some of
+    /// its result); any other is split (TTU_SPLIT_HUGE_PMD,
+    /// `split_huge_pmd_locked()`) and None restarts the walk at PTE level.
+    #[inline(always)]
+    fn ttu_pmd_hit(
+        &mut self,
+        folio: Pfn,
+        hit: &RmapHit,
+        pmd: crate::mm::pgtable_generic::PmdSlot,
+        address: u64,
+    ) -> Option<bool> {
+        use crate::include::linux::pgtable::{align_down, PMD_SIZE};
+        if self.folio_test_lazyfree(folio) {
+            return Some(self.unmap_huge_pmd_locked(folio, hit, pmd));
+        }
+        let haddr = align_down(address, PMD_SIZE);
+        self.split_huge_pmd(hit.mm, &hit.vma, haddr, pmd);
+        None
+    }
+
+    /// A PTE hit of `try_to_unmap_one()`'s walk (counted, `sim/pvmw`): the
+    /// offset in `folio` of the page the entry at `idx` maps (`subpage`).
+    #[inline(always)]
+    fn ttu_hit_page(&mut self, folio: Pfn, tid: TableId, idx: usize) -> u64 {
+        let pte = A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+        self.vmstat.sim.pvmw += 1;
+        (A::pte_pfn(pte).0 - folio.0) as u64
     }
 
     /// `folio_unmap_pte_batch()`: 1 in vanilla 6.18 for anon swap-backed and
@@ -1068,37 +1089,20 @@ impl<A: Arch> Kernel<A> {
         if nr_pages == 1 {
             return self.folio_referenced_one_page(folio, hit, pra);
         }
-        let batched = self.cfg.series.batch_folio_referenced && nr_pages > 1;
+        let batched = self.cfg.series.batch_folio_referenced;
         let mut w = Pvmw::new(folio, nr_pages, hit, 0);
         let (mut referenced, mut ptes) = (0, 0);
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             self.vmstat.sim.pvmw_referenced += 1;
             let mut nr = 1;
-            let young = match h {
-                PvmwHit::Pte { tid, idx } => {
-                    if batched {
-                        let max_nr =
-                            (pmd_addr_end(w.address, hit.vma.vm_end) - w.address) / PAGE_SIZE;
-                        A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
-                        nr = self.folio_pte_batch(tid, idx, folio, max_nr as usize, false) as u64;
-                    }
-                    let young = if self.lru_gen_enabled() {
-                        let (mm, vma) = (hit.mm, &hit.vma);
-                        self.lru_gen_look_around(folio, mm, vma, tid, w.address, nr as usize)
-                    } else {
-                        let table = self.pt.table_mut(tid);
-                        A::clear_flush_young_ptes(table, idx, nr as usize, &mut self.vmstat)
-                    };
-                    w.address += (nr - 1) * PAGE_SIZE;
-                    young
-                }
-                PvmwHit::Pmd { pmd } => {
-                    let mut v = self.pt.get(pmd.table, pmd.idx);
-                    let young = self.pmdp_clear_flush_young(hit.mm, &mut v);
-                    self.pt.set(pmd.table, pmd.idx, v);
-                    young
-                }
-            };
+            if let (true, PvmwHit::Pte { tid, idx }) = (batched, h) {
+                let max_nr = (pmd_addr_end(w.address, hit.vma.vm_end) - w.address) / PAGE_SIZE;
+                A::ptep_get(self.pt.table(tid), idx, &mut self.vmstat.sim);
+                nr = self.folio_pte_batch(tid, idx, folio, max_nr as usize, false) as u64;
+            }
+            let young = self.referenced_young(folio, hit, h, w.address, nr as usize);
+            // A PMD hit is one entry (nr 1): the address stays.
+            w.address += (nr - 1) * PAGE_SIZE;
             referenced += young as i32;
             ptes += nr;
             pra.mapcount -= nr as i64;
@@ -1123,23 +1127,7 @@ impl<A: Arch> Kernel<A> {
     ) -> bool {
         if let Some((h, address)) = self.pvmw_one_page(folio, hit, 0) {
             self.vmstat.sim.pvmw_referenced += 1;
-            let young = match h {
-                PvmwHit::Pte { tid, idx } => {
-                    if self.lru_gen_enabled() {
-                        let (mm, vma) = (hit.mm, &hit.vma);
-                        self.lru_gen_look_around(folio, mm, vma, tid, address, 1)
-                    } else {
-                        let table = self.pt.table_mut(tid);
-                        A::clear_flush_young_ptes(table, idx, 1, &mut self.vmstat)
-                    }
-                }
-                PvmwHit::Pmd { pmd } => {
-                    let mut v = self.pt.get(pmd.table, pmd.idx);
-                    let young = self.pmdp_clear_flush_young(hit.mm, &mut v);
-                    self.pt.set(pmd.table, pmd.idx, v);
-                    young
-                }
-            };
+            let young = self.referenced_young(folio, hit, h, address, 1);
             pra.mapcount -= 1;
             if young {
                 pra.referenced += 1;
@@ -1147,6 +1135,39 @@ impl<A: Arch> Kernel<A> {
             }
         }
         pra.mapcount != 0
+    }
+
+    /// A hit of `folio_referenced_one()`'s walk, its young bits tested and
+    /// cleared: `nr` PTEs from the hit's entry at `address`
+    /// (`lru_gen_look_around()` under MGLRU, else
+    /// `clear_flush_young_ptes()`), or the PMD
+    /// (`pmdp_clear_flush_young_notify()`).
+    #[inline(always)]
+    fn referenced_young(
+        &mut self,
+        folio: Pfn,
+        hit: &RmapHit,
+        h: PvmwHit,
+        address: u64,
+        nr: usize,
+    ) -> bool {
+        match h {
+            PvmwHit::Pte { tid, idx } => {
+                if self.lru_gen_enabled() {
+                    let (mm, vma) = (hit.mm, &hit.vma);
+                    self.lru_gen_look_around(folio, mm, vma, tid, address, nr)
+                } else {
+                    let table = self.pt.table_mut(tid);
+                    A::clear_flush_young_ptes(table, idx, nr, &mut self.vmstat)
+                }
+            }
+            PvmwHit::Pmd { pmd } => {
+                let mut v = self.pt.get(pmd.table, pmd.idx);
+                let young = self.pmdp_clear_flush_young(hit.mm, &mut v);
+                self.pt.set(pmd.table, pmd.idx, v);
+                young
+            }
+        }
     }
 }
 
