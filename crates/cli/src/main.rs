@@ -306,6 +306,14 @@ struct CompareArgs {
     engine: String,
     #[command(flatten)]
     vm: VmFlags,
+    /// Compare with runs measured earlier instead of running the kernel:
+    /// the JSON of `foliosim vm` or `foliosim native` (`--format json`,
+    /// with or without --repeat); repeat the option to pool files. Each
+    /// scenario takes the runs of its name, all of one kernel, and the
+    /// model runs on each run's machine as at the time; --set still
+    /// applies, to try a knob of the model against the same runs.
+    #[arg(long = "runs", value_name = "FILE")]
+    runs: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -383,9 +391,15 @@ enum Cmd {
     ///
     /// Per-process fault counters, tracepoint counts and folio histograms
     /// are compared exactly; system-wide counters are shown for information.
+    /// In a phase where the model's machine reclaims globally (kswapd, or
+    /// the workload's direct reclaim outside a cgroup) they are judged
+    /// within 5% and allocstall_* within 25%: kswapd races the workload.
     ///
-    /// Example:
+    /// Examples:
     ///   sudo foliosim compare scenarios/corpus/file-warm-4k-writes.toml
+    ///   foliosim compare --engine vm --kernel 6.18.35-arm64 --repeat 5 scenarios/guest/global-reclaim-file-read.toml
+    ///   foliosim vm --kernel 6.18.35-x86_64 --repeat 5 --format json -o runs.json scenarios/guest/global-reclaim-mixed.toml
+    ///   foliosim compare --runs runs.json --set machine.swap_write_rate=800M scenarios/guest/global-reclaim-mixed.toml
     #[command(verbatim_doc_comment)]
     Compare(CompareArgs),
     /// Run scenarios natively in a Linux kernel booted in a virtual machine
@@ -702,6 +716,7 @@ fn compare_one(
     vm: Option<&foliosim_vm::VmOptions>,
     host: &[(String, String)],
     given: &Given,
+    saved: Option<&[(PathBuf, Report)]>,
     src: &foliosim_scenario::Source,
 ) -> Result<(String, serde_json::Value, bool), String> {
     let c = &a.common;
@@ -712,12 +727,17 @@ fn compare_one(
         expect: !c.no_expect,
         given: Some(given),
     };
-    let other = match vm {
-        Some(opts) => Engine::Vm(opts.clone()),
-        None => Engine::Native { trace: true },
-    };
-    let (sims, runs) = foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
-        .map_err(|e| e.to_string())?;
+    let (sims, runs) = if a.runs.is_empty() {
+        let other = match vm {
+            Some(opts) => Engine::Vm(opts.clone()),
+            None => Engine::Native { trace: true },
+        };
+        foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
+    } else {
+        runs_of(src, saved.expect("runs loaded with --runs"))
+            .and_then(|runs| foliosim_run::compare_saved(&job, sim, runs))
+    }
+    .map_err(|e| e.to_string())?;
     let (t, mut j, o) = foliosim_report::compare::compare_runs_each(&sims, &runs);
     if let Some(prov) = &sims[0].provenance {
         j["provenance"] = prov.to_json_value();
@@ -725,14 +745,91 @@ fn compare_one(
     Ok((t, j, o))
 }
 
+/// The runs of `--runs FILE`s: every report of every file, with its
+/// file; the simulator's own reports are refused.
+fn load_saved_runs(files: &[PathBuf]) -> Result<Vec<(PathBuf, Report)>, String> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", f.display()))?;
+        let reports =
+            foliosim_report::reports_from_json(&v).map_err(|e| format!("{}: {e}", f.display()))?;
+        for (i, r) in reports.into_iter().enumerate() {
+            if r.engine != "vm" && r.engine != "native" {
+                return Err(format!(
+                    "{}: reports[{i}].engine: `{}`: --runs takes runs of a kernel \
+                     (`foliosim vm` or `foliosim native` with --format json)",
+                    f.display(),
+                    r.engine
+                ));
+            }
+            out.push((f.clone(), r));
+        }
+    }
+    Ok(out)
+}
+
+/// The saved runs of the scenario of `src` (by its name), all of one
+/// engine and kernel.
+fn runs_of(
+    src: &foliosim_scenario::Source,
+    saved: &[(PathBuf, Report)],
+) -> Result<Vec<Report>, foliosim_run::RunError> {
+    let usage = foliosim_run::RunError::Usage;
+    let name = src.parse(&[]).map_err(|e| usage(e.to_string()))?.name;
+    let mine: Vec<&(PathBuf, Report)> = saved.iter().filter(|(_, r)| r.scenario == name).collect();
+    let kernel = |r: &Report| {
+        let k = r.provenance.as_ref().and_then(|p| p.kernel.clone());
+        match k {
+            Some((name, release)) => format!("{} {name} ({release})", r.engine),
+            None => format!("{} ({})", r.engine, r.arch),
+        }
+    };
+    let Some((_, first)) = mine.first() else {
+        let names: std::collections::BTreeSet<&str> =
+            saved.iter().map(|(_, r)| r.scenario.as_str()).collect();
+        return Err(usage(format!(
+            "--runs: no run of scenario `{name}` (the files hold runs of {})",
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    };
+    if let Some((f, other)) = mine.iter().find(|(_, r)| kernel(r) != kernel(first)) {
+        return Err(usage(format!(
+            "--runs: {}: a run of `{name}` on {} beside runs on {}: compare one kernel at a time",
+            f.display(),
+            kernel(other),
+            kernel(first)
+        )));
+    }
+    Ok(mine.into_iter().map(|(_, r)| r.clone()).collect())
+}
+
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let c = &a.common;
     let given = given(c)?;
+    let saved = match a.runs.is_empty() {
+        true => None,
+        false => {
+            if c.repeat > 1 {
+                return Err("--repeat: --runs compares with runs already measured".into());
+            }
+            if a.vm.kernel.is_some() || c.arch.is_some() {
+                return Err(
+                    "--runs: the runs name their kernel and architecture; leave out --kernel \
+                     and --arch"
+                        .into(),
+                );
+            }
+            Some(load_saved_runs(&a.runs)?)
+        }
+    };
     let vm = match a.engine.as_str() {
-        "vm" => Some(a.vm.options(c.arch)?),
+        "vm" if saved.is_none() => Some(a.vm.options(c.arch)?),
         _ => None,
     };
     let host = match vm {
+        None if saved.is_some() => Vec::new(),
         None => {
             foliosim_native::probe_overrides(&foliosim_native::NativeOptions::default().workdir)
         }
@@ -743,7 +840,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         output::check_output(o, &c.scenarios)?;
     }
     let (done, failed) = run_batch(&c.scenarios, |src| {
-        compare_one(a, &sim, vm.as_ref(), &host, &given, src)
+        compare_one(a, &sim, vm.as_ref(), &host, &given, saved.as_deref(), src)
     })?;
     if !done.is_empty() {
         let out = match c.format {

@@ -50,7 +50,7 @@ mod workload;
 mod writetrack;
 
 pub use guard::Recovery;
-pub use probe::{probe, probe_overrides};
+pub use probe::{probe, probe_overrides, probed_in};
 pub use sys::{route_terminal_signals, with_signals_blocked};
 
 use std::ffi::CString;

@@ -352,6 +352,31 @@ fn probe_config(out: &mut String) {
     }
 }
 
+/// The THP knobs a scenario can set that [`probe_overrides`] reads from
+/// the host; the swap readahead knobs are not mirrored (a native run
+/// writes them, defaults included).
+const MIRRORED_THP: [knobs::Knob; 3] = [
+    knobs::THP_ENABLED,
+    knobs::THP_USE_ZERO_PAGE,
+    knobs::MTHP_ENABLED,
+];
+
+/// What [`probe_overrides`] found on the host of a native run, from the
+/// settings its report lists (`system`): the same keys, the run's values.
+pub fn probed_in(system: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    let keys = [
+        knobs::CPUS.key.to_string(),
+        knobs::READ_AHEAD_KB.key.to_string(),
+    ];
+    let thp = knobs::instances()
+        .filter(|i| MIRRORED_THP.contains(i.knob))
+        .map(|i| i.key);
+    keys.into_iter()
+        .chain(thp)
+        .filter_map(|k| system.get(&k).map(|v| (k.clone(), v.clone())))
+        .collect()
+}
+
 /// The host's knob values as `--set` overrides (knob key, value) for the
 /// knobs a simulation can mirror: `cpus`, THP settings and the device's
 /// `read_ahead_kb` (`compare` applies those a scenario leaves at their
@@ -371,14 +396,7 @@ pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
     if let Some(n) = host_cpus() {
         out.push((knobs::CPUS.key.into(), n.to_string()));
     }
-    // The THP knobs a scenario can set; the swap readahead knobs are not
-    // mirrored (a native run writes them, defaults included).
-    let mirrored = [
-        knobs::THP_ENABLED,
-        knobs::THP_USE_ZERO_PAGE,
-        knobs::MTHP_ENABLED,
-    ];
-    for inst in knobs::instances().filter(|i| mirrored.contains(i.knob)) {
+    for inst in knobs::instances().filter(|i| MIRRORED_THP.contains(i.knob)) {
         let Some(path) = &inst.path else { continue };
         if let Ok(t) = fs::read_to_string(path) {
             out.push((inst.key, knob_value(&t)));

@@ -358,6 +358,55 @@ pub fn compare_repeated(
     Ok((simulated, runs))
 }
 
+/// `compare --runs`: the model beside `runs`, reports of the scenario of
+/// `job` that a guest (`vm`) or the host (`native`) measured earlier, on
+/// each run's machine as [`compare_repeated`] would have simulated it: the
+/// run's own overrides, then `job`'s (a knob of the model alone, such as
+/// `machine.swap_write_rate`, can be tried against the same runs); for a
+/// guest run the series switches and memory it derived and its measured
+/// machine ([`foliosim_vm::adopt_machine`]), for a host run the host
+/// settings a scenario leaves at their defaults
+/// ([`foliosim_native::probed_in`]). Returns the simulated reports, one
+/// per run, and the runs.
+pub fn compare_saved(
+    job: &Job<'_>,
+    sim: &SimOptions,
+    runs: Vec<Report>,
+) -> Result<(Vec<Report>, Vec<Report>), RunError> {
+    let (src, label) = (job.source, &job.source.label);
+    let sim_engine = Engine::Sim(sim.clone());
+    let mut simulated = Vec::with_capacity(runs.len());
+    for run in &runs {
+        let mut ov: Vec<(String, String)> = run
+            .provenance
+            .iter()
+            .flat_map(|p| &p.overrides)
+            .map(|o| (o.key.clone(), o.value.clone()))
+            .collect();
+        ov.extend(job.overrides.iter().cloned());
+        let sc = if run.engine == "vm" {
+            ov.push(("arch".into(), run.arch.clone()));
+            let given = parse(src, &ov)?;
+            // What the guest derived where the scenario is silent.
+            ov.extend(
+                run.system
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("series.") || k.as_str() == "memory")
+                    .filter(|(k, _)| !given.system.explicit.contains(k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            let mut sc = parse(src, &ov)?;
+            foliosim_vm::adopt_machine(&mut sc, run);
+            sc
+        } else {
+            with_host_defaults(src, &ov, &foliosim_native::probed_in(&run.system))?
+        };
+        let compiled = Compiled::new(label, sc, &[&sim_engine])?;
+        simulated.push(compiled.run_on(&sim_engine, job.expect)?);
+    }
+    Ok((simulated, runs))
+}
+
 /// The scenario of `src` with `overrides`, and the probed host's value
 /// (`host`, a `[system]` fragment as pairs) for every knob it leaves at
 /// its default: what a host run is compared with.

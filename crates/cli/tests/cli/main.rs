@@ -13,4 +13,5 @@ mod output;
 mod plot;
 mod readme;
 mod record;
+mod runs;
 mod sweep;

@@ -1,0 +1,117 @@
+//! The model against the kernel runs kept in `runs/` (`foliosim compare
+//! --runs`): guests booted once, their reports held against the model in
+//! every test run, without QEMU.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every kept file and the scenario its runs ran (their provenance's
+/// `scenario_path`, relative to the checkout).
+fn kept() -> Vec<(PathBuf, PathBuf)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("runs/guest"))
+        .expect("runs/guest")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let path = v["reports"][0]["provenance"]["scenario_path"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}: no scenario_path", f.display()))
+                .to_string();
+            (f, root().join(path))
+        })
+        .collect()
+}
+
+/// Each kept file agrees with the model, judged as `compare --engine vm
+/// --repeat N` judged it when it ran (the model on each run's machine,
+/// within each counter's tolerance of the runs' range), except where the
+/// scenario says `GUEST-XFAIL:`; such a file must still disagree, so that
+/// a model that comes to agree drops the line.
+#[test]
+fn the_model_agrees_with_the_kept_kernel_runs() {
+    let files = kept();
+    assert!(files.len() >= 8, "runs/guest holds the kept runs");
+    let mut wrong = Vec::new();
+    for (file, scenario) in files {
+        let text = std::fs::read_to_string(&scenario)
+            .unwrap_or_else(|e| panic!("{}: {e}", scenario.display()));
+        let xfail = text.lines().any(|l| l.trim().starts_with("GUEST-XFAIL:"));
+        let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+            .current_dir(root())
+            .arg("compare")
+            .arg("-q")
+            .arg("--runs")
+            .arg(&file)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        let name = file.file_name().unwrap().to_string_lossy();
+        match (out.status.code(), xfail) {
+            (Some(0), false) | (Some(1), true) => eprintln!("{name}: as expected"),
+            (Some(1), false) => wrong.push(format!("{name}: disagrees\n{shown}")),
+            (Some(0), true) => wrong.push(format!(
+                "{name}: agrees now: drop GUEST-XFAIL from {}",
+                scenario.display()
+            )),
+            _ => wrong.push(format!(
+                "{name}: compare failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// What `--runs` refuses, each naming what is wrong: a file of the
+/// simulator's reports, a scenario with no run in the files, runs of two
+/// kernels pooled, and --repeat.
+#[test]
+fn runs_refuse_what_they_cannot_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+            .current_dir(root())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let scen = "scenarios/guest/global-reclaim-mixed.toml";
+    let sim = dir.path().join("sim.json");
+    let sim = sim.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .current_dir(root())
+        .args(["run", "-q", "--format", "json", "-o", sim])
+        .arg("scenarios/corpus/file-warm-4k-writes.toml")
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let err = run(&["compare", "--runs", sim, scen]);
+    assert!(err.contains("reports[0].engine: `sim`"), "{err}");
+    let x86 = "runs/guest/global-reclaim-anon-swapfile.6.18.35-x86_64.json";
+    let arm = "runs/guest/global-reclaim-anon-swapfile.6.18.35-arm64.json";
+    let err = run(&["compare", "--runs", x86, scen]);
+    assert!(
+        err.contains("no run of scenario `global-reclaim-mixed`")
+            && err.contains("global-reclaim-anon-swapfile"),
+        "{err}"
+    );
+    let swap = "scenarios/guest/global-reclaim-anon-swapfile.toml";
+    let err = run(&["compare", "--runs", x86, "--runs", arm, swap]);
+    assert!(err.contains("compare one kernel at a time"), "{err}");
+    let err = run(&["compare", "--runs", x86, "--repeat", "3", swap]);
+    assert!(err.contains("--repeat"), "{err}");
+}
