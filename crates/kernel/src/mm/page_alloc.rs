@@ -622,10 +622,20 @@ impl FreeArea {
     }
 
     /// `rmqueue_bulk()`: up to `n` order-0 pages for `mt` from the buddy
-    /// lists onto the tail of `cpu`'s list of `mt`, in the order found.
+    /// lists onto the tail of `cpu`'s list of `mt`, in the order found:
+    /// from `mt`'s own lists a block at a time
+    /// ([`Self::rmqueue_smallest_order0`]), then page by page through the
+    /// fallbacks.
     fn rmqueue_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64, mt: usize, kswapd: bool) {
+        let mut left = n;
+        while left > 0 {
+            match self.rmqueue_smallest_order0(mem, cpu, left, mt) {
+                0 => break,
+                nr => left -= nr,
+            }
+        }
         let mut mode = RmqueueMode::Normal;
-        for _ in 0..n {
+        for _ in 0..left {
             let Some(p) = self.rmqueue(mem, 0, mt, kswapd, &mut mode) else {
                 break;
             };
@@ -680,6 +690,40 @@ impl FreeArea {
         let pfn = self.peek(mem, mt, cur).expect("a counted free block");
         self.page_del_and_expand(mem, pfn, order, cur, mt, mt);
         Some(pfn)
+    }
+
+    /// `__rmqueue_smallest()` + `expand()` for order 0, repeated up to `n`
+    /// times while the pages come from the one free block the first call
+    /// finds: they go onto the tail of `cpu`'s list of `mt`. Returns how
+    /// many (0: `mt`'s lists are empty).
+    ///
+    /// Every list of `mt` below the block's order is empty (its order is
+    /// the smallest with a free block), so each call splits the lowest
+    /// piece left of the block: the pages come in address order, each page
+    /// after the first was a free block once and is cleared as taken, and
+    /// the block's rest is left as its aligned pieces, one per order. The
+    /// free lists, counts and memory map end as after the calls one by one.
+    fn rmqueue_smallest_order0(&mut self, mem: &mut MemMap, cpu: usize, n: u64, mt: usize) -> u64 {
+        let orders = self.free_orders(mt);
+        if orders == 0 {
+            return 0;
+        }
+        let cur = orders.trailing_zeros();
+        let pfn = self.peek(mem, mt, cur).expect("a counted free block");
+        self.take(mem, pfn, mt, cur);
+        let nr = n.min(1 << cur);
+        for i in 1..nr {
+            mem.clear_buddy(pfn.plus(i));
+        }
+        let mut off = nr;
+        while off < 1 << cur {
+            let order = off.trailing_zeros();
+            self.push(mem, pfn.plus(off), mt, order);
+            off += 1 << order;
+        }
+        self.nr_free -= nr;
+        self.pcp[cpu].lists[mt].extend(pfn.0..pfn.0 + nr as u32);
+        nr
     }
 
     /// `find_suitable_fallback()`: the first migratetype `mt` falls back
@@ -1260,6 +1304,48 @@ mod tests {
             Some(pages[7])
         );
         assert_eq!(area.pcp[0].alloc_factor, 2);
+    }
+
+    /// A zone fragmented by blocks of mixed orders, a third of them freed
+    /// (on the other CPU, then drained).
+    fn fragmented() -> (MemMap, FreeArea) {
+        let (mut mem, mut area) = zone();
+        let held: Vec<(Pfn, u32)> = (0..600)
+            .map(|i| {
+                let order = [0, 0, 1, 3, 0, 2][i % 6];
+                let p = area
+                    .alloc_pages(&mut mem, order, MIGRATE_MOVABLE, 0, false)
+                    .expect("memory");
+                (p, order)
+            })
+            .collect();
+        for &(p, order) in held.iter().step_by(3) {
+            area.free_pages(&mut mem, p, order, 1);
+        }
+        area.drain_all_pages(&mut mem);
+        (mem, area)
+    }
+
+    /// rmqueue_bulk() takes a block's pages at once
+    /// (`rmqueue_smallest_order0()`): the free lists (stale entries
+    /// included), counts, per-CPU list and memory map end as after
+    /// `__rmqueue()` page by page, refill after refill.
+    #[test]
+    fn a_bulk_refill_matches_page_by_page() {
+        let (mut mem_a, mut a) = fragmented();
+        let (mut mem_b, mut b) = fragmented();
+        for n in [1, 5, 63, 2, 200, 700, 31, 4000] {
+            a.rmqueue_bulk(&mut mem_a, 0, n, MIGRATE_MOVABLE, false);
+            let mut mode = RmqueueMode::Normal;
+            for _ in 0..n {
+                let Some(p) = b.rmqueue(&mut mem_b, 0, MIGRATE_MOVABLE, false, &mut mode) else {
+                    break;
+                };
+                b.pcp[0].lists[MIGRATE_MOVABLE].push_back(p.0);
+            }
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "after {n}");
+            assert_eq!(format!("{mem_a:?}"), format!("{mem_b:?}"), "after {n}");
+        }
     }
 
     /// nr_pcp_high() while kswapd reclaims (`ZONE_RECLAIM_ACTIVE`): a
