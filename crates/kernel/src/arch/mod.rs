@@ -118,6 +118,21 @@ pub trait Arch: Copy + Default + Send + Sync + 'static {
         freed_tables: bool,
         vs: &mut VmStat,
     );
+    /// [`Arch::flush_tlb_mm_range`] of `nr_pages` pages of `mm` issued
+    /// `times` more times right after one, with nothing else between them
+    /// (a page-table walk flushing each entry it clears), counted at once
+    /// when the arch knows what each does from the state the first left:
+    /// true if done, false (nothing done) for the caller to make the
+    /// calls.
+    fn flush_tlb_mm_range_again(
+        _c: &mut Cpus,
+        _mm: MmId,
+        _nr_pages: u64,
+        _times: u64,
+        _vs: &mut VmStat,
+    ) -> bool {
+        false
+    }
     /// `arch_tlbbatch_should_defer(mm)`
     fn tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool;
     /// `arch_tlbbatch_add_pending()` for `nr_pages` pages of `mm`.

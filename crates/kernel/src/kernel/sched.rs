@@ -114,9 +114,14 @@ impl Cpus {
 
     /// `inc_mm_tlb_gen()`
     pub(crate) fn inc_mm_tlb_gen(&mut self, mm: MmId) -> u64 {
+        self.add_mm_tlb_gen(mm, 1)
+    }
+
+    /// `inc_mm_tlb_gen()` `times` times: the generation after the last.
+    pub(crate) fn add_mm_tlb_gen(&mut self, mm: MmId, times: u64) -> u64 {
         self.grow(mm);
         let gen = &mut self.mm_tlb_gen[mm.0 as usize];
-        *gen += 1;
+        *gen += times;
         *gen
     }
 
@@ -213,6 +218,26 @@ impl<A: Arch> Kernel<A> {
     /// page tables freed).
     pub fn flush_tlb_range(&mut self, mm: MmId, nr_pages: u64) {
         self.flush_tlb_mm_range(mm, nr_pages, false);
+    }
+
+    /// `flush_tlb_range()` of `nr_pages` pages of `mm` `times` times in a
+    /// row, nothing else flushing in between (a walk that flushes each
+    /// entry it clears, `ptep_clear_flush()`): the first a call, the rest
+    /// counted at once where the arch can
+    /// ([`Arch::flush_tlb_mm_range_again`]).
+    pub(crate) fn flush_tlb_range_times(&mut self, mm: MmId, nr_pages: u64, times: u64) {
+        if times == 0 {
+            return;
+        }
+        self.flush_tlb_range(mm, nr_pages);
+        let again = times - 1;
+        if again > 0
+            && !A::flush_tlb_mm_range_again(&mut self.cpus, mm, nr_pages, again, &mut self.vmstat)
+        {
+            for _ in 0..again {
+                self.flush_tlb_range(mm, nr_pages);
+            }
+        }
     }
 
     /// `flush_tlb_mm_range()` of `nr_pages` pages ([`TLB_FLUSH_ALL`] for the

@@ -1005,9 +1005,16 @@ impl<A: Arch> Kernel<A> {
         use crate::include::linux::pgtable::{align_down, PMD_SIZE};
         let nr_folio = self.mem.folio_nr_pages(folio);
         let mut w = Pvmw::new(folio, nr_folio, hit, PVMW_SYNC);
+        // The entries' own flushes (`ptep_clear_flush()`), made once the
+        // walk is done: nothing the walk does reads or changes what they
+        // change (the CPUs' TLB state), and they change nothing it reads
+        // (the local-only flush `should_defer_flush()` leaves to them keeps
+        // `mm_cpumask()`).
+        let mut flushes = 0;
         while let Some(h) = self.page_vma_mapped_walk(&mut w) {
             let (tid, idx) = match h {
                 PvmwHit::Pmd { pmd } => {
+                    self.flush_tlb_range_times(hit.mm, 1, std::mem::take(&mut flushes));
                     let haddr = align_down(w.address, PMD_SIZE);
                     self.__split_huge_pmd(hit.mm, &hit.vma, haddr, pmd, true);
                     w.finish();
@@ -1021,12 +1028,13 @@ impl<A: Arch> Kernel<A> {
                 self.tlbbatch_add_pending(hit.mm, 1);
                 self.tlb_ubc.flush_required = true;
             } else {
-                self.flush_tlb_range(hit.mm, 1);
+                flushes += 1;
             }
             // The migration entry: the old entry again, one page at a time.
             let span = crate::arch::FolioSpan { pfn: page, nr: 1 };
             A::set_pte_at(self.pt.table_mut(tid), idx, old, span, &mut self.vmstat.sim);
         }
+        self.flush_tlb_range_times(hit.mm, 1, flushes);
     }
 }
 

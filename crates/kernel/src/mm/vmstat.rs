@@ -310,7 +310,13 @@ impl VmStat {
     /// A tracepoint fired.
     #[inline]
     pub fn trace(&mut self, tp: Trace) {
-        self.trace[tp as usize] += 1;
+        self.trace_times(tp, 1);
+    }
+
+    /// A tracepoint fired `times` times.
+    #[inline]
+    pub fn trace_times(&mut self, tp: Trace, times: u64) {
+        self.trace[tp as usize] += times;
     }
 
     /// Every counter under its output name, in a stable order.

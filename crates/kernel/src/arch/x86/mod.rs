@@ -133,6 +133,15 @@ impl Arch for X86_64 {
     fn flush_tlb_mm_range(c: &mut Cpus, mm: MmId, nr: u64, freed: bool, vs: &mut VmStat) {
         mm::tlb::flush_tlb_mm_range(c, mm, nr, freed, vs)
     }
+    fn flush_tlb_mm_range_again(
+        c: &mut Cpus,
+        mm: MmId,
+        nr: u64,
+        times: u64,
+        vs: &mut VmStat,
+    ) -> bool {
+        mm::tlb::flush_tlb_mm_range_again(c, mm, nr, times, vs)
+    }
     fn tlbbatch_should_defer(c: &Cpus, mm: MmId) -> bool {
         mm::tlb::arch_tlbbatch_should_defer(c, mm)
     }

@@ -58,17 +58,24 @@ struct FlushInfo {
 /// `trace_tlb_flush()`, counted when a workload task runs on `cpu`.
 #[inline(always)]
 fn trace(c: &Cpus, cpu: usize, reason: Reason, vs: &mut VmStat) {
+    trace_times(c, cpu, reason, 1, vs);
+}
+
+/// `trace_tlb_flush()` fired `times` times on `cpu`.
+#[inline(always)]
+fn trace_times(c: &Cpus, cpu: usize, reason: Reason, times: u64, vs: &mut VmStat) {
     if !c.cpu[cpu].ours {
         return;
     }
-    vs.trace(Trace::TlbFlush);
-    vs.trace(match reason {
+    vs.trace_times(Trace::TlbFlush, times);
+    let tp = match reason {
         Reason::RemoteShootdown => Trace::TlbFlushRemoteShootdown,
         Reason::LocalShootdown => Trace::TlbFlushLocalShootdown,
         Reason::LocalMmShootdown => Trace::TlbFlushLocalMmShootdown,
         Reason::RemoteSendIpi => Trace::TlbFlushRemoteSendIpi,
         Reason::RemoteWrongCpu => Trace::TlbFlushRemoteWrongCpu,
-    });
+    };
+    vs.trace_times(tp, times);
 }
 
 /// `flush_tlb_mm_range()` issued on `c.current`.
@@ -95,6 +102,41 @@ pub(crate) fn flush_tlb_mm_range(
     } else if c.cpu[cpu].loaded_mm == Some(mm) {
         flush_tlb_func(c, cpu, &info, vs);
     }
+}
+
+/// `flush_tlb_mm_range()` of `nr_pages` pages of `mm` issued `times` more
+/// times on `c.current` right after one that left this CPU running `mm`
+/// (not lazily) up to date, with no other CPU in `mm_cpumask()`: each
+/// takes the local-only path, bumps the generation and finds this CPU
+/// exactly one behind, so `flush_tlb_func()` flushes the pages (INVLPG, or
+/// everything above the ceiling) and catches up. False, with nothing done,
+/// when the state is not that one.
+pub(crate) fn flush_tlb_mm_range_again(
+    c: &mut Cpus,
+    mm: MmId,
+    nr_pages: u64,
+    times: u64,
+    vs: &mut VmStat,
+) -> bool {
+    let cpu = c.current;
+    let here = &c.cpu[cpu];
+    if c.cpumask(mm) & !(1 << cpu) != 0
+        || here.loaded_mm != Some(mm)
+        || here.is_lazy
+        || c.local_gen(cpu, mm) != c.mm_gen(mm)
+    {
+        return false;
+    }
+    vs.sim.flush_tlb_range += times;
+    let mm_gen = c.add_mm_tlb_gen(mm, times);
+    if get_flush_nr(nr_pages) == TLB_FLUSH_ALL {
+        vs.sim.tlb_flush_all += times;
+    } else {
+        vs.sim.invlpg += nr_pages * times;
+    }
+    c.set_local_gen(cpu, mm, mm_gen);
+    trace_times(c, cpu, Reason::LocalMmShootdown, times, vs);
+    true
 }
 
 /// `get_flush_tlb_info()`'s ceiling: above 33 pages, flush everything.
@@ -260,5 +302,47 @@ impl Cpus {
             vs.sim.tlb_switch_flush += 1;
         }
         need_flush
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two CPUs; the workload's task runs `mm` on CPU 0 (CPU 1 too when
+    /// `both`), which has seen every flush of it so far.
+    fn cpus(mm: MmId, both: bool) -> Cpus {
+        let mut c = Cpus::new(2);
+        let vs = &mut VmStat::default();
+        c.switch_mm_irqs_off(0, Some(mm), vs);
+        if both {
+            c.cpu[1].ours = true;
+            c.switch_mm_irqs_off(1, Some(mm), vs);
+        }
+        c
+    }
+
+    /// `flush_tlb_mm_range_again()` leaves the CPUs and the counts as the
+    /// calls one by one would (INVLPG up to the ceiling, full flushes
+    /// above), and declines when another CPU is in `mm_cpumask()`.
+    #[test]
+    fn flushes_again_count_as_the_calls() {
+        let mm = MmId(1);
+        for nr_pages in [1, 33, 34] {
+            let (mut a, mut vs_a) = (cpus(mm, false), VmStat::default());
+            let (mut b, mut vs_b) = (a.clone(), VmStat::default());
+            flush_tlb_mm_range(&mut a, mm, nr_pages, false, &mut vs_a);
+            assert!(flush_tlb_mm_range_again(&mut a, mm, nr_pages, 15, &mut vs_a));
+            for _ in 0..16 {
+                flush_tlb_mm_range(&mut b, mm, nr_pages, false, &mut vs_b);
+            }
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{nr_pages} pages");
+            assert_eq!(format!("{vs_a:?}"), format!("{vs_b:?}"), "{nr_pages} pages");
+        }
+        let (mut c, mut vs) = (cpus(mm, true), VmStat::default());
+        flush_tlb_mm_range(&mut c, mm, 1, false, &mut vs);
+        let before = format!("{c:?} {vs:?}");
+        assert!(!flush_tlb_mm_range_again(&mut c, mm, 1, 3, &mut vs));
+        assert_eq!(format!("{c:?} {vs:?}"), before, "nothing done");
     }
 }
