@@ -230,6 +230,7 @@ fn knobs_the_host_cannot_set_are_refused() {
         "series.batch_file_unmap",
         "series.pagemap_shmem_swap",
         "series.reclaim_stats_per_lruvec",
+        "series.mglru_memcg_abort",
         "series.pagemap_walk_to_pmd_end",
     ] {
         let sc =

@@ -363,7 +363,8 @@ pub fn compare_repeated(
 /// each run's machine as [`compare_repeated`] would have simulated it: the
 /// run's own overrides, then `job`'s (a knob of the model alone, such as
 /// `machine.swap_write_rate`, can be tried against the same runs); for a
-/// guest run the series switches and memory it derived and its measured
+/// guest run its memory, the series switches of its kernel's release
+/// ([`foliosim_vm::guest_overrides_of`]) and its measured
 /// machine ([`foliosim_vm::adopt_machine`]), for a host run the host
 /// settings a scenario leaves at their defaults
 /// ([`foliosim_native::probed_in`]). Returns the simulated reports, one
@@ -385,17 +386,31 @@ pub fn compare_saved(
             .collect();
         ov.extend(job.overrides.iter().cloned());
         let sc = if run.engine == "vm" {
+            let release = run
+                .provenance
+                .as_ref()
+                .and_then(|p| p.kernel.as_ref())
+                .map(|(_, release)| release.clone())
+                .ok_or_else(|| {
+                    RunError::Usage(in_file(
+                        label,
+                        "a guest run without provenance.kernel: its release decides the \
+                         series switches the model runs with"
+                            .into(),
+                    ))
+                })?;
             ov.push(("arch".into(), run.arch.clone()));
+            // The memory the guest had, where the scenario is silent.
             let given = parse(src, &ov)?;
-            // What the guest derived where the scenario is silent.
-            ov.extend(
-                run.system
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("series.") || k.as_str() == "memory")
-                    .filter(|(k, _)| !given.system.explicit.contains(k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
+            if !given.system.explicit.contains("memory") {
+                if let Some(m) = run.system.get("memory") {
+                    ov.push(("memory".into(), m.clone()));
+                }
+            }
             let mut sc = parse(src, &ov)?;
+            let wl = foliosim_sim::compile(&sc)
+                .map_err(|e| RunError::Unsupported(in_file(label, e.to_string())))?;
+            foliosim_vm::guest_overrides_of(&mut sc, &wl, &ov, &release);
             foliosim_vm::adopt_machine(&mut sc, run);
             sc
         } else {

@@ -21,6 +21,9 @@ pub struct Series {
     /// Linux 7.x: reclaim's pgscan/pgsteal/pgrefill events are per-lruvec
     /// statistics, so /proc/vmstat counts cgroup reclaim too.
     pub reclaim_stats_per_lruvec: bool,
+    /// Linux 7.x: MGLRU's should_abort_scan() ends memory-cgroup reclaim
+    /// too once it has reclaimed its target.
+    pub mglru_memcg_abort: bool,
     /// pagemap_read() as before Linux 6.5: every read(2) walks to the end
     /// of its 2 MiB chunk and copies only what was asked for.
     pub pagemap_walk_to_pmd_end: bool,
@@ -82,6 +85,16 @@ pub const SWITCHES: &[Switch] = &[
         default: false,
         merged_in: Some("7.1"),
         field: |s| &mut s.reclaim_stats_per_lruvec,
+    },
+    Switch {
+        name: "mglru_memcg_abort",
+        doc: "the multi-gen LRU's should_abort_scan() stops memory-cgroup reclaim as it \
+              stops global reclaim, once it has reclaimed its target; 6.18 never aborts it \
+              ('don't abort memcg reclaim to ensure fairness') and so reclaims a little \
+              more per call (seen in Linux 7.1.5)",
+        default: false,
+        merged_in: Some("7.1"),
+        field: |s| &mut s.mglru_memcg_abort,
     },
     Switch {
         name: "pagemap_walk_to_pmd_end",

@@ -176,6 +176,17 @@ pub fn guest_overrides(
     ov: &[(String, String)],
     kernel: &KernelImage,
 ) -> (Overrides, Vec<String>) {
+    guest_overrides_of(sc, wl, ov, &kernel.release)
+}
+
+/// [`guest_overrides`] for a kernel of `release` (`6.18.35`): also what
+/// the model simulates beside a guest's run kept earlier.
+pub fn guest_overrides_of(
+    sc: &mut Scenario,
+    wl: &Workload,
+    ov: &[(String, String)],
+    release: &str,
+) -> (Overrides, Vec<String>) {
     let mut out: Vec<(String, String)> = ov.to_vec();
     let mut notes = Vec::new();
     let mut derive = |sc: &mut Scenario, key: String, text: String, value: KnobValue| {
@@ -185,7 +196,7 @@ pub fn guest_overrides(
     };
     for sw in SWITCHES {
         let key = format!("series.{}", sw.name);
-        if sw.merged_by(&kernel.release) && !sc.system.explicit.contains(&key) {
+        if sw.merged_by(release) && !sc.system.explicit.contains(&key) {
             derive(sc, key, "1".into(), KnobValue::Flag(true));
         }
     }

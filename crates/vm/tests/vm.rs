@@ -251,7 +251,8 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
         [
             "series.batch_folio_referenced",
             "series.batch_file_unmap",
-            "series.reclaim_stats_per_lruvec"
+            "series.reclaim_stats_per_lruvec",
+            "series.mglru_memcg_abort"
         ]
     );
     // Set by the user: left as given.
@@ -261,7 +262,8 @@ fn a_kernel_release_turns_on_the_switches_it_contains() {
         on(&ov),
         [
             "series.batch_folio_referenced",
-            "series.reclaim_stats_per_lruvec"
+            "series.reclaim_stats_per_lruvec",
+            "series.mglru_memcg_abort"
         ]
     );
 }

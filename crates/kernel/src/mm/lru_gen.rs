@@ -1381,9 +1381,11 @@ impl<A: Arch> Kernel<A> {
 
     /// `should_abort_scan()`: global reclaim stops once it has reclaimed
     /// its target, kswapd also once the zone is above its high watermark
-    /// with a batch to spare.
+    /// with a batch to spare; a memory cgroup's reclaim never stops early
+    /// on 6.18, and like global reclaim with `series.mglru_memcg_abort`.
     fn should_abort_scan(&self, sc: &ScanControl) -> bool {
-        if sc.target.is_some_and(|m| m != ROOT_MEM_CGROUP) {
+        let memcg = sc.target.is_some_and(|m| m != ROOT_MEM_CGROUP);
+        if memcg && !self.cfg.series.mglru_memcg_abort {
             return false;
         }
         if sc.nr_reclaimed >= sc.nr_to_reclaim.max(2) {

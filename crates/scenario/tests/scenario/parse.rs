@@ -368,6 +368,7 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("series.batch_anon_unmap", "0"),
         ("series.batch_file_unmap", "0"),
         ("series.batch_folio_referenced", "0"),
+        ("series.mglru_memcg_abort", "0"),
         ("series.pagemap_shmem_swap", "0"),
         ("series.pagemap_walk_to_pmd_end", "0"),
         ("series.reclaim_stats_per_lruvec", "0"),

@@ -222,7 +222,7 @@ fn series_errors() {
         "unknown patch-series switch `series.batch_everything`; expected one of: \
          series.batch_anon_unmap, series.batch_folio_referenced, series.batch_file_unmap, \
          series.pagemap_shmem_swap, series.reclaim_stats_per_lruvec, \
-         series.pagemap_walk_to_pmd_end"
+         series.mglru_memcg_abort, series.pagemap_walk_to_pmd_end"
     );
     let e = error("[system]\nseries = true\n");
     assert_eq!(at(&e), (2, 1, "system.series"));
