@@ -36,8 +36,9 @@ fn kept() -> Vec<(PathBuf, PathBuf)> {
 /// Each kept file agrees with the model, judged as `compare --engine vm
 /// --repeat N` judged it when it ran (the model on each run's machine,
 /// within each counter's tolerance of the runs' range), except where the
-/// scenario says `GUEST-XFAIL:`; such a file must still disagree, so that
-/// a model that comes to agree drops the line.
+/// scenario says `GUEST-XFAIL:`: as in the VM tests, such a scenario
+/// documents its difference and is shown, not held to agree (its line may
+/// name a difference only some kernels or overrides show).
 #[test]
 fn the_model_agrees_with_the_kept_kernel_runs() {
     let files = kept();
@@ -59,12 +60,12 @@ fn the_model_agrees_with_the_kept_kernel_runs() {
         let shown = String::from_utf8_lossy(&out.stdout);
         let name = file.file_name().unwrap().to_string_lossy();
         match (out.status.code(), xfail) {
-            (Some(0), false) | (Some(1), true) => eprintln!("{name}: as expected"),
+            (Some(0), false) => eprintln!("{name}: agrees"),
             (Some(1), false) => wrong.push(format!("{name}: disagrees\n{shown}")),
-            (Some(0), true) => wrong.push(format!(
-                "{name}: agrees now: drop GUEST-XFAIL from {}",
-                scenario.display()
-            )),
+            (Some(0 | 1), true) => eprintln!(
+                "{name}: GUEST-XFAIL, not held ({})",
+                ["disagrees", "agrees"][usize::from(out.status.success())]
+            ),
             _ => wrong.push(format!(
                 "{name}: compare failed: {}",
                 String::from_utf8_lossy(&out.stderr)
