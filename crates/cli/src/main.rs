@@ -309,7 +309,8 @@ struct CompareArgs {
     /// Compare with runs measured earlier instead of running the kernel:
     /// the JSON of `foliosim vm` or `foliosim native` (`--format json`,
     /// with or without --repeat); repeat the option to pool files. Each
-    /// scenario takes the runs of its name, all of one kernel, and the
+    /// scenario takes the runs of its name (one comparison per kernel;
+    /// of several scenarios, those without runs are left out), and the
     /// model runs on each run's machine as at the time; --set still
     /// applies, to try a knob of the model against the same runs.
     #[arg(long = "runs", value_name = "FILE")]
@@ -709,7 +710,13 @@ fn repeated_text(reports: &[Report], format: Format) -> String {
     }
 }
 
-/// One scenario of `compare`: the table text, the JSON object, agreement.
+/// One comparison of `compare`: the table text, the JSON object,
+/// agreement.
+type Comparison = (String, serde_json::Value, bool);
+
+/// The comparisons of one scenario of `compare`: one, or with --runs one
+/// per kernel its kept runs came from (none when several scenarios are
+/// given and it has no runs).
 fn compare_one(
     a: &CompareArgs,
     sim: &foliosim_run::SimOptions,
@@ -718,7 +725,7 @@ fn compare_one(
     given: &Given,
     saved: Option<&[(PathBuf, Report)]>,
     src: &foliosim_scenario::Source,
-) -> Result<(String, serde_json::Value, bool), String> {
+) -> Result<Vec<Comparison>, String> {
     let c = &a.common;
     let ov = given.overrides();
     let job = Job {
@@ -727,22 +734,35 @@ fn compare_one(
         expect: !c.no_expect,
         given: Some(given),
     };
-    let (sims, runs) = if a.runs.is_empty() {
-        let other = match vm {
-            Some(opts) => Engine::Vm(opts.clone()),
-            None => Engine::Native { trace: true },
-        };
-        foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
-    } else {
-        runs_of(src, saved.expect("runs loaded with --runs"))
-            .and_then(|runs| foliosim_run::compare_saved(&job, sim, runs))
-    }
-    .map_err(|e| e.to_string())?;
-    let (t, mut j, o) = foliosim_report::compare::compare_runs_each(&sims, &runs);
-    if let Some(prov) = &sims[0].provenance {
-        j["provenance"] = prov.to_json_value();
-    }
-    Ok((t, j, o))
+    let pairs = match saved {
+        None => {
+            let other = match vm {
+                Some(opts) => Engine::Vm(opts.clone()),
+                None => Engine::Native { trace: true },
+            };
+            let pair = foliosim_run::compare_repeated(&job, &other, sim, host, c.repeat as usize)
+                .map_err(|e| e.to_string())?;
+            vec![pair]
+        }
+        Some(saved) => {
+            let groups = runs_of(src, saved, c.scenarios.len() == 1).map_err(|e| e.to_string())?;
+            groups
+                .into_iter()
+                .map(|runs| foliosim_run::compare_saved(&job, sim, runs))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?
+        }
+    };
+    Ok(pairs
+        .into_iter()
+        .map(|(sims, runs)| {
+            let (t, mut j, o) = foliosim_report::compare::compare_runs_each(&sims, &runs);
+            if let Some(prov) = &sims[0].provenance {
+                j["provenance"] = prov.to_json_value();
+            }
+            (t, j, o)
+        })
+        .collect())
 }
 
 /// The runs of `--runs FILE`s: every report of every file, with its
@@ -770,12 +790,15 @@ fn load_saved_runs(files: &[PathBuf]) -> Result<Vec<(PathBuf, Report)>, String> 
     Ok(out)
 }
 
-/// The saved runs of the scenario of `src` (by its name), all of one
-/// engine and kernel.
+/// The saved runs of the scenario of `src` (by its name), grouped by
+/// engine and kernel in the order the files give them; a scenario without
+/// runs is an error when it is the only one (`alone`), else skipped with a
+/// note.
 fn runs_of(
     src: &foliosim_scenario::Source,
     saved: &[(PathBuf, Report)],
-) -> Result<Vec<Report>, foliosim_run::RunError> {
+    alone: bool,
+) -> Result<Vec<Vec<Report>>, foliosim_run::RunError> {
     let usage = foliosim_run::RunError::Usage;
     let name = src.parse(&[]).map_err(|e| usage(e.to_string()))?.name;
     let mine: Vec<&(PathBuf, Report)> = saved.iter().filter(|(_, r)| r.scenario == name).collect();
@@ -786,23 +809,28 @@ fn runs_of(
             None => format!("{} ({})", r.engine, r.arch),
         }
     };
-    let Some((_, first)) = mine.first() else {
+    if mine.is_empty() {
         let names: std::collections::BTreeSet<&str> =
             saved.iter().map(|(_, r)| r.scenario.as_str()).collect();
-        return Err(usage(format!(
+        let why = format!(
             "--runs: no run of scenario `{name}` (the files hold runs of {})",
             names.into_iter().collect::<Vec<_>>().join(", ")
-        )));
-    };
-    if let Some((f, other)) = mine.iter().find(|(_, r)| kernel(r) != kernel(first)) {
-        return Err(usage(format!(
-            "--runs: {}: a run of `{name}` on {} beside runs on {}: compare one kernel at a time",
-            f.display(),
-            kernel(other),
-            kernel(first)
-        )));
+        );
+        if alone {
+            return Err(usage(why));
+        }
+        foliosim_uapi::note!("foliosim: {}: {why}; left out", src.label);
+        return Ok(Vec::new());
     }
-    Ok(mine.into_iter().map(|(_, r)| r.clone()).collect())
+    let mut groups: Vec<(String, Vec<Report>)> = Vec::new();
+    for (_, r) in mine {
+        let k = kernel(r);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, runs)) => runs.push(r.clone()),
+            None => groups.push((k, vec![r.clone()])),
+        }
+    }
+    Ok(groups.into_iter().map(|(_, runs)| runs).collect())
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
@@ -842,6 +870,10 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
     let (done, failed) = run_batch(&c.scenarios, |src| {
         compare_one(a, &sim, vm.as_ref(), &host, &given, saved.as_deref(), src)
     })?;
+    let done: Vec<Comparison> = done.into_iter().flatten().collect();
+    if saved.is_some() && done.is_empty() && failed.is_none() {
+        return Err("--runs: the files hold no run of the scenarios given".into());
+    }
     if !done.is_empty() {
         let out = match c.format {
             Format::Json => {

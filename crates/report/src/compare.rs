@@ -662,10 +662,16 @@ fn render(
     } else {
         String::new()
     };
+    // A guest by its kernel's name (`6.18.35-arm64`), the host by its
+    // architecture.
+    let other = match native.provenance.as_ref().and_then(|p| p.kernel.as_ref()) {
+        Some((name, _)) if native.engine == "vm" => name.clone(),
+        _ => native.arch.clone(),
+    };
     let _ = writeln!(
         text,
-        "scenario {}  (sim {} vs {} {}{runs})",
-        sim.scenario, sim.arch, native.engine, native.arch
+        "scenario {}  (sim {} vs {} {other}{runs})",
+        sim.scenario, sim.arch, native.engine
     );
     let fmt = |v: Option<i64>| v.map_or("missing".to_string(), |v| v.to_string());
     for (phase, rs) in phases {

@@ -417,7 +417,14 @@ pub fn compare_saved(
             with_host_defaults(src, &ov, &foliosim_native::probed_in(&run.system))?
         };
         let compiled = Compiled::new(label, sc, &[&sim_engine])?;
-        simulated.push(compiled.run_on(&sim_engine, job.expect)?);
+        let mut report = compiled.run_on(&sim_engine, job.expect)?;
+        // The comparison's provenance: this command's overrides and the
+        // runs' kernel.
+        report.provenance = job.given.map(|g| {
+            let kernel = run.provenance.as_ref().and_then(|p| p.kernel.clone());
+            g.provenance(label, compiled.scenario.seed, kernel)
+        });
+        simulated.push(report);
     }
     Ok((simulated, runs))
 }
