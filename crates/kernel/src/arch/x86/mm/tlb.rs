@@ -332,7 +332,9 @@ mod tests {
             let (mut a, mut vs_a) = (cpus(mm, false), VmStat::default());
             let (mut b, mut vs_b) = (a.clone(), VmStat::default());
             flush_tlb_mm_range(&mut a, mm, nr_pages, false, &mut vs_a);
-            assert!(flush_tlb_mm_range_again(&mut a, mm, nr_pages, 15, &mut vs_a));
+            assert!(flush_tlb_mm_range_again(
+                &mut a, mm, nr_pages, 15, &mut vs_a
+            ));
             for _ in 0..16 {
                 flush_tlb_mm_range(&mut b, mm, nr_pages, false, &mut vs_b);
             }
