@@ -142,3 +142,48 @@ fn runs_refuse_what_they_cannot_compare() {
         "{err}"
     );
 }
+
+/// A host run kept as JSON and compared later agrees as `compare` does at
+/// once: the model takes the host's THP settings, CPUs and read-ahead the
+/// run lists (root only; skips otherwise).
+#[test]
+fn a_kept_host_run_is_compared_like_a_live_one() {
+    if !foliosim_testkit::is_root() {
+        eprintln!("SKIPPED a_kept_host_run_is_compared_like_a_live_one: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("host.json");
+    let scen = "scenarios/corpus/file-warm-4k-writes.toml";
+    let native = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .current_dir(root())
+        .args(["native", "-q", "--format", "json", "-o"])
+        .arg(&kept)
+        .arg(scen)
+        .output()
+        .unwrap();
+    if native.status.code() == Some(2) {
+        eprintln!(
+            "SKIPPED a_kept_host_run_is_compared_like_a_live_one: the host refused: {}",
+            String::from_utf8_lossy(&native.stderr)
+        );
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .current_dir(root())
+        .args(["compare", "--runs"])
+        .arg(&kept)
+        .arg(scen)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("scenario file-warm-4k-writes  (sim x86_64 vs native x86_64)"),
+        "{text}"
+    );
+}
