@@ -864,8 +864,10 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
         Some(_) => Vec::new(),
     };
     let sim = sim_options(c);
+    // The kept runs are inputs too: -o never replaces one.
+    let inputs: Vec<PathBuf> = c.scenarios.iter().chain(&a.runs).cloned().collect();
     if let Some(o) = &c.output {
-        output::check_output(o, &c.scenarios)?;
+        output::check_output(o, &inputs)?;
     }
     let (done, failed) = run_batch(&c.scenarios, |src| {
         compare_one(a, &sim, vm.as_ref(), &host, &given, saved.as_deref(), src)
@@ -887,7 +889,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<bool, String> {
             }
             Format::Table => done.iter().map(|d| d.0.as_str()).collect(),
         };
-        inputs::emit(c.output.as_deref(), &out, &c.scenarios)?;
+        inputs::emit(c.output.as_deref(), &out, &inputs)?;
     }
     match failed {
         Some(e) => Err(e),

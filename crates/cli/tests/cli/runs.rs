@@ -114,6 +114,18 @@ fn runs_refuse_what_they_cannot_compare() {
     let swap = "scenarios/guest/global-reclaim-anon-swapfile.toml";
     let err = run(&["compare", "--runs", x86, "--repeat", "3", swap]);
     assert!(err.contains("--repeat"), "{err}");
+    // -o never replaces a file of kept runs.
+    let copy = dir.path().join("kept.json");
+    std::fs::copy(root().join(x86), &copy).unwrap();
+    let kept = std::fs::read(&copy).unwrap();
+    let copy = copy.to_str().unwrap();
+    let err = run(&["compare", "--runs", copy, "-o", copy, swap]);
+    assert!(err.contains(copy), "{err}");
+    assert_eq!(
+        std::fs::read(copy).unwrap(),
+        kept,
+        "the kept runs are intact"
+    );
     // Two kernels, one comparison each (both disagree: GUEST-XFAIL), and
     // the scenario without runs is left out with a note.
     let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
