@@ -484,10 +484,23 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             sim_range: None,
         });
     }
-    let from = out.len();
-    out.extend(kfunc_rows(sim, phase, sp, np));
-    out.extend(raw_pagemap_rows(sp, np));
-    out.extend(map_rows(sp, np));
+    // Under pressure the kernel functions and folio histograms are judged
+    // as `tolerance()` judges the counters, and which pages a mapping
+    // keeps (the page-by-page rows) is the race's outcome: shown only.
+    let judged = |r: Row| Row {
+        tolerance: r.tolerance.map(|t| match pressure {
+            true => t.max(PRESSURE_TOLERANCE),
+            false => t,
+        }),
+        ..r
+    };
+    let by_page = |r: Row| Row {
+        tolerance: r.tolerance.filter(|_| !pressure),
+        ..r
+    };
+    out.extend(kfunc_rows(sim, phase, sp, np).into_iter().map(judged));
+    out.extend(raw_pagemap_rows(sp, np).into_iter().map(by_page));
+    out.extend(map_rows(sp, np).into_iter().map(by_page));
     let mut cells: BTreeSet<(String, String)> = BTreeSet::new();
     for p in [sp, np].into_iter().flatten() {
         for (r, h) in &p.folios {
@@ -505,20 +518,10 @@ fn rows(sim: &Report, native: &Report, phase: &str) -> Vec<Row> {
             })
         };
         let name = format!("folios/{r}/{b}");
-        out.push(Row {
+        out.push(judged(Row {
             expect_slack: expect_slack(sim, phase, &name),
             ..Row::exact(name, get(sp), get(np))
-        });
-    }
-    if pressure {
-        // The kernel functions, the page-by-page rows and the folio
-        // histograms, as `tolerance()` does for the counters.
-        for r in &mut out[from..] {
-            r.tolerance = match r.name.ends_with("mismatches") {
-                true => None,
-                false => r.tolerance.map(|t| t.max(PRESSURE_TOLERANCE)),
-            };
-        }
+        }));
     }
     out
 }

@@ -363,9 +363,9 @@ pub fn compare_repeated(
 /// each run's machine as [`compare_repeated`] would have simulated it: the
 /// run's own overrides, then `job`'s (a knob of the model alone, such as
 /// `machine.swap_write_rate`, can be tried against the same runs); for a
-/// guest run its memory, the series switches of its kernel's release
-/// ([`foliosim_vm::guest_overrides_of`]) and its measured
-/// machine ([`foliosim_vm::adopt_machine`]), for a host run the host
+/// guest run the series switches of its kernel's release
+/// ([`foliosim_vm::derive_series`]) and its memory and measured machine
+/// ([`foliosim_vm::adopt_machine`]), for a host run the host
 /// settings a scenario leaves at their defaults
 /// ([`foliosim_native::probed_in`]). Returns the simulated reports, one
 /// per run, and the runs.
@@ -400,17 +400,8 @@ pub fn compare_saved(
                     ))
                 })?;
             ov.push(("arch".into(), run.arch.clone()));
-            // The memory the guest had, where the scenario is silent.
-            let given = parse(src, &ov)?;
-            if !given.system.explicit.contains("memory") {
-                if let Some(m) = run.system.get("memory") {
-                    ov.push(("memory".into(), m.clone()));
-                }
-            }
             let mut sc = parse(src, &ov)?;
-            let wl = foliosim_sim::compile(&sc)
-                .map_err(|e| RunError::Unsupported(in_file(label, e.to_string())))?;
-            foliosim_vm::guest_overrides_of(&mut sc, &wl, &ov, &release);
+            foliosim_vm::derive_series(&mut sc, &release);
             foliosim_vm::adopt_machine(&mut sc, run);
             sc
         } else {

@@ -165,64 +165,68 @@ pub fn kernel_for(opts: &VmOptions, arch: Option<Arch>) -> Result<KernelImage, S
 /// Make the scenario `sc` describe the guest of `kernel`: `ov` are the
 /// overrides it was parsed with (the user's and the kernel's
 /// architecture); to them come the series switches the kernel's release
-/// contains (unless the scenario sets them) and a `memory` for the guest
-/// when the scenario leaves it at its default (from its compiled workload
-/// `wl`). Each is set in `sc` as well, so that it need not be parsed
-/// again. Returns every override (the guest parses the scenario's text
-/// with them) and notes.
+/// contains ([`derive_series`]) and a `memory` for the guest when the
+/// scenario leaves it at its default (from its compiled workload `wl`).
+/// Each is set in `sc` as well, so that it need not be parsed again.
+/// Returns every override (the guest parses the scenario's text with
+/// them) and notes.
 pub fn guest_overrides(
     sc: &mut Scenario,
     wl: &Workload,
     ov: &[(String, String)],
     kernel: &KernelImage,
 ) -> (Overrides, Vec<String>) {
-    guest_overrides_of(sc, wl, ov, &kernel.release)
-}
-
-/// [`guest_overrides`] for a kernel of `release` (`6.18.35`): also what
-/// the model simulates beside a guest's run kept earlier.
-pub fn guest_overrides_of(
-    sc: &mut Scenario,
-    wl: &Workload,
-    ov: &[(String, String)],
-    release: &str,
-) -> (Overrides, Vec<String>) {
     let mut out: Vec<(String, String)> = ov.to_vec();
+    out.extend(derive_series(sc, &kernel.release));
     let mut notes = Vec::new();
-    let mut derive = |sc: &mut Scenario, key: String, text: String, value: KnobValue| {
-        let stored = sc.system.set(&key, value);
-        debug_assert!(stored, "{key}: not a [system] setting");
-        out.push((key, text));
-    };
-    for sw in SWITCHES {
-        let key = format!("series.{}", sw.name);
-        if sw.merged_by(release) && !sc.system.explicit.contains(&key) {
-            derive(sc, key, "1".into(), KnobValue::Flag(true));
-        }
-    }
     if !sc.system.explicit.contains(knobs::MEMORY.key) {
         let mib = guest_memory_mib(sc, wl);
         notes.push(format!(
             "memory is not set: the guest gets {mib} MiB (the working set and room for the \
              kernel); set memory to choose"
         ));
-        derive(
+        out.push(derive(
             sc,
             knobs::MEMORY.key.into(),
             format!("{mib}M"),
             KnobValue::Int(mib << 20),
-        );
+        ));
     }
     (out, notes)
 }
 
-/// The guest's own memory as the model's machine: the `machine.*` knobs
-/// the guest measured before the workload (its report's `system`), set on
-/// `sc` where the scenario leaves them at their defaults, so that the
-/// model simulates a machine with the guest's free memory and watermarks.
+/// The series switches a kernel of `release` (`6.18.35`) contains
+/// ([`Switch::merged_by`](foliosim_uapi::series::Switch::merged_by)), set
+/// on `sc` where the scenario does not set them; returned as overrides.
+/// Also what the model runs with beside a guest's run kept earlier.
+pub fn derive_series(sc: &mut Scenario, release: &str) -> Overrides {
+    let mut out = Vec::new();
+    for sw in SWITCHES.iter().filter(|sw| sw.merged_by(release)) {
+        let key = format!("series.{}", sw.name);
+        if !sc.system.explicit.contains(&key) {
+            out.push(derive(sc, key, "1".into(), KnobValue::Flag(true)));
+        }
+    }
+    out
+}
+
+/// Set `key` on `sc` to `value` (an engine's own setting), as the
+/// override (`key`, `text`).
+fn derive(sc: &mut Scenario, key: String, text: String, value: KnobValue) -> (String, String) {
+    let stored = sc.system.set(&key, value);
+    debug_assert!(stored, "{key}: not a [system] setting");
+    (key, text)
+}
+
+/// The guest's own memory as the model's machine: its `memory` and the
+/// `machine.*` knobs the guest measured before the workload (its report's
+/// `system`), set on `sc` where the scenario leaves them at their
+/// defaults, so that the model simulates a machine with the guest's free
+/// memory and watermarks. (A live run has set `memory` already.)
 pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
     let page = knobs::PAGE_SIZE;
     for knob in [
+        knobs::MEMORY,
         knobs::MACHINE_UNMANAGED,
         knobs::MACHINE_BOOT_USED,
         knobs::MACHINE_PCP_LIST,

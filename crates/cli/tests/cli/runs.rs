@@ -2,11 +2,21 @@
 //! --runs`): guests booted once, their reports held against the model in
 //! every test run, without QEMU.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `foliosim ARGS` run from the checkout's root.
+fn foliosim<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Every kept file and the scenario its runs ran (their provenance's
@@ -48,15 +58,13 @@ fn the_model_agrees_with_the_kept_kernel_runs() {
         let text = std::fs::read_to_string(&scenario)
             .unwrap_or_else(|e| panic!("{}: {e}", scenario.display()));
         let xfail = text.lines().any(|l| l.trim().starts_with("GUEST-XFAIL:"));
-        let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-            .current_dir(root())
-            .arg("compare")
-            .arg("-q")
-            .arg("--runs")
-            .arg(&file)
-            .arg(&scenario)
-            .output()
-            .unwrap();
+        let out = foliosim([
+            OsStr::new("compare"),
+            "-q".as_ref(),
+            "--runs".as_ref(),
+            file.as_os_str(),
+            scenario.as_os_str(),
+        ]);
         let shown = String::from_utf8_lossy(&out.stdout);
         let name = file.file_name().unwrap().to_string_lossy();
         match (out.status.code(), xfail) {
@@ -83,24 +91,23 @@ fn the_model_agrees_with_the_kept_kernel_runs() {
 fn runs_refuse_what_they_cannot_compare() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-            .current_dir(root())
-            .args(args)
-            .output()
-            .unwrap();
+        let out = foliosim(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let scen = "scenarios/guest/global-reclaim-mixed.toml";
     let sim = dir.path().join("sim.json");
     let sim = sim.to_str().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .current_dir(root())
-        .args(["run", "-q", "--format", "json", "-o", sim])
-        .arg("scenarios/corpus/file-warm-4k-writes.toml")
-        .status()
-        .unwrap();
-    assert!(out.success());
+    let out = foliosim([
+        "run",
+        "-q",
+        "--format",
+        "json",
+        "-o",
+        sim,
+        "scenarios/corpus/file-warm-4k-writes.toml",
+    ]);
+    assert!(out.status.success());
     let err = run(&["compare", "--runs", sim, scen]);
     assert!(err.contains("reports[0].engine: `sim`"), "{err}");
     let x86 = "runs/guest/global-reclaim-anon-swapfile.6.18.35-x86_64.json";
@@ -128,11 +135,7 @@ fn runs_refuse_what_they_cannot_compare() {
     );
     // Two kernels, one comparison each (both disagree: GUEST-XFAIL), and
     // the scenario without runs is left out with a note.
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .current_dir(root())
-        .args(["compare", "--runs", x86, "--runs", arm, swap, scen])
-        .output()
-        .unwrap();
+    let out = foliosim(["compare", "--runs", x86, "--runs", arm, swap, scen]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let heads: Vec<&str> = text
@@ -166,14 +169,9 @@ fn a_kept_host_run_is_compared_like_a_live_one() {
     }
     let dir = tempfile::tempdir().unwrap();
     let kept = dir.path().join("host.json");
+    let kept = kept.to_str().unwrap();
     let scen = "scenarios/corpus/file-warm-4k-writes.toml";
-    let native = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .current_dir(root())
-        .args(["native", "-q", "--format", "json", "-o"])
-        .arg(&kept)
-        .arg(scen)
-        .output()
-        .unwrap();
+    let native = foliosim(["native", "-q", "--format", "json", "-o", kept, scen]);
     if native.status.code() == Some(2) {
         eprintln!(
             "SKIPPED a_kept_host_run_is_compared_like_a_live_one: the host refused: {}",
@@ -181,13 +179,7 @@ fn a_kept_host_run_is_compared_like_a_live_one() {
         );
         return;
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
-        .current_dir(root())
-        .args(["compare", "--runs"])
-        .arg(&kept)
-        .arg(scen)
-        .output()
-        .unwrap();
+    let out = foliosim(["compare", "--runs", kept, scen]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
