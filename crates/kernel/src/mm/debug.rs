@@ -390,9 +390,8 @@ impl<A: Arch> Kernel<A> {
     fn check_swap(&self, seen: &Seen) -> Result<(), String> {
         use crate::mm::swapfile::SWAP_HAS_CACHE;
         for (ty, si) in self.swap.iter().enumerate() {
-            const NO_PAGE: u32 = crate::mm::filemap::NO_PAGE;
             let n = si.nr_slots as usize;
-            let (map, cache, want_all) = (&si.swap_map[..n], &si.cache[..n], &seen.swap[ty][..n]);
+            let (map, want_all) = (&si.swap_map[..n], &seen.swap[ty][..n]);
             let mut off = 0u64;
             while off + 1 < si.nr_slots {
                 off += 1;
@@ -403,7 +402,7 @@ impl<A: Arch> Kernel<A> {
                 if o.is_multiple_of(64) && o + 64 <= n {
                     let free = map[o..o + 64].iter().fold(0, |a, &m| a | m) == 0
                         && want_all[o..o + 64].iter().fold(0, |a, &w| a | w) == 0
-                        && cache[o..o + 64].iter().fold(NO_PAGE, |a, &c| a & c) == NO_PAGE;
+                        && si.table.none_cached(o..o + 64);
                     if free {
                         off += 63;
                         continue;
@@ -412,7 +411,7 @@ impl<A: Arch> Kernel<A> {
                 let want = want_all[o];
                 // Likewise one such slot (the chunk test above skips only
                 // whole chunks; this is the same test for each slot).
-                if want == 0 && map[o] == 0 && cache[o] == NO_PAGE {
+                if want == 0 && map[o] == 0 && !si.table.cached(off) {
                     continue;
                 }
                 let have = si.swap_count(off) as u32;
@@ -421,21 +420,21 @@ impl<A: Arch> Kernel<A> {
                         "swap {ty}:{off}: count {have} but {want} swap PTEs"
                     ));
                 }
-                let cached = si.cache[off as usize] != crate::mm::filemap::NO_PAGE;
+                let cached = si.table.cached(off);
                 if cached != (si.swap_map[off as usize] & SWAP_HAS_CACHE != 0) {
                     return Err(format!(
                         "swap {ty}:{off}: SWAP_HAS_CACHE disagrees with the swap table"
                     ));
                 }
                 if cached {
-                    let folio = self.mem.page_folio(Pfn(si.cache[off as usize]));
+                    let folio = self.mem.page_folio(Pfn(si.table.page(off)));
                     let e = self.folio_swap(folio).ok_or_else(|| {
                         format!(
                             "swap {ty}:{off}: cached folio {} has no folio->swap",
                             folio.0
                         )
                     })?;
-                    let idx = si.cache[off as usize] - folio.0;
+                    let idx = si.table.page(off) - folio.0;
                     if e.ty != ty as u32 || e.offset + idx as u64 != off {
                         return Err(format!(
                             "swap {ty}:{off}: cached folio's folio->swap is {}:{}",
@@ -446,7 +445,7 @@ impl<A: Arch> Kernel<A> {
             }
         }
         for (p, e) in self.swap_of.iter() {
-            if self.swap[e.ty as usize].cache[e.offset as usize] != p {
+            if self.swap[e.ty as usize].table.page(e.offset) != p {
                 return Err(format!(
                     "folio {p}: folio->swap {}:{} but the swap table disagrees",
                     e.ty, e.offset

@@ -551,7 +551,7 @@ impl<A: Arch> Kernel<A> {
         let Some(si) = self.swap.get(ty as usize) else {
             return;
         };
-        let cached = si.cache[offset as usize] != crate::mm::filemap::NO_PAGE;
+        let cached = si.table.cached(offset);
         if !cached && !si.synchronous() {
             crate::model_limit(
                 "a collapse swapping in from a swap device without synchronous I/O \

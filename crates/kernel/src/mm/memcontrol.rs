@@ -313,7 +313,7 @@ impl<A: Arch> Kernel<A> {
         entry: SwpEntry,
         gfp: ChargeGfp,
     ) -> bool {
-        let memcg = self.swap[entry.ty as usize].memcg[entry.offset as usize];
+        let memcg = self.swap[entry.ty as usize].memcg(entry.offset);
         self.mem_cgroup_charge(folio, memcg, gfp)
     }
 

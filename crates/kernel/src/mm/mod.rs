@@ -23,6 +23,7 @@ pub mod shmem;
 pub(crate) mod shrinker;
 pub mod swap;
 pub(crate) mod swap_state;
+pub(crate) mod swap_table;
 pub(crate) mod swapfile;
 pub mod vmscan;
 pub mod vmstat;

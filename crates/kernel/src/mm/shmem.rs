@@ -161,7 +161,7 @@ impl<A: Arch> Kernel<A> {
         entry: SwpEntry,
         fault: bool,
     ) -> (u32, Option<Pfn>) {
-        let cached = self.swap[entry.ty as usize].cache[entry.offset as usize];
+        let cached = self.swap[entry.ty as usize].table.page(entry.offset);
         let mut ret = VM_FAULT_LOCKED;
         let folio = if cached != NO_PAGE {
             let folio = self.mem.page_folio(Pfn(cached));
@@ -189,11 +189,8 @@ impl<A: Arch> Kernel<A> {
             // The slot's shadow, if reclaim left one: a refault
             // (`__read_swap_cache_async()` → `workingset_refault()`).
             self.mem.set(folio, PG_SWAPBACKED);
-            let si = &mut self.swap[entry.ty as usize];
-            let shadow = std::mem::take(&mut si.shadow[entry.offset as usize]);
-            if shadow != 0 {
-                self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
-            }
+            let shadow = self.swap[entry.ty as usize].table.take_shadow(entry.offset);
+            self.refault_shadow(folio, shadow);
             folio
         };
         // shmem_add_to_page_cache() in place of the value entry.

@@ -22,6 +22,7 @@ use crate::mm::memory::Vmf;
 use crate::mm::mmap::Vma;
 use crate::mm::swapfile::SwpEntry;
 use crate::mm::vmstat::{MthpStat, VmEvent};
+use crate::mm::workingset::Shadow;
 use crate::Kernel;
 
 /// `SWAP_RA_ORDER_CEILING` (64-bit).
@@ -264,7 +265,7 @@ impl<A: Arch> Kernel<A> {
     fn read_swap_cache_async(&mut self, entry: SwpEntry, readahead: bool) -> Option<Pfn> {
         use crate::mm::memcontrol::ChargeGfp;
         let si = &self.swap[entry.ty as usize];
-        let cached = si.cache[entry.offset as usize];
+        let cached = si.table.page(entry.offset);
         if cached != crate::mm::filemap::NO_PAGE {
             return Some(self.mem.page_folio(Pfn(cached)));
         }
@@ -277,9 +278,9 @@ impl<A: Arch> Kernel<A> {
             return None;
         }
         self.mem.set(folio, PG_SWAPBACKED);
-        self.swap_cache_add_slot(folio, entry);
         // swap_cache_add_folio() hands back the slot's shadow.
-        self.swapin_refault(folio, entry);
+        let shadow = self.swap_cache_add_slot(folio, entry);
+        self.refault_shadow(folio, shadow);
         self.folio_add_lru(folio);
         self.swap_read_folio(folio, entry);
         if readahead {
@@ -296,9 +297,14 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn swapin_refault(&mut self, folio: Pfn, entry: SwpEntry) {
         let nr = self.mem.folio_nr_pages(folio);
         let first = entry.offset & !(nr - 1);
-        let shadow = std::mem::take(&mut self.swap[entry.ty as usize].shadow[first as usize]);
-        if shadow != 0 {
-            self.workingset_refault(folio, crate::mm::workingset::Shadow(shadow));
+        let shadow = self.swap[entry.ty as usize].table.take_shadow(first);
+        self.refault_shadow(folio, shadow);
+    }
+
+    /// A folio swapped in over a shadow is a refault (`workingset_refault()`).
+    pub(crate) fn refault_shadow(&mut self, folio: Pfn, shadow: Option<Shadow>) {
+        if let Some(shadow) = shadow {
+            self.workingset_refault(folio, shadow);
         }
     }
 
@@ -310,7 +316,7 @@ impl<A: Arch> Kernel<A> {
         let nr = 1u64 << order;
         let first = entry.offset & !(nr - 1);
         let si = &self.swap[entry.ty as usize];
-        let zero = si.zeromap[first as usize];
+        let zero = si.zero(first);
         for i in 0..nr {
             let c = si.slot_content(first + i);
             self.mem.set_page_content(folio.plus(i), c);

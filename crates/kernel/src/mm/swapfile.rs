@@ -5,7 +5,8 @@
 //! mm/page_io.c: swap_writeout()), Linux 6.18 (swap table phase I).
 //!
 //! Each area has a one-byte swap map per slot (count | SWAP_HAS_CACHE), a
-//! swap table (the swap cache: the PFN cached for each slot), a zeromap,
+//! swap table (mm/swap_table.rs: each slot's swap-cache page or shadow), a
+//! zeromap,
 //! and 512-slot clusters that serve one order each. Slot 0 holds the
 //! header. Large allocations need a block device (never a swap file) and an
 //! aligned free run in a cluster of that order; a failed large allocation
@@ -31,6 +32,7 @@ use crate::include::linux::mm_types::{PG_DIRTY, PG_SWAPCACHE};
 use crate::include::linux::pgtable::{Pfn, HPAGE_PMD_ORDER};
 use crate::mm::filemap::NO_PAGE;
 use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
+use crate::mm::swap_table::SwapTable;
 use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
 use crate::mm::workingset::Shadow;
 use crate::Kernel;
@@ -95,17 +97,19 @@ pub(crate) struct SwapInfo {
     pub kind: SwapKind,
     pub(crate) nr_slots: u64,
     pub(crate) swap_map: Vec<u8>,
-    /// The swap table: PFN of the swap-cache page of each slot.
-    pub cache: Vec<u32>,
-    /// The swap table's shadow entries: what a folio reclaim freed from
-    /// the swap cache left in its slots (mm/workingset.rs), 0 for none.
-    pub(crate) shadow: Vec<u64>,
-    pub(crate) zeromap: Vec<bool>,
+    /// The swap table: each slot's swap-cache page or shadow
+    /// (mm/swap_table.rs).
+    pub(crate) table: SwapTable,
+    /// `si->zeromap`: one bit per slot, set for a slot written as a
+    /// zero-filled page.
+    zeromap: Vec<u64>,
     /// The kind of data written to each slot (zswap on; else empty).
     content: Vec<u8>,
-    /// The swap cgroup record (`swap_cgroup`): the memory cgroup of the
-    /// folio swapped out to each slot.
-    pub memcg: Vec<MemcgId>,
+    /// The swap cgroup record (`swap_cgroup`): the id of the memory cgroup
+    /// of the folio swapped out to each slot. Zero-filled (the root's id),
+    /// and written only where it changes: the host backs none of it while
+    /// only the root cgroup swaps.
+    memcg: Vec<u16>,
     clusters: Vec<Cluster>,
     /// Next offset to scan per order (the cluster being filled: the
     /// global cluster of a rotating device, the CPU's of a solid-state
@@ -136,11 +140,10 @@ impl SwapInfo {
             kind,
             nr_slots,
             swap_map: vec![0; nr_slots as usize],
-            cache: vec![NO_PAGE; nr_slots as usize],
-            shadow: vec![0; nr_slots as usize],
-            zeromap: vec![false; nr_slots as usize],
+            table: SwapTable::new(nr_slots as usize),
+            zeromap: vec![0; nr_slots.div_ceil(64) as usize],
             content: Vec::new(),
-            memcg: vec![ROOT_MEM_CGROUP; nr_slots as usize],
+            memcg: vec![ROOT_MEM_CGROUP.0; nr_slots as usize],
             clusters: vec![Cluster::default(); nr_clusters],
             next: vec![None; HPAGE_PMD_ORDER as usize + 1],
             seq: nr_clusters as u64,
@@ -200,9 +203,41 @@ impl SwapInfo {
         self.content = vec![PageContent::STORE.0; self.nr_slots as usize];
     }
 
+    /// Whether the slot was written as a zero-filled page (its zeromap bit).
+    #[inline(always)]
+    pub(crate) fn zero(&self, offset: u64) -> bool {
+        self.zeromap[(offset / 64) as usize] & (1 << (offset % 64)) != 0
+    }
+
+    #[inline(always)]
+    fn set_zero(&mut self, offset: u64, zero: bool) {
+        let (w, bit) = ((offset / 64) as usize, 1u64 << (offset % 64));
+        if zero {
+            self.zeromap[w] |= bit;
+        } else {
+            self.zeromap[w] &= !bit;
+        }
+    }
+
+    /// The memory cgroup the slot's folio was charged to when swapped out
+    /// (`lookup_swap_cgroup_id()`).
+    #[inline(always)]
+    pub(crate) fn memcg(&self, offset: u64) -> MemcgId {
+        MemcgId(self.memcg[offset as usize])
+    }
+
+    /// `swap_cgroup_record()` of one slot.
+    #[inline(always)]
+    fn set_memcg(&mut self, offset: u64, memcg: MemcgId) {
+        let m = &mut self.memcg[offset as usize];
+        if *m != memcg.0 {
+            *m = memcg.0;
+        }
+    }
+
     /// What was written to the slot (swap-in restores it).
     pub(crate) fn slot_content(&self, offset: u64) -> PageContent {
-        if self.zeromap[offset as usize] {
+        if self.zero(offset) {
             return PageContent::ZERO;
         }
         PageContent(self.content.get(offset as usize).copied().unwrap_or(1))
@@ -398,9 +433,9 @@ impl SwapInfo {
     #[inline(always)]
     fn free_slot(&mut self, offset: u64) {
         self.swap_map[offset as usize] = 0;
-        self.shadow[offset as usize] = 0;
-        self.zeromap[offset as usize] = false;
-        self.memcg[offset as usize] = ROOT_MEM_CGROUP;
+        self.table.clear(offset);
+        self.set_zero(offset, false);
+        self.set_memcg(offset, ROOT_MEM_CGROUP);
         self.inuse_pages -= 1;
         let c = (offset / SWAPFILE_CLUSTER) as usize;
         self.clusters[c].count -= 1;
@@ -437,9 +472,11 @@ impl<A: Arch> Kernel<A> {
                 };
                 // mem_cgroup_try_charge_swap(): record the folio's cgroup.
                 let memcg = self.folio_memcg(folio);
+                let si = &mut self.swap[ty];
                 for i in 0..(1u64 << order) {
-                    self.swap[ty].cache[(offset + i) as usize] = folio.0 + i as u32;
-                    self.swap[ty].memcg[(offset + i) as usize] = memcg;
+                    // A free slot has no shadow to hand back.
+                    si.table.set_page(offset + i, folio.0 + i as u32);
+                    si.set_memcg(offset + i, memcg);
                 }
                 self.swap_of.insert(folio.0, entry);
                 self.mem.set(folio, PG_SWAPCACHE);
@@ -484,8 +521,7 @@ impl<A: Arch> Kernel<A> {
         let si = &mut self.swap[entry.ty as usize];
         let mut freed = false;
         for o in entry.offset..entry.offset + nr {
-            si.cache[o as usize] = NO_PAGE;
-            si.shadow[o as usize] = shadow.map_or(0, |s| s.0);
+            si.table.clear_page(o, shadow);
             si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
             if si.swap_map[o as usize] == 0 {
                 si.free_slot(o);
@@ -549,7 +585,7 @@ impl<A: Arch> Kernel<A> {
                     si.free_slot(o);
                     freed = true;
                 } else if *m == SWAP_HAS_CACHE {
-                    cached.push(si.cache[o as usize]);
+                    cached.push(si.table.page(o));
                 }
             }
         }
@@ -601,7 +637,7 @@ impl<A: Arch> Kernel<A> {
         let zero = (0..nr).all(|i| !self.mem.page_nonzero(folio.plus(i)));
         let si = &mut self.swap[entry.ty as usize];
         for o in entry.offset..entry.offset + nr {
-            si.zeromap[o as usize] = zero;
+            si.set_zero(o, zero);
         }
         if zero {
             self.vmstat.count_vm_events(VmEvent::SwpOutZero, nr);
@@ -631,13 +667,15 @@ impl<A: Arch> Kernel<A> {
         SwapOut::Io
     }
 
-    /// `swap_cache_add_folio()` of a new order-0 folio for `slot`.
-    pub(crate) fn swap_cache_add_slot(&mut self, folio: Pfn, slot: SwpEntry) {
+    /// `swap_cache_add_folio()` of a new order-0 folio for `slot`: the
+    /// shadow the folio replaces in the swap table comes back.
+    pub(crate) fn swap_cache_add_slot(&mut self, folio: Pfn, slot: SwpEntry) -> Option<Shadow> {
         let si = &mut self.swap[slot.ty as usize];
-        si.cache[slot.offset as usize] = folio.0;
+        let shadow = si.table.set_page(slot.offset, folio.0);
         si.swap_map[slot.offset as usize] |= SWAP_HAS_CACHE;
         self.swap_of.insert(folio.0, slot);
         self.mem.set(folio, PG_SWAPCACHE);
+        shadow
     }
 }
 

@@ -481,8 +481,7 @@ impl<A: Arch> Kernel<A> {
             en.referenced = false;
             return Visit::Rotated;
         }
-        let exists =
-            self.swap[slot.ty as usize].cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE;
+        let exists = self.swap[slot.ty as usize].table.cached(slot.offset);
         if self.zswap_writeback_entry(slot) {
             self.vmstat.count_zswap(ZswapStat::WrittenBackPages, 1);
             Visit::WrittenBack
@@ -563,7 +562,7 @@ impl<A: Arch> Kernel<A> {
     /// already has a folio in the swap cache (-EEXIST) or no memory.
     fn zswap_writeback_entry(&mut self, slot: SwpEntry) -> bool {
         let si = &self.swap[slot.ty as usize];
-        if si.cache[slot.offset as usize] != crate::mm::filemap::NO_PAGE {
+        if si.table.cached(slot.offset) {
             return false;
         }
         let Some(folio) = self.rmqueue(0, crate::mm::page_alloc::MIGRATE_MOVABLE, true) else {
@@ -579,8 +578,8 @@ impl<A: Arch> Kernel<A> {
         let c = self.swap[slot.ty as usize].slot_content(slot.offset);
         self.mem.set_page_content(folio, c);
         self.mem.set(folio, PG_SWAPBACKED);
-        self.swap_cache_add_slot(folio, slot);
-        self.swapin_refault(folio, slot);
+        let shadow = self.swap_cache_add_slot(folio, slot);
+        self.refault_shadow(folio, shadow);
         self.folio_add_lru(folio);
         self.vmstat.count_vm_event(VmEvent::Zswpwb);
         let memcg = self.zswap.entry(slot).expect("the slot's entry").memcg;

@@ -36,7 +36,7 @@ impl<A: Arch> Kernel<A> {
         }
         let entry = SwpEntry { ty, offset };
         self.vmstat.sim.swapcache_lookup += 1;
-        let cached = self.swap[ty as usize].cache[offset as usize];
+        let cached = self.swap[ty as usize].table.page(offset);
         let mut ret = 0;
         let (folio, page, nr, addr) = if cached != crate::mm::filemap::NO_PAGE {
             let page = Pfn(cached);
@@ -188,12 +188,12 @@ impl<A: Arch> Kernel<A> {
             // can_swapin_thp(): besides the batch, every slot has count 1,
             // none is in the swap cache, and one zeromap state for all.
             let si = &self.swap[entry.ty as usize];
-            let zero = si.zeromap[first.offset as usize];
+            let zero = si.zero(first.offset);
             let ok = self.swap_pte_batch(vmf, start, first, nr)
                 && (first.offset..first.offset + nr).all(|off| {
                     si.swap_count(off) == 1
                         && si.swap_map[off as usize] & crate::mm::swapfile::SWAP_HAS_CACHE == 0
-                        && si.zeromap[off as usize] == zero
+                        && si.zero(off) == zero
                 });
             if ok {
                 return orders | (1 << o);
@@ -210,7 +210,7 @@ impl<A: Arch> Kernel<A> {
         let tid = vmf.pte_table.expect("table");
         let marker = A::pte_swp_exclusive(vmf.orig_pte);
         let si = &self.swap[first.ty as usize];
-        let memcg = si.memcg[first.offset as usize];
+        let memcg = si.memcg(first.offset);
         (0..nr).all(|i| {
             let pte = self.pt.get(tid, start + i as usize);
             if pte == 0 || A::pte_present(pte) {
@@ -220,7 +220,7 @@ impl<A: Arch> Kernel<A> {
             t == first.ty
                 && off == first.offset + i
                 && A::pte_swp_exclusive(pte) == marker
-                && si.memcg[off as usize] == memcg
+                && si.memcg(off) == memcg
         })
     }
 
