@@ -471,14 +471,15 @@ impl<A: Arch> Kernel<A> {
         let ty = self.folio_type(folio);
         let f = self.mem.flags(folio);
         let ws = (f & PG_WORKINGSET != 0) as u64;
+        // Asked last: the write queues are searched.
         let writeback =
-            self.folio_test_writeback(folio) || self.rotate_pending.folios.contains(&folio);
+            || self.folio_test_writeback(folio) || self.rotate_pending.folios.contains(&folio);
         let gen = if f & PG_ACTIVE != 0 {
             MIN_NR_GENS - ws
         } else if reclaiming {
             MAX_NR_GENS
         } else if (ty == ANON && f & PG_SWAPCACHE == 0)
-            || (f & PG_READAHEAD != 0 && (f & PG_DIRTY != 0 || writeback))
+            || (f & PG_READAHEAD != 0 && (f & PG_DIRTY != 0 || writeback()))
         {
             MIN_NR_GENS
         } else {
@@ -1297,8 +1298,10 @@ impl<A: Arch> Kernel<A> {
             let min_seq = self.lrugen(memcg).min_seq;
             self.rotate_pending.folios.extend_from_slice(&kept.written);
             let mut back = Vec::new();
+            // `kept.written` lists some of `kept.folios`, in the same order.
+            let mut written = kept.written.iter().peekable();
             for &f in &kept.folios {
-                let writeback = kept.written.contains(&f) || self.folio_test_writeback(f);
+                let writeback = written.next_if_eq(&&f).is_some() || self.folio_test_writeback(f);
                 if !skip_retry
                     && !self.mem.test(f, PG_ACTIVE)
                     && !self.mem.folio_mapped(f)
