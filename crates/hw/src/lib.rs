@@ -208,6 +208,12 @@ impl Cpu {
                 };
                 return Err(AccessError { addr, signal });
             }
+            if k.take_oom_kill() {
+                return Err(AccessError {
+                    addr,
+                    signal: foliosim_kernel::MIN_TTL_OOM_KILL,
+                });
+            }
             if major {
                 // The task slept on the read: switched back in, its mm is
                 // marked for MGLRU's next walk.

@@ -90,6 +90,8 @@ pub struct Config {
     pub vma_ra_enabled: bool,
     /// `/sys/kernel/mm/lru_gen/enabled`: the multi-gen LRU (mm/lru_gen.rs).
     pub lru_gen: bool,
+    /// `/sys/kernel/mm/lru_gen/min_ttl_ms` (mm/lru_gen.rs).
+    pub lru_gen_min_ttl_ms: u32,
     /// Bytes of `memory` the page allocator never manages.
     pub machine_unmanaged: u64,
     /// Managed bytes the kernel holds before the workload starts.
@@ -114,6 +116,8 @@ pub struct Config {
     /// Bytes per second of modelled time an asynchronous swap device
     /// writes; 0: writes complete at once (mm/page_io.rs).
     pub machine_swap_write_rate: u64,
+    /// `machine.uptime_ms`: the machine's uptime when the run starts.
+    pub machine_uptime_ms: u64,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -157,6 +161,7 @@ impl Default for Config {
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             lru_gen: knobs::LRU_GEN_ENABLED.default.flag(),
+            lru_gen_min_ttl_ms: knobs::LRU_GEN_MIN_TTL_MS.default.int() as u32,
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
@@ -169,6 +174,7 @@ impl Default for Config {
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
+            machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -211,6 +217,7 @@ impl Config {
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
             knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen),
+            knobs::LRU_GEN_MIN_TTL_MS => FieldMut::U32(&mut self.lru_gen_min_ttl_ms),
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
@@ -227,6 +234,7 @@ impl Config {
             }
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
+            knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             _ => return self.zswap.knob_mut(knob),
         })
     }
@@ -365,6 +373,8 @@ pub struct Kernel<A: Arch> {
     pub(crate) lru_gen_task: mm::lru_gen::LruGenTask,
     /// MGLRU: reclaim writes waiting for their rotation.
     pub(crate) rotate_pending: mm::lru_gen::RotatePending,
+    /// The OOM killer was invoked (MGLRU's `min_ttl_ms`): the run ends.
+    pub(crate) oom_kill: bool,
     /// Swap writes in flight and the folios under writeback.
     pub(crate) swap_io: mm::page_io::SwapIo,
     _arch: PhantomData<A>,
@@ -448,6 +458,7 @@ impl<A: Arch> Kernel<A> {
             gen_flags: Default::default(),
             lru_gen_task: Default::default(),
             rotate_pending: Default::default(),
+            oom_kill: false,
             swap_io,
             _arch: PhantomData,
         })
@@ -546,4 +557,18 @@ impl<A: Arch> Kernel<A> {
     pub fn vmstat_mut(&mut self) -> &mut VmStat {
         &mut self.vmstat
     }
+
+    /// Whether kswapd invoked the OOM killer since the last call
+    /// (`lru_gen_age_node()` with `min_ttl_ms`): a process is killed, and
+    /// the run ends.
+    #[inline]
+    pub fn take_oom_kill(&mut self) -> bool {
+        std::mem::take(&mut self.oom_kill)
+    }
 }
+
+/// How a process killed by the OOM killer that MGLRU's `min_ttl_ms`
+/// invoked is reported (the signal of [`SimError`]-style kills).
+pub const MIN_TTL_OOM_KILL: &str =
+    "SIGKILL from the OOM killer (kswapd found every cgroup's oldest generation younger \
+     than lru_gen.min_ttl_ms)";

@@ -105,8 +105,8 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 /// of `memory` bytes: what the page allocator does not manage (`memory`
 /// less the zones' managed pages), the managed pages in use, the pages on
 /// `cpu`'s per-CPU lists, the lower zones' free pages a movable
-/// allocation may not take, and vm.min_free_kbytes. Empty where /proc
-/// cannot say.
+/// allocation may not take, vm.min_free_kbytes and the uptime. Empty
+/// where /proc cannot say.
 pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
     use foliosim_uapi::knobs::{
         MACHINE_BOOT_USED, MACHINE_KSWAPD_PCP_LIST, MACHINE_LOWMEM_RESERVE,
@@ -171,6 +171,16 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
                 blocks.free_reclaimable.to_string(),
             ),
         ]);
+    }
+    // /proc/uptime: seconds, to the hundredth.
+    if let Some(secs) = fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+    {
+        out.push((
+            foliosim_uapi::knobs::MACHINE_UPTIME_MS.key.to_string(),
+            ((secs * 1000.0) as u64).to_string(),
+        ));
     }
     if let Ok(kb) = fs::read_to_string("/proc/sys/vm/min_free_kbytes") {
         out.push((

@@ -114,12 +114,18 @@ pub struct System {
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap
     /// device writes; 0: at once.
     pub machine_swap_write_rate: u64,
+    /// `machine.uptime_ms`: how long the machine has been up when the
+    /// workload starts.
+    pub machine_uptime_ms: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.
     pub vma_ra_enabled: bool,
     /// `lru_gen.enabled` (`/sys/kernel/mm/lru_gen/enabled`, default
     /// false): the multi-gen LRU.
     pub lru_gen_enabled: bool,
+    /// `lru_gen.min_ttl_ms` (`/sys/kernel/mm/lru_gen/min_ttl_ms`, default
+    /// 0): MGLRU's thrashing prevention.
+    pub lru_gen_min_ttl_ms: u32,
     /// `zswap.*`: zswap's module parameters (default off).
     pub zswap: foliosim_uapi::knobs::Zswap,
     /// `[[system.swap]]` tables: swap devices, highest priority first

@@ -65,6 +65,7 @@ impl Default for System {
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             lru_gen_enabled: knobs::LRU_GEN_ENABLED.default.flag(),
+            lru_gen_min_ttl_ms: knobs::LRU_GEN_MIN_TTL_MS.default.int() as u32,
             zswap: Default::default(),
             machine_unmanaged: knobs::MACHINE_UNMANAGED.default.int(),
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
@@ -78,6 +79,7 @@ impl Default for System {
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
+            machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -114,6 +116,7 @@ impl System {
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
             knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen_enabled),
+            knobs::LRU_GEN_MIN_TTL_MS => FieldMut::U32(&mut self.lru_gen_min_ttl_ms),
             knobs::MACHINE_UNMANAGED => FieldMut::U64(&mut self.machine_unmanaged),
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
@@ -130,6 +133,7 @@ impl System {
             }
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
+            knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             _ => return self.zswap.knob_mut(knob),
         })
     }

@@ -117,7 +117,18 @@ impl<'w, A: Arch> Engine<'w, A> {
             .collect();
         for op in &wl.root {
             match catch_model_limit(|| e.exec(root, op)) {
-                Ok(res) => res?,
+                Ok(res) => {
+                    res?;
+                    // An OOM kill outside a user access (kswapd woken by a
+                    // system call's allocation) ends the run at its step.
+                    if e.k.take_oom_kill() {
+                        return Err(SimError::Killed {
+                            at: e.at(e.step).to_string(),
+                            signal: foliosim_kernel::MIN_TTL_OOM_KILL,
+                            addr: None,
+                        });
+                    }
+                }
                 Err(limit) => {
                     return Err(SimError::Unsupported {
                         at: e.at(e.step).to_string(),
@@ -607,7 +618,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                 .map_err(|err| SimError::Killed {
                     at: at.to_string(),
                     signal: err.signal,
-                    addr: err.addr,
+                    addr: Some(err.addr),
                 })
         };
         match pat {

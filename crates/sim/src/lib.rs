@@ -81,7 +81,8 @@ pub enum SimError {
     Killed {
         at: String,
         signal: &'static str,
-        addr: u64,
+        /// The access that took the signal; None for a kill outside one.
+        addr: Option<u64>,
     },
     /// A system call failed as the kernel would fail it.
     Syscall { at: String, what: String },
@@ -101,10 +102,13 @@ impl fmt::Display for SimError {
             SimError::Unsupported { at, what } => {
                 write!(f, "{at}: unsupported by the model: {what}")
             }
-            SimError::Killed { at, signal, addr } => write!(
-                f,
-                "{at}: the process would receive {signal} at address {addr:#x}"
-            ),
+            SimError::Killed { at, signal, addr } => match addr {
+                Some(addr) => write!(
+                    f,
+                    "{at}: the process would receive {signal} at address {addr:#x}"
+                ),
+                None => write!(f, "{at}: the process would receive {signal}"),
+            },
             SimError::Syscall { at, what } => write!(f, "{at}: {what}"),
             SimError::Invariant { at, what } => {
                 write!(f, "{at}: model invariant broken (foliosim bug): {what}")

@@ -455,6 +455,26 @@ pub const LRU_GEN_ENABLED: Knob = Knob {
           PMD accessed bits) instead of the two-list active/inactive LRU",
 };
 
+pub const LRU_GEN_MIN_TTL_MS: Knob = Knob {
+    key: "lru_gen.min_ttl_ms",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as u64,
+        what: "a time in milliseconds",
+    },
+    default: Value::Int(0),
+    host: Some(Host {
+        path: "/sys/kernel/mm/lru_gen/min_ttl_ms",
+        flag_words: DIGITS,
+        access: Access::Set {
+            required: false,
+            lacks: Some("multi-gen LRU (CONFIG_LRU_GEN)"),
+        },
+    }),
+    doc: "MGLRU's thrashing prevention: kswapd has the OOM killer kill a process when the \
+          oldest generation of every cgroup is younger than this (0: off)",
+};
+
 /// zswap's module parameters, as the scenario and the kernel model hold
 /// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -720,6 +740,23 @@ pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
           reclaim has put its folio back on the LRU",
 };
 
+/// One day, in ms.
+const DAY_MS: u64 = 86_400_000;
+
+pub const MACHINE_UPTIME_MS: Knob = Knob {
+    key: "machine.uptime_ms",
+    kind: Kind::Int {
+        min: 0,
+        max: u64::MAX / 1_000_000_000,
+        what: "a time in milliseconds",
+    },
+    default: Value::Int(DAY_MS),
+    host: None,
+    doc: "how long the machine has been up when the workload starts: the age of the \
+          generations MGLRU made at boot, which `lru_gen.min_ttl_ms` compares with; a VM \
+          comparison sets the guest's",
+};
+
 /// Every knob, in documentation order.
 pub const KNOBS: &[Knob] = &[
     ARCH,
@@ -740,6 +777,7 @@ pub const KNOBS: &[Knob] = &[
     VMA_RA_ENABLED,
     WATERMARK_BOOST_FACTOR,
     LRU_GEN_ENABLED,
+    LRU_GEN_MIN_TTL_MS,
     ZSWAP_MAX_POOL_PERCENT,
     ZSWAP_ACCEPT_THRESHOLD_PERCENT,
     ZSWAP_SHRINKER_ENABLED,
@@ -755,6 +793,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_FREE_UNMOVABLE,
     MACHINE_FREE_RECLAIMABLE,
     MACHINE_SWAP_WRITE_RATE,
+    MACHINE_UPTIME_MS,
 ];
 
 /// The PMD size in KiB: its `hugepages-<N>kB/enabled` defaults to

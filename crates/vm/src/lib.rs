@@ -237,6 +237,7 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
         knobs::MACHINE_RECLAIMABLE_BLOCKS,
         knobs::MACHINE_FREE_UNMOVABLE,
         knobs::MACHINE_FREE_RECLAIMABLE,
+        knobs::MACHINE_UPTIME_MS,
     ] {
         if sc.system.explicit.contains(knob.key) {
             continue;

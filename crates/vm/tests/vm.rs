@@ -435,3 +435,45 @@ fn zswap_in_a_memory_cgroup_agrees_within_one_percent_on_arm64() {
         }
     }
 }
+
+/// MGLRU's `min_ttl_ms` (`lru_gen_age_node()`, mm/vmscan.c): at each
+/// priority of `balance_pgdat()` kswapd has the OOM killer kill a process
+/// when no cgroup has a generation older than it. The root's generations
+/// date from boot (`lru_gen_init_lruvec()`), and a guest is up for less
+/// than its 600 s time limit, so with `min_ttl_ms` 600,000 the first
+/// kswapd pass of `global-reclaim-anon-swapfile` (1 GiB written into a
+/// 1 GiB guest) kills the workload in the 6.18.35 guest; so does the model
+/// on a machine up for a few minutes or less when the workload starts (its
+/// first kswapd pass comes under a second later), and with `min_ttl_ms` 0
+/// neither kills (the scenario's other runs).
+#[test]
+fn min_ttl_has_the_guest_and_the_model_kill_the_workload() {
+    let Some(opts) = kernel_618(Arch::X86_64) else {
+        return;
+    };
+    let rel = "guest/global-reclaim-anon-swapfile.toml";
+    let ov: Vec<(String, String)> = [("lru_gen.enabled", "1"), ("lru_gen.min_ttl_ms", "600000")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let Err(err) = run_job(rel, &ov, &opts, false) else {
+        panic!("the guest's workload survived min_ttl_ms");
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("killed by SIGKILL"), "{msg}");
+    assert!(msg.contains("Out of memory: Killed process"), "{msg}");
+    for uptime in ["0", "300000"] {
+        let mut ov = ov.clone();
+        ov.push(("machine.uptime_ms".into(), uptime.into()));
+        let sc = foliosim_scenario::load(&scenario(rel), &ov).unwrap();
+        match foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()) {
+            Err(foliosim_sim::SimError::Killed { signal, .. }) => {
+                assert!(signal.contains("OOM killer"), "{signal}")
+            }
+            other => panic!(
+                "uptime {uptime}: expected an OOM kill, got {:?}",
+                other.map(|_| "a report")
+            ),
+        }
+    }
+}

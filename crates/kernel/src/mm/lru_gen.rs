@@ -25,8 +25,10 @@
 //! the page-table walk are exact sets (the kernel's have false positives,
 //! ~1/5 at 10,000 PTE tables); global reclaim visits the cgroups in id
 //! order (the kernel's memcg LRU spreads them over random bins and rotates
-//! them by outcome); `min_ttl_ms` is 0 and generation timestamps are not
-//! kept; an mm is walked again once its task ran since the last walk
+//! them by outcome); generation timestamps (for `min_ttl_ms`) are kept
+//! only while it is set, in jiffies since boot: `machine.uptime_ms` when
+//! the run starts, then the running task's modelled clock; an mm is
+//! walked again once its task ran since the last walk
 //! (`lru_gen_use_mm()` at a context switch): the model marks it at every
 //! step of its process and every major fault; CONFIG_LRU_GEN_STATS is off
 //! (one history slot, `NR_HIST_GENS` = 1), as in the reference kernels.
@@ -56,6 +58,13 @@ use crate::{Kernel, MmId};
 
 /// `MIN_NR_GENS`
 pub(crate) const MIN_NR_GENS: u64 = 2;
+/// A jiffy at HZ 250 (CONFIG_HZ of the reference kernels), in ps.
+const PS_PER_JIFFY: u64 = 4_000_000_000;
+
+/// `msecs_to_jiffies()` at HZ 250: rounded up.
+fn msecs_to_jiffies(ms: u64) -> u64 {
+    ms.div_ceil(1000 / 250)
+}
 /// `MAX_NR_GENS`
 pub(crate) const MAX_NR_GENS: u64 = 4;
 const NR_GENS: usize = MAX_NR_GENS as usize;
@@ -186,6 +195,10 @@ pub(crate) struct LruGenFolio {
     mm_seq: u64,
     mm_head: Option<MmPos>,
     mm_tail: Option<MmPos>,
+    /// `timestamps[gen]`: the jiffy (since boot) each generation was made
+    /// in, kept only while `min_ttl_ms` is set; the root's first ones at
+    /// boot (0).
+    timestamps: [u64; NR_GENS],
     /// `mm_state->filters[]`: PMD entries whose PTE tables are worth a
     /// walk, as (table, index); None until first reset.
     /// Looked up only, never iterated: a fast fixed hasher.
@@ -209,6 +222,7 @@ impl Default for LruGenFolio {
             mm_seq: MIN_NR_GENS,
             mm_head: None,
             mm_tail: None,
+            timestamps: [0; NR_GENS],
             filters: [None, None],
         }
     }
@@ -1061,8 +1075,55 @@ impl<A: Arch> Kernel<A> {
                 self.update_lru_size(memcg, lru + LRU_ACTIVE, -delta);
             }
         }
+        if self.cfg.lru_gen_min_ttl_ms != 0 {
+            let now = self.jiffies();
+            self.lrugen_mut(memcg).timestamps[next] = now;
+        }
         self.lrugen_mut(memcg).max_seq += 1;
         true
+    }
+
+    /// `jiffies` since boot (HZ 250, as the reference kernels are built):
+    /// the machine's uptime when the run started, then the running task's
+    /// modelled clock.
+    fn jiffies(&self) -> u64 {
+        msecs_to_jiffies(self.cfg.machine_uptime_ms) + self.io_now() / PS_PER_JIFFY
+    }
+
+    /// `lru_gen_init_lruvec()` of a cgroup made during the run: its
+    /// generations are born now.
+    pub(crate) fn lru_gen_init_timestamps(&mut self, memcg: MemcgId) {
+        if self.cfg.lru_gen_min_ttl_ms != 0 {
+            let now = self.jiffies();
+            self.lrugen_mut(memcg).timestamps = [now; NR_GENS];
+        }
+    }
+
+    /// `lruvec_is_sizable()`: the pages of the evictable types from the
+    /// oldest generation to the youngest, shifted by the priority (every
+    /// cgroup of the model is online).
+    fn lruvec_is_sizable(&self, memcg: MemcgId, sc: &ScanControl, swappiness: u64) -> bool {
+        let g = self.lrugen(memcg);
+        let mut total: u64 = 0;
+        for ty in evictable_types(swappiness) {
+            for seq in g.min_seq[ty]..=g.max_seq {
+                total += g.nr_pages[gen_of(seq)][ty].max(0) as u64;
+            }
+        }
+        total >> sc.priority != 0
+    }
+
+    /// `lruvec_is_reclaimable()`: sizable, and its oldest evictable
+    /// generation older than `min_ttl` jiffies (memory.min is not
+    /// modelled: no cgroup is below it).
+    fn lruvec_is_reclaimable(&self, memcg: MemcgId, sc: &ScanControl, min_ttl: u64) -> bool {
+        let swappiness = self.get_swappiness(sc);
+        if !self.lruvec_is_sizable(memcg, sc, swappiness) {
+            return false;
+        }
+        let gen = gen_of(self.evictable_min_seq(memcg, swappiness));
+        // time_is_before_jiffies(birth + min_ttl)
+        self.jiffies() > self.lrugen(memcg).timestamps[gen] + min_ttl
     }
 
     /// `try_to_inc_max_seq()`: walk the cgroup's mms (unless this
@@ -1454,9 +1515,21 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `lru_gen_age_node()` (kswapd, `min_ttl_ms` 0): the initial priority.
+    /// `lru_gen_age_node()` (kswapd): the initial priority; with
+    /// `min_ttl_ms` set, when no cgroup (root first, then in id order) has
+    /// a generation old enough to evict, `out_of_memory()`: the OOM killer
+    /// kills a process, which ends the run (see [`Kernel::take_oom_kill`]).
     pub(crate) fn lru_gen_age_node(&mut self, sc: &mut ScanControl) {
         self.set_initial_priority(sc);
+        let min_ttl = msecs_to_jiffies(self.cfg.lru_gen_min_ttl_ms as u64);
+        if min_ttl == 0 {
+            return;
+        }
+        let reclaimable = (0..self.memcg.memcgs.len())
+            .any(|m| self.lruvec_is_reclaimable(MemcgId(m as u16), sc, min_ttl));
+        if !reclaimable {
+            self.oom_kill = true;
+        }
     }
 
     /// `lru_gen_shrink_node()` (global reclaim: kswapd and direct): every

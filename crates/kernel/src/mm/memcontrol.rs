@@ -235,6 +235,7 @@ impl<A: Arch> Kernel<A> {
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
+        self.lru_gen_init_timestamps(id);
         self.set_mm_memcg(mm, id);
         Ok(id)
     }

@@ -81,7 +81,7 @@ impl<A: Arch> Kernel<A> {
 
     /// The clock of the running task: kswapd's while it runs, else the
     /// workload's.
-    fn io_now(&self) -> u64 {
+    pub(crate) fn io_now(&self) -> u64 {
         if self.vmstat.in_kthread() {
             self.kswapd_clock()
         } else {

@@ -363,6 +363,9 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         // /sys/kernel/mm/lru_gen/enabled: CONFIG_LRU_GEN_ENABLED is off
         // in distribution and reference configs alike.
         ("lru_gen.enabled", "0"),
+        // mm/vmscan.c: lru_gen_min_ttl starts at 0 (no thrashing
+        // prevention).
+        ("lru_gen.min_ttl_ms", "0"),
         ("memory", "25769803776"),
         ("read_ahead_kb", "128"),
         ("series.batch_anon_unmap", "0"),

@@ -1,6 +1,7 @@
 //! The multi-gen LRU (`lru_gen.enabled = 1`, crates/kernel/src/mm/lru_gen.rs).
 
 use crate::common::*;
+use foliosim_sim::SimError;
 
 /// A fault's new folio joins the youngest generations, which memory.stat
 /// and /proc/vmstat count as active: `folio_add_lru()` sets PG_active
@@ -116,4 +117,62 @@ fn reclaim_and_refaults_keep_the_generations_consistent() {
             assert!(c(&r, "read", "workingset_refault_anon") > 0, "{ctx}");
         }
     }
+}
+
+/// 96 MiB of anonymous memory written on a 64 MiB machine with a swap
+/// file, under MGLRU with `min_ttl_ms` = 10 s, after `uptime`.
+fn min_ttl_machine(uptime_ms: &str, memcg: bool) -> String {
+    [
+        system_mem(
+            if memcg { "512M" } else { "64M" },
+            &format!(
+                "transparent_hugepage.enabled = \"never\"\nlru_gen.enabled = 1\n\
+                 lru_gen.min_ttl_ms = 10000\nmachine.uptime_ms = {uptime_ms}\n"
+            ),
+        ),
+        swap("file", "256M"),
+        if memcg {
+            "[[step]]\nop = \"memcg\"\nlimit = \"64M\"\n".to_string()
+        } else {
+            String::new()
+        },
+        phase("write"),
+        anon_written("a", "96M"),
+    ]
+    .concat()
+}
+
+/// `lru_gen_age_node()` (mm/vmscan.c, 6.18), which kswapd calls at each
+/// priority of `balance_pgdat()`: with `min_ttl_ms` set, unless some
+/// cgroup's lruvec is sizable and its oldest evictable generation was
+/// made more than `min_ttl` jiffies ago (`lruvec_is_reclaimable()`,
+/// `time_is_before_jiffies(birth + min_ttl)`), kswapd calls
+/// `out_of_memory()`, which kills the workload. The root's generations
+/// are made at boot (`lru_gen_init_lruvec()`): on a machine up for 1 s,
+/// kswapd's first pass finds them 1 s old, younger than 10 s, and the
+/// workload is killed; with `min_ttl_ms` 0 (`reclaimable = !min_ttl`) it
+/// never is.
+#[test]
+fn min_ttl_has_kswapd_kill_when_every_generation_is_young() {
+    let text = min_ttl_machine("1000", false);
+    match try_run_with(&text, &[]) {
+        Err(SimError::Killed { signal, .. }) => {
+            assert!(signal.contains("OOM killer"), "{signal}")
+        }
+        other => panic!("expected an OOM kill, got {:?}", other.map(|_| "a report")),
+    }
+    let r = run_with(&text, &[("lru_gen.min_ttl_ms", "0")]);
+    assert!(c(&r, "write", "pgscan_kswapd") > 0, "kswapd reclaims");
+    assert!(c(&r, "write", "pswpout") > 0);
+}
+
+/// Only kswapd asks (`lru_gen_age_node()` is kswapd's, through
+/// `kswapd_age_node()`): a cgroup at its limit on a roomy machine reclaims
+/// through `try_to_free_mem_cgroup_pages()` and is never killed, however
+/// young its generations (the cgroup's are made when it is, in the run).
+#[test]
+fn min_ttl_leaves_cgroup_reclaim_alone() {
+    let r = run(&min_ttl_machine("1000", true));
+    assert_eq!(c(&r, "write", "pgscan_kswapd"), 0, "no global pressure");
+    assert!(c(&r, "write", "pswpout") > 0, "the cgroup's own reclaim");
 }
