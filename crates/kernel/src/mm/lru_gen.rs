@@ -58,6 +58,9 @@ use crate::{Kernel, MmId};
 
 /// `MIN_NR_GENS`
 pub(crate) const MIN_NR_GENS: u64 = 2;
+/// `MAX_NR_GENS`
+pub(crate) const MAX_NR_GENS: u64 = 4;
+const NR_GENS: usize = MAX_NR_GENS as usize;
 /// A jiffy at HZ 250 (CONFIG_HZ of the reference kernels), in ps.
 const PS_PER_JIFFY: u64 = 4_000_000_000;
 
@@ -65,9 +68,7 @@ const PS_PER_JIFFY: u64 = 4_000_000_000;
 fn msecs_to_jiffies(ms: u64) -> u64 {
     ms.div_ceil(1000 / 250)
 }
-/// `MAX_NR_GENS`
-pub(crate) const MAX_NR_GENS: u64 = 4;
-const NR_GENS: usize = MAX_NR_GENS as usize;
+
 /// `MAX_NR_TIERS`
 pub(crate) const MAX_NR_TIERS: usize = 4;
 /// `LRU_REFS_WIDTH` (`MAX_NR_TIERS - 2`: the reference kernels have the
@@ -1655,6 +1656,27 @@ impl<A: Arch> Kernel<A> {
             self.mod_lruvec_state(memcg, restore, nr);
         } else {
             self.gen_flags.set_refs_field(folio, refs - 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `_msecs_to_jiffies()` where HZ divides 1000 (HZ 250: 4 ms a jiffy):
+    /// `(m + 1000 / HZ - 1) / (1000 / HZ)`, rounding up.
+    #[test]
+    fn msecs_round_up_to_whole_jiffies() {
+        for (ms, jiffies) in [
+            (0, 0),
+            (1, 1),
+            (4, 1),
+            (5, 2),
+            (1000, 250),
+            (600_000, 150_000),
+        ] {
+            assert_eq!(msecs_to_jiffies(ms), jiffies, "{ms} ms");
         }
     }
 }
