@@ -126,11 +126,7 @@ impl<A: Arch> Kernel<A> {
         if g.batches.len() == MAX_GATHER_BATCH_COUNT {
             return false;
         }
-        let min = self.buddy.marks().min;
-        if !self.buddy.watermark_ok(0, min) {
-            return false;
-        }
-        let Some(page) = self.rmqueue(0, crate::mm::page_alloc::MIGRATE_UNMOVABLE, true) else {
+        let Some(page) = self.alloc_page_nowait() else {
             return false;
         };
         let g = &mut self.cpus.gather;

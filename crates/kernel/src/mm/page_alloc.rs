@@ -1159,6 +1159,21 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__alloc_pages_slowpath()` without compaction or the OOM killer.
+    /// `__get_free_page(GFP_NOWAIT)`, unmovable: the fast path at the low
+    /// watermark; below it the slow path wakes kswapd
+    /// (`wake_all_kswapds()`, GFP_NOWAIT has __GFP_KSWAPD_RECLAIM) and
+    /// tries the min watermark once, without reclaim. A fallback's boost
+    /// wakes kswapd as for any allocation (`rmqueue()`).
+    pub(crate) fn alloc_page_nowait(&mut self) -> Option<Pfn> {
+        let low = self.buddy.marks().low;
+        if let Some(p) = self.get_page_from_freelist(0, low, MIGRATE_UNMOVABLE, true) {
+            return Some(p);
+        }
+        self.wakeup_kswapd();
+        let min = self.buddy.marks().min;
+        self.get_page_from_freelist(0, min, MIGRATE_UNMOVABLE, true)
+    }
+
     fn alloc_pages_slowpath(&mut self, order: u32, movable: bool, kswapd: bool) -> Option<Pfn> {
         // wake_all_kswapds(). kswapd balances for order 0 whatever the
         // order that woke it (no high-order balancing, no kcompactd).
