@@ -1174,6 +1174,19 @@ impl<A: Arch> Kernel<A> {
         self.get_page_from_freelist(0, min, MIGRATE_UNMOVABLE, true)
     }
 
+    /// A movable order-0 page for reclaim's own use (GFP_KERNEL from a
+    /// task in reclaim, PF_MEMALLOC): the fast path at the low watermark;
+    /// below it the slow path wakes kswapd (`wake_all_kswapds()`) and
+    /// takes the page without watermarks (`ALLOC_NO_WATERMARKS`).
+    pub(crate) fn alloc_page_in_reclaim(&mut self) -> Option<Pfn> {
+        let low = self.buddy.marks().low;
+        if let Some(p) = self.get_page_from_freelist(0, low, MIGRATE_MOVABLE, true) {
+            return Some(p);
+        }
+        self.wakeup_kswapd();
+        self.rmqueue(0, MIGRATE_MOVABLE, true)
+    }
+
     fn alloc_pages_slowpath(&mut self, order: u32, movable: bool, kswapd: bool) -> Option<Pfn> {
         // wake_all_kswapds(). kswapd balances for order 0 whatever the
         // order that woke it (no high-order balancing, no kcompactd).

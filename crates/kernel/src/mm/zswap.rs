@@ -565,7 +565,7 @@ impl<A: Arch> Kernel<A> {
         if si.table.cached(slot.offset) {
             return false;
         }
-        let Some(folio) = self.rmqueue(0, crate::mm::page_alloc::MIGRATE_MOVABLE, true) else {
+        let Some(folio) = self.alloc_page_in_reclaim() else {
             return false;
         };
         self.mem.prep_new_folio(folio, 0);
