@@ -567,8 +567,8 @@ impl<A: Arch> Kernel<A> {
     }
 }
 
-/// How a process killed by the OOM killer that MGLRU's `min_ttl_ms`
-/// invoked is reported (the signal of [`SimError`]-style kills).
+/// The signal the engine reports for a process killed by the OOM killer
+/// that MGLRU's `min_ttl_ms` invoked ([`Kernel::take_oom_kill`]).
 pub const MIN_TTL_OOM_KILL: &str =
     "SIGKILL from the OOM killer (kswapd found every cgroup's oldest generation younger \
      than lru_gen.min_ttl_ms)";

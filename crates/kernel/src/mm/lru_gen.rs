@@ -1100,31 +1100,39 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `lruvec_is_sizable()`: the pages of the evictable types from the
-    /// oldest generation to the youngest, shifted by the priority (every
-    /// cgroup of the model is online).
-    fn lruvec_is_sizable(&self, memcg: MemcgId, sc: &ScanControl, swappiness: u64) -> bool {
+    /// The pages of the evictable types from each one's oldest generation
+    /// to the youngest (the sum `should_run_aging()` and
+    /// `lruvec_is_sizable()` make).
+    fn evictable_pages(&self, memcg: MemcgId, swappiness: u64) -> u64 {
         let g = self.lrugen(memcg);
-        let mut total: u64 = 0;
+        let mut total = 0;
         for ty in evictable_types(swappiness) {
             for seq in g.min_seq[ty]..=g.max_seq {
                 total += g.nr_pages[gen_of(seq)][ty].max(0) as u64;
             }
         }
-        total >> sc.priority != 0
+        total
     }
 
-    /// `lruvec_is_reclaimable()`: sizable, and its oldest evictable
-    /// generation older than `min_ttl` jiffies (memory.min is not
-    /// modelled: no cgroup is below it).
-    fn lruvec_is_reclaimable(&self, memcg: MemcgId, sc: &ScanControl, min_ttl: u64) -> bool {
+    /// `lruvec_is_reclaimable()` at jiffy `now`: sizable (the evictable
+    /// pages shifted by the priority, `lruvec_is_sizable()`: every cgroup
+    /// of the model is online), and its oldest evictable generation older
+    /// than `min_ttl` jiffies (memory.min is not modelled: no cgroup is
+    /// below it).
+    fn lruvec_is_reclaimable(
+        &self,
+        memcg: MemcgId,
+        sc: &ScanControl,
+        min_ttl: u64,
+        now: u64,
+    ) -> bool {
         let swappiness = self.get_swappiness(sc);
-        if !self.lruvec_is_sizable(memcg, sc, swappiness) {
+        if self.evictable_pages(memcg, swappiness) >> sc.priority == 0 {
             return false;
         }
         let gen = gen_of(self.evictable_min_seq(memcg, swappiness));
         // time_is_before_jiffies(birth + min_ttl)
-        self.jiffies() > self.lrugen(memcg).timestamps[gen] + min_ttl
+        now > self.lrugen(memcg).timestamps[gen] + min_ttl
     }
 
     /// `try_to_inc_max_seq()`: walk the cgroup's mms (unless this
@@ -1411,13 +1419,10 @@ impl<A: Arch> Kernel<A> {
         if min + MIN_NR_GENS > g.max_seq {
             return (true, 0);
         }
-        let mut size = 0;
-        for ty in evictable_types(swappiness) {
-            for seq in g.min_seq[ty]..=g.max_seq {
-                size += g.nr_pages[gen_of(seq)][ty].max(0) as u64;
-            }
-        }
-        (min + MIN_NR_GENS == g.max_seq, size)
+        (
+            min + MIN_NR_GENS == g.max_seq,
+            self.evictable_pages(memcg, swappiness),
+        )
     }
 
     /// `get_nr_to_scan()`: the evictable pages shifted by the priority;
@@ -1526,8 +1531,9 @@ impl<A: Arch> Kernel<A> {
         if min_ttl == 0 {
             return;
         }
+        let now = self.jiffies();
         let reclaimable = (0..self.memcg.memcgs.len())
-            .any(|m| self.lruvec_is_reclaimable(MemcgId(m as u16), sc, min_ttl));
+            .any(|m| self.lruvec_is_reclaimable(MemcgId(m as u16), sc, min_ttl, now));
         if !reclaimable {
             self.oom_kill = true;
         }

@@ -126,7 +126,9 @@ impl<A: Arch> Kernel<A> {
         if g.batches.len() == MAX_GATHER_BATCH_COUNT {
             return false;
         }
-        let Some(page) = self.alloc_page_nowait() else {
+        // __get_free_page(GFP_NOWAIT)
+        let unmovable = crate::mm::page_alloc::MIGRATE_UNMOVABLE;
+        let Some(page) = self.alloc_page_no_reclaim(unmovable, false) else {
             return false;
         };
         let g = &mut self.cpus.gather;

@@ -1159,32 +1159,24 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `__alloc_pages_slowpath()` without compaction or the OOM killer.
-    /// `__get_free_page(GFP_NOWAIT)`, unmovable: the fast path at the low
-    /// watermark; below it the slow path wakes kswapd
-    /// (`wake_all_kswapds()`, GFP_NOWAIT has __GFP_KSWAPD_RECLAIM) and
-    /// tries the min watermark once, without reclaim. A fallback's boost
-    /// wakes kswapd as for any allocation (`rmqueue()`).
-    pub(crate) fn alloc_page_nowait(&mut self) -> Option<Pfn> {
+    /// An order-0 page of migratetype `mt` that never enters direct
+    /// reclaim (`__alloc_pages()` with __GFP_KSWAPD_RECLAIM): the fast
+    /// path at the low watermark; below it the slow path wakes kswapd
+    /// (`wake_all_kswapds()`) and then tries the min watermark once
+    /// (GFP_NOWAIT), or, for a task in reclaim (`memalloc`: PF_MEMALLOC),
+    /// takes the page without watermarks (`ALLOC_NO_WATERMARKS`). A
+    /// fallback's boost wakes kswapd as for any allocation (`rmqueue()`).
+    pub(crate) fn alloc_page_no_reclaim(&mut self, mt: usize, memalloc: bool) -> Option<Pfn> {
         let low = self.buddy.marks().low;
-        if let Some(p) = self.get_page_from_freelist(0, low, MIGRATE_UNMOVABLE, true) {
+        if let Some(p) = self.get_page_from_freelist(0, low, mt, true) {
             return Some(p);
         }
         self.wakeup_kswapd();
+        if memalloc {
+            return self.rmqueue(0, mt, true);
+        }
         let min = self.buddy.marks().min;
-        self.get_page_from_freelist(0, min, MIGRATE_UNMOVABLE, true)
-    }
-
-    /// A movable order-0 page for reclaim's own use (GFP_KERNEL from a
-    /// task in reclaim, PF_MEMALLOC): the fast path at the low watermark;
-    /// below it the slow path wakes kswapd (`wake_all_kswapds()`) and
-    /// takes the page without watermarks (`ALLOC_NO_WATERMARKS`).
-    pub(crate) fn alloc_page_in_reclaim(&mut self) -> Option<Pfn> {
-        let low = self.buddy.marks().low;
-        if let Some(p) = self.get_page_from_freelist(0, low, MIGRATE_MOVABLE, true) {
-            return Some(p);
-        }
-        self.wakeup_kswapd();
-        self.rmqueue(0, MIGRATE_MOVABLE, true)
+        self.get_page_from_freelist(0, min, mt, true)
     }
 
     fn alloc_pages_slowpath(&mut self, order: u32, movable: bool, kswapd: bool) -> Option<Pfn> {

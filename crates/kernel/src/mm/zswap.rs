@@ -565,7 +565,9 @@ impl<A: Arch> Kernel<A> {
         if si.table.cached(slot.offset) {
             return false;
         }
-        let Some(folio) = self.alloc_page_in_reclaim() else {
+        // GFP_KERNEL from reclaim (PF_MEMALLOC), also for the worker.
+        let movable = crate::mm::page_alloc::MIGRATE_MOVABLE;
+        let Some(folio) = self.alloc_page_no_reclaim(movable, true) else {
             return false;
         };
         self.mem.prep_new_folio(folio, 0);
