@@ -48,11 +48,13 @@ use mm::filemap::AddressSpace;
 use mm::mmap::Mm;
 use mm::page_alloc::FreeArea;
 use mm::pgtable_generic::{PageTables, Table, TableId};
+use mm::swapfile::MAX_SWAP_SLOTS;
 pub use mm::vmstat::Prices;
 use mm::vmstat::VmStat;
 
 use foliosim_uapi::knobs::{self, FieldMut, Knob};
 pub use foliosim_uapi::pagedata::PageContent;
+use foliosim_uapi::pagemap::MAX_SWAPFILES_SHIFT;
 pub use foliosim_uapi::{MthpMode, Series, ThpMode};
 
 /// Boot-time and sysfs configuration of the simulated kernel.
@@ -392,7 +394,13 @@ impl<A: Arch> Kernel<A> {
         if cfg.memory / PAGE_SIZE >= u32::MAX as u64 {
             return Err(KernelError::Unsupported("memory above 16 TiB".into()));
         }
-        let mut mem = MemMap::new(cfg.memory / PAGE_SIZE);
+        let too_large = |&(_, size): &_| mm::swapfile::SwapInfo::slots_of(size) > MAX_SWAP_SLOTS;
+        if cfg.swap.len() > 1 << MAX_SWAPFILES_SHIFT || cfg.swap.iter().any(too_large) {
+            let what = "more than 32 swap areas or one above 512 GiB";
+            return Err(KernelError::Unsupported(what.into()));
+        }
+        let nr_frames = cfg.memory / PAGE_SIZE;
+        let mut mem = MemMap::new(nr_frames);
         let mut buddy = FreeArea::new(&mem);
         let zero_pfn = buddy
             .rmqueue_smallest(&mut mem, 0, mm::page_alloc::MIGRATE_MOVABLE)
@@ -441,7 +449,7 @@ impl<A: Arch> Kernel<A> {
                 .iter()
                 .map(|&(k, size)| mm::swapfile::SwapInfo::new(k, size))
                 .collect(),
-            swap_of: Default::default(),
+            swap_of: mm::swapfile::SwapOf::new(nr_frames),
             zswap,
             lzo_lens: mm::zswap::LzoLens::new(),
             swap_ra: Default::default(),

@@ -12,21 +12,45 @@
 //!
 //! The kernel allocates a table for each cluster in use
 //! (`swap_cluster_alloc_table()`). The model keeps one zero-filled array per
-//! area instead: the host backs only the 4 KiB runs of it (512 slots, one
-//! cluster) that were ever written, so an area costs host memory in
+//! area instead: the host backs only the 4 KiB runs of it (1,024 slots, two
+//! clusters) that were ever written, so an area costs host memory in
 //! proportion to the slots it used.
+//!
+//! The array holds 32-bit words, half the kernel's: a page word holds the
+//! PFN as above, a shadow word the shadow's fields (workingset bit, memory
+//! cgroup id below 64, timestamp below 2^23) tagged `01` in its low bits.
+//! A word whose PFN or shadow does not fit is `FAR`, and its 64-bit form
+//! lives in a map beside the array: a run pays for it only on machines of
+//! over 8 TiB, with 64 or more cgroups, or past 2^23 timestamps (evictions
+//! and activations), and then only for the slots that need it.
+
+use std::collections::HashMap;
 
 use crate::mm::filemap::NO_PAGE;
+use crate::mm::memcontrol::MemcgId;
 use crate::mm::workingset::Shadow;
 
 /// The swap table of one area.
 #[derive(Debug)]
-pub(crate) struct SwapTable(Vec<u64>);
+pub(crate) struct SwapTable {
+    words: Vec<u32>,
+    /// The 64-bit words of the slots whose word is `FAR`.
+    far: HashMap<u64, u64>,
+}
+
+/// The word of a slot whose content lives in `far`.
+const FAR: u32 = 3;
+const SHADOW_TAG: u32 = 1;
+const MEMCG_BITS: u32 = 6;
+const EVICTION_BITS: u32 = 32 - 3 - MEMCG_BITS;
 
 impl SwapTable {
     /// An empty table of `nr_slots` words.
     pub(crate) fn new(nr_slots: usize) -> SwapTable {
-        SwapTable(vec![0; nr_slots])
+        SwapTable {
+            words: vec![0; nr_slots],
+            far: HashMap::new(),
+        }
     }
 
     #[inline(always)]
@@ -34,11 +58,81 @@ impl SwapTable {
         word != 0 && word & 1 == 0
     }
 
+    /// The 32-bit word of a 64-bit one, if it fits.
+    #[inline(always)]
+    fn narrow(word: u64) -> Option<u32> {
+        if word & 1 == 0 {
+            // 0, or a page: (PFN + 1) << 1.
+            return u32::try_from(word).ok();
+        }
+        let (memcg, eviction, workingset) = Shadow(word).unpack();
+        if u32::from(memcg.0) >> MEMCG_BITS != 0 || eviction >> EVICTION_BITS != 0 {
+            return None;
+        }
+        let w = (eviction as u32) << (3 + MEMCG_BITS)
+            | u32::from(memcg.0) << 3
+            | u32::from(workingset) << 2
+            | SHADOW_TAG;
+        debug_assert_eq!(Self::widen(w), word);
+        Some(w)
+    }
+
+    /// The 64-bit word of a 32-bit one other than `FAR`.
+    #[inline(always)]
+    fn widen(w: u32) -> u64 {
+        if w & 1 == 0 {
+            return w as u64;
+        }
+        let eviction = (w >> (3 + MEMCG_BITS)) as u64;
+        let memcg = MemcgId(((w >> 3) & ((1 << MEMCG_BITS) - 1)) as u16);
+        Shadow::pack(memcg, eviction, w & 4 != 0).0
+    }
+
+    #[inline(always)]
+    fn get(&self, off: u64) -> u64 {
+        match self.words[off as usize] {
+            FAR => self.get_far(off),
+            w => Self::widen(w),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_far(&self, off: u64) -> u64 {
+        self.far[&off]
+    }
+
+    #[inline(always)]
+    fn put(&mut self, off: u64, word: u64) {
+        let slot = &mut self.words[off as usize];
+        match Self::narrow(word) {
+            Some(w) if *slot != FAR => *slot = w,
+            _ => self.put_far(off, word),
+        }
+    }
+
+    /// `put()` where the old or the new word is `FAR`.
+    #[cold]
+    #[inline(never)]
+    fn put_far(&mut self, off: u64, word: u64) {
+        let slot = &mut self.words[off as usize];
+        if *slot == FAR {
+            self.far.remove(&off);
+        }
+        match Self::narrow(word) {
+            Some(w) => *slot = w,
+            None => {
+                *slot = FAR;
+                self.far.insert(off, word);
+            }
+        }
+    }
+
     /// The PFN of the page cached for `off`, `NO_PAGE` for none
     /// (`swap_cache_get_folio()` without the reference).
     #[inline(always)]
     pub(crate) fn page(&self, off: u64) -> u32 {
-        let w = self.0[off as usize];
+        let w = self.get(off);
         if Self::is_folio(w) {
             ((w >> 1) - 1) as u32
         } else {
@@ -49,15 +143,26 @@ impl SwapTable {
     /// Whether `off` has a page in the swap cache.
     #[inline(always)]
     pub(crate) fn cached(&self, off: u64) -> bool {
-        Self::is_folio(self.0[off as usize])
+        match self.words[off as usize] {
+            FAR => Self::is_folio(self.get_far(off)),
+            w => w != 0 && w & 1 == 0,
+        }
     }
 
     /// Put page `pfn` in the swap cache at `off`, handing back the shadow
     /// it replaces.
     #[inline(always)]
     pub(crate) fn set_page(&mut self, off: u64, pfn: u32) -> Option<Shadow> {
-        let old = std::mem::replace(&mut self.0[off as usize], (pfn as u64 + 1) << 1);
+        let word = (pfn as u64 + 1) << 1;
+        let slot = &mut self.words[off as usize];
+        if let (0, Ok(w)) = (*slot, u32::try_from(word)) {
+            // A free slot: the common case, nothing to widen.
+            *slot = w;
+            return None;
+        }
+        let old = self.get(off);
         debug_assert!(!Self::is_folio(old), "slot {off} is already cached");
+        self.put(off, word);
         (old & 1 == 1).then_some(Shadow(old))
     }
 
@@ -65,16 +170,17 @@ impl SwapTable {
     #[inline(always)]
     pub(crate) fn clear_page(&mut self, off: u64, shadow: Option<Shadow>) {
         debug_assert!(shadow.is_none_or(|s| s.0 & 1 == 1), "a shadow is odd");
-        self.0[off as usize] = shadow.map_or(0, |s| s.0);
+        self.put(off, shadow.map_or(0, |s| s.0));
     }
 
     /// Take the shadow of a slot without a cached page
     /// (`swap_cache_get_shadow()`, consumed by the swap-in).
     #[inline(always)]
     pub(crate) fn take_shadow(&mut self, off: u64) -> Option<Shadow> {
-        let w = &mut self.0[off as usize];
-        if *w & 1 == 1 {
-            Some(Shadow(std::mem::take(w)))
+        let w = self.get(off);
+        if w & 1 == 1 {
+            self.put(off, 0);
+            Some(Shadow(w))
         } else {
             None
         }
@@ -85,19 +191,18 @@ impl SwapTable {
     #[inline(always)]
     pub(crate) fn clear(&mut self, off: u64) {
         debug_assert!(!self.cached(off), "slot {off} freed while cached");
-        self.0[off as usize] = 0;
+        self.put(off, 0);
     }
 
     /// Whether none of the slots in `range` has a cached page.
     pub(crate) fn none_cached(&self, range: std::ops::Range<usize>) -> bool {
-        self.0[range].iter().all(|&w| !Self::is_folio(w))
+        range.into_iter().all(|off| !self.cached(off as u64))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mm::memcontrol::MemcgId;
 
     #[test]
     fn a_slot_holds_a_page_or_a_shadow() {
@@ -119,5 +224,44 @@ mod tests {
         assert_eq!(t.take_shadow(3), Some(s));
         assert_eq!(t.take_shadow(3), None, "taken once");
         assert!(t.none_cached(0..8));
+    }
+
+    #[test]
+    fn words_too_wide_for_32_bits_keep_every_bit() {
+        let mut t = SwapTable::new(8);
+        // Fits: memcg id 63, timestamp 2^23 - 1.
+        let near = Shadow::pack(MemcgId(63), (1 << 23) - 1, false);
+        // Each of these needs the 64-bit map.
+        let wide = [
+            Shadow::pack(MemcgId(64), 5, true),
+            Shadow::pack(MemcgId(1), 1 << 23, false),
+            Shadow::pack(
+                MemcgId(u16::MAX),
+                crate::mm::workingset::EVICTION_MASK,
+                true,
+            ),
+        ];
+        t.clear_page(0, Some(near));
+        for (i, &s) in wide.iter().enumerate() {
+            t.clear_page(i as u64 + 1, Some(s));
+        }
+        assert_eq!(t.far.len(), wide.len());
+        assert_eq!(t.take_shadow(0), Some(near));
+        for (i, &s) in wide.iter().enumerate() {
+            assert!(!t.cached(i as u64 + 1));
+            assert_eq!(t.set_page(i as u64 + 1, u32::MAX - 1), Some(s));
+        }
+        // A PFN of 2^31 - 1 or more (8 TiB) is wide too; the shadows the
+        // pages replaced have left the map.
+        assert_eq!(t.far.len(), wide.len());
+        assert_eq!(t.set_page(4, (1 << 31) - 2), None);
+        assert_eq!(t.far.len(), wide.len(), "PFN 2^31 - 2 fits");
+        for off in 1..=3 {
+            assert_eq!(t.page(off), u32::MAX - 1);
+            t.clear_page(off, None);
+        }
+        assert!(t.far.is_empty());
+        assert!(t.none_cached(0..4));
+        assert!(!t.none_cached(0..8));
     }
 }

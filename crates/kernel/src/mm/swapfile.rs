@@ -37,6 +37,7 @@ use crate::mm::vmstat::{MthpStat, Trace, VmEvent};
 use crate::mm::workingset::Shadow;
 use crate::Kernel;
 use foliosim_uapi::pagedata::PageContent;
+use foliosim_uapi::pagemap::MAX_SWAPFILES_SHIFT;
 
 /// `SWAPFILE_CLUSTER` with THP_SWAP.
 pub(crate) const SWAPFILE_CLUSTER: u64 = 512;
@@ -697,54 +698,64 @@ pub(crate) enum SwapOut {
 /// PFN: a dense array, as the kernel keeps the field in `struct folio`.
 /// Reclaim and swap-in look it up, add and drop it per folio; a hash map
 /// (foldhash) cost ~200 instructions a folio in those operations, the
-/// array a few. Each entry packs the area (high byte) and the offset; the
-/// array grows to the highest PFN ever added (8 bytes a page frame, only
-/// once something is swapped).
+/// array a few. Each entry packs the offset above the area's
+/// `MAX_SWAPFILES_SHIFT` bits, as a swap PTE does; 0 is none (slot 0 of an
+/// area is its header, never a folio's). The array is zero-filled, so the
+/// host backs it (4 bytes a page frame) only where folios were swapped.
 #[derive(Debug, Default)]
 pub(crate) struct SwapOf {
-    slots: Vec<u64>,
+    slots: Vec<u32>,
 }
+
+/// The most slots of one area the model takes: the offset's share of a
+/// [`SwapOf`] word (512 GiB of 4 KiB pages).
+pub(crate) const MAX_SWAP_SLOTS: u64 = 1 << (32 - MAX_SWAPFILES_SHIFT);
 
 impl SwapOf {
     /// No entry.
-    const NONE: u64 = u64::MAX;
-    const TY_SHIFT: u32 = 56;
+    const NONE: u32 = 0;
 
-    fn pack(e: SwpEntry) -> u64 {
-        debug_assert!(e.offset < 1 << Self::TY_SHIFT && e.ty < 0xff);
-        (e.ty as u64) << Self::TY_SHIFT | e.offset
+    /// For a machine of `nr_pages` frames.
+    pub(crate) fn new(nr_pages: u64) -> SwapOf {
+        SwapOf {
+            slots: vec![Self::NONE; nr_pages as usize],
+        }
     }
 
-    fn unpack(v: u64) -> SwpEntry {
+    fn pack(e: SwpEntry) -> u32 {
+        debug_assert!(e.offset != 0 && e.offset < MAX_SWAP_SLOTS);
+        debug_assert!(e.ty < 1 << MAX_SWAPFILES_SHIFT);
+        (e.offset as u32) << MAX_SWAPFILES_SHIFT | e.ty
+    }
+
+    fn unpack(v: u32) -> SwpEntry {
         SwpEntry {
-            ty: (v >> Self::TY_SHIFT) as u32,
-            offset: v & ((1 << Self::TY_SHIFT) - 1),
+            ty: v & ((1 << MAX_SWAPFILES_SHIFT) - 1),
+            offset: (v >> MAX_SWAPFILES_SHIFT) as u64,
         }
     }
 
     /// The entry of the folio headed by `pfn`.
     #[inline]
     pub(crate) fn get(&self, pfn: u32) -> Option<SwpEntry> {
-        match self.slots.get(pfn as usize) {
-            Some(&v) if v != Self::NONE => Some(Self::unpack(v)),
-            _ => None,
+        match self.slots[pfn as usize] {
+            Self::NONE => None,
+            v => Some(Self::unpack(v)),
         }
     }
 
     /// Record the folio's entry.
     pub(crate) fn insert(&mut self, pfn: u32, e: SwpEntry) {
-        let i = pfn as usize;
-        if i >= self.slots.len() {
-            self.slots.resize(i + 1, Self::NONE);
-        }
-        self.slots[i] = Self::pack(e);
+        self.slots[pfn as usize] = Self::pack(e);
     }
 
     /// Drop the folio's entry, returning it.
     #[inline]
     pub(crate) fn remove(&mut self, pfn: u32) -> Option<SwpEntry> {
-        let v = std::mem::replace(self.slots.get_mut(pfn as usize)?, Self::NONE);
-        (v != Self::NONE).then(|| Self::unpack(v))
+        match std::mem::replace(&mut self.slots[pfn as usize], Self::NONE) {
+            Self::NONE => None,
+            v => Some(Self::unpack(v)),
+        }
     }
 
     /// Every (PFN, entry), by PFN.
