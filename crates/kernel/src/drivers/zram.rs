@@ -122,7 +122,14 @@ impl<A: Arch> Kernel<A> {
         });
         self.count_extfrag();
         match z {
-            Ok(z) => Some(z + 1),
+            Ok(z) => {
+                // SetZsPageMovable(): every page of the zspage, at once.
+                let zram = self.swap[ty as usize].zram.as_deref().expect("zram");
+                for &p in zram.pool.zspage_pages(z) {
+                    self.mem.set_movable_ops(p, true);
+                }
+                Some(z + 1)
+            }
             Err(pages) => {
                 for p in pages {
                     self.free_pages(p, 0);
@@ -143,6 +150,7 @@ impl<A: Arch> Kernel<A> {
             return;
         }
         for p in zram.pool.free(z - 1) {
+            self.mem.set_movable_ops(p, false);
             self.free_pages(p, 0);
         }
     }

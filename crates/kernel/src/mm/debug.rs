@@ -527,6 +527,14 @@ impl<A: Arch> Kernel<A> {
             )
             .collect();
         let pcp: std::collections::HashSet<Pfn> = self.buddy.pcp_pages().collect();
+        // Movable ops: exactly the pages of the zsmalloc pools.
+        let marked = self.mem.nr_movable_ops();
+        if marked != zspages.len() as u64 || zspages.iter().any(|&p| !self.mem.has_movable_ops(p)) {
+            return Err(format!(
+                "{marked} pages with movable ops, zsmalloc pools hold {}",
+                zspages.len()
+            ));
+        }
         let mut pfn = 0u32;
         while pfn < n {
             if self.buddy.boot.contains(&pfn) && !self.buddy.boot_holes {

@@ -766,7 +766,8 @@ impl FreeArea {
     /// becomes `start`'s whole; below it, the watermarks are boosted
     /// (`boost_watermark()`), and the pageblock changes type if at least
     /// half of it is free or, for a movable allocation, free or movable
-    /// (`prep_move_freepages_block()`: LRU pages).
+    /// (`prep_move_freepages_block()`: LRU pages and pages with movable
+    /// ops, zsmalloc's).
     #[allow(clippy::too_many_arguments)]
     fn try_to_claim_block(
         &mut self,
@@ -800,7 +801,7 @@ impl FreeArea {
                 p += nr;
                 continue;
             }
-            if mem.test(mem.page_folio(Pfn(p)), PG_LRU) {
+            if mem.test(mem.page_folio(Pfn(p)), PG_LRU) || mem.has_movable_ops(Pfn(p)) {
                 movable += 1;
             }
             p += 1;
@@ -1365,6 +1366,44 @@ mod tests {
             }
             assert_eq!(format!("{a:?}"), format!("{b:?}"), "after {n}");
             assert_eq!(format!("{mem_a:?}"), format!("{mem_b:?}"), "after {n}");
+        }
+    }
+
+    /// prep_move_freepages_block()'s census: an unmovable allocation
+    /// that falls back to a movable pageblock claims it when the block's
+    /// free pages plus those not movable make half of it. Every page is
+    /// taken, then 8 pages of one block are freed: 8 free and 504 in use,
+    /// none on the LRU. Pages without movable ops count as unmovable
+    /// (504 + 8 >= 256): the block is claimed. The same 504 pages with
+    /// movable ops (a zsmalloc pool's) are movable: 8 < 256, the block
+    /// stays movable and the page is stolen.
+    #[test]
+    fn pages_with_movable_ops_are_movable_in_a_claim() {
+        for movable_ops in [false, true] {
+            let (mut mem, mut area) = zone();
+            let mut pages = Vec::new();
+            while let Some(p) = area.alloc_pages(&mut mem, 0, MIGRATE_MOVABLE, 0, false) {
+                pages.push(p);
+            }
+            let block = 5u32;
+            let first = block << PAGEBLOCK_ORDER;
+            let in_block = |p: &&Pfn| p.0 >> PAGEBLOCK_ORDER == block;
+            let mut ours: Vec<Pfn> = pages.iter().filter(in_block).copied().collect();
+            ours.sort_by_key(|p| p.0);
+            assert_eq!(ours.len(), 1 << PAGEBLOCK_ORDER, "the block is all in use");
+            for &p in &ours[8..] {
+                mem.set_movable_ops(p, movable_ops);
+            }
+            for &p in &ours[..8] {
+                area.free_pages(&mut mem, p, 0, 1);
+            }
+            area.drain_all_pages(&mut mem);
+            let got = area
+                .alloc_pages(&mut mem, 0, MIGRATE_UNMOVABLE, 0, false)
+                .expect("a free page");
+            assert!(got.0 >= first && got.0 < first + 8, "from the freed pages");
+            let claimed = area.pageblock_mt[block as usize] == MIGRATE_UNMOVABLE as u8;
+            assert_eq!(claimed, !movable_ops, "movable ops {movable_ops}");
         }
     }
 

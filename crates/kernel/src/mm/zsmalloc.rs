@@ -248,6 +248,11 @@ impl ZsPool {
         pages
     }
 
+    /// The pages of zspage `z`.
+    pub(crate) fn zspage_pages(&self, z: u32) -> &[Pfn] {
+        &self.zspages[z as usize].pages
+    }
+
     /// Every page the pool holds (for the invariant checker).
     pub(crate) fn pages(&self) -> impl Iterator<Item = Pfn> + '_ {
         self.zspages.iter().flat_map(|z| z.pages.iter().copied())

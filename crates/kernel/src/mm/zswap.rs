@@ -288,6 +288,10 @@ impl<A: Arch> Kernel<A> {
                     return false;
                 }
             };
+            // SetZsPageMovable(): every page of the zspage, at once.
+            for &p in self.zswap.pool.zspage_pages(z) {
+                self.mem.set_movable_ops(p, true);
+            }
             let slot = SwpEntry {
                 ty: entry.ty,
                 offset: entry.offset + i,
@@ -362,6 +366,7 @@ impl<A: Arch> Kernel<A> {
             m.zswapped -= 1;
         }
         for p in self.zswap.pool.free(en.zspage - 1) {
+            self.mem.set_movable_ops(p, false);
             self.free_pages(p, 0);
         }
         self.vmstat.uncount_zswap(ZswapStat::StoredPages, 1);

@@ -90,6 +90,11 @@ pub(crate) struct MemMap {
     /// [`MemMap::keep_content`] asked for it, every non-zero page then
     /// being [`PageContent::STORE`] until a store says otherwise.
     content: Vec<u8>,
+    /// One bit a page: the page has movable ops (`PageMovableOps()`; the
+    /// pages of a zspage, `SetZsPageMovable()`), which
+    /// `page_has_movable_ops()` finds. Zero-filled: backed only where a
+    /// zsmalloc pool has been.
+    movable_ops: Vec<u64>,
 }
 
 impl MemMap {
@@ -104,7 +109,33 @@ impl MemMap {
             large: Vec::new(),
             large_free: Vec::new(),
             content: Vec::new(),
+            movable_ops: vec![0; n.div_ceil(64)],
         }
+    }
+
+    /// Set or clear the page's movable ops (`__zpdesc_set_movable()`, and
+    /// the reset of the page type when a zspage is freed).
+    pub(crate) fn set_movable_ops(&mut self, pfn: Pfn, on: bool) {
+        let (w, bit) = (pfn.idx() / 64, 1u64 << (pfn.idx() % 64));
+        if on {
+            self.movable_ops[w] |= bit;
+        } else {
+            self.movable_ops[w] &= !bit;
+        }
+    }
+
+    /// The pages with movable ops (for the invariant checker).
+    pub(crate) fn nr_movable_ops(&self) -> u64 {
+        self.movable_ops
+            .iter()
+            .map(|w| u64::from(w.count_ones()))
+            .sum()
+    }
+
+    /// `page_has_movable_ops()`
+    #[inline]
+    pub(crate) fn has_movable_ops(&self, pfn: Pfn) -> bool {
+        self.movable_ops[pfn.idx() / 64] & (1u64 << (pfn.idx() % 64)) != 0
     }
 
     /// Keep the kind of data of every page (zswap on).
