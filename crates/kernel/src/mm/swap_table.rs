@@ -17,12 +17,16 @@
 //! proportion to the slots it used.
 //!
 //! The array holds 32-bit words, half the kernel's: a page word holds the
-//! PFN as above, a shadow word the shadow's fields (workingset bit, memory
-//! cgroup id below 64, timestamp below 2^23) tagged `01` in its low bits.
-//! A word whose PFN or shadow does not fit is `FAR`, and its 64-bit form
-//! lives in a map beside the array: a run pays for it only on machines of
-//! over 8 TiB, with 64 or more cgroups, or past 2^23 timestamps (evictions
-//! and activations), and then only for the slots that need it.
+//! PFN as above, a shadow word the shadow's workingset bit, memory cgroup
+//! id (below 64) and the low 22 bits of its timestamp, tagged `01` in its
+//! low bits; where the timestamp is 2^22 or more (past that many
+//! evictions and activations of a cgroup), a bit of the word says so and
+//! a byte array beside it holds the next 8 bits, so the host backs that
+//! array only in long runs. A word whose PFN or shadow does not fit (a
+//! machine of over 8 TiB, a cgroup id of 64 or more, a timestamp of 2^30
+//! or more) is `FAR`, and its
+//! 64-bit form lives in a map beside the array: nothing is lost, and only
+//! those slots cost more.
 
 use std::collections::HashMap;
 
@@ -36,13 +40,19 @@ pub(crate) struct SwapTable {
     words: Vec<u32>,
     /// The 64-bit words of the slots whose word is `FAR`.
     far: HashMap<u64, u64>,
+    /// Bits 22 to 29 of the timestamp of each shadow word with `HIGH`
+    /// set (stale elsewhere).
+    high: Vec<u8>,
 }
 
 /// The word of a slot whose content lives in `far`.
 const FAR: u32 = 3;
 const SHADOW_TAG: u32 = 1;
 const MEMCG_BITS: u32 = 6;
-const EVICTION_BITS: u32 = 32 - 3 - MEMCG_BITS;
+/// A shadow word's timestamp has high bits, in `high`.
+const HIGH: u32 = 1 << (3 + MEMCG_BITS);
+const EVICTION_SHIFT: u32 = 4 + MEMCG_BITS;
+const EVICTION_BITS: u32 = 32 - EVICTION_SHIFT;
 
 impl SwapTable {
     /// An empty table of `nr_slots` words.
@@ -50,6 +60,7 @@ impl SwapTable {
         SwapTable {
             words: vec![0; nr_slots],
             far: HashMap::new(),
+            high: vec![0; nr_slots],
         }
     }
 
@@ -58,32 +69,40 @@ impl SwapTable {
         word != 0 && word & 1 == 0
     }
 
-    /// The 32-bit word of a 64-bit one, if it fits.
+    /// The 32-bit word of a 64-bit one and its timestamp's high byte, if
+    /// they hold it.
     #[inline(always)]
-    fn narrow(word: u64) -> Option<u32> {
+    fn narrow(word: u64) -> Option<(u32, u8)> {
         if word & 1 == 0 {
             // 0, or a page: (PFN + 1) << 1.
-            return u32::try_from(word).ok();
+            return u32::try_from(word).ok().map(|w| (w, 0));
         }
         let (memcg, eviction, workingset) = Shadow(word).unpack();
-        if u32::from(memcg.0) >> MEMCG_BITS != 0 || eviction >> EVICTION_BITS != 0 {
+        if u32::from(memcg.0) >> MEMCG_BITS != 0 || eviction >> (EVICTION_BITS + 8) != 0 {
             return None;
         }
-        let w = (eviction as u32) << (3 + MEMCG_BITS)
+        let high = (eviction >> EVICTION_BITS) as u8;
+        let low = (eviction & ((1 << EVICTION_BITS) - 1)) as u32;
+        let w = low << EVICTION_SHIFT
+            | if high != 0 { HIGH } else { 0 }
             | u32::from(memcg.0) << 3
             | u32::from(workingset) << 2
             | SHADOW_TAG;
-        debug_assert_eq!(Self::widen(w), word);
-        Some(w)
+        debug_assert_eq!(Self::widen(w, high), word);
+        Some((w, high))
     }
 
-    /// The 64-bit word of a 32-bit one other than `FAR`.
+    /// The 64-bit word of a 32-bit one other than `FAR`; `high` is read
+    /// only for a word with `HIGH`.
     #[inline(always)]
-    fn widen(w: u32) -> u64 {
+    fn widen(w: u32, high: u8) -> u64 {
         if w & 1 == 0 {
             return w as u64;
         }
-        let eviction = (w >> (3 + MEMCG_BITS)) as u64;
+        let mut eviction = (w >> EVICTION_SHIFT) as u64;
+        if w & HIGH != 0 {
+            eviction |= u64::from(high) << EVICTION_BITS;
+        }
         let memcg = MemcgId(((w >> 3) & ((1 << MEMCG_BITS) - 1)) as u16);
         Shadow::pack(memcg, eviction, w & 4 != 0).0
     }
@@ -92,7 +111,8 @@ impl SwapTable {
     fn get(&self, off: u64) -> u64 {
         match self.words[off as usize] {
             FAR => self.get_far(off),
-            w => Self::widen(w),
+            w if w & 1 == 0 || w & HIGH == 0 => Self::widen(w, 0),
+            w => Self::widen(w, self.high[off as usize]),
         }
     }
 
@@ -104,9 +124,14 @@ impl SwapTable {
 
     #[inline(always)]
     fn put(&mut self, off: u64, word: u64) {
-        let slot = &mut self.words[off as usize];
+        let i = off as usize;
         match Self::narrow(word) {
-            Some(w) if *slot != FAR => *slot = w,
+            Some((w, high)) if self.words[i] != FAR => {
+                self.words[i] = w;
+                if w & HIGH != 0 {
+                    self.high[i] = high;
+                }
+            }
             _ => self.put_far(off, word),
         }
     }
@@ -115,14 +140,19 @@ impl SwapTable {
     #[cold]
     #[inline(never)]
     fn put_far(&mut self, off: u64, word: u64) {
-        let slot = &mut self.words[off as usize];
-        if *slot == FAR {
+        let i = off as usize;
+        if self.words[i] == FAR {
             self.far.remove(&off);
         }
         match Self::narrow(word) {
-            Some(w) => *slot = w,
+            Some((w, high)) => {
+                self.words[i] = w;
+                if w & HIGH != 0 {
+                    self.high[i] = high;
+                }
+            }
             None => {
-                *slot = FAR;
+                self.words[i] = FAR;
                 self.far.insert(off, word);
             }
         }
@@ -231,10 +261,10 @@ mod tests {
         let mut t = SwapTable::new(8);
         // Fits: memcg id 63, timestamp 2^23 - 1.
         let near = Shadow::pack(MemcgId(63), (1 << 23) - 1, false);
-        // Each of these needs the 64-bit map.
+        // Each of these needs the 64-bit map: cgroup ids of 64 and more.
         let wide = [
             Shadow::pack(MemcgId(64), 5, true),
-            Shadow::pack(MemcgId(1), 1 << 23, false),
+            Shadow::pack(MemcgId(1000), 1 << 23, false),
             Shadow::pack(
                 MemcgId(u16::MAX),
                 crate::mm::workingset::EVICTION_MASK,
@@ -263,5 +293,42 @@ mod tests {
         assert!(t.far.is_empty());
         assert!(t.none_cached(0..4));
         assert!(!t.none_cached(0..8));
+    }
+
+    /// Timestamps of 2^22 and more keep their next 8 bits in the byte
+    /// array, which nothing else touches; from 2^30 on a shadow is wide.
+    #[test]
+    fn long_runs_keep_the_timestamp_high_bits_beside() {
+        let mut t = SwapTable::new(16);
+        let small = Shadow::pack(MemcgId(2), (1 << 22) - 1, true);
+        let a = Shadow::pack(MemcgId(2), (1 << 22) + 5, true);
+        let b = Shadow::pack(MemcgId(3), (1 << 30) - 1, false);
+        let c = Shadow::pack(MemcgId(2), 1 << 30, false);
+        t.clear_page(3, Some(small));
+        assert!(t.high.iter().all(|&h| h == 0), "no high byte below 2^22");
+        t.clear_page(0, Some(a));
+        t.clear_page(1, Some(b));
+        t.clear_page(2, Some(c));
+        assert_eq!((t.high[0], t.high[1]), (1, 255));
+        assert_eq!(t.far.len(), 1, "2^30 is wide");
+        assert_eq!(t.set_page(0, 9), Some(a));
+        assert_eq!(t.page(0), 9);
+        for (off, s) in [(1, b), (2, c), (3, small)] {
+            assert_eq!(t.take_shadow(off), Some(s));
+        }
+        assert!(t.far.is_empty());
+        // A long run: timestamps up to 2^26 in eight slots, each read back
+        // whole, none wide.
+        let mut kept = [None; 8];
+        for (i, e) in (0..1u64 << 26).step_by(1 << 19).enumerate() {
+            let off = i % 8;
+            let s = Shadow::pack(MemcgId(7), e, i % 3 == 0);
+            if let Some(old) = kept[off] {
+                assert_eq!(t.take_shadow(off as u64), Some(old));
+            }
+            t.clear_page(off as u64, Some(s));
+            kept[off] = Some(s);
+        }
+        assert!(t.far.is_empty());
     }
 }
