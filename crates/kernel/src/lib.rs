@@ -394,10 +394,19 @@ impl<A: Arch> Kernel<A> {
         if cfg.memory / PAGE_SIZE >= u32::MAX as u64 {
             return Err(KernelError::Unsupported("memory above 16 TiB".into()));
         }
+        // The model's `folio->swap` packs the area and the offset in 32 bits.
+        if cfg.swap.len() > 1 << MAX_SWAPFILES_SHIFT {
+            let what = format!("{} swap areas (at most 32)", cfg.swap.len());
+            return Err(KernelError::Unsupported(what));
+        }
         let too_large = |&(_, size): &_| mm::swapfile::SwapInfo::slots_of(size) > MAX_SWAP_SLOTS;
-        if cfg.swap.len() > 1 << MAX_SWAPFILES_SHIFT || cfg.swap.iter().any(too_large) {
-            let what = "more than 32 swap areas or one above 512 GiB";
-            return Err(KernelError::Unsupported(what.into()));
+        if let Some(i) = cfg.swap.iter().position(too_large) {
+            let what = format!(
+                "system.swap[{}]: a swap area of {} bytes (at most 512 GiB)",
+                i + 1,
+                cfg.swap[i].1
+            );
+            return Err(KernelError::Unsupported(what));
         }
         let nr_frames = cfg.memory / PAGE_SIZE;
         let mut mem = MemMap::new(nr_frames);

@@ -80,7 +80,10 @@ impl<'w, A: Arch> Engine<'w, A> {
         };
         let mut k = Kernel::<A>::new(cfg).map_err(|e| SimError::Unsupported {
             at: "[system]".into(),
-            what: e.to_string(),
+            what: match e {
+                foliosim_kernel::KernelError::Unsupported(what) => what,
+                e => e.to_string(),
+            },
         })?;
         // The CPUs (and their per-CPU page lists) before the first process.
         k.set_nr_cpus(sc.system.cpus as usize);

@@ -406,3 +406,22 @@ fn folio_maps_count_per_page_and_phase() {
     let per_phase = (96 << 10) + (2 << 10) + 262_144 * 512;
     assert_eq!(phases.map(|p| p.1), Some(4 * per_phase), "{:?}", est.parts);
 }
+
+#[test]
+fn swap_areas_past_the_models_swap_entry_are_refused() {
+    // The model packs a folio's swap entry (`folio->swap`) in 32 bits, the
+    // area's MAX_SWAPFILES_SHIFT bits beside the offset: at most 32 areas
+    // of 2^27 slots (512 GiB) each.
+    let area = |size: &str| format!("[[system.swap]]\nkind = \"file\"\nsize = \"{size}\"\n");
+    let text = [system_mem("64M", ""), area("1G"), area("513G")].concat();
+    let (at, what) = refused(&text, false);
+    assert_eq!(at, "[system]");
+    assert_eq!(
+        what,
+        "system.swap[2]: a swap area of 550829555712 bytes (at most 512 GiB)"
+    );
+    let text = [system_mem("64M", ""), area("1M").repeat(33)].concat();
+    assert_eq!(refused(&text, false).1, "33 swap areas (at most 32)");
+    let text = [system_mem("64M", ""), area("512G"), mmap_anon("a", "1M")].concat();
+    assert!(try_run_with(&text, &[]).is_ok(), "512 GiB is taken");
+}
