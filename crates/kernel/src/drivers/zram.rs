@@ -112,24 +112,16 @@ impl<A: Arch> Kernel<A> {
         let len = self.lzo_lens.get(c);
         let cpu = self.cpus.current;
         let buddy = &mut self.buddy;
-        let mem = &mut self.mem;
         let zram = self.swap[ty as usize]
             .zram
             .as_deref_mut()
             .expect("a zram swap area");
-        let z = zram.pool.malloc(u32::from(len), || {
+        let z = zram.pool.malloc(u32::from(len), &mut self.mem, |mem| {
             buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
         });
         self.count_extfrag();
         match z {
-            Ok(z) => {
-                // SetZsPageMovable(): every page of the zspage, at once.
-                let zram = self.swap[ty as usize].zram.as_deref().expect("zram");
-                for &p in zram.pool.zspage_pages(z) {
-                    self.mem.set_movable_ops(p, true);
-                }
-                Some(z + 1)
-            }
+            Ok(z) => Some(z + 1),
             Err(pages) => {
                 for p in pages {
                     self.free_pages(p, 0);
@@ -149,8 +141,7 @@ impl<A: Arch> Kernel<A> {
         if z == 0 {
             return;
         }
-        for p in zram.pool.free(z - 1) {
-            self.mem.set_movable_ops(p, false);
+        for p in zram.pool.free(z - 1, &mut self.mem) {
             self.free_pages(p, 0);
         }
     }

@@ -24,9 +24,8 @@
 //! a byte array beside it holds the next 8 bits, so the host backs that
 //! array only in long runs. A word whose PFN or shadow does not fit (a
 //! machine of over 8 TiB, a cgroup id of 64 or more, a timestamp of 2^30
-//! or more) is `FAR`, and its
-//! 64-bit form lives in a map beside the array: nothing is lost, and only
-//! those slots cost more.
+//! or more) is `FAR`, and its 64-bit form lives in a map beside the array:
+//! nothing is lost, and only those slots cost more.
 
 use std::collections::HashMap;
 
@@ -47,11 +46,15 @@ pub(crate) struct SwapTable {
 
 /// The word of a slot whose content lives in `far`.
 const FAR: u32 = 3;
+/// A shadow word, from the low bit up: the tag `01`, the workingset bit,
+/// the memcg id, `HIGH`, the timestamp's low bits.
 const SHADOW_TAG: u32 = 1;
+const WORKINGSET: u32 = 1 << 2;
+const MEMCG_SHIFT: u32 = 3;
 const MEMCG_BITS: u32 = 6;
 /// A shadow word's timestamp has high bits, in `high`.
-const HIGH: u32 = 1 << (3 + MEMCG_BITS);
-const EVICTION_SHIFT: u32 = 4 + MEMCG_BITS;
+const HIGH: u32 = 1 << (MEMCG_SHIFT + MEMCG_BITS);
+const EVICTION_SHIFT: u32 = MEMCG_SHIFT + MEMCG_BITS + 1;
 const EVICTION_BITS: u32 = 32 - EVICTION_SHIFT;
 
 impl SwapTable {
@@ -85,8 +88,8 @@ impl SwapTable {
         let low = (eviction & ((1 << EVICTION_BITS) - 1)) as u32;
         let w = low << EVICTION_SHIFT
             | if high != 0 { HIGH } else { 0 }
-            | u32::from(memcg.0) << 3
-            | u32::from(workingset) << 2
+            | u32::from(memcg.0) << MEMCG_SHIFT
+            | if workingset { WORKINGSET } else { 0 }
             | SHADOW_TAG;
         debug_assert_eq!(Self::widen(w, high), word);
         Some((w, high))
@@ -103,8 +106,8 @@ impl SwapTable {
         if w & HIGH != 0 {
             eviction |= u64::from(high) << EVICTION_BITS;
         }
-        let memcg = MemcgId(((w >> 3) & ((1 << MEMCG_BITS) - 1)) as u16);
-        Shadow::pack(memcg, eviction, w & 4 != 0).0
+        let memcg = MemcgId(((w >> MEMCG_SHIFT) & ((1 << MEMCG_BITS) - 1)) as u16);
+        Shadow::pack(memcg, eviction, w & WORKINGSET != 0).0
     }
 
     #[inline(always)]
@@ -125,24 +128,8 @@ impl SwapTable {
     #[inline(always)]
     fn put(&mut self, off: u64, word: u64) {
         let i = off as usize;
-        match Self::narrow(word) {
-            Some((w, high)) if self.words[i] != FAR => {
-                self.words[i] = w;
-                if w & HIGH != 0 {
-                    self.high[i] = high;
-                }
-            }
-            _ => self.put_far(off, word),
-        }
-    }
-
-    /// `put()` where the old or the new word is `FAR`.
-    #[cold]
-    #[inline(never)]
-    fn put_far(&mut self, off: u64, word: u64) {
-        let i = off as usize;
         if self.words[i] == FAR {
-            self.far.remove(&off);
+            self.drop_far(off);
         }
         match Self::narrow(word) {
             Some((w, high)) => {
@@ -151,11 +138,22 @@ impl SwapTable {
                     self.high[i] = high;
                 }
             }
-            None => {
-                self.words[i] = FAR;
-                self.far.insert(off, word);
-            }
+            None => self.put_far(off, word),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_far(&mut self, off: u64) {
+        self.far.remove(&off);
+    }
+
+    /// `put()` of a word that does not fit 32 bits.
+    #[cold]
+    #[inline(never)]
+    fn put_far(&mut self, off: u64, word: u64) {
+        self.words[off as usize] = FAR;
+        self.far.insert(off, word);
     }
 
     /// The PFN of the page cached for `off`, `NO_PAGE` for none
@@ -175,7 +173,7 @@ impl SwapTable {
     pub(crate) fn cached(&self, off: u64) -> bool {
         match self.words[off as usize] {
             FAR => Self::is_folio(self.get_far(off)),
-            w => w != 0 && w & 1 == 0,
+            w => Self::is_folio(w.into()),
         }
     }
 

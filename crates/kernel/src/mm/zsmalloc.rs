@@ -17,6 +17,7 @@
 //! Not modelled: compaction (`zs_compact()`, the pool's shrinker), page
 //! migration.
 
+use crate::include::linux::mm_types::MemMap;
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 
 /// `ZS_HANDLE_SIZE`
@@ -184,11 +185,13 @@ impl ZsPool {
     /// `zs_malloc()` of a `size`-byte object: the zspage it went to, or,
     /// when a new zspage's pages could not all be had (`alloc_page` gives
     /// one page at a time, as `alloc_zspage()` asks), the pages it did get,
-    /// for the caller to free.
+    /// for the caller to free. A new zspage's pages get movable ops once
+    /// it is whole (`SetZsPageMovable()`).
     pub(crate) fn malloc(
         &mut self,
         size: u32,
-        mut alloc_page: impl FnMut() -> Option<Pfn>,
+        mem: &mut MemMap,
+        mut alloc_page: impl FnMut(&mut MemMap) -> Option<Pfn>,
     ) -> Result<u32, Vec<Pfn>> {
         debug_assert!(size > 0 && size <= ZS_MAX_ALLOC_SIZE);
         let class = self.class_of[size_class_index(size + ZS_HANDLE_SIZE)] as usize;
@@ -205,10 +208,13 @@ impl ZsPool {
         let n = self.classes[class].pages_per_zspage;
         let mut pages = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            match alloc_page() {
+            match alloc_page(mem) {
                 Some(p) => pages.push(p),
                 None => return Err(pages),
             }
+        }
+        for &p in &pages {
+            mem.set_movable_ops(p, true);
         }
         let zp = ZsPage {
             class: class as u16,
@@ -235,22 +241,21 @@ impl ZsPool {
     }
 
     /// `zs_free()` of an object of zspage `z`: the pages of the zspage when
-    /// that emptied it (`free_zspage()`), for the caller to free.
-    pub(crate) fn free(&mut self, z: u32) -> Vec<Pfn> {
+    /// that emptied it (`free_zspage()`, which takes their movable ops
+    /// away, `reset_zpdesc()`), for the caller to free.
+    pub(crate) fn free(&mut self, z: u32, mem: &mut MemMap) -> Vec<Pfn> {
         self.zspages[z as usize].inuse -= 1;
         if self.fix_fullness(z) != 0 {
             return Vec::new();
         }
         self.remove(z);
         let pages = std::mem::take(&mut self.zspages[z as usize].pages);
+        for &p in &pages {
+            mem.set_movable_ops(p, false);
+        }
         self.pages_allocated -= pages.len() as u64;
         self.free_ids.push(z);
         pages
-    }
-
-    /// The pages of zspage `z`.
-    pub(crate) fn zspage_pages(&self, z: u32) -> &[Pfn] {
-        &self.zspages[z as usize].pages
     }
 
     /// Every page the pool holds (for the invariant checker).
@@ -276,27 +281,28 @@ mod tests {
         // a power of two, one page of 64 objects.
         assert_eq!(size_class_index(52), 2);
         let mut pool = ZsPool::new();
+        let mut mem = MemMap::new(256);
         let mut next = 100u32;
-        let mut page = || {
+        let mut page = |_: &mut MemMap| {
             next += 1;
             Some(Pfn(next))
         };
         let zs: Vec<u32> = (0..65)
-            .map(|_| pool.malloc(44, &mut page).unwrap())
+            .map(|_| pool.malloc(44, &mut mem, &mut page).unwrap())
             .collect();
         assert_eq!(
             pool.pages_allocated, 2,
             "64 objects fill a page, the 65th opens another"
         );
         assert_eq!(
-            pool.free(zs[64]).len(),
+            pool.free(zs[64], &mut mem).len(),
             1,
             "emptied zspage returns its page"
         );
         assert_eq!(pool.pages_allocated, 1);
         // Incompressible pages: one per page.
-        let z = pool.malloc(4096, &mut page).unwrap();
+        let z = pool.malloc(4096, &mut mem, &mut page).unwrap();
         assert_eq!(pool.pages_allocated, 2);
-        assert_eq!(pool.free(z).len(), 1);
+        assert_eq!(pool.free(z, &mut mem).len(), 1);
     }
 }

@@ -271,12 +271,14 @@ impl<A: Arch> Kernel<A> {
             let c = self.mem.page_content(folio.plus(i));
             let length = self.lzo_lens.get(c);
             let buddy = &mut self.buddy;
-            let mem = &mut self.mem;
             let cpu = self.cpus.current;
             // GFP_NOWAIT from reclaim (PF_MEMALLOC): no watermarks.
-            let z = self.zswap.pool.malloc(u32::from(length), || {
-                buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
-            });
+            let z = self
+                .zswap
+                .pool
+                .malloc(u32::from(length), &mut self.mem, |mem| {
+                    buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
+                });
             self.count_extfrag();
             let z = match z {
                 Ok(z) => z,
@@ -288,10 +290,6 @@ impl<A: Arch> Kernel<A> {
                     return false;
                 }
             };
-            // SetZsPageMovable(): every page of the zspage, at once.
-            for &p in self.zswap.pool.zspage_pages(z) {
-                self.mem.set_movable_ops(p, true);
-            }
             let slot = SwpEntry {
                 ty: entry.ty,
                 offset: entry.offset + i,
@@ -365,8 +363,7 @@ impl<A: Arch> Kernel<A> {
             m.zswap_b -= u64::from(en.length);
             m.zswapped -= 1;
         }
-        for p in self.zswap.pool.free(en.zspage - 1) {
-            self.mem.set_movable_ops(p, false);
+        for p in self.zswap.pool.free(en.zspage - 1, &mut self.mem) {
             self.free_pages(p, 0);
         }
         self.vmstat.uncount_zswap(ZswapStat::StoredPages, 1);
