@@ -1363,6 +1363,8 @@ impl<A: Arch> Kernel<A> {
         loop {
             list.reverse();
             let (stat, kept) = self.shrink_folio_list(std::mem::take(&mut list), sc, false);
+            // Writes that ended while the folios were isolated: retried below.
+            self.swap_io_complete();
             let reclaimed = stat.nr_reclaimed;
             sc.nr_reclaimed += reclaimed;
             let min_seq = self.lrugen(memcg).min_seq;

@@ -10,7 +10,10 @@
 //! after another in submission order. A write submitted at time t ends
 //! at max(t, the end of the device's previous write) + its bytes / rate.
 //! Writes end when a clock passes their time: the workload's before each
-//! of its allocations (`kswapd_run()`), kswapd's before each of its steps.
+//! of its allocations (`kswapd_run()`), kswapd's before each of its steps,
+//! and the reclaiming task's before it puts an isolated batch back on the
+//! LRU: a write that ends while its folio is off the LRU clears PG_reclaim
+//! without the rotation (`folio_rotate_reclaimable()` needs PG_lru).
 //! A task that must wait for a write (`folio_wait_writeback()`) ends it
 //! and sleeps until its time. With the rate at 0 (the default) there is no
 //! device queue: a write ends as soon as reclaim has put its folio back on

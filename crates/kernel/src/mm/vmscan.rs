@@ -212,6 +212,9 @@ impl<A: Arch> Kernel<A> {
         let mut todo = list;
         todo.reverse();
         let (stat, kept) = self.shrink_folio_list(todo, &mut sc, true);
+        // Writes that ended while the folios were off the LRU miss their
+        // rotation (`folio_rotate_reclaimable()` needs PG_lru).
+        self.swap_io_complete();
         for &f in &kept.folios {
             self.folio_putback_lru(f);
         }
@@ -1017,6 +1020,9 @@ impl<A: Arch> Kernel<A> {
         let mut list = isolated;
         list.reverse();
         let (stat, kept) = self.shrink_folio_list(list, sc, false);
+        // Writes that ended while the folios were off the LRU miss their
+        // rotation (`folio_rotate_reclaimable()` needs PG_lru).
+        self.swap_io_complete();
         self.move_folios_to_lru(&kept.folios);
         for &f in &kept.written {
             self.folio_end_writeback_reclaim(f);

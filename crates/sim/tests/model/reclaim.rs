@@ -295,6 +295,31 @@ fn swap_writes_end_on_the_devices_schedule() {
     assert_counters(&r, "rest", "pswpout=0 nr_writeback=-129 pgrotated=129");
 }
 
+/// A write that ends while its folio is still isolated by reclaim misses
+/// the rotation: `folio_end_writeback()` clears PG_reclaim, but
+/// `folio_rotate_reclaimable()` moves only a folio on the LRU (mm/swap.c),
+/// so the folio goes back to the head of the inactive list, clean and in
+/// the swap cache, and is not reclaimed by the next pass.
+/// At 4,096,000,000 bytes per second a page takes 1 µs. Faults and
+/// pswpout are priced 1 ms each; a fault counts when it is done and
+/// pswpout as each write is submitted (`swap_writeout()`). The 256 setup
+/// faults take the clock to 256 ms, so the k-th of the 256 writes is
+/// submitted at 256 + k ms and ends 1 µs later. MADV_PAGEOUT puts the
+/// folios back at 512 ms (`reclaim_pages()`): writes 1 to 255 have ended
+/// by then, off the LRU (nr_writeback +1, nothing rotated). The first
+/// fault after allocates at 512 ms, the second at 513 ms, which ends the
+/// last write with its folio on the LRU: rotated.
+#[test]
+fn a_write_ending_before_the_putback_is_not_rotated() {
+    let after = [phase("after"), anon_written("b", "8K")].concat();
+    let r = run_priced(
+        &pageout_on_a_slow_device("4096000000", &after),
+        &[("pgfault", 1_000_000.0), ("pswpout", 1_000_000.0)],
+    );
+    assert_counters(&r, "out", "pswpout=256 nr_writeback=1 pgrotated=0");
+    assert_counters(&r, "after", "pswpout=0 nr_writeback=-1 pgrotated=1");
+}
+
 /// A folio reclaim meets again while its write is still in flight is
 /// activated, not written again (`shrink_folio_list()`, mm/vmscan.c: a
 /// folio under writeback, case 2 for reclaim without a cgroup target:
