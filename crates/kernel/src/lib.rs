@@ -110,6 +110,8 @@ pub struct Config {
     /// the start of the kernel's own memory (mm/page_alloc.rs).
     pub machine_unmovable_blocks: u64,
     pub machine_reclaimable_blocks: u64,
+    /// Pageblocks of migratetype CMA, at the top of memory, free at boot.
+    pub machine_cma_blocks: u64,
     /// Their free blocks per order at boot.
     pub machine_free_unmovable: knobs::FreeCounts,
     pub machine_free_reclaimable: knobs::FreeCounts,
@@ -172,6 +174,7 @@ impl Default for Config {
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             machine_unmovable_blocks: knobs::MACHINE_UNMOVABLE_BLOCKS.default.int(),
             machine_reclaimable_blocks: knobs::MACHINE_RECLAIMABLE_BLOCKS.default.int(),
+            machine_cma_blocks: knobs::MACHINE_CMA_BLOCKS.default.int(),
             machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
@@ -230,6 +233,7 @@ impl Config {
             knobs::MACHINE_RECLAIMABLE_BLOCKS => {
                 FieldMut::U64(&mut self.machine_reclaimable_blocks)
             }
+            knobs::MACHINE_CMA_BLOCKS => FieldMut::U64(&mut self.machine_cma_blocks),
             knobs::MACHINE_FREE_UNMOVABLE => FieldMut::FreeCounts(&mut self.machine_free_unmovable),
             knobs::MACHINE_FREE_RECLAIMABLE => {
                 FieldMut::FreeCounts(&mut self.machine_free_reclaimable)

@@ -105,6 +105,8 @@ pub struct System {
     /// pageblocks of those migratetypes before the workload.
     pub machine_unmovable_blocks: u64,
     pub machine_reclaimable_blocks: u64,
+    /// `machine.cma_blocks`: CMA pageblocks, at the top of memory.
+    pub machine_cma_blocks: u64,
     /// `machine.free_unmovable`, `machine.free_reclaimable`: their free
     /// blocks per order.
     pub machine_free_unmovable: foliosim_uapi::knobs::FreeCounts,

@@ -75,6 +75,7 @@ impl Default for System {
             machine_min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             machine_unmovable_blocks: knobs::MACHINE_UNMOVABLE_BLOCKS.default.int(),
             machine_reclaimable_blocks: knobs::MACHINE_RECLAIMABLE_BLOCKS.default.int(),
+            machine_cma_blocks: knobs::MACHINE_CMA_BLOCKS.default.int(),
             machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
@@ -127,6 +128,7 @@ impl System {
             knobs::MACHINE_RECLAIMABLE_BLOCKS => {
                 FieldMut::U64(&mut self.machine_reclaimable_blocks)
             }
+            knobs::MACHINE_CMA_BLOCKS => FieldMut::U64(&mut self.machine_cma_blocks),
             knobs::MACHINE_FREE_UNMOVABLE => FieldMut::FreeCounts(&mut self.machine_free_unmovable),
             knobs::MACHINE_FREE_RECLAIMABLE => {
                 FieldMut::FreeCounts(&mut self.machine_free_reclaimable)

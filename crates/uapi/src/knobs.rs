@@ -688,6 +688,20 @@ pub const MACHINE_RECLAIMABLE_BLOCKS: Knob = Knob {
           the Unmovable ones; a VM comparison sets the guest's (/proc/pagetypeinfo)",
 };
 
+pub const MACHINE_CMA_BLOCKS: Knob = Knob {
+    key: "machine.cma_blocks",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 31,
+        what: "a number of pageblocks",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "pageblocks of migratetype CMA (the contiguous memory allocator's area; \
+          32 MiB in arm64's defconfig), at the top of memory and free when the workload \
+          starts; a VM comparison sets the guest's (/proc/pagetypeinfo)",
+};
+
 pub const MACHINE_FREE_UNMOVABLE: Knob = Knob {
     key: "machine.free_unmovable",
     kind: Kind::FreeCounts,
@@ -790,6 +804,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_MIN_FREE_KBYTES,
     MACHINE_UNMOVABLE_BLOCKS,
     MACHINE_RECLAIMABLE_BLOCKS,
+    MACHINE_CMA_BLOCKS,
     MACHINE_FREE_UNMOVABLE,
     MACHINE_FREE_RECLAIMABLE,
     MACHINE_SWAP_WRITE_RATE,

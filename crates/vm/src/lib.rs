@@ -235,6 +235,7 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
         knobs::MACHINE_MIN_FREE_KBYTES,
         knobs::MACHINE_UNMOVABLE_BLOCKS,
         knobs::MACHINE_RECLAIMABLE_BLOCKS,
+        knobs::MACHINE_CMA_BLOCKS,
         knobs::MACHINE_FREE_UNMOVABLE,
         knobs::MACHINE_FREE_RECLAIMABLE,
         knobs::MACHINE_UPTIME_MS,

@@ -513,7 +513,10 @@ impl<A: Arch> Kernel<A> {
         }
         let mut sizes = vec![[0u64; NR_LRU_LISTS]; nr_memcg];
         let mut charged = vec![0u64; nr_memcg];
-        let n = (self.mem.nr_pages() - self.buddy.nr_fresh_pages()) as u32;
+        let n = self.mem.nr_pages() as u32;
+        // The never-allocated tail is free and unmarked; CMA pageblocks may
+        // lie above it.
+        let fresh = self.buddy.fresh_range();
         let mut free = self.buddy.nr_fresh_pages();
         let mut tables = 0;
         let zspages: std::collections::HashSet<Pfn> = self
@@ -537,6 +540,10 @@ impl<A: Arch> Kernel<A> {
         }
         let mut pfn = 0u32;
         while pfn < n {
+            if fresh.contains(&(pfn as u64)) {
+                pfn = fresh.end as u32;
+                continue;
+            }
             if self.buddy.boot.contains(&pfn) && !self.buddy.boot_holes {
                 pfn = self.buddy.boot.end; // the kernel's own memory
                 continue;

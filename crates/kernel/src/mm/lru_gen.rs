@@ -1467,7 +1467,7 @@ impl<A: Arch> Kernel<A> {
             return false;
         }
         self.buddy
-            .watermark_ok(0, self.buddy.marks().high + MIN_LRU_BATCH)
+            .watermark_ok(0, self.buddy.marks().high + MIN_LRU_BATCH, false)
     }
 
     /// `try_to_shrink_lruvec()`: evict until this priority's share is

@@ -151,6 +151,12 @@ pub(crate) const MIGRATE_MOVABLE: usize = 1;
 pub(crate) const MIGRATE_RECLAIMABLE: usize = 2;
 /// `MIGRATE_PCPTYPES`
 const MIGRATE_PCPTYPES: usize = 3;
+/// `MIGRATE_CMA`: the contiguous memory allocator's pageblocks, which only
+/// movable allocations take (ALLOC_CMA) and no fallback claims or steals.
+/// Its free pages go on the per-CPU lists as movable ones.
+pub(crate) const MIGRATE_CMA: usize = 3;
+/// The migratetypes with free lists: the per-CPU types and CMA.
+const MIGRATE_TYPES: usize = 4;
 /// `fallbacks[]`: where an allocation of each migratetype looks when its
 /// own lists are empty, in order.
 const FALLBACKS: [[usize; 2]; MIGRATE_PCPTYPES] = [
@@ -168,6 +174,7 @@ const NR_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RmqueueMode {
     Normal,
+    Cma,
     Steal,
 }
 
@@ -180,10 +187,10 @@ pub(crate) struct FreeArea {
     stacks: Vec<Vec<u32>>,
     /// The free blocks on each list (`free_area[order].nr_free` per
     /// migratetype), exact; the never-allocated tail is not counted.
-    nr_blocks: [[u32; NR_ORDERS]; MIGRATE_PCPTYPES],
+    nr_blocks: [[u32; NR_ORDERS]; MIGRATE_TYPES],
     /// Per migratetype, a bit per order whose list has a free block (the
     /// never-allocated tail not included).
-    nonempty: [u16; MIGRATE_PCPTYPES],
+    nonempty: [u16; MIGRATE_TYPES],
     /// Each pageblock's migratetype (`get_pageblock_migratetype()`); all
     /// movable at first (`memmap_init_range()`).
     pageblock_mt: Vec<u8>,
@@ -192,6 +199,11 @@ pub(crate) struct FreeArea {
     /// First PFN of the never-allocated tail of memory (all free, in
     /// `MAX_PAGE_ORDER` blocks of movable pageblocks, unmarked).
     fresh: u64,
+    /// Where that tail ends: the CMA pageblocks, if any, lie above it.
+    fresh_end: u64,
+    /// The CMA pageblocks' pages (`machine.cma_blocks`), at the top of
+    /// memory.
+    cma_pages: u64,
     /// The zone's watermarks (`zone->_watermark[]`, without the boost).
     pub(crate) wmark: Watermarks,
     /// `zone->watermark_boost`: added to every watermark
@@ -253,13 +265,15 @@ impl FreeArea {
             "memory must be a multiple of 4 MiB"
         );
         FreeArea {
-            stacks: vec![Vec::new(); MIGRATE_PCPTYPES * NR_ORDERS],
-            nr_blocks: [[0; NR_ORDERS]; MIGRATE_PCPTYPES],
-            nonempty: [0; MIGRATE_PCPTYPES],
+            stacks: vec![Vec::new(); MIGRATE_TYPES * NR_ORDERS],
+            nr_blocks: [[0; NR_ORDERS]; MIGRATE_TYPES],
+            nonempty: [0; MIGRATE_TYPES],
             pageblock_mt: vec![MIGRATE_MOVABLE as u8; (nr_pages >> PAGEBLOCK_ORDER) as usize],
             nr_free: nr_pages,
             nr_pages,
             fresh: 0,
+            fresh_end: nr_pages,
+            cma_pages: 0,
             wmark: Watermarks::new(nr_pages, 0),
             boost: 0,
             boosted_flag: false,
@@ -325,6 +339,16 @@ impl FreeArea {
         self.boot_holes = holes > 0;
         let n = unmanaged + used - self.boot_pcp - self.boot_pcp_kswapd + self.lowmem + holes;
         let room = (16 << 20) / PAGE_SIZE;
+        let cma = cfg.machine_cma_blocks << PAGEBLOCK_ORDER;
+        if n + room + cma > self.nr_pages && cma > 0 {
+            return Err(crate::KernelError::Unsupported(format!(
+                "machine.cma_blocks: {} pageblocks ({} MiB) of CMA leave less than 16 MiB \
+                 of the {} MiB of memory besides the kernel's at boot",
+                cfg.machine_cma_blocks,
+                (cma * PAGE_SIZE) >> 20,
+                (self.nr_pages * PAGE_SIZE) >> 20
+            )));
+        }
         if n + room > self.nr_pages {
             return Err(crate::KernelError::Unsupported(format!(
                 "machine.unmanaged + machine.boot_used + machine.lowmem_reserve + the free \
@@ -334,6 +358,7 @@ impl FreeArea {
                 (self.nr_pages * PAGE_SIZE) >> 20
             )));
         }
+        self.reserve_cma(mem, cma);
         let first = zero_pfn.0 + 1;
         for i in 0..n {
             let p = self
@@ -455,15 +480,63 @@ impl FreeArea {
         Ok(())
     }
 
+    /// The top `pages` of memory (whole pageblocks) become CMA pageblocks,
+    /// free on the CMA lists (`init_cma_reserved_pageblock()`: arm64 places
+    /// its default area at the top of the DMA zone, which is the top of a
+    /// QEMU guest's memory); the never-allocated tail ends below them.
+    fn reserve_cma(&mut self, mem: &mut MemMap, pages: u64) {
+        if pages == 0 {
+            return;
+        }
+        let start = self.nr_pages - pages;
+        let first = (start >> PAGEBLOCK_ORDER) as usize;
+        self.pageblock_mt[first..].fill(MIGRATE_CMA as u8);
+        self.cma_pages = pages;
+        // The tail ends on a MAX_PAGE_ORDER boundary; a movable pageblock
+        // between it and the CMA area goes on the movable list.
+        self.fresh_end = start & !((1 << MAX_PAGE_ORDER) - 1);
+        if self.fresh_end < start {
+            self.push(
+                mem,
+                Pfn(self.fresh_end as u32),
+                MIGRATE_MOVABLE,
+                PAGEBLOCK_ORDER,
+            );
+        }
+        let mut pfn = start;
+        while pfn < self.nr_pages {
+            let order = (pfn.trailing_zeros()).min(MAX_PAGE_ORDER);
+            self.push(mem, Pfn(pfn as u32), MIGRATE_CMA, order);
+            pfn += 1 << order;
+        }
+    }
+
     /// The migratetype of the pageblock holding `pfn`.
     #[inline]
     fn block_mt(&self, pfn: u32) -> usize {
         self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize] as usize
     }
 
+    /// `NR_FREE_CMA_PAGES`: the free pages on the CMA lists (none without
+    /// CMA pageblocks; counted from the lists, which only machines with
+    /// CMA need).
+    #[inline(never)]
+    pub(crate) fn nr_free_cma(&self) -> u64 {
+        self.nr_blocks[MIGRATE_CMA]
+            .iter()
+            .enumerate()
+            .map(|(order, &n)| (n as u64) << order)
+            .sum()
+    }
+
     /// Free pages in the never-used tail (not marked in the memory map).
     pub(crate) fn nr_fresh_pages(&self) -> u64 {
-        self.nr_pages - self.fresh
+        self.fresh_end - self.fresh
+    }
+
+    /// The never-allocated tail: free, unmarked in the memory map.
+    pub(crate) fn fresh_range(&self) -> std::ops::Range<u64> {
+        self.fresh..self.fresh_end
     }
 
     /// `nr_free_pages()`: the pages on the buddy lists (not those on the
@@ -498,7 +571,7 @@ impl FreeArea {
     /// largest order (it is movable pageblocks).
     #[inline]
     fn fresh_for(&self, mt: usize) -> bool {
-        mt == MIGRATE_MOVABLE && self.fresh < self.nr_pages
+        mt == MIGRATE_MOVABLE && self.fresh < self.fresh_end
     }
 
     /// A bit per order whose list of `mt` has a free block, the
@@ -533,7 +606,8 @@ impl FreeArea {
     /// found off its list.
     #[inline]
     fn take(&mut self, mem: &mut MemMap, pfn: Pfn, mt: usize, order: u32) {
-        if pfn.0 as u64 == self.fresh {
+        // (At the tail's end lie the CMA pageblocks, or a movable one.)
+        if pfn.0 as u64 == self.fresh && self.fresh < self.fresh_end {
             self.fresh += 1 << MAX_PAGE_ORDER;
         } else {
             self.stacks[mt * NR_ORDERS + order as usize].pop();
@@ -628,7 +702,9 @@ impl FreeArea {
     /// fallbacks.
     fn rmqueue_bulk(&mut self, mem: &mut MemMap, cpu: usize, n: u64, mt: usize, kswapd: bool) {
         let mut left = n;
-        while left > 0 {
+        // With CMA pageblocks each movable page first weighs the CMA
+        // lists against the others (`__rmqueue()`): page by page.
+        while left > 0 && !(self.cma_pages > 0 && mt == MIGRATE_MOVABLE) {
             match self.rmqueue_smallest_order0(mem, cpu, left, mt) {
                 0 => break,
                 nr => left -= nr,
@@ -656,8 +732,22 @@ impl FreeArea {
         kswapd: bool,
         mode: &mut RmqueueMode,
     ) -> Option<Pfn> {
+        // ALLOC_CMA: a movable allocation takes from the CMA lists first
+        // while they hold more than half the free pages, and after its own.
+        let alloc_cma = mt == MIGRATE_MOVABLE && self.cma_pages > 0;
+        if alloc_cma && self.nr_free_cma() > self.nr_free / 2 {
+            if let Some(p) = self.rmqueue_smallest(mem, order, MIGRATE_CMA) {
+                return Some(p);
+            }
+        }
         if *mode == RmqueueMode::Normal {
             if let Some(p) = self.rmqueue_smallest(mem, order, mt) {
+                return Some(p);
+            }
+        }
+        if alloc_cma && *mode != RmqueueMode::Steal {
+            if let Some(p) = self.rmqueue_smallest(mem, order, MIGRATE_CMA) {
+                *mode = RmqueueMode::Cma;
                 return Some(p);
             }
         }
@@ -918,7 +1008,11 @@ impl FreeArea {
         }
         let cpu = cpu.min(self.pcp.len() - 1);
         let batch = self.pcp_sizes.batch;
-        let mt = self.block_mt(pfn.0);
+        // free_frozen_page_commit(): a CMA page goes on the movable list.
+        let mt = match self.block_mt(pfn.0) {
+            MIGRATE_CMA => MIGRATE_MOVABLE,
+            mt => mt,
+        };
         let pcp = &mut self.pcp[cpu];
         pcp.alloc_factor >>= 1;
         pcp.lists[mt].push_front(pfn.0);
@@ -937,7 +1031,7 @@ impl FreeArea {
             self.pcp[cpu].free_count.max(batch).min(high - batch)
         };
         self.free_pcppages_bulk(mem, cpu, n, mt);
-        if self.below_high && self.watermark_ok(0, self.marks().high) {
+        if self.below_high && self.watermark_ok(0, self.marks().high, false) {
             self.below_high = false;
         }
     }
@@ -1024,6 +1118,9 @@ impl FreeArea {
                 break;
             }
             let buddy_mt = self.block_mt(buddy as u32);
+            if buddy_mt != mt && (mt == MIGRATE_CMA || buddy_mt == MIGRATE_CMA) {
+                break; // migratetype_is_mergeable()
+            }
             self.dec_blocks(buddy_mt, order);
             if buddy_mt != mt {
                 let first = (buddy >> PAGEBLOCK_ORDER) as usize;
@@ -1040,10 +1137,25 @@ impl FreeArea {
 impl FreeArea {
     /// `__zone_watermark_ok()` without the per-order free-list check (the
     /// buddy allocation itself fails when no block is large enough): the
-    /// free pages left after taking `order` stay above `mark`.
+    /// free pages left after taking `order` stay above `mark`. `cma`:
+    /// ALLOC_CMA (a movable allocation); without it the free CMA pages do
+    /// not count (`__zone_watermark_unusable_free()`), as for kswapd's
+    /// `pgdat_balanced()` and every check made with no allocation flags.
     #[inline]
-    pub(crate) fn watermark_ok(&self, order: u32, mark: u64) -> bool {
-        self.nr_free.saturating_sub((1 << order) - 1) > mark
+    pub(crate) fn watermark_ok(&self, order: u32, mark: u64, cma: bool) -> bool {
+        let free = self.nr_free.saturating_sub((1 << order) - 1);
+        if cma || self.cma_pages == 0 {
+            return free > mark;
+        }
+        self.watermark_ok_without_cma(free, mark)
+    }
+
+    /// [`Self::watermark_ok`] without ALLOC_CMA on a machine with CMA
+    /// pageblocks: out of line.
+    #[cold]
+    #[inline(never)]
+    fn watermark_ok_without_cma(&self, free: u64, mark: u64) -> bool {
+        free.saturating_sub(self.nr_free_cma()) > mark
     }
 }
 
@@ -1115,10 +1227,11 @@ impl<A: Arch> Kernel<A> {
         mt: usize,
         kswapd: bool,
     ) -> Option<Pfn> {
-        if !self.buddy.below_high && !self.buddy.watermark_ok(order, self.buddy.marks().high) {
+        let cma = mt == MIGRATE_MOVABLE;
+        if !self.buddy.below_high && !self.buddy.watermark_ok(order, self.buddy.marks().high, cma) {
             self.buddy.below_high = true;
         }
-        if self.buddy.below_high && !self.buddy.watermark_ok(order, mark) {
+        if self.buddy.below_high && !self.buddy.watermark_ok(order, mark, cma) {
             return None;
         }
         let page = self.rmqueue(order, mt, kswapd);
@@ -1275,6 +1388,98 @@ mod tests {
         assert_eq!(s(16_384, 320, 2), (3, 160, 1_024));
         assert_eq!(s(4_194_304, 5_120, 1), (63, 5_120, 524_288));
         assert_eq!(s(1_024, 2, 1), (1, 4, 128));
+    }
+
+    /// A 64 MiB zone whose top `blocks` pageblocks are CMA, with the
+    /// per-CPU lists of 2 CPUs.
+    fn cma_zone(blocks: u64) -> (MemMap, FreeArea) {
+        let mut mem = MemMap::new(16384);
+        let mut area = FreeArea::new(&mem);
+        area.reserve_cma(&mut mem, blocks << PAGEBLOCK_ORDER);
+        area.pcp_setup(&mut mem, 2);
+        (mem, area)
+    }
+
+    /// Only movable allocations take CMA pageblocks (ALLOC_CMA), and no
+    /// fallback claims or steals them (`fallbacks[]` has no MIGRATE_CMA):
+    /// with 4 of the 32 pageblocks CMA, unmovable allocations get the other
+    /// 14,336 pages and then fail, the 2,048 CMA pages still free. For a
+    /// watermark check without ALLOC_CMA those free pages do not count
+    /// (`__zone_watermark_unusable_free()`).
+    #[test]
+    fn only_movable_allocations_take_cma_pageblocks() {
+        let (mut mem, mut area) = cma_zone(4);
+        assert_eq!((area.nr_free_pages(), area.nr_free_cma()), (16384, 2048));
+        assert!(area.watermark_ok(0, 16000, true));
+        assert!(!area.watermark_ok(0, 16000, false));
+        assert!(area.watermark_ok(0, 14000, false));
+        let mut got = 0u64;
+        while let Some(p) = area.alloc_pages(&mut mem, 0, MIGRATE_UNMOVABLE, 0, false) {
+            assert!(p.0 < 14336, "pfn {} is in the CMA area", p.0);
+            got += 1;
+        }
+        assert_eq!(got, 14336);
+        assert_eq!((area.nr_free_pages(), area.nr_free_cma()), (2048, 2048));
+        // Movable allocations take them all (the first CMA block starts
+        // where the never-allocated tail ended).
+        let mut got = 0u64;
+        while let Some(p) = area.alloc_pages(&mut mem, 0, MIGRATE_MOVABLE, 0, false) {
+            assert!(p.0 >= 14336, "pfn {} is not in the CMA area", p.0);
+            got += 1;
+        }
+        assert_eq!(
+            (got, area.nr_free_pages(), area.nr_free_cma()),
+            (2048, 0, 0)
+        );
+    }
+
+    /// `__rmqueue()` balances movable allocations: from the CMA lists when
+    /// they hold more than half the free pages, else from the movable
+    /// lists first. 4 CMA pageblocks (2,048 pages) of 16,384; order-1
+    /// allocations (no per-CPU list), the k-th (from 0) finding 16,384 - 2k
+    /// free: CMA is taken once 2,048 > (16,384 - 2k) / 2, that is from k =
+    /// 6,145 (4,094 free), and then every other time (4,092 free, 2,046
+    /// CMA: not more than half). A CMA page freed goes on the movable
+    /// per-CPU list (`free_frozen_page_commit()`) and, drained, back to the
+    /// CMA lists.
+    #[test]
+    fn movable_allocations_take_cma_once_it_holds_half_the_free_pages() {
+        let (mut mem, mut area) = cma_zone(4);
+        let mut alloc = || {
+            area.alloc_pages(&mut mem, 1, MIGRATE_MOVABLE, 0, false)
+                .expect("memory")
+        };
+        for k in 0..=6144 {
+            assert!(alloc().0 < 14336, "allocation {k} took CMA");
+        }
+        let first = alloc();
+        assert!(first.0 >= 14336, "allocation 6145 took pfn {}", first.0);
+        assert!(alloc().0 < 14336, "allocation 6146 took CMA");
+        assert!(alloc().0 >= 14336, "allocation 6147 did not take CMA");
+        assert_eq!(area.nr_free_cma(), 2048 - 4);
+        area.free_pages(&mut mem, first, 0, 0);
+        assert_eq!(area.pcp[0].lists[MIGRATE_MOVABLE].front(), Some(&first.0));
+        area.drain_all_pages(&mut mem);
+        assert_eq!(area.nr_free_cma(), 2048 - 3);
+    }
+
+    /// `__free_one_page()`: at the pageblock order a free CMA block and a
+    /// free block of another type do not merge (`migratetype_is_mergeable()`).
+    /// 3 CMA pageblocks from pfn 14,848: the movable pageblock below them
+    /// (14,336, its order-9 buddy 14,848 is CMA) stays an order-9 block of
+    /// its own when freed.
+    #[test]
+    fn cma_blocks_do_not_merge_with_others() {
+        let (mut mem, mut area) = cma_zone(3);
+        assert_eq!(area.nr_blocks[MIGRATE_CMA][9..], [1, 1]);
+        let gap = area
+            .rmqueue_smallest(&mut mem, 9, MIGRATE_MOVABLE)
+            .expect("the movable pageblock below the CMA area");
+        assert_eq!(gap.0, 14336);
+        area.free_one_page(&mut mem, gap, 9);
+        assert_eq!(area.nr_blocks[MIGRATE_MOVABLE][9..], [1, 0]);
+        assert_eq!(area.nr_blocks[MIGRATE_CMA][9..], [1, 1]);
+        assert_eq!(area.block_mt(14336), MIGRATE_MOVABLE);
     }
 
     /// nr_pcp_alloc(): an empty list is refilled with the batch shifted by

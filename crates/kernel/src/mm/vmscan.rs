@@ -1218,7 +1218,7 @@ impl<A: Arch> Kernel<A> {
     /// `pgdat_balanced()` for order 0: the zone's free pages are above its
     /// high watermark, boost included.
     fn pgdat_balanced(&self) -> bool {
-        self.buddy.watermark_ok(0, self.buddy.marks().high)
+        self.buddy.watermark_ok(0, self.buddy.marks().high, false)
     }
 
     /// `wakeup_kswapd()` from the allocator's slow path, or from
