@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod builtin;
 pub mod fit;
 pub mod nnls;
 pub mod profile;

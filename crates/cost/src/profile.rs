@@ -22,7 +22,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use toml_edit::{Document, Item, Table, Value};
 
@@ -350,38 +349,6 @@ impl Profile {
             costs,
             waits,
         })
-    }
-
-    /// Load a profile by file path or by the name of a shipped profile.
-    pub fn resolve(spec: &str) -> Result<Profile, CostError> {
-        let path = Path::new(spec);
-        if path.exists() || spec.ends_with(".toml") || spec.contains('/') {
-            let text = std::fs::read_to_string(path).map_err(|e| CostError {
-                file: spec.to_string(),
-                line: 0,
-                col: 0,
-                field: String::new(),
-                message: format!("cannot read the profile: {e}"),
-            })?;
-            return Profile::parse(spec, &text);
-        }
-        match BUILTIN.iter().find(|(n, _)| *n == spec) {
-            Some((n, text)) => Profile::parse(&format!("<built-in profile {n}>"), text),
-            None => Err(CostError {
-                file: spec.to_string(),
-                line: 0,
-                col: 0,
-                field: String::new(),
-                message: format!(
-                    "no such profile file, and no shipped profile of that name (shipped: {})",
-                    BUILTIN
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }),
-        }
     }
 
     /// The profile as TOML text (the format `parse` reads), costs grouped
