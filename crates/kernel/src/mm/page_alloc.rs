@@ -719,10 +719,14 @@ impl FreeArea {
         }
     }
 
-    /// `__rmqueue()`: a block of `order` from the lists of `mt`, else one
-    /// claimed from another migratetype (`__rmqueue_claim()`), else one
-    /// stolen (`__rmqueue_steal()`; the model's zone is never the Normal
-    /// zone of a machine with DMA32, so ALLOC_NOFRAGMENT never holds).
+    /// `__rmqueue()`: a block of `order` from the lists of `mt` (for a
+    /// movable allocation on a machine with CMA pageblocks, from the CMA
+    /// lists first while they hold more than half the free pages, and
+    /// after `mt`'s own), else one claimed from another migratetype
+    /// (`__rmqueue_claim()`), else one stolen (`__rmqueue_steal()`; the
+    /// model's zone is never the Normal zone of a machine with DMA32, so
+    /// ALLOC_NOFRAGMENT never holds). `mode` carries where a bulk refill
+    /// found pages last (`enum rmqueue_mode`).
     #[inline]
     fn rmqueue(
         &mut self,
