@@ -1362,9 +1362,9 @@ impl<A: Arch> Kernel<A> {
         let mut skip_retry = false;
         loop {
             list.reverse();
+            // Folios whose writes ended while isolated (shrink_folio_list()
+            // ends those due) are retried below.
             let (stat, kept) = self.shrink_folio_list(std::mem::take(&mut list), sc, false);
-            // Writes that ended while the folios were isolated: retried below.
-            self.swap_io_complete();
             let reclaimed = stat.nr_reclaimed;
             sc.nr_reclaimed += reclaimed;
             let min_seq = self.lrugen(memcg).min_seq;

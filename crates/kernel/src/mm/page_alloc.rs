@@ -517,6 +517,14 @@ impl FreeArea {
         self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize] as usize
     }
 
+    /// Whether an allocation of `mt` may take CMA pageblocks on this
+    /// machine: ALLOC_CMA, which `gfp_to_alloc_flags_cma()` gives movable
+    /// allocations, and pageblocks to take.
+    #[inline]
+    fn alloc_cma(&self, mt: usize) -> bool {
+        mt == MIGRATE_MOVABLE && self.cma_pages > 0
+    }
+
     /// `NR_FREE_CMA_PAGES`: the free pages on the CMA lists (none without
     /// CMA pageblocks; counted from the lists, which only machines with
     /// CMA need).
@@ -704,7 +712,7 @@ impl FreeArea {
         let mut left = n;
         // With CMA pageblocks each movable page first weighs the CMA
         // lists against the others (`__rmqueue()`): page by page.
-        while left > 0 && !(self.cma_pages > 0 && mt == MIGRATE_MOVABLE) {
+        while left > 0 && !self.alloc_cma(mt) {
             match self.rmqueue_smallest_order0(mem, cpu, left, mt) {
                 0 => break,
                 nr => left -= nr,
@@ -738,7 +746,7 @@ impl FreeArea {
     ) -> Option<Pfn> {
         // ALLOC_CMA: a movable allocation takes from the CMA lists first
         // while they hold more than half the free pages, and after its own.
-        let alloc_cma = mt == MIGRATE_MOVABLE && self.cma_pages > 0;
+        let alloc_cma = self.alloc_cma(mt);
         if alloc_cma && self.nr_free_cma() > self.nr_free / 2 {
             if let Some(p) = self.rmqueue_smallest(mem, order, MIGRATE_CMA) {
                 return Some(p);

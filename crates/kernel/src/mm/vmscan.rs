@@ -212,9 +212,6 @@ impl<A: Arch> Kernel<A> {
         let mut todo = list;
         todo.reverse();
         let (stat, kept) = self.shrink_folio_list(todo, &mut sc, true);
-        // Writes that ended while the folios were off the LRU miss their
-        // rotation (`folio_rotate_reclaimable()` needs PG_lru).
-        self.swap_io_complete();
         for &f in &kept.folios {
             self.folio_putback_lru(f);
         }
@@ -225,7 +222,9 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `shrink_folio_list()`. `list` is taken from its end (the kernel's
-    /// list tail), so the first folio to process comes last.
+    /// list tail), so the first folio to process comes last. The writes
+    /// due by its end end before it returns, the kept folios still
+    /// isolated (their callers put them back).
     pub(crate) fn shrink_folio_list(
         &mut self,
         mut list: Vec<Pfn>,
@@ -267,6 +266,11 @@ impl<A: Arch> Kernel<A> {
         // A store the full zswap pool rejected queued the shrink worker: it
         // runs now (mm/zswap.rs).
         self.zswap_run_queued();
+        // Writes that have ended by now ended while the kept folios are
+        // still isolated: they miss their rotation, as
+        // `folio_rotate_reclaimable()` moves only folios on the LRU (every
+        // caller puts the kept folios back next).
+        self.swap_io_complete();
         (stat, kept)
     }
 
@@ -1020,9 +1024,6 @@ impl<A: Arch> Kernel<A> {
         let mut list = isolated;
         list.reverse();
         let (stat, kept) = self.shrink_folio_list(list, sc, false);
-        // Writes that ended while the folios were off the LRU miss their
-        // rotation (`folio_rotate_reclaimable()` needs PG_lru).
-        self.swap_io_complete();
         self.move_folios_to_lru(&kept.folios);
         for &f in &kept.written {
             self.folio_end_writeback_reclaim(f);
