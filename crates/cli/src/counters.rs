@@ -12,8 +12,8 @@ use foliosim_uapi::counters::{
     MINOR_FAULTS, MM_PAGE_ALLOC, NATIVE_COUNTERS, TRACEPOINTS,
 };
 use foliosim_uapi::vmstat::{
-    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_WRITEBACK,
-    NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES,
+    model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_SWAPCACHED,
+    NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES,
 };
 use serde_json::json;
 
@@ -61,7 +61,7 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ),
     ];
     // Groups every engine reports, one description a group.
-    let groups: [(Vec<String>, &str); 7] = [
+    let groups: [(Vec<String>, &str); 8] = [
         (
             VmEvent::ALL.iter().map(|ev| ev.name().into()).collect(),
             "/proc/vmstat event (natively every other /proc/vmstat field is reported too)",
@@ -69,7 +69,9 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         (
             model_counter_names()
                 .into_iter()
-                .filter(|k| k.starts_with("nr_") && k != NR_WRITEBACK && k != NR_ZSPAGES)
+                .filter(|k| {
+                    k.starts_with("nr_") && ![NR_WRITEBACK, NR_ZSPAGES, NR_SWAPCACHED].contains(&&**k)
+                })
                 .collect(),
             "/proc/vmstat LRU size, pages (its change over the phase)",
         ),
@@ -77,6 +79,11 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             vec![NR_WRITEBACK.to_string()],
             "/proc/vmstat pages under writeback (its change over the phase); in the model \
              only swap writes queued by machine.swap_write_rate",
+        ),
+        (
+            vec![NR_SWAPCACHED.to_string()],
+            "/proc/vmstat pages in the swap cache (its change over the phase): written, \
+             being written, or swapped in and still holding their slots",
         ),
         (
             vec![NR_ZSPAGES.to_string()],

@@ -511,6 +511,10 @@ pub const ZRAM_FAILED_WRITES: (&str, &str) = (
 /// reports its change.
 pub const NR_WRITEBACK: &str = "nr_writeback";
 
+/// The pages in the swap cache (`nr_swapcached` in /proc/vmstat); a phase
+/// reports its change.
+pub const NR_SWAPCACHED: &str = "nr_swapcached";
+
 /// The pages of the zsmalloc pools, zswap's and zram's (`nr_zspages` in
 /// /proc/vmstat); a phase reports its change.
 pub const NR_ZSPAGES: &str = "nr_zspages";
@@ -535,6 +539,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.insert(NR_WRITEBACK.to_string());
     names.insert(NR_ZSPAGES.to_string());
+    names.insert(NR_SWAPCACHED.to_string());
     names.into_iter().collect()
 }
 

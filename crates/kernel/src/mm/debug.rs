@@ -444,6 +444,8 @@ impl<A: Arch> Kernel<A> {
                 }
             }
         }
+        self.swap_of.check()?;
+        let mut cached = 0;
         for (p, e) in self.swap_of.iter() {
             if self.swap[e.ty as usize].table.page(e.offset) != p {
                 return Err(format!(
@@ -451,6 +453,13 @@ impl<A: Arch> Kernel<A> {
                     e.ty, e.offset
                 ));
             }
+            cached += self.mem.folio_nr_pages(Pfn(p));
+        }
+        if cached != self.vmstat.nr_swapcached {
+            return Err(format!(
+                "nr_swapcached is {}, but the swap cache holds {cached} pages",
+                self.vmstat.nr_swapcached
+            ));
         }
         Ok(())
     }

@@ -481,6 +481,7 @@ impl<A: Arch> Kernel<A> {
                 }
                 self.swap_of.insert(folio.0, entry);
                 self.mem.set(folio, PG_SWAPCACHE);
+                self.vmstat.nr_swapcached += 1 << order;
                 return true;
             }
         }
@@ -519,6 +520,7 @@ impl<A: Arch> Kernel<A> {
         };
         self.mem.clear(folio, PG_SWAPCACHE);
         let nr = self.mem.folio_nr_pages(folio);
+        self.vmstat.nr_swapcached -= nr;
         let si = &mut self.swap[entry.ty as usize];
         let mut freed = false;
         for o in entry.offset..entry.offset + nr {
@@ -676,6 +678,7 @@ impl<A: Arch> Kernel<A> {
         si.swap_map[slot.offset as usize] |= SWAP_HAS_CACHE;
         self.swap_of.insert(folio.0, slot);
         self.mem.set(folio, PG_SWAPCACHE);
+        self.vmstat.nr_swapcached += 1;
         shadow
     }
 }
@@ -695,16 +698,49 @@ pub(crate) enum SwapOut {
 }
 
 /// Folio → swap entry of folios in the swap cache (`folio->swap`), by
-/// PFN: a dense array, as the kernel keeps the field in `struct folio`.
-/// Reclaim and swap-in look it up, add and drop it per folio; a hash map
-/// (foldhash) cost ~200 instructions a folio in those operations, the
-/// array a few. Each entry packs the offset above the area's
-/// `MAX_SWAPFILES_SHIFT` bits, as a swap PTE does; 0 is none (slot 0 of an
-/// area is its header, never a folio's). The array is zero-filled, so the
-/// host backs it (4 bytes a page frame) only where folios were swapped.
-#[derive(Debug, Default)]
+/// PFN, as the kernel keeps the field in `struct folio`. Reclaim and
+/// swap-in look it up, add and drop it per folio; a hash map (foldhash)
+/// cost ~200 instructions a folio in those operations, an array a few.
+/// Each entry packs the offset above the area's `MAX_SWAPFILES_SHIFT`
+/// bits, as a swap PTE does; 0 is none (slot 0 of an area is its header,
+/// never a folio's).
+///
+/// The array is cut into chunks of [`SwapOf::CHUNK`] page frames, each
+/// backed only while it holds an entry: under memory pressure every frame
+/// passes through the swap cache, but only the few folios between
+/// `folio_alloc_swap()` and their freeing are in it at once, so a dense
+/// array would keep 4 bytes for every frame of the machine. The chunks
+/// live in an arena whose slot 0 stays empty: a frame range without
+/// entries points there, so a lookup is two loads and no branch. A range
+/// whose last entry goes keeps its chunk (reclaim adds and drops folios of
+/// the same ranges over and over) but is queued in `emptied`; a range
+/// that needs a chunk takes first that of a queued range still empty, so
+/// the arena holds no more chunks than ranges had entries at once.
+#[derive(Debug)]
 pub(crate) struct SwapOf {
-    slots: Vec<u32>,
+    /// The arena slot of each range of [`SwapOf::CHUNK`] frames.
+    slot_of: Vec<u32>,
+    arena: Vec<Chunk>,
+    /// Ranges whose chunk became empty, each once ([`Chunk::queued`]).
+    emptied: Vec<u32>,
+}
+
+/// The entries of one range of page frames.
+#[derive(Clone, Debug)]
+struct Chunk {
+    words: [u32; SwapOf::CHUNK],
+    /// Entries in `words`.
+    live: u16,
+    /// The owning range is in [`SwapOf::emptied`].
+    queued: bool,
+}
+
+impl Chunk {
+    const EMPTY: Chunk = Chunk {
+        words: [SwapOf::NONE; SwapOf::CHUNK],
+        live: 0,
+        queued: false,
+    };
 }
 
 /// The most slots of one area the model takes: the offset's share of a
@@ -714,11 +750,15 @@ pub(crate) const MAX_SWAP_SLOTS: u64 = 1 << (32 - MAX_SWAPFILES_SHIFT);
 impl SwapOf {
     /// No entry.
     const NONE: u32 = 0;
+    /// Page frames a chunk covers (4 KiB of words).
+    const CHUNK: usize = 1024;
 
     /// For a machine of `nr_pages` frames.
     pub(crate) fn new(nr_pages: u64) -> SwapOf {
         SwapOf {
-            slots: vec![Self::NONE; nr_pages as usize],
+            slot_of: vec![0; (nr_pages as usize).div_ceil(Self::CHUNK)],
+            arena: vec![Chunk::EMPTY],
+            emptied: Vec::new(),
         }
     }
 
@@ -735,35 +775,158 @@ impl SwapOf {
         }
     }
 
+    /// The chunk and the index in it of `pfn`.
+    #[inline(always)]
+    fn locate(pfn: u32) -> (usize, usize) {
+        (pfn as usize / Self::CHUNK, pfn as usize % Self::CHUNK)
+    }
+
     /// The entry of the folio headed by `pfn`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, pfn: u32) -> Option<SwpEntry> {
-        match self.slots[pfn as usize] {
+        let (c, i) = Self::locate(pfn);
+        match self.arena[self.slot_of[c] as usize].words[i] {
             Self::NONE => None,
             v => Some(Self::unpack(v)),
         }
     }
 
     /// Record the folio's entry.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, pfn: u32, e: SwpEntry) {
-        self.slots[pfn as usize] = Self::pack(e);
+        let (c, i) = Self::locate(pfn);
+        let mut slot = self.slot_of[c];
+        if slot == 0 {
+            slot = self.take_slot();
+            self.slot_of[c] = slot;
+        }
+        let chunk = &mut self.arena[slot as usize];
+        if chunk.words[i] == Self::NONE {
+            chunk.live += 1;
+        }
+        chunk.words[i] = Self::pack(e);
+    }
+
+    /// An empty arena slot for a range that gets its first entry: that of
+    /// a range emptied since, else a new one.
+    #[cold]
+    #[inline(never)]
+    fn take_slot(&mut self) -> u32 {
+        while let Some(c) = self.emptied.pop() {
+            let s = self.slot_of[c as usize];
+            let chunk = &mut self.arena[s as usize];
+            chunk.queued = false;
+            if chunk.live == 0 {
+                self.slot_of[c as usize] = 0;
+                return s;
+            }
+        }
+        self.arena.push(Chunk::EMPTY);
+        (self.arena.len() - 1) as u32
     }
 
     /// Drop the folio's entry, returning it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, pfn: u32) -> Option<SwpEntry> {
-        match std::mem::replace(&mut self.slots[pfn as usize], Self::NONE) {
+        let (c, i) = Self::locate(pfn);
+        let chunk = &mut self.arena[self.slot_of[c] as usize];
+        match std::mem::replace(&mut chunk.words[i], Self::NONE) {
             Self::NONE => None,
-            v => Some(Self::unpack(v)),
+            v => {
+                chunk.live -= 1;
+                if chunk.live == 0 && !chunk.queued {
+                    chunk.queued = true;
+                    self.emptied.push(c as u32);
+                }
+                Some(Self::unpack(v))
+            }
         }
     }
 
     /// Every (PFN, entry), by PFN.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, SwpEntry)> + '_ {
-        self.slots
+        self.slot_of
             .iter()
             .enumerate()
-            .filter(|(_, &v)| v != Self::NONE)
-            .map(|(p, &v)| (p as u32, Self::unpack(v)))
+            .filter(|(_, &s)| s != 0)
+            .flat_map(|(c, &s)| {
+                self.arena[s as usize]
+                    .words
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| v != Self::NONE)
+                    .map(move |(i, &v)| ((c * Self::CHUNK + i) as u32, Self::unpack(v)))
+            })
+    }
+
+    /// Whether every chunk's count of entries is right, slot 0 empty,
+    /// every other slot some range's and no two ranges' (for the invariant
+    /// checker).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let mut owner = vec![None; self.arena.len()];
+        for (c, &s) in self.slot_of.iter().enumerate() {
+            if s != 0 {
+                if let Some(o) = owner[s as usize].replace(c) {
+                    return Err(format!("folio->swap: ranges {o} and {c} share slot {s}"));
+                }
+            }
+        }
+        for (s, chunk) in self.arena.iter().enumerate() {
+            let n = chunk.words.iter().filter(|&&v| v != Self::NONE).count();
+            let ok = if s == 0 {
+                n == 0 && owner[s].is_none() && !chunk.queued
+            } else {
+                owner[s].is_some() && (n > 0 || chunk.queued)
+            };
+            if !ok || n != chunk.live as usize {
+                return Err(format!(
+                    "folio->swap slot {s}: {n} entries, counted {}, range {:?}",
+                    chunk.live, owner[s]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(offset: u64) -> SwpEntry {
+        SwpEntry { ty: 1, offset }
+    }
+
+    #[test]
+    fn folio_swap_keeps_a_chunk_only_while_it_holds_entries() {
+        let mut s = SwapOf::new(3 * SwapOf::CHUNK as u64);
+        assert_eq!(s.get(5), None);
+        s.insert(5, e(7));
+        s.insert(6, e(8));
+        s.insert(2 * SwapOf::CHUNK as u32, e(9));
+        assert_eq!(s.get(5), Some(e(7)));
+        assert_eq!(s.arena.len(), 3, "the empty slot and two chunks");
+        assert_eq!(s.remove(5), Some(e(7)));
+        assert_eq!(s.remove(5), None, "gone");
+        assert_ne!(s.slot_of[0], 0, "one entry left in the first chunk");
+        assert_eq!(s.remove(6), Some(e(8)));
+        assert!(s.slot_of[0] != 0 && s.emptied == [0], "emptied, queued");
+        s.check().unwrap();
+        // Refilled and emptied again: queued once.
+        s.insert(7, e(11));
+        assert_eq!(s.remove(7), Some(e(11)));
+        assert_eq!(s.emptied, [0]);
+        // The next range to need a chunk takes the emptied one.
+        s.insert(SwapOf::CHUNK as u32 + 1, e(10));
+        assert!(s.emptied.is_empty() && s.arena.len() == 3 && s.slot_of[0] == 0);
+        let all: Vec<_> = s.iter().collect();
+        assert_eq!(
+            all,
+            [
+                (SwapOf::CHUNK as u32 + 1, e(10)),
+                (2 * SwapOf::CHUNK as u32, e(9))
+            ]
+        );
+        s.check().unwrap();
     }
 }

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
-    mthp_counter, page_alloc_counter, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED,
-    SIZE_ORDERS, ZRAM_FAILED_WRITES,
+    mthp_counter, page_alloc_counter, NR_SWAPCACHED, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU,
+    SIM_THROTTLED, SIZE_ORDERS, ZRAM_FAILED_WRITES,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -161,6 +161,9 @@ pub struct VmStat {
     pub nr_writeback: u64,
     /// Pages of the zsmalloc pools, zswap's and zram's (`nr_zspages`).
     pub nr_zspages: u64,
+    /// Pages in the swap cache (`nr_swapcached`, NR_SWAPCACHE: added in
+    /// `__swap_cache_add_folio()`, dropped in `__swap_cache_del_folio()`).
+    pub nr_swapcached: u64,
     /// zram writes that found no page for their pool (drivers/zram.rs),
     /// machine-wide.
     pub zram_write_fail: u64,
@@ -183,6 +186,7 @@ impl Default for VmStat {
             throttled_ps: 0,
             nr_writeback: 0,
             nr_zspages: 0,
+            nr_swapcached: 0,
             zram_write_fail: 0,
         }
     }
@@ -357,6 +361,7 @@ impl VmStat {
         self.snapshot_lru(&mut out);
         out.insert(NR_WRITEBACK.to_string(), self.nr_writeback);
         out.insert(NR_ZSPAGES.to_string(), self.nr_zspages);
+        out.insert(NR_SWAPCACHED.to_string(), self.nr_swapcached);
         out.insert(ZRAM_FAILED_WRITES.0.to_string(), self.zram_write_fail);
         out
     }

@@ -32,11 +32,12 @@ fn pageout_4k_folios() {
         &r,
         "out",
         "pswpout=512 tlb:tlb_flush=512 sim/invlpg=512 sim/rss_stat_update=1024 \
-         sim/swap_pte_write=512 vmscan:mm_vmscan_reclaim_pages=1",
+         sim/swap_pte_write=512 vmscan:mm_vmscan_reclaim_pages=1 nr_swapcached=512",
     );
     // Async write-out on a block device: the folios stay in the swap cache,
-    // unmapped (`shrink_folio_list()`, mm/vmscan.c), so nothing is mapped any
-    // more.
+    // unmapped (`shrink_folio_list()`, mm/vmscan.c; NR_SWAPCACHE +1 a page
+    // in `__swap_cache_add_folio()`, nothing frees them after their write
+    // ends), so nothing is mapped any more.
     assert_eq!(folios(&r, "out", "a"), hist(&[]));
 }
 
@@ -53,7 +54,7 @@ fn pageout_64k_on_a_swap_file_splits() {
         &r,
         "out",
         "hugepages-64kB/swpout_fallback=32 hugepages-64kB/split=32 hugepages-64kB/swpout=0 \
-         pswpout=512 tlb:tlb_flush=1024",
+         pswpout=512 tlb:tlb_flush=1024 nr_swapcached=512",
     );
 }
 
@@ -122,10 +123,14 @@ fn zram_swap_in_brings_back_whole_mthp() {
     let text = pageout("always", "zram", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
     assert_eq!(c(&r, "out", "pswpout"), 512);
+    // Freed at once, so the swap cache is as before; swap-in of a slot
+    // only this mapping holds skips the swap cache on a synchronous device
+    // (`do_swap_page()`, SWP_SYNCHRONOUS_IO).
+    assert_eq!(c(&r, "out", "nr_swapcached"), 0);
     assert_counters(
         &r,
         "in",
-        "major-faults=32 pgmajfault=32 hugepages-64kB/swpin=32 pswpin=512",
+        "major-faults=32 pgmajfault=32 hugepages-64kB/swpin=32 pswpin=512 nr_swapcached=0",
     );
     assert_eq!(folios(&r, "in", "a"), hist(&[("64kB", 32)]));
 }
@@ -133,11 +138,17 @@ fn zram_swap_in_brings_back_whole_mthp() {
 /// A block device is not synchronous: swap-in is order 0 through the swap cache
 /// (`do_swap_page()`, mm/memory.c); the folios written out are still in the
 /// swap cache (async write-out keeps them), so every touch is a minor fault.
+/// A read fault leaves each folio in the swap cache, as swap is far from
+/// half full (`should_try_to_free_swap()`, mm/memory.c).
 #[test]
 fn block_swap_in_hits_the_swap_cache() {
     let text = pageout("never", "block", "") + &phase("in") + &touch("a", "read", "");
     let r = run(&text);
-    assert_counters(&r, "in", "pgfault=512 major-faults=0 pswpin=0");
+    assert_counters(
+        &r,
+        "in",
+        "pgfault=512 major-faults=0 pswpin=0 nr_swapcached=0",
+    );
 }
 
 /// After fork every anon page is mapped twice, so MADV_PAGEOUT skips it
