@@ -13,7 +13,7 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_SWAPCACHED,
-    NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES,
+    NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES, ZRAM_MM_STAT,
 };
 use serde_json::json;
 
@@ -115,6 +115,11 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ALL,
         ZRAM_FAILED_WRITES.1,
     ));
+    for (i, (name, doc)) in ZRAM_MM_STAT.iter().enumerate() {
+        // The model has no zsmalloc compaction to count.
+        let engines = if i < 4 { ALL } else { HOST };
+        out.push(entry(name.to_string(), engines, *doc));
+    }
     for t in Trace::ALL {
         let base = t.name().split('/').next().unwrap_or(t.name());
         let engines: &[&str] = if TRACEPOINTS.contains(&base) {

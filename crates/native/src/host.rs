@@ -394,6 +394,11 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
     if let Some(n) = zram_failed_writes() {
         out.insert(foliosim_uapi::vmstat::ZRAM_FAILED_WRITES.0.to_string(), n);
     }
+    if let Some(fields) = zram_mm_stat() {
+        for ((name, _), v) in foliosim_uapi::vmstat::ZRAM_MM_STAT.iter().zip(fields) {
+            out.insert(name.to_string(), v);
+        }
+    }
     for (name, dir) in mthp_dirs() {
         let Ok(rd) = fs::read_dir(dir.join("stats")) else {
             continue;
@@ -408,6 +413,35 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
         }
     }
     Ok(out)
+}
+
+/// The `mm_stat` fields of [`foliosim_uapi::vmstat::ZRAM_MM_STAT`] summed
+/// over the machine's zram devices (`orig_data_size` in pages); None
+/// without any.
+fn zram_mm_stat() -> Option<[i64; 5]> {
+    let mut sum = None;
+    for e in fs::read_dir("/sys/block").ok()?.flatten() {
+        if !e.file_name().to_string_lossy().starts_with("zram") {
+            continue;
+        }
+        let Ok(s) = fs::read_to_string(e.path().join("mm_stat")) else {
+            continue;
+        };
+        let f: Vec<i64> = s
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if f.len() < 8 {
+            continue;
+        }
+        let page = 4096;
+        let fields = [f[0] / page, f[1], f[5], f[7], f[6]];
+        let acc = sum.get_or_insert([0i64; 5]);
+        for (a, v) in acc.iter_mut().zip(fields) {
+            *a += v;
+        }
+    }
+    sum
 }
 
 /// `failed_writes` (the second field of /sys/block/zramN/io_stat) summed

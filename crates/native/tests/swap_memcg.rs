@@ -66,6 +66,23 @@ fn pageout_swaps_out(test: &str, kind: &str) {
         "{test}: nr_swapcached {}, want {cached} within {bound}",
         p["nr_swapcached"]
     );
+    if kind == "zram" {
+        // zram's mm_stat: every page stored and compressed (one stored
+        // byte: neither same-filled nor incompressible), 41 bytes each
+        // with lzo-rle, the default compressor (the model's lzo1x-1 gives
+        // 44: drivers/zram.rs), all in the 64-byte class with their
+        // handles, 64 to a page.
+        assert_eq!(p["zram/pages_stored"], 16384, "{test}: {p:?}");
+        assert_eq!(p["zram/same_pages"], 0, "{test}: {p:?}");
+        assert_eq!(p["zram/huge_pages"], 0, "{test}: {p:?}");
+        assert_eq!(p["zram/compr_data_size"], 16384 * 41, "{test}: {p:?}");
+        let bound = vmstat_drift_bound();
+        assert!(
+            (p["nr_zspages"] - 16384 / 64).abs() <= bound,
+            "{test}: nr_zspages {}, want 256 within {bound}",
+            p["nr_zspages"]
+        );
+    }
     // Per-process tracepoints: every page written to swap by the workload.
     if let Some(&n) = p.get("vmscan:mm_vmscan_write_folio") {
         assert!(n > 0, "{test}: {p:?}");

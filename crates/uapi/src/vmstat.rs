@@ -507,6 +507,34 @@ pub const ZRAM_FAILED_WRITES: (&str, &str) = (
     "writes to the machine's zram devices over the phase (kswapd's and the workload's) that failed (io_stat's failed_writes): a page found no free page for its object in the device's pool, so the folio stays dirty in the swap cache, and pswpout counted it",
 );
 
+/// Fields of the zram devices' `mm_stat` (/sys/block/zramN/mm_stat), summed
+/// over the machine's devices, that a phase reports as their change: name
+/// and description. The model reports all but `zram/pages_compacted`
+/// (zsmalloc's compaction is not modelled); natively and in guests they
+/// are read where there are zram devices.
+pub const ZRAM_MM_STAT: [(&str, &str); 5] = [
+    (
+        "zram/pages_stored",
+        "pages the machine's zram devices hold (mm_stat's orig_data_size in pages): one per written slot, same-filled ones included",
+    ),
+    (
+        "zram/compr_data_size",
+        "bytes of compressed data the zram devices hold (mm_stat's compr_data_size): each object's compressed length, a whole page for one stored uncompressed",
+    ),
+    (
+        "zram/same_pages",
+        "pages the zram devices hold as one repeated word, without an object (mm_stat's same_pages, ZRAM_SAME)",
+    ),
+    (
+        "zram/huge_pages",
+        "pages the zram devices hold uncompressed, as they compressed to zsmalloc's huge class size or more (mm_stat's huge_pages)",
+    ),
+    (
+        "zram/pages_compacted",
+        "pages zsmalloc's compaction freed from the zram devices' pools (mm_stat's pages_compacted); not modelled",
+    ),
+];
+
 /// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase
 /// reports its change.
 pub const NR_WRITEBACK: &str = "nr_writeback";
@@ -540,6 +568,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.insert(NR_WRITEBACK.to_string());
     names.insert(NR_ZSPAGES.to_string());
     names.insert(NR_SWAPCACHED.to_string());
+    names.extend(ZRAM_MM_STAT[..4].iter().map(|(n, _)| n.to_string()));
     names.into_iter().collect()
 }
 

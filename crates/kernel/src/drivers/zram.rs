@@ -22,7 +22,12 @@
 //!   (-ENOMEM): `__end_swap_bio_write()` makes the folio dirty again and
 //!   clears PG_reclaim, and reclaim keeps it in the swap cache. `pswpout`
 //!   counted it already; `zram/failed_writes` counts the failures.
-//! * `nr_zspages` in /proc/vmstat counts these pages and zswap's.
+//! * `nr_zspages` in /proc/vmstat counts these pages and zswap's; the
+//!   device's `mm_stat` fields `orig_data_size` (as pages),
+//!   `compr_data_size`, `same_pages` and `huge_pages` are kept as the
+//!   writes and frees change them (a page compressed to
+//!   `zs_huge_class_size()` or more counts a whole page, as
+//!   `write_incompressible_page()` stores it).
 //!
 //! Approximated: the compressed length is lzo1x-1's for the page's kind of
 //! data (zswap's, mm/zswap.rs `LzoLens`); zram's default compressor is lzo-rle,
@@ -31,7 +36,7 @@
 //! compaction, `zram_slot_free_notify()` missing a slot it cannot lock.
 
 use crate::arch::Arch;
-use crate::include::linux::pgtable::Pfn;
+use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
 use crate::mm::swapfile::SwpEntry;
 use crate::mm::zsmalloc::ZsPool;
 use crate::Kernel;
@@ -44,19 +49,40 @@ pub(crate) struct Zram {
     /// The zspage holding each slot's object, plus one (0: none, or a
     /// same-filled page).
     handle: Vec<u32>,
+    /// What each slot holds, for `mm_stat`: 0 nothing, [`Zram::SAME`] a
+    /// same-filled page, else the bytes `compr_data_size` counts for it.
+    stored: Vec<u16>,
 }
 
 impl Zram {
+    /// A slot holding a same-filled page (ZRAM_SAME).
+    const SAME: u16 = u16::MAX;
+
     pub(crate) fn new(nr_slots: u64) -> Zram {
         Zram {
             pool: ZsPool::new(),
             handle: vec![0; nr_slots as usize],
+            stored: vec![0; nr_slots as usize],
         }
     }
 
     /// `zs_get_total_pages()`
     pub(crate) fn pool_pages_allocated(&self) -> u64 {
         self.pool.pages_allocated
+    }
+
+    /// Add what the slots hold to `mm` (the `mm_stat` fields of
+    /// `VmStat::zram_mm`), for the invariant checker.
+    pub(crate) fn add_mm_stat(&self, mm: &mut [u64; 4]) {
+        for &s in self.stored.iter().filter(|&&s| s != 0) {
+            mm[0] += 1;
+            if s == Self::SAME {
+                mm[2] += 1;
+            } else {
+                mm[1] += u64::from(s);
+                mm[3] += u64::from(u64::from(s) == PAGE_SIZE);
+            }
+        }
     }
 
     /// The pages of the pool (for the invariant checker).
@@ -80,7 +106,7 @@ impl<A: Arch> Kernel<A> {
         for i in 0..nr {
             let offset = entry.offset + i;
             let c = self.mem.page_content(folio.plus(i));
-            let Some(handle) = self.zram_store(entry.ty, c) else {
+            let Some((handle, stored)) = self.zram_store(entry.ty, c) else {
                 self.vmstat.zram_write_fail += 1;
                 ok = false;
                 break;
@@ -88,7 +114,10 @@ impl<A: Arch> Kernel<A> {
             // zram_free_page() of what the slot held before (a swap-cache
             // folio written again to its slot), then the new object.
             self.zram_free_page(entry.ty, offset);
-            self.zram_mut(entry.ty).handle[offset as usize] = handle;
+            let zram = self.zram_mut(entry.ty);
+            zram.handle[offset as usize] = handle;
+            zram.stored[offset as usize] = stored;
+            self.zram_mm_stat(stored, true);
         }
         self.zspages_changed();
         ok
@@ -101,13 +130,35 @@ impl<A: Arch> Kernel<A> {
             .expect("a zram swap area")
     }
 
+    /// The `mm_stat` fields of a slot that gets (`add`) or loses what
+    /// [`Zram::stored`] says it holds.
+    fn zram_mm_stat(&mut self, stored: u16, add: bool) {
+        if stored == 0 {
+            return;
+        }
+        let [pages, bytes, same, huge] = &mut self.vmstat.zram_mm;
+        let change = |v: &mut u64, by: u64| {
+            *v = if add { *v + by } else { *v - by };
+        };
+        change(pages, 1);
+        if stored == Zram::SAME {
+            change(same, 1);
+        } else {
+            change(bytes, u64::from(stored));
+            if u64::from(stored) == PAGE_SIZE {
+                change(huge, 1);
+            }
+        }
+    }
+
     /// A page of kind `c` in area `ty`'s pool: its handle (0 for a
-    /// same-filled page, ZRAM_SAME), or None when `zs_malloc()` found no
-    /// page. GFP_NOIO from reclaim (PF_MEMALLOC): no watermarks, and no
-    /// reclaim again when the free lists are empty.
-    fn zram_store(&mut self, ty: u32, c: PageContent) -> Option<u32> {
+    /// same-filled page, ZRAM_SAME) and what [`Zram::stored`] records of
+    /// it, or None when `zs_malloc()` found no page. GFP_NOIO from reclaim
+    /// (PF_MEMALLOC): no watermarks, and no reclaim again when the free
+    /// lists are empty.
+    fn zram_store(&mut self, ty: u32, c: PageContent) -> Option<(u32, u16)> {
         if same_filled(c) {
-            return Some(0);
+            return Some((0, Zram::SAME));
         }
         let len = self.lzo_lens.get(c);
         let cpu = self.cpus.current;
@@ -119,9 +170,16 @@ impl<A: Arch> Kernel<A> {
         let z = zram.pool.malloc(u32::from(len), &mut self.mem, |mem| {
             buddy.alloc_pages(mem, 0, crate::mm::page_alloc::MIGRATE_MOVABLE, cpu, true)
         });
+        // write_incompressible_page() stores a page that compressed to the
+        // huge class size or more as it is.
+        let stored = if u32::from(len) >= zram.pool.huge_class_size {
+            PAGE_SIZE as u16
+        } else {
+            len
+        };
         self.count_extfrag();
         match z {
-            Ok(z) => Some(z + 1),
+            Ok(z) => Some((z + 1, stored)),
             Err(pages) => {
                 for p in pages {
                     self.free_pages(p, 0);
@@ -138,9 +196,15 @@ impl<A: Arch> Kernel<A> {
             return;
         };
         let z = std::mem::take(&mut zram.handle[offset as usize]);
+        let stored = std::mem::take(&mut zram.stored[offset as usize]);
+        self.zram_mm_stat(stored, false);
         if z == 0 {
             return;
         }
+        let zram = self.swap[ty as usize]
+            .zram
+            .as_deref_mut()
+            .expect("a zram swap area");
         for p in zram.pool.free(z - 1, &mut self.mem) {
             self.free_pages(p, 0);
         }

@@ -455,6 +455,16 @@ impl<A: Arch> Kernel<A> {
             }
             cached += self.mem.folio_nr_pages(Pfn(p));
         }
+        let mut mm = [0u64; 4];
+        for z in self.swap.iter().filter_map(|si| si.zram.as_deref()) {
+            z.add_mm_stat(&mut mm);
+        }
+        if mm != self.vmstat.zram_mm {
+            return Err(format!(
+                "zram mm_stat {:?}, but the slots hold {mm:?}",
+                self.vmstat.zram_mm
+            ));
+        }
         if cached != self.vmstat.nr_swapcached {
             return Err(format!(
                 "nr_swapcached is {}, but the swap cache holds {cached} pages",

@@ -16,7 +16,7 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
     mthp_counter, page_alloc_counter, NR_SWAPCACHED, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU,
-    SIM_THROTTLED, SIZE_ORDERS, ZRAM_FAILED_WRITES,
+    SIM_THROTTLED, SIZE_ORDERS, ZRAM_FAILED_WRITES, ZRAM_MM_STAT,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -164,6 +164,10 @@ pub struct VmStat {
     /// Pages in the swap cache (`nr_swapcached`, NR_SWAPCACHE: added in
     /// `__swap_cache_add_folio()`, dropped in `__swap_cache_del_folio()`).
     pub nr_swapcached: u64,
+    /// The zram devices' `mm_stat` fields the model keeps, in the order
+    /// of [`ZRAM_MM_STAT`]: pages stored, compressed bytes, same-filled
+    /// pages, uncompressed pages (drivers/zram.rs).
+    pub zram_mm: [u64; 4],
     /// zram writes that found no page for their pool (drivers/zram.rs),
     /// machine-wide.
     pub zram_write_fail: u64,
@@ -187,6 +191,7 @@ impl Default for VmStat {
             nr_writeback: 0,
             nr_zspages: 0,
             nr_swapcached: 0,
+            zram_mm: [0; 4],
             zram_write_fail: 0,
         }
     }
@@ -363,6 +368,9 @@ impl VmStat {
         out.insert(NR_ZSPAGES.to_string(), self.nr_zspages);
         out.insert(NR_SWAPCACHED.to_string(), self.nr_swapcached);
         out.insert(ZRAM_FAILED_WRITES.0.to_string(), self.zram_write_fail);
+        for ((name, _), v) in ZRAM_MM_STAT.iter().zip(self.zram_mm) {
+            out.insert(name.to_string(), v);
+        }
         out
     }
 

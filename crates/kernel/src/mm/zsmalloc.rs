@@ -70,6 +70,8 @@ pub(crate) struct ZsPool {
     free_ids: Vec<u32>,
     /// `pages_allocated` (`zs_get_total_pages()`).
     pub(crate) pages_allocated: u64,
+    /// `zs_huge_class_size()`
+    pub(crate) huge_class_size: u32,
 }
 
 /// `calculate_zspage_chain_size()`: the chain length (1 to 8 pages) that
@@ -100,10 +102,17 @@ impl ZsPool {
     pub(crate) fn new() -> ZsPool {
         let mut classes: Vec<SizeClass> = Vec::new();
         let mut class_of = [0u16; ZS_SIZE_CLASSES];
+        let mut huge_class_size = 0;
         for i in (0..ZS_SIZE_CLASSES).rev() {
             let size = (ZS_MIN_ALLOC_SIZE + i as u32 * ZS_SIZE_CLASS_DELTA).min(ZS_MAX_ALLOC_SIZE);
             let pages = chain_size(size);
             let objs = pages * PAGE_SIZE as u32 / size;
+            // The largest class whose zspages hold several objects over
+            // several pages: an object this size or larger (with its
+            // handle) lands in a class of single-object zspages.
+            if pages != 1 && objs != 1 && huge_class_size == 0 {
+                huge_class_size = size - (ZS_HANDLE_SIZE - 1);
+            }
             if let Some(prev) = classes.last() {
                 if prev.pages_per_zspage == pages && prev.objs_per_zspage == objs {
                     class_of[i] = (classes.len() - 1) as u16;
@@ -123,6 +132,7 @@ impl ZsPool {
             zspages: Vec::new(),
             free_ids: Vec::new(),
             pages_allocated: 0,
+            huge_class_size,
         }
     }
 

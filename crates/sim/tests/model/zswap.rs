@@ -3,7 +3,7 @@
 //! swap-in loads back, and the pool limit's writeback. Each test derives
 //! its expected values from those functions in its comments.
 
-use crate::common::{c, run};
+use crate::common::{assert_counters, c, run};
 
 /// A 512 MiB machine with zswap in front of a 256 MiB swap `kind`, THP
 /// off, plus `extra` lines of `[system]`.
@@ -294,9 +294,23 @@ fn zram_compresses_into_its_own_pool() {
     assert_eq!(c(&r, "out", "pswpout"), 18432);
     assert_eq!(c(&r, "out", "nr_zspages"), 288);
     assert_eq!(c(&r, "out", "zswap/pool_total_size"), 0);
+    // mm_stat: every page stored, each counting its compressed 44 bytes
+    // in compr_data_size (zram_write_page()).
+    assert_counters(
+        &r,
+        "out",
+        "zram/pages_stored=18432 zram/compr_data_size=811008 zram/same_pages=0 \
+         zram/huge_pages=0",
+    );
     // munmap frees every slot (zram_slot_free_notify()), emptying every
-    // zspage, whose pages go back.
+    // zspage, whose pages go back; zram_free_page() takes each object's
+    // length off again.
     assert_eq!(c(&r, "free", "nr_zspages"), -288);
+    assert_counters(
+        &r,
+        "free",
+        "zram/pages_stored=-18432 zram/compr_data_size=-811008",
+    );
 }
 
 #[test]
@@ -307,11 +321,23 @@ fn zram_keeps_only_the_value_of_same_filled_pages() {
     let r = run(&zram_pageout_and_free("8M", "data = \"repeated\""));
     assert_eq!(c(&r, "out", "pswpout"), 2048);
     assert_eq!(c(&r, "out", "nr_zspages"), 0);
+    // mm_stat: stored, as same pages, with no compressed data.
+    assert_counters(
+        &r,
+        "out",
+        "zram/pages_stored=2048 zram/same_pages=2048 zram/compr_data_size=0",
+    );
     // Random pages do not compress below huge_class_size: each is stored
-    // as it is (write_incompressible_page()), one one-page zspage each.
+    // as it is (write_incompressible_page()), one one-page zspage each,
+    // counted as huge and as a whole page of compressed data.
     let r = run(&zram_pageout_and_free("8M", "data = \"random\""));
     assert_eq!(c(&r, "out", "pswpout"), 2048);
     assert_eq!(c(&r, "out", "nr_zspages"), 2048);
+    assert_counters(
+        &r,
+        "out",
+        "zram/huge_pages=2048 zram/compr_data_size=8388608 zram/same_pages=0",
+    );
     assert_eq!(c(&r, "free", "nr_zspages"), -2048);
 }
 
