@@ -14,6 +14,7 @@ use foliosim_uapi::counters::{
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_SWAPCACHED,
     NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES, ZRAM_MM_STAT,
+    ZRAM_PAGES_COMPACTED,
 };
 use serde_json::json;
 
@@ -115,11 +116,14 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ALL,
         ZRAM_FAILED_WRITES.1,
     ));
-    for (i, (name, doc)) in ZRAM_MM_STAT.iter().enumerate() {
-        // The model has no zsmalloc compaction to count.
-        let engines = if i < 4 { ALL } else { HOST };
-        out.push(entry(name.to_string(), engines, *doc));
+    for (name, doc) in ZRAM_MM_STAT {
+        out.push(entry(name.into(), ALL, doc));
     }
+    out.push(entry(
+        ZRAM_PAGES_COMPACTED.0.into(),
+        HOST,
+        ZRAM_PAGES_COMPACTED.1,
+    ));
     for t in Trace::ALL {
         let base = t.name().split('/').next().unwrap_or(t.name());
         let engines: &[&str] = if TRACEPOINTS.contains(&base) {

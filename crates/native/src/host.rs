@@ -395,7 +395,9 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
         out.insert(foliosim_uapi::vmstat::ZRAM_FAILED_WRITES.0.to_string(), n);
     }
     if let Some(fields) = zram_mm_stat() {
-        for ((name, _), v) in foliosim_uapi::vmstat::ZRAM_MM_STAT.iter().zip(fields) {
+        use foliosim_uapi::vmstat::{ZRAM_MM_STAT, ZRAM_PAGES_COMPACTED};
+        let names = ZRAM_MM_STAT.iter().chain([&ZRAM_PAGES_COMPACTED]);
+        for ((name, _), v) in names.zip(fields) {
             out.insert(name.to_string(), v);
         }
     }
@@ -415,55 +417,43 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
     Ok(out)
 }
 
-/// The `mm_stat` fields of [`foliosim_uapi::vmstat::ZRAM_MM_STAT`] summed
-/// over the machine's zram devices (`orig_data_size` in pages); None
-/// without any.
+/// The whitespace-separated numbers of `file` (`io_stat`, `mm_stat`) of
+/// each zram device of the machine, at least `min` of them; None without
+/// any such device.
+fn zram_device_fields(file: &str, min: usize) -> Option<Vec<Vec<i64>>> {
+    let devices: Vec<Vec<i64>> = fs::read_dir("/sys/block")
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("zram"))
+        .filter_map(|e| fs::read_to_string(e.path().join(file)).ok())
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect()
+        })
+        .filter(|f: &Vec<i64>| f.len() >= min)
+        .collect();
+    (!devices.is_empty()).then_some(devices)
+}
+
+/// The `mm_stat` fields of [`foliosim_uapi::vmstat::ZRAM_MM_STAT`] and
+/// then `pages_compacted`, summed over the machine's zram devices
+/// (`orig_data_size` in pages); None without any.
 fn zram_mm_stat() -> Option<[i64; 5]> {
-    let mut sum = None;
-    for e in fs::read_dir("/sys/block").ok()?.flatten() {
-        if !e.file_name().to_string_lossy().starts_with("zram") {
-            continue;
-        }
-        let Ok(s) = fs::read_to_string(e.path().join("mm_stat")) else {
-            continue;
-        };
-        let f: Vec<i64> = s
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        if f.len() < 8 {
-            continue;
-        }
-        let page = 4096;
-        let fields = [f[0] / page, f[1], f[5], f[7], f[6]];
-        let acc = sum.get_or_insert([0i64; 5]);
-        for (a, v) in acc.iter_mut().zip(fields) {
+    let page = foliosim_uapi::knobs::PAGE_SIZE as i64;
+    let mut sum = [0i64; 5];
+    for f in zram_device_fields("mm_stat", 8)? {
+        for (a, v) in sum.iter_mut().zip([f[0] / page, f[1], f[5], f[7], f[6]]) {
             *a += v;
         }
     }
-    sum
+    Some(sum)
 }
 
 /// `failed_writes` (the second field of /sys/block/zramN/io_stat) summed
 /// over the machine's zram devices; None without any.
 fn zram_failed_writes() -> Option<i64> {
-    let mut sum = None;
-    for e in fs::read_dir("/sys/block").ok()?.flatten() {
-        if !e.file_name().to_string_lossy().starts_with("zram") {
-            continue;
-        }
-        let Ok(s) = fs::read_to_string(e.path().join("io_stat")) else {
-            continue;
-        };
-        if let Some(v) = s
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse::<i64>().ok())
-        {
-            *sum.get_or_insert(0) += v;
-        }
-    }
-    sum
+    Some(zram_device_fields("io_stat", 2)?.iter().map(|f| f[1]).sum())
 }
 
 /// Everything the run depends on that someone else could change while it

@@ -509,10 +509,9 @@ pub const ZRAM_FAILED_WRITES: (&str, &str) = (
 
 /// Fields of the zram devices' `mm_stat` (/sys/block/zramN/mm_stat), summed
 /// over the machine's devices, that a phase reports as their change: name
-/// and description. The model reports all but `zram/pages_compacted`
-/// (zsmalloc's compaction is not modelled); natively and in guests they
-/// are read where there are zram devices.
-pub const ZRAM_MM_STAT: [(&str, &str); 5] = [
+/// and description. Every engine reports them; natively and in guests they
+/// are read where there are zram devices, with [`ZRAM_PAGES_COMPACTED`].
+pub const ZRAM_MM_STAT: [(&str, &str); 4] = [
     (
         "zram/pages_stored",
         "pages the machine's zram devices hold (mm_stat's orig_data_size in pages): one per written slot, same-filled ones included",
@@ -529,11 +528,15 @@ pub const ZRAM_MM_STAT: [(&str, &str); 5] = [
         "zram/huge_pages",
         "pages the zram devices hold uncompressed, as they compressed to zsmalloc's huge class size or more (mm_stat's huge_pages)",
     ),
-    (
-        "zram/pages_compacted",
-        "pages zsmalloc's compaction freed from the zram devices' pools (mm_stat's pages_compacted); not modelled",
-    ),
 ];
+
+/// `mm_stat`'s `pages_compacted`, summed over the machine's zram devices
+/// (its change over a phase): natively and in guests only, as the model
+/// has no zsmalloc compaction.
+pub const ZRAM_PAGES_COMPACTED: (&str, &str) = (
+    "zram/pages_compacted",
+    "pages zsmalloc's compaction freed from the zram devices' pools (mm_stat's pages_compacted); not modelled",
+);
 
 /// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase
 /// reports its change.
@@ -568,7 +571,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.insert(NR_WRITEBACK.to_string());
     names.insert(NR_ZSPAGES.to_string());
     names.insert(NR_SWAPCACHED.to_string());
-    names.extend(ZRAM_MM_STAT[..4].iter().map(|(n, _)| n.to_string()));
+    names.extend(ZRAM_MM_STAT.iter().map(|(n, _)| n.to_string()));
     names.into_iter().collect()
 }
 

@@ -71,16 +71,26 @@ impl Zram {
         self.pool.pages_allocated
     }
 
+    /// What a slot recorded as `stored` adds to the `mm_stat` fields of
+    /// `VmStat::zram_mm` (pages stored, compressed bytes, same-filled
+    /// pages, uncompressed pages).
+    fn mm_stat_of(stored: u16) -> [u64; 4] {
+        match stored {
+            0 => [0; 4],
+            Self::SAME => [1, 0, 1, 0],
+            len => {
+                let len = u64::from(len);
+                [1, len, 0, u64::from(len == PAGE_SIZE)]
+            }
+        }
+    }
+
     /// Add what the slots hold to `mm` (the `mm_stat` fields of
     /// `VmStat::zram_mm`), for the invariant checker.
     pub(crate) fn add_mm_stat(&self, mm: &mut [u64; 4]) {
-        for &s in self.stored.iter().filter(|&&s| s != 0) {
-            mm[0] += 1;
-            if s == Self::SAME {
-                mm[2] += 1;
-            } else {
-                mm[1] += u64::from(s);
-                mm[3] += u64::from(u64::from(s) == PAGE_SIZE);
+        for &s in &self.stored {
+            for (m, v) in mm.iter_mut().zip(Self::mm_stat_of(s)) {
+                *m += v;
             }
         }
     }
@@ -133,21 +143,8 @@ impl<A: Arch> Kernel<A> {
     /// The `mm_stat` fields of a slot that gets (`add`) or loses what
     /// [`Zram::stored`] says it holds.
     fn zram_mm_stat(&mut self, stored: u16, add: bool) {
-        if stored == 0 {
-            return;
-        }
-        let [pages, bytes, same, huge] = &mut self.vmstat.zram_mm;
-        let change = |v: &mut u64, by: u64| {
-            *v = if add { *v + by } else { *v - by };
-        };
-        change(pages, 1);
-        if stored == Zram::SAME {
-            change(same, 1);
-        } else {
-            change(bytes, u64::from(stored));
-            if u64::from(stored) == PAGE_SIZE {
-                change(huge, 1);
-            }
+        for (m, v) in self.vmstat.zram_mm.iter_mut().zip(Zram::mm_stat_of(stored)) {
+            *m = if add { *m + v } else { *m - v };
         }
     }
 
@@ -197,15 +194,12 @@ impl<A: Arch> Kernel<A> {
         };
         let z = std::mem::take(&mut zram.handle[offset as usize]);
         let stored = std::mem::take(&mut zram.stored[offset as usize]);
+        let emptied = match z {
+            0 => Vec::new(),
+            z => zram.pool.free(z - 1, &mut self.mem),
+        };
         self.zram_mm_stat(stored, false);
-        if z == 0 {
-            return;
-        }
-        let zram = self.swap[ty as usize]
-            .zram
-            .as_deref_mut()
-            .expect("a zram swap area");
-        for p in zram.pool.free(z - 1, &mut self.mem) {
+        for p in emptied {
             self.free_pages(p, 0);
         }
     }

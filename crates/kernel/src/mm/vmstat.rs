@@ -167,7 +167,7 @@ pub struct VmStat {
     /// The zram devices' `mm_stat` fields the model keeps, in the order
     /// of [`ZRAM_MM_STAT`]: pages stored, compressed bytes, same-filled
     /// pages, uncompressed pages (drivers/zram.rs).
-    pub zram_mm: [u64; 4],
+    pub zram_mm: [u64; ZRAM_MM_STAT.len()],
     /// zram writes that found no page for their pool (drivers/zram.rs),
     /// machine-wide.
     pub zram_write_fail: u64,
@@ -191,7 +191,7 @@ impl Default for VmStat {
             nr_writeback: 0,
             nr_zspages: 0,
             nr_swapcached: 0,
-            zram_mm: [0; 4],
+            zram_mm: [0; ZRAM_MM_STAT.len()],
             zram_write_fail: 0,
         }
     }
