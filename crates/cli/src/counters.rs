@@ -13,8 +13,8 @@ use foliosim_uapi::counters::{
 };
 use foliosim_uapi::vmstat::{
     model_counter_names, Khugepaged, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_SWAPCACHED,
-    NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES, ZRAM_MM_STAT,
-    ZRAM_PAGES_COMPACTED,
+    NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU, SIM_THROTTLED, ZRAM_FAILED_WRITES, ZRAM_MEM_USED,
+    ZRAM_MM_STAT, ZRAM_PAGES_COMPACTED,
 };
 use serde_json::json;
 
@@ -116,8 +116,8 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         ALL,
         ZRAM_FAILED_WRITES.1,
     ));
-    for (name, doc) in ZRAM_MM_STAT {
-        out.push(entry(name.into(), ALL, doc));
+    for (name, doc) in ZRAM_MM_STAT.iter().chain(&ZRAM_MEM_USED) {
+        out.push(entry((*name).into(), ALL, *doc));
     }
     out.push(entry(
         ZRAM_PAGES_COMPACTED.0.into(),

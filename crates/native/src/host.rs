@@ -395,8 +395,11 @@ pub(crate) fn mthp_stats() -> io::Result<BTreeMap<String, i64>> {
         out.insert(foliosim_uapi::vmstat::ZRAM_FAILED_WRITES.0.to_string(), n);
     }
     if let Some(fields) = zram_mm_stat() {
-        use foliosim_uapi::vmstat::{ZRAM_MM_STAT, ZRAM_PAGES_COMPACTED};
-        let names = ZRAM_MM_STAT.iter().chain([&ZRAM_PAGES_COMPACTED]);
+        use foliosim_uapi::vmstat::{ZRAM_MEM_USED, ZRAM_MM_STAT, ZRAM_PAGES_COMPACTED};
+        let names = ZRAM_MM_STAT
+            .iter()
+            .chain([&ZRAM_PAGES_COMPACTED])
+            .chain(&ZRAM_MEM_USED);
         for ((name, _), v) in names.zip(fields) {
             out.insert(name.to_string(), v);
         }
@@ -436,14 +439,16 @@ fn zram_device_fields(file: &str, min: usize) -> Option<Vec<Vec<i64>>> {
     (!devices.is_empty()).then_some(devices)
 }
 
-/// The `mm_stat` fields of [`foliosim_uapi::vmstat::ZRAM_MM_STAT`] and
-/// then `pages_compacted`, summed over the machine's zram devices
-/// (`orig_data_size` in pages); None without any.
-fn zram_mm_stat() -> Option<[i64; 5]> {
+/// The `mm_stat` fields of [`foliosim_uapi::vmstat::ZRAM_MM_STAT`], then
+/// `pages_compacted`, then those of
+/// [`foliosim_uapi::vmstat::ZRAM_MEM_USED`], summed over the machine's
+/// zram devices (`orig_data_size` in pages); None without any.
+fn zram_mm_stat() -> Option<[i64; 7]> {
     let page = foliosim_uapi::knobs::PAGE_SIZE as i64;
-    let mut sum = [0i64; 5];
+    let mut sum = [0i64; 7];
     for f in zram_device_fields("mm_stat", 8)? {
-        for (a, v) in sum.iter_mut().zip([f[0] / page, f[1], f[5], f[7], f[6]]) {
+        let fields = [f[0] / page, f[1], f[5], f[7], f[6], f[2], f[4]];
+        for (a, v) in sum.iter_mut().zip(fields) {
             *a += v;
         }
     }

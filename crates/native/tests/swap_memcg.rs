@@ -148,6 +148,16 @@ fn zram_compresses_one_byte_pages_into_a_page_per_64() {
             "{test}: phase {phase}: nr_zspages {got}, want {want} within {bound}"
         );
     }
+    // mm_stat's mem_used_total is the pool's own count, without the
+    // per-CPU lag: exactly 4,096 pages. mem_used_max rises with it and
+    // keeps its peak when munmap empties the pool.
+    for (phase, used, max) in [(0, 4096, 4096), (1, -4096, 0)] {
+        let got = (
+            p[phase]["zram/mem_used_total"],
+            p[phase]["zram/mem_used_max"],
+        );
+        assert_eq!(got, (used * 4096, max * 4096), "{test}: phase {phase}");
+    }
 }
 
 #[test]

@@ -538,6 +538,24 @@ pub const ZRAM_PAGES_COMPACTED: (&str, &str) = (
     "pages zsmalloc's compaction freed from the zram devices' pools (mm_stat's pages_compacted); not modelled",
 );
 
+/// `mm_stat`'s `mem_used_total` and `mem_used_max`, summed over the
+/// machine's zram devices (bytes; a phase reports their change): the
+/// pages of the devices' zsmalloc pools, and the most they ever held
+/// (`max_used_pages`, which `zram_can_store_page()` raises after each
+/// object's `zs_malloc()`). Every engine reports them. For a device the
+/// run sets up, the first phase's change of `mem_used_max` is the pool's
+/// peak in that phase.
+pub const ZRAM_MEM_USED: [(&str, &str); 2] = [
+    (
+        "zram/mem_used_total",
+        "bytes of the pages the zram devices' pools hold (mm_stat's mem_used_total; zs_get_total_pages()): the devices' own memory, fragmentation included, where nr_zspages adds zswap's pool and lags per CPU",
+    ),
+    (
+        "zram/mem_used_max",
+        "how far the most the zram devices' pools ever held rose over the phase (mm_stat's mem_used_max, bytes; zram_can_store_page() raises it after each object is allocated): for a device the run set up, its peak over the phases so far",
+    ),
+];
+
 /// The pages under writeback (`nr_writeback` in /proc/vmstat); a phase
 /// reports its change.
 pub const NR_WRITEBACK: &str = "nr_writeback";
@@ -572,6 +590,7 @@ pub fn model_counter_names() -> Vec<String> {
     names.insert(NR_ZSPAGES.to_string());
     names.insert(NR_SWAPCACHED.to_string());
     names.extend(ZRAM_MM_STAT.iter().map(|(n, _)| n.to_string()));
+    names.extend(ZRAM_MEM_USED.iter().map(|(n, _)| n.to_string()));
     names.into_iter().collect()
 }
 

@@ -27,7 +27,9 @@
 //!   `compr_data_size`, `same_pages` and `huge_pages` are kept as the
 //!   writes and frees change them (a page compressed to
 //!   `zs_huge_class_size()` or more counts a whole page, as
-//!   `write_incompressible_page()` stores it).
+//!   `write_incompressible_page()` stores it); `mem_used_total` is the
+//!   pool's pages, and `mem_used_max` the most it held, raised after each
+//!   object's `zs_malloc()` (`zram_can_store_page()`).
 //!
 //! Approximated: the compressed length is lzo1x-1's for the page's kind of
 //! data (zswap's, mm/zswap.rs `LzoLens`); zram's default compressor is lzo-rle,
@@ -52,6 +54,8 @@ pub(crate) struct Zram {
     /// What each slot holds, for `mm_stat`: 0 nothing, [`Zram::SAME`] a
     /// same-filled page, else the bytes `compr_data_size` counts for it.
     stored: Vec<u16>,
+    /// The most pages the pool ever held (`stats.max_used_pages`).
+    max_used_pages: u64,
 }
 
 impl Zram {
@@ -63,12 +67,20 @@ impl Zram {
             pool: ZsPool::new(),
             handle: vec![0; nr_slots as usize],
             stored: vec![0; nr_slots as usize],
+            max_used_pages: 0,
         }
     }
 
     /// `zs_get_total_pages()`
     pub(crate) fn pool_pages_allocated(&self) -> u64 {
         self.pool.pages_allocated
+    }
+
+    /// `zram_can_store_page()` after an object was allocated: the pool's
+    /// pages raise the device's peak (`update_used_max()`). The model has
+    /// no `mem_limit`, so the page can always be stored.
+    fn can_store_page(&mut self) {
+        self.max_used_pages = self.max_used_pages.max(self.pool.pages_allocated);
     }
 
     /// What a slot recorded as `stored` adds to the `mm_stat` fields of
@@ -121,6 +133,9 @@ impl<A: Arch> Kernel<A> {
                 ok = false;
                 break;
             };
+            if handle != 0 {
+                self.zram_mut(entry.ty).can_store_page();
+            }
             // zram_free_page() of what the slot held before (a swap-cache
             // folio written again to its slot), then the new object.
             self.zram_free_page(entry.ty, offset);
@@ -204,14 +219,15 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `nr_zspages`: the pages of every zsmalloc pool, zswap's and zram's.
+    /// `nr_zspages`: the pages of every zsmalloc pool, zswap's and zram's;
+    /// and the zram devices' `mem_used_total` and `mem_used_max`.
     pub(crate) fn zspages_changed(&mut self) {
-        let zram: u64 = self
-            .swap
-            .iter()
-            .filter_map(|si| si.zram.as_deref())
-            .map(Zram::pool_pages_allocated)
-            .sum();
-        self.vmstat.nr_zspages = self.zswap.pool_pages_allocated() + zram;
+        let mut used = [0u64; 2];
+        for z in self.swap.iter().filter_map(|si| si.zram.as_deref()) {
+            used[0] += z.pool_pages_allocated();
+            used[1] += z.max_used_pages;
+        }
+        self.vmstat.nr_zspages = self.zswap.pool_pages_allocated() + used[0];
+        self.vmstat.zram_mem_used = used;
     }
 }

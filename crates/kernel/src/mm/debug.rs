@@ -456,8 +456,16 @@ impl<A: Arch> Kernel<A> {
             cached += self.mem.folio_nr_pages(Pfn(p));
         }
         let mut mm = [0u64; 4];
+        let mut pool = 0;
         for z in self.swap.iter().filter_map(|si| si.zram.as_deref()) {
             z.add_mm_stat(&mut mm);
+            pool += z.pool_pages_allocated();
+        }
+        let [used, max] = self.vmstat.zram_mem_used;
+        if used != pool || max < used {
+            return Err(format!(
+                "zram mem_used_total {used} and mem_used_max {max} pages, but the pools hold {pool}"
+            ));
         }
         if mm != self.vmstat.zram_mm {
             return Err(format!(

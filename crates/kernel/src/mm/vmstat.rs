@@ -16,7 +16,7 @@ use crate::include::linux::pgtable::HPAGE_PMD_ORDER;
 use crate::mm::memcontrol::MemcgId;
 use foliosim_uapi::vmstat::{
     mthp_counter, page_alloc_counter, NR_SWAPCACHED, NR_WRITEBACK, NR_ZSPAGES, SIM_KSWAPD_CPU,
-    SIM_THROTTLED, SIZE_ORDERS, ZRAM_FAILED_WRITES, ZRAM_MM_STAT,
+    SIM_THROTTLED, SIZE_ORDERS, ZRAM_FAILED_WRITES, ZRAM_MEM_USED, ZRAM_MM_STAT,
 };
 pub use foliosim_uapi::vmstat::{
     Khugepaged, MemcgEvent, MthpStat, SimStat, Trace, VmEvent, ZswapStat, NR_KHUGEPAGED,
@@ -168,6 +168,9 @@ pub struct VmStat {
     /// of [`ZRAM_MM_STAT`]: pages stored, compressed bytes, same-filled
     /// pages, uncompressed pages (drivers/zram.rs).
     pub zram_mm: [u64; ZRAM_MM_STAT.len()],
+    /// The pages of the zram devices' pools and the most each ever held,
+    /// summed over the devices ([`ZRAM_MEM_USED`], reported in bytes).
+    pub zram_mem_used: [u64; ZRAM_MEM_USED.len()],
     /// zram writes that found no page for their pool (drivers/zram.rs),
     /// machine-wide.
     pub zram_write_fail: u64,
@@ -192,6 +195,7 @@ impl Default for VmStat {
             nr_zspages: 0,
             nr_swapcached: 0,
             zram_mm: [0; ZRAM_MM_STAT.len()],
+            zram_mem_used: [0; ZRAM_MEM_USED.len()],
             zram_write_fail: 0,
         }
     }
@@ -370,6 +374,12 @@ impl VmStat {
         out.insert(ZRAM_FAILED_WRITES.0.to_string(), self.zram_write_fail);
         for ((name, _), v) in ZRAM_MM_STAT.iter().zip(self.zram_mm) {
             out.insert(name.to_string(), v);
+        }
+        for ((name, _), v) in ZRAM_MEM_USED.iter().zip(self.zram_mem_used) {
+            out.insert(
+                name.to_string(),
+                v * crate::include::linux::pgtable::PAGE_SIZE,
+            );
         }
         out
     }

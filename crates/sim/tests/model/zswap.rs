@@ -311,6 +311,20 @@ fn zram_compresses_into_its_own_pool() {
         "free",
         "zram/pages_stored=-18432 zram/compr_data_size=-811008",
     );
+    // mm_stat's mem_used_total is the pool's 288 pages in bytes, and
+    // mem_used_max, raised after each zs_malloc() (zram_can_store_page()),
+    // rises with it: 288 * 4096 = 1,179,648. The pool empties at munmap;
+    // the peak stays where it was.
+    assert_counters(
+        &r,
+        "out",
+        "zram/mem_used_total=1179648 zram/mem_used_max=1179648",
+    );
+    assert_counters(
+        &r,
+        "free",
+        "zram/mem_used_total=-1179648 zram/mem_used_max=0",
+    );
 }
 
 #[test]
@@ -321,11 +335,13 @@ fn zram_keeps_only_the_value_of_same_filled_pages() {
     let r = run(&zram_pageout_and_free("8M", "data = \"repeated\""));
     assert_eq!(c(&r, "out", "pswpout"), 2048);
     assert_eq!(c(&r, "out", "nr_zspages"), 0);
-    // mm_stat: stored, as same pages, with no compressed data.
+    // mm_stat: stored, as same pages, with no compressed data and no
+    // pool page (write_same_filled_page() allocates nothing).
     assert_counters(
         &r,
         "out",
-        "zram/pages_stored=2048 zram/same_pages=2048 zram/compr_data_size=0",
+        "zram/pages_stored=2048 zram/same_pages=2048 zram/compr_data_size=0 \
+         zram/mem_used_total=0 zram/mem_used_max=0",
     );
     // Random pages do not compress below huge_class_size: each is stored
     // as it is (write_incompressible_page()), one one-page zspage each,
