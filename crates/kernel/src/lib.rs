@@ -117,6 +117,9 @@ pub struct Config {
     pub machine_free_reclaimable: knobs::FreeCounts,
     /// `vm.watermark_boost_factor` (`boost_watermark()`).
     pub watermark_boost_factor: u64,
+    /// `vm_swappiness` (`mem_cgroup_swappiness()`): reclaim's weight of
+    /// anonymous against file pages, 0 to 200.
+    pub swappiness: u64,
     /// Bytes per second of modelled time an asynchronous swap device
     /// writes; 0: writes complete at once (mm/page_io.rs).
     pub machine_swap_write_rate: u64,
@@ -178,6 +181,7 @@ impl Default for Config {
             machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
+            swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             check_invariants: false,
@@ -239,6 +243,7 @@ impl Config {
                 FieldMut::FreeCounts(&mut self.machine_free_reclaimable)
             }
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
+            knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             _ => return self.zswap.knob_mut(knob),

@@ -341,6 +341,18 @@ impl Cgroups {
             });
             fs::create_dir(dir)
                 .map_err(|e| err(format!("creating the memory cgroup {}: {e}", dir.display())))?;
+            if self.hierarchy.version == Version::V1 {
+                // A v1 cgroup takes its parent's memory.swappiness when it
+                // is created (mem_cgroup_css_alloc()), and ours is made
+                // under the runner's cgroup, not the root: give it
+                // vm.swappiness (the scenario's), as a cgroup of the root
+                // would have, and as every cgroup reads it on v2.
+                let f = dir.join("memory.swappiness");
+                let v = fs::read_to_string("/proc/sys/vm/swappiness")
+                    .map_err(|e| err(format!("reading /proc/sys/vm/swappiness: {e}")))?;
+                fs::write(&f, v.trim())
+                    .map_err(|e| err(format!("writing {} to {}: {e}", v.trim(), f.display())))?;
+            }
             if let Some(limit) = limit {
                 let f = dir.join(self.hierarchy.limit_file());
                 fs::write(&f, limit.to_string())

@@ -383,3 +383,56 @@ fn after_sigkill_the_next_run_removes_swap_devices_and_cgroups() {
     assert!(work.is_empty(), "files left in {}", work.0.display());
     assert!(!saved, "the saved state was left");
 }
+
+#[test]
+fn swappiness_moves_limit_reclaim_from_file_to_anon() {
+    let test = "swappiness_moves_limit_reclaim_from_file_to_anon";
+    let _s = serial();
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) {
+        return;
+    }
+    // A 32 MiB cgroup holding a 16 MiB file read twice (every folio
+    // active), then 48 MiB written: limit reclaim must free about 8,192
+    // pages. get_scan_count() weighs file pages by 200 - swappiness: at
+    // 200 they are left alone but for a pass that reaches priority 0
+    // (SCAN_EQUAL), and swapping makes the room; at 60 the file goes
+    // whole and swapping makes the rest, 4,096 pages. (The model test
+    // swappiness_weighs_anon_against_file derives the same bounds; the
+    // engine's own few pages in the cgroup add a little swapping here.)
+    // The cgroup is created under the runner's cgroup, whose v1
+    // memory.swappiness it would take: the engine gives it vm.swappiness.
+    let before = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    // The native engine reads the file with its device's readahead.
+    let ra = read_ahead_kb(Path::new("/var/tmp")).unwrap_or(128);
+    let text = |swappiness: u32| {
+        [
+            tk::name("swappiness"),
+            tk::system_mem(
+                "2G",
+                &format!("vm.swappiness = {swappiness}\nread_ahead_kb = {ra}\n"),
+            ),
+            tk::swap("file", "256M"),
+            tk::file("data", "16M", "fill = \"cold\"\n"),
+            tk::step_with("memcg", "limit = \"32M\""),
+            tk::step_with("read", "file = \"data\"\ncount = 2"),
+            tk::mmap_anon("a", "48M"),
+            tk::phase("write"),
+            tk::touch("a", "write", ""),
+        ]
+        .concat()
+    };
+    let p = &run_clean(test, &text(200))[0];
+    assert!(p["pgsteal_file"] <= 128, "{test}: 200: {p:?}");
+    assert!(
+        (8192 - 128..8192 + 512).contains(&p["pgsteal_anon"]),
+        "{test}: 200: {p:?}"
+    );
+    let p = &run_clean(test, &text(60))[0];
+    assert_eq!(p["pgsteal_file"], 4096, "{test}: 60: {p:?}");
+    assert!(
+        (4096..4096 + 512).contains(&p["pgsteal_anon"]),
+        "{test}: 60: {p:?}"
+    );
+    let after = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    assert_eq!(after, before, "{test}: vm.swappiness not restored");
+}

@@ -113,6 +113,8 @@ pub struct System {
     pub machine_free_reclaimable: foliosim_uapi::knobs::FreeCounts,
     /// `vm.watermark_boost_factor`
     pub watermark_boost_factor: u64,
+    /// `vm.swappiness`
+    pub swappiness: u64,
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap
     /// device writes; 0: at once.
     pub machine_swap_write_rate: u64,

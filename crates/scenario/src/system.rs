@@ -79,6 +79,7 @@ impl Default for System {
             machine_free_unmovable: knobs::MACHINE_FREE_UNMOVABLE.default.free_counts(),
             machine_free_reclaimable: knobs::MACHINE_FREE_RECLAIMABLE.default.free_counts(),
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
+            swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             swap: Vec::new(),
@@ -134,6 +135,7 @@ impl System {
                 FieldMut::FreeCounts(&mut self.machine_free_reclaimable)
             }
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
+            knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             _ => return self.zswap.knob_mut(knob),

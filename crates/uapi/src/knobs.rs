@@ -744,6 +744,25 @@ pub const WATERMARK_BOOST_FACTOR: Knob = Knob {
           boosting off",
 };
 
+pub const SWAPPINESS: Knob = Knob {
+    key: "vm.swappiness",
+    kind: Kind::Int {
+        min: 0,
+        max: 200,
+        what: "a swappiness",
+    },
+    default: Value::Int(60),
+    host: Some(Host {
+        path: "/proc/sys/vm/swappiness",
+        flag_words: DIGITS,
+        access: Access::Set {
+            required: false,
+            lacks: None,
+        },
+    }),
+    doc: "how reclaim weighs anonymous against file pages",
+};
+
 pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
     key: "machine.swap_write_rate",
     kind: Kind::Bytes { align: 1, min: 0 },
@@ -790,6 +809,7 @@ pub const KNOBS: &[Knob] = &[
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
     WATERMARK_BOOST_FACTOR,
+    SWAPPINESS,
     LRU_GEN_ENABLED,
     LRU_GEN_MIN_TTL_MS,
     ZSWAP_MAX_POOL_PERCENT,

@@ -85,8 +85,6 @@ const FILE: usize = 1;
 const MAX_SWAPPINESS: u64 = 200;
 /// `SWAPPINESS_ANON_ONLY`
 const SWAPPINESS_ANON_ONLY: u64 = MAX_SWAPPINESS + 1;
-/// `vm_swappiness` (not a knob yet; as mm/vmscan.rs).
-const VM_SWAPPINESS: u64 = 60;
 
 /// `lru_gen_from_seq()`
 #[inline]
@@ -1448,7 +1446,7 @@ impl<A: Arch> Kernel<A> {
         if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages() < MIN_LRU_BATCH {
             return 0;
         }
-        VM_SWAPPINESS
+        self.cfg.swappiness
     }
 
     /// `should_abort_scan()`: global reclaim stops once it has reclaimed

@@ -21,8 +21,8 @@
 //! after it went back to the LRU, unless `machine.swap_write_rate` queues
 //! it on its device (mm/page_io.rs; a folio met again under writeback is
 //! activated with PG_reclaim); no writeback throttling; the LRU sizes the scan balance reads are exact (the kernel
-//! reads rate-limited memcg statistics); `get_scan_count()` uses
-//! vm.swappiness = 60 (no knob yet). Reclaimed folios leave shadow entries
+//! reads rate-limited memcg statistics); `get_scan_count()` weighs the
+//! lists by `vm.swappiness` (every cgroup's, as on cgroup v2). Reclaimed folios leave shadow entries
 //! and refaults activated since the last reclaim force deactivation
 //! (`snapshot_refaults()`, mm/workingset.rs). Dirty shmem
 //! folios go to swap through `shmem_writeout()` (mm/shmem.rs); without swap
@@ -68,8 +68,6 @@ const ROOT: MemcgId = ROOT_MEM_CGROUP;
 const PAGEVEC_SIZE: u32 = 31;
 /// `DEF_PRIORITY`
 pub(crate) const DEF_PRIORITY: i32 = 12;
-/// `vm_swappiness` (the default; not a scenario knob yet).
-const VM_SWAPPINESS: u64 = 60;
 /// `MAX_SWAPPINESS`
 const MAX_SWAPPINESS: u64 = 200;
 /// `DEACTIVATE_ANON`, `DEACTIVATE_FILE`
@@ -788,13 +786,18 @@ enum ScanBalance {
 
 impl<A: Arch> Kernel<A> {
     /// `get_scan_count()`: how many pages of each list to scan at this
-    /// priority: file only without usable swap (or in `cache_trim_mode`),
-    /// both equally at priority 0, else in proportion to swappiness and the
+    /// priority: file only without usable swap, in cgroup reclaim with
+    /// swappiness 0, or in `cache_trim_mode`; both equally at priority 0
+    /// (unless swappiness is 0); else in proportion to swappiness and the
     /// recent reclaim costs (`calculate_pressure_balance()`).
     fn get_scan_count(&self, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+        let swappiness = self.cfg.swappiness;
         let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
             ScanBalance::File
-        } else if sc.priority == 0 {
+        } else if sc.cgroup_reclaim() && swappiness == 0 {
+            // Global reclaim swaps even then, to prevent OOM.
+            ScanBalance::File
+        } else if sc.priority == 0 && swappiness != 0 {
             ScanBalance::Equal
         } else if sc.file_is_tiny {
             ScanBalance::Anon
@@ -803,7 +806,7 @@ impl<A: Arch> Kernel<A> {
         } else {
             ScanBalance::Fract
         };
-        let (fraction, denominator) = calculate_pressure_balance(sc, VM_SWAPPINESS);
+        let (fraction, denominator) = calculate_pressure_balance(sc, swappiness);
         let mut nr = [0; NR_LRU_LISTS];
         for (lru, n) in nr.iter_mut().enumerate() {
             let file = is_file_lru(lru);

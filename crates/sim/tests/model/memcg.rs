@@ -664,3 +664,65 @@ fn usage_and_peak_at_phase_ends() {
     assert_eq!(c(&r, "unmap", "memcg/0/usage_bytes"), 64 * page);
     assert_eq!(c(&r, "unmap", "memcg/0/peak_bytes"), 1088 * page);
 }
+
+/// A 32 MiB cgroup with a swap file: a 16 MiB file read twice through
+/// read(2) (the second access activates every folio,
+/// `folio_mark_accessed()`), then 48 MiB of anonymous memory written in
+/// phase "write", which limit reclaim must make room for, at
+/// `vm.swappiness` = `swappiness`.
+fn swappiness_scenario(swappiness: u32) -> String {
+    format!(
+        "[system]\nmemory = \"2G\"\ntransparent_hugepage.enabled = \"never\"\n\
+         vm.swappiness = {swappiness}\n\
+         [[system.swap]]\nkind = \"file\"\nsize = \"256M\"\n\
+         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"memcg\"\nlimit = \"32M\"\n\
+         [[step]]\nop = \"read\"\nfile = \"data\"\ncount = 2\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"48M\"\n\
+         [[step]]\nop = \"phase\"\nname = \"write\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n"
+    )
+}
+
+#[test]
+fn swappiness_weighs_anon_against_file() {
+    // The file's 4,096 folios are all active, so the inactive file list is
+    // low: limit reclaim deactivates file pages (DEACTIVATE_FILE) and is
+    // never in cache_trim_mode, and get_scan_count() splits each priority's
+    // budget by calculate_pressure_balance(): ap = swappiness * (total + 1)
+    // / (anon_cost + 1), fp = (200 - swappiness) * (total + 1) /
+    // (file_cost + 1). The cgroup's 8,192 pages hold the file's 4,096 when
+    // the 12,288 written pages start arriving, so reclaim must free
+    // 4,096 + 12,288 - 8,192 = 8,192 pages, give or take the few the
+    // cgroup is below its limit at the end.
+    //
+    // At 200, fp = 0: file pages are scanned only in a pass that gets to
+    // priority 0 without its target (SCAN_EQUAL, `!sc->priority &&
+    // swappiness`), where the first pass over freshly written, still
+    // referenced anon pages can end; a few SWAP_CLUSTER_MAX batches at
+    // most. Swapping makes the room.
+    let r = run(&swappiness_scenario(200));
+    let file = c(&r, "write", "pgsteal_file");
+    assert!(file <= 128, "pgsteal_file {file}");
+    let anon = c(&r, "write", "pgsteal_anon");
+    assert!(
+        (8192 - 128..8192 + 256).contains(&anon),
+        "pgsteal_anon {anon}"
+    );
+    // At 60 file pages carry 140 of 200 parts of the pressure: the file is
+    // deactivated and dropped whole (clean page cache: no write), and
+    // swap-outs make only the rest of the room, 4,096 pages: half the
+    // swapping of 200.
+    let r = run(&swappiness_scenario(60));
+    assert_counters(&r, "write", "pgsteal_file=4096 pgdeactivate=4096");
+    let anon = c(&r, "write", "pgsteal_anon");
+    assert!((4096..4096 + 256).contains(&anon), "pgsteal_anon {anon}");
+    // At 0, limit reclaim scans file pages only (`cgroup_reclaim(sc) &&
+    // !swappiness`: SCAN_FILE): once the file is gone the written anon
+    // cannot be reclaimed and the cgroup would OOM, which the model
+    // refuses to simulate.
+    let err = try_run_with(&swappiness_scenario(0), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("memcg OOM"), "{err}");
+}
