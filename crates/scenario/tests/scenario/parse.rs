@@ -397,6 +397,8 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         ("transparent_hugepage.shrink_underused", "1"),
         ("transparent_hugepage.use_zero_page", "1"),
         ("vm.page_cluster", "3"),
+        // mm/vmscan.c: vm_swappiness = 60.
+        ("vm.swappiness", "60"),
         // mm/page_alloc.c: watermark_boost_factor = 15000.
         ("vm.watermark_boost_factor", "15000"),
         ("vma_ra_enabled", "1"),
