@@ -284,6 +284,12 @@ impl Cgroups {
         let pid = sys::getpid();
         let mut dirs = Vec::new();
         let mut wl = Vec::new();
+        if let (Some(at), Version::V1) = (&plan.reclaim_swappiness_at, h.version) {
+            return Err(NativeError::Refused(format!(
+                "{at}: swappiness is an argument of cgroup v2's memory.reclaim, which this \
+                 host's cgroup v1 memory controller does not have: run it with `--engine vm`"
+            )));
+        }
         for (n, m) in plan.memcgs.iter().enumerate() {
             if m.zswap_max.is_some() && h.version == Version::V1 {
                 return Err(NativeError::Refused(format!(

@@ -420,6 +420,31 @@ fn fmt_u64(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
     &buf[i..]
 }
 
+/// The line written to memory.reclaim: `amount`, and `swappiness=N` (201:
+/// `swappiness=max`) if given, formatted into `buf` without allocating.
+fn reclaim_request(amount: u64, swappiness: Option<u32>, buf: &mut [u8; 48]) -> &[u8] {
+    let mut digits = [0u8; 24];
+    let a = fmt_u64(amount, &mut digits);
+    let mut n = a.len() - 1; // without its newline
+    buf[..n].copy_from_slice(&a[..n]);
+    if let Some(s) = swappiness {
+        let arg: &[u8] = b" swappiness=";
+        buf[n..n + arg.len()].copy_from_slice(arg);
+        n += arg.len();
+        let value = if s > 200 {
+            &b"max\n"[..]
+        } else {
+            fmt_u64(u64::from(s), &mut digits)
+        };
+        buf[n..n + value.len()].copy_from_slice(value);
+        n += value.len();
+    } else {
+        buf[n] = b'\n';
+        n += 1;
+    }
+    &buf[..n]
+}
+
 /// The byte stores write: 1, or 0 for `access = "write-zero"`.
 static STORE_VALUE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
 
@@ -995,7 +1020,12 @@ impl Proc<'_> {
             Op::PhaseEnd { .. } => self.mark(Mark::PhaseEnd, 0),
             Op::Pagemap { idx, .. } => self.pagemap(*idx),
             Op::Memcg { cg, .. } => self.memcg_move(*cg),
-            Op::MemcgReclaim { cg, amount, .. } => self.memcg_reclaim(*cg, *amount),
+            Op::MemcgReclaim {
+                cg,
+                amount,
+                swappiness,
+                ..
+            } => self.memcg_reclaim(*cg, *amount, *swappiness),
             Op::Khugepaged { full_scans, .. } => self.khugepaged(*full_scans),
             Op::MemcgLimit { cg, limit, .. } => self.memcg_limit(*cg, *limit),
             Op::Io {
@@ -1147,13 +1177,16 @@ impl Proc<'_> {
         }
     }
 
-    /// A memcg_reclaim step: have cgroup `cg` reclaim `amount` bytes.
-    fn memcg_reclaim(&self, cg: u32, amount: u64) {
+    /// A memcg_reclaim step: have cgroup `cg` reclaim `amount` bytes, at
+    /// memory.reclaim's `swappiness` if given (201: `max`; the engine
+    /// refused it on cgroup v1 before the run).
+    fn memcg_reclaim(&self, cg: u32, amount: u64, swappiness: Option<u32>) {
         let c = &self.cgroups[cg as usize];
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; 48];
         match &c.reclaim {
             Some(reclaim) => {
-                self.reclaim_write(reclaim, fmt_u64(amount, &mut buf), Failure::MemcgReclaim)
+                let text = reclaim_request(amount, swappiness, &mut buf);
+                self.reclaim_write(reclaim, text, Failure::MemcgReclaim)
             }
             None => {
                 // cgroup v1: lower the limit below the usage by the amount
@@ -1163,6 +1196,7 @@ impl Proc<'_> {
                     Ok(u) => u,
                     Err(e) => self.fail(Failure::MemcgUsage, e),
                 };
+                let mut buf = [0u8; 24];
                 let target = fmt_u64(usage.saturating_sub(amount), &mut buf);
                 self.reclaim_write(&c.limit, target, Failure::MemcgLimit);
                 if let Err(e) = write_file(&c.limit, &c.restore_limit) {
@@ -1439,6 +1473,26 @@ impl Proc<'_> {
 mod tests {
     use super::*;
     use crate::sys::tests::anon;
+
+    #[test]
+    fn memory_reclaim_requests_are_the_kernels_syntax() {
+        // user_proactive_reclaim(): a size, then "swappiness=%d" (0 to 200)
+        // or "swappiness=max", space separated.
+        let mut buf = [0u8; 48];
+        assert_eq!(reclaim_request(1 << 20, None, &mut buf), b"1048576\n");
+        assert_eq!(
+            reclaim_request(4096, Some(0), &mut buf),
+            b"4096 swappiness=0\n"
+        );
+        assert_eq!(
+            reclaim_request(u64::MAX, Some(200), &mut buf),
+            b"18446744073709551615 swappiness=200\n"
+        );
+        assert_eq!(
+            reclaim_request(8192, Some(201), &mut buf),
+            b"8192 swappiness=max\n"
+        );
+    }
 
     #[test]
     fn a_touch_stops_at_the_first_access_outside_its_region() {

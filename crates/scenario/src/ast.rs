@@ -385,9 +385,14 @@ pub enum StepKind {
         limit: Option<u64>,
         zswap_max: Option<u64>,
     },
-    /// `op = "memcg_reclaim"`, `amount` (size): proactive reclaim of the
-    /// process's memory cgroup (cgroup v2 `memory.reclaim`).
-    MemcgReclaim { amount: u64 },
+    /// `op = "memcg_reclaim"`, `amount` (size), `swappiness` (0..200, or
+    /// `"max"` as [`SWAPPINESS_ANON_ONLY`]): proactive reclaim of the
+    /// process's memory cgroup (cgroup v2 `memory.reclaim`, its
+    /// `swappiness=` argument).
+    MemcgReclaim {
+        amount: u64,
+        swappiness: Option<u32>,
+    },
     /// `op = "force_empty"`: reclaim everything of the process's memory
     /// cgroup (cgroup v1 `memory.force_empty`).
     ForceEmpty,
@@ -522,3 +527,7 @@ pub struct Expect {
     pub value: f64,
     pub tolerance: Tolerance,
 }
+
+/// `SWAPPINESS_ANON_ONLY` (mm/vmscan.c): memory.reclaim's `swappiness=max`,
+/// anonymous pages only.
+pub const SWAPPINESS_ANON_ONLY: u32 = 201;

@@ -8,7 +8,7 @@ use crate::tree::{join, Data, Entry, Node};
 pub(crate) use foliosim_uapi::PAGE_SIZE;
 
 impl Ctx {
-    fn expected(&self, node: &Node, field: &str, what: &str) -> ScenarioError {
+    pub(crate) fn expected(&self, node: &Node, field: &str, what: &str) -> ScenarioError {
         let msg = format!("expected {what}, found {}", node.describe());
         self.err(&node.origin, field, msg)
     }

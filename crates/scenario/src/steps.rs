@@ -92,7 +92,7 @@ impl Op {
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
             Op::Memcg => &["op", "limit", "zswap_max"],
-            Op::MemcgReclaim => &["op", "amount"],
+            Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
             Op::Khugepaged => &["op", "full_scans"],
             Op::Io(call) if call.writes() => &[
@@ -367,6 +367,7 @@ impl StepChecker<'_> {
                 in_memcg(&f, scope, op_word)?;
                 StepKind::MemcgReclaim {
                     amount: f.req("amount", Ctx::nonzero_size)?,
+                    swappiness: f.opt("swappiness", reclaim_swappiness)?,
                 }
             }
             Op::ForceEmpty => {
@@ -782,6 +783,20 @@ fn limit(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
         }
     }
     ctx.page_size(node, field).map(Some)
+}
+
+/// memory.reclaim's `swappiness=`: 0 to 200, or `"max"` (anonymous pages
+/// only, `SWAPPINESS_ANON_ONLY`).
+fn reclaim_swappiness(ctx: &Ctx, node: &Node, field: &str) -> Result<u32> {
+    if let Data::Str(s) = &node.data {
+        if s == "max" {
+            return Ok(crate::ast::SWAPPINESS_ANON_ONLY);
+        }
+    }
+    match ctx.uint(node, field) {
+        Ok(v) if v <= 200 => Ok(v as u32),
+        _ => Err(ctx.expected(node, field, "a swappiness from 0 to 200, or \"max\"")),
+    }
 }
 
 /// A memcg_reclaim or force_empty step acts on the process's memory cgroup,

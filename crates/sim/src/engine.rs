@@ -350,7 +350,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                     self.k.mem_cgroup_set_zswap_max(id, bytes);
                 }
             }
-            Op::MemcgReclaim { amount, .. } => self.memcg_reclaim(mm, *amount, at),
+            Op::MemcgReclaim {
+                amount, swappiness, ..
+            } => self.memcg_reclaim(mm, *amount, *swappiness, at),
             Op::ForceEmpty { .. } => self.force_empty(mm),
             Op::MemcgLimit { limit, .. } => self.memcg_limit(mm, *limit, at),
             Op::Io {
@@ -520,9 +522,10 @@ impl<'w, A: Arch> Engine<'w, A> {
     /// `memcg_reclaim`: write the amount to memory.reclaim of the process's
     /// cgroup. Like the native engine, a short reclaim (-EAGAIN) is a note,
     /// not an error.
-    fn memcg_reclaim(&mut self, mm: MmId, amount: u64, at: &str) {
+    fn memcg_reclaim(&mut self, mm: MmId, amount: u64, swappiness: Option<u32>, at: &str) {
         let memcg = self.k.mm_memcg(mm);
-        if let Err(got) = self.k.memory_reclaim(memcg, amount / PAGE_SIZE) {
+        let swappiness = swappiness.map(u64::from);
+        if let Err(got) = self.k.memory_reclaim(memcg, amount / PAGE_SIZE, swappiness) {
             foliosim_uapi::note!(
                 "{at}: note: memory.reclaim reclaimed {got} of {} pages (EAGAIN); the run goes on",
                 amount / PAGE_SIZE

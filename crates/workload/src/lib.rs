@@ -185,11 +185,13 @@ pub enum Op {
         step: u32,
         cg: u32,
     },
-    /// Reclaim `amount` bytes of memory cgroup `cg`.
+    /// Reclaim `amount` bytes of memory cgroup `cg`, at memory.reclaim's
+    /// `swappiness` if given (201: `max`).
     MemcgReclaim {
         step: u32,
         cg: u32,
         amount: u64,
+        swappiness: Option<u32>,
     },
     /// Reclaim all of memory cgroup `cg` (cgroup v1 memory.force_empty).
     ForceEmpty {
@@ -334,6 +336,9 @@ pub struct Workload {
     pub memcgs: Vec<MemcgDecl>,
     /// The first `memcg_reclaim` step, if any.
     pub reclaim_at: Option<String>,
+    /// The first `memcg_reclaim` step with a `swappiness`, if any (cgroup
+    /// v1 has no memory.reclaim to pass it to).
+    pub reclaim_swappiness_at: Option<String>,
     /// The first `force_empty` step, if any.
     pub force_empty_at: Option<String>,
     /// The pagemap steps, in step order.
@@ -440,6 +445,7 @@ struct Compiler<'a> {
     /// engine's).
     cur_memcg: Option<u32>,
     reclaim_at: Option<String>,
+    reclaim_swappiness_at: Option<String>,
     force_empty_at: Option<String>,
     pagemaps: Vec<PagemapDecl>,
     io_files: Vec<bool>,
@@ -470,6 +476,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         memcgs: Vec::new(),
         cur_memcg: None,
         reclaim_at: None,
+        reclaim_swappiness_at: None,
         force_empty_at: None,
         pagemaps: Vec::new(),
         io_files: vec![false; sc.files.len()],
@@ -489,6 +496,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         maps_files: c.maps_files,
         memcgs: c.memcgs,
         reclaim_at: c.reclaim_at,
+        reclaim_swappiness_at: c.reclaim_swappiness_at,
         force_empty_at: c.force_empty_at,
         pagemaps: c.pagemaps,
         io_files: c.io_files,
@@ -570,7 +578,9 @@ impl Compiler<'_> {
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
             StepKind::Memcg { limit, zswap_max } => self.memcg_step(step, *limit, *zswap_max),
-            StepKind::MemcgReclaim { amount } => self.memcg_reclaim(step, *amount)?,
+            StepKind::MemcgReclaim { amount, swappiness } => {
+                self.memcg_reclaim(step, *amount, *swappiness)?
+            }
             StepKind::ForceEmpty => self.force_empty(step)?,
             StepKind::MemcgLimit { limit } => Op::MemcgLimit {
                 step,
@@ -866,13 +876,22 @@ impl Compiler<'_> {
 
     /// A memcg_reclaim step (the first one is remembered for engines that
     /// cannot run it).
-    fn memcg_reclaim(&mut self, step: u32, amount: u64) -> Result<Op, CompileError> {
+    fn memcg_reclaim(
+        &mut self,
+        step: u32,
+        amount: u64,
+        swappiness: Option<u32>,
+    ) -> Result<Op, CompileError> {
         let at = self.at(step).to_string();
         self.reclaim_at.get_or_insert_with(|| at.clone());
+        if swappiness.is_some() {
+            self.reclaim_swappiness_at.get_or_insert_with(|| at.clone());
+        }
         Ok(Op::MemcgReclaim {
             step,
             cg: self.memcg(&at)?,
             amount,
+            swappiness,
         })
     }
 

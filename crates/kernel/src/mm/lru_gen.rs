@@ -1446,7 +1446,7 @@ impl<A: Arch> Kernel<A> {
         if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages() < MIN_LRU_BATCH {
             return 0;
         }
-        self.cfg.swappiness
+        self.sc_swappiness(sc)
     }
 
     /// `should_abort_scan()`: global reclaim stops once it has reclaimed

@@ -528,7 +528,7 @@ impl<A: Arch> Kernel<A> {
             if gfp == ChargeGfp::NoReclaim {
                 return false;
             }
-            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, true, false);
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, true, None);
             if self.mem_cgroup_margin(memcg) >= nr {
                 continue;
             }
@@ -651,14 +651,20 @@ impl<A: Arch> Kernel<A> {
     /// proactive `try_to_free_mem_cgroup_pages()` that may swap. Returns the
     /// pages reclaimed; Err when the kernel returns -EAGAIN (more than
     /// MAX_RECLAIM_RETRIES rounds reclaimed nothing).
-    pub fn memory_reclaim(&mut self, memcg: MemcgId, nr_to_reclaim: u64) -> Result<u64, u64> {
+    pub fn memory_reclaim(
+        &mut self,
+        memcg: MemcgId,
+        nr_to_reclaim: u64,
+        swappiness: Option<u64>,
+    ) -> Result<u64, u64> {
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut nr_reclaimed = 0;
         while nr_reclaimed < nr_to_reclaim {
             let batch_size = (nr_to_reclaim - nr_reclaimed) / 4;
             // With no retries left the kernel drains the per-CPU LRU batches
             // (lru_add_drain_all()); the model's are always drained.
-            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, batch_size, true, true);
+            let reclaimed =
+                self.try_to_free_mem_cgroup_pages(memcg, batch_size, true, Some(swappiness));
             if reclaimed == 0 {
                 if nr_retries == 0 {
                     return Err(nr_reclaimed);
@@ -691,7 +697,7 @@ impl<A: Arch> Kernel<A> {
                 drained = true;
                 continue;
             }
-            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, None) == 0 {
                 self.vmstat.count_memcg_events(
                     memcg,
                     crate::mm::vmstat::MemcgEvent::LimitWriteEbusy,
@@ -717,7 +723,7 @@ impl<A: Arch> Kernel<A> {
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         self.drain_all_stock(memcg);
         while nr_retries > 0 && self.memcg.memcgs[memcg.idx()].usage > 0 {
-            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false) == 0 {
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, None) == 0 {
                 nr_retries -= 1;
             }
         }

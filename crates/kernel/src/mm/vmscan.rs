@@ -70,6 +70,8 @@ const PAGEVEC_SIZE: u32 = 31;
 pub(crate) const DEF_PRIORITY: i32 = 12;
 /// `MAX_SWAPPINESS`
 const MAX_SWAPPINESS: u64 = 200;
+/// `SWAPPINESS_ANON_ONLY`: memory.reclaim's `swappiness=max`.
+const SWAPPINESS_ANON_ONLY: u64 = MAX_SWAPPINESS + 1;
 /// `DEACTIVATE_ANON`, `DEACTIVATE_FILE`
 const DEACTIVATE_ANON: u8 = 1;
 const DEACTIVATE_FILE: u8 = 2;
@@ -98,6 +100,9 @@ pub(crate) struct ScanControl {
     pub priority: i32,
     pub(crate) may_swap: bool,
     pub(crate) proactive: bool,
+    /// `proactive_swappiness`: memory.reclaim's `swappiness=` (201:
+    /// `max`, anonymous pages only).
+    pub(crate) proactive_swappiness: Option<u64>,
     /// `current_is_kswapd()`: this is kswapd's `balance_pgdat()`.
     pub(crate) kswapd: bool,
     pub(crate) nr_scanned: u64,
@@ -120,6 +125,7 @@ impl ScanControl {
             priority: DEF_PRIORITY,
             may_swap,
             proactive,
+            proactive_swappiness: None,
             kswapd: false,
             nr_scanned: 0,
             nr_reclaimed: 0,
@@ -561,18 +567,30 @@ impl<A: Arch> Kernel<A> {
 
 impl<A: Arch> Kernel<A> {
     /// `try_to_free_mem_cgroup_pages()`: reclaim at least `nr_pages` (32 at
-    /// least) from `memcg`, from priority 12 down. Returns pages reclaimed.
+    /// least) from `memcg`, from priority 12 down. `proactive`: memory.reclaim's,
+    /// with the swappiness it was given (`sc->proactive_swappiness`).
+    /// Returns pages reclaimed.
     pub(crate) fn try_to_free_mem_cgroup_pages(
         &mut self,
         memcg: MemcgId,
         nr_pages: u64,
         may_swap: bool,
-        proactive: bool,
+        proactive: Option<Option<u64>>,
     ) -> u64 {
         self.vmstat.trace(Trace::VmscanMemcgReclaimBegin);
         let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
-        let mut sc = ScanControl::new(Some(memcg), nr_to_reclaim, may_swap, proactive);
+        let mut sc = ScanControl::new(Some(memcg), nr_to_reclaim, may_swap, proactive.is_some());
+        sc.proactive_swappiness = proactive.flatten();
         self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// `sc_swappiness()`: memory.reclaim's own swappiness, else the
+    /// machine's (`mem_cgroup_swappiness()`).
+    pub(crate) fn sc_swappiness(&self, sc: &ScanControl) -> u64 {
+        match sc.proactive_swappiness {
+            Some(s) if sc.proactive => s,
+            _ => self.cfg.swappiness,
+        }
     }
 
     /// `do_try_to_free_pages()`: the priority loop, then the kernel's
@@ -774,8 +792,8 @@ struct LruvecScan {
     proportional_reclaim: bool,
 }
 
-/// `enum scan_balance` (SCAN_ANON needs `swappiness=max` in memory.reclaim
-/// or a tiny file LRU under global reclaim, neither of which the model has).
+/// `enum scan_balance` (SCAN_ANON: `swappiness=max` in memory.reclaim, or a
+/// tiny file LRU under global reclaim).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ScanBalance {
     Equal,
@@ -791,12 +809,14 @@ impl<A: Arch> Kernel<A> {
     /// (unless swappiness is 0); else in proportion to swappiness and the
     /// recent reclaim costs (`calculate_pressure_balance()`).
     fn get_scan_count(&self, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
-        let swappiness = self.cfg.swappiness;
+        let swappiness = self.sc_swappiness(sc);
         let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
             ScanBalance::File
         } else if sc.cgroup_reclaim() && swappiness == 0 {
             // Global reclaim swaps even then, to prevent OOM.
             ScanBalance::File
+        } else if swappiness == SWAPPINESS_ANON_ONLY {
+            ScanBalance::Anon
         } else if sc.priority == 0 && swappiness != 0 {
             ScanBalance::Equal
         } else if sc.file_is_tiny {

@@ -374,11 +374,13 @@ op = "memcg"
 [[step]]
 op = "memcg_reclaim"
 amount = 1
+swappiness = "max"
 [[step]]
 op = "fork"
 [[step.child]]
 op = "memcg_reclaim"
 amount = "1G"
+swappiness = 0
 [[step.child]]
 op = "memcg"
 limit = "4M"
@@ -389,14 +391,27 @@ op = "force_empty"
     let s = parse(&text);
     let kinds = memcg_steps(&s);
     assert!(matches!(kinds[0], StepKind::Memcg { limit: Some(l), .. } if l == 64 << 20));
-    assert!(matches!(kinds[1], StepKind::MemcgReclaim { amount } if amount == 8 << 20));
+    assert!(matches!(
+        kinds[1],
+        StepKind::MemcgReclaim { amount, swappiness: None } if amount == 8 << 20
+    ));
     assert!(matches!(kinds[2], StepKind::ForceEmpty));
     assert!(matches!(kinds[3], StepKind::Memcg { limit: None, .. }));
-    assert!(matches!(kinds[4], StepKind::MemcgReclaim { amount: 1 }));
+    // swappiness = "max" is SWAPPINESS_ANON_ONLY (201).
+    assert!(matches!(
+        kinds[4],
+        StepKind::MemcgReclaim {
+            amount: 1,
+            swappiness: Some(201)
+        }
+    ));
     let StepKind::Fork { child } = &kinds[5] else {
         panic!("not a fork: {:?}", kinds[5]);
     };
-    assert!(matches!(child[0].kind, StepKind::MemcgReclaim { amount } if amount == 1 << 30));
+    assert!(matches!(
+        child[0].kind,
+        StepKind::MemcgReclaim { amount, swappiness: Some(0) } if amount == 1 << 30
+    ));
     assert!(matches!(child[1].kind, StepKind::Memcg { limit: Some(l), .. } if l == 4 << 20));
     assert!(matches!(child[2].kind, StepKind::ForceEmpty));
     // Inline child steps too.

@@ -726,3 +726,49 @@ fn swappiness_weighs_anon_against_file() {
         .to_string();
     assert!(err.contains("memcg OOM"), "{err}");
 }
+
+/// A cgroup without a limit holding a 16 MiB file read twice (active)
+/// and 16 MiB of written anonymous memory, with a swap file; phase
+/// "reclaim" asks memory.reclaim for 8 MiB with `swappiness` (a
+/// memcg_reclaim step's `swappiness` key, as written there).
+fn reclaim_swappiness_scenario(swappiness: &str) -> String {
+    format!(
+        "[system]\nmemory = \"2G\"\ntransparent_hugepage.enabled = \"never\"\n\
+         [[system.swap]]\nkind = \"file\"\nsize = \"256M\"\n\
+         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"memcg\"\n\
+         [[step]]\nop = \"read\"\nfile = \"data\"\ncount = 2\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"16M\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         [[step]]\nop = \"phase\"\nname = \"reclaim\"\n\
+         [[step]]\nop = \"memcg_reclaim\"\namount = \"8M\"\nswappiness = {swappiness}\n"
+    )
+}
+
+#[test]
+fn memory_reclaim_swappiness_picks_the_lists() {
+    // user_proactive_reclaim() passes its swappiness= to every
+    // try_to_free_mem_cgroup_pages() call (sc->proactive_swappiness), and
+    // get_scan_count() reads it (sc_swappiness()). "max" is
+    // SWAPPINESS_ANON_ONLY: SCAN_ANON, so the 2,048 pages asked for all
+    // come from the anonymous pages, none from the file.
+    let r = run(&reclaim_swappiness_scenario("\"max\""));
+    assert_eq!(c(&r, "reclaim", "pgscan_file"), 0);
+    assert_eq!(c(&r, "reclaim", "pgsteal_file"), 0);
+    assert!(c(&r, "reclaim", "pgsteal_anon") >= 2048);
+    // 0 in a cgroup's reclaim: SCAN_FILE, the file's active pages
+    // deactivated and dropped, nothing swapped.
+    let r = run(&reclaim_swappiness_scenario("0"));
+    assert_counters(&r, "reclaim", "pgscan_anon=0 pgsteal_anon=0 pswpout=0");
+    assert!(c(&r, "reclaim", "pgsteal_file") >= 2048);
+    // A swappiness above 200 is refused (as the kernel's -EINVAL), naming
+    // the file, line and field.
+    let text = reclaim_swappiness_scenario("201");
+    let err = foliosim_scenario::parse_str("t.toml", &text, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("t.toml:") && err.contains("step[6].swappiness: expected a swappiness"),
+        "{err}"
+    );
+}
