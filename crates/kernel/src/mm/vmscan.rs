@@ -826,7 +826,12 @@ impl<A: Arch> Kernel<A> {
         } else {
             ScanBalance::Fract
         };
-        let (fraction, denominator) = calculate_pressure_balance(sc, swappiness);
+        // Only SCAN_FRACT weighs the lists (swappiness 201 is never there).
+        let (fraction, denominator) = if balance == ScanBalance::Fract {
+            calculate_pressure_balance(sc, swappiness)
+        } else {
+            ([0; 2], 1)
+        };
         let mut nr = [0; NR_LRU_LISTS];
         for (lru, n) in nr.iter_mut().enumerate() {
             let file = is_file_lru(lru);
