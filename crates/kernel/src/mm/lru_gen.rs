@@ -51,7 +51,7 @@ use crate::mm::memcontrol::{MemcgId, ROOT_MEM_CGROUP};
 use crate::mm::mmap::{Vma, VmaKind, VM_EXEC, VM_READ, VM_WRITE};
 use crate::mm::pgtable_generic::{PmdSlot, TableId};
 use crate::mm::swap::vma_has_recency;
-use crate::mm::vmscan::{ScanControl, DEF_PRIORITY};
+use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, MAX_SWAPPINESS, SWAPPINESS_ANON_ONLY};
 use crate::mm::vmstat::{MemcgEvent, VmEvent};
 use crate::mm::workingset::{workingset_events, Shadow};
 use crate::{Kernel, MmId};
@@ -81,10 +81,6 @@ const MAX_LRU_BATCH: u64 = MIN_LRU_BATCH * 64;
 /// `LRU_GEN_ANON`, `LRU_GEN_FILE`
 const ANON: usize = 0;
 const FILE: usize = 1;
-/// `MAX_SWAPPINESS`
-const MAX_SWAPPINESS: u64 = 200;
-/// `SWAPPINESS_ANON_ONLY`
-const SWAPPINESS_ANON_ONLY: u64 = MAX_SWAPPINESS + 1;
 
 /// `lru_gen_from_seq()`
 #[inline]

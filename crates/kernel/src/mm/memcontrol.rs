@@ -648,9 +648,12 @@ impl<A: Arch> Kernel<A> {
 
     /// cgroup v2 `memory.reclaim` (`user_proactive_reclaim()`): rounds of a
     /// quarter of what is left (reclaim enforces its 32-page minimum), each a
-    /// proactive `try_to_free_mem_cgroup_pages()` that may swap. Returns the
-    /// pages reclaimed; Err when the kernel returns -EAGAIN (more than
-    /// MAX_RECLAIM_RETRIES rounds reclaimed nothing).
+    /// proactive `try_to_free_mem_cgroup_pages()` that may swap, at the
+    /// write's `swappiness=` if it had one (`sc->proactive_swappiness`;
+    /// [`SWAPPINESS_ANON_ONLY`](crate::mm::vmscan::SWAPPINESS_ANON_ONLY) for
+    /// `swappiness=max`). Returns the pages reclaimed; Err when the kernel
+    /// returns -EAGAIN (more than MAX_RECLAIM_RETRIES rounds reclaimed
+    /// nothing).
     pub fn memory_reclaim(
         &mut self,
         memcg: MemcgId,

@@ -69,9 +69,10 @@ const PAGEVEC_SIZE: u32 = 31;
 /// `DEF_PRIORITY`
 pub(crate) const DEF_PRIORITY: i32 = 12;
 /// `MAX_SWAPPINESS`
-const MAX_SWAPPINESS: u64 = 200;
-/// `SWAPPINESS_ANON_ONLY`: memory.reclaim's `swappiness=max`.
-const SWAPPINESS_ANON_ONLY: u64 = MAX_SWAPPINESS + 1;
+pub(crate) const MAX_SWAPPINESS: u64 = 200;
+/// `SWAPPINESS_ANON_ONLY`: memory.reclaim's `swappiness=max`, anonymous
+/// pages only.
+pub(crate) const SWAPPINESS_ANON_ONLY: u64 = MAX_SWAPPINESS + 1;
 /// `DEACTIVATE_ANON`, `DEACTIVATE_FILE`
 const DEACTIVATE_ANON: u8 = 1;
 const DEACTIVATE_FILE: u8 = 2;
