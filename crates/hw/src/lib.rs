@@ -200,6 +200,8 @@ impl Cpu {
                 k.vmstat_mut().trace(Trace::PageFaultUser);
             }
             let FaultOutcome { ret, major } = k.handle_mm_fault(mm, addr, write);
+            // The fault returns to user space (irqentry_exit_to_user_mode()).
+            k.resume_user_mode_work(mm);
             if ret & VM_FAULT_ERROR != 0 {
                 let signal = match ret {
                     r if r & VM_FAULT_SIGBUS != 0 => "SIGBUS",

@@ -199,6 +199,7 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
     let mut notes = Vec::new();
     match h.version {
         Version::V1 => {
+            refuse_v2_only(plan)?;
             if let Some(at) = &plan.reclaim_at {
                 notes.push(format!(
                     "{at}: memcg_reclaim runs on cgroup v1 here, which has no memory.reclaim: it \
@@ -239,6 +240,37 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
         if h.version == Version::V1 { "v1" } else { "v2" }
     ));
     Ok(Some((h, notes)))
+}
+
+/// Refuse, before the run changes anything, what only cgroup v2 has on a
+/// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max and
+/// memory.high.
+fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
+    if let Some(at) = &plan.reclaim_swappiness_at {
+        return Err(NativeError::Refused(format!(
+            "{at}: swappiness is an argument of cgroup v2's memory.reclaim, which this host's \
+             cgroup v1 memory controller does not have: run it with `--engine vm`"
+        )));
+    }
+    for m in &plan.memcgs {
+        let (key, file, also) = if m.zswap_max.is_some() {
+            (
+                "zswap_max",
+                "memory.zswap.max",
+                " (and zswap runs only in guests)",
+            )
+        } else if m.high.is_some() {
+            ("high", "memory.high", "")
+        } else {
+            continue;
+        };
+        return Err(NativeError::Refused(format!(
+            "{}: {key} is cgroup v2's {file}, which this host's cgroup v1 memory controller \
+             does not have{also}: run it with `--engine vm`",
+            m.at
+        )));
+    }
+    Ok(())
 }
 
 /// What the workload needs to run the steps of one cgroup, prepared before
@@ -284,21 +316,7 @@ impl Cgroups {
         let pid = sys::getpid();
         let mut dirs = Vec::new();
         let mut wl = Vec::new();
-        if let (Some(at), Version::V1) = (&plan.reclaim_swappiness_at, h.version) {
-            return Err(NativeError::Refused(format!(
-                "{at}: swappiness is an argument of cgroup v2's memory.reclaim, which this \
-                 host's cgroup v1 memory controller does not have: run it with `--engine vm`"
-            )));
-        }
         for (n, m) in plan.memcgs.iter().enumerate() {
-            if m.zswap_max.is_some() && h.version == Version::V1 {
-                return Err(NativeError::Refused(format!(
-                    "{}: zswap_max is cgroup v2's memory.zswap.max, which this host's cgroup \
-                     v1 memory controller does not have (and zswap runs only in guests): run \
-                     it with `--engine vm`",
-                    m.at
-                )));
-            }
             let dir = h.base.join(format!("foliosim-{pid}-{n}"));
             let restore = match m.limit {
                 Some(l) => l.to_string(),
@@ -368,6 +386,11 @@ impl Cgroups {
                 let f = dir.join("memory.zswap.max");
                 fs::write(&f, max.to_string())
                     .map_err(|e| err(format!("writing {max} to {}: {e}", f.display())))?;
+            }
+            if let Some(high) = plan.memcgs[i].high {
+                let f = dir.join("memory.high");
+                fs::write(&f, high.to_string())
+                    .map_err(|e| err(format!("writing {high} to {}: {e}", f.display())))?;
             }
         }
         Ok(())

@@ -436,3 +436,34 @@ fn swappiness_moves_limit_reclaim_from_file_to_anon() {
     let after = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
     assert_eq!(after, before, "{test}: vm.swappiness not restored");
 }
+
+/// cgroup v2's memory.high (a `memcg` step's `high`) on a cgroup v1 host:
+/// refused before anything is changed, naming the step's file, line and
+/// key, and pointing to the VM engine; the host's devices and cgroups are
+/// as before.
+#[test]
+fn memory_high_is_refused_on_cgroup_v1() {
+    let _s = serial();
+    let test = "memory_high_is_refused_on_cgroup_v1";
+    if skip_unless_root(test) || skip_unless_memcg_v1(test) {
+        return;
+    }
+    let (before, _) = quiet_host_devices();
+    let sc = scenario(
+        "[[step]]\nop = \"memcg\"\nhigh = \"32M\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n\
+         [[step]]\nop = \"phase\"\nname = \"p\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n",
+    );
+    match run(&sc, &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(
+                why.contains(":1:1: high is cgroup v2's memory.high"),
+                "{why}"
+            );
+            assert!(why.contains("--engine vm"), "{why}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(quiet_host_devices().0, before);
+}

@@ -380,10 +380,12 @@ pub enum StepKind {
     /// memory cgroup, with a memory limit (v1 `memory.limit_in_bytes`;
     /// unlimited without `limit`). Later charges of the process go there.
     /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
-    /// data; None: unlimited).
+    /// data; None: unlimited). `high`: cgroup v2 `memory.high`, the
+    /// throttling limit (bytes; None: `max`).
     Memcg {
         limit: Option<u64>,
         zswap_max: Option<u64>,
+        high: Option<u64>,
     },
     /// `op = "memcg_reclaim"`, `amount` (size), `swappiness` (0..200, or
     /// `"max"` as [`SWAPPINESS_ANON_ONLY`]): proactive reclaim of the

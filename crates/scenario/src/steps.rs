@@ -91,7 +91,7 @@ impl Op {
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
-            Op::Memcg => &["op", "limit", "zswap_max"],
+            Op::Memcg => &["op", "limit", "zswap_max", "high"],
             Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
             Op::Khugepaged => &["op", "full_scans"],
@@ -360,8 +360,13 @@ impl StepChecker<'_> {
             Op::Memcg => {
                 let limit = f.opt("limit", Ctx::page_size)?;
                 let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
+                let high = f.opt("high", high)?.flatten();
                 scope.memcg = Some(path.to_owned());
-                StepKind::Memcg { limit, zswap_max }
+                StepKind::Memcg {
+                    limit,
+                    zswap_max,
+                    high,
+                }
             }
             Op::MemcgReclaim => {
                 in_memcg(&f, scope, op_word)?;
@@ -783,6 +788,17 @@ fn limit(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
         }
     }
     ctx.page_size(node, field).map(Some)
+}
+
+/// `high` of a memcg step: a page-aligned size (0 allowed: every charge
+/// is over it), or `"max"` (none).
+fn high(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
+    if let Data::Str(s) = &node.data {
+        if s == "max" {
+            return Ok(None);
+        }
+    }
+    ctx.page_offset(node, field).map(Some)
 }
 
 /// memory.reclaim's `swappiness=`: 0 to 200, or `"max"` (anonymous pages

@@ -342,12 +342,16 @@ impl<'w, A: Arch> Engine<'w, A> {
             Op::Memcg { cg, .. } => {
                 let decl = &self.wl.memcgs[*cg as usize];
                 let (limit, zswap_max) = (decl.limit, decl.zswap_max);
+                let high = decl.high;
                 let id = self
                     .k
                     .mem_cgroup_create(mm, limit)
                     .map_err(|e| kerr(at, e))?;
                 if let Some(bytes) = zswap_max {
                     self.k.mem_cgroup_set_zswap_max(id, bytes);
+                }
+                if high.is_some() {
+                    self.k.memory_high_write(id, high);
                 }
             }
             Op::MemcgReclaim {
@@ -376,6 +380,8 @@ impl<'w, A: Arch> Engine<'w, A> {
                 .khugepaged_run(u64::from(*full_scans))
                 .map_err(|e| kerr(at, e))?,
         }
+        // Back in user space after the step's system call.
+        self.k.resume_user_mode_work(mm);
         self.check_now(at)
     }
 
@@ -426,6 +432,7 @@ impl<'w, A: Arch> Engine<'w, A> {
         loop {
             let n = chunk.min(len - done);
             let res = self.k.sys_madvise(mm, start + done, n, advice.raw());
+            self.k.resume_user_mode_work(mm);
             self.take_gup_faults();
             match (res, errno) {
                 (Err(KernelError::Errno(got, _)), Some(want)) if got == want => return Ok(()),
@@ -511,6 +518,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                 IoCall::Write => self.k.sys_write(mm, fd, n)?,
                 IoCall::Pwrite => self.k.sys_pwrite64(mm, fd, n, pos)?,
             };
+            self.k.resume_user_mode_work(mm);
             if got == 0 {
                 break;
             }

@@ -122,6 +122,11 @@ counter_enum!(
         // limit) and the memcg_limit steps whose write failed with EBUSY.
         Failcnt => "failcnt",
         LimitWriteEbusy => "limit_write_ebusy",
+        // Not memory.stat: cgroup v2 memory.events `max` (a charge over
+        // the limit about to reclaim, or forced) and `high` (reclaim of a
+        // cgroup above memory.high on the way back to user space).
+        EventsMax => "events_max",
+        EventsHigh => "events_high",
         WorkingsetRefaultAnon => "workingset_refault_anon",
         WorkingsetRefaultFile => "workingset_refault_file",
         WorkingsetActivateAnon => "workingset_activate_anon",
@@ -488,11 +493,12 @@ pub const SIM_KSWAPD_CPU: (&str, &str) = (
     "kswapd's modelled CPU time over the phase at the cost profile's prices (what paces it against the workload), ns",
 );
 
-/// The modelled time the workload waited in `throttle_direct_reclaim()`
-/// for kswapd over a phase (ns); like [`SIM_KSWAPD_CPU`], never priced.
+/// The modelled time the workload waited over a phase (ns): in
+/// `throttle_direct_reclaim()` for kswapd, for a swap write, or above its
+/// cgroup's memory.high; like [`SIM_KSWAPD_CPU`], never priced.
 pub const SIM_THROTTLED: (&str, &str) = (
     "sim/throttled_ns",
-    "modelled time the workload waited over the phase, ns: for kswapd in throttle_direct_reclaim() (kswapd's CPU time meanwhile), or for a swap write to end (folio_wait_writeback())",
+    "modelled time the workload waited over the phase, ns: for kswapd in throttle_direct_reclaim() (kswapd's CPU time meanwhile), for a swap write to end (folio_wait_writeback()), or asleep above its cgroup's memory.high (mem_cgroup_handle_over_high())",
 );
 
 /// Failed writes to the machine's zram devices over a phase, kswapd's and

@@ -313,6 +313,8 @@ pub struct MemcgDecl {
     pub limit: Option<u64>,
     /// Its `zswap_max` (cgroup v2 `memory.zswap.max`; None: unlimited).
     pub zswap_max: Option<u64>,
+    /// Its `high` (cgroup v2 `memory.high`; None: `max`).
+    pub high: Option<u64>,
 }
 
 /// The whole compiled scenario.
@@ -577,7 +579,11 @@ impl Compiler<'_> {
                 Op::Phase { step, idx }
             }
             StepKind::PhaseEnd => Op::PhaseEnd { step },
-            StepKind::Memcg { limit, zswap_max } => self.memcg_step(step, *limit, *zswap_max),
+            StepKind::Memcg {
+                limit,
+                zswap_max,
+                high,
+            } => self.memcg_step(step, *limit, *zswap_max, *high),
             StepKind::MemcgReclaim { amount, swappiness } => {
                 self.memcg_reclaim(step, *amount, *swappiness)?
             }
@@ -863,12 +869,19 @@ impl Compiler<'_> {
 
     /// A memcg step: a new memory cgroup, which the process (and the
     /// children it forks later) is in from here.
-    fn memcg_step(&mut self, step: u32, limit: Option<u64>, zswap_max: Option<u64>) -> Op {
+    fn memcg_step(
+        &mut self,
+        step: u32,
+        limit: Option<u64>,
+        zswap_max: Option<u64>,
+        high: Option<u64>,
+    ) -> Op {
         let cg = self.memcgs.len() as u32;
         self.memcgs.push(MemcgDecl {
             at: self.at(step).to_string(),
             limit,
             zswap_max,
+            high,
         });
         self.cur_memcg = Some(cg);
         Op::Memcg { step, cg }

@@ -1082,6 +1082,8 @@ impl<A: Arch> Kernel<A> {
     pub fn khugepaged_run(&mut self, full_scans: u64) -> Result<(), KernelError> {
         let target = self.vmstat.khugepaged[Khugepaged::FullScans as usize] + full_scans;
         let (trace, page_alloc) = (self.vmstat.trace, self.vmstat.page_alloc);
+        // khugepaged's own memory.high debt: a kernel thread never pays it.
+        let over_high = std::mem::take(&mut self.memcg.nr_pages_over_high);
         let mut result = Ok(());
         while self.vmstat.khugepaged[Khugepaged::FullScans as usize] < target
             && self.khugepaged_has_work()
@@ -1093,6 +1095,7 @@ impl<A: Arch> Kernel<A> {
         }
         self.vmstat.trace = trace;
         self.vmstat.page_alloc = page_alloc;
+        self.memcg.nr_pages_over_high = over_high;
         result
     }
 

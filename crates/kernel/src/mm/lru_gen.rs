@@ -61,12 +61,14 @@ pub(crate) const MIN_NR_GENS: u64 = 2;
 /// `MAX_NR_GENS`
 pub(crate) const MAX_NR_GENS: u64 = 4;
 const NR_GENS: usize = MAX_NR_GENS as usize;
-/// A jiffy at HZ 250 (CONFIG_HZ of the reference kernels), in ps.
-const PS_PER_JIFFY: u64 = 4_000_000_000;
+/// `HZ`: CONFIG_HZ of the reference kernels.
+pub(crate) const HZ: u64 = 250;
+/// A jiffy at [`HZ`], in ps.
+pub(crate) const PS_PER_JIFFY: u64 = 1_000_000_000_000 / HZ;
 
-/// `msecs_to_jiffies()` at HZ 250: rounded up.
+/// `msecs_to_jiffies()` at [`HZ`]: rounded up.
 fn msecs_to_jiffies(ms: u64) -> u64 {
-    ms.div_ceil(1000 / 250)
+    ms.div_ceil(1000 / HZ)
 }
 
 /// `MAX_NR_TIERS`

@@ -2,6 +2,8 @@
 //! try_charge_memcg(), consume_stock(), refill_stock(), drain_all_stock(),
 //! mem_cgroup_margin(), mem_cgroup_swapin_charge_folio(),
 //! mem_cgroup_uncharge(), memory_reclaim(), __memcg_kmem_charge_page(),
+//! __mem_cgroup_handle_over_high(), reclaim_high(), calculate_high_delay(),
+//! memory_high_write(),
 //! __memcg_kmem_uncharge_page(), obj_cgroup_charge(); mm/vmscan.c:
 //! user_proactive_reclaim(); mm/memcontrol-v1.c: mem_cgroup_force_empty(),
 //! mem_cgroup_resize_max();
@@ -26,6 +28,8 @@
 //! cache's xarray nodes (`obj_cgroup_charge()` through the per-CPU object
 //! stock). A v1 limit write (`mem_cgroup_resize_max()`) reclaims until the
 //! usage fits or fails with EBUSY; `failcnt` counts refused charges.
+//! cgroup v2's memory.high: what a task charges above it is reclaimed on
+//! its way back to user space, and slept off when reclaim cannot keep up.
 //!
 //! Approximated: other slab objects (VMAs, anon_vmas, the task's own
 //! allocations) are not charged, so a limited cgroup reaches its limit a
@@ -33,9 +37,9 @@
 //! entries keep them); when the stock has no free slot the kernel drains a
 //! random one, the model the first. Unsupported (loud error): the memcg OOM
 //! killer — a charge that reclaim cannot make room for stops the run. Not
-//! modelled: memory.low/min protection, memory.high throttling, swap
-//! limits, socket accounting, moving charges between cgroups, cgroup
-//! removal.
+//! modelled: memory.low/min protection, swap limits (and so
+//! memory.swap.high's penalty), socket accounting, moving charges between
+//! cgroups, cgroup removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
@@ -78,6 +82,15 @@ pub(crate) const MAX_RECLAIM_RETRIES: u32 = 16;
 pub(crate) const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 /// `PAGE_COUNTER_MAX`: no limit.
 pub(crate) const PAGE_COUNTER_MAX: u64 = u64::MAX;
+/// `MEMCG_MAX_HIGH_DELAY_JIFFIES`: the longest memory.high sleep per
+/// return to user space (2 s).
+const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ_U64;
+/// `MEMCG_DELAY_PRECISION_SHIFT`
+const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
+/// `MEMCG_DELAY_SCALING_SHIFT`
+const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
+/// `HZ` of the reference kernels.
+const HZ_U64: u64 = crate::mm::lru_gen::HZ;
 
 /// `struct lruvec` of one cgroup (one node).
 #[derive(Clone, Debug, Default)]
@@ -127,6 +140,8 @@ pub(crate) struct MemCgroup {
     /// `memcg->zswap_max` (cgroup v2 `memory.zswap.max`) in pages of
     /// compressed data.
     pub(crate) zswap_max: u64,
+    /// `memcg->memory.high` (cgroup v2 `memory.high`) in pages.
+    pub(crate) high: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -175,6 +190,11 @@ pub(crate) struct MemcgState {
     /// The cgroup of the task in the kernel now (`current`), for page-cache
     /// charges: the faulting mm's while a fault runs, else the root.
     pub(crate) current: MemcgId,
+    /// `current->memcg_nr_pages_over_high`: pages the running task charged
+    /// above a cgroup's memory.high since it entered the kernel, reclaimed
+    /// on its way back to user space ([`Kernel::resume_user_mode_work`]).
+    /// kswapd keeps its own while it runs (mm/vmscan.rs).
+    pub(crate) nr_pages_over_high: u64,
 }
 
 impl Default for MemcgState {
@@ -190,12 +210,14 @@ impl Default for MemcgState {
                 deferred_split_queue: Default::default(),
                 shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
                 zswap_max: PAGE_COUNTER_MAX,
+                high: PAGE_COUNTER_MAX,
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
             stock: MemcgStock::default(),
             obj_stock: (ROOT_MEM_CGROUP, 0),
             current: ROOT_MEM_CGROUP,
+            nr_pages_over_high: 0,
         }
     }
 }
@@ -232,6 +254,7 @@ impl<A: Arch> Kernel<A> {
             deferred_split_queue: Default::default(),
             shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
             zswap_max: PAGE_COUNTER_MAX,
+            high: PAGE_COUNTER_MAX,
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
@@ -512,6 +535,7 @@ impl<A: Arch> Kernel<A> {
                 if batch > nr {
                     self.refill_stock(memcg, batch - nr);
                 }
+                self.charge_check_high(memcg, batch, gfp);
                 return true;
             }
             if batch > nr {
@@ -519,7 +543,10 @@ impl<A: Arch> Kernel<A> {
                 continue;
             }
             if gfp == ChargeGfp::Memalloc {
-                // page_counter_charge(): over the limit.
+                // `goto force`: the MEMCG_MAX event, then
+                // page_counter_charge() over the limit.
+                self.vmstat
+                    .count_memcg_events(memcg, MemcgEvent::EventsMax, 1);
                 let m = &mut self.memcg.memcgs[memcg.idx()];
                 m.usage += nr;
                 m.watermark = m.watermark.max(m.usage);
@@ -528,6 +555,8 @@ impl<A: Arch> Kernel<A> {
             if gfp == ChargeGfp::NoReclaim {
                 return false;
             }
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::EventsMax, 1);
             let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, true, None);
             if self.mem_cgroup_margin(memcg) >= nr {
                 continue;
@@ -566,6 +595,151 @@ impl<A: Arch> Kernel<A> {
             m.max
         );
         crate::model_limit(what)
+    }
+
+    /// The end of a charge that took `batch` pages from the counter
+    /// (`done_restock:` in `try_charge_memcg()`): a cgroup above its
+    /// memory.high adds the batch to the task's debt, paid on its way back
+    /// to user space; a task that owes more than one batch (it charged
+    /// again before returning) pays here, when it may block and is not
+    /// reclaiming itself (PF_MEMALLOC). The model's cgroups are children of
+    /// the root, whose memory.high is `max`.
+    fn charge_check_high(&mut self, memcg: MemcgId, batch: u64, gfp: ChargeGfp) {
+        let m = &self.memcg.memcgs[memcg.idx()];
+        if m.usage > m.high {
+            self.memcg.nr_pages_over_high += batch;
+        }
+        let may_block = matches!(
+            gfp,
+            ChargeGfp::Kernel | ChargeGfp::NoRetry | ChargeGfp::TransHuge
+        );
+        if self.memcg.nr_pages_over_high > MEMCG_CHARGE_BATCH && may_block {
+            let current = self.memcg.current;
+            self.mem_cgroup_handle_over_high(current);
+        }
+    }
+
+    /// `resume_user_mode_work()` → `mem_cgroup_handle_over_high()`: the
+    /// task of `mm` returns to user space after a fault or a system call
+    /// and pays what it charged above memory.high.
+    pub fn resume_user_mode_work(&mut self, mm: MmId) {
+        if self.memcg.nr_pages_over_high != 0 {
+            let memcg = self.mm_memcg(mm);
+            self.mem_cgroup_handle_over_high(memcg);
+        }
+    }
+
+    /// `__mem_cgroup_handle_over_high()` for the task's cgroup `memcg`
+    /// (`get_mem_cgroup_from_mm()`): reclaim what the task charged above
+    /// memory.high (`reclaim_high()`), then, while the cgroup stays so far
+    /// above it that the penalty (`calculate_high_delay()`) is more than
+    /// HZ/100, reclaim again 32 pages at a time while that makes progress
+    /// (and MAX_RECLAIM_RETRIES times more); failing that the task sleeps
+    /// the penalty, at most two seconds (its clock waits,
+    /// `sim/throttled_ns`). The model has no swap counter, so no
+    /// memory.swap.high penalty.
+    pub(crate) fn mem_cgroup_handle_over_high(&mut self, memcg: MemcgId) {
+        let nr_pages = std::mem::take(&mut self.memcg.nr_pages_over_high);
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut in_retry = false;
+        loop {
+            let target = if in_retry {
+                crate::mm::swap::SWAP_CLUSTER_MAX
+            } else {
+                nr_pages
+            };
+            let nr_reclaimed = self.reclaim_high(memcg, target);
+            let penalty = self
+                .calculate_high_delay(nr_pages, self.mem_find_max_overage(memcg))
+                .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
+            if penalty <= crate::mm::lru_gen::HZ / 100 {
+                return;
+            }
+            if nr_reclaimed > 0 || nr_retries > 0 {
+                if nr_reclaimed == 0 {
+                    nr_retries -= 1;
+                }
+                in_retry = true;
+                continue;
+            }
+            self.vmstat.throttled_ps += penalty * crate::mm::lru_gen::PS_PER_JIFFY;
+            return;
+        }
+    }
+
+    /// `reclaim_high()`: a cgroup above its memory.high counts a `high`
+    /// event (memory.events) and reclaims `nr_pages` in itself, swapping
+    /// allowed. Returns the pages reclaimed.
+    fn reclaim_high(&mut self, memcg: MemcgId, nr_pages: u64) -> u64 {
+        if memcg == ROOT_MEM_CGROUP {
+            return 0;
+        }
+        let m = &self.memcg.memcgs[memcg.idx()];
+        if m.usage <= m.high {
+            return 0;
+        }
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::EventsHigh, 1);
+        self.try_to_free_mem_cgroup_pages(memcg, nr_pages, true, None)
+    }
+
+    /// `mem_find_max_overage()`: how far the cgroup is above its
+    /// memory.high, as a fraction of it in 20-bit fixed point
+    /// (`calculate_overage()`).
+    fn mem_find_max_overage(&self, memcg: MemcgId) -> u64 {
+        if memcg == ROOT_MEM_CGROUP {
+            return 0;
+        }
+        let m = &self.memcg.memcgs[memcg.idx()];
+        if m.usage <= m.high {
+            return 0;
+        }
+        let high = m.high.max(1);
+        ((m.usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
+    }
+
+    /// `calculate_high_delay()`: the sleep in jiffies, quadratic in the
+    /// overage, scaled by the task's share (`nr_pages` against a batch).
+    fn calculate_high_delay(&self, nr_pages: u64, max_overage: u64) -> u64 {
+        if max_overage == 0 {
+            return 0;
+        }
+        let penalty = (max_overage
+            .saturating_mul(max_overage)
+            .saturating_mul(HZ_U64))
+            >> MEMCG_DELAY_PRECISION_SHIFT
+            >> MEMCG_DELAY_SCALING_SHIFT;
+        penalty.saturating_mul(nr_pages) / MEMCG_CHARGE_BATCH
+    }
+
+    /// cgroup v2 `memory.high` write (`memory_high_write()`): set it, then
+    /// reclaim down to it: drain the per-CPU stock once, then reclaim the
+    /// excess (swapping allowed) until the usage fits or reclaim has made
+    /// no progress MAX_RECLAIM_RETRIES + 1 times. `high_bytes` None is
+    /// `max`; bytes round down to pages (`page_counter_memparse()`).
+    pub fn memory_high_write(&mut self, memcg: MemcgId, high_bytes: Option<u64>) {
+        let high = high_bytes.map_or(PAGE_COUNTER_MAX, |b| b / PAGE_SIZE);
+        self.memcg.memcgs[memcg.idx()].high = high;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        loop {
+            let usage = self.memcg.memcgs[memcg.idx()].usage;
+            if usage <= high {
+                return;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, usage - high, true, None);
+            if reclaimed == 0 {
+                if nr_retries == 0 {
+                    return;
+                }
+                nr_retries -= 1;
+            }
+        }
     }
 
     /// `consume_stock()`

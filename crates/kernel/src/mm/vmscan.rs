@@ -1413,6 +1413,9 @@ impl<A: Arch> Kernel<A> {
         );
         let saved_ubc = std::mem::take(&mut self.tlb_ubc);
         let saved_batch = std::mem::take(&mut self.cpus.batch_cpumask);
+        // Its own `memcg_nr_pages_over_high`, never paid: a kernel thread
+        // does not return to user space.
+        let saved_over_high = std::mem::take(&mut self.memcg.nr_pages_over_high);
         let cpu = self.cpus.current;
         let kcpu = self.kswapd_cpu();
         let preempted_mm = self.cpus.cpu[kcpu].loaded_mm;
@@ -1440,6 +1443,7 @@ impl<A: Arch> Kernel<A> {
         self.tlb_ubc = saved_ubc;
         self.cpus.batch_cpumask = saved_batch;
         self.lru_gen_task = saved;
+        self.memcg.nr_pages_over_high = saved_over_high;
     }
 
     /// kswapd's clock (ps), which its steps advance.

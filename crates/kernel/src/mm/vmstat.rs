@@ -153,8 +153,9 @@ pub struct VmStat {
     in_kthread: bool,
     /// kswapd's modelled CPU time so far, ps (`sim/kswapd_cpu_ns`).
     pub kswapd_cpu_ps: u64,
-    /// The workload's time asleep in `throttle_direct_reclaim()` and in
-    /// `folio_wait_writeback()` (ps): part of its clock
+    /// The workload's time asleep in `throttle_direct_reclaim()`, in
+    /// `folio_wait_writeback()` and above memory.high
+    /// (`mem_cgroup_handle_over_high()`) (ps): part of its clock
     /// ([`VmStat::task_ps`]).
     pub throttled_ps: u64,
     /// Pages under writeback (`nr_writeback`, mm/page_io.rs).

@@ -414,6 +414,20 @@ op = "force_empty"
     ));
     assert!(matches!(child[1].kind, StepKind::Memcg { limit: Some(l), .. } if l == 4 << 20));
     assert!(matches!(child[2].kind, StepKind::ForceEmpty));
+    // memory.high: a size (0 allowed), or "max" for none.
+    for (high, want) in [
+        ("\"32M\"", Some(32 << 20)),
+        ("0", Some(0)),
+        ("\"max\"", None),
+    ] {
+        let s = parse(&format!(
+            "{BASE}\n[[step]]\nop = \"memcg\"\nhigh = {high}\n"
+        ));
+        assert!(
+            matches!(memcg_steps(&s)[0], StepKind::Memcg { high, .. } if high == want),
+            "high = {high}"
+        );
+    }
     // Inline child steps too.
     let s = parse(
         "[[step]]\nop = \"fork\"\nchild = [{ op = \"memcg\", limit = \"8M\" }, { op = \"force_empty\" }]\n",
@@ -442,8 +456,17 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, high"
     );
+    // memory.high: page-aligned (0 allowed) or "max".
+    let e = error(&step("op = \"memcg\"\nhigh = \"6K\"\n"));
+    assert_eq!(at(&e), (14, 8, "step[2].high"));
+    assert_eq!(
+        e.message,
+        "expected a multiple of the page size (4096), found 6144"
+    );
+    let e = error(&step("op = \"memcg\"\nhigh = \"none\"\n"));
+    assert_eq!(at(&e).2, "step[2].high");
     let e = error(&step("op = \"memcg\"\nzswap_max = \"6K\"\n"));
     assert_eq!(at(&e), (14, 13, "step[2].zswap_max"));
     assert_eq!(

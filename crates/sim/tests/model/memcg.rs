@@ -772,3 +772,61 @@ fn memory_reclaim_swappiness_picks_the_lists() {
         "{err}"
     );
 }
+
+/// A cgroup with `memory.high` and nothing to reclaim: 8 MiB of anonymous
+/// memory written without swap into a cgroup whose memory.high is 4 MiB
+/// (1,024 pages).
+fn high_noswap_scenario() -> String {
+    "[system]\nmemory = \"256M\"\ntransparent_hugepage.enabled = \"never\"\n\
+     [[step]]\nop = \"memcg\"\nhigh = \"4M\"\n\
+     [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"8M\"\n\
+     [[step]]\nop = \"phase\"\nname = \"write\"\n\
+     [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n"
+        .into()
+}
+
+/// memory.high over memory reclaim cannot free: every batch above it is
+/// reclaimed in vain and then slept off.
+#[test]
+fn memory_high_throttles_what_reclaim_cannot_free() {
+    // try_charge_memcg() takes the counter 64 pages at a time (the per-CPU
+    // stock), so the usage after the j-th batch is 64·j. The 2,048 written
+    // pages and their few page tables need 33 batches; those from j = 17
+    // (64·17 = 1,088 > 1,024) leave the usage above memory.high, each a
+    // 64-page debt paid before the next fault (mem_cgroup_handle_over_high()).
+    // With no swap and no file pages reclaim frees nothing, so each payment
+    // is reclaim_high() once plus MAX_RECLAIM_RETRIES (16) retries, each a
+    // `high` event: 17 × 17 = 289.
+    let r = run(&high_noswap_scenario());
+    assert_eq!(c(&r, "write", "memcg/0/events_high"), 17 * 17);
+    assert_eq!(c(&r, "write", "memcg/0/pgsteal"), 0);
+    // Then it sleeps calculate_high_delay(): overage = (usage - high) <<
+    // 20 / high = 65,536·(j - 16); penalty = overage² · HZ >> 20 >> 14 =
+    // 250·(j - 16)² / 4 jiffies, scaled by 64/64 and clamped to 2·HZ:
+    // 62, 250, then 500 for j = 19..33 (15 batches). 62 + 250 + 15·500 =
+    // 7,812 jiffies of 4 ms.
+    assert_eq!(c(&r, "write", "sim/throttled_ns"), 7_812 * 4_000_000);
+    // Nothing is refused: the usage ends where the charges put it.
+    assert_eq!(c(&r, "write", "memcg/0/usage_bytes"), 33 * 64 * 4096);
+}
+
+/// memory.high over anonymous memory that zram can take: each batch above
+/// it is reclaimed at the next return to user space, so the usage never
+/// passes memory.high by more than the batch, and nothing sleeps.
+#[test]
+fn memory_high_reclaims_each_batch_above_it() {
+    let sc = load_scenario::<&str>("guest/memcg-high-anon-zram.toml", &[]);
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    // 8,192 + 64 pages: the batch that crossed memory.high, reclaimed
+    // before the next fault.
+    assert_eq!(c(&r, "write", "memcg/0/peak_bytes"), (8192 + 64) * 4096);
+    // calculate_high_delay() at 64 pages over 8,192: overage = 64 << 20 /
+    // 8,192 = 8,192; 8,192² · 250 >> 34 = 0 jiffies, no sleep.
+    assert_eq!(c(&r, "write", "sim/throttled_ns"), 0);
+    // The `high` events of the 6.18.35 x86_64 and arm64 and 7.1.5 x86_64
+    // guests (runs/guest/memcg-high-anon-zram.*.json): 97 and 193.
+    assert_eq!(c(&r, "write", "memcg/0/events_high"), 97);
+    assert_eq!(c(&r, "read", "memcg/0/events_high"), 193);
+    // Limit reclaim never ran: no charge was refused.
+    assert_eq!(c(&r, "write", "memcg/0/events_max"), 0);
+}
