@@ -298,6 +298,7 @@ fn error_message(
             format!("writing the memory cgroup's limit (v1 reclaim emulation) failed: {errno}")
         }
         Failure::MemcgReclaim => format!("writing memory.reclaim failed: {errno}"),
+        Failure::MemcgHigh => format!("writing memory.high failed: {errno}"),
         Failure::ForceEmpty => format!("writing memory.force_empty failed: {errno}"),
         Failure::Khugepaged => format!(
             "driving khugepaged (transparent_hugepage/khugepaged/scan_sleep_millisecs, \

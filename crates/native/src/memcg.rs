@@ -252,6 +252,12 @@ fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
              cgroup v1 memory controller does not have: run it with `--engine vm`"
         )));
     }
+    if let Some(at) = &plan.high_at {
+        return Err(NativeError::Refused(format!(
+            "{at}: memcg_high writes cgroup v2's memory.high, which this host's cgroup v1 \
+             memory controller does not have: run it with `--engine vm`"
+        )));
+    }
     for m in &plan.memcgs {
         let (key, file, also) = if m.zswap_max.is_some() {
             (
@@ -284,6 +290,8 @@ pub(crate) struct WlCgroup {
     pub reclaim: Option<CString>,
     /// v1 memory.force_empty.
     pub force_empty: Option<CString>,
+    /// v2 memory.high.
+    pub high: Option<CString>,
     /// The limit to put back after the v1 reclaim emulation ("-1\n" or the
     /// step's limit).
     pub restore_limit: Vec<u8>,
@@ -333,6 +341,10 @@ impl Cgroups {
                 force_empty: match h.version {
                     Version::V1 => Some(cstr(&dir.join("memory.force_empty"))?),
                     Version::V2 => None,
+                },
+                high: match h.version {
+                    Version::V2 => Some(cstr(&dir.join("memory.high"))?),
+                    Version::V1 => None,
                 },
                 restore_limit: format!("{restore}\n").into_bytes(),
                 unlimited: match h.version {

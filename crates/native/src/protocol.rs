@@ -65,10 +65,12 @@ pub(crate) enum Failure {
     /// A madvise step that expects an error (`errno`, its number in
     /// `err`) succeeded.
     MadviseSucceeded,
+    /// Writing memory.high failed.
+    MemcgHigh,
 }
 
 impl Failure {
-    const ALL: [Failure; 22] = [
+    const ALL: [Failure; 23] = [
         Failure::Open,
         Failure::Mmap,
         Failure::Madvise,
@@ -91,6 +93,7 @@ impl Failure {
         Failure::Mremap,
         Failure::MremapTaken,
         Failure::MadviseSucceeded,
+        Failure::MemcgHigh,
     ];
 
     fn from_code(c: u64) -> Option<Failure> {

@@ -1028,6 +1028,7 @@ impl Proc<'_> {
             } => self.memcg_reclaim(*cg, *amount, *swappiness),
             Op::Khugepaged { full_scans, .. } => self.khugepaged(*full_scans),
             Op::MemcgLimit { cg, limit, .. } => self.memcg_limit(*cg, *limit),
+            Op::MemcgHigh { cg, high, .. } => self.memcg_high(*cg, *high),
             Op::Io {
                 file, count, fsync, ..
             } => self.io(op, *file, *count, *fsync),
@@ -1248,6 +1249,24 @@ impl Proc<'_> {
             Ok(()) => {}
             Err(e) if e == libc::EBUSY as u64 => self.note(Notice::LimitBusy, e),
             Err(e) => self.fail(Failure::MemcgLimit, e),
+        }
+    }
+
+    /// A memcg_high step: write cgroup `cg`'s memory.high (None: `max`;
+    /// cgroup v2 only, refused on v1 before the run). The write reclaims
+    /// down to the new value in this process (`memory_high_write()`).
+    fn memcg_high(&self, cg: u32, high: Option<u64>) {
+        let c = &self.cgroups[cg as usize];
+        let Some(file) = &c.high else {
+            self.fail(Failure::MemcgHigh, libc::ENOENT as u64);
+        };
+        let mut buf = [0u8; 24];
+        let data = match high {
+            Some(h) => fmt_u64(h, &mut buf),
+            None => b"max\n",
+        };
+        if let Err(e) = write_file(file, data) {
+            self.fail(Failure::MemcgHigh, e);
         }
     }
 

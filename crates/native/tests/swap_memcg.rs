@@ -465,5 +465,19 @@ fn memory_high_is_refused_on_cgroup_v1() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // So is a run-time write of it.
+    let sc = scenario(
+        "[[step]]\nop = \"memcg\"\n[[step]]\nop = \"memcg_high\"\nhigh = \"max\"\n\
+         [[step]]\nop = \"phase\"\nname = \"p\"\n",
+    );
+    match run(&sc, &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(
+                why.contains(":3:1: memcg_high writes cgroup v2's memory.high"),
+                "{why}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
     assert_eq!(quiet_host_devices().0, before);
 }

@@ -402,6 +402,10 @@ pub enum StepKind {
     /// the process's memory cgroup (v1 `memory.limit_in_bytes`, v2
     /// `memory.max`); `None` is unlimited.
     MemcgLimit { limit: Option<u64> },
+    /// `op = "memcg_high"`, `high` (size or `"max"`): write a new
+    /// memory.high to the process's memory cgroup (cgroup v2); `None` is
+    /// `max`.
+    MemcgHigh { high: Option<u64> },
     /// `op = "read"` / `"pread"` / `"write"` / `"pwrite"`: buffered I/O on a
     /// `[[file]]` through the process's descriptor of it.
     Io(IoStep),

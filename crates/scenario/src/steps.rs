@@ -28,6 +28,7 @@ enum Op {
     MemcgReclaim,
     ForceEmpty,
     MemcgLimit,
+    MemcgHigh,
     Pagemap,
     Threads,
     Join,
@@ -49,6 +50,7 @@ const OPS: &[(&str, Op)] = &[
     ("memcg_reclaim", Op::MemcgReclaim),
     ("force_empty", Op::ForceEmpty),
     ("memcg_limit", Op::MemcgLimit),
+    ("memcg_high", Op::MemcgHigh),
     ("read", Op::Io(IoCall::Read)),
     ("pread", Op::Io(IoCall::Pread)),
     ("write", Op::Io(IoCall::Write)),
@@ -94,6 +96,7 @@ impl Op {
             Op::Memcg => &["op", "limit", "zswap_max", "high"],
             Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
+            Op::MemcgHigh => &["op", "high"],
             Op::Khugepaged => &["op", "full_scans"],
             Op::Io(call) if call.writes() => &[
                 "op",
@@ -383,6 +386,12 @@ impl StepChecker<'_> {
                 in_memcg(&f, scope, op_word)?;
                 StepKind::MemcgLimit {
                     limit: f.req("limit", limit)?,
+                }
+            }
+            Op::MemcgHigh => {
+                in_memcg(&f, scope, op_word)?;
+                StepKind::MemcgHigh {
+                    high: f.req("high", high)?,
                 }
             }
             Op::Io(call) => self.io(&f, call)?,

@@ -359,6 +359,10 @@ impl<'w, A: Arch> Engine<'w, A> {
             } => self.memcg_reclaim(mm, *amount, *swappiness, at),
             Op::ForceEmpty { .. } => self.force_empty(mm),
             Op::MemcgLimit { limit, .. } => self.memcg_limit(mm, *limit, at),
+            Op::MemcgHigh { high, .. } => {
+                let memcg = self.k.mm_memcg(mm);
+                self.k.memory_high_write(memcg, *high);
+            }
             Op::Io {
                 file,
                 call,

@@ -205,6 +205,13 @@ pub enum Op {
         cg: u32,
         limit: Option<u64>,
     },
+    /// Write a new memory.high (None: `max`) to memory cgroup `cg`
+    /// (cgroup v2).
+    MemcgHigh {
+        step: u32,
+        cg: u32,
+        high: Option<u64>,
+    },
     /// Buffered I/O on file `file` (an index into `Workload::files`)
     /// through the process's descriptor of it: `count` passes over
     /// `[offset, offset + len)` in calls of at most `chunk` bytes (read and
@@ -260,6 +267,7 @@ impl Op {
             | Op::MemcgReclaim { step, .. }
             | Op::ForceEmpty { step, .. }
             | Op::MemcgLimit { step, .. }
+            | Op::MemcgHigh { step, .. }
             | Op::Io { step, .. }
             | Op::Pagemap { step, .. }
             | Op::Threads { step, .. }
@@ -343,6 +351,9 @@ pub struct Workload {
     pub reclaim_swappiness_at: Option<String>,
     /// The first `force_empty` step, if any.
     pub force_empty_at: Option<String>,
+    /// The first `memcg_high` step, if any (cgroup v1 has no
+    /// memory.high).
+    pub high_at: Option<String>,
     /// The pagemap steps, in step order.
     pub pagemaps: Vec<PagemapDecl>,
     /// Per file: does an I/O step use it? (Every process holds a
@@ -449,6 +460,7 @@ struct Compiler<'a> {
     reclaim_at: Option<String>,
     reclaim_swappiness_at: Option<String>,
     force_empty_at: Option<String>,
+    high_at: Option<String>,
     pagemaps: Vec<PagemapDecl>,
     io_files: Vec<bool>,
     max_io_chunk: u64,
@@ -480,6 +492,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         reclaim_at: None,
         reclaim_swappiness_at: None,
         force_empty_at: None,
+        high_at: None,
         pagemaps: Vec::new(),
         io_files: vec![false; sc.files.len()],
         max_io_chunk: 0,
@@ -500,6 +513,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         reclaim_at: c.reclaim_at,
         reclaim_swappiness_at: c.reclaim_swappiness_at,
         force_empty_at: c.force_empty_at,
+        high_at: c.high_at,
         pagemaps: c.pagemaps,
         io_files: c.io_files,
         max_io_chunk: c.max_io_chunk,
@@ -593,6 +607,15 @@ impl Compiler<'_> {
                 cg: self.memcg(self.at(step))?,
                 limit: *limit,
             },
+            StepKind::MemcgHigh { high } => {
+                let at = self.at(step).to_string();
+                self.high_at.get_or_insert_with(|| at.clone());
+                Op::MemcgHigh {
+                    step,
+                    cg: self.memcg(&at)?,
+                    high: *high,
+                }
+            }
             StepKind::Io(io) => self.io(step, io)?,
             StepKind::Pagemap(p) => self.pagemap(step, p)?,
             StepKind::Threads {

@@ -428,6 +428,14 @@ op = "force_empty"
             "high = {high}"
         );
     }
+    // memcg_high: a size or "max", in a cgroup.
+    let s = parse(&format!(
+        "{BASE}\n[[step]]\nop = \"memcg\"\n[[step]]\nop = \"memcg_high\"\nhigh = \"16M\"\n\
+         [[step]]\nop = \"memcg_high\"\nhigh = \"max\"\n"
+    ));
+    let kinds = memcg_steps(&s);
+    assert!(matches!(kinds[1], StepKind::MemcgHigh { high: Some(h) } if h == 16 << 20));
+    assert!(matches!(kinds[2], StepKind::MemcgHigh { high: None }));
     // Inline child steps too.
     let s = parse(
         "[[step]]\nop = \"fork\"\nchild = [{ op = \"memcg\", limit = \"8M\" }, { op = \"force_empty\" }]\n",
@@ -486,6 +494,14 @@ fn memcg_step_errors() {
     let e = error(&with_memcg("op = \"force_empty\"\nregion = \"buf\"\n"));
     assert_eq!(at(&e), (16, 1, "step[3].region"));
     assert!(e.message.ends_with("expected one of: op"), "{}", e.message);
+    let e = error(&with_memcg("op = \"memcg_high\"\n"));
+    assert_eq!(at(&e).2, "step[3].high");
+    assert_eq!(
+        e.message,
+        "missing required key `high` in step[3] (op = \"memcg_high\")"
+    );
+    let e = error(&step("op = \"memcg_high\"\nhigh = \"1M\"\n"));
+    assert_eq!(at(&e).2, "step[2].op");
     // Reclaim outside a scenario memcg.
     let e = error(&step("op = \"memcg_reclaim\"\namount = \"1M\"\n"));
     assert_eq!(at(&e), (13, 6, "step[2].op"));

@@ -830,3 +830,22 @@ fn memory_high_reclaims_each_batch_above_it() {
     // Limit reclaim never ran: no charge was refused.
     assert_eq!(c(&r, "write", "memcg/0/events_max"), 0);
 }
+
+/// A memcg_high step below the usage: the write itself reclaims down to
+/// the new memory.high (memory_high_write(): the stock drained, then
+/// reclaim of the excess until the usage fits). A `high` event counts
+/// only a payment on the way back to user space, so there is none.
+#[test]
+fn a_memory_high_write_reclaims_down_to_it() {
+    let sc = load_scenario::<&str>("guest/memcg-high-write.toml", &[]);
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    assert!(c(&r, "lower", "memcg/0/usage_bytes") <= 32 << 20);
+    assert_eq!(c(&r, "lower", "memcg/0/events_high"), 0);
+    // The guests' count (runs/guest/memcg-high-write.*.json): more than
+    // the excess of about 8,200 pages, as reclaim stops between rounds.
+    assert_eq!(c(&r, "lower", "pswpout"), 10471);
+    // Back at "max", reading the region swaps in what the write swapped
+    // out and reclaims nothing.
+    assert_eq!(c(&r, "raise", "major-faults"), 10471);
+    assert_eq!(c(&r, "raise", "pswpout"), 0);
+}
