@@ -243,8 +243,8 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
 }
 
 /// Refuse, before the run changes anything, what only cgroup v2 has on a
-/// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max and
-/// memory.high.
+/// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max,
+/// memory.high, memory.min and memory.low.
 fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
     if let Some(at) = &plan.reclaim_swappiness_at {
         return Err(NativeError::Refused(format!(
@@ -267,6 +267,10 @@ fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
             )
         } else if m.high.is_some() {
             ("high", "memory.high", "")
+        } else if m.min != 0 {
+            ("min", "memory.min", "")
+        } else if m.low != 0 {
+            ("low", "memory.low", "")
         } else {
             continue;
         };
@@ -404,6 +408,14 @@ impl Cgroups {
                 fs::write(&f, high.to_string())
                     .map_err(|e| err(format!("writing {high} to {}: {e}", f.display())))?;
             }
+            let m = &plan.memcgs[i];
+            for (file, v) in [("memory.min", m.min), ("memory.low", m.low)] {
+                if v != 0 {
+                    let f = dir.join(file);
+                    fs::write(&f, v.to_string())
+                        .map_err(|e| err(format!("writing {v} to {}: {e}", f.display())))?;
+                }
+            }
         }
         Ok(())
     }
@@ -495,7 +507,7 @@ impl Cgroups {
                 Version::V2 => {
                     let t = fs::read_to_string(dir.join("memory.events")).unwrap_or_default();
                     for (k, v) in crate::host::parse_name_values(&t) {
-                        if k == "max" || k == "high" {
+                        if k == "max" || k == "high" || k == "low" {
                             out.insert(format!("memcg/{n}/events_{k}"), v);
                         }
                     }

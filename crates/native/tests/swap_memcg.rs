@@ -437,14 +437,14 @@ fn swappiness_moves_limit_reclaim_from_file_to_anon() {
     assert_eq!(after, before, "{test}: vm.swappiness not restored");
 }
 
-/// cgroup v2's memory.high (a `memcg` step's `high`) on a cgroup v1 host:
+/// cgroup v2's memory.high, memory.min and memory.low on a cgroup v1 host:
 /// refused before anything is changed, naming the step's file, line and
 /// key, and pointing to the VM engine; the host's devices and cgroups are
 /// as before.
 #[test]
-fn memory_high_is_refused_on_cgroup_v1() {
+fn v2_only_memcg_files_are_refused_on_cgroup_v1() {
     let _s = serial();
-    let test = "memory_high_is_refused_on_cgroup_v1";
+    let test = "v2_only_memcg_files_are_refused_on_cgroup_v1";
     if skip_unless_root(test) || skip_unless_memcg_v1(test) {
         return;
     }
@@ -465,7 +465,22 @@ fn memory_high_is_refused_on_cgroup_v1() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    // So is a run-time write of it.
+    // So are memory.min and memory.low.
+    for key in ["min", "low"] {
+        let sc = scenario(&format!(
+            "[[step]]\nop = \"memcg\"\n{key} = \"8M\"\n[[step]]\nop = \"phase\"\nname = \"p\"\n"
+        ));
+        match run(&sc, &NativeOptions::default()) {
+            Err(NativeError::Refused(why)) => {
+                assert!(
+                    why.contains(&format!("{key} is cgroup v2's memory.{key}")),
+                    "{why}"
+                );
+            }
+            other => panic!("{key}: expected a refusal, got {other:?}"),
+        }
+    }
+    // So is a run-time write of memory.high.
     let sc = scenario(
         "[[step]]\nop = \"memcg\"\n[[step]]\nop = \"memcg_high\"\nhigh = \"max\"\n\
          [[step]]\nop = \"phase\"\nname = \"p\"\n",

@@ -381,11 +381,15 @@ pub enum StepKind {
     /// unlimited without `limit`). Later charges of the process go there.
     /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
     /// data; None: unlimited). `high`: cgroup v2 `memory.high`, the
-    /// throttling limit (bytes; None: `max`).
+    /// throttling limit (bytes; None: `max`). `min` and `low`: cgroup v2
+    /// `memory.min` and `memory.low`, the protection from reclaim from
+    /// outside the cgroup (bytes; 0: none).
     Memcg {
         limit: Option<u64>,
         zswap_max: Option<u64>,
         high: Option<u64>,
+        min: u64,
+        low: u64,
     },
     /// `op = "memcg_reclaim"`, `amount` (size), `swappiness` (0..200, or
     /// `"max"` as [`SWAPPINESS_ANON_ONLY`]): proactive reclaim of the

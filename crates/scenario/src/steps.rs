@@ -93,7 +93,7 @@ impl Op {
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
-            Op::Memcg => &["op", "limit", "zswap_max", "high"],
+            Op::Memcg => &["op", "limit", "zswap_max", "high", "min", "low"],
             Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
             Op::MemcgHigh => &["op", "high"],
@@ -364,11 +364,15 @@ impl StepChecker<'_> {
                 let limit = f.opt("limit", Ctx::page_size)?;
                 let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
                 let high = f.opt("high", high)?.flatten();
+                let min = f.opt("min", Ctx::page_offset)?.unwrap_or(0);
+                let low = f.opt("low", Ctx::page_offset)?.unwrap_or(0);
                 scope.memcg = Some(path.to_owned());
                 StepKind::Memcg {
                     limit,
                     zswap_max,
                     high,
+                    min,
+                    low,
                 }
             }
             Op::MemcgReclaim => {

@@ -353,6 +353,11 @@ impl<'w, A: Arch> Engine<'w, A> {
                 if high.is_some() {
                     self.k.memory_high_write(id, high);
                 }
+                if decl.min != 0 || decl.low != 0 {
+                    self.k
+                        .mem_cgroup_set_protection(id, decl.min, decl.low)
+                        .map_err(|e| kerr(at, e))?;
+                }
             }
             Op::MemcgReclaim {
                 amount, swappiness, ..

@@ -294,7 +294,7 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
     (
         "memcg/<n>/<field>",
         &["sim", "native", "vm"],
-        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max and events_high: the max and high events of cgroup v2 memory.events, and two values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current) and peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start)",
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max, events_high and events_low: the max, high and low events of cgroup v2 memory.events, and two values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current) and peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start)",
     ),
 ];
 

@@ -127,6 +127,9 @@ counter_enum!(
         // cgroup above memory.high on the way back to user space).
         EventsMax => "events_max",
         EventsHigh => "events_high",
+        // memory.events `low`: a reclaim of the cgroup below memory.low
+        // (nothing else was left to reclaim).
+        EventsLow => "events_low",
         WorkingsetRefaultAnon => "workingset_refault_anon",
         WorkingsetRefaultFile => "workingset_refault_file",
         WorkingsetActivateAnon => "workingset_activate_anon",

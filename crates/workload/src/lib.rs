@@ -323,6 +323,10 @@ pub struct MemcgDecl {
     pub zswap_max: Option<u64>,
     /// Its `high` (cgroup v2 `memory.high`; None: `max`).
     pub high: Option<u64>,
+    /// Its `min` and `low` (cgroup v2 `memory.min`, `memory.low`; 0:
+    /// none).
+    pub min: u64,
+    pub low: u64,
 }
 
 /// The whole compiled scenario.
@@ -597,7 +601,19 @@ impl Compiler<'_> {
                 limit,
                 zswap_max,
                 high,
-            } => self.memcg_step(step, *limit, *zswap_max, *high),
+                min,
+                low,
+            } => {
+                let decl = MemcgDecl {
+                    at: self.at(step).to_string(),
+                    limit: *limit,
+                    zswap_max: *zswap_max,
+                    high: *high,
+                    min: *min,
+                    low: *low,
+                };
+                self.memcg_step(step, decl)
+            }
             StepKind::MemcgReclaim { amount, swappiness } => {
                 self.memcg_reclaim(step, *amount, *swappiness)?
             }
@@ -892,20 +908,9 @@ impl Compiler<'_> {
 
     /// A memcg step: a new memory cgroup, which the process (and the
     /// children it forks later) is in from here.
-    fn memcg_step(
-        &mut self,
-        step: u32,
-        limit: Option<u64>,
-        zswap_max: Option<u64>,
-        high: Option<u64>,
-    ) -> Op {
+    fn memcg_step(&mut self, step: u32, decl: MemcgDecl) -> Op {
         let cg = self.memcgs.len() as u32;
-        self.memcgs.push(MemcgDecl {
-            at: self.at(step).to_string(),
-            limit,
-            zswap_max,
-            high,
-        });
+        self.memcgs.push(decl);
         self.cur_memcg = Some(cg);
         Op::Memcg { step, cg }
     }

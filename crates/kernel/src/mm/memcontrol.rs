@@ -36,10 +36,11 @@
 //! little later than natively; xarray nodes are never freed (shadow
 //! entries keep them); when the stock has no free slot the kernel drains a
 //! random one, the model the first. Unsupported (loud error): the memcg OOM
-//! killer — a charge that reclaim cannot make room for stops the run. Not
-//! modelled: memory.low/min protection, swap limits (and so
-//! memory.swap.high's penalty), socket accounting, moving charges between
-//! cgroups, cgroup removal.
+//! killer — a charge that reclaim cannot make room for stops the run.
+//! memory.min / memory.low protection from global reclaim (mm/vmscan.rs
+//! applies it) with the classic LRU; refused with MGLRU. Not modelled:
+//! swap limits (and so memory.swap.high's penalty), socket accounting,
+//! moving charges between cgroups, cgroup removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
@@ -142,6 +143,10 @@ pub(crate) struct MemCgroup {
     pub(crate) zswap_max: u64,
     /// `memcg->memory.high` (cgroup v2 `memory.high`) in pages.
     pub(crate) high: u64,
+    /// `memcg->memory.min` (cgroup v2 `memory.min`) in pages.
+    pub(crate) min: u64,
+    /// `memcg->memory.low` (cgroup v2 `memory.low`) in pages.
+    pub(crate) low: u64,
 }
 
 /// `struct memcg_stock_pcp` of the simulated CPU.
@@ -211,6 +216,8 @@ impl Default for MemcgState {
                 shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
                 zswap_max: PAGE_COUNTER_MAX,
                 high: PAGE_COUNTER_MAX,
+                min: 0,
+                low: 0,
             }],
             mm_memcg: Vec::new(),
             folio_memcg: Vec::new(),
@@ -255,12 +262,73 @@ impl<A: Arch> Kernel<A> {
             shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
             zswap_max: PAGE_COUNTER_MAX,
             high: PAGE_COUNTER_MAX,
+            min: 0,
+            low: 0,
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
         self.lru_gen_init_timestamps(id);
         self.set_mm_memcg(mm, id);
         Ok(id)
+    }
+
+    /// Writes to cgroup v2 `memory.min` and `memory.low` (bytes, rounded
+    /// down to pages by `page_counter_memparse()`; a write does not
+    /// reclaim). Unsupported with the multi-gen LRU: the order in which
+    /// its memcg LRU (`shrink_many()`, random bins) visits a cgroup below
+    /// memory.low is not modelled.
+    pub fn mem_cgroup_set_protection(
+        &mut self,
+        memcg: MemcgId,
+        min_bytes: u64,
+        low_bytes: u64,
+    ) -> KResult<()> {
+        if self.lru_gen_enabled() {
+            return Err(KernelError::Unsupported(
+                "memory.min and memory.low with the multi-gen LRU (lru_gen.enabled): the \
+                 order in which its memcg LRU visits protected cgroups is not modelled"
+                    .into(),
+            ));
+        }
+        let m = &mut self.memcg.memcgs[memcg.idx()];
+        m.min = min_bytes / PAGE_SIZE;
+        m.low = low_bytes / PAGE_SIZE;
+        Ok(())
+    }
+
+    /// `mem_cgroup_unprotected()`: the root has no protection, and a
+    /// reclaim's target ignores its own (`target` None: global reclaim,
+    /// whose target is the root).
+    fn mem_cgroup_unprotected(target: Option<MemcgId>, memcg: MemcgId) -> bool {
+        memcg == ROOT_MEM_CGROUP || target == Some(memcg)
+    }
+
+    /// `mem_cgroup_protection()`: the effective memory.min and memory.low
+    /// of `memcg` for a reclaim of `target`, in pages. The model's
+    /// cgroups are children of the root, whose effective protection is
+    /// what they were given (`page_counter_calculate_protection()`).
+    pub(crate) fn mem_cgroup_protection(
+        &self,
+        target: Option<MemcgId>,
+        memcg: MemcgId,
+    ) -> (u64, u64) {
+        if Self::mem_cgroup_unprotected(target, memcg) {
+            return (0, 0);
+        }
+        let m = &self.memcg.memcgs[memcg.idx()];
+        (m.min, m.low)
+    }
+
+    /// `mem_cgroup_below_min()`: the usage is within memory.min.
+    pub(crate) fn mem_cgroup_below_min(&self, target: Option<MemcgId>, memcg: MemcgId) -> bool {
+        let m = &self.memcg.memcgs[memcg.idx()];
+        !Self::mem_cgroup_unprotected(target, memcg) && m.min >= m.usage
+    }
+
+    /// `mem_cgroup_below_low()`: the usage is within memory.low.
+    pub(crate) fn mem_cgroup_below_low(&self, target: Option<MemcgId>, memcg: MemcgId) -> bool {
+        let m = &self.memcg.memcgs[memcg.idx()];
+        !Self::mem_cgroup_unprotected(target, memcg) && m.low >= m.usage
     }
 
     /// The cgroup `mm` is charged to (`get_mem_cgroup_from_mm()`).

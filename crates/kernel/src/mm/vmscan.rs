@@ -114,6 +114,11 @@ pub(crate) struct ScanControl {
     cache_trim_mode: bool,
     file_is_tiny: bool,
     memcg_full_walk: bool,
+    /// `memcg_low_reclaim`: this pass reclaims cgroups below memory.low
+    /// too (the retry after one that skipped them found nothing else).
+    memcg_low_reclaim: bool,
+    /// `memcg_low_skipped`: a cgroup below memory.low was passed over.
+    memcg_low_skipped: bool,
     anon_cost: u64,
     file_cost: u64,
 }
@@ -136,6 +141,8 @@ impl ScanControl {
             cache_trim_mode: false,
             file_is_tiny: false,
             memcg_full_walk: false,
+            memcg_low_reclaim: false,
+            memcg_low_skipped: false,
             anon_cost: 0,
             file_cost: 0,
         }
@@ -633,6 +640,14 @@ impl<A: Arch> Kernel<A> {
                 sc.skipped_deactivate = false;
                 continue;
             }
+            // Untapped memory.low reserves: retry before giving up.
+            if sc.memcg_low_skipped {
+                sc.priority = initial_priority;
+                sc.force_deactivate = false;
+                sc.memcg_low_reclaim = true;
+                sc.memcg_low_skipped = false;
+                continue;
+            }
             return 0;
         }
     }
@@ -673,9 +688,12 @@ impl<A: Arch> Kernel<A> {
                 _ => 0,
             };
             for m in start..n {
+                self.buddy.reclaim_pos = Some(m);
+                if self.memcg_protected(MemcgId(m), sc) {
+                    continue;
+                }
                 self.shrink_lruvec(MemcgId(m), sc);
                 self.shrink_slab(MemcgId(m), sc.priority as u32);
-                self.buddy.reclaim_pos = Some(m);
                 if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
                     return;
                 }
@@ -686,6 +704,53 @@ impl<A: Arch> Kernel<A> {
         self.prepare_scan_control(sc, target);
         self.shrink_lruvec(target, sc);
         self.shrink_slab(target, sc.priority as u32);
+    }
+
+    /// The protection checks of `shrink_node_memcgs()` for a cgroup of
+    /// global reclaim: below memory.min it is passed over; below
+    /// memory.low too, unless this pass reclaims below it
+    /// (`memcg_low_reclaim`), which counts a `low` event (memory.events).
+    /// True if it is passed over.
+    fn memcg_protected(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> bool {
+        if self.mem_cgroup_below_min(sc.target, memcg) {
+            return true;
+        }
+        if self.mem_cgroup_below_low(sc.target, memcg) {
+            if !sc.memcg_low_reclaim {
+                sc.memcg_low_skipped = true;
+                return true;
+            }
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::EventsLow, 1);
+        }
+        false
+    }
+
+    /// `apply_proportional_protection()`: a protected cgroup's list is
+    /// scanned in proportion to how much of its usage lies above its
+    /// protection (memory.low, or memory.min in a pass that reclaims below
+    /// low; passing over low marks `memcg_low_skipped`), at least
+    /// SWAP_CLUSTER_MAX pages.
+    fn apply_proportional_protection(
+        &self,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+        scan: u64,
+    ) -> u64 {
+        let (min, low) = self.mem_cgroup_protection(sc.target, memcg);
+        if min == 0 && low == 0 {
+            return scan;
+        }
+        let protection = if !sc.memcg_low_reclaim && low > min {
+            sc.memcg_low_skipped = true;
+            low
+        } else {
+            min
+        };
+        let cgroup_size = self.memcg.memcgs[memcg.idx()].usage.max(protection);
+        let scan =
+            scan - (u128::from(scan) * u128::from(protection) / u128::from(cgroup_size + 1)) as u64;
+        scan.max(SWAP_CLUSTER_MAX)
     }
 
     /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read
@@ -809,7 +874,7 @@ impl<A: Arch> Kernel<A> {
     /// swappiness 0, or in `cache_trim_mode`; both equally at priority 0
     /// (unless swappiness is 0); else in proportion to swappiness and the
     /// recent reclaim costs (`calculate_pressure_balance()`).
-    fn get_scan_count(&self, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+    fn get_scan_count(&self, memcg: MemcgId, sc: &mut ScanControl) -> [u64; NR_LRU_LISTS] {
         let swappiness = self.sc_swappiness(sc);
         let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
             ScanBalance::File
@@ -836,7 +901,8 @@ impl<A: Arch> Kernel<A> {
         let mut nr = [0; NR_LRU_LISTS];
         for (lru, n) in nr.iter_mut().enumerate() {
             let file = is_file_lru(lru);
-            let scan = self.vmstat.memcg[memcg.idx()].lru[lru] >> sc.priority;
+            let size = self.vmstat.memcg[memcg.idx()].lru[lru];
+            let scan = self.apply_proportional_protection(memcg, sc, size) >> sc.priority;
             *n = match balance {
                 ScanBalance::Equal => scan,
                 ScanBalance::Fract => scan * fraction[file as usize] / denominator,
@@ -865,7 +931,7 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// The start of `shrink_lruvec()`: each list's budget at this priority.
-    fn lruvec_scan_begin(&self, memcg: MemcgId, sc: &ScanControl) -> LruvecScan {
+    fn lruvec_scan_begin(&self, memcg: MemcgId, sc: &mut ScanControl) -> LruvecScan {
         let nr = self.get_scan_count(memcg, sc);
         LruvecScan {
             nr,
@@ -1523,7 +1589,16 @@ impl<A: Arch> Kernel<A> {
                     return;
                 }
                 let m = MemcgId(memcg);
-                let mut scan = scan.unwrap_or_else(|| self.lruvec_scan_begin(m, &sc));
+                if scan.is_none() && self.memcg_protected(m, &mut sc) {
+                    self.kswapd.round = Round::Memcgs {
+                        memcg: memcg + 1,
+                        scan: None,
+                        reclaimed_before,
+                    };
+                    self.kswapd.run = Some(sc);
+                    return;
+                }
+                let mut scan = scan.unwrap_or_else(|| self.lruvec_scan_begin(m, &mut sc));
                 let (memcg, scan) = if self.lruvec_scan_step(&mut scan, m, &mut sc) {
                     (memcg, Some(scan))
                 } else {

@@ -428,6 +428,15 @@ op = "force_empty"
             "high = {high}"
         );
     }
+    // memory.min and memory.low: sizes, 0 (none) by default.
+    let s = parse(&format!(
+        "{BASE}\n[[step]]\nop = \"memcg\"\nmin = \"8M\"\nlow = \"16M\"\n[[step]]\nop = \"memcg\"\n"
+    ));
+    let kinds = memcg_steps(&s);
+    assert!(
+        matches!(kinds[0], StepKind::Memcg { min, low, .. } if min == 8 << 20 && low == 16 << 20)
+    );
+    assert!(matches!(kinds[1], StepKind::Memcg { min: 0, low: 0, .. }));
     // memcg_high: a size or "max", in a cgroup.
     let s = parse(&format!(
         "{BASE}\n[[step]]\nop = \"memcg\"\n[[step]]\nop = \"memcg_high\"\nhigh = \"16M\"\n\
@@ -464,7 +473,7 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, high"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, high, min, low"
     );
     // memory.high: page-aligned (0 allowed) or "max".
     let e = error(&step("op = \"memcg\"\nhigh = \"6K\"\n"));
@@ -473,6 +482,8 @@ fn memcg_step_errors() {
         e.message,
         "expected a multiple of the page size (4096), found 6144"
     );
+    let e = error(&step("op = \"memcg\"\nlow = \"6K\"\n"));
+    assert_eq!(at(&e), (14, 7, "step[2].low"));
     let e = error(&step("op = \"memcg\"\nhigh = \"none\"\n"));
     assert_eq!(at(&e).2, "step[2].high");
     let e = error(&step("op = \"memcg\"\nzswap_max = \"6K\"\n"));

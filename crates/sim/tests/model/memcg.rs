@@ -849,3 +849,63 @@ fn a_memory_high_write_reclaims_down_to_it() {
     assert_eq!(c(&r, "raise", "major-faults"), 10471);
     assert_eq!(c(&r, "raise", "pswpout"), 0);
 }
+
+/// memory.min and memory.low under global memory pressure (classic LRU):
+/// a cgroup below its protection is passed over while another cgroup has
+/// pages to reclaim (shrink_node_memcgs(): mem_cgroup_below_min(),
+/// mem_cgroup_below_low()).
+#[test]
+fn protected_cgroups_are_passed_over_by_global_reclaim() {
+    let sc = load_scenario::<&str>("guest/memcg-min-global-reclaim.toml", &[]);
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    assert_eq!(c(&r, "pressure", "memcg/0/pgscan"), 0);
+    // Every swap-out is the child's.
+    let child = c(&r, "pressure", "memcg/1/pgsteal");
+    assert!(child > 0);
+    assert_eq!(c(&r, "pressure", "pswpout"), child);
+    // memory.low protects the same way while the child's pages are there.
+    let sc = load_scenario(
+        "guest/memcg-min-global-reclaim.toml",
+        &[("step.1.min", "0"), ("step.1.low", "128M")],
+    );
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    assert_eq!(c(&r, "pressure", "memcg/0/pgscan"), 0);
+    assert_eq!(c(&r, "pressure", "memcg/0/events_low"), 0);
+    // The multi-gen LRU's memcg LRU visits protected cgroups in an order
+    // the model does not have: refused, naming the step.
+    let sc = load_scenario(
+        "guest/memcg-min-global-reclaim.toml",
+        &[("lru_gen.enabled", "1")],
+    );
+    let err = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("memory.min and memory.low with the multi-gen LRU"),
+        "{err}"
+    );
+    // Without protection the parent's pages go too.
+    let sc = load_scenario(
+        "guest/memcg-min-global-reclaim.toml",
+        &[("step.1.min", "0")],
+    );
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    assert!(c(&r, "pressure", "memcg/0/pgsteal") > 0);
+}
+
+/// memory.low above everything the only cgroup can use: global reclaim
+/// skips it, finds nothing, and the workload's direct reclaim retries
+/// below memory.low (memcg_low_reclaim), a `low` event per visit. kswapd
+/// has no such retry, so it reclaims nothing.
+#[test]
+fn reclaim_below_memory_low_only_when_nothing_else_is_left() {
+    let sc = load_scenario::<&str>("guest/memcg-low-all-protected.toml", &[]);
+    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    let steal = c(&r, "write", "memcg/0/pgsteal");
+    assert!(steal > 0);
+    assert_eq!(c(&r, "write", "memcg/0/pgsteal_direct"), steal);
+    assert_eq!(c(&r, "write", "pgsteal_kswapd"), 0);
+    // Each retry visits the cgroup once per priority it reaches: at least
+    // one event per direct reclaim that reclaimed.
+    assert!(c(&r, "write", "memcg/0/events_low") >= c(&r, "write", "allocstall_movable"));
+}
