@@ -773,6 +773,12 @@ fn memory_reclaim_swappiness_picks_the_lists() {
     );
 }
 
+/// The shipped scenario `scenarios/<rel>` with `sets`, simulated.
+fn run_shipped(rel: &str, sets: &[(&str, &str)]) -> foliosim_report::Report {
+    let sc = load_scenario(rel, sets);
+    foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs")
+}
+
 /// A cgroup with `memory.high` and nothing to reclaim: 8 MiB of anonymous
 /// memory written without swap into a cgroup whose memory.high is 4 MiB
 /// (1,024 pages).
@@ -815,8 +821,7 @@ fn memory_high_throttles_what_reclaim_cannot_free() {
 /// passes memory.high by more than the batch, and nothing sleeps.
 #[test]
 fn memory_high_reclaims_each_batch_above_it() {
-    let sc = load_scenario::<&str>("guest/memcg-high-anon-zram.toml", &[]);
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    let r = run_shipped("guest/memcg-high-anon-zram.toml", &[]);
     // 8,192 + 64 pages: the batch that crossed memory.high, reclaimed
     // before the next fault.
     assert_eq!(c(&r, "write", "memcg/0/peak_bytes"), (8192 + 64) * 4096);
@@ -837,8 +842,7 @@ fn memory_high_reclaims_each_batch_above_it() {
 /// only a payment on the way back to user space, so there is none.
 #[test]
 fn a_memory_high_write_reclaims_down_to_it() {
-    let sc = load_scenario::<&str>("guest/memcg-high-write.toml", &[]);
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    let r = run_shipped("guest/memcg-high-write.toml", &[]);
     assert!(c(&r, "lower", "memcg/0/usage_bytes") <= 32 << 20);
     assert_eq!(c(&r, "lower", "memcg/0/events_high"), 0);
     // The guests' count (runs/guest/memcg-high-write.*.json): more than
@@ -856,19 +860,17 @@ fn a_memory_high_write_reclaims_down_to_it() {
 /// mem_cgroup_below_low()).
 #[test]
 fn protected_cgroups_are_passed_over_by_global_reclaim() {
-    let sc = load_scenario::<&str>("guest/memcg-min-global-reclaim.toml", &[]);
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    let r = run_shipped("guest/memcg-min-global-reclaim.toml", &[]);
     assert_eq!(c(&r, "pressure", "memcg/0/pgscan"), 0);
     // Every swap-out is the child's.
     let child = c(&r, "pressure", "memcg/1/pgsteal");
     assert!(child > 0);
     assert_eq!(c(&r, "pressure", "pswpout"), child);
     // memory.low protects the same way while the child's pages are there.
-    let sc = load_scenario(
+    let r = run_shipped(
         "guest/memcg-min-global-reclaim.toml",
         &[("step.1.min", "0"), ("step.1.low", "128M")],
     );
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
     assert_eq!(c(&r, "pressure", "memcg/0/pgscan"), 0);
     assert_eq!(c(&r, "pressure", "memcg/0/events_low"), 0);
     // The multi-gen LRU's memcg LRU visits protected cgroups in an order
@@ -885,11 +887,10 @@ fn protected_cgroups_are_passed_over_by_global_reclaim() {
         "{err}"
     );
     // Without protection the parent's pages go too.
-    let sc = load_scenario(
+    let r = run_shipped(
         "guest/memcg-min-global-reclaim.toml",
         &[("step.1.min", "0")],
     );
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
     assert!(c(&r, "pressure", "memcg/0/pgsteal") > 0);
 }
 
@@ -899,8 +900,7 @@ fn protected_cgroups_are_passed_over_by_global_reclaim() {
 /// has no such retry, so it reclaims nothing.
 #[test]
 fn reclaim_below_memory_low_only_when_nothing_else_is_left() {
-    let sc = load_scenario::<&str>("guest/memcg-low-all-protected.toml", &[]);
-    let r = foliosim_sim::run(&sc, foliosim_sim::RunOptions::default()).expect("scenario runs");
+    let r = run_shipped("guest/memcg-low-all-protected.toml", &[]);
     let steal = c(&r, "write", "memcg/0/pgsteal");
     assert!(steal > 0);
     assert_eq!(c(&r, "write", "memcg/0/pgsteal_direct"), steal);
