@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::guard::{HostGuard, Undo};
 use crate::{sys, NativeError};
-use foliosim_workload::Workload as Plan;
+use foliosim_workload::{MemcgDecl, Workload as Plan};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Version {
@@ -242,6 +242,17 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
     Ok(Some((h, notes)))
 }
 
+/// The cgroup v2 files a `memcg` step sets when the cgroup is made: the
+/// step's key, the file, and the value (None: left as created).
+fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 4] {
+    [
+        ("zswap_max", "memory.zswap.max", m.zswap_max),
+        ("high", "memory.high", m.high),
+        ("min", "memory.min", (m.min != 0).then_some(m.min)),
+        ("low", "memory.low", (m.low != 0).then_some(m.low)),
+    ]
+}
+
 /// Refuse, before the run changes anything, what only cgroup v2 has on a
 /// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max,
 /// memory.high, memory.min and memory.low.
@@ -259,20 +270,13 @@ fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
         )));
     }
     for m in &plan.memcgs {
-        let (key, file, also) = if m.zswap_max.is_some() {
-            (
-                "zswap_max",
-                "memory.zswap.max",
-                " (and zswap runs only in guests)",
-            )
-        } else if m.high.is_some() {
-            ("high", "memory.high", "")
-        } else if m.min != 0 {
-            ("min", "memory.min", "")
-        } else if m.low != 0 {
-            ("low", "memory.low", "")
-        } else {
+        let Some((key, file, _)) = v2_settings(m).into_iter().find(|s| s.2.is_some()) else {
             continue;
+        };
+        let also = if key == "zswap_max" {
+            " (and zswap runs only in guests)"
+        } else {
+            ""
         };
         return Err(NativeError::Refused(format!(
             "{}: {key} is cgroup v2's {file}, which this host's cgroup v1 memory controller \
@@ -398,19 +402,9 @@ impl Cgroups {
                 fs::write(&f, limit.to_string())
                     .map_err(|e| err(format!("writing {limit} to {}: {e}", f.display())))?;
             }
-            if let Some(max) = plan.memcgs[i].zswap_max {
-                let f = dir.join("memory.zswap.max");
-                fs::write(&f, max.to_string())
-                    .map_err(|e| err(format!("writing {max} to {}: {e}", f.display())))?;
-            }
-            if let Some(high) = plan.memcgs[i].high {
-                let f = dir.join("memory.high");
-                fs::write(&f, high.to_string())
-                    .map_err(|e| err(format!("writing {high} to {}: {e}", f.display())))?;
-            }
-            let m = &plan.memcgs[i];
-            for (file, v) in [("memory.min", m.min), ("memory.low", m.low)] {
-                if v != 0 {
+            // cgroup v2 only (refused on v1 before the run).
+            for (_, file, v) in v2_settings(&plan.memcgs[i]) {
+                if let Some(v) = v {
                     let f = dir.join(file);
                     fs::write(&f, v.to_string())
                         .map_err(|e| err(format!("writing {v} to {}: {e}", f.display())))?;

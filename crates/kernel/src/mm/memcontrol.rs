@@ -45,6 +45,8 @@
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
 use crate::include::linux::pgtable::{Pfn, PAGE_SIZE};
+use crate::mm::lru_gen::{HZ, PS_PER_JIFFY};
+use crate::mm::swap::SWAP_CLUSTER_MAX;
 use crate::mm::swapfile::SwpEntry;
 use crate::mm::vmstat::MemcgEvent;
 use crate::KResult;
@@ -85,13 +87,11 @@ pub(crate) const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 pub(crate) const PAGE_COUNTER_MAX: u64 = u64::MAX;
 /// `MEMCG_MAX_HIGH_DELAY_JIFFIES`: the longest memory.high sleep per
 /// return to user space (2 s).
-const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ_U64;
+const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ;
 /// `MEMCG_DELAY_PRECISION_SHIFT`
 const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
 /// `MEMCG_DELAY_SCALING_SHIFT`
 const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
-/// `HZ` of the reference kernels.
-const HZ_U64: u64 = crate::mm::lru_gen::HZ;
 
 /// `struct lruvec` of one cgroup (one node).
 #[derive(Clone, Debug, Default)]
@@ -673,8 +673,7 @@ impl<A: Arch> Kernel<A> {
     /// reclaiming itself (PF_MEMALLOC). The model's cgroups are children of
     /// the root, whose memory.high is `max`.
     fn charge_check_high(&mut self, memcg: MemcgId, batch: u64, gfp: ChargeGfp) {
-        let m = &self.memcg.memcgs[memcg.idx()];
-        if m.usage > m.high {
+        if self.mem_cgroup_over_high(memcg) {
             self.memcg.nr_pages_over_high += batch;
         }
         let may_block = matches!(
@@ -689,7 +688,9 @@ impl<A: Arch> Kernel<A> {
 
     /// `resume_user_mode_work()` → `mem_cgroup_handle_over_high()`: the
     /// task of `mm` returns to user space after a fault or a system call
-    /// and pays what it charged above memory.high.
+    /// and pays what it charged above memory.high. Runs after every fault:
+    /// one test when nothing is owed.
+    #[inline]
     pub fn resume_user_mode_work(&mut self, mm: MmId) {
         if self.memcg.nr_pages_over_high != 0 {
             let memcg = self.mm_memcg(mm);
@@ -711,16 +712,12 @@ impl<A: Arch> Kernel<A> {
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut in_retry = false;
         loop {
-            let target = if in_retry {
-                crate::mm::swap::SWAP_CLUSTER_MAX
-            } else {
-                nr_pages
-            };
+            let target = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
             let nr_reclaimed = self.reclaim_high(memcg, target);
             let penalty = self
                 .calculate_high_delay(nr_pages, self.mem_find_max_overage(memcg))
                 .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
-            if penalty <= crate::mm::lru_gen::HZ / 100 {
+            if penalty <= HZ / 100 {
                 return;
             }
             if nr_reclaimed > 0 || nr_retries > 0 {
@@ -730,7 +727,7 @@ impl<A: Arch> Kernel<A> {
                 in_retry = true;
                 continue;
             }
-            self.vmstat.throttled_ps += penalty * crate::mm::lru_gen::PS_PER_JIFFY;
+            self.vmstat.throttled_ps += penalty * PS_PER_JIFFY;
             return;
         }
     }
@@ -739,11 +736,7 @@ impl<A: Arch> Kernel<A> {
     /// event (memory.events) and reclaims `nr_pages` in itself, swapping
     /// allowed. Returns the pages reclaimed.
     fn reclaim_high(&mut self, memcg: MemcgId, nr_pages: u64) -> u64 {
-        if memcg == ROOT_MEM_CGROUP {
-            return 0;
-        }
-        let m = &self.memcg.memcgs[memcg.idx()];
-        if m.usage <= m.high {
+        if !self.mem_cgroup_over_high(memcg) {
             return 0;
         }
         self.vmstat
@@ -751,17 +744,22 @@ impl<A: Arch> Kernel<A> {
         self.try_to_free_mem_cgroup_pages(memcg, nr_pages, true, None)
     }
 
+    /// Whether the cgroup's usage is above its memory.high (the root's is
+    /// `max`, and nothing is charged to it).
+    fn mem_cgroup_over_high(&self, memcg: MemcgId) -> bool {
+        let m = &self.memcg.memcgs[memcg.idx()];
+        m.usage > m.high
+    }
+
     /// `mem_find_max_overage()`: how far the cgroup is above its
     /// memory.high, as a fraction of it in 20-bit fixed point
-    /// (`calculate_overage()`).
+    /// (`calculate_overage()`; the model's cgroups have no ancestor but
+    /// the root).
     fn mem_find_max_overage(&self, memcg: MemcgId) -> u64 {
-        if memcg == ROOT_MEM_CGROUP {
+        if !self.mem_cgroup_over_high(memcg) {
             return 0;
         }
         let m = &self.memcg.memcgs[memcg.idx()];
-        if m.usage <= m.high {
-            return 0;
-        }
         let high = m.high.max(1);
         ((m.usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
     }
@@ -772,9 +770,7 @@ impl<A: Arch> Kernel<A> {
         if max_overage == 0 {
             return 0;
         }
-        let penalty = (max_overage
-            .saturating_mul(max_overage)
-            .saturating_mul(HZ_U64))
+        let penalty = (max_overage.saturating_mul(max_overage).saturating_mul(HZ))
             >> MEMCG_DELAY_PRECISION_SHIFT
             >> MEMCG_DELAY_SCALING_SHIFT;
         penalty.saturating_mul(nr_pages) / MEMCG_CHARGE_BATCH

@@ -1589,22 +1589,17 @@ impl<A: Arch> Kernel<A> {
                     return;
                 }
                 let m = MemcgId(memcg);
-                if scan.is_none() && self.memcg_protected(m, &mut sc) {
-                    self.kswapd.round = Round::Memcgs {
-                        memcg: memcg + 1,
-                        scan: None,
-                        reclaimed_before,
-                    };
-                    self.kswapd.run = Some(sc);
-                    return;
-                }
-                let mut scan = scan.unwrap_or_else(|| self.lruvec_scan_begin(m, &mut sc));
-                let (memcg, scan) = if self.lruvec_scan_step(&mut scan, m, &mut sc) {
-                    (memcg, Some(scan))
-                } else {
-                    self.lruvec_scan_end(scan, m, &mut sc);
-                    self.shrink_slab(m, sc.priority as u32);
+                let (memcg, scan) = if scan.is_none() && self.memcg_protected(m, &mut sc) {
                     (memcg + 1, None)
+                } else {
+                    let mut scan = scan.unwrap_or_else(|| self.lruvec_scan_begin(m, &mut sc));
+                    if self.lruvec_scan_step(&mut scan, m, &mut sc) {
+                        (memcg, Some(scan))
+                    } else {
+                        self.lruvec_scan_end(scan, m, &mut sc);
+                        self.shrink_slab(m, sc.priority as u32);
+                        (memcg + 1, None)
+                    }
                 };
                 self.kswapd.round = Round::Memcgs {
                     memcg,
