@@ -1,25 +1,7 @@
-//! The project's one pseudo-random generator and the random touch order.
+//! The random touch order, driven by the project's one pseudo-random
+//! generator (`foliosim_uapi::rng`).
 
-/// SplitMix64, the one PRNG of the project (documented in
-/// docs/scenarios.md so that a C program reproduces it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+pub use foliosim_uapi::rng::SplitMix64;
 
 /// The random touch order: a Fisher-Yates shuffle of `0..n` driven by
 /// [`SplitMix64`] seeded with `seed`.

@@ -354,9 +354,7 @@ impl<'w, A: Arch> Engine<'w, A> {
                     self.k.memory_high_write(id, high);
                 }
                 if decl.min != 0 || decl.low != 0 {
-                    self.k
-                        .mem_cgroup_set_protection(id, decl.min, decl.low)
-                        .map_err(|e| kerr(at, e))?;
+                    self.k.mem_cgroup_set_protection(id, decl.min, decl.low);
                 }
             }
             Op::MemcgReclaim {

@@ -39,6 +39,7 @@ pub mod mman;
 pub mod names;
 pub mod pagedata;
 pub mod pagemap;
+pub mod rng;
 pub mod series;
 pub mod swap;
 pub mod thp;

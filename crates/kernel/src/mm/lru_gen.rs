@@ -23,9 +23,8 @@
 //! Approximated, see docs/fidelity.md: one zone (the kernel keeps a list
 //! per zone and scans the highest eligible first); the Bloom filters of
 //! the page-table walk are exact sets (the kernel's have false positives,
-//! ~1/5 at 10,000 PTE tables); global reclaim visits the cgroups in id
-//! order (the kernel's memcg LRU spreads them over random bins and rotates
-//! them by outcome); generation timestamps (for `min_ttl_ms`) are kept
+//! ~1/5 at 10,000 PTE tables); the memcg LRU's random bins are drawn
+//! from a fixed seed (mm/memcg_lru.rs); generation timestamps (for `min_ttl_ms`) are kept
 //! only while it is set, in jiffies since boot: `machine.uptime_ms` when
 //! the run starts, then the running task's modelled clock; an mm is
 //! walked again once its task ran since the last walk
@@ -58,6 +57,24 @@ use crate::{Kernel, MmId};
 
 /// `MIN_NR_GENS`
 pub(crate) const MIN_NR_GENS: u64 = 2;
+
+/// The state of `try_to_shrink_lruvec()`'s loop, which kswapd takes a
+/// batch at a time (mm/vmscan.rs).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TryShrink {
+    /// Pages scanned so far.
+    pub(crate) scanned: u64,
+    /// The last `get_nr_to_scan()`.
+    pub(crate) nr_to_scan: i64,
+}
+
+impl TryShrink {
+    /// Whether the loop stopped because the lruvec aged instead (or is
+    /// within memory.min): `nr_to_scan < 0`.
+    pub(crate) fn rotate(&self) -> bool {
+        self.nr_to_scan < 0
+    }
+}
 /// `MAX_NR_GENS`
 pub(crate) const MAX_NR_GENS: u64 = 4;
 const NR_GENS: usize = MAX_NR_GENS as usize;
@@ -1110,11 +1127,9 @@ impl<A: Arch> Kernel<A> {
         total
     }
 
-    /// `lruvec_is_reclaimable()` at jiffy `now`: sizable (the evictable
-    /// pages shifted by the priority, `lruvec_is_sizable()`: every cgroup
-    /// of the model is online), and its oldest evictable generation older
-    /// than `min_ttl` jiffies (memory.min is not modelled: no cgroup is
-    /// below it).
+    /// `lruvec_is_reclaimable()` at jiffy `now`: its oldest evictable
+    /// generation older than `min_ttl` jiffies, sizable, and not within
+    /// memory.min.
     fn lruvec_is_reclaimable(
         &self,
         memcg: MemcgId,
@@ -1123,12 +1138,18 @@ impl<A: Arch> Kernel<A> {
         now: u64,
     ) -> bool {
         let swappiness = self.get_swappiness(sc);
-        if self.evictable_pages(memcg, swappiness) >> sc.priority == 0 {
-            return false;
-        }
         let gen = gen_of(self.evictable_min_seq(memcg, swappiness));
         // time_is_before_jiffies(birth + min_ttl)
         now > self.lrugen(memcg).timestamps[gen] + min_ttl
+            && self.lruvec_is_sizable(memcg, sc)
+            && !self.mem_cgroup_below_min(None, memcg)
+    }
+
+    /// `lruvec_is_sizable()`: whether the evictable pages shifted by the
+    /// priority leave any (every cgroup of the model is online).
+    pub(crate) fn lruvec_is_sizable(&self, memcg: MemcgId, sc: &ScanControl) -> bool {
+        let swappiness = self.get_swappiness(sc);
+        self.evictable_pages(memcg, swappiness) >> sc.priority != 0
     }
 
     /// `try_to_inc_max_seq()`: walk the cgroup's mms (unless this
@@ -1423,12 +1444,17 @@ impl<A: Arch> Kernel<A> {
         )
     }
 
-    /// `get_nr_to_scan()`: the evictable pages shifted by the priority;
+    /// `get_nr_to_scan()`: the evictable pages, less a protected cgroup's
+    /// share (`apply_proportional_protection()`), shifted by the priority;
     /// below DEF_PRIORITY a lruvec short of old generations ages instead
-    /// (-1: aged, move on; 0: nothing to do).
-    fn get_nr_to_scan(&mut self, memcg: MemcgId, sc: &ScanControl, swappiness: u64) -> i64 {
+    /// (-1: aged or within memory.min, move on; 0: nothing to do).
+    fn get_nr_to_scan(&mut self, memcg: MemcgId, sc: &mut ScanControl, swappiness: u64) -> i64 {
+        if self.mem_cgroup_below_min(sc.target, memcg) {
+            return -1;
+        }
         let max_seq = self.lrugen(memcg).max_seq;
         let (age, nr) = self.should_run_aging(memcg, swappiness);
+        let nr = self.apply_proportional_protection(memcg, sc, nr);
         if !age || sc.priority == DEF_PRIORITY {
             return (nr >> sc.priority) as i64;
         }
@@ -1451,7 +1477,7 @@ impl<A: Arch> Kernel<A> {
     /// its target, kswapd also once the zone is above its high watermark
     /// with a batch to spare; a memory cgroup's reclaim never stops early
     /// on 6.18, and like global reclaim with `series.mglru_memcg_abort`.
-    fn should_abort_scan(&self, sc: &ScanControl) -> bool {
+    pub(crate) fn should_abort_scan(&self, sc: &ScanControl) -> bool {
         let memcg = sc.target.is_some_and(|m| m != ROOT_MEM_CGROUP);
         if memcg && !self.cfg.series.mglru_memcg_abort {
             return false;
@@ -1467,32 +1493,34 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `try_to_shrink_lruvec()`: evict until this priority's share is
-    /// scanned.
-    fn try_to_shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
-        let mut scanned = 0;
-        while self.lru_gen_shrink_step(memcg, sc, &mut scanned) {}
+    /// scanned. True if it stopped because the lruvec aged instead (or is
+    /// within memory.min): the memcg LRU rotates it.
+    fn try_to_shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> bool {
+        let mut st = TryShrink::default();
+        while self.lru_gen_shrink_step(memcg, sc, &mut st) {}
+        st.rotate()
     }
 
     /// One `evict_folios()` batch of `try_to_shrink_lruvec()`'s loop
-    /// (`scanned`: the loop's count so far); false once the lruvec is done
+    /// (`st`: the loop's state so far); false once the lruvec is done
     /// (its share scanned, nothing to evict, or it aged instead).
     pub(crate) fn lru_gen_shrink_step(
         &mut self,
         memcg: MemcgId,
         sc: &mut ScanControl,
-        scanned: &mut u64,
+        st: &mut TryShrink,
     ) -> bool {
         let swappiness = self.get_swappiness(sc);
-        let nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
-        if nr_to_scan <= 0 {
+        st.nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
+        if st.nr_to_scan <= 0 {
             return false;
         }
-        let delta = self.evict_folios(nr_to_scan as u64, memcg, sc, swappiness);
+        let delta = self.evict_folios(st.nr_to_scan as u64, memcg, sc, swappiness);
         if delta == 0 {
             return false;
         }
-        *scanned += delta;
-        *scanned < nr_to_scan as u64 && !self.should_abort_scan(sc)
+        st.scanned += delta;
+        st.scanned < st.nr_to_scan as u64 && !self.should_abort_scan(sc)
     }
 
     /// `set_initial_priority()`: a large reclaim at DEF_PRIORITY starts
@@ -1537,21 +1565,29 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `lru_gen_shrink_node()` (global reclaim: kswapd and direct): every
-    /// cgroup's lruvec (`shrink_many()`, in id order) until the target is
+    /// `lru_gen_shrink_node()` (global reclaim: kswapd and direct): the
+    /// cgroups' lruvecs in the memcg LRU's order (`shrink_many()`,
+    /// mm/memcg_lru.rs), each through `shrink_one()`, until the target is
     /// met.
     pub(crate) fn lru_gen_shrink_node(&mut self, sc: &mut ScanControl) {
         let before = self.lru_gen_shrink_node_begin(sc);
         // set_mm_walk(pgdat, proactive) (kswapd, which has its own walk,
         // shrinks the node a step at a time: mm/vmscan.rs kswapd_step()).
         let saved = std::mem::replace(&mut self.lru_gen_task.walk, sc.proactive);
-        for m in 0..self.memcg.memcgs.len() as u16 {
-            let memcg = crate::mm::memcontrol::MemcgId(m);
-            self.try_to_shrink_lruvec(memcg, sc);
-            if self.lru_gen_shrink_memcg_end(memcg, sc) {
+        let mut walk = self.memcg.lru.shrink_many_begin();
+        while let Some(memcg) = self.memcg.lru.shrink_many_next(&mut walk) {
+            walk.op = match self.lru_gen_shrink_one_begin(memcg) {
+                Some(skip) => Some(skip),
+                None => {
+                    let rotate = self.try_to_shrink_lruvec(memcg, sc);
+                    self.lru_gen_shrink_one_end(memcg, sc, rotate)
+                }
+            };
+            if self.should_abort_scan(sc) {
                 break;
             }
         }
+        self.memcg.lru.shrink_many_end(&mut walk);
         self.lru_gen_task.walk = saved;
         self.lru_gen_shrink_node_end(sc, before);
     }
@@ -1567,13 +1603,6 @@ impl<A: Arch> Kernel<A> {
             sc.nr_reclaimed = 0;
         }
         before
-    }
-
-    /// After a cgroup's lruvec in `shrink_many()`: its slab shrinkers;
-    /// whether the walk stops here (`should_abort_scan()`).
-    pub(crate) fn lru_gen_shrink_memcg_end(&mut self, memcg: MemcgId, sc: &ScanControl) -> bool {
-        self.shrink_slab(memcg, sc.priority as u32);
-        self.should_abort_scan(sc)
     }
 
     /// The end of `lru_gen_shrink_node()`: progress revives a failing

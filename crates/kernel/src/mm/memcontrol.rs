@@ -200,6 +200,9 @@ pub(crate) struct MemcgState {
     /// on its way back to user space ([`Kernel::resume_user_mode_work`]).
     /// kswapd keeps its own while it runs (mm/vmscan.rs).
     pub(crate) nr_pages_over_high: u64,
+    /// MGLRU's memcg LRU (`pgdat->memcg_lru`), which orders global
+    /// reclaim's visits to the cgroups (mm/memcg_lru.rs).
+    pub(crate) lru: crate::mm::memcg_lru::MemcgLru,
 }
 
 impl Default for MemcgState {
@@ -225,6 +228,7 @@ impl Default for MemcgState {
             obj_stock: (ROOT_MEM_CGROUP, 0),
             current: ROOT_MEM_CGROUP,
             nr_pages_over_high: 0,
+            lru: Default::default(),
         }
     }
 }
@@ -267,6 +271,7 @@ impl<A: Arch> Kernel<A> {
         });
         self.vmstat.memcg.push(Default::default());
         let id = MemcgId(id as u16);
+        self.memcg.lru.online(id);
         self.lru_gen_init_timestamps(id);
         self.set_mm_memcg(mm, id);
         Ok(id)
@@ -274,26 +279,11 @@ impl<A: Arch> Kernel<A> {
 
     /// Writes to cgroup v2 `memory.min` and `memory.low` (bytes, rounded
     /// down to pages by `page_counter_memparse()`; a write does not
-    /// reclaim). Unsupported with the multi-gen LRU: the order in which
-    /// its memcg LRU (`shrink_many()`, random bins) visits a cgroup below
-    /// memory.low is not modelled.
-    pub fn mem_cgroup_set_protection(
-        &mut self,
-        memcg: MemcgId,
-        min_bytes: u64,
-        low_bytes: u64,
-    ) -> KResult<()> {
-        if self.lru_gen_enabled() {
-            return Err(KernelError::Unsupported(
-                "memory.min and memory.low with the multi-gen LRU (lru_gen.enabled): the \
-                 order in which its memcg LRU visits protected cgroups is not modelled"
-                    .into(),
-            ));
-        }
+    /// reclaim).
+    pub fn mem_cgroup_set_protection(&mut self, memcg: MemcgId, min_bytes: u64, low_bytes: u64) {
         let m = &mut self.memcg.memcgs[memcg.idx()];
         m.min = min_bytes / PAGE_SIZE;
         m.low = low_bytes / PAGE_SIZE;
-        Ok(())
     }
 
     /// `mem_cgroup_unprotected()`: the root has no protection, and a

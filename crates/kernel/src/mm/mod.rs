@@ -7,6 +7,7 @@ pub(crate) mod huge_memory;
 pub(crate) mod khugepaged;
 pub(crate) mod lru_gen;
 pub mod madvise;
+pub(crate) mod memcg_lru;
 pub(crate) mod memcontrol;
 pub mod memory;
 pub(crate) mod migrate;

@@ -731,7 +731,7 @@ impl<A: Arch> Kernel<A> {
     /// protection (memory.low, or memory.min in a pass that reclaims below
     /// low; passing over low marks `memcg_low_skipped`), at least
     /// SWAP_CLUSTER_MAX pages.
-    fn apply_proportional_protection(
+    pub(crate) fn apply_proportional_protection(
         &self,
         memcg: MemcgId,
         sc: &mut ScanControl,
@@ -1293,12 +1293,14 @@ enum Round {
         scan: Option<LruvecScan>,
         reclaimed_before: u64,
     },
-    /// MGLRU's `lru_gen_shrink_node()` → `shrink_many()`: at the cgroup
-    /// `memcg` (done at or past the number of cgroups), whose
-    /// `try_to_shrink_lruvec()` has scanned `scanned` pages.
+    /// MGLRU's `lru_gen_shrink_node()` → `shrink_many()`: the memcg LRU
+    /// walk `walk`, inside the `try_to_shrink_lruvec()` of a cgroup (with
+    /// its loop's state) when `at`; the round ends at the next step once
+    /// `done`.
     LruGen {
-        memcg: u16,
-        scanned: u64,
+        walk: crate::mm::memcg_lru::ShrinkMany,
+        at: Option<(MemcgId, crate::mm::lru_gen::TryShrink)>,
+        done: bool,
         reclaimed_before: u64,
     },
 }
@@ -1561,8 +1563,9 @@ impl<A: Arch> Kernel<A> {
                 if self.lru_gen_enabled() {
                     self.lru_gen_shrink_node_begin(&mut sc);
                     self.kswapd.round = Round::LruGen {
-                        memcg: 0,
-                        scanned: 0,
+                        walk: self.memcg.lru.shrink_many_begin(),
+                        at: None,
+                        done: false,
                         reclaimed_before,
                     };
                     self.kswapd.run = Some(sc);
@@ -1608,31 +1611,55 @@ impl<A: Arch> Kernel<A> {
                 };
             }
             Round::LruGen {
-                memcg,
-                mut scanned,
+                mut walk,
+                at,
+                done,
                 reclaimed_before,
             } => {
-                if usize::from(memcg) >= self.memcg.memcgs.len() {
+                // shrink_many(): the next cgroup's shrink_one() begins,
+                // unless the walk is over.
+                let next =
+                    match (done, at) {
+                        (true, _) => None,
+                        (false, Some(at)) => Some(Some(at)),
+                        (false, None) => self.memcg.lru.shrink_many_next(&mut walk).map(|m| {
+                            match self.lru_gen_shrink_one_begin(m) {
+                                Some(skip) => {
+                                    walk.op = Some(skip);
+                                    None
+                                }
+                                None => Some((m, Default::default())),
+                            }
+                        }),
+                    };
+                let Some(next) = next else {
                     self.lru_gen_shrink_node_end(&mut sc, reclaimed_before);
                     self.balance_pgdat_round_end(sc, reclaimed_before);
                     return;
-                }
-                let m = MemcgId(memcg);
-                // set_mm_walk(): kswapd's reclaim carries its own walk.
-                let saved = std::mem::replace(&mut self.lru_gen_task.walk, true);
-                let more = self.lru_gen_shrink_step(m, &mut sc, &mut scanned);
-                self.lru_gen_task.walk = saved;
-                let memcg = if more {
-                    memcg
-                } else if self.lru_gen_shrink_memcg_end(m, &sc) {
-                    u16::MAX
-                } else {
-                    scanned = 0;
-                    memcg + 1
                 };
+                let at = match next {
+                    Some((m, mut st)) => {
+                        // set_mm_walk(): kswapd's reclaim carries its own walk.
+                        let saved = std::mem::replace(&mut self.lru_gen_task.walk, true);
+                        let more = self.lru_gen_shrink_step(m, &mut sc, &mut st);
+                        self.lru_gen_task.walk = saved;
+                        if more {
+                            Some((m, st))
+                        } else {
+                            walk.op = self.lru_gen_shrink_one_end(m, &sc, st.rotate());
+                            None
+                        }
+                    }
+                    None => None,
+                };
+                let done = at.is_none() && self.should_abort_scan(&sc);
+                if done {
+                    self.memcg.lru.shrink_many_end(&mut walk);
+                }
                 self.kswapd.round = Round::LruGen {
-                    memcg,
-                    scanned,
+                    walk,
+                    at,
+                    done,
                     reclaimed_before,
                 };
             }
