@@ -125,6 +125,9 @@ pub struct Config {
     pub machine_swap_write_rate: u64,
     /// `machine.uptime_ms`: the machine's uptime when the run starts.
     pub machine_uptime_ms: u64,
+    /// `machine.random_seed`: the seed of the kernel's own random draws
+    /// (`get_random_u32_below()`, mm/memcg_lru.rs).
+    pub machine_random_seed: u64,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -184,6 +187,7 @@ impl Default for Config {
             swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
+            machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -246,6 +250,7 @@ impl Config {
             knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
+            knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
             _ => return self.zswap.knob_mut(knob),
         })
     }
@@ -445,6 +450,7 @@ impl<A: Arch> Kernel<A> {
             mem.keep_content();
         }
         let swap_io = mm::page_io::SwapIo::new(cfg.machine_swap_write_rate, cfg_swap.len());
+        let memcg = mm::memcontrol::MemcgState::new(cfg.machine_random_seed);
         Ok(Kernel {
             cfg,
             fault_around_pages,
@@ -473,7 +479,7 @@ impl<A: Arch> Kernel<A> {
             swap_ra: Default::default(),
             shmem_swap: Default::default(),
             tlb_ubc: Default::default(),
-            memcg: Default::default(),
+            memcg,
             lru: Default::default(),
             locked: Default::default(),
             pinned: None,

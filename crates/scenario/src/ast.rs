@@ -121,6 +121,8 @@ pub struct System {
     /// `machine.uptime_ms`: how long the machine has been up when the
     /// workload starts.
     pub machine_uptime_ms: u64,
+    /// `machine.random_seed`: the seed of the kernel's own random draws.
+    pub machine_random_seed: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.
     pub vma_ra_enabled: bool,

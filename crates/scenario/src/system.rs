@@ -82,6 +82,7 @@ impl Default for System {
             swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
+            machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -138,6 +139,7 @@ impl System {
             knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
+            knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
             _ => return self.zswap.knob_mut(knob),
         })
     }

@@ -773,6 +773,21 @@ pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
           reclaim has put its folio back on the LRU",
 };
 
+pub const MACHINE_RANDOM_SEED: Knob = Knob {
+    key: "machine.random_seed",
+    kind: Kind::Int {
+        min: 0,
+        max: u64::MAX,
+        what: "a seed",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "the seed of the kernel's own random draws (`get_random_u32_below()`: the \
+          bins of MGLRU's memcg LRU, which order global reclaim's visits to the \
+          cgroups); a kernel draws them anew at each boot, so a sweep over seeds \
+          shows how much the outcome depends on them",
+};
+
 /// One day, in ms.
 const DAY_MS: u64 = 86_400_000;
 
@@ -829,6 +844,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_FREE_RECLAIMABLE,
     MACHINE_SWAP_WRITE_RATE,
     MACHINE_UPTIME_MS,
+    MACHINE_RANDOM_SEED,
 ];
 
 /// The PMD size in KiB: its `hugepages-<N>kB/enabled` defaults to

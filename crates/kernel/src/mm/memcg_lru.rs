@@ -15,8 +15,9 @@
 //! becomes the next once it is empty.
 //!
 //! The kernel draws each bin with `get_random_u32_below()`; the model
-//! draws them from [`SplitMix64`] with a fixed seed, so a run repeats
-//! itself where the kernel's order of visits varies from boot to boot.
+//! draws them from [`SplitMix64`] seeded by `machine.random_seed`, so a
+//! run repeats itself where the kernel's order of visits varies from boot
+//! to boot (a sweep over seeds shows how much that order matters).
 //! Not modelled: soft limits (`lru_gen_soft_reclaim()`, cgroup v1) and
 //! cgroup removal (`lru_gen_offline_memcg()`, `lru_gen_release_memcg()`):
 //! the model's cgroups live as long as the run.
@@ -33,7 +34,8 @@ use crate::Kernel;
 const MEMCG_NR_GENS: usize = 3;
 /// `MEMCG_NR_BINS`
 const MEMCG_NR_BINS: usize = 8;
-/// The seed of the model's bin draws (`get_random_u32_below()`).
+/// The seed of the model's bin draws (`get_random_u32_below()`), mixed
+/// with `machine.random_seed`.
 const BIN_SEED: u64 = 0x6d65_6d63_675f_6c72;
 
 /// `get_memcg_gen()`
@@ -76,21 +78,26 @@ pub(crate) struct MemcgLru {
 }
 
 impl Default for MemcgLru {
-    /// The root's lruvec online, as at boot.
     fn default() -> Self {
+        MemcgLru::new(0)
+    }
+}
+
+impl MemcgLru {
+    /// The root's lruvec online, as at boot; the bins drawn from `seed`
+    /// (`machine.random_seed`).
+    pub(crate) fn new(seed: u64) -> Self {
         let mut lru = MemcgLru {
             seq: 0,
             nr_memcgs: [0; MEMCG_NR_GENS],
             fifo: Default::default(),
             place: Vec::new(),
-            rng: SplitMix64::new(BIN_SEED),
+            rng: SplitMix64::new(BIN_SEED ^ seed),
         };
         lru.online(ROOT_MEM_CGROUP);
         lru
     }
-}
 
-impl MemcgLru {
     /// `get_random_u32_below(MEMCG_NR_BINS)`
     fn random_bin(&mut self) -> usize {
         self.rng.below(MEMCG_NR_BINS as u32) as usize

@@ -205,6 +205,17 @@ pub(crate) struct MemcgState {
     pub(crate) lru: crate::mm::memcg_lru::MemcgLru,
 }
 
+impl MemcgState {
+    /// The root cgroup alone, its memcg LRU's bins drawn from `seed`
+    /// (`machine.random_seed`).
+    pub(crate) fn new(seed: u64) -> Self {
+        MemcgState {
+            lru: crate::mm::memcg_lru::MemcgLru::new(seed),
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for MemcgState {
     fn default() -> Self {
         MemcgState {
