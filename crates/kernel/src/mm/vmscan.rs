@@ -1561,6 +1561,14 @@ impl<A: Arch> Kernel<A> {
                 // kswapd_shrink_node(): the high watermark's worth of pages.
                 sc.nr_to_reclaim = self.buddy.marks().high.max(SWAP_CLUSTER_MAX);
                 if self.lru_gen_enabled() {
+                    if self.kswapd.nr_boost_reclaim > 0 {
+                        // Boosted reclaim clears may_writepage
+                        // (balance_pgdat()), without which
+                        // lru_gen_shrink_node() does nothing: the round
+                        // reclaims nothing, which ends the boosted pass.
+                        self.balance_pgdat_round_end(sc, reclaimed_before);
+                        return;
+                    }
                     self.lru_gen_shrink_node_begin(&mut sc);
                     self.kswapd.round = Round::LruGen {
                         walk: self.memcg.lru.shrink_many_begin(),

@@ -176,3 +176,43 @@ fn min_ttl_leaves_cgroup_reclaim_alone() {
     assert_eq!(c(&r, "write", "pgscan_kswapd"), 0, "no global pressure");
     assert!(c(&r, "write", "pswpout") > 0, "the cgroup's own reclaim");
 }
+
+/// A kswapd pass woken by a watermark boost on a node balanced above the
+/// boosted high watermark reclaims the boost with the classic LRU, and
+/// nothing with MGLRU: boosted reclaim clears may_writepage (and
+/// may_swap, `balance_pgdat()`), and `lru_gen_shrink_node()` returns at
+/// once without may_writepage. The machine: 64 MiB, 8 MiB of kernel
+/// memory in eight unmovable pageblocks holding ten free order-7 blocks
+/// (1,280 pages). A cold 52 MiB file read with read(2) fills the page
+/// cache until the movable free lists are empty; the next folio falls
+/// back to an order-7 block of an unmovable pageblock, which boosts the
+/// watermarks by a pageblock (512 pages, `boost_watermark()`) and wakes
+/// kswapd. The free pages (the rest of the unmovable blocks) are above
+/// high (384) + 512, so the pass is a boosted one: the classic LRU's
+/// reclaims 512 clean file pages and takes off the boost; MGLRU's
+/// reclaims none, and a later fallback boosts the watermarks again.
+#[test]
+fn a_boosted_kswapd_pass_reclaims_nothing_with_mglru() {
+    let text = [
+        system_mem(
+            "64M",
+            "transparent_hugepage.enabled = \"never\"\n\
+             machine.unmovable_blocks = 8\nmachine.boot_used = \"8M\"\n\
+             machine.free_unmovable = \"0 0 0 0 0 0 0 10\"\n",
+        ),
+        "[[file]]\nname = \"data\"\nsize = \"52M\"\nfill = \"cold\"\n".to_string(),
+        phase("read"),
+        "[[step]]\nop = \"read\"\nfile = \"data\"\n".to_string(),
+    ]
+    .concat();
+    let classic = run(&text);
+    let mglru = run_with(&text, &[("lru_gen.enabled", "1")]);
+    assert_eq!(c(&classic, "read", "pageoutrun"), 1);
+    assert_eq!(c(&classic, "read", "pgsteal_kswapd"), 512);
+    assert_eq!(c(&classic, "read", "pgsteal_anon"), 0);
+    assert_eq!(c(&classic, "read", "machine/wmark_boost"), 0);
+    assert!(c(&mglru, "read", "pageoutrun") >= 1);
+    assert_eq!(c(&mglru, "read", "pgscan_kswapd"), 0);
+    assert_eq!(c(&mglru, "read", "pgsteal_kswapd"), 0);
+    assert_eq!(c(&mglru, "read", "machine/wmark_boost"), 512);
+}
