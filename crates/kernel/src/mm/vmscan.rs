@@ -1624,29 +1624,36 @@ impl<A: Arch> Kernel<A> {
                 done,
                 reclaimed_before,
             } => {
-                // shrink_many(): the next cgroup's shrink_one() begins,
-                // unless the walk is over.
-                let next =
-                    match (done, at) {
-                        (true, _) => None,
-                        (false, Some(at)) => Some(Some(at)),
-                        (false, None) => self.memcg.lru.shrink_many_next(&mut walk).map(|m| {
-                            match self.lru_gen_shrink_one_begin(m) {
-                                Some(skip) => {
-                                    walk.op = Some(skip);
-                                    None
-                                }
-                                None => Some((m, Default::default())),
+                // shrink_many()'s turn: the walk is over, its next cgroup
+                // was passed over (`shrink_one()` before any scan), or a
+                // cgroup takes one more batch of `try_to_shrink_lruvec()`.
+                enum Turn {
+                    End,
+                    PassedOver,
+                    Shrink(MemcgId, crate::mm::lru_gen::TryShrink),
+                }
+                let turn = match (done, at) {
+                    (true, _) => Turn::End,
+                    (false, Some((m, st))) => Turn::Shrink(m, st),
+                    (false, None) => match self.memcg.lru.shrink_many_next(&mut walk) {
+                        None => Turn::End,
+                        Some(m) => match self.lru_gen_shrink_one_begin(m) {
+                            Some(skip) => {
+                                walk.op = Some(skip);
+                                Turn::PassedOver
                             }
-                        }),
-                    };
-                let Some(next) = next else {
-                    self.lru_gen_shrink_node_end(&mut sc, reclaimed_before);
-                    self.balance_pgdat_round_end(sc, reclaimed_before);
-                    return;
+                            None => Turn::Shrink(m, Default::default()),
+                        },
+                    },
                 };
-                let at = match next {
-                    Some((m, mut st)) => {
+                let at = match turn {
+                    Turn::End => {
+                        self.lru_gen_shrink_node_end(&mut sc, reclaimed_before);
+                        self.balance_pgdat_round_end(sc, reclaimed_before);
+                        return;
+                    }
+                    Turn::PassedOver => None,
+                    Turn::Shrink(m, mut st) => {
                         // set_mm_walk(): kswapd's reclaim carries its own walk.
                         let saved = std::mem::replace(&mut self.lru_gen_task.walk, true);
                         let more = self.lru_gen_shrink_step(m, &mut sc, &mut st);
@@ -1658,7 +1665,6 @@ impl<A: Arch> Kernel<A> {
                             None
                         }
                     }
-                    None => None,
                 };
                 let done = at.is_none() && self.should_abort_scan(&sc);
                 if done {
