@@ -24,8 +24,8 @@
 //! per zone and scans the highest eligible first); the Bloom filters of
 //! the page-table walk are exact sets (the kernel's have false positives,
 //! ~1/5 at 10,000 PTE tables); the memcg LRU's random bins are drawn
-//! from a fixed seed (mm/memcg_lru.rs); generation timestamps (for `min_ttl_ms`) are kept
-//! only while it is set, in jiffies since boot: `machine.uptime_ms` when
+//! from `machine.random_seed` (mm/memcg_lru.rs); generation timestamps
+//! (for `min_ttl_ms`) are kept only while it is set, in jiffies since boot: `machine.uptime_ms` when
 //! the run starts, then the running task's modelled clock; an mm is
 //! walked again once its task ran since the last walk
 //! (`lru_gen_use_mm()` at a context switch): the model marks it at every
@@ -58,23 +58,6 @@ use crate::{Kernel, MmId};
 /// `MIN_NR_GENS`
 pub(crate) const MIN_NR_GENS: u64 = 2;
 
-/// The state of `try_to_shrink_lruvec()`'s loop, which kswapd takes a
-/// batch at a time (mm/vmscan.rs).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TryShrink {
-    /// Pages scanned so far.
-    pub(crate) scanned: u64,
-    /// The last `get_nr_to_scan()`.
-    pub(crate) nr_to_scan: i64,
-}
-
-impl TryShrink {
-    /// Whether the loop stopped because the lruvec aged instead (or is
-    /// within memory.min): `nr_to_scan < 0`.
-    pub(crate) fn rotate(&self) -> bool {
-        self.nr_to_scan < 0
-    }
-}
 /// `MAX_NR_GENS`
 pub(crate) const MAX_NR_GENS: u64 = 4;
 const NR_GENS: usize = MAX_NR_GENS as usize;
@@ -117,6 +100,24 @@ fn tier_of(refs: u64, workingset: bool) -> usize {
     match refs {
         0 | 1 => 0,
         r => (64 - (r - 1).leading_zeros()) as usize,
+    }
+}
+
+/// The state of `try_to_shrink_lruvec()`'s loop, which kswapd takes a
+/// batch at a time (mm/vmscan.rs).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TryShrink {
+    /// Pages scanned so far.
+    pub(crate) scanned: u64,
+    /// The last `get_nr_to_scan()`.
+    pub(crate) nr_to_scan: i64,
+}
+
+impl TryShrink {
+    /// Whether the loop stopped because the lruvec aged instead (or is
+    /// within memory.min): `nr_to_scan < 0`.
+    pub(crate) fn rotate(&self) -> bool {
+        self.nr_to_scan < 0
     }
 }
 
@@ -1576,8 +1577,9 @@ impl<A: Arch> Kernel<A> {
         let saved = std::mem::replace(&mut self.lru_gen_task.walk, sc.proactive);
         let mut walk = self.memcg.lru.shrink_many_begin();
         while let Some(memcg) = self.memcg.lru.shrink_many_next(&mut walk) {
+            // shrink_one(): passed over, or shrunk.
             walk.op = match self.lru_gen_shrink_one_begin(memcg) {
-                Some(skip) => Some(skip),
+                skip @ Some(_) => skip,
                 None => {
                     let rotate = self.try_to_shrink_lruvec(memcg, sc);
                     self.lru_gen_shrink_one_end(memcg, sc, rotate)

@@ -68,19 +68,11 @@ enum Seg {
 pub(crate) struct MemcgLru {
     /// `memcg_lru.seq`: the oldest generation is `seq` mod 3.
     seq: u64,
-    /// `memcg_lru.nr_memcgs[gen]`
-    nr_memcgs: [u64; MEMCG_NR_GENS],
     /// `memcg_lru.fifo[gen][bin]`, head first.
     fifo: [[Vec<MemcgId>; MEMCG_NR_BINS]; MEMCG_NR_GENS],
     /// By cgroup: its generation and its list (gen, bin) and mark.
     place: Vec<(usize, usize, Seg)>,
     rng: SplitMix64,
-}
-
-impl Default for MemcgLru {
-    fn default() -> Self {
-        MemcgLru::new(0)
-    }
 }
 
 impl MemcgLru {
@@ -89,7 +81,6 @@ impl MemcgLru {
     pub(crate) fn new(seed: u64) -> Self {
         let mut lru = MemcgLru {
             seq: 0,
-            nr_memcgs: [0; MEMCG_NR_GENS],
             fifo: Default::default(),
             place: Vec::new(),
             rng: SplitMix64::new(BIN_SEED ^ seed),
@@ -110,7 +101,6 @@ impl MemcgLru {
         let bin = self.random_bin();
         let gen = get_memcg_gen(self.seq);
         self.fifo[gen][bin].push(memcg);
-        self.nr_memcgs[gen] += 1;
         self.place.push((gen, bin, Seg::None));
     }
 
@@ -127,11 +117,14 @@ impl MemcgLru {
         list.remove(at.expect("a cgroup's lruvec is on its memcg LRU list"));
         self.fifo[new][bin].push(memcg);
         self.place[memcg.idx()] = (new, bin, seg);
-        self.nr_memcgs[old] -= 1;
-        self.nr_memcgs[new] += 1;
-        if self.nr_memcgs[old] == 0 && old == get_memcg_gen(self.seq) {
+        if self.nr_memcgs(old) == 0 && old == get_memcg_gen(self.seq) {
             self.seq += 1;
         }
+    }
+
+    /// `memcg_lru.nr_memcgs[gen]`: the lruvecs in the generation's bins.
+    fn nr_memcgs(&self, gen: usize) -> usize {
+        self.fifo[gen].iter().map(Vec::len).sum()
     }
 
     /// Whether the lruvec's last move was to a tail (`lrugen->seg ==
@@ -255,13 +248,8 @@ impl<A: Arch> Kernel<A> {
 mod tests {
     use super::*;
 
-    /// Every cgroup is on exactly one list, and each generation's count
-    /// matches its lists.
+    /// Every cgroup is on exactly one list, the one its place names.
     fn check(lru: &MemcgLru) {
-        for (gen, bins) in lru.fifo.iter().enumerate() {
-            let n: usize = bins.iter().map(Vec::len).sum();
-            assert_eq!(n as u64, lru.nr_memcgs[gen]);
-        }
         for (i, &(gen, bin, _)) in lru.place.iter().enumerate() {
             let on = lru.fifo.iter().flatten().flatten().filter(|m| m.idx() == i);
             assert_eq!(on.count(), 1);
@@ -273,7 +261,7 @@ mod tests {
     /// moves, whatever bin it starts at.
     #[test]
     fn a_walk_visits_each_cgroup_of_the_oldest_generation() {
-        let mut lru = MemcgLru::default();
+        let mut lru = MemcgLru::new(0);
         for m in 1..6 {
             lru.online(MemcgId(m));
         }
@@ -293,7 +281,7 @@ mod tests {
     /// generation is empty the next one is the oldest (`seq` advances).
     #[test]
     fn young_rotations_empty_the_oldest_generation() {
-        let mut lru = MemcgLru::default();
+        let mut lru = MemcgLru::new(0);
         lru.online(MemcgId(1));
         let mut w = lru.shrink_many_begin();
         let mut visits = 0;
@@ -305,7 +293,7 @@ mod tests {
         check(&lru);
         assert_eq!(visits, 2);
         assert_eq!(lru.seq, 1);
-        assert_eq!(lru.nr_memcgs, [0, 2, 0]);
+        assert_eq!([0, 1, 2].map(|g| lru.nr_memcgs(g)), [0, 2, 0]);
     }
 
     /// A cgroup sent to the tail stays in the walk's generation, marked,
@@ -313,7 +301,7 @@ mod tests {
     /// the mark.
     #[test]
     fn a_tail_rotation_keeps_the_generation_and_marks_it() {
-        let mut lru = MemcgLru::default();
+        let mut lru = MemcgLru::new(0);
         lru.online(MemcgId(1));
         let gen = get_memcg_gen(lru.seq);
         let mut w = lru.shrink_many_begin();

@@ -210,15 +210,6 @@ impl MemcgState {
     /// (`machine.random_seed`).
     pub(crate) fn new(seed: u64) -> Self {
         MemcgState {
-            lru: crate::mm::memcg_lru::MemcgLru::new(seed),
-            ..Default::default()
-        }
-    }
-}
-
-impl Default for MemcgState {
-    fn default() -> Self {
-        MemcgState {
             memcgs: vec![MemCgroup {
                 parent: ROOT_MEM_CGROUP,
                 max: PAGE_COUNTER_MAX,
@@ -239,7 +230,7 @@ impl Default for MemcgState {
             obj_stock: (ROOT_MEM_CGROUP, 0),
             current: ROOT_MEM_CGROUP,
             nr_pages_over_high: 0,
-            lru: Default::default(),
+            lru: crate::mm::memcg_lru::MemcgLru::new(seed),
         }
     }
 }
