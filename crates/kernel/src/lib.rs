@@ -123,6 +123,9 @@ pub struct Config {
     /// Bytes per second of modelled time an asynchronous swap device
     /// writes; 0: writes complete at once (mm/page_io.rs).
     pub machine_swap_write_rate: u64,
+    /// Each asynchronous swap write's latency beyond its transfer, in ns
+    /// (mm/page_io.rs).
+    pub machine_swap_write_latency_ns: u64,
     /// `machine.uptime_ms`: the machine's uptime when the run starts.
     pub machine_uptime_ms: u64,
     /// `machine.random_seed`: the seed of the kernel's own random draws
@@ -186,6 +189,7 @@ impl Default for Config {
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
+            machine_swap_write_latency_ns: knobs::MACHINE_SWAP_WRITE_LATENCY_NS.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
             check_invariants: false,
@@ -249,6 +253,9 @@ impl Config {
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
+            knobs::MACHINE_SWAP_WRITE_LATENCY_NS => {
+                FieldMut::U64(&mut self.machine_swap_write_latency_ns)
+            }
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
             _ => return self.zswap.knob_mut(knob),
@@ -449,7 +456,11 @@ impl<A: Arch> Kernel<A> {
         if keep_content {
             mem.keep_content();
         }
-        let swap_io = mm::page_io::SwapIo::new(cfg.machine_swap_write_rate, cfg_swap.len());
+        let swap_io = mm::page_io::SwapIo::new(
+            cfg.machine_swap_write_rate,
+            cfg.machine_swap_write_latency_ns,
+            cfg_swap.len(),
+        );
         let memcg = mm::memcontrol::MemcgState::new(cfg.machine_random_seed);
         Ok(Kernel {
             cfg,

@@ -118,6 +118,9 @@ pub struct System {
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap
     /// device writes; 0: at once.
     pub machine_swap_write_rate: u64,
+    /// `machine.swap_write_latency_ns`: each asynchronous swap write's
+    /// latency beyond its transfer.
+    pub machine_swap_write_latency_ns: u64,
     /// `machine.uptime_ms`: how long the machine has been up when the
     /// workload starts.
     pub machine_uptime_ms: u64,

@@ -81,6 +81,7 @@ impl Default for System {
             watermark_boost_factor: knobs::WATERMARK_BOOST_FACTOR.default.int(),
             swappiness: knobs::SWAPPINESS.default.int(),
             machine_swap_write_rate: knobs::MACHINE_SWAP_WRITE_RATE.default.int(),
+            machine_swap_write_latency_ns: knobs::MACHINE_SWAP_WRITE_LATENCY_NS.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
             swap: Vec::new(),
@@ -138,6 +139,9 @@ impl System {
             knobs::WATERMARK_BOOST_FACTOR => FieldMut::U64(&mut self.watermark_boost_factor),
             knobs::SWAPPINESS => FieldMut::U64(&mut self.swappiness),
             knobs::MACHINE_SWAP_WRITE_RATE => FieldMut::U64(&mut self.machine_swap_write_rate),
+            knobs::MACHINE_SWAP_WRITE_LATENCY_NS => {
+                FieldMut::U64(&mut self.machine_swap_write_latency_ns)
+            }
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
             _ => return self.zswap.knob_mut(knob),

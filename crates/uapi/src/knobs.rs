@@ -769,8 +769,23 @@ pub const MACHINE_SWAP_WRITE_RATE: Knob = Knob {
     default: Value::Int(0),
     host: None,
     doc: "bytes per second of modelled time that a swap file or block device \
-          writes, one write after another; 0: a write completes as soon as \
+          writes, one write after another; with this and \
+          machine.swap_write_latency_ns at 0, a write completes as soon as \
           reclaim has put its folio back on the LRU",
+};
+
+pub const MACHINE_SWAP_WRITE_LATENCY_NS: Knob = Knob {
+    key: "machine.swap_write_latency_ns",
+    kind: Kind::Int {
+        min: 0,
+        max: 1_000_000_000_000,
+        what: "a time in nanoseconds",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "how long each write to a swap file or block device takes beyond its \
+          transfer at machine.swap_write_rate, in nanoseconds of modelled time; \
+          writes overlap in it (the device's service time, not its bandwidth)",
 };
 
 pub const MACHINE_RANDOM_SEED: Knob = Knob {
@@ -843,6 +858,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_FREE_UNMOVABLE,
     MACHINE_FREE_RECLAIMABLE,
     MACHINE_SWAP_WRITE_RATE,
+    MACHINE_SWAP_WRITE_LATENCY_NS,
     MACHINE_UPTIME_MS,
     MACHINE_RANDOM_SEED,
 ];

@@ -7,17 +7,20 @@
 //!
 //! The device: with `machine.swap_write_rate` set, each asynchronous swap
 //! device writes that many bytes per second of modelled time, one write
-//! after another in submission order. A write submitted at time t ends
-//! at max(t, the end of the device's previous write) + its bytes / rate.
-//! Writes end when a clock passes their time: the workload's before each
+//! after another in submission order; with `machine.swap_write_latency_ns`
+//! set, each write takes that long on top, overlapping the next ones (the
+//! device's service time, which occupies no bandwidth). A write submitted
+//! at time t starts at s = max(t, the end of the transfer of the device's
+//! previous write), occupies the device until s + its bytes / rate, and
+//! ends at s + its bytes / rate + the latency. Writes end when a clock passes their time: the workload's before each
 //! of its allocations (`kswapd_run()`), kswapd's before each of its steps,
 //! and the reclaiming task's before it puts an isolated batch back on the
 //! LRU: a write that ends while its folio is off the LRU clears PG_reclaim
 //! without the rotation (`folio_rotate_reclaimable()` needs PG_lru).
 //! A task that must wait for a write (`folio_wait_writeback()`) ends it
-//! and sleeps until its time. With the rate at 0 (the default) there is no
-//! device queue: a write ends as soon as reclaim has put its folio back on
-//! the LRU (mm/vmscan.rs).
+//! and sleeps until its time. With the rate and the latency at 0 (the
+//! default) there is no device queue: a write ends as soon as reclaim has
+//! put its folio back on the LRU (mm/vmscan.rs).
 //!
 //! Not modelled: request merging and queue depth (the rate is the
 //! device's throughput at any depth), write errors, and reclaim's
@@ -37,9 +40,12 @@ const PS_PER_S: u128 = 1_000_000_000_000;
 /// The asynchronous swap devices' queues and the folios under writeback.
 #[derive(Debug, Default)]
 pub(crate) struct SwapIo {
-    /// Modelled time to write one page (ps); 0: writes end at once.
+    /// Modelled time to transfer one page (ps).
     page_ps: u64,
-    /// Per swap device: when its last queued write ends (ps).
+    /// Each write's latency beyond its transfer (ps).
+    latency_ps: u64,
+    /// Per swap device: when the transfer of its last queued write ends
+    /// (ps).
     busy_until: Vec<u64>,
     /// Writes in flight, earliest end first: (end ps, folio).
     inflight: BinaryHeap<Reverse<(u64, u32)>>,
@@ -50,8 +56,8 @@ pub(crate) struct SwapIo {
 
 impl SwapIo {
     /// The queues of `devices` swap devices writing `rate` bytes per second
-    /// (0: at once).
-    pub(crate) fn new(rate: u64, devices: usize) -> Self {
+    /// (0: no limit), each write ending `latency_ns` after its transfer.
+    pub(crate) fn new(rate: u64, latency_ns: u64, devices: usize) -> Self {
         let page_ps = if rate == 0 {
             0
         } else {
@@ -59,14 +65,15 @@ impl SwapIo {
         };
         SwapIo {
             page_ps,
+            latency_ps: latency_ns.saturating_mul(1000),
             busy_until: vec![0; devices],
             ..Default::default()
         }
     }
 
-    /// Whether writes queue on their device (a rate is set).
+    /// Whether writes queue on their device (a rate or a latency is set).
     pub(crate) fn queued(&self) -> bool {
-        self.page_ps != 0
+        self.page_ps != 0 || self.latency_ps != 0
     }
 
     /// Whether a write is in flight.
@@ -93,15 +100,15 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `swap_writepage_bdev_async()`: queue the write of `folio` to swap
-    /// device `ty` and set PG_writeback. Only with a rate set.
+    /// device `ty` and set PG_writeback. Only with a rate or a latency set.
     pub(crate) fn swap_io_submit(&mut self, folio: Pfn, ty: usize) {
         debug_assert!(self.swap_io.queued());
         let now = self.io_now();
         let nr = self.mem.folio_nr_pages(folio);
         let io = &mut self.swap_io;
         let start = io.busy_until[ty].max(now);
-        let end = start + nr * io.page_ps;
-        io.busy_until[ty] = end;
+        io.busy_until[ty] = start + nr * io.page_ps;
+        let end = io.busy_until[ty] + io.latency_ps;
         io.inflight.push(Reverse((end, folio.0)));
         io.writeback.insert(folio);
         self.vmstat.nr_writeback += nr;

@@ -259,8 +259,14 @@ fn private_file_cow_copies_are_paged_out_through_the_anon_vma() {
 /// device writes `rate` bytes per second (`machine.swap_write_rate`), then
 /// `after`.
 fn pageout_on_a_slow_device(rate: &str, after: &str) -> String {
+    pageout_on_a_device(&format!("machine.swap_write_rate = \"{rate}\"\n"), after)
+}
+
+/// The same pageout on a swap file whose device the `machine.*` lines of
+/// `device` describe.
+fn pageout_on_a_device(device: &str, after: &str) -> String {
     [
-        system_mem("256M", &format!("machine.swap_write_rate = \"{rate}\"\n")),
+        system_mem("256M", device),
         swap("file", "64M"),
         anon_written("a", "1M"),
         phase("out"),
@@ -329,6 +335,26 @@ fn a_write_ending_before_the_putback_is_not_rotated() {
     );
     assert_counters(&r, "out", "pswpout=256 nr_writeback=1 pgrotated=0");
     assert_counters(&r, "after", "pswpout=0 nr_writeback=-1 pgrotated=1");
+}
+
+/// A device latency (`machine.swap_write_latency_ns`, no rate) delays
+/// each write's end without queueing the writes behind one another.
+/// Priced as in the test above, the k-th write is submitted at 256 + k ms
+/// and, 10.5 ms later, ends at 266.5 + k ms (a queue would end them 10.5
+/// ms apart). MADV_PAGEOUT puts the folios back at 512 ms, by which
+/// writes 1 to 245 have ended while isolated: nothing rotated, 11 still
+/// under writeback. The faults after allocate at 512, 513, ... ms; the
+/// one at 523 ms ends the last write (522.5 ms), so 12 faults (48 KiB)
+/// end all 11, each rotating its folio, now back on the LRU.
+#[test]
+fn a_device_latency_overlaps_the_writes() {
+    let after = [phase("after"), anon_written("b", "48K")].concat();
+    let r = run_priced(
+        &pageout_on_a_device("machine.swap_write_latency_ns = 10500000\n", &after),
+        &[("pgfault", 1_000_000.0), ("pswpout", 1_000_000.0)],
+    );
+    assert_counters(&r, "out", "pswpout=256 nr_writeback=11 pgrotated=0");
+    assert_counters(&r, "after", "pswpout=0 nr_writeback=-11 pgrotated=11");
 }
 
 /// A folio reclaim meets again while its write is still in flight is
