@@ -12,15 +12,16 @@
 //! device's service time, which occupies no bandwidth). A write submitted
 //! at time t starts at s = max(t, the end of the transfer of the device's
 //! previous write), occupies the device until s + its bytes / rate, and
-//! ends at s + its bytes / rate + the latency. Writes end when a clock passes their time: the workload's before each
-//! of its allocations (`kswapd_run()`), kswapd's before each of its steps,
-//! and the reclaiming task's before it puts an isolated batch back on the
-//! LRU: a write that ends while its folio is off the LRU clears PG_reclaim
-//! without the rotation (`folio_rotate_reclaimable()` needs PG_lru).
-//! A task that must wait for a write (`folio_wait_writeback()`) ends it
-//! and sleeps until its time. With the rate and the latency at 0 (the
-//! default) there is no device queue: a write ends as soon as reclaim has
-//! put its folio back on the LRU (mm/vmscan.rs).
+//! ends at s + its bytes / rate + the latency. Writes end when a clock
+//! passes their time: the workload's before each of its allocations
+//! (`kswapd_run()`), kswapd's before each of its steps, and the reclaiming
+//! task's before it puts an isolated batch back on the LRU: a write that
+//! ends while its folio is off the LRU clears PG_reclaim without the
+//! rotation (`folio_rotate_reclaimable()` needs PG_lru). A task that must
+//! wait for a write (`folio_wait_writeback()`) ends it and sleeps until
+//! its time. With the rate and the latency at 0 (the default) there is no
+//! device queue: a write ends as soon as reclaim has put its folio back on
+//! the LRU (mm/vmscan.rs).
 //!
 //! Not modelled: request merging and queue depth (the rate is the
 //! device's throughput at any depth), write errors, and reclaim's
