@@ -79,7 +79,8 @@ pub(crate) fn catalogue() -> Vec<Entry> {
         (
             vec![NR_WRITEBACK.to_string()],
             "/proc/vmstat pages under writeback (its change over the phase); in the model \
-             only swap writes queued by machine.swap_write_rate",
+             only swap writes held by machine.swap_write_rate or \
+             machine.swap_write_latency_ns",
         ),
         (
             vec![NR_SWAPCACHED.to_string()],
