@@ -121,7 +121,8 @@ pub struct Config {
     /// anonymous against file pages, 0 to 200.
     pub swappiness: u64,
     /// Bytes per second of modelled time an asynchronous swap device
-    /// writes; 0: writes complete at once (mm/page_io.rs).
+    /// writes; 0: no limit (with the latency at 0 too, writes complete
+    /// at once; mm/page_io.rs).
     pub machine_swap_write_rate: u64,
     /// Each asynchronous swap write's latency beyond its transfer, in ns
     /// (mm/page_io.rs).

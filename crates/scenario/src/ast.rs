@@ -116,7 +116,7 @@ pub struct System {
     /// `vm.swappiness`
     pub swappiness: u64,
     /// `machine.swap_write_rate`: bytes per second an asynchronous swap
-    /// device writes; 0: at once.
+    /// device writes; 0: no limit.
     pub machine_swap_write_rate: u64,
     /// `machine.swap_write_latency_ns`: each asynchronous swap write's
     /// latency beyond its transfer.

@@ -25,11 +25,11 @@
 //! the page-table walk are exact sets (the kernel's have false positives,
 //! ~1/5 at 10,000 PTE tables); the memcg LRU's random bins are drawn
 //! from `machine.random_seed` (mm/memcg_lru.rs); generation timestamps
-//! (for `min_ttl_ms`) are kept only while it is set, in jiffies since boot: `machine.uptime_ms` when
-//! the run starts, then the running task's modelled clock; an mm is
-//! walked again once its task ran since the last walk
-//! (`lru_gen_use_mm()` at a context switch): the model marks it at every
-//! step of its process and every major fault; CONFIG_LRU_GEN_STATS is off
+//! (for `min_ttl_ms`) are kept only while it is set, in jiffies since
+//! boot: `machine.uptime_ms` when the run starts, then the running task's
+//! modelled clock; an mm is walked again once its task ran since the last
+//! walk (`lru_gen_use_mm()` at a context switch): the model marks it at
+//! every step of its process and every major fault; CONFIG_LRU_GEN_STATS is off
 //! (one history slot, `NR_HIST_GENS` = 1), as in the reference kernels.
 
 use std::collections::HashSet;

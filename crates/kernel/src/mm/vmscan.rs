@@ -18,10 +18,11 @@
 //!
 //! Approximated: an asynchronous swap write leaves the folio in the swap
 //! cache and `folio_end_writeback()` rotates it to the inactive tail right
-//! after it went back to the LRU, unless `machine.swap_write_rate` queues
-//! it on its device (mm/page_io.rs; a folio met again under writeback is
-//! activated with PG_reclaim); no writeback throttling; the LRU sizes the scan balance reads are exact (the kernel
-//! reads rate-limited memcg statistics); `get_scan_count()` weighs the
+//! after it went back to the LRU, unless `machine.swap_write_rate` or
+//! `machine.swap_write_latency_ns` queues it on its device (mm/page_io.rs;
+//! a folio met again under writeback is activated with PG_reclaim); no
+//! writeback throttling; the LRU sizes the scan balance reads are exact
+//! (the kernel reads rate-limited memcg statistics); `get_scan_count()` weighs the
 //! lists by `vm.swappiness` (every cgroup's, as on cgroup v2). Reclaimed folios leave shadow entries
 //! and refaults activated since the last reclaim force deactivation
 //! (`snapshot_refaults()`, mm/workingset.rs). Dirty shmem
@@ -182,7 +183,8 @@ enum Pageout {
     /// Written (or zero-filled): clean and free to go.
     Written,
     /// An asynchronous write that ends as soon as the folio is back on
-    /// the LRU (no `machine.swap_write_rate`).
+    /// the LRU (no `machine.swap_write_rate` or
+    /// `machine.swap_write_latency_ns`).
     Writeback,
     /// An asynchronous write queued on its device (mm/page_io.rs).
     Queued,
