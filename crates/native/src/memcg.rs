@@ -244,9 +244,10 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
 
 /// The cgroup v2 files a `memcg` step sets when the cgroup is made: the
 /// step's key, the file, and the value (None: left as created).
-fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 4] {
+fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 5] {
     [
         ("zswap_max", "memory.zswap.max", m.zswap_max),
+        ("swap_max", "memory.swap.max", m.swap_max),
         ("high", "memory.high", m.high),
         ("min", "memory.min", (m.min != 0).then_some(m.min)),
         ("low", "memory.low", (m.low != 0).then_some(m.low)),
@@ -255,7 +256,7 @@ fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 4] 
 
 /// Refuse, before the run changes anything, what only cgroup v2 has on a
 /// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max,
-/// memory.high, memory.min and memory.low.
+/// memory.swap.max, memory.high, memory.min and memory.low.
 fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
     if let Some(at) = &plan.reclaim_swappiness_at {
         return Err(NativeError::Refused(format!(
@@ -273,10 +274,13 @@ fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
         let Some((key, file, _)) = v2_settings(m).into_iter().find(|s| s.2.is_some()) else {
             continue;
         };
-        let also = if key == "zswap_max" {
-            " (and zswap runs only in guests)"
-        } else {
-            ""
+        let also = match key {
+            "zswap_max" => " (and zswap runs only in guests)",
+            "swap_max" => {
+                " (v1's memory.memsw.limit_in_bytes limits memory and swap together, which \
+                 the model does not)"
+            }
+            _ => "",
         };
         return Err(NativeError::Refused(format!(
             "{}: {key} is cgroup v2's {file}, which this host's cgroup v1 memory controller \
@@ -503,6 +507,19 @@ impl Cgroups {
                     for (k, v) in crate::host::parse_name_values(&t) {
                         if k == "max" || k == "high" || k == "low" {
                             out.insert(format!("memcg/{n}/events_{k}"), v);
+                        }
+                    }
+                    // memory.swap.current and the max and fail events of
+                    // memory.swap.events.
+                    if let Ok(t) = fs::read_to_string(dir.join("memory.swap.current")) {
+                        if let Ok(v) = t.trim().parse() {
+                            out.insert(format!("memcg/{n}/swap_bytes"), v);
+                        }
+                    }
+                    let t = fs::read_to_string(dir.join("memory.swap.events")).unwrap_or_default();
+                    for (k, v) in crate::host::parse_name_values(&t) {
+                        if k == "max" || k == "fail" {
+                            out.insert(format!("memcg/{n}/swap_events_{k}"), v);
                         }
                     }
                 }

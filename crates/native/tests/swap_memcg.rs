@@ -437,7 +437,8 @@ fn swappiness_moves_limit_reclaim_from_file_to_anon() {
     assert_eq!(after, before, "{test}: vm.swappiness not restored");
 }
 
-/// cgroup v2's memory.high, memory.min and memory.low on a cgroup v1 host:
+/// cgroup v2's memory.high, memory.min, memory.low and memory.swap.max on
+/// a cgroup v1 host:
 /// refused before anything is changed, naming the step's file, line and
 /// key, and pointing to the VM engine; the host's devices and cgroups are
 /// as before.
@@ -451,7 +452,7 @@ fn v2_only_memcg_files_are_refused_on_cgroup_v1() {
     let (before, _) = quiet_host_devices();
     let phase = "[[step]]\nop = \"phase\"\nname = \"p\"\n";
     // (the scenario's steps before its phase, what the refusal must say)
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         (
             "[[step]]\nop = \"memcg\"\nhigh = \"32M\"\n\
              [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n",
@@ -464,6 +465,13 @@ fn v2_only_memcg_files_are_refused_on_cgroup_v1() {
         (
             "[[step]]\nop = \"memcg\"\nlow = \"8M\"\n",
             &["low is cgroup v2's memory.low"],
+        ),
+        (
+            "[[step]]\nop = \"memcg\"\nswap_max = \"4M\"\n",
+            &[
+                "swap_max is cgroup v2's memory.swap.max",
+                "memory.memsw.limit_in_bytes",
+            ],
         ),
         // A run-time write of memory.high.
         (

@@ -7,8 +7,8 @@
 //! `tlb:tlb_flush` and its per-reason parts ([`TLB_REASONS`]) within 1% or
 //! 4 events (background work on the mm) and 3 more per fork;
 //! `pgscan_anon` / `pgscan_file` and their `pgsteal_` twins (reclaim's
-//! volume, whoever reclaimed) within 5%; a memory cgroup's usage and peak
-//! within 1% or [`MEMCG_USAGE_SLACK`]; other system-wide counters pick up
+//! volume, whoever reclaimed) within 5%; a memory cgroup's usage, peak and
+//! swap within 1% or [`MEMCG_USAGE_SLACK`]; other system-wide counters pick up
 //! other processes' activity and are shown for information. The scenario's
 //! `[[expect]]`s on judged counters are evaluated against the native result,
 //! and a judged counter with an `[[expect]]` is compared within that
@@ -310,8 +310,9 @@ pub const TLB_FLUSH_SLACK: f64 = 4.0;
 /// -j2` replay flushed 59 more times natively).
 pub const FORK_FLUSH_SLACK: f64 = 3.0;
 
-/// Bytes a cgroup's usage and peak (`memcg/<n>/usage_bytes`,
-/// `peak_bytes`) may differ by whatever the relative tolerance: the
+/// Bytes a cgroup's usage, peak and swap (`memcg/<n>/usage_bytes`,
+/// `peak_bytes`, `swap_bytes`) may differ by whatever the relative
+/// tolerance: the
 /// kernel charges ahead up to `MEMCG_CHARGE_BATCH` (64) pages into the
 /// stock of each CPU the workload ran on, where the model has one CPU,
 /// and charges slab objects the model does not (VMAs, anon_vmas, the

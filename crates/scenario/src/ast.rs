@@ -385,13 +385,15 @@ pub enum StepKind {
     /// memory cgroup, with a memory limit (v1 `memory.limit_in_bytes`;
     /// unlimited without `limit`). Later charges of the process go there.
     /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
-    /// data; None: unlimited). `high`: cgroup v2 `memory.high`, the
+    /// data; None: unlimited). `swap_max`: cgroup v2 `memory.swap.max`
+    /// (bytes of swap slots; None: `max`). `high`: cgroup v2 `memory.high`, the
     /// throttling limit (bytes; None: `max`). `min` and `low`: cgroup v2
     /// `memory.min` and `memory.low`, the protection from reclaim from
     /// outside the cgroup (bytes; 0: none).
     Memcg {
         limit: Option<u64>,
         zswap_max: Option<u64>,
+        swap_max: Option<u64>,
         high: Option<u64>,
         min: u64,
         low: u64,

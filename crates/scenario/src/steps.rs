@@ -93,7 +93,7 @@ impl Op {
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
-            Op::Memcg => &["op", "limit", "zswap_max", "high", "min", "low"],
+            Op::Memcg => &["op", "limit", "zswap_max", "swap_max", "high", "min", "low"],
             Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
             Op::MemcgHigh => &["op", "high"],
@@ -363,6 +363,7 @@ impl StepChecker<'_> {
             Op::Memcg => {
                 let limit = f.opt("limit", Ctx::page_size)?;
                 let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
+                let swap_max = f.opt("swap_max", high)?.flatten();
                 let high = f.opt("high", high)?.flatten();
                 let min = f.opt("min", Ctx::page_offset)?.unwrap_or(0);
                 let low = f.opt("low", Ctx::page_offset)?.unwrap_or(0);
@@ -370,6 +371,7 @@ impl StepChecker<'_> {
                 StepKind::Memcg {
                     limit,
                     zswap_max,
+                    swap_max,
                     high,
                     min,
                     low,
@@ -803,8 +805,8 @@ fn limit(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
     ctx.page_size(node, field).map(Some)
 }
 
-/// `high` of a memcg step: a page-aligned size (0 allowed: every charge
-/// is over it), or `"max"` (none).
+/// `high` and `swap_max` of a memcg step: a page-aligned size (0 allowed:
+/// every charge is over it), or `"max"` (none).
 fn high(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
     if let Data::Str(s) = &node.data {
         if s == "max" {

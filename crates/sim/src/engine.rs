@@ -183,6 +183,9 @@ impl<'w, A: Arch> Engine<'w, A> {
             c.insert(format!("memcg/{n}/usage_bytes"), usage * PAGE_SIZE);
             c.insert(format!("memcg/{n}/peak_bytes"), peak * PAGE_SIZE);
         }
+        for (n, swap) in self.k.memcg_swap_usage().into_iter().enumerate() {
+            c.insert(format!("memcg/{n}/swap_bytes"), swap * PAGE_SIZE);
+        }
         for ((name, _, _), v) in counters::MACHINE_LEVELS.iter().zip(self.k.machine_levels()) {
             c.insert(name.to_string(), v);
         }
@@ -349,6 +352,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                     .map_err(|e| kerr(at, e))?;
                 if let Some(bytes) = zswap_max {
                     self.k.mem_cgroup_set_zswap_max(id, bytes);
+                }
+                if let Some(bytes) = decl.swap_max {
+                    self.k.mem_cgroup_set_swap_max(id, bytes);
                 }
                 if high.is_some() {
                     self.k.memory_high_write(id, high);

@@ -130,6 +130,11 @@ counter_enum!(
         // memory.events `low`: a reclaim of the cgroup below memory.low
         // (nothing else was left to reclaim).
         EventsLow => "events_low",
+        // memory.swap.events `max` (a swap charge refused at
+        // memory.swap.max) and `fail` (those, and swap allocations that
+        // found no free slot).
+        SwapEventsMax => "swap_events_max",
+        SwapEventsFail => "swap_events_fail",
         WorkingsetRefaultAnon => "workingset_refault_anon",
         WorkingsetRefaultFile => "workingset_refault_file",
         WorkingsetActivateAnon => "workingset_activate_anon",

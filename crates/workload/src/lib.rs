@@ -321,6 +321,8 @@ pub struct MemcgDecl {
     pub limit: Option<u64>,
     /// Its `zswap_max` (cgroup v2 `memory.zswap.max`; None: unlimited).
     pub zswap_max: Option<u64>,
+    /// Its `swap_max` (cgroup v2 `memory.swap.max`; None: `max`).
+    pub swap_max: Option<u64>,
     /// Its `high` (cgroup v2 `memory.high`; None: `max`).
     pub high: Option<u64>,
     /// Its `min` and `low` (cgroup v2 `memory.min`, `memory.low`; 0:
@@ -600,6 +602,7 @@ impl Compiler<'_> {
             StepKind::Memcg {
                 limit,
                 zswap_max,
+                swap_max,
                 high,
                 min,
                 low,
@@ -608,6 +611,7 @@ impl Compiler<'_> {
                     at: self.at(step).to_string(),
                     limit: *limit,
                     zswap_max: *zswap_max,
+                    swap_max: *swap_max,
                     high: *high,
                     min: *min,
                     low: *low,

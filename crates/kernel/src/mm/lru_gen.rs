@@ -1138,7 +1138,7 @@ impl<A: Arch> Kernel<A> {
         min_ttl: u64,
         now: u64,
     ) -> bool {
-        let swappiness = self.get_swappiness(sc);
+        let swappiness = self.get_swappiness(memcg, sc);
         let gen = gen_of(self.evictable_min_seq(memcg, swappiness));
         // time_is_before_jiffies(birth + min_ttl)
         now > self.lrugen(memcg).timestamps[gen] + min_ttl
@@ -1149,7 +1149,7 @@ impl<A: Arch> Kernel<A> {
     /// `lruvec_is_sizable()`: whether the evictable pages shifted by the
     /// priority leave any (every cgroup of the model is online).
     pub(crate) fn lruvec_is_sizable(&self, memcg: MemcgId, sc: &ScanControl) -> bool {
-        let swappiness = self.get_swappiness(sc);
+        let swappiness = self.get_swappiness(memcg, sc);
         self.evictable_pages(memcg, swappiness) >> sc.priority != 0
     }
 
@@ -1466,9 +1466,10 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
-    /// `get_swappiness()`
-    fn get_swappiness(&self, sc: &ScanControl) -> u64 {
-        if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages() < MIN_LRU_BATCH {
+    /// `get_swappiness()` of the lruvec of `memcg`: 0 once the cgroup can
+    /// swap fewer than a batch of pages.
+    fn get_swappiness(&self, memcg: MemcgId, sc: &ScanControl) -> u64 {
+        if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages(memcg) < MIN_LRU_BATCH {
             return 0;
         }
         self.sc_swappiness(sc)
@@ -1511,7 +1512,7 @@ impl<A: Arch> Kernel<A> {
         sc: &mut ScanControl,
         st: &mut TryShrink,
     ) -> bool {
-        let swappiness = self.get_swappiness(sc);
+        let swappiness = self.get_swappiness(memcg, sc);
         st.nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
         if st.nr_to_scan <= 0 {
             return false;
@@ -1533,7 +1534,7 @@ impl<A: Arch> Kernel<A> {
         }
         let lru = self.lru_state(ROOT_MEM_CGROUP);
         let mut reclaimable = lru[LRU_INACTIVE_FILE];
-        if self.can_reclaim_anon_pages() {
+        if self.can_reclaim_anon_pages(None) {
             reclaimable += lru[LRU_INACTIVE_ANON];
         }
         let priority = fls_long(reclaimable) - 1 - fls_long(sc.nr_to_reclaim - 1);

@@ -38,9 +38,17 @@
 //! random one, the model the first. Unsupported (loud error): the memcg OOM
 //! killer — a charge that reclaim cannot make room for stops the run.
 //! memory.min / memory.low protection from global reclaim (mm/vmscan.rs
-//! applies it) with the classic LRU; refused with MGLRU. Not modelled:
-//! swap limits (and so memory.swap.high's penalty), socket accounting,
-//! moving charges between cgroups, cgroup removal.
+//! applies it) with the classic LRU; refused with MGLRU.
+//!
+//! Swap is charged as cgroup v2 charges it, apart from memory
+//! (`__mem_cgroup_try_charge_swap()` at `folio_alloc_swap()`, uncharged
+//! when the slot is freed): memory.swap.max refuses slots, keeps reclaim
+//! off the cgroup's anonymous lists once reached
+//! (`mem_cgroup_get_nr_swap_pages()`), and at half of it reclaim and
+//! swap-in drop the swap cache of the folios they touch
+//! (`mem_cgroup_swap_full()`). Not modelled: cgroup v1's memory+swap
+//! counter (`memory.memsw.*`), memory.swap.high and its penalty, socket
+//! accounting, moving charges between cgroups, cgroup removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
@@ -141,6 +149,12 @@ pub(crate) struct MemCgroup {
     /// `memcg->zswap_max` (cgroup v2 `memory.zswap.max`) in pages of
     /// compressed data.
     pub(crate) zswap_max: u64,
+    /// `memcg->swap.max` (cgroup v2 `memory.swap.max`) in swap slots.
+    pub(crate) swap_max: u64,
+    /// `page_counter_read(&memcg->swap)`: the swap slots charged to the
+    /// cgroup (v2 `memory.swap.current`), from `folio_alloc_swap()` until
+    /// the slot is freed.
+    pub(crate) swap_usage: u64,
     /// `memcg->memory.high` (cgroup v2 `memory.high`) in pages.
     pub(crate) high: u64,
     /// `memcg->memory.min` (cgroup v2 `memory.min`) in pages.
@@ -220,6 +234,8 @@ impl MemcgState {
                 deferred_split_queue: Default::default(),
                 shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
                 zswap_max: PAGE_COUNTER_MAX,
+                swap_max: PAGE_COUNTER_MAX,
+                swap_usage: 0,
                 high: PAGE_COUNTER_MAX,
                 min: 0,
                 low: 0,
@@ -240,6 +256,92 @@ impl<A: Arch> Kernel<A> {
     /// `page_counter_memparse()` rounds down to pages).
     pub fn mem_cgroup_set_zswap_max(&mut self, memcg: MemcgId, bytes: u64) {
         self.memcg.memcgs[memcg.idx()].zswap_max = bytes / PAGE_SIZE;
+    }
+
+    /// A write of `bytes` to the cgroup's `memory.swap.max` (cgroup v2;
+    /// rounded down to pages). Slots already charged stay charged.
+    pub fn mem_cgroup_set_swap_max(&mut self, memcg: MemcgId, bytes: u64) {
+        self.memcg.memcgs[memcg.idx()].swap_max = bytes / PAGE_SIZE;
+    }
+
+    /// `__mem_cgroup_try_charge_swap()` (cgroup v2, which charges swap
+    /// apart from memory): charge the `nr` slots `folio_alloc_swap()` just
+    /// took for `folio` (`allocated`; none: the allocation failed, and the
+    /// cgroup counts a `fail` event of memory.swap.events) to the folio's
+    /// cgroup. False when the charge would take the cgroup above its
+    /// memory.swap.max: a `max` and a `fail` event, and the caller gives
+    /// the slots back. The root is not charged.
+    pub(crate) fn mem_cgroup_try_charge_swap(
+        &mut self,
+        folio: Pfn,
+        nr: u64,
+        allocated: bool,
+    ) -> bool {
+        let memcg = self.folio_memcg(folio);
+        if memcg == ROOT_MEM_CGROUP {
+            return true;
+        }
+        if !allocated {
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::SwapEventsFail, 1);
+            return true;
+        }
+        let m = &mut self.memcg.memcgs[memcg.idx()];
+        if m.swap_usage + nr > m.swap_max {
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::SwapEventsMax, 1);
+            self.vmstat
+                .count_memcg_events(memcg, MemcgEvent::SwapEventsFail, 1);
+            return false;
+        }
+        m.swap_usage += nr;
+        true
+    }
+
+    /// `__mem_cgroup_uncharge_swap()` of `nr` freed slots that were charged
+    /// to `memcg` (the id their `swap_cgroup` record held).
+    #[inline]
+    pub(crate) fn mem_cgroup_uncharge_swap(&mut self, memcg: MemcgId, nr: u64) {
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcg.memcgs[memcg.idx()].swap_usage -= nr;
+        }
+    }
+
+    /// `mem_cgroup_get_nr_swap_pages()` (cgroup v2): the machine's free
+    /// swap slots, and for a cgroup below the root no more than what its
+    /// memory.swap.max leaves (the model's cgroups are children of the
+    /// root).
+    pub(crate) fn mem_cgroup_get_nr_swap_pages(&self, memcg: MemcgId) -> u64 {
+        let free = self.get_nr_swap_pages();
+        if memcg == ROOT_MEM_CGROUP {
+            return free;
+        }
+        let m = &self.memcg.memcgs[memcg.idx()];
+        free.min(m.swap_max.saturating_sub(m.swap_usage))
+    }
+
+    /// `mem_cgroup_swap_full()`: the machine's swap is more than half full
+    /// (`vm_swap_full()`), or the folio's cgroup has used half its
+    /// memory.swap.max (cgroup v2; memory.swap.high is not modelled).
+    pub(crate) fn mem_cgroup_swap_full(&self, folio: Pfn) -> bool {
+        if self.vm_swap_full() {
+            return true;
+        }
+        let memcg = self.folio_memcg(folio);
+        if memcg == ROOT_MEM_CGROUP {
+            return false;
+        }
+        let m = &self.memcg.memcgs[memcg.idx()];
+        m.swap_max != PAGE_COUNTER_MAX && m.swap_usage * 2 >= m.swap_max
+    }
+
+    /// The swap slots charged to every cgroup but the root
+    /// (`memory.swap.current`, in pages), in the order they were created.
+    pub fn memcg_swap_usage(&self) -> Vec<u64> {
+        self.memcg.memcgs[1..]
+            .iter()
+            .map(|m| m.swap_usage)
+            .collect()
     }
 
     /// The `memcg` step: create a child of the root (`mkdir`), set its limit
@@ -267,6 +369,8 @@ impl<A: Arch> Kernel<A> {
             deferred_split_queue: Default::default(),
             shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
             zswap_max: PAGE_COUNTER_MAX,
+            swap_max: PAGE_COUNTER_MAX,
+            swap_usage: 0,
             high: PAGE_COUNTER_MAX,
             min: 0,
             low: 0,

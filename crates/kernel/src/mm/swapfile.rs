@@ -431,8 +431,11 @@ impl SwapInfo {
     /// (`swap_entries_free()` → `swap_range_free()`): the cluster goes to
     /// the free list's tail when it empties (`free_cluster()`), else to
     /// its order's non-full list (`partial_free_cluster()`).
+    /// Returns the cgroup the slot was charged to, to uncharge.
     #[inline(always)]
-    fn free_slot(&mut self, offset: u64) {
+    #[must_use]
+    fn free_slot(&mut self, offset: u64) -> MemcgId {
+        let memcg = self.memcg(offset);
         self.swap_map[offset as usize] = 0;
         self.table.clear(offset);
         self.set_zero(offset, false);
@@ -446,6 +449,7 @@ impl SwapInfo {
         } else if self.clusters[c].list != ClusterList::Nonfull {
             self.move_cluster(c, ClusterList::Nonfull);
         }
+        memcg
     }
 }
 
@@ -465,13 +469,25 @@ impl<A: Arch> Kernel<A> {
         } else {
             self.swap.len()
         };
+        let nr = 1u64 << order;
         for ty in 0..areas {
             if let Some(offset) = self.swap[ty].cluster_alloc(order) {
                 let entry = SwpEntry {
                     ty: ty as u32,
                     offset,
                 };
-                // mem_cgroup_try_charge_swap(): record the folio's cgroup.
+                // mem_cgroup_try_charge_swap(): charge the folio's cgroup
+                // and record it; over its memory.swap.max the slots go
+                // back (put_swap_folio(), nothing written to them).
+                if !self.mem_cgroup_try_charge_swap(folio, nr, true) {
+                    let si = &mut self.swap[ty];
+                    for o in offset..offset + nr {
+                        // Not charged yet: the record is the root's.
+                        let _ = si.free_slot(o);
+                    }
+                    self.vmstat.sim.swap_alloc_fail += 1;
+                    return false;
+                }
                 let memcg = self.folio_memcg(folio);
                 let si = &mut self.swap[ty];
                 for i in 0..(1u64 << order) {
@@ -485,6 +501,7 @@ impl<A: Arch> Kernel<A> {
                 return true;
             }
         }
+        self.mem_cgroup_try_charge_swap(folio, nr, false);
         self.vmstat.sim.swap_alloc_fail += 1;
         false
     }
@@ -523,15 +540,17 @@ impl<A: Arch> Kernel<A> {
         self.vmstat.nr_swapcached -= nr;
         let si = &mut self.swap[entry.ty as usize];
         let mut freed = false;
+        let mut uncharge = (ROOT_MEM_CGROUP, 0);
         for o in entry.offset..entry.offset + nr {
             si.table.clear_page(o, shadow);
             si.swap_map[o as usize] &= !SWAP_HAS_CACHE;
             if si.swap_map[o as usize] == 0 {
-                si.free_slot(o);
+                uncharge = (si.free_slot(o), uncharge.1 + 1);
                 freed = true;
             }
         }
         if freed {
+            self.mem_cgroup_uncharge_swap(uncharge.0, uncharge.1);
             self.swap_range_free(entry, nr);
         }
     }
@@ -577,6 +596,7 @@ impl<A: Arch> Kernel<A> {
     pub(crate) fn swap_free_nr(&mut self, entry: SwpEntry, nr: u64) {
         self.vmstat.sim.swap_lock += 1;
         let mut cached = Vec::new();
+        let mut uncharged = Vec::new();
         let mut freed = false;
         {
             let si = &mut self.swap[entry.ty as usize];
@@ -585,12 +605,18 @@ impl<A: Arch> Kernel<A> {
                 assert!(*m & !SWAP_HAS_CACHE > 0, "swap_free of a free slot");
                 *m -= 1;
                 if *m == 0 {
-                    si.free_slot(o);
+                    let memcg = si.free_slot(o);
+                    if memcg != ROOT_MEM_CGROUP {
+                        uncharged.push(memcg);
+                    }
                     freed = true;
                 } else if *m == SWAP_HAS_CACHE {
                     cached.push(si.table.page(o));
                 }
             }
+        }
+        for memcg in uncharged {
+            self.mem_cgroup_uncharge_swap(memcg, 1);
         }
         if freed {
             self.swap_range_free(entry, nr);

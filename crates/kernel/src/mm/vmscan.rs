@@ -289,9 +289,10 @@ impl<A: Arch> Kernel<A> {
     }
 
     /// `activate_locked:` — drop the swap cache of an unreferenced swap-cache
-    /// folio when swap is more than half full, then set PG_active.
+    /// folio when swap (the machine's, or its cgroup's memory.swap.max) is
+    /// more than half full, then set PG_active.
     fn activate_locked(&mut self, folio: Pfn, nr: u64, stat: &mut ReclaimStat) {
-        if self.mem.test(folio, PG_SWAPCACHE) && self.vm_swap_full() {
+        if self.mem.test(folio, PG_SWAPCACHE) && self.mem_cgroup_swap_full(folio) {
             self.folio_free_swap(folio);
         }
         self.mem.set(folio, PG_ACTIVE);
@@ -415,7 +416,7 @@ impl<A: Arch> Kernel<A> {
                 // A shmem folio: shmem_writeout() moves it to a swap slot
                 // (mm/shmem.rs); without swap, or without a free slot, the
                 // kernel redirties and activates it.
-                if !self.can_reclaim_anon_pages() || !self.shmem_writeout(folio) {
+                if !self.can_reclaim_anon_pages(None) || !self.shmem_writeout(folio) {
                     return Verdict::Activate(nr_pages);
                 }
             }
@@ -837,9 +838,13 @@ impl<A: Arch> Kernel<A> {
         inactive * ratio < active
     }
 
-    /// `can_reclaim_anon_pages()`: free swap space exists.
-    pub(crate) fn can_reclaim_anon_pages(&self) -> bool {
-        self.swap.iter().any(|s| s.inuse_pages < s.nr_slots - 1)
+    /// `can_reclaim_anon_pages()`: free swap space exists (`memcg` None)
+    /// or the cgroup is below its memory.swap.max as well.
+    pub(crate) fn can_reclaim_anon_pages(&self, memcg: Option<MemcgId>) -> bool {
+        match memcg {
+            None => self.swap.iter().any(|s| s.inuse_pages < s.nr_slots - 1),
+            Some(m) => self.mem_cgroup_get_nr_swap_pages(m) > 0,
+        }
     }
 
     /// `can_age_anon_pages()`: swap is present.
@@ -878,7 +883,7 @@ impl<A: Arch> Kernel<A> {
     /// recent reclaim costs (`calculate_pressure_balance()`).
     fn get_scan_count(&self, memcg: MemcgId, sc: &mut ScanControl) -> [u64; NR_LRU_LISTS] {
         let swappiness = self.sc_swappiness(sc);
-        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
+        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages(Some(memcg)) {
             ScanBalance::File
         } else if sc.cgroup_reclaim() && swappiness == 0 {
             // Global reclaim swaps even then, to prevent OOM.

@@ -26,7 +26,7 @@ pub use foliosim_uapi::vmstat::{
 const _: () = assert!(*SIZE_ORDERS.end() == HPAGE_PMD_ORDER);
 
 /// The counters of one memory cgroup (root = index 0).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct MemcgStat {
     pub events: [u64; NR_MEMCG_EVENTS],
     /// `lruvec_page_state(NR_LRU_BASE + lru)`: pages on each LRU list.
@@ -36,6 +36,17 @@ pub struct MemcgStat {
     /// `zswapped`).
     pub zswap_b: u64,
     pub zswapped: u64,
+}
+
+impl Default for MemcgStat {
+    fn default() -> Self {
+        MemcgStat {
+            events: [0; NR_MEMCG_EVENTS],
+            lru: Default::default(),
+            zswap_b: 0,
+            zswapped: 0,
+        }
+    }
 }
 
 /// The counts perf keeps per task (it counts a task's events in that

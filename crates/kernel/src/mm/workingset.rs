@@ -163,7 +163,7 @@ impl<A: Arch> Kernel<A> {
         if !file {
             workingset_size += lru[LRU_INACTIVE_FILE];
         }
-        if self.mem_cgroup_get_nr_swap_pages() > 0 {
+        if self.mem_cgroup_get_nr_swap_pages(memcg) > 0 {
             workingset_size += lru[LRU_ACTIVE_ANON];
             if file {
                 workingset_size += lru[LRU_INACTIVE_ANON];
@@ -172,10 +172,8 @@ impl<A: Arch> Kernel<A> {
         (refault_distance <= workingset_size, workingset)
     }
 
-    /// `mem_cgroup_get_nr_swap_pages()` on cgroup v1 (memsw accounting:
-    /// the free swap of the machine) and for the model's cgroups, which
-    /// have no swap limit.
-    pub(crate) fn mem_cgroup_get_nr_swap_pages(&self) -> u64 {
+    /// `get_nr_swap_pages()`: the free slots of every swap area.
+    pub(crate) fn get_nr_swap_pages(&self) -> u64 {
         self.swap
             .iter()
             .map(|s| s.nr_slots - 1 - s.inuse_pages)

@@ -428,6 +428,16 @@ op = "force_empty"
             "high = {high}"
         );
     }
+    // memory.swap.max: a size (0 allowed: no swap), or "max" for none.
+    for (swap_max, want) in [("\"4M\"", Some(4 << 20)), ("0", Some(0)), ("\"max\"", None)] {
+        let s = parse(&format!(
+            "{BASE}\n[[step]]\nop = \"memcg\"\nswap_max = {swap_max}\n"
+        ));
+        assert!(
+            matches!(memcg_steps(&s)[0], StepKind::Memcg { swap_max, .. } if swap_max == want),
+            "swap_max = {swap_max}"
+        );
+    }
     // memory.min and memory.low: sizes, 0 (none) by default.
     let s = parse(&format!(
         "{BASE}\n[[step]]\nop = \"memcg\"\nmin = \"8M\"\nlow = \"16M\"\n[[step]]\nop = \"memcg\"\n"
@@ -473,7 +483,7 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, high, min, low"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, swap_max, high, min, low"
     );
     // memory.high: page-aligned (0 allowed) or "max".
     let e = error(&step("op = \"memcg\"\nhigh = \"6K\"\n"));
@@ -492,6 +502,14 @@ fn memcg_step_errors() {
         e.message,
         "expected a multiple of the page size (4096), found 6144"
     );
+    let e = error(&step("op = \"memcg\"\nswap_max = \"6K\"\n"));
+    assert_eq!(at(&e), (14, 12, "step[2].swap_max"));
+    assert_eq!(
+        e.message,
+        "expected a multiple of the page size (4096), found 6144"
+    );
+    let e = error(&step("op = \"memcg\"\nswap_max = -1\n"));
+    assert_eq!(at(&e).2, "step[2].swap_max");
     let with_memcg = |body: &str| step(&format!("op = \"memcg\"\n[[step]]\n{body}"));
     let e = error(&with_memcg("op = \"memcg_reclaim\"\n"));
     assert_eq!(at(&e), (14, 1, "step[3].amount"));

@@ -773,6 +773,65 @@ fn memory_reclaim_swappiness_picks_the_lists() {
     );
 }
 
+/// A cgroup whose memory.swap.max is `swap_max` holding a 16 MiB file
+/// (inactive) and 16 MiB of written anonymous memory, with a swap file;
+/// phase "reclaim" asks memory.reclaim for 8 MiB of anonymous memory
+/// first (`swappiness=max`), phase "swapin" reads the anonymous memory
+/// back.
+fn swap_max_scenario(swap_max: &str) -> String {
+    format!(
+        "[system]\nmemory = \"2G\"\ntransparent_hugepage.enabled = \"never\"\n\
+         [[system.swap]]\nkind = \"file\"\nsize = \"256M\"\n\
+         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"memcg\"\nswap_max = {swap_max}\n\
+         [[step]]\nop = \"read\"\nfile = \"data\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"16M\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         [[step]]\nop = \"phase\"\nname = \"reclaim\"\n\
+         [[step]]\nop = \"memcg_reclaim\"\namount = \"8M\"\nswappiness = \"max\"\n\
+         [[step]]\nop = \"phase\"\nname = \"swapin\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\n"
+    )
+}
+
+#[test]
+fn memory_swap_max_caps_the_cgroups_swap() {
+    // Without a limit every slot reclaim takes is charged to the cgroup
+    // (__mem_cgroup_try_charge_swap()) and none is refused: SCAN_ANON
+    // swaps out at least the 2,048 pages asked for.
+    let r = run(&swap_max_scenario("\"max\""));
+    let out = c(&r, "reclaim", "pswpout");
+    assert!(out >= 2048, "{out}");
+    assert_eq!(c(&r, "reclaim", "memcg/0/swap_bytes"), out * 4096);
+    assert_counters(
+        &r,
+        "reclaim",
+        "memcg/0/swap_events_max=0 memcg/0/swap_events_fail=0 pgsteal_file=0",
+    );
+    // memory.swap.max = 1 MiB: 256 slots. The 257th charge and those after
+    // it in the same scan are refused (a `max` and a `fail` event each,
+    // the folio activated); the next get_scan_count() finds the cgroup
+    // can swap no more (mem_cgroup_get_nr_swap_pages() = 0) and scans the
+    // file lists for the rest of the 2,048 pages.
+    let r = run(&swap_max_scenario("\"1M\""));
+    assert_counters(
+        &r,
+        "reclaim",
+        "pswpout=256 pgsteal_anon=256 memcg/0/swap_bytes=1048576",
+    );
+    let refused = c(&r, "reclaim", "memcg/0/swap_events_max");
+    assert!(refused > 0);
+    assert_eq!(c(&r, "reclaim", "memcg/0/swap_events_fail"), refused);
+    assert_eq!(c(&r, "reclaim", "pgactivate"), refused);
+    assert!(c(&r, "reclaim", "pgsteal_file") >= 2048 - 256);
+    // Reading the memory back: with the cgroup's swap at least half its
+    // max (mem_cgroup_swap_full(): 2 · usage >= 256), do_swap_page() frees
+    // the slot of each folio it maps; at 127 slots (254 < 256) it stops,
+    // and the other 127 slots stay with their swap-cache folios.
+    assert_counters(&r, "swapin", "pswpin=256");
+    assert_eq!(c(&r, "swapin", "memcg/0/swap_bytes"), 127 * 4096);
+}
+
 /// The shipped scenario `scenarios/<rel>` with `sets`, simulated.
 fn run_shipped(rel: &str, sets: &[(&str, &str)]) -> foliosim_report::Report {
     let sc = load_scenario(rel, sets);

@@ -248,12 +248,14 @@ impl<A: Arch> Kernel<A> {
         let in_cache = self.mem.test(folio, PG_SWAPCACHE);
         let mapcount = self.mem.folio_mapcount(folio);
         let folio_nr = self.mem.folio_nr_pages(folio);
-        // should_try_to_free_swap(): swap more than half full, or a write
+        // should_try_to_free_swap(): swap more than half full (the
+        // machine's, or the cgroup's memory.swap.max), or a write
         // fault on a folio held only by the swap cache and this fault
         // (folio_ref_count() == 1 + folio_nr_pages(): no page of it mapped);
         // folio_free_swap() then succeeds if no other swap PTE references
         // the folio's slots.
-        let try_free = in_cache && (self.vm_swap_full() || (vmf.is_write() && mapcount == 0));
+        let try_free =
+            in_cache && (self.mem_cgroup_swap_full(folio) || (vmf.is_write() && mapcount == 0));
         let frees_cache = try_free && {
             let e = self.folio_swap(folio).expect("swap cache");
             let si = &self.swap[e.ty as usize];
