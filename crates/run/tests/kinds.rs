@@ -76,11 +76,19 @@ fn killed_and_unsupported_scenarios() {
             &["SIGSEGV"],
         ),
         (
-            "MADV_WILLNEED",
-            [tk::mmap_anon("a", "64K"), tk::madvise("a", "willneed", "")].concat(),
+            "MADV_WILLNEED of a file mapping",
+            [
+                tk::file("f", "64K", ""),
+                tk::mmap_file("m", "f", "64K", ""),
+                tk::madvise("m", "willneed", ""),
+            ]
+            .concat(),
             "unsupported",
             "",
-            &["unsupported by the model"],
+            &[
+                "unsupported by the model",
+                "madvise(willneed) of a file mapping",
+            ],
         ),
         (
             // Read faults on anon memory map the shared zero page, so they

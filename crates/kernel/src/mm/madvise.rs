@@ -18,8 +18,11 @@
 //! Approximated: the per-CPU LRU batches (`lru_deactivate`, `lru_lazyfree`)
 //! are applied at once, so a folio never sits in a batch off the LRU.
 //! MADV_POPULATE_READ / MADV_POPULATE_WRITE fault the range in through
-//! get_user_pages() (mm/gup.rs).
-//! Unsupported (loud error at the engine): MADV_WILLNEED.
+//! get_user_pages() (mm/gup.rs). MADV_WILLNEED of anonymous memory reads
+//! the range's swapped-out pages into the swap cache
+//! (`swapin_walk_pmd_entry()`).
+//! Unsupported (loud error at the engine): MADV_WILLNEED of a file mapping
+//! or of shared anonymous memory.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::PG_WORKINGSET;
@@ -96,25 +99,28 @@ impl<A: Arch> Kernel<A> {
         if advice == Madv::Collapse {
             return self.madvise_collapse_range(mm, start, end);
         }
+        if advice == Madv::Willneed {
+            for v in self.vmas_overlapping(mm, start, end) {
+                self.madvise_willneed(mm, &v, v.vm_start.max(start), v.vm_end.min(end))?;
+            }
+            return Ok(());
+        }
         if matches!(advice, Madv::PopulateRead | Madv::PopulateWrite) {
             // is_madvise_populate(): no walk over the VMAs' flags, straight
             // to get_user_pages() (mm/gup.rs).
             return self.madvise_populate(mm, start, end, advice == Madv::PopulateWrite);
         }
-        let (set, clear) =
-            match advice {
-                Madv::Normal => (0, VM_RAND_READ | VM_SEQ_READ),
-                Madv::Random => (VM_RAND_READ, VM_SEQ_READ),
-                Madv::Sequential => (VM_SEQ_READ, VM_RAND_READ),
-                Madv::Hugepage => (VM_HUGEPAGE, VM_NOHUGEPAGE),
-                Madv::Nohugepage => (VM_NOHUGEPAGE, VM_HUGEPAGE),
-                Madv::Willneed => return Err(KernelError::Unsupported(
-                    "madvise(willneed) (swap and page-cache readahead on advice are not modelled)"
-                        .into(),
-                )),
-                Madv::PopulateRead | Madv::PopulateWrite | Madv::Collapse => unreachable!(),
-                Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
-            };
+        let (set, clear) = match advice {
+            Madv::Normal => (0, VM_RAND_READ | VM_SEQ_READ),
+            Madv::Random => (VM_RAND_READ, VM_SEQ_READ),
+            Madv::Sequential => (VM_SEQ_READ, VM_RAND_READ),
+            Madv::Hugepage => (VM_HUGEPAGE, VM_NOHUGEPAGE),
+            Madv::Nohugepage => (VM_NOHUGEPAGE, VM_HUGEPAGE),
+            Madv::Willneed | Madv::PopulateRead | Madv::PopulateWrite | Madv::Collapse => {
+                unreachable!()
+            }
+            Madv::Dontneed | Madv::Pageout | Madv::Cold | Madv::Free => unreachable!(),
+        };
         for mut v in self.vmas_in_range_split(mm, start, end) {
             v.vm_flags = (v.vm_flags & !clear) | set;
             self.vma_update(mm, &v);
@@ -124,6 +130,58 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.vma_merge_range(mm, start, end);
+        Ok(())
+    }
+
+    /// `madvise_willneed()` of one VMA's part `[start, end)`. Anonymous
+    /// memory: every swap PTE of the range that still refers to a slot in
+    /// use has that slot read into the swap cache
+    /// (`swapin_walk_pmd_entry()` → `read_swap_cache_async()`: an order-0
+    /// folio charged to the slot's cgroup, on the LRU, nothing mapped); a
+    /// PMD-mapped THP and a range without page tables read nothing. A file
+    /// mapping (`vfs_fadvise()`'s readahead, sized by the device's
+    /// `io_pages`) and shared anonymous memory (`shmem_swapin_range()`) are
+    /// unsupported.
+    fn madvise_willneed(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64) -> KResult<()> {
+        match vma.kind {
+            VmaKind::Anon => {}
+            VmaKind::File => {
+                return Err(KernelError::Unsupported(
+                    "madvise(willneed) of a file mapping (the page-cache readahead of \
+                     vfs_fadvise(POSIX_FADV_WILLNEED), sized by the device's io_pages, is not \
+                     modelled)"
+                        .into(),
+                ))
+            }
+            VmaKind::Shmem => {
+                return Err(KernelError::Unsupported(
+                    "madvise(willneed) of shared anonymous memory (shmem_swapin_range())".into(),
+                ))
+            }
+        }
+        let mut addr = start;
+        while addr < end {
+            let (pmd, next) = self.pmd_range_step(mm, addr, end);
+            let table = pmd
+                .map(|pmd| self.pmdp_get(pmd))
+                .filter(|&pmdval| !A::pmd_trans_huge(pmdval))
+                .and_then(|pmdval| self.entry_table(pmdval));
+            if let Some(tid) = table {
+                for a in (addr..next).step_by(PAGE_SIZE as usize) {
+                    let pte = self.pt.get(tid, pte_index(a));
+                    if pte == 0 || A::pte_present(pte) {
+                        continue;
+                    }
+                    let (ty, offset) = A::pte_to_swp_entry(pte);
+                    // Migration entries and markers are no swap area's.
+                    if (ty as usize) < self.swap.len() {
+                        let entry = crate::mm::swapfile::SwpEntry { ty, offset };
+                        self.read_swap_cache_async(entry, false);
+                    }
+                }
+            }
+            addr = next;
+        }
         Ok(())
     }
 

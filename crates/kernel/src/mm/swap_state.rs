@@ -262,7 +262,11 @@ impl<A: Arch> Kernel<A> {
     /// and the LRU, and read (`readahead`: flagged PG_readahead and
     /// counted `swap_ra`). None for a slot no longer in use, or when
     /// memory or the charge failed.
-    fn read_swap_cache_async(&mut self, entry: SwpEntry, readahead: bool) -> Option<Pfn> {
+    pub(crate) fn read_swap_cache_async(
+        &mut self,
+        entry: SwpEntry,
+        readahead: bool,
+    ) -> Option<Pfn> {
         use crate::mm::memcontrol::ChargeGfp;
         let si = &self.swap[entry.ty as usize];
         let cached = si.table.page(entry.offset);
