@@ -85,6 +85,8 @@ pub struct Config {
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the backing device.
     pub read_ahead_kb: u64,
+    /// `max_sectors_kb` of the backing device (its bdi's `io_pages`).
+    pub max_sectors_kb: u64,
     /// `vm.page-cluster`: swap readahead windows of up to 2^page_cluster
     /// pages.
     pub page_cluster: u32,
@@ -172,6 +174,7 @@ impl Default for Config {
             anon_orders,
             fault_around_bytes: knobs::FAULT_AROUND_BYTES.default.int(),
             read_ahead_kb: knobs::READ_AHEAD_KB.default.int(),
+            max_sectors_kb: knobs::MAX_SECTORS_KB.default.int(),
             page_cluster: knobs::PAGE_CLUSTER.default.int() as u32,
             vma_ra_enabled: knobs::VMA_RA_ENABLED.default.flag(),
             lru_gen: knobs::LRU_GEN_ENABLED.default.flag(),
@@ -232,6 +235,7 @@ impl Config {
             }
             knobs::FAULT_AROUND_BYTES => FieldMut::U64(&mut self.fault_around_bytes),
             knobs::READ_AHEAD_KB => FieldMut::U64(&mut self.read_ahead_kb),
+            knobs::MAX_SECTORS_KB => FieldMut::U64(&mut self.max_sectors_kb),
             knobs::PAGE_CLUSTER => FieldMut::U32(&mut self.page_cluster),
             knobs::VMA_RA_ENABLED => FieldMut::Flag(&mut self.vma_ra_enabled),
             knobs::LRU_GEN_ENABLED => FieldMut::Flag(&mut self.lru_gen),

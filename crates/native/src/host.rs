@@ -581,6 +581,13 @@ fn children(pid: i32) -> io::Result<Vec<i32>> {
 
 /// The block device holding `path` and its read_ahead_kb.
 pub(crate) fn device_read_ahead_kb(path: &Path) -> Option<(String, u64)> {
+    device_queue_attr(path, "read_ahead_kb").map(|(name, _, v)| (name, v))
+}
+
+/// The block device holding `path`, the file of its request queue's
+/// attribute `attr` (the disk's for a partition; read_ahead_kb also from
+/// the bdi) and its value.
+pub(crate) fn device_queue_attr(path: &Path, attr: &str) -> Option<(String, PathBuf, u64)> {
     use std::os::unix::fs::MetadataExt;
     let dev = fs::metadata(path).ok()?.dev();
     let (maj, min) = (libc::major(dev), libc::minor(dev));
@@ -590,13 +597,13 @@ pub(crate) fn device_read_ahead_kb(path: &Path) -> Option<(String, u64)> {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| format!("{maj}:{min}"));
     for p in [
-        base.join("queue/read_ahead_kb"),
-        base.join("../queue/read_ahead_kb"),
-        PathBuf::from(format!("/sys/class/bdi/{maj}:{min}/read_ahead_kb")),
+        base.join("queue").join(attr),
+        base.join("../queue").join(attr),
+        PathBuf::from(format!("/sys/class/bdi/{maj}:{min}/{attr}")),
     ] {
         if let Ok(v) = fs::read_to_string(&p) {
             if let Ok(v) = v.trim().parse() {
-                return Some((name, v));
+                return Some((name, p, v));
             }
         }
     }

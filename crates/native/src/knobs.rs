@@ -141,6 +141,36 @@ pub(crate) fn check_read_ahead(
     }
 }
 
+/// `max_sectors_kb` against the device holding `dir`, as
+/// [`check_read_ahead`] does `read_ahead_kb`: a host run refuses another
+/// value, a guest writes the device's queue file (put back by the guard).
+/// Unknown (no block device, as for a file on tmpfs): a note.
+pub(crate) fn check_max_sectors(
+    sc: &Scenario,
+    dir: &Path,
+    guest: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<(PathBuf, String)>, NativeError> {
+    let key = knobs::MAX_SECTORS_KB.key;
+    let want = sc.system.max_sectors_kb;
+    match host::device_queue_attr(dir, key) {
+        Some((_, path, kb)) if kb != want && guest => Ok(Some((path, want.to_string()))),
+        Some((dev, _, kb)) if kb != want => Err(NativeError::Refused(format!(
+            "{key} = {want} but the device holding {} ({dev}) has {key} = {kb}; the native \
+             engine does not change the host's disk: run with --set {key}={kb}",
+            dir.display()
+        ))),
+        Some(_) => Ok(None),
+        None => {
+            notes.push(format!(
+                "the {key} of the device holding {} is unknown; {key} = {want} is not checked",
+                dir.display()
+            ));
+            Ok(None)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

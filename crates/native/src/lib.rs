@@ -181,7 +181,8 @@ struct Preflight {
     notes: Vec<String>,
     /// The workload's CPU and its scenario threads' CPUs.
     cpus: (usize, Vec<usize>),
-    /// Knobs a guest sets that a host run only checks (read_ahead_kb).
+    /// Knobs a guest sets that a host run only checks (read_ahead_kb,
+    /// max_sectors_kb).
     guest_writes: Vec<(PathBuf, String)>,
 }
 
@@ -211,6 +212,9 @@ fn preflight(sc: &Scenario, p: &Workload, opts: &NativeOptions) -> Result<Prefli
                 .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
         };
         guest_writes.extend(knobs::check_read_ahead(sc, &dir, opts.guest, &mut notes)?);
+        if p.willneed_files {
+            guest_writes.extend(knobs::check_max_sectors(sc, &dir, opts.guest, &mut notes)?);
+        }
     }
     check_memory(sc, opts, p, &mut notes)?;
     Ok(Preflight {

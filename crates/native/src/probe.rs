@@ -82,7 +82,7 @@ fn system_line(out: &mut String, inst: &Instance, workdir: &Path) {
                     inst.default
                 );
             }
-            Some(Access::Device) => read_ahead_line(out, key, workdir),
+            Some(Access::Device) => device_line(out, key, workdir),
             _ => {
                 let Some(t) = inst.path.as_ref().and_then(|p| fs::read_to_string(p).ok()) else {
                     return;
@@ -109,10 +109,11 @@ fn system_line(out: &mut String, inst: &Instance, workdir: &Path) {
     }
 }
 
-/// `read_ahead_kb` of the device holding `workdir`.
-fn read_ahead_line(out: &mut String, key: &str, workdir: &Path) {
-    match device_read_ahead_kb(workdir) {
-        Some((dev, kb)) => {
+/// A device knob (`read_ahead_kb`, `max_sectors_kb`: `key` is the queue
+/// attribute) of the device holding `workdir`.
+fn device_line(out: &mut String, key: &str, workdir: &Path) {
+    match crate::host::device_queue_attr(workdir, key) {
+        Some((dev, _, kb)) => {
             let rot = fs::read_to_string(format!("/sys/block/{dev}/queue/rotational"))
                 .map(|s| s.trim() == "1")
                 .unwrap_or(false);
@@ -367,6 +368,7 @@ pub fn probed_in(system: &std::collections::BTreeMap<String, String>) -> Vec<(St
     let keys = [
         knobs::CPUS.key.to_string(),
         knobs::READ_AHEAD_KB.key.to_string(),
+        knobs::MAX_SECTORS_KB.key.to_string(),
     ];
     let thp = knobs::instances()
         .filter(|i| MIRRORED_THP.contains(i.knob))
@@ -379,7 +381,7 @@ pub fn probed_in(system: &std::collections::BTreeMap<String, String>) -> Vec<(St
 
 /// The host's knob values as `--set` overrides (knob key, value) for the
 /// knobs a simulation can mirror: `cpus`, THP settings and the device's
-/// `read_ahead_kb` (`compare` applies those a scenario leaves at their
+/// `read_ahead_kb` and `max_sectors_kb` (`compare` applies those a scenario leaves at their
 /// defaults, so the model runs with the host's configuration).
 pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
     // Wait for a native run (or the supervisor of a killed one) to put the
@@ -404,6 +406,9 @@ pub fn probe_overrides(workdir: &Path) -> Vec<(String, String)> {
     }
     if let Some((_, kb)) = device_read_ahead_kb(workdir) {
         out.push((knobs::READ_AHEAD_KB.key.into(), kb.to_string()));
+    }
+    if let Some((_, _, kb)) = crate::host::device_queue_attr(workdir, knobs::MAX_SECTORS_KB.key) {
+        out.push((knobs::MAX_SECTORS_KB.key.into(), kb.to_string()));
     }
     out
 }

@@ -270,6 +270,44 @@ size = "1M"
     }
 }
 
+/// max_sectors_kb matters natively only to MADV_WILLNEED of a file
+/// mapping: a scenario that advises it with another value than the disk's
+/// is refused naming both, one that does not is not checked.
+#[test]
+fn a_max_sectors_other_than_the_devices_is_refused_for_willneed() {
+    let dir = std::path::Path::new("/var/tmp");
+    let (Some(ra), Some(kb)) = (read_ahead_kb(dir), queue_attr(dir, "max_sectors_kb")) else {
+        eprintln!("SKIPPED: read_ahead_kb or max_sectors_kb of the device of /var/tmp is unknown");
+        return;
+    };
+    let text = |advice: &str| {
+        format!(
+            "[system]\nread_ahead_kb = {ra}\nmax_sectors_kb = {}\n\
+             [[file]]\nname = \"data\"\nsize = \"1M\"\n\
+             [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\n\
+             size = \"1M\"\n\
+             [[step]]\nop = \"madvise\"\nregion = \"f\"\nadvice = \"{advice}\"\n\
+             [[step]]\nop = \"phase\"\nname = \"p\"\n",
+            kb + 4
+        )
+    };
+    match run(&scenario(&text("willneed")), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(why.contains(&format!("max_sectors_kb = {}", kb + 4)), "{why}");
+            assert!(why.contains(&format!("--set max_sectors_kb={kb}")), "{why}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    if !is_root() {
+        return;
+    }
+    let _s = serial();
+    assert!(
+        run(&scenario(&text("random")), &NativeOptions::default()).is_ok(),
+        "without willneed max_sectors_kb is not checked"
+    );
+}
+
 #[test]
 fn without_root_a_run_is_refused() {
     if is_root() {

@@ -404,6 +404,23 @@ pub const READ_AHEAD_KB: Knob = Knob {
     doc: "the readahead window of the device that holds the files",
 };
 
+pub const MAX_SECTORS_KB: Knob = Knob {
+    key: "max_sectors_kb",
+    kind: Kind::Int {
+        min: 4,
+        max: u64::MAX,
+        what: "a request size in KiB",
+    },
+    default: Value::Int(1280),
+    host: Some(Host {
+        path: "/sys/block/<dev>/queue/max_sectors_kb",
+        flag_words: DIGITS,
+        access: Access::Device,
+    }),
+    doc: "the largest request of the device that holds the files, which sets its bdi's \
+          io_pages: how far MADV_WILLNEED of a file mapping reads ahead",
+};
+
 pub const PAGE_CLUSTER: Knob = Knob {
     key: "vm.page_cluster",
     kind: Kind::Int {
@@ -836,6 +853,7 @@ pub const KNOBS: &[Knob] = &[
     MTHP_ENABLED,
     FAULT_AROUND_BYTES,
     READ_AHEAD_KB,
+    MAX_SECTORS_KB,
     PAGE_CLUSTER,
     VMA_RA_ENABLED,
     WATERMARK_BOOST_FACTOR,

@@ -348,6 +348,9 @@ pub struct Workload {
     pub anon_bytes: u64,
     /// Does the scenario map a file?
     pub maps_files: bool,
+    /// Does it advise MADV_WILLNEED while it maps a file (a file mapping's
+    /// readahead then depends on the device's `max_sectors_kb`)?
+    pub willneed_files: bool,
     /// The memory cgroups of the `memcg` steps, in step order.
     pub memcgs: Vec<MemcgDecl>,
     /// The first `memcg_reclaim` step, if any.
@@ -459,6 +462,7 @@ struct Compiler<'a> {
     max_children: usize,
     anon_bytes: u64,
     maps_files: bool,
+    willneed: bool,
     memcgs: Vec<MemcgDecl>,
     /// The memory cgroup the process being compiled is in (None: the
     /// engine's).
@@ -493,6 +497,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         max_children: 0,
         anon_bytes: 0,
         maps_files: false,
+        willneed: false,
         memcgs: Vec::new(),
         cur_memcg: None,
         reclaim_at: None,
@@ -515,6 +520,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         max_children: c.max_children,
         anon_bytes: c.anon_bytes,
         maps_files: c.maps_files,
+        willneed_files: c.willneed && c.maps_files,
         memcgs: c.memcgs,
         reclaim_at: c.reclaim_at,
         reclaim_swappiness_at: c.reclaim_swappiness_at,
@@ -794,6 +800,7 @@ impl Compiler<'_> {
         errno: Option<&'static str>,
     ) -> Result<Op, CompileError> {
         let (id, offset, len) = self.region_range(step, region, range)?;
+        self.willneed |= advice == Madv::Willneed;
         Ok(Op::Madvise {
             step,
             region: id,

@@ -20,9 +20,10 @@
 //! MADV_POPULATE_READ / MADV_POPULATE_WRITE fault the range in through
 //! get_user_pages() (mm/gup.rs). MADV_WILLNEED of anonymous memory reads
 //! the range's swapped-out pages into the swap cache
-//! (`swapin_walk_pmd_entry()`).
-//! Unsupported (loud error at the engine): MADV_WILLNEED of a file mapping
-//! or of shared anonymous memory.
+//! (`swapin_walk_pmd_entry()`), of a file mapping the file's pages into the
+//! page cache (`vfs_fadvise()`).
+//! Unsupported (loud error at the engine): MADV_WILLNEED of shared
+//! anonymous memory.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::PG_WORKINGSET;
@@ -139,19 +140,17 @@ impl<A: Arch> Kernel<A> {
     /// (`swapin_walk_pmd_entry()` → `read_swap_cache_async()`: an order-0
     /// folio charged to the slot's cgroup, on the LRU, nothing mapped); a
     /// PMD-mapped THP and a range without page tables read nothing. A file
-    /// mapping (`vfs_fadvise()`'s readahead, sized by the device's
-    /// `io_pages`) and shared anonymous memory (`shmem_swapin_range()`) are
-    /// unsupported.
+    /// mapping: `vfs_fadvise(POSIX_FADV_WILLNEED)` over the range's file
+    /// pages (`generic_fadvise()` → `force_page_cache_ra()`, mm/readahead.rs).
+    /// Shared anonymous memory (`shmem_swapin_range()`) is unsupported.
     fn madvise_willneed(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64) -> KResult<()> {
         match vma.kind {
             VmaKind::Anon => {}
             VmaKind::File => {
-                return Err(KernelError::Unsupported(
-                    "madvise(willneed) of a file mapping (the page-cache readahead of \
-                     vfs_fadvise(POSIX_FADV_WILLNEED), sized by the device's io_pages, is not \
-                     modelled)"
-                        .into(),
-                ))
+                let file = vma.file.expect("a file VMA has its file");
+                let index = vma.linear_page_index(start);
+                self.force_page_cache_ra(file, index, (end - start) / PAGE_SIZE);
+                return Ok(());
             }
             VmaKind::Shmem => {
                 return Err(KernelError::Unsupported(

@@ -6,7 +6,8 @@
 //! ramp (+2 per async round, reset by sync readahead, capped by the window
 //! and the mapping), the fallback to min-order folios when part of the window
 //! is cached, EOF clamping. `ractl_max_pages()` uses `ra_pages` (the device's
-//! io_pages limit is not modelled). New folios are charged to the reading
+//! io_pages limit is not modelled there); `force_page_cache_ra()` (WILLNEED)
+//! reads up to the larger of `ra_pages` and `io_pages`. New folios are charged to the reading
 //! task's memory cgroup with __GFP_NORETRY: a failed charge ends the
 //! readahead, as a failed allocation does. Not modelled: FMODE_RANDOM forced
 //! readahead, blk-cgroup congestion, memory-pressure allocation failures.
@@ -163,6 +164,24 @@ impl<A: Arch> Kernel<A> {
             }
         }
         self.read_pages();
+    }
+
+    /// `force_page_cache_ra()` of `nr` pages from `index`
+    /// (`POSIX_FADV_WILLNEED`, MADV_WILLNEED of a file mapping): no more
+    /// than the larger of the device's `io_pages` (`max_sectors_kb`) and
+    /// the file's readahead window, read in 2 MiB chunks of min-order
+    /// folios, each clamped to EOF and skipping what is cached.
+    pub(crate) fn force_page_cache_ra(&mut self, file: u32, index: u64, nr: u64) {
+        let ra_pages = self.open_files[file as usize].ra.ra_pages;
+        let io_pages = self.cfg.max_sectors_kb >> (PAGE_SHIFT - 10);
+        let mut nr = nr.min(io_pages.max(ra_pages));
+        let mut index = index;
+        while nr > 0 {
+            let chunk = nr.min((2 << 20) >> PAGE_SHIFT);
+            self.do_page_cache_ra(file, index, chunk, 0);
+            index += chunk;
+            nr -= chunk;
+        }
     }
 
     /// `page_cache_sync_ra()`: readahead on a cache miss at `index` for a

@@ -95,16 +95,18 @@ pub fn word(contents: &str) -> &str {
 
 /// read_ahead_kb of the device holding `dir`.
 pub fn read_ahead_kb(dir: &Path) -> Option<u64> {
+    queue_attr(dir, "read_ahead_kb")
+}
+
+/// The request-queue attribute `attr` of the device holding `dir`.
+pub fn queue_attr(dir: &Path, attr: &str) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     let dev = fs::metadata(dir).ok()?.dev();
     let (maj, min) = (libc::major(dev), libc::minor(dev));
     let base = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
-    [
-        base.join("queue/read_ahead_kb"),
-        base.join("../queue/read_ahead_kb"),
-    ]
-    .iter()
-    .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
+    [base.join("queue").join(attr), base.join("../queue").join(attr)]
+        .iter()
+        .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
 }
 
 /// A fresh, empty directory under /var/tmp, removed on drop.

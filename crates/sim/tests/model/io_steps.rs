@@ -136,3 +136,37 @@ fn page_tables_count_in_the_usage() {
     // 1024 anon pages + the tables > 1024: no swap, nothing to reclaim.
     assert_eq!(c(&r, "lower", "memcg/0/limit_write_ebusy"), 1);
 }
+
+/// A cold 32 MiB file mapped and advised MADV_WILLNEED whole, on a device
+/// with `read_ahead_kb` and `max_sectors_kb` as given.
+fn willneed_file(read_ahead_kb: u64, max_sectors_kb: u64) -> String {
+    format!(
+        "[system]\nmemory = \"1G\"\ntransparent_hugepage.enabled = \"never\"\n\
+         read_ahead_kb = {read_ahead_kb}\nmax_sectors_kb = {max_sectors_kb}\n\
+         [[file]]\nname = \"data\"\nsize = \"32M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\nsize = \"32M\"\n\
+         [[step]]\nop = \"phase\"\nname = \"willneed\"\n\
+         [[step]]\nop = \"madvise\"\nregion = \"f\"\nadvice = \"willneed\"\n"
+    )
+}
+
+#[test]
+fn willneed_of_a_file_reads_up_to_the_larger_of_io_pages_and_ra_pages() {
+    // force_page_cache_ra(): the 8,192 pages asked for are cut to
+    // max(bdi->io_pages, ra->ra_pages), io_pages = max_sectors_kb / 4 and
+    // ra_pages = read_ahead_kb / 4, and read as order-0 folios.
+    for (ra_kb, sectors_kb, pages) in [
+        (128, 1280, 320),    // io_pages 320 > ra_pages 32
+        (128, 4096, 1024),   // io_pages 1,024
+        (8192, 4096, 2048),  // ra_pages 2,048 > io_pages 1,024
+        (65536, 4096, 8192), // ra_pages 16,384: the whole file
+    ] {
+        let r = run(&willneed_file(ra_kb, sectors_kb));
+        assert_eq!(
+            c(&r, "willneed", "filemap:mm_filemap_add_to_page_cache"),
+            pages,
+            "read_ahead_kb {ra_kb}, max_sectors_kb {sectors_kb}"
+        );
+        assert_eq!(c(&r, "willneed", "nr_inactive_file"), pages);
+    }
+}
