@@ -111,6 +111,10 @@ pub(crate) struct TryShrink {
     pub(crate) scanned: u64,
     /// The last `get_nr_to_scan()`.
     pub(crate) nr_to_scan: i64,
+    /// `get_swappiness()` as the loop began: the kernel reads it once per
+    /// `try_to_shrink_lruvec()`, so a cgroup that reaches its
+    /// memory.swap.max in the loop keeps evicting anonymous folios.
+    pub(crate) swappiness: Option<u64>,
 }
 
 impl TryShrink {
@@ -1512,7 +1516,14 @@ impl<A: Arch> Kernel<A> {
         sc: &mut ScanControl,
         st: &mut TryShrink,
     ) -> bool {
-        let swappiness = self.get_swappiness(memcg, sc);
+        let swappiness = match st.swappiness {
+            Some(s) => s,
+            None => {
+                let s = self.get_swappiness(memcg, sc);
+                st.swappiness = Some(s);
+                s
+            }
+        };
         st.nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
         if st.nr_to_scan <= 0 {
             return false;
