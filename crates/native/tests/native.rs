@@ -293,7 +293,10 @@ fn a_max_sectors_other_than_the_devices_is_refused_for_willneed() {
     };
     match run(&scenario(&text("willneed")), &NativeOptions::default()) {
         Err(NativeError::Refused(why)) => {
-            assert!(why.contains(&format!("max_sectors_kb = {}", kb + 4)), "{why}");
+            assert!(
+                why.contains(&format!("max_sectors_kb = {}", kb + 4)),
+                "{why}"
+            );
             assert!(why.contains(&format!("--set max_sectors_kb={kb}")), "{why}");
         }
         other => panic!("expected a refusal, got {other:?}"),

@@ -104,9 +104,12 @@ pub fn queue_attr(dir: &Path, attr: &str) -> Option<u64> {
     let dev = fs::metadata(dir).ok()?.dev();
     let (maj, min) = (libc::major(dev), libc::minor(dev));
     let base = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
-    [base.join("queue").join(attr), base.join("../queue").join(attr)]
-        .iter()
-        .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
+    [
+        base.join("queue").join(attr),
+        base.join("../queue").join(attr),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
 }
 
 /// A fresh, empty directory under /var/tmp, removed on drop.
