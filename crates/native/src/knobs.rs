@@ -104,9 +104,8 @@ pub(crate) fn check_host_knobs(sc: &Scenario, guest: bool) -> Result<(), NativeE
 }
 
 /// `read_ahead_kb` against the device holding `dir` (the work directory or
-/// its nearest existing ancestor): a host run refuses another value (the
-/// engine does not change the host's readahead), a guest sets it (the
-/// returned write, put back by the guard). Unknown: a note.
+/// its nearest existing ancestor): see [`check_device_knob`]; a guest
+/// writes the device's bdi file.
 pub(crate) fn check_read_ahead(
     sc: &Scenario,
     dir: &Path,
@@ -114,37 +113,15 @@ pub(crate) fn check_read_ahead(
     notes: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, String)>, NativeError> {
     let key = knobs::READ_AHEAD_KB.key;
-    let want = sc.system.read_ahead_kb;
-    match host::device_read_ahead_kb(dir) {
-        Some((_, kb)) if kb != want && guest => {
-            let p = host::bdi_read_ahead_path(dir).ok_or_else(|| {
-                NativeError::Refused(format!(
-                    "{key} of {}: no bdi read_ahead_kb file",
-                    dir.display()
-                ))
-            })?;
-            Ok(Some((p, want.to_string())))
-        }
-        Some((dev, kb)) if kb != want => Err(NativeError::Refused(format!(
-            "{key} = {want} but the device holding {} ({dev}) has {key} = {kb}; the native \
-             engine does not change the host's readahead: run with --set {key}={kb}",
-            dir.display()
-        ))),
-        Some(_) => Ok(None),
-        None => {
-            notes.push(format!(
-                "the {key} of the device holding {} is unknown; {key} = {want} is not checked",
-                dir.display()
-            ));
-            Ok(None)
-        }
-    }
+    let found = host::device_read_ahead_kb(dir).map(|(dev, kb)| {
+        let bdi = host::bdi_read_ahead_path(dir);
+        (dev, bdi, kb)
+    });
+    check_device_knob(key, sc.system.read_ahead_kb, found, dir, guest, notes)
 }
 
-/// `max_sectors_kb` against the device holding `dir`, as
-/// [`check_read_ahead`] does `read_ahead_kb`: a host run refuses another
-/// value, a guest writes the device's queue file (put back by the guard).
-/// Unknown (no block device, as for a file on tmpfs): a note.
+/// `max_sectors_kb` against the device holding `dir`: see
+/// [`check_device_knob`]; a guest writes the device's queue file.
 pub(crate) fn check_max_sectors(
     sc: &Scenario,
     dir: &Path,
@@ -152,9 +129,30 @@ pub(crate) fn check_max_sectors(
     notes: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, String)>, NativeError> {
     let key = knobs::MAX_SECTORS_KB.key;
-    let want = sc.system.max_sectors_kb;
-    match host::device_queue_attr(dir, key) {
-        Some((_, path, kb)) if kb != want && guest => Ok(Some((path, want.to_string()))),
+    let found = host::device_queue_attr(dir, key).map(|(dev, path, kb)| (dev, Some(path), kb));
+    check_device_knob(key, sc.system.max_sectors_kb, found, dir, guest, notes)
+}
+
+/// A knob of the device holding `dir` (`found`: the device, the file a
+/// guest writes, the value it has): a host run refuses another value than
+/// `want` (the engine does not change the host's disk), a guest sets it
+/// (the returned write, put back by the guard). Unknown (no block device,
+/// as for a file on tmpfs): a note.
+fn check_device_knob(
+    key: &str,
+    want: u64,
+    found: Option<(String, Option<PathBuf>, u64)>,
+    dir: &Path,
+    guest: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<(PathBuf, String)>, NativeError> {
+    match found {
+        Some((_, path, kb)) if kb != want && guest => {
+            let p = path.ok_or_else(|| {
+                NativeError::Refused(format!("{key} of {}: no file to write", dir.display()))
+            })?;
+            Ok(Some((p, want.to_string())))
+        }
         Some((dev, _, kb)) if kb != want => Err(NativeError::Refused(format!(
             "{key} = {want} but the device holding {} ({dev}) has {key} = {kb}; the native \
              engine does not change the host's disk: run with --set {key}={kb}",
