@@ -144,11 +144,12 @@ def test_a_touch_of_an_unmapped_range_is_killed_by_sigsegv(tmp_path):
         foliosim.run(path)
 
 
-def test_madv_willneed_is_unsupported(tmp_path):
+def test_madv_willneed_of_shmem_is_unsupported(tmp_path):
     path = write(
         tmp_path,
         "willneed.toml",
-        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "anon"\nsize = "64K"\n'
+        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "shmem"\nshared = true\n'
+        'size = "64K"\n'
         '[[step]]\nop = "madvise"\nregion = "a"\nadvice = "willneed"\n',
     )
     with pytest.raises(foliosim.UnsupportedError, match="willneed"):

@@ -76,18 +76,17 @@ fn killed_and_unsupported_scenarios() {
             &["SIGSEGV"],
         ),
         (
-            "MADV_WILLNEED of a file mapping",
+            "MADV_WILLNEED of shared anonymous memory",
             [
-                tk::file("f", "64K", ""),
-                tk::mmap_file("m", "f", "64K", ""),
-                tk::madvise("m", "willneed", ""),
+                tk::mmap("a", "shmem", "64K", "shared = true"),
+                tk::madvise("a", "willneed", ""),
             ]
             .concat(),
             "unsupported",
             "",
             &[
                 "unsupported by the model",
-                "madvise(willneed) of a file mapping",
+                "madvise(willneed) of shared anonymous memory",
             ],
         ),
         (

@@ -716,6 +716,7 @@ impl Compiler<'_> {
             map: m.map,
         });
         self.by_name.insert(m.region.to_string(), id);
+        self.willneed |= m.advise.contains(&Madv::Willneed);
         Ok(Op::Mmap {
             step,
             region: id,
