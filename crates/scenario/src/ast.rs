@@ -83,7 +83,7 @@ pub struct System {
     pub fault_around_bytes: u64,
     /// `read_ahead_kb` of the device holding the files (default 128).
     pub read_ahead_kb: u64,
-    /// `max_sectors_kb` of the device holding the files (default 1280).
+    /// `max_sectors_kb` of the device holding the files (default 4096).
     pub max_sectors_kb: u64,
     /// `vm.page_cluster` (sysctl `vm.page-cluster`, default 3): swap
     /// readahead windows of up to 2^page_cluster pages.

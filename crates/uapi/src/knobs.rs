@@ -411,7 +411,9 @@ pub const MAX_SECTORS_KB: Knob = Knob {
         max: u64::MAX,
         what: "a request size in KiB",
     },
-    default: Value::Int(1280),
+    // block/blk-settings.c: blk_validate_limits() caps a driver's
+    // max_hw_sectors at BLK_DEF_MAX_SECTORS_CAP (4 MiB) by default.
+    default: Value::Int(4096),
     host: Some(Host {
         path: "/sys/block/<dev>/queue/max_sectors_kb",
         flag_words: DIGITS,

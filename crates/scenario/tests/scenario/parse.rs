@@ -366,6 +366,9 @@ fn default_knobs_are_complete_and_in_kernel_spelling() {
         // mm/vmscan.c: lru_gen_min_ttl starts at 0 (no thrashing
         // prevention).
         ("lru_gen.min_ttl_ms", "0"),
+        // block/blk-settings.c: blk_validate_limits() caps max_sectors at
+        // BLK_DEF_MAX_SECTORS_CAP, 4 MiB, unless the driver sets less.
+        ("max_sectors_kb", "4096"),
         ("memory", "25769803776"),
         ("read_ahead_kb", "128"),
         ("series.batch_anon_unmap", "0"),
