@@ -105,11 +105,12 @@ pub(crate) fn check_host_knobs(sc: &Scenario, guest: bool) -> Result<(), NativeE
 
 /// `read_ahead_kb` against the device holding `dir` (the work directory or
 /// its nearest existing ancestor): see [`check_device_knob`]; a guest
-/// writes the device's bdi file.
+/// writes the device's bdi file, also when it has the value if `rewrite`.
 pub(crate) fn check_read_ahead(
     sc: &Scenario,
     dir: &Path,
     guest: bool,
+    rewrite: bool,
     notes: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, String)>, NativeError> {
     let key = knobs::READ_AHEAD_KB.key;
@@ -117,7 +118,8 @@ pub(crate) fn check_read_ahead(
         let bdi = host::bdi_read_ahead_path(dir);
         (dev, bdi, kb)
     });
-    check_device_knob(key, sc.system.read_ahead_kb, found, dir, guest, notes)
+    let want = sc.system.read_ahead_kb;
+    check_device_knob(key, want, found, dir, guest, rewrite, notes)
 }
 
 /// `max_sectors_kb` against the device holding `dir`: see
@@ -130,24 +132,27 @@ pub(crate) fn check_max_sectors(
 ) -> Result<Option<(PathBuf, String)>, NativeError> {
     let key = knobs::MAX_SECTORS_KB.key;
     let found = host::device_queue_attr(dir, key).map(|(dev, path, kb)| (dev, Some(path), kb));
-    check_device_knob(key, sc.system.max_sectors_kb, found, dir, guest, notes)
+    let want = sc.system.max_sectors_kb;
+    check_device_knob(key, want, found, dir, guest, false, notes)
 }
 
 /// A knob of the device holding `dir` (`found`: the device, the file a
 /// guest writes, the value it has): a host run refuses another value than
 /// `want` (the engine does not change the host's disk), a guest sets it
-/// (the returned write, put back by the guard). Unknown (no block device,
-/// as for a file on tmpfs): a note.
+/// (the returned write, put back by the guard), also when it has the
+/// value if `rewrite`. Unknown (no block device, as for a file on tmpfs):
+/// a note.
 fn check_device_knob(
     key: &str,
     want: u64,
     found: Option<(String, Option<PathBuf>, u64)>,
     dir: &Path,
     guest: bool,
+    rewrite: bool,
     notes: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, String)>, NativeError> {
     match found {
-        Some((_, path, kb)) if kb != want && guest => {
+        Some((_, path, kb)) if (kb != want || rewrite) && guest => {
             let p = path.ok_or_else(|| {
                 NativeError::Refused(format!("{key} of {}: no file to write", dir.display()))
             })?;

@@ -216,22 +216,14 @@ fn preflight(sc: &Scenario, p: &Workload, opts: &NativeOptions) -> Result<Prefli
         } else {
             None
         };
-        let read_ahead = knobs::check_read_ahead(sc, &dir, opts.guest, &mut notes)?;
-        match max_sectors {
-            // A max_sectors_kb write recomputes the device's readahead
-            // (blk_apply_bdi_limits() never lowers it, and raises it to
-            // twice the largest request on a rotational device): the
-            // readahead is written after it, even when it had the value.
-            Some(w) => {
-                guest_writes.push(w);
-                let ra = read_ahead.or_else(|| {
-                    host::bdi_read_ahead_path(&dir)
-                        .map(|p| (p, sc.system.read_ahead_kb.to_string()))
-                });
-                guest_writes.extend(ra);
-            }
-            None => guest_writes.extend(read_ahead),
-        }
+        // A max_sectors_kb write recomputes the device's readahead
+        // (blk_apply_bdi_limits() never lowers it, and raises it to twice
+        // the largest request on a rotational device): the readahead is
+        // written after it, even when it had the value.
+        let read_ahead =
+            knobs::check_read_ahead(sc, &dir, opts.guest, max_sectors.is_some(), &mut notes)?;
+        guest_writes.extend(max_sectors);
+        guest_writes.extend(read_ahead);
     }
     check_memory(sc, opts, p, &mut notes)?;
     Ok(Preflight {

@@ -1516,14 +1516,9 @@ impl<A: Arch> Kernel<A> {
         sc: &mut ScanControl,
         st: &mut TryShrink,
     ) -> bool {
-        let swappiness = match st.swappiness {
-            Some(s) => s,
-            None => {
-                let s = self.get_swappiness(memcg, sc);
-                st.swappiness = Some(s);
-                s
-            }
-        };
+        let swappiness = *st
+            .swappiness
+            .get_or_insert_with(|| self.get_swappiness(memcg, sc));
         st.nr_to_scan = self.get_nr_to_scan(memcg, sc, swappiness);
         if st.nr_to_scan <= 0 {
             return false;

@@ -5,12 +5,13 @@
 //! Modelled: the window arithmetic, the PG_readahead marker, the folio order
 //! ramp (+2 per async round, reset by sync readahead, capped by the window
 //! and the mapping), the fallback to min-order folios when part of the window
-//! is cached, EOF clamping. `ractl_max_pages()` uses `ra_pages` (the device's
-//! io_pages limit is not modelled there); `force_page_cache_ra()` (WILLNEED)
-//! reads up to the larger of `ra_pages` and `io_pages`. New folios are charged to the reading
-//! task's memory cgroup with __GFP_NORETRY: a failed charge ends the
-//! readahead, as a failed allocation does. Not modelled: FMODE_RANDOM forced
-//! readahead, blk-cgroup congestion, memory-pressure allocation failures.
+//! is cached, EOF clamping. `ractl_max_pages()` uses `ra_pages` (the
+//! device's io_pages limit is not modelled there); `force_page_cache_ra()`
+//! (WILLNEED) reads up to the larger of `ra_pages` and `io_pages`. New
+//! folios are charged to the reading task's memory cgroup with
+//! __GFP_NORETRY: a failed charge ends the readahead, as a failed
+//! allocation does. Not modelled: FMODE_RANDOM forced readahead,
+//! blk-cgroup congestion, memory-pressure allocation failures.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_types::{PG_READAHEAD, PG_UPTODATE};

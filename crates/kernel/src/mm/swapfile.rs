@@ -490,7 +490,7 @@ impl<A: Arch> Kernel<A> {
                 }
                 let memcg = self.folio_memcg(folio);
                 let si = &mut self.swap[ty];
-                for i in 0..(1u64 << order) {
+                for i in 0..nr {
                     // A free slot has no shadow to hand back.
                     si.table.set_page(offset + i, folio.0 + i as u32);
                     si.set_memcg(offset + i, memcg);

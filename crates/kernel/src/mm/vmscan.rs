@@ -22,8 +22,9 @@
 //! `machine.swap_write_latency_ns` queues it on its device (mm/page_io.rs;
 //! a folio met again under writeback is activated with PG_reclaim); no
 //! writeback throttling; the LRU sizes the scan balance reads are exact
-//! (the kernel reads rate-limited memcg statistics); `get_scan_count()` weighs the
-//! lists by `vm.swappiness` (every cgroup's, as on cgroup v2). Reclaimed folios leave shadow entries
+//! (the kernel reads rate-limited memcg statistics); `get_scan_count()`
+//! weighs the lists by `vm.swappiness` (every cgroup's, as on cgroup v2).
+//! Reclaimed folios leave shadow entries
 //! and refaults activated since the last reclaim force deactivation
 //! (`snapshot_refaults()`, mm/workingset.rs). Dirty shmem
 //! folios go to swap through `shmem_writeout()` (mm/shmem.rs); without swap
@@ -841,10 +842,7 @@ impl<A: Arch> Kernel<A> {
     /// `can_reclaim_anon_pages()`: free swap space exists (`memcg` None)
     /// or the cgroup is below its memory.swap.max as well.
     pub(crate) fn can_reclaim_anon_pages(&self, memcg: Option<MemcgId>) -> bool {
-        match memcg {
-            None => self.swap.iter().any(|s| s.inuse_pages < s.nr_slots - 1),
-            Some(m) => self.mem_cgroup_get_nr_swap_pages(m) > 0,
-        }
+        self.mem_cgroup_get_nr_swap_pages(memcg.unwrap_or(ROOT)) > 0
     }
 
     /// `can_age_anon_pages()`: swap is present.
