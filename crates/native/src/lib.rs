@@ -211,7 +211,11 @@ fn preflight(sc: &Scenario, p: &Workload, opts: &NativeOptions) -> Result<Prefli
                 .find(|a| a.exists())
                 .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
         };
-        let max_sectors = if p.willneed_files {
+        // The device's largest request matters to MADV_WILLNEED of a file
+        // mapping and to a read(2) larger than the readahead window
+        // (`ractl_max_pages()`).
+        let big_reads = p.max_read_pages > sc.system.read_ahead_kb / 4;
+        let max_sectors = if p.willneed_files || big_reads {
             knobs::check_max_sectors(sc, &dir, opts.guest, &mut notes)?
         } else {
             None

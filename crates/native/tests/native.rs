@@ -271,8 +271,9 @@ size = "1M"
 }
 
 /// max_sectors_kb matters natively only to MADV_WILLNEED of a file
-/// mapping: a scenario that advises it with another value than the disk's
-/// is refused naming both, one that does not is not checked.
+/// mapping and to a read(2) larger than the readahead window: a scenario
+/// that does either with another value than the disk's is refused naming
+/// both, one that does neither is not checked.
 #[test]
 fn a_max_sectors_other_than_the_devices_is_refused_for_willneed() {
     let dir = std::path::Path::new("/var/tmp");
@@ -300,6 +301,21 @@ fn a_max_sectors_other_than_the_devices_is_refused_for_willneed() {
             assert!(why.contains(&format!("--set max_sectors_kb={kb}")), "{why}");
         }
         other => panic!("expected a refusal, got {other:?}"),
+    }
+    let big_read = format!(
+        "[system]\nread_ahead_kb = {ra}\nmax_sectors_kb = {}\n\
+         [[file]]\nname = \"data\"\nsize = \"{}K\"\n\
+         [[step]]\nop = \"read\"\nfile = \"data\"\nread_size = \"{}K\"\n\
+         [[step]]\nop = \"phase\"\nname = \"p\"\n",
+        kb + 4,
+        ra * 2,
+        ra * 2
+    );
+    match run(&scenario(&big_read), &NativeOptions::default()) {
+        Err(NativeError::Refused(why)) => {
+            assert!(why.contains(&format!("--set max_sectors_kb={kb}")), "{why}")
+        }
+        other => panic!("expected a refusal of a read larger than the window, got {other:?}"),
     }
     if !is_root() {
         return;

@@ -420,7 +420,8 @@ pub const MAX_SECTORS_KB: Knob = Knob {
         access: Access::Device,
     }),
     doc: "the largest request of the device that holds the files, which sets its bdi's \
-          io_pages: how far MADV_WILLNEED of a file mapping reads ahead",
+          io_pages: how far MADV_WILLNEED of a file mapping, or a read(2) larger than the \
+          readahead window, reads ahead",
 };
 
 pub const PAGE_CLUSTER: Knob = Knob {

@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use foliosim_scenario::{
-    Access, Backing, FileSpec, IoCall, IoStep, MmapStep, MremapStep, PageData, PagemapStep,
-    Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
+    Access, Backing, CacheFill, FileSpec, IoCall, IoStep, MmapStep, MremapStep, PageData,
+    PagemapStep, Pattern, Range, Scenario, Step, StepKind, ThreadAfter, TouchUnit,
 };
 use foliosim_uapi::mman::{
     MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, MAP_PRIVATE, MAP_SHARED, MREMAP_FIXED, MREMAP_MAYMOVE,
@@ -351,6 +351,10 @@ pub struct Workload {
     /// Does it advise MADV_WILLNEED while it maps a file (a file mapping's
     /// readahead then depends on the device's `max_sectors_kb`)?
     pub willneed_files: bool,
+    /// The most pages one read(2) call of an I/O step or a `fill = "read"`
+    /// may span (a call larger than the file's readahead window reads
+    /// ahead as far as the device's `max_sectors_kb` allows).
+    pub max_read_pages: u64,
     /// The memory cgroups of the `memcg` steps, in step order.
     pub memcgs: Vec<MemcgDecl>,
     /// The first `memcg_reclaim` step, if any.
@@ -463,6 +467,7 @@ struct Compiler<'a> {
     anon_bytes: u64,
     maps_files: bool,
     willneed: bool,
+    max_read_pages: u64,
     memcgs: Vec<MemcgDecl>,
     /// The memory cgroup the process being compiled is in (None: the
     /// engine's).
@@ -476,6 +481,14 @@ struct Compiler<'a> {
     max_io_chunk: u64,
     max_threads: usize,
     threads_at: Option<String>,
+}
+
+/// The most pages a read(2) of `chunk` bytes may span in a pass of such
+/// calls from `offset`: one more than its whole pages where the calls are
+/// not page-aligned.
+fn read_call_pages(offset: u64, chunk: u64) -> u64 {
+    let aligned = offset.is_multiple_of(4096) && chunk.is_multiple_of(4096);
+    chunk.div_ceil(4096) + u64::from(!aligned)
 }
 
 /// Compile a validated scenario, placing its mappings with `place` (see
@@ -498,6 +511,13 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         anon_bytes: 0,
         maps_files: false,
         willneed: false,
+        max_read_pages: (sc.files.iter())
+            .filter_map(|f| match f.fill {
+                CacheFill::Read { read_size } => Some(read_call_pages(0, read_size)),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0),
         memcgs: Vec::new(),
         cur_memcg: None,
         reclaim_at: None,
@@ -521,6 +541,7 @@ pub fn compile(sc: &Scenario, place: &mut dyn Placement) -> Result<Workload, Com
         anon_bytes: c.anon_bytes,
         maps_files: c.maps_files,
         willneed_files: c.willneed && c.maps_files,
+        max_read_pages: c.max_read_pages,
         memcgs: c.memcgs,
         reclaim_at: c.reclaim_at,
         reclaim_swappiness_at: c.reclaim_swappiness_at,
@@ -965,6 +986,9 @@ impl Compiler<'_> {
         let idx = self.file_index(&io.file, self.at(step))?;
         self.io_files[idx as usize] = true;
         self.max_io_chunk = self.max_io_chunk.max(io.chunk);
+        if !io.call.writes() {
+            self.max_read_pages = (self.max_read_pages).max(read_call_pages(io.offset, io.chunk));
+        }
         Ok(Op::Io {
             step,
             file: idx,

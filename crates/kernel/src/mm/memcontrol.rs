@@ -37,8 +37,8 @@
 //! entries keep them); when the stock has no free slot the kernel drains a
 //! random one, the model the first. Unsupported (loud error): the memcg OOM
 //! killer — a charge that reclaim cannot make room for stops the run.
-//! memory.min / memory.low protection from global reclaim (mm/vmscan.rs
-//! applies it) with the classic LRU; refused with MGLRU.
+//! memory.min / memory.low protection from global reclaim is applied by
+//! mm/vmscan.rs (classic LRU) and mm/lru_gen.rs (MGLRU).
 //!
 //! Swap is charged as cgroup v2 charges it, apart from memory
 //! (`__mem_cgroup_try_charge_swap()` at `folio_alloc_swap()`, uncharged

@@ -5,9 +5,10 @@
 //! Modelled: the window arithmetic, the PG_readahead marker, the folio order
 //! ramp (+2 per async round, reset by sync readahead, capped by the window
 //! and the mapping), the fallback to min-order folios when part of the window
-//! is cached, EOF clamping. `ractl_max_pages()` uses `ra_pages` (the
-//! device's io_pages limit is not modelled there); `force_page_cache_ra()`
-//! (WILLNEED) reads up to the larger of `ra_pages` and `io_pages`. New
+//! is cached, EOF clamping. A read(2) larger than the window reads ahead
+//! up to its own size, no further than the device's `io_pages`
+//! (`ractl_max_pages()`); `force_page_cache_ra()` (WILLNEED) reads up to
+//! the larger of `ra_pages` and `io_pages`. New
 //! folios are charged to the reading task's memory cgroup with
 //! __GFP_NORETRY: a failed charge ends the readahead, as a failed
 //! allocation does. Not modelled: FMODE_RANDOM forced readahead,
@@ -174,14 +175,33 @@ impl<A: Arch> Kernel<A> {
     /// folios, each clamped to EOF and skipping what is cached.
     pub(crate) fn force_page_cache_ra(&mut self, file: u32, index: u64, nr: u64) {
         let ra_pages = self.open_files[file as usize].ra.ra_pages;
-        let io_pages = self.cfg.max_sectors_kb >> (PAGE_SHIFT - 10);
-        let mut nr = nr.min(io_pages.max(ra_pages));
+        let mut nr = nr.min(self.io_pages().max(ra_pages));
         let mut index = index;
         while nr > 0 {
             let chunk = nr.min((2 << 20) >> PAGE_SHIFT);
             self.do_page_cache_ra(file, index, chunk, 0);
             index += chunk;
             nr -= chunk;
+        }
+    }
+
+    /// The bdi's `io_pages`: the device's largest request
+    /// (`max_sectors_kb`) in pages (`blk_apply_bdi_limits()`).
+    fn io_pages(&self) -> u64 {
+        self.cfg.max_sectors_kb >> (PAGE_SHIFT - 10)
+    }
+
+    /// `ractl_max_pages()`: how far a request of `req_count` pages through
+    /// open file `file` may read ahead: the file's window (`ra_pages`), or
+    /// for a larger request (a read(2) of more than the window) up to the
+    /// request, as far as the device's `io_pages` allows.
+    fn ractl_max_pages(&self, file: u32, req_count: u64) -> u64 {
+        let ra_pages = self.open_files[file as usize].ra.ra_pages;
+        let io_pages = self.io_pages();
+        if req_count > ra_pages && io_pages > ra_pages {
+            req_count.min(io_pages)
+        } else {
+            ra_pages
         }
     }
 
@@ -193,7 +213,7 @@ impl<A: Arch> Kernel<A> {
             self.do_page_cache_ra(file, index, 1, 0);
             return;
         }
-        let max_pages = ra.ra_pages;
+        let max_pages = self.ractl_max_pages(file, req_count);
         let prev_index = if ra.prev_pos == u64::MAX {
             u64::MAX
         } else {
@@ -278,7 +298,7 @@ impl<A: Arch> Kernel<A> {
         }
         self.mem.clear(folio, PG_READAHEAD);
         debug_assert!(self.mem.test(folio, PG_UPTODATE));
-        let max_pages = ra.ra_pages;
+        let max_pages = self.ractl_max_pages(file, req_count);
         let nr = self.mem.folio_nr_pages(folio);
         let expected = (ra.start + ra.size - ra.async_size) & !(nr - 1);
         let (mut start, mut size) = (ra.start, ra.size);

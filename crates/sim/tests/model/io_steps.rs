@@ -170,3 +170,46 @@ fn willneed_of_a_file_reads_up_to_the_larger_of_io_pages_and_ra_pages() {
         assert_eq!(c(&r, "willneed", "nr_inactive_file"), pages);
     }
 }
+
+/// One read(2) of a whole cold 1 MiB file (256 pages) with a 128 KiB
+/// readahead window (ra_pages 32), on a device whose largest request is
+/// `max_sectors_kb`: how many folios the read adds to the page cache.
+fn one_big_read(max_sectors_kb: u64) -> i64 {
+    let text = [
+        system(&format!(
+            "read_ahead_kb = 128\nmax_sectors_kb = {max_sectors_kb}"
+        )),
+        file("1M"),
+        phase("read"),
+        io("read", "read_size = \"1M\""),
+    ]
+    .concat();
+    let r = run(&text);
+    assert_eq!(
+        c(&r, "read", "nr_inactive_file"),
+        256,
+        "max_sectors_kb {max_sectors_kb}"
+    );
+    c(&r, "read", "filemap:mm_filemap_add_to_page_cache")
+}
+
+#[test]
+fn a_read_larger_than_the_window_reads_ahead_up_to_io_pages() {
+    // ractl_max_pages(): a request of 256 pages, more than ra_pages 32,
+    // may read ahead min(256, io_pages) pages when io_pages (max_sectors_kb
+    // / 4) exceeds ra_pages. io_pages 1,024: page_cache_sync_ra() at index
+    // 0 sets size get_init_ra_size(256, 256) = 256 and async_size 256 >> 1
+    // = 128 (the size is not above the request): 256 order-0 folios,
+    // PG_readahead on page 128. Its page_cache_async_ra() (request 128,
+    // max_pages 128) starts the next window at 256, past EOF: nothing.
+    assert_eq!(one_big_read(4096), 256);
+    // io_pages 31 does not exceed ra_pages: max_pages stays 32. The sync
+    // window is get_init_ra_size(256, 32) = 32 pages with async_size 16:
+    // 32 order-0 folios; each PG_readahead hit then moves a 32-page window
+    // on with ra->order + 2, aligned to 1 << min(order, ffs(32) - 1) and
+    // capped at ilog2(32) = 5 by page_cache_ra_order(): pages 32-63 as 8
+    // order-2 folios, 64-95 as 2 order-4 folios, then one order-5 folio
+    // each for 96, 128, 160, 192 and 224; the window at 256 is past EOF.
+    // 32 + 8 + 2 + 5 = 47 folios.
+    assert_eq!(one_big_read(124), 47);
+}
