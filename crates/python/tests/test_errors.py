@@ -144,15 +144,17 @@ def test_a_touch_of_an_unmapped_range_is_killed_by_sigsegv(tmp_path):
         foliosim.run(path)
 
 
-def test_madv_willneed_of_shmem_is_unsupported(tmp_path):
+def test_a_memcg_oom_is_unsupported(tmp_path):
+    # 1,024 anonymous pages written into a 256-page cgroup without swap:
+    # the kernel would call the memcg OOM killer, which is not modelled.
     path = write(
         tmp_path,
-        "willneed.toml",
-        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "shmem"\nshared = true\n'
-        'size = "64K"\n'
-        '[[step]]\nop = "madvise"\nregion = "a"\nadvice = "willneed"\n',
+        "oom.toml",
+        '[[step]]\nop = "memcg"\nlimit = "1M"\n'
+        '[[step]]\nop = "mmap"\nregion = "a"\nkind = "anon"\nsize = "4M"\n'
+        '[[step]]\nop = "touch"\nregion = "a"\naccess = "write"\n',
     )
-    with pytest.raises(foliosim.UnsupportedError, match="willneed"):
+    with pytest.raises(foliosim.UnsupportedError, match="memcg OOM"):
         foliosim.run(path)
 
 

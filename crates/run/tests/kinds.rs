@@ -76,17 +76,22 @@ fn killed_and_unsupported_scenarios() {
             &["SIGSEGV"],
         ),
         (
-            "MADV_WILLNEED of shared anonymous memory",
+            // 1,024 anonymous pages written into a cgroup of 256 pages
+            // without swap: reclaim finds nothing it may take, and the
+            // kernel's memcg OOM killer is not modelled.
+            "a memcg OOM",
             [
-                tk::mmap("a", "shmem", "64K", "shared = true"),
-                tk::madvise("a", "willneed", ""),
+                tk::step_with("memcg", "limit = \"1M\""),
+                tk::mmap_anon("a", "4M"),
+                tk::touch("a", "write", ""),
             ]
             .concat(),
             "unsupported",
-            "",
+            "s.toml:",
             &[
                 "unsupported by the model",
-                "madvise(willneed) of shared anonymous memory",
+                "memcg OOM",
+                "OOM killer is not modelled",
             ],
         ),
         (

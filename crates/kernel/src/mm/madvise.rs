@@ -142,7 +142,7 @@ impl<A: Arch> Kernel<A> {
     /// PMD-mapped THP and a range without page tables read nothing. A file
     /// mapping: `vfs_fadvise(POSIX_FADV_WILLNEED)` over the range's file
     /// pages (`generic_fadvise()` → `force_page_cache_ra()`, mm/readahead.rs).
-    /// Shared anonymous memory (`shmem_swapin_range()`) is unsupported.
+    /// Shared anonymous memory: `shmem_swapin_range()` (mm/shmem.rs).
     fn madvise_willneed(&mut self, mm: MmId, vma: &Vma, start: u64, end: u64) -> KResult<()> {
         match vma.kind {
             VmaKind::Anon => {}
@@ -153,9 +153,8 @@ impl<A: Arch> Kernel<A> {
                 return Ok(());
             }
             VmaKind::Shmem => {
-                return Err(KernelError::Unsupported(
-                    "madvise(willneed) of shared anonymous memory (shmem_swapin_range())".into(),
-                ))
+                self.shmem_swapin_range(vma, start, end);
+                return Ok(());
             }
         }
         let mut addr = start;

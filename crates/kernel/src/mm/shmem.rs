@@ -20,6 +20,8 @@
 //! When the last VMA of a mapping goes (munmap, exit), the unlinked file
 //! goes with it (`shmem_evict_inode()`): its folios, swap entries and
 //! xarray nodes are freed.
+//! MADV_WILLNEED reads the range's swapped-out pages into the swap cache
+//! (`shmem_swapin_range()`).
 //! Not modelled: shmem huge pages and their knobs, large shmem swap entries,
 //! swap readahead, tmpfs files, memfd, fallocate, truncation of a file
 //! still mapped.
@@ -147,6 +149,27 @@ impl<A: Arch> Kernel<A> {
         }
         self.files[f.0 as usize].shadows = Vec::new();
         self.free_files.push(f);
+    }
+
+    /// `shmem_swapin_range()` (mm/madvise.c, MADV_WILLNEED of a shmem
+    /// mapping): every swap entry held in the mapping's slots for
+    /// `[start, end)` of `vma`, in index order, is read into the swap cache
+    /// (`read_swap_cache_async()`, not marked as readahead); the page
+    /// cache keeps the entries, so the faults that follow take the folios
+    /// from the swap cache (`shmem_swapin_folio()`, minor faults).
+    pub(crate) fn shmem_swapin_range(&mut self, vma: &crate::mm::mmap::Vma, start: u64, end: u64) {
+        let file = vma.file.expect("a shmem VMA has its file");
+        let f = self.open_files[file as usize].mapping;
+        let first = vma.linear_page_index(start);
+        let last = vma.linear_page_index(end) - 1;
+        let entries: Vec<SwpEntry> = self
+            .shmem_swap
+            .range((f.0, first)..=(f.0, last))
+            .map(|(_, &e)| e)
+            .collect();
+        for entry in entries {
+            self.read_swap_cache_async(entry, false);
+        }
     }
 
     /// `shmem_swapin_folio()` for the order-0 entry at `index`: the folio
