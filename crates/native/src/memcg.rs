@@ -244,10 +244,11 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
 
 /// The cgroup v2 files a `memcg` step sets when the cgroup is made: the
 /// step's key, the file, and the value (None: left as created).
-fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 5] {
+fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 6] {
     [
         ("zswap_max", "memory.zswap.max", m.zswap_max),
         ("swap_max", "memory.swap.max", m.swap_max),
+        ("swap_high", "memory.swap.high", m.swap_high),
         ("high", "memory.high", m.high),
         ("min", "memory.min", (m.min != 0).then_some(m.min)),
         ("low", "memory.low", (m.low != 0).then_some(m.low)),
@@ -256,7 +257,8 @@ fn v2_settings(m: &MemcgDecl) -> [(&'static str, &'static str, Option<u64>); 5] 
 
 /// Refuse, before the run changes anything, what only cgroup v2 has on a
 /// cgroup v1 host: memory.reclaim's `swappiness=`, memory.zswap.max,
-/// memory.swap.max, memory.high, memory.min and memory.low.
+/// memory.swap.max, memory.swap.high, memory.high, memory.min and
+/// memory.low.
 fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
     if let Some(at) = &plan.reclaim_swappiness_at {
         return Err(NativeError::Refused(format!(
@@ -276,7 +278,7 @@ fn refuse_v2_only(plan: &Plan) -> Result<(), NativeError> {
         };
         let also = match key {
             "zswap_max" => " (and zswap runs only in guests)",
-            "swap_max" => {
+            "swap_max" | "swap_high" => {
                 " (v1's memory.memsw.limit_in_bytes limits memory and swap together, which \
                  the model does not)"
             }
@@ -509,8 +511,8 @@ impl Cgroups {
                             out.insert(format!("memcg/{n}/events_{k}"), v);
                         }
                     }
-                    // memory.swap.current and the max and fail events of
-                    // memory.swap.events.
+                    // memory.swap.current and the max, fail and high
+                    // events of memory.swap.events.
                     if let Ok(t) = fs::read_to_string(dir.join("memory.swap.current")) {
                         if let Ok(v) = t.trim().parse() {
                             out.insert(format!("memcg/{n}/swap_bytes"), v);
@@ -518,7 +520,7 @@ impl Cgroups {
                     }
                     let t = fs::read_to_string(dir.join("memory.swap.events")).unwrap_or_default();
                     for (k, v) in crate::host::parse_name_values(&t) {
-                        if k == "max" || k == "fail" {
+                        if k == "max" || k == "fail" || k == "high" {
                             out.insert(format!("memcg/{n}/swap_events_{k}"), v);
                         }
                     }

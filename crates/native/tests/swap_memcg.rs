@@ -437,8 +437,8 @@ fn swappiness_moves_limit_reclaim_from_file_to_anon() {
     assert_eq!(after, before, "{test}: vm.swappiness not restored");
 }
 
-/// cgroup v2's memory.high, memory.min, memory.low and memory.swap.max on
-/// a cgroup v1 host:
+/// cgroup v2's memory.high, memory.min, memory.low, memory.swap.max and
+/// memory.swap.high on a cgroup v1 host:
 /// refused before anything is changed, naming the step's file, line and
 /// key, and pointing to the VM engine; the host's devices and cgroups are
 /// as before.
@@ -452,7 +452,7 @@ fn v2_only_memcg_files_are_refused_on_cgroup_v1() {
     let (before, _) = quiet_host_devices();
     let phase = "[[step]]\nop = \"phase\"\nname = \"p\"\n";
     // (the scenario's steps before its phase, what the refusal must say)
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
             "[[step]]\nop = \"memcg\"\nhigh = \"32M\"\n\
              [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"1M\"\n",
@@ -472,6 +472,10 @@ fn v2_only_memcg_files_are_refused_on_cgroup_v1() {
                 "swap_max is cgroup v2's memory.swap.max",
                 "memory.memsw.limit_in_bytes",
             ],
+        ),
+        (
+            "[[step]]\nop = \"memcg\"\nswap_high = \"4M\"\n",
+            &["swap_high is cgroup v2's memory.swap.high"],
         ),
         // A run-time write of memory.high.
         (

@@ -388,7 +388,9 @@ pub enum StepKind {
     /// unlimited without `limit`). Later charges of the process go there.
     /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
     /// data; None: unlimited). `swap_max`: cgroup v2 `memory.swap.max`
-    /// (bytes of swap slots; None: `max`). `high`: cgroup v2 `memory.high`, the
+    /// (bytes of swap slots; None: `max`). `swap_high`: cgroup v2
+    /// `memory.swap.high`, the swap throttling limit (bytes; None: `max`).
+    /// `high`: cgroup v2 `memory.high`, the
     /// throttling limit (bytes; None: `max`). `min` and `low`: cgroup v2
     /// `memory.min` and `memory.low`, the protection from reclaim from
     /// outside the cgroup (bytes; 0: none).
@@ -396,6 +398,7 @@ pub enum StepKind {
         limit: Option<u64>,
         zswap_max: Option<u64>,
         swap_max: Option<u64>,
+        swap_high: Option<u64>,
         high: Option<u64>,
         min: u64,
         low: u64,

@@ -93,7 +93,16 @@ impl Op {
             Op::Wait | Op::PhaseEnd | Op::ForceEmpty | Op::Join => &["op"],
             Op::Threads => &["op", "count", "after", "thread"],
             Op::Phase => &["op", "name"],
-            Op::Memcg => &["op", "limit", "zswap_max", "swap_max", "high", "min", "low"],
+            Op::Memcg => &[
+                "op",
+                "limit",
+                "zswap_max",
+                "swap_max",
+                "swap_high",
+                "high",
+                "min",
+                "low",
+            ],
             Op::MemcgReclaim => &["op", "amount", "swappiness"],
             Op::MemcgLimit => &["op", "limit"],
             Op::MemcgHigh => &["op", "high"],
@@ -364,6 +373,7 @@ impl StepChecker<'_> {
                 let limit = f.opt("limit", Ctx::page_size)?;
                 let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
                 let swap_max = f.opt("swap_max", high)?.flatten();
+                let swap_high = f.opt("swap_high", high)?.flatten();
                 let high = f.opt("high", high)?.flatten();
                 let min = f.opt("min", Ctx::page_offset)?.unwrap_or(0);
                 let low = f.opt("low", Ctx::page_offset)?.unwrap_or(0);
@@ -372,6 +382,7 @@ impl StepChecker<'_> {
                     limit,
                     zswap_max,
                     swap_max,
+                    swap_high,
                     high,
                     min,
                     low,
@@ -805,7 +816,7 @@ fn limit(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
     ctx.page_size(node, field).map(Some)
 }
 
-/// `high` and `swap_max` of a memcg step: a page-aligned size (0 allowed:
+/// `high`, `swap_max` and `swap_high` of a memcg step: a page-aligned size (0 allowed:
 /// every charge is over it), or `"max"` (none).
 fn high(ctx: &Ctx, node: &Node, field: &str) -> Result<Option<u64>> {
     if let Data::Str(s) = &node.data {

@@ -356,6 +356,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 if let Some(bytes) = decl.swap_max {
                     self.k.mem_cgroup_set_swap_max(id, bytes);
                 }
+                if let Some(bytes) = decl.swap_high {
+                    self.k.mem_cgroup_set_swap_high(id, bytes);
+                }
                 if high.is_some() {
                     self.k.memory_high_write(id, high);
                 }

@@ -294,7 +294,7 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
     (
         "memcg/<n>/<field>",
         &["sim", "native", "vm"],
-        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max, events_high and events_low: the max, high and low events of cgroup v2 memory.events, swap_events_max and swap_events_fail: the max and fail events of cgroup v2 memory.swap.events, and three values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current), peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start), and swap_bytes (cgroup v2 memory.swap.current)",
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max, events_high and events_low: the max, high and low events of cgroup v2 memory.events, swap_events_max, swap_events_fail and swap_events_high: the max, fail and high events of cgroup v2 memory.swap.events, and three values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current), peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start), and swap_bytes (cgroup v2 memory.swap.current)",
     ),
 ];
 

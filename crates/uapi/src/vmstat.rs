@@ -131,10 +131,12 @@ counter_enum!(
         // (nothing else was left to reclaim).
         EventsLow => "events_low",
         // memory.swap.events `max` (a swap charge refused at
-        // memory.swap.max) and `fail` (those, and swap allocations that
-        // found no free slot).
+        // memory.swap.max), `fail` (those, and swap allocations that
+        // found no free slot) and `high` (a look at the swap usage above
+        // memory.swap.high on the way back to user space).
         SwapEventsMax => "swap_events_max",
         SwapEventsFail => "swap_events_fail",
+        SwapEventsHigh => "swap_events_high",
         WorkingsetRefaultAnon => "workingset_refault_anon",
         WorkingsetRefaultFile => "workingset_refault_file",
         WorkingsetActivateAnon => "workingset_activate_anon",

@@ -323,6 +323,8 @@ pub struct MemcgDecl {
     pub zswap_max: Option<u64>,
     /// Its `swap_max` (cgroup v2 `memory.swap.max`; None: `max`).
     pub swap_max: Option<u64>,
+    /// Its `swap_high` (cgroup v2 `memory.swap.high`; None: `max`).
+    pub swap_high: Option<u64>,
     /// Its `high` (cgroup v2 `memory.high`; None: `max`).
     pub high: Option<u64>,
     /// Its `min` and `low` (cgroup v2 `memory.min`, `memory.low`; 0:
@@ -630,6 +632,7 @@ impl Compiler<'_> {
                 limit,
                 zswap_max,
                 swap_max,
+                swap_high,
                 high,
                 min,
                 low,
@@ -639,6 +642,7 @@ impl Compiler<'_> {
                     limit: *limit,
                     zswap_max: *zswap_max,
                     swap_max: *swap_max,
+                    swap_high: *swap_high,
                     high: *high,
                     min: *min,
                     low: *low,

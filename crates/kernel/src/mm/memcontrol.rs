@@ -151,6 +151,8 @@ pub(crate) struct MemCgroup {
     pub(crate) zswap_max: u64,
     /// `memcg->swap.max` (cgroup v2 `memory.swap.max`) in swap slots.
     pub(crate) swap_max: u64,
+    /// `memcg->swap.high` (cgroup v2 `memory.swap.high`) in swap slots.
+    pub(crate) swap_high: u64,
     /// `page_counter_read(&memcg->swap)`: the swap slots charged to the
     /// cgroup (v2 `memory.swap.current`), from `folio_alloc_swap()` until
     /// the slot is freed.
@@ -235,6 +237,7 @@ impl MemcgState {
                 shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
                 zswap_max: PAGE_COUNTER_MAX,
                 swap_max: PAGE_COUNTER_MAX,
+                swap_high: PAGE_COUNTER_MAX,
                 swap_usage: 0,
                 high: PAGE_COUNTER_MAX,
                 min: 0,
@@ -262,6 +265,12 @@ impl<A: Arch> Kernel<A> {
     /// rounded down to pages). Slots already charged stay charged.
     pub fn mem_cgroup_set_swap_max(&mut self, memcg: MemcgId, bytes: u64) {
         self.memcg.memcgs[memcg.idx()].swap_max = bytes / PAGE_SIZE;
+    }
+
+    /// A write of `bytes` to the cgroup's `memory.swap.high` (cgroup v2,
+    /// `swap_high_write()`: rounded down to pages, nothing reclaimed).
+    pub fn mem_cgroup_set_swap_high(&mut self, memcg: MemcgId, bytes: u64) {
+        self.memcg.memcgs[memcg.idx()].swap_high = bytes / PAGE_SIZE;
     }
 
     /// `__mem_cgroup_try_charge_swap()` (cgroup v2, which charges swap
@@ -322,7 +331,7 @@ impl<A: Arch> Kernel<A> {
 
     /// `mem_cgroup_swap_full()`: the machine's swap is more than half full
     /// (`vm_swap_full()`), or the folio's cgroup has used half its
-    /// memory.swap.max (cgroup v2; memory.swap.high is not modelled).
+    /// memory.swap.high or memory.swap.max (cgroup v2).
     pub(crate) fn mem_cgroup_swap_full(&self, folio: Pfn) -> bool {
         if self.vm_swap_full() {
             return true;
@@ -332,7 +341,8 @@ impl<A: Arch> Kernel<A> {
             return false;
         }
         let m = &self.memcg.memcgs[memcg.idx()];
-        m.swap_max != PAGE_COUNTER_MAX && m.swap_usage * 2 >= m.swap_max
+        let limit = m.swap_high.min(m.swap_max);
+        limit != PAGE_COUNTER_MAX && m.swap_usage * 2 >= limit
     }
 
     /// The swap slots charged to every cgroup but the root
@@ -370,6 +380,7 @@ impl<A: Arch> Kernel<A> {
             shrinker_nr_deferred: [0; crate::mm::shrinker::NR_SHRINKERS],
             zswap_max: PAGE_COUNTER_MAX,
             swap_max: PAGE_COUNTER_MAX,
+            swap_high: PAGE_COUNTER_MAX,
             swap_usage: 0,
             high: PAGE_COUNTER_MAX,
             min: 0,
@@ -769,7 +780,7 @@ impl<A: Arch> Kernel<A> {
     /// reclaiming itself (PF_MEMALLOC). The model's cgroups are children of
     /// the root, whose memory.high is `max`.
     fn charge_check_high(&mut self, memcg: MemcgId, batch: u64, gfp: ChargeGfp) {
-        if self.mem_cgroup_over_high(memcg) {
+        if self.mem_cgroup_over_high(memcg) || self.swap_over_high(memcg) {
             self.memcg.nr_pages_over_high += batch;
         }
         let may_block = matches!(
@@ -801,8 +812,11 @@ impl<A: Arch> Kernel<A> {
     /// HZ/100, reclaim again 32 pages at a time while that makes progress
     /// (and MAX_RECLAIM_RETRIES times more); failing that the task sleeps
     /// the penalty, at most two seconds (its clock waits,
-    /// `sim/throttled_ns`). The model has no swap counter, so no
-    /// memory.swap.high penalty.
+    /// `sim/throttled_ns`). The penalty adds what the swap usage above
+    /// memory.swap.high costs (`swap_find_max_overage()`, which counts a
+    /// `high` event of memory.swap.events at each look); that excess is
+    /// never reclaimed, so it alone takes the task through every retry
+    /// before it sleeps.
     pub(crate) fn mem_cgroup_handle_over_high(&mut self, memcg: MemcgId) {
         let nr_pages = std::mem::take(&mut self.memcg.nr_pages_over_high);
         let mut nr_retries = MAX_RECLAIM_RETRIES;
@@ -810,9 +824,10 @@ impl<A: Arch> Kernel<A> {
         loop {
             let target = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
             let nr_reclaimed = self.reclaim_high(memcg, target);
-            let penalty = self
-                .calculate_high_delay(nr_pages, self.mem_find_max_overage(memcg))
-                .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
+            let swap_overage = self.swap_find_max_overage(memcg);
+            let penalty = (self.calculate_high_delay(nr_pages, self.mem_find_max_overage(memcg))
+                + self.calculate_high_delay(nr_pages, swap_overage))
+            .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
             if penalty <= HZ / 100 {
                 return;
             }
@@ -858,6 +873,27 @@ impl<A: Arch> Kernel<A> {
         let m = &self.memcg.memcgs[memcg.idx()];
         let high = m.high.max(1);
         ((m.usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
+    }
+
+    /// Whether the cgroup's swap slots are above its memory.swap.high.
+    fn swap_over_high(&self, memcg: MemcgId) -> bool {
+        let m = &self.memcg.memcgs[memcg.idx()];
+        m.swap_usage > m.swap_high
+    }
+
+    /// `swap_find_max_overage()`: how far the cgroup's swap slots are
+    /// above its memory.swap.high, in the fixed point of
+    /// `calculate_overage()`; a cgroup above it counts a `high` event of
+    /// memory.swap.events (the root has no swap.high).
+    fn swap_find_max_overage(&mut self, memcg: MemcgId) -> u64 {
+        if memcg == ROOT_MEM_CGROUP || !self.swap_over_high(memcg) {
+            return 0;
+        }
+        self.vmstat
+            .count_memcg_events(memcg, MemcgEvent::SwapEventsHigh, 1);
+        let m = &self.memcg.memcgs[memcg.idx()];
+        let high = m.swap_high.max(1);
+        ((m.swap_usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
     }
 
     /// `calculate_high_delay()`: the sleep in jiffies, quadratic in the

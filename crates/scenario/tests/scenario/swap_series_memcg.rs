@@ -438,6 +438,16 @@ op = "force_empty"
             "swap_max = {swap_max}"
         );
     }
+    // memory.swap.high: the same forms.
+    for (swap_high, want) in [("\"4M\"", Some(4 << 20)), ("0", Some(0)), ("\"max\"", None)] {
+        let s = parse(&format!(
+            "{BASE}\n[[step]]\nop = \"memcg\"\nswap_high = {swap_high}\n"
+        ));
+        assert!(
+            matches!(memcg_steps(&s)[0], StepKind::Memcg { swap_high, .. } if swap_high == want),
+            "swap_high = {swap_high}"
+        );
+    }
     // memory.min and memory.low: sizes, 0 (none) by default.
     let s = parse(&format!(
         "{BASE}\n[[step]]\nop = \"memcg\"\nmin = \"8M\"\nlow = \"16M\"\n[[step]]\nop = \"memcg\"\n"
@@ -483,7 +493,7 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, swap_max, high, min, low"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, swap_max, swap_high, high, min, low"
     );
     // memory.high: page-aligned (0 allowed) or "max".
     let e = error(&step("op = \"memcg\"\nhigh = \"6K\"\n"));
@@ -510,6 +520,8 @@ fn memcg_step_errors() {
     );
     let e = error(&step("op = \"memcg\"\nswap_max = -1\n"));
     assert_eq!(at(&e).2, "step[2].swap_max");
+    let e = error(&step("op = \"memcg\"\nswap_high = \"6K\"\n"));
+    assert_eq!(at(&e), (14, 13, "step[2].swap_high"));
     let with_memcg = |body: &str| step(&format!("op = \"memcg\"\n[[step]]\n{body}"));
     let e = error(&with_memcg("op = \"memcg_reclaim\"\n"));
     assert_eq!(at(&e), (14, 1, "step[3].amount"));

@@ -1020,3 +1020,61 @@ fn the_memcg_lru_order_follows_the_random_seed() {
     assert_eq!(parent("1", "4"), mglru[2]);
     assert_eq!(parent("0", "0"), parent("0", "4"));
 }
+
+/// A cgroup whose memory.swap.high is `swap_high` pages out 4 MiB of
+/// anonymous memory to zram (1,024 slots charged to it), then writes
+/// 1 MiB more.
+fn swap_high_scenario(swap_high: &str) -> String {
+    format!(
+        "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
+         [[system.swap]]\nkind = \"zram\"\nsize = \"64M\"\n\
+         [[step]]\nop = \"memcg\"\nswap_high = {swap_high}\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"4M\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         [[step]]\nop = \"phase\"\nname = \"out\"\n\
+         [[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\"\n\
+         [[step]]\nop = \"phase\"\nname = \"write\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"b\"\nkind = \"anon\"\nsize = \"1M\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"b\"\naccess = \"write\"\n"
+    )
+}
+
+#[test]
+fn memory_swap_high_throttles_the_cgroups_charges() {
+    // The write phase charges 256 pages and one PTE table. The first
+    // phase charged 1,024 pages and 3 table pages in 17 batches of 64
+    // (try_charge_memcg()), leaving 61 in the stock, and the page-out
+    // uncharges its folios straight from the counter; so 61 charges come
+    // from the stock and the other 196 take 4 batches. Each batch finds
+    // the cgroup's 1,024 slots above memory.swap.high and sets
+    // memcg_nr_pages_over_high (64), which the return to user space pays
+    // (__mem_cgroup_handle_over_high()): 4 times.
+    //
+    // swap.high 1 MiB (256 slots): the overage (calculate_overage()) is
+    // (1,024 - 256) << 20 / 256 = 3 << 20, a penalty of
+    // (3 << 20)^2 * HZ >> 20 >> 14 = 576 * HZ jiffies, cut to 2 s
+    // (MEMCG_MAX_HIGH_DELAY_JIFFIES). reclaim_high() finds memory below
+    // memory.high and reclaims nothing, so the task retries
+    // MAX_RECLAIM_RETRIES (16) times, each look counting a `high` event of
+    // memory.swap.events (swap_find_max_overage()), then sleeps 2 s.
+    let r = run(&swap_high_scenario("\"1M\""));
+    assert_eq!(
+        c(&r, "out", "memcg/0/swap_events_high"),
+        0,
+        "no charge while paging out"
+    );
+    assert_counters(
+        &r,
+        "write",
+        "memcg/0/swap_events_high=68 sim/throttled_ns=8000000000 memcg/0/events_high=0 \
+         pgsteal_anon=0",
+    );
+    // swap.high 1,012 pages: an overage of (12 << 20) / 1,012 = 12,433, a
+    // penalty of 12,433^2 * 250 >> 34 = 2 jiffies, not above HZ / 100: one
+    // look and no sleep per return.
+    let r = run(&swap_high_scenario(&(1012 * 4096).to_string()));
+    assert_counters(&r, "write", "memcg/0/swap_events_high=4 sim/throttled_ns=0");
+    // At or above the usage nothing is owed.
+    let r = run(&swap_high_scenario("\"4M\""));
+    assert_counters(&r, "write", "memcg/0/swap_events_high=0 sim/throttled_ns=0");
+}
