@@ -428,25 +428,26 @@ op = "force_empty"
             "high = {high}"
         );
     }
-    // memory.swap.max: a size (0 allowed: no swap), or "max" for none.
-    for (swap_max, want) in [("\"4M\"", Some(4 << 20)), ("0", Some(0)), ("\"max\"", None)] {
-        let s = parse(&format!(
-            "{BASE}\n[[step]]\nop = \"memcg\"\nswap_max = {swap_max}\n"
-        ));
-        assert!(
-            matches!(memcg_steps(&s)[0], StepKind::Memcg { swap_max, .. } if swap_max == want),
-            "swap_max = {swap_max}"
-        );
-    }
-    // memory.swap.high: the same forms.
-    for (swap_high, want) in [("\"4M\"", Some(4 << 20)), ("0", Some(0)), ("\"max\"", None)] {
-        let s = parse(&format!(
-            "{BASE}\n[[step]]\nop = \"memcg\"\nswap_high = {swap_high}\n"
-        ));
-        assert!(
-            matches!(memcg_steps(&s)[0], StepKind::Memcg { swap_high, .. } if swap_high == want),
-            "swap_high = {swap_high}"
-        );
+    // memory.swap.max and memory.swap.high: a size (0 allowed), or "max"
+    // for none.
+    for key in ["swap_max", "swap_high"] {
+        for (v, want) in [("\"4M\"", Some(4 << 20)), ("0", Some(0)), ("\"max\"", None)] {
+            let s = parse(&format!("{BASE}\n[[step]]\nop = \"memcg\"\n{key} = {v}\n"));
+            let StepKind::Memcg {
+                swap_max,
+                swap_high,
+                ..
+            } = memcg_steps(&s)[0]
+            else {
+                unreachable!()
+            };
+            let got = if key == "swap_max" {
+                swap_max
+            } else {
+                swap_high
+            };
+            assert_eq!(got, want, "{key} = {v}");
+        }
     }
     // memory.min and memory.low: sizes, 0 (none) by default.
     let s = parse(&format!(
