@@ -46,9 +46,11 @@
 //! off the cgroup's anonymous lists once reached
 //! (`mem_cgroup_get_nr_swap_pages()`), and at half of it reclaim and
 //! swap-in drop the swap cache of the folios they touch
-//! (`mem_cgroup_swap_full()`). Not modelled: cgroup v1's memory+swap
-//! counter (`memory.memsw.*`), memory.swap.high and its penalty, socket
-//! accounting, moving charges between cgroups, cgroup removal.
+//! (`mem_cgroup_swap_full()`, which also counts half of memory.swap.high);
+//! above memory.swap.high the cgroup's charges pay a penalty on the way
+//! back to user space, as above memory.high. Not modelled: cgroup v1's
+//! memory+swap counter (`memory.memsw.*`), socket accounting, moving
+//! charges between cgroups, cgroup removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
