@@ -208,6 +208,16 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
                      putting the limit back"
                 ));
             }
+            if let Some(m) = plan.memcgs.iter().find(|m| m.memsw_limit.is_some()) {
+                if !h.base.join("memory.memsw.limit_in_bytes").exists() {
+                    return Err(NativeError::Refused(format!(
+                        "{}: memsw_limit: {} has no memory.memsw.limit_in_bytes (swap \
+                         accounting is off: boot with swapaccount=1)",
+                        m.at,
+                        h.base.display()
+                    )));
+                }
+            }
             if !h.base.join("memory.force_empty").exists() && plan.force_empty_at.is_some() {
                 return Err(NativeError::Refused(format!(
                     "{}: force_empty: {} has no memory.force_empty",
@@ -217,6 +227,14 @@ pub(crate) fn preflight(plan: &Plan) -> Result<Option<(Hierarchy, Vec<String>)>,
             }
         }
         Version::V2 => {
+            if let Some(m) = plan.memcgs.iter().find(|m| m.memsw_limit.is_some()) {
+                return Err(NativeError::Refused(format!(
+                    "{}: memsw_limit is cgroup v1's memory.memsw.limit_in_bytes, and this \
+                     host's memory controller is on cgroup v2, which limits swap apart \
+                     (use swap_max)",
+                    m.at
+                )));
+            }
             if let Some(at) = &plan.force_empty_at {
                 return Err(NativeError::Refused(format!(
                     "{at}: force_empty is cgroup v1's memory.force_empty, and this host's memory \
@@ -319,6 +337,8 @@ pub(crate) struct WlCgroup {
 pub(crate) struct Cgroups {
     pub hierarchy: Hierarchy,
     dirs: Vec<(PathBuf, Option<u64>)>,
+    /// Per cgroup: does it have a memory+swap limit (v1)?
+    memsw: Vec<bool>,
     pub wl: Vec<WlCgroup>,
     /// cgroup v2: each cgroup's memory.peak, open since the phase's reset
     /// (the reset holds for that open file only).
@@ -371,6 +391,11 @@ impl Cgroups {
         Ok(Cgroups {
             hierarchy: h,
             dirs,
+            memsw: plan
+                .memcgs
+                .iter()
+                .map(|m| m.memsw_limit.is_some())
+                .collect(),
             wl,
             peaks: Default::default(),
         })
@@ -408,6 +433,13 @@ impl Cgroups {
                 fs::write(&f, limit.to_string())
                     .map_err(|e| err(format!("writing {limit} to {}: {e}", f.display())))?;
             }
+            // cgroup v1 only (refused on v2 before the run), after the
+            // memory limit, which it must not be below.
+            if let Some(memsw) = plan.memcgs[i].memsw_limit {
+                let f = dir.join("memory.memsw.limit_in_bytes");
+                fs::write(&f, memsw.to_string())
+                    .map_err(|e| err(format!("writing {memsw} to {}: {e}", f.display())))?;
+            }
             // cgroup v2 only (refused on v1 before the run).
             for (_, file, v) in v2_settings(&plan.memcgs[i]) {
                 if let Some(v) = v {
@@ -434,6 +466,7 @@ impl Cgroups {
             let open = match self.hierarchy.version {
                 Version::V1 => {
                     let _ = fs::write(&f, "0");
+                    let _ = fs::write(dir.join("memory.memsw.max_usage_in_bytes"), "0");
                     None
                 }
                 Version::V2 => fs::OpenOptions::new()
@@ -501,6 +534,19 @@ impl Cgroups {
                     if let Ok(t) = fs::read_to_string(dir.join("memory.failcnt")) {
                         if let Ok(v) = t.trim().parse() {
                             out.insert(format!("memcg/{n}/failcnt"), v);
+                        }
+                    }
+                    // The memory+swap counter of a cgroup with its limit.
+                    if self.memsw[n] {
+                        for (file, name) in [
+                            ("memory.memsw.usage_in_bytes", "memsw_usage_bytes"),
+                            ("memory.memsw.max_usage_in_bytes", "memsw_peak_bytes"),
+                        ] {
+                            if let Ok(t) = fs::read_to_string(dir.join(file)) {
+                                if let Ok(v) = t.trim().parse() {
+                                    out.insert(format!("memcg/{n}/{name}"), v);
+                                }
+                            }
                         }
                     }
                 }

@@ -386,7 +386,9 @@ pub enum StepKind {
     /// `op = "memcg"`, optional `limit` (size): move this process into a new
     /// memory cgroup, with a memory limit (v1 `memory.limit_in_bytes`;
     /// unlimited without `limit`). Later charges of the process go there.
-    /// `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
+    /// `memsw_limit`: cgroup v1 `memory.memsw.limit_in_bytes`, the limit
+    /// of memory and swap together (bytes; None: unlimited; at least
+    /// `limit`). `zswap_max`: cgroup v2 `memory.zswap.max` (bytes of compressed
     /// data; None: unlimited). `swap_max`: cgroup v2 `memory.swap.max`
     /// (bytes of swap slots; None: `max`). `swap_high`: cgroup v2
     /// `memory.swap.high`, the swap throttling limit (bytes; None: `max`).
@@ -396,6 +398,7 @@ pub enum StepKind {
     /// outside the cgroup (bytes; 0: none).
     Memcg {
         limit: Option<u64>,
+        memsw_limit: Option<u64>,
         zswap_max: Option<u64>,
         swap_max: Option<u64>,
         swap_high: Option<u64>,

@@ -96,6 +96,7 @@ impl Op {
             Op::Memcg => &[
                 "op",
                 "limit",
+                "memsw_limit",
                 "zswap_max",
                 "swap_max",
                 "swap_high",
@@ -371,15 +372,36 @@ impl StepChecker<'_> {
             Op::Phase | Op::PhaseEnd => self.phase(&f, op, path)?,
             Op::Memcg => {
                 let limit = f.opt("limit", Ctx::page_size)?;
+                let memsw_limit = f.opt("memsw_limit", Ctx::page_size)?;
                 let zswap_max = f.opt("zswap_max", Ctx::page_offset)?;
                 let swap_max = f.opt("swap_max", high)?.flatten();
                 let swap_high = f.opt("swap_high", high)?.flatten();
+                if let Some(memsw) = memsw_limit {
+                    // mem_cgroup_resize_max(): EINVAL for a memory+swap
+                    // limit below the memory limit (unlimited without one).
+                    if limit.is_none_or(|l| memsw < l) {
+                        return Err(f.err_at(
+                            "memsw_limit",
+                            "memsw_limit must be at least the cgroup's `limit` (cgroup v1 \
+                             refuses a memory+swap limit below the memory limit)",
+                        ));
+                    }
+                    // One cgroup version: v1 charges swap with memory.
+                    for key in ["swap_max", "swap_high", "zswap_max", "high", "min", "low"] {
+                        f.forbid(
+                            key,
+                            "without memsw_limit (cgroup v1's memory+swap limit; these \
+                             cgroup v2 files are not on v1)",
+                        )?;
+                    }
+                }
                 let high = f.opt("high", high)?.flatten();
                 let min = f.opt("min", Ctx::page_offset)?.unwrap_or(0);
                 let low = f.opt("low", Ctx::page_offset)?.unwrap_or(0);
                 scope.memcg = Some(path.to_owned());
                 StepKind::Memcg {
                     limit,
+                    memsw_limit,
                     zswap_max,
                     swap_max,
                     swap_high,

@@ -186,6 +186,12 @@ impl<'w, A: Arch> Engine<'w, A> {
         for (n, swap) in self.k.memcg_swap_usage().into_iter().enumerate() {
             c.insert(format!("memcg/{n}/swap_bytes"), swap * PAGE_SIZE);
         }
+        for (n, memsw) in self.k.memcg_memsw_counters().into_iter().enumerate() {
+            if let Some((usage, peak)) = memsw {
+                c.insert(format!("memcg/{n}/memsw_usage_bytes"), usage * PAGE_SIZE);
+                c.insert(format!("memcg/{n}/memsw_peak_bytes"), peak * PAGE_SIZE);
+            }
+        }
         for ((name, _, _), v) in counters::MACHINE_LEVELS.iter().zip(self.k.machine_levels()) {
             c.insert(name.to_string(), v);
         }
@@ -358,6 +364,9 @@ impl<'w, A: Arch> Engine<'w, A> {
                 }
                 if let Some(bytes) = decl.swap_high {
                     self.k.mem_cgroup_set_swap_high(id, bytes);
+                }
+                if let Some(bytes) = decl.memsw_limit {
+                    self.k.mem_cgroup_set_memsw_max(id, bytes);
                 }
                 if high.is_some() {
                     self.k.memory_high_write(id, high);

@@ -294,14 +294,21 @@ pub const FAMILIES: &[(&str, &[&str], &str)] = &[
     (
         "memcg/<n>/<field>",
         &["sim", "native", "vm"],
-        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max, events_high and events_low: the max, high and low events of cgroup v2 memory.events, swap_events_max, swap_events_fail and swap_events_high: the max, fail and high events of cgroup v2 memory.swap.events, and three values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current), peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start), and swap_bytes (cgroup v2 memory.swap.current)",
+        "memory.stat of the scenario's n-th memory cgroup (events, and LRU sizes in bytes), its failcnt, limit_write_ebusy: memcg_limit writes that failed with EBUSY, events_max, events_high and events_low: the max, high and low events of cgroup v2 memory.events, swap_events_max, swap_events_fail and swap_events_high: the max, fail and high events of cgroup v2 memory.swap.events, and three values read at the phase end (not deltas): usage_bytes (v1 memory.usage_in_bytes, v2 memory.current), peak_bytes, the highest usage during the phase (v1 memory.max_usage_in_bytes, v2 memory.peak, reset at the phase start), swap_bytes (cgroup v2 memory.swap.current), and for a cgroup with a memsw_limit memsw_usage_bytes and memsw_peak_bytes (cgroup v1 memory.memsw.usage_in_bytes and max_usage_in_bytes)",
     ),
 ];
 
 /// The memory cgroup values a phase reports as read at its end rather
 /// than as its change: `memcg/<n>/usage_bytes`, `memcg/<n>/peak_bytes`
-/// and `memcg/<n>/swap_bytes`.
-pub const MEMCG_LEVELS: [&str; 3] = ["usage_bytes", "peak_bytes", "swap_bytes"];
+/// `memcg/<n>/swap_bytes`, `memcg/<n>/memsw_usage_bytes` and
+/// `memcg/<n>/memsw_peak_bytes`.
+pub const MEMCG_LEVELS: [&str; 5] = [
+    "usage_bytes",
+    "peak_bytes",
+    "swap_bytes",
+    "memsw_usage_bytes",
+    "memsw_peak_bytes",
+];
 
 /// The machine's memory at a phase end, in pages, summed over the
 /// populated zones: what the page allocator manages, what is free, and the

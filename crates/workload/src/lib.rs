@@ -321,6 +321,9 @@ pub struct MemcgDecl {
     pub limit: Option<u64>,
     /// Its `zswap_max` (cgroup v2 `memory.zswap.max`; None: unlimited).
     pub zswap_max: Option<u64>,
+    /// Its `memsw_limit` (cgroup v1 `memory.memsw.limit_in_bytes`; None:
+    /// unlimited).
+    pub memsw_limit: Option<u64>,
     /// Its `swap_max` (cgroup v2 `memory.swap.max`; None: `max`).
     pub swap_max: Option<u64>,
     /// Its `swap_high` (cgroup v2 `memory.swap.high`; None: `max`).
@@ -630,6 +633,7 @@ impl Compiler<'_> {
             StepKind::PhaseEnd => Op::PhaseEnd { step },
             StepKind::Memcg {
                 limit,
+                memsw_limit,
                 zswap_max,
                 swap_max,
                 swap_high,
@@ -640,6 +644,7 @@ impl Compiler<'_> {
                 let decl = MemcgDecl {
                     at: self.at(step).to_string(),
                     limit: *limit,
+                    memsw_limit: *memsw_limit,
                     zswap_max: *zswap_max,
                     swap_max: *swap_max,
                     swap_high: *swap_high,

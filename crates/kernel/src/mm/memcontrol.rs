@@ -48,9 +48,13 @@
 //! swap-in drop the swap cache of the folios they touch
 //! (`mem_cgroup_swap_full()`, which also counts half of memory.swap.high);
 //! above memory.swap.high the cgroup's charges pay a penalty on the way
-//! back to user space, as above memory.high. Not modelled: cgroup v1's
-//! memory+swap counter (`memory.memsw.*`), socket accounting, moving
-//! charges between cgroups, cgroup removal.
+//! back to user space, as above memory.high. A cgroup given a v1
+//! memory+swap limit (`memory.memsw.limit_in_bytes`) is charged memory and
+//! swap together: a charge tries that counter first and, refused there,
+//! reclaims without swapping; a page swapped out leaves its charge with
+//! its slot (`memcg1_swapout()`) until it is swapped in (`memcg1_swapin()`)
+//! or the slot is freed. Not modelled: socket accounting, moving charges
+//! between cgroups, cgroup removal.
 
 use crate::arch::Arch;
 use crate::include::linux::mm_inline::{ListHead, NR_LRU_LISTS};
@@ -155,6 +159,9 @@ pub(crate) struct MemCgroup {
     pub(crate) swap_max: u64,
     /// `memcg->swap.high` (cgroup v2 `memory.swap.high`) in swap slots.
     pub(crate) swap_high: u64,
+    /// cgroup v1's memory+swap counter (`memcg->memsw`), kept for a cgroup
+    /// whose `memory.memsw.limit_in_bytes` is set.
+    pub(crate) memsw: Option<Memsw>,
     /// `page_counter_read(&memcg->swap)`: the swap slots charged to the
     /// cgroup (v2 `memory.swap.current`), from `folio_alloc_swap()` until
     /// the slot is freed.
@@ -221,6 +228,30 @@ pub(crate) struct MemcgState {
     /// MGLRU's memcg LRU (`pgdat->memcg_lru`), which orders global
     /// reclaim's visits to the cgroups (mm/memcg_lru.rs).
     pub(crate) lru: crate::mm::memcg_lru::MemcgLru,
+    /// The swap slots (device, offset) whose memory+swap charge a v1
+    /// cgroup's swapped-out page left with the slot (`memcg1_swapout()`),
+    /// until the page is swapped in or the slot freed.
+    memsw_slots: std::collections::HashSet<(u32, u64)>,
+}
+
+/// The page counter that refused a charge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counter {
+    Memory,
+    Memsw,
+}
+
+/// cgroup v1's memory+swap page counter of one cgroup: what it holds is
+/// the cgroup's memory usage plus `swap`, the swap slots its swapped-out
+/// pages hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Memsw {
+    /// `memsw.max` in pages.
+    max: u64,
+    /// Slots charged: pages swapped out by reclaim and not swapped in.
+    swap: u64,
+    /// `memsw.watermark`: the highest memory+swap since the last reset.
+    watermark: u64,
 }
 
 impl MemcgState {
@@ -240,6 +271,7 @@ impl MemcgState {
                 zswap_max: PAGE_COUNTER_MAX,
                 swap_max: PAGE_COUNTER_MAX,
                 swap_high: PAGE_COUNTER_MAX,
+                memsw: None,
                 swap_usage: 0,
                 high: PAGE_COUNTER_MAX,
                 min: 0,
@@ -252,6 +284,7 @@ impl MemcgState {
             current: ROOT_MEM_CGROUP,
             nr_pages_over_high: 0,
             lru: crate::mm::memcg_lru::MemcgLru::new(seed),
+            memsw_slots: Default::default(),
         }
     }
 }
@@ -273,6 +306,56 @@ impl<A: Arch> Kernel<A> {
     /// `swap_high_write()`: rounded down to pages, nothing reclaimed).
     pub fn mem_cgroup_set_swap_high(&mut self, memcg: MemcgId, bytes: u64) {
         self.memcg.memcgs[memcg.idx()].swap_high = bytes / PAGE_SIZE;
+    }
+
+    /// A write of `bytes` to the cgroup's v1 `memory.memsw.limit_in_bytes`
+    /// at its creation (`mem_cgroup_resize_max()` with `memsw`, after the
+    /// memory limit, which it must not be below): from now on the cgroup
+    /// is charged memory and swap together.
+    pub fn mem_cgroup_set_memsw_max(&mut self, memcg: MemcgId, bytes: u64) {
+        let m = &mut self.memcg.memcgs[memcg.idx()];
+        let usage = m.usage;
+        m.memsw = Some(Memsw {
+            max: bytes / PAGE_SIZE,
+            swap: 0,
+            watermark: usage,
+        });
+    }
+
+    /// `memcg1_swapout()`: reclaim frees `folio` from the swap cache; a
+    /// cgroup with a memory+swap counter keeps the folio's charge there,
+    /// held by its swap slots (its memory is uncharged as it is freed).
+    pub(crate) fn memcg1_swapout(&mut self, folio: Pfn, entry: SwpEntry) {
+        let memcg = self.folio_memcg(folio);
+        let nr = self.mem.folio_nr_pages(folio);
+        let Some(m) = self.memcg.memcgs[memcg.idx()].memsw.as_mut() else {
+            return;
+        };
+        m.swap += nr;
+        for o in entry.offset..entry.offset + nr {
+            self.memcg.memsw_slots.insert((entry.ty, o));
+        }
+    }
+
+    /// `mem_cgroup_uncharge_swap()` of cgroup v1 for the slot (`ty`,
+    /// `offset`) last charged to `memcg`: at `memcg1_swapin()`, when the
+    /// new swap-cache folio took the charge over, or when the slot is freed
+    /// (`__mem_cgroup_uncharge_swap()`).
+    pub(crate) fn memcg1_uncharge_swap_slot(&mut self, memcg: MemcgId, ty: u32, offset: u64) {
+        if !self.memcg.memsw_slots.is_empty() && self.memcg.memsw_slots.remove(&(ty, offset)) {
+            if let Some(m) = self.memcg.memcgs[memcg.idx()].memsw.as_mut() {
+                m.swap -= 1;
+            }
+        }
+    }
+
+    /// Memory+swap usage and watermark of every cgroup but the root, in
+    /// pages, in creation order (None: no memory+swap limit).
+    pub fn memcg_memsw_counters(&self) -> Vec<Option<(u64, u64)>> {
+        self.memcg.memcgs[1..]
+            .iter()
+            .map(|m| m.memsw.map(|w| (m.usage + w.swap, w.watermark)))
+            .collect()
     }
 
     /// `__mem_cgroup_try_charge_swap()` (cgroup v2, which charges swap
@@ -383,6 +466,7 @@ impl<A: Arch> Kernel<A> {
             zswap_max: PAGE_COUNTER_MAX,
             swap_max: PAGE_COUNTER_MAX,
             swap_high: PAGE_COUNTER_MAX,
+            memsw: None,
             swap_usage: 0,
             high: PAGE_COUNTER_MAX,
             min: 0,
@@ -515,7 +599,15 @@ impl<A: Arch> Kernel<A> {
         gfp: ChargeGfp,
     ) -> bool {
         let memcg = self.swap[entry.ty as usize].memcg(entry.offset);
-        self.mem_cgroup_charge(folio, memcg, gfp)
+        if !self.mem_cgroup_charge(folio, memcg, gfp) {
+            return false;
+        }
+        // memcg1_swapin(): the folio's memory+swap charge replaces the
+        // slots'.
+        for o in entry.offset..entry.offset + self.mem.folio_nr_pages(folio) {
+            self.memcg1_uncharge_swap_slot(memcg, entry.ty, o);
+        }
+        true
     }
 
     /// `mem_cgroup_uncharge()` of a folio being freed.
@@ -658,16 +750,38 @@ impl<A: Arch> Kernel<A> {
     /// `page_counter_try_charge()` (the root is unlimited, so only the
     /// cgroup's own counter can refuse). A refusal counts in the counter's
     /// `failcnt` (cgroup v1 `memory.failcnt`).
-    fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> bool {
+    /// With a memory+swap counter (cgroup v1) that one is tried first, as
+    /// `try_charge_memcg()` does; its refusal counts nowhere (6.18 tracks
+    /// `failcnt` for the memory counter only: `memory.memsw.failcnt` stays
+    /// 0). The error names the counter that refused.
+    fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> Result<(), Counter> {
         let m = &mut self.memcg.memcgs[memcg.idx()];
+        if let Some(w) = m.memsw.as_mut() {
+            let new = m.usage + w.swap + nr;
+            if new > w.max {
+                return Err(Counter::Memsw);
+            }
+            // Charged before the memory counter is tried (and taken back
+            // if that one refuses): the watermark keeps it either way.
+            w.watermark = w.watermark.max(new);
+        }
         if m.usage + nr > m.max {
             self.vmstat
                 .count_memcg_events(memcg, crate::mm::vmstat::MemcgEvent::Failcnt, 1);
-            return false;
+            return Err(Counter::Memory);
         }
+        Self::page_counter_charge(m, nr);
+        Ok(())
+    }
+
+    /// `page_counter_charge()` of the memory counter (and of memory+swap,
+    /// which holds it), with the watermarks.
+    fn page_counter_charge(m: &mut MemCgroup, nr: u64) {
         m.usage += nr;
         m.watermark = m.watermark.max(m.usage);
-        true
+        if let Some(w) = m.memsw.as_mut() {
+            w.watermark = w.watermark.max(m.usage + w.swap);
+        }
     }
 
     /// The usage and watermark of every cgroup but the root, in pages, in
@@ -687,13 +801,20 @@ impl<A: Arch> Kernel<A> {
     pub fn memcg_reset_watermarks(&mut self) {
         for m in &mut self.memcg.memcgs {
             m.watermark = m.usage;
+            if let Some(w) = m.memsw.as_mut() {
+                w.watermark = m.usage + w.swap;
+            }
         }
     }
 
     /// `mem_cgroup_margin()`: pages that can still be charged.
     pub(crate) fn mem_cgroup_margin(&self, memcg: MemcgId) -> u64 {
         let m = &self.memcg.memcgs[memcg.idx()];
-        m.max.saturating_sub(m.usage)
+        let margin = m.max.saturating_sub(m.usage);
+        match m.memsw {
+            Some(w) => margin.min(w.max.saturating_sub(m.usage + w.swap)),
+            None => margin,
+        }
     }
 
     /// `try_charge_memcg()`: the stock, then the counter in a batch, then
@@ -704,16 +825,23 @@ impl<A: Arch> Kernel<A> {
         let mut batch = nr.max(MEMCG_CHARGE_BATCH);
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
+        // MEMCG_RECLAIM_MAY_SWAP, dropped for good once the memory+swap
+        // limit refused a charge: swapping cannot make room under it.
+        let mut may_swap = true;
         loop {
             if self.consume_stock(memcg, nr) {
                 return true;
             }
-            if self.page_counter_try_charge(memcg, batch) {
-                if batch > nr {
-                    self.refill_stock(memcg, batch - nr);
+            match self.page_counter_try_charge(memcg, batch) {
+                Ok(()) => {
+                    if batch > nr {
+                        self.refill_stock(memcg, batch - nr);
+                    }
+                    self.charge_check_high(memcg, batch, gfp);
+                    return true;
                 }
-                self.charge_check_high(memcg, batch, gfp);
-                return true;
+                Err(Counter::Memsw) => may_swap = false,
+                Err(Counter::Memory) => {}
             }
             if batch > nr {
                 batch = nr;
@@ -724,9 +852,7 @@ impl<A: Arch> Kernel<A> {
                 // page_counter_charge() over the limit.
                 self.vmstat
                     .count_memcg_events(memcg, MemcgEvent::EventsMax, 1);
-                let m = &mut self.memcg.memcgs[memcg.idx()];
-                m.usage += nr;
-                m.watermark = m.watermark.max(m.usage);
+                Self::page_counter_charge(&mut self.memcg.memcgs[memcg.idx()], nr);
                 return true;
             }
             if gfp == ChargeGfp::NoReclaim {
@@ -734,7 +860,7 @@ impl<A: Arch> Kernel<A> {
             }
             self.vmstat
                 .count_memcg_events(memcg, MemcgEvent::EventsMax, 1);
-            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, true, None);
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr, may_swap, None);
             if self.mem_cgroup_margin(memcg) >= nr {
                 continue;
             }
@@ -1060,6 +1186,19 @@ impl<A: Arch> Kernel<A> {
     /// unlimited.
     pub fn mem_cgroup_resize_max(&mut self, memcg: MemcgId, max_pages: Option<u64>) -> KResult<()> {
         let max = max_pages.unwrap_or(PAGE_COUNTER_MAX);
+        if let Some(w) = self.memcg.memcgs[memcg.idx()].memsw {
+            if max > w.max {
+                return Err(KernelError::Errno(
+                    "EINVAL",
+                    format!(
+                        "memory cgroup {}: a memory limit of {max} pages above its \
+                         memory+swap limit ({} pages)",
+                        memcg.0.saturating_sub(1),
+                        w.max
+                    ),
+                ));
+            }
+        }
         let mut drained = false;
         loop {
             let m = &mut self.memcg.memcgs[memcg.idx()];

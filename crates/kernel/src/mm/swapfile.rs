@@ -550,6 +550,11 @@ impl<A: Arch> Kernel<A> {
             }
         }
         if freed {
+            for o in entry.offset..entry.offset + nr {
+                if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
+                    self.memcg1_uncharge_swap_slot(uncharge.0, entry.ty, o);
+                }
+            }
             self.mem_cgroup_uncharge_swap(uncharge.0, uncharge.1);
             self.swap_range_free(entry, nr);
         }
@@ -607,7 +612,7 @@ impl<A: Arch> Kernel<A> {
                 if *m == 0 {
                     let memcg = si.free_slot(o);
                     if memcg != ROOT_MEM_CGROUP {
-                        uncharged.push(memcg);
+                        uncharged.push((memcg, o));
                     }
                     freed = true;
                 } else if *m == SWAP_HAS_CACHE {
@@ -615,8 +620,9 @@ impl<A: Arch> Kernel<A> {
                 }
             }
         }
-        for memcg in uncharged {
+        for (memcg, o) in uncharged {
             self.mem_cgroup_uncharge_swap(memcg, 1);
+            self.memcg1_uncharge_swap_slot(memcg, entry.ty, o);
         }
         if freed {
             self.swap_range_free(entry, nr);

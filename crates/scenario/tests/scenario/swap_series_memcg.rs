@@ -494,7 +494,7 @@ fn memcg_step_errors() {
     assert_eq!(at(&e), (14, 1, "step[2].amount"));
     assert_eq!(
         e.message,
-        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, zswap_max, swap_max, swap_high, high, min, low"
+        "unknown key `amount` in step[2] (op = \"memcg\"); expected one of: op, limit, memsw_limit, zswap_max, swap_max, swap_high, high, min, low"
     );
     // memory.high: page-aligned (0 allowed) or "max".
     let e = error(&step("op = \"memcg\"\nhigh = \"6K\"\n"));
@@ -523,6 +523,29 @@ fn memcg_step_errors() {
     assert_eq!(at(&e).2, "step[2].swap_max");
     let e = error(&step("op = \"memcg\"\nswap_high = \"6K\"\n"));
     assert_eq!(at(&e), (14, 13, "step[2].swap_high"));
+    // memory.memsw.limit_in_bytes: not below the memory limit (which it
+    // needs), and not beside cgroup v2's files.
+    for (body, field, says) in [
+        (
+            "memsw_limit = \"8M\"\n",
+            "memsw_limit",
+            "at least the cgroup's `limit`",
+        ),
+        (
+            "limit = \"8M\"\nmemsw_limit = \"4M\"\n",
+            "memsw_limit",
+            "at least the cgroup's `limit`",
+        ),
+        (
+            "limit = \"8M\"\nmemsw_limit = \"16M\"\nswap_max = \"4M\"\n",
+            "swap_max",
+            "only allowed without memsw_limit",
+        ),
+    ] {
+        let e = error(&step(&format!("op = \"memcg\"\n{body}")));
+        assert_eq!(at(&e).2, format!("step[2].{field}"), "{body}");
+        assert!(e.message.contains(says), "{body}: {}", e.message);
+    }
     let with_memcg = |body: &str| step(&format!("op = \"memcg\"\n[[step]]\n{body}"));
     let e = error(&with_memcg("op = \"memcg_reclaim\"\n"));
     assert_eq!(at(&e), (14, 1, "step[3].amount"));

@@ -1078,3 +1078,89 @@ fn memory_swap_high_throttles_the_cgroups_charges() {
     let r = run(&swap_high_scenario("\"4M\""));
     assert_counters(&r, "write", "memcg/0/swap_events_high=0 sim/throttled_ns=0");
 }
+
+/// A cgroup of 4 MiB (`memsw` adds its memory+swap limit) writes 2 MiB of
+/// anonymous memory, pages the first 1 MiB out to zram, reads it back,
+/// then reads a 16 MiB cold file mapped with MADV_RANDOM page by page
+/// under vm.swappiness 200.
+fn memsw_scenario(memsw: &str) -> String {
+    format!(
+        "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
+         vm.swappiness = 200\n\
+         [[system.swap]]\nkind = \"zram\"\nsize = \"64M\"\n\
+         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"memcg\"\nlimit = \"4M\"\n{memsw}\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"2M\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\n\
+         size = \"16M\"\nprot = \"r\"\nmadvise = [\"random\"]\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         [[step]]\nop = \"phase\"\nname = \"out\"\n\
+         [[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\"\nlen = \"1M\"\n\
+         [[step]]\nop = \"phase\"\nname = \"in\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\nlen = \"1M\"\n\
+         [[step]]\nop = \"phase\"\nname = \"read\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"f\"\naccess = \"read\"\n"
+    )
+}
+
+#[test]
+fn a_memsw_limit_charges_swap_with_memory() {
+    let r = run(&memsw_scenario("memsw_limit = \"8M\""));
+    let memsw =
+        |phase| c(&r, phase, "memcg/0/memsw_usage_bytes") - c(&r, phase, "memcg/0/usage_bytes");
+    // memcg1_swapout(): the 256 pages paged out leave memory but keep
+    // their memory+swap charge with their slots.
+    assert_eq!(c(&r, "out", "pswpout"), 256);
+    assert_eq!(memsw("out"), 256 * 4096);
+    // memcg1_swapin(): the folios read back take the charge over.
+    assert_eq!(c(&r, "in", "pswpin"), 256);
+    assert_eq!(memsw("in"), 0);
+    // Without the limit the counter is not reported.
+    let r = run(&memsw_scenario(""));
+    let out = r.phases.iter().find(|p| p.name == "out").unwrap();
+    assert!(!out.counters.contains_key("memcg/0/memsw_usage_bytes"));
+}
+
+/// A cgroup of 4 MiB (`memsw` adds its memory+swap limit) fills itself
+/// with anonymous memory, then reads a 16 MiB cold file mapped with
+/// MADV_RANDOM page by page, under vm.swappiness 200.
+fn memsw_full_scenario(memsw: &str) -> String {
+    format!(
+        "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
+         vm.swappiness = 200\n\
+         [[system.swap]]\nkind = \"zram\"\nsize = \"64M\"\n\
+         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
+         [[step]]\nop = \"memcg\"\nlimit = \"4M\"\n{memsw}\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"4M\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\n\
+         size = \"16M\"\nprot = \"r\"\nmadvise = [\"random\"]\n\
+         [[step]]\nop = \"phase\"\nname = \"run\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         [[step]]\nop = \"touch\"\nregion = \"f\"\naccess = \"read\"\n"
+    )
+}
+
+#[test]
+fn swapping_stops_within_a_batch_of_the_memsw_limit() {
+    // vm.swappiness 200 weighs limit reclaim toward anonymous pages
+    // (get_scan_count()): without a memory+swap limit the file read keeps
+    // pushing the cgroup's anonymous memory out to swap.
+    let r = run(&memsw_full_scenario(""));
+    let unlimited = c(&r, "run", "pswpout");
+    assert!(unlimited > 256, "{unlimited}");
+    // memsw_limit 5 MiB (1,280 pages): each swapped page keeps its charge
+    // there (memcg1_swapout()), and try_charge_memcg() charges memory+swap
+    // first, a batch of 64 at a time; once the batch no longer fits, the
+    // reclaim runs without MEMCG_RECLAIM_MAY_SWAP. With memory at its
+    // limit (1,024 pages) swapping stops between 1,280 - 64 - 1,024 = 192
+    // and 256 pages.
+    let r = run(&memsw_full_scenario("memsw_limit = \"5M\""));
+    let swapped = c(&r, "run", "pswpout");
+    assert!((192..=256).contains(&swapped), "{swapped}");
+    assert!(c(&r, "run", "pgsteal_file") > 0);
+    // The batch is charged to memory+swap before the memory counter
+    // refuses it, and the watermark keeps it; memory+swap moves a page at
+    // a time (a charge, a swap-out's transfer, a freed file page), so a
+    // batch is tried at 1,216 and the peak reaches the limit.
+    assert_eq!(c(&r, "run", "memcg/0/memsw_peak_bytes"), 5 << 20);
+}
