@@ -492,8 +492,8 @@ struct Compiler<'a> {
 /// calls from `offset`: one more than its whole pages where the calls are
 /// not page-aligned.
 fn read_call_pages(offset: u64, chunk: u64) -> u64 {
-    let aligned = offset.is_multiple_of(4096) && chunk.is_multiple_of(4096);
-    chunk.div_ceil(4096) + u64::from(!aligned)
+    let aligned = offset.is_multiple_of(PAGE_SIZE) && chunk.is_multiple_of(PAGE_SIZE);
+    chunk.div_ceil(PAGE_SIZE) + u64::from(!aligned)
 }
 
 /// Compile a validated scenario, placing its mappings with `place` (see

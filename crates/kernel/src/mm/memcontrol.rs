@@ -325,13 +325,19 @@ impl<A: Arch> Kernel<A> {
     /// `memcg1_swapout()`: reclaim frees `folio` from the swap cache; a
     /// cgroup with a memory+swap counter keeps the folio's charge there,
     /// held by its swap slots (its memory is uncharged as it is freed).
-    pub(crate) fn memcg1_swapout(&mut self, folio: Pfn, entry: SwpEntry) {
+    /// The folio's slots are looked up only for such a cgroup.
+    pub(crate) fn memcg1_swapout(&mut self, folio: Pfn) {
         let memcg = self.folio_memcg(folio);
-        let nr = self.mem.folio_nr_pages(folio);
-        let Some(m) = self.memcg.memcgs[memcg.idx()].memsw.as_mut() else {
+        if self.memcg.memcgs[memcg.idx()].memsw.is_none() {
             return;
-        };
-        m.swap += nr;
+        }
+        let entry = self
+            .folio_swap(folio)
+            .expect("a swap-cache folio has its slots");
+        let nr = self.mem.folio_nr_pages(folio);
+        if let Some(m) = self.memcg.memcgs[memcg.idx()].memsw.as_mut() {
+            m.swap += nr;
+        }
         for o in entry.offset..entry.offset + nr {
             self.memcg.memsw_slots.insert((entry.ty, o));
         }
@@ -342,11 +348,18 @@ impl<A: Arch> Kernel<A> {
     /// new swap-cache folio took the charge over, or when the slot is freed
     /// (`__mem_cgroup_uncharge_swap()`).
     pub(crate) fn memcg1_uncharge_swap_slot(&mut self, memcg: MemcgId, ty: u32, offset: u64) {
-        if !self.memcg.memsw_slots.is_empty() && self.memcg.memsw_slots.remove(&(ty, offset)) {
+        if self.memcg1_swap_charged() && self.memcg.memsw_slots.remove(&(ty, offset)) {
             if let Some(m) = self.memcg.memcgs[memcg.idx()].memsw.as_mut() {
                 m.swap -= 1;
             }
         }
+    }
+
+    /// Whether any swap slot holds a v1 memory+swap charge: reclaim's slot
+    /// frees look no further when none does.
+    #[inline]
+    pub(crate) fn memcg1_swap_charged(&self) -> bool {
+        !self.memcg.memsw_slots.is_empty()
     }
 
     /// Memory+swap usage and watermark of every cgroup but the root, in

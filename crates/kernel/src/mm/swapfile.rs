@@ -549,12 +549,14 @@ impl<A: Arch> Kernel<A> {
                 freed = true;
             }
         }
-        if freed {
+        if freed && self.memcg1_swap_charged() {
             for o in entry.offset..entry.offset + nr {
                 if self.swap[entry.ty as usize].swap_map[o as usize] == 0 {
                     self.memcg1_uncharge_swap_slot(uncharge.0, entry.ty, o);
                 }
             }
+        }
+        if freed {
             self.mem_cgroup_uncharge_swap(uncharge.0, uncharge.1);
             self.swap_range_free(entry, nr);
         }

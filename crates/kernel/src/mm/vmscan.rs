@@ -485,9 +485,7 @@ impl<A: Arch> Kernel<A> {
                 .count_memcg_events(memcg, MemcgEvent::PgLazyFreed, nr);
         } else if self.mem.test(folio, PG_SWAPCACHE) {
             let shadow = self.workingset_eviction(folio, target);
-            if let Some(entry) = self.folio_swap(folio) {
-                self.memcg1_swapout(folio, entry);
-            }
+            self.memcg1_swapout(folio);
             self.swap_cache_del_folio(folio, Some(shadow));
         } else if !anon {
             let shadow = if self.folio_is_file_lru(folio) {

@@ -1079,33 +1079,39 @@ fn memory_swap_high_throttles_the_cgroups_charges() {
     assert_counters(&r, "write", "memcg/0/swap_events_high=0 sim/throttled_ns=0");
 }
 
-/// A cgroup of 4 MiB (`memsw` adds its memory+swap limit) writes 2 MiB of
-/// anonymous memory, pages the first 1 MiB out to zram, reads it back,
-/// then reads a 16 MiB cold file mapped with MADV_RANDOM page by page
-/// under vm.swappiness 200.
-fn memsw_scenario(memsw: &str) -> String {
+/// A cgroup of 4 MiB (`memsw` adds its memory+swap limit) under
+/// vm.swappiness 200, with zram, `anon` of anonymous memory mapped as `a`
+/// and a 16 MiB cold file mapped with MADV_RANDOM as `f`; `steps` follow.
+fn memsw_scenario(memsw: &str, anon: &str, steps: &str) -> String {
     format!(
         "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
          vm.swappiness = 200\n\
          [[system.swap]]\nkind = \"zram\"\nsize = \"64M\"\n\
          [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
          [[step]]\nop = \"memcg\"\nlimit = \"4M\"\n{memsw}\n\
-         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"2M\"\n\
+         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"{anon}\"\n\
          [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\n\
-         size = \"16M\"\nprot = \"r\"\nmadvise = [\"random\"]\n\
-         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
+         size = \"16M\"\nprot = \"r\"\nmadvise = [\"random\"]\n{steps}"
+    )
+}
+
+/// [`memsw_scenario`] writing 2 MiB, paging the first 1 MiB out and
+/// reading it back.
+fn memsw_swap_scenario(memsw: &str) -> String {
+    memsw_scenario(
+        memsw,
+        "2M",
+        "[[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
          [[step]]\nop = \"phase\"\nname = \"out\"\n\
          [[step]]\nop = \"madvise\"\nregion = \"a\"\nadvice = \"pageout\"\nlen = \"1M\"\n\
          [[step]]\nop = \"phase\"\nname = \"in\"\n\
-         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\nlen = \"1M\"\n\
-         [[step]]\nop = \"phase\"\nname = \"read\"\n\
-         [[step]]\nop = \"touch\"\nregion = \"f\"\naccess = \"read\"\n"
+         [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"read\"\nlen = \"1M\"\n",
     )
 }
 
 #[test]
 fn a_memsw_limit_charges_swap_with_memory() {
-    let r = run(&memsw_scenario("memsw_limit = \"8M\""));
+    let r = run(&memsw_swap_scenario("memsw_limit = \"8M\""));
     let memsw =
         |phase| c(&r, phase, "memcg/0/memsw_usage_bytes") - c(&r, phase, "memcg/0/usage_bytes");
     // memcg1_swapout(): the 256 pages paged out leave memory but keep
@@ -1116,27 +1122,20 @@ fn a_memsw_limit_charges_swap_with_memory() {
     assert_eq!(c(&r, "in", "pswpin"), 256);
     assert_eq!(memsw("in"), 0);
     // Without the limit the counter is not reported.
-    let r = run(&memsw_scenario(""));
+    let r = run(&memsw_swap_scenario(""));
     let out = r.phases.iter().find(|p| p.name == "out").unwrap();
     assert!(!out.counters.contains_key("memcg/0/memsw_usage_bytes"));
 }
 
-/// A cgroup of 4 MiB (`memsw` adds its memory+swap limit) fills itself
-/// with anonymous memory, then reads a 16 MiB cold file mapped with
-/// MADV_RANDOM page by page, under vm.swappiness 200.
+/// [`memsw_scenario`] filling the cgroup with anonymous memory, then
+/// reading the file page by page.
 fn memsw_full_scenario(memsw: &str) -> String {
-    format!(
-        "[system]\nmemory = \"512M\"\ntransparent_hugepage.enabled = \"never\"\n\
-         vm.swappiness = 200\n\
-         [[system.swap]]\nkind = \"zram\"\nsize = \"64M\"\n\
-         [[file]]\nname = \"data\"\nsize = \"16M\"\nfill = \"cold\"\n\
-         [[step]]\nop = \"memcg\"\nlimit = \"4M\"\n{memsw}\n\
-         [[step]]\nop = \"mmap\"\nregion = \"a\"\nkind = \"anon\"\nsize = \"4M\"\n\
-         [[step]]\nop = \"mmap\"\nregion = \"f\"\nkind = \"file\"\nfile = \"data\"\n\
-         size = \"16M\"\nprot = \"r\"\nmadvise = [\"random\"]\n\
-         [[step]]\nop = \"phase\"\nname = \"run\"\n\
+    memsw_scenario(
+        memsw,
+        "4M",
+        "[[step]]\nop = \"phase\"\nname = \"run\"\n\
          [[step]]\nop = \"touch\"\nregion = \"a\"\naccess = \"write\"\n\
-         [[step]]\nop = \"touch\"\nregion = \"f\"\naccess = \"read\"\n"
+         [[step]]\nop = \"touch\"\nregion = \"f\"\naccess = \"read\"\n",
     )
 }
 
