@@ -118,6 +118,7 @@ impl<'w, A: Arch> Engine<'w, A> {
             .zip(&e.files)
             .map(|(&io, &f)| io.then(|| e.k.open_file(f)))
             .collect();
+        e.k.memcg_stats_start();
         for op in &wl.root {
             match catch_model_limit(|| e.exec(root, op)) {
                 Ok(res) => {
@@ -201,6 +202,8 @@ impl<'w, A: Arch> Engine<'w, A> {
     /// Phase `idx` of the workload starts (ending the open one).
     fn start_phase(&mut self, idx: u32, mm: MmId) {
         self.end_phase();
+        // The engines read every cgroup's memory.stat at phase boundaries.
+        self.k.memcg_read_stats();
         self.k.memcg_reset_watermarks();
         self.phase = Some(OpenPhase {
             name: self.wl.phases[idx as usize].clone(),

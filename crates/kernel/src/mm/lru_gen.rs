@@ -1538,7 +1538,7 @@ impl<A: Arch> Kernel<A> {
         if sc.priority != DEF_PRIORITY || sc.nr_to_reclaim < MIN_LRU_BATCH {
             return;
         }
-        let lru = self.lru_state(ROOT_MEM_CGROUP);
+        let lru = self.node_lru_state();
         let mut reclaimable = lru[LRU_INACTIVE_FILE];
         if self.can_reclaim_anon_pages(None) {
             reclaimable += lru[LRU_INACTIVE_ANON];

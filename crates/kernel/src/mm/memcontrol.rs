@@ -38,7 +38,9 @@
 //! random one, the model the first. Unsupported (loud error): the memcg OOM
 //! killer — a charge that reclaim cannot make room for stops the run.
 //! memory.min / memory.low protection from global reclaim is applied by
-//! mm/vmscan.rs (classic LRU) and mm/lru_gen.rs (MGLRU).
+//! mm/vmscan.rs (classic LRU) and mm/lru_gen.rs (MGLRU). The LRU sizes
+//! reclaim reads of a cgroup are its statistics as last flushed
+//! (mm/memcg_rstat.rs).
 //!
 //! Swap is charged as cgroup v2 charges it, apart from memory
 //! (`__mem_cgroup_try_charge_swap()` at `folio_alloc_swap()`, uncharged
@@ -122,6 +124,9 @@ pub(crate) struct Lruvec {
     /// `lruvec->refaults[]`: WORKINGSET_ACTIVATE_ANON / _FILE at the end
     /// of the last reclaim of this target (`snapshot_refaults()`).
     pub(crate) refaults: [u64; 2],
+    /// What `lruvec_page_state()` reads: the statistics as of the last
+    /// flush (mm/memcg_rstat.rs).
+    pub(crate) flushed: crate::mm::memcg_rstat::FlushedStats,
     /// MGLRU's generations, refault feedback and mm list (mm/lru_gen.rs).
     pub(crate) lrugen: crate::mm::lru_gen::LruGenFolio,
 }
@@ -232,6 +237,8 @@ pub(crate) struct MemcgState {
     /// cgroup's swapped-out page left with the slot (`memcg1_swapout()`),
     /// until the page is swapped in or the slot freed.
     memsw_slots: std::collections::HashSet<(u32, u64)>,
+    /// The periodic statistics flusher (mm/memcg_rstat.rs).
+    pub(crate) stats_flush: crate::mm::memcg_rstat::StatsFlush,
 }
 
 /// The page counter that refused a charge.
@@ -285,6 +292,7 @@ impl MemcgState {
             nr_pages_over_high: 0,
             lru: crate::mm::memcg_lru::MemcgLru::new(seed),
             memsw_slots: Default::default(),
+            stats_flush: Default::default(),
         }
     }
 }

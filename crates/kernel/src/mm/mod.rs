@@ -8,6 +8,7 @@ pub(crate) mod khugepaged;
 pub(crate) mod lru_gen;
 pub mod madvise;
 pub(crate) mod memcg_lru;
+pub(crate) mod memcg_rstat;
 pub(crate) mod memcontrol;
 pub mod memory;
 pub(crate) mod migrate;

@@ -200,7 +200,8 @@ impl<A: Arch> Kernel<A> {
         }
         let mut m = memcg;
         loop {
-            let lrusize: u64 = self.vmstat.memcg[m.idx()].lru.iter().sum();
+            // lruvec_page_state(): the flushed sizes (mm/memcg_rstat.rs).
+            let lrusize: u64 = self.lru_state(m).iter().sum();
             let l = &mut self.memcg.memcgs[m.idx()].lruvec;
             if file {
                 l.file_cost += cost;

@@ -758,21 +758,6 @@ impl<A: Arch> Kernel<A> {
         scan.max(SWAP_CLUSTER_MAX)
     }
 
-    /// The LRU sizes `prepare_scan_control()` and `inactive_is_low()` read
-    /// (`lruvec_page_state()`): hierarchical, so the root's are the node's.
-    pub(crate) fn lru_state(&self, memcg: MemcgId) -> [u64; NR_LRU_LISTS] {
-        if memcg != ROOT {
-            return self.vmstat.memcg[memcg.idx()].lru;
-        }
-        let mut sum = [0; NR_LRU_LISTS];
-        for m in &self.vmstat.memcg {
-            for (s, v) in sum.iter_mut().zip(m.lru) {
-                *s += v;
-            }
-        }
-        sum
-    }
-
     /// `try_to_free_pages()`: global direct reclaim for an allocation below
     /// the min watermark: at least 32 pages from every cgroup's lists,
     /// priority 12 down (`do_try_to_free_pages()` counts allocstall).
@@ -795,10 +780,13 @@ impl<A: Arch> Kernel<A> {
         if self.lru_gen_enabled() {
             return;
         }
+        // mem_cgroup_flush_stats_ratelimited(): the periodic worker keeps
+        // the flushed sizes at most FLUSH_TIME old (mm/memcg_rstat.rs).
+        self.flush_memcg_stats_dwork_due();
         if !sc.cgroup_reclaim() {
             // file_is_tiny: the node's file pages plus free pages would not
             // reach the high watermark, and anon can be scanned instead.
-            let lru = self.lru_state(ROOT);
+            let lru = self.node_lru_state();
             let file = lru[LRU_INACTIVE_FILE] + lru[LRU_ACTIVE_FILE];
             let free = self.buddy.nr_free_pages();
             sc.file_is_tiny = file + free <= self.buddy.marks().high

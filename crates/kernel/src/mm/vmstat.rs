@@ -36,6 +36,10 @@ pub struct MemcgStat {
     /// `zswapped`).
     pub zswap_b: u64,
     pub zswapped: u64,
+    /// Updates not yet flushed (`memcg_vmstats->stats_updates`): pages
+    /// moved on or off the LRU lists since the last flush
+    /// (mm/memcg_rstat.rs).
+    pub stats_updates: u64,
 }
 
 impl Default for MemcgStat {
@@ -45,6 +49,7 @@ impl Default for MemcgStat {
             lru: Default::default(),
             zswap_b: 0,
             zswapped: 0,
+            stats_updates: 0,
         }
     }
 }

@@ -230,25 +230,6 @@ impl<A: Arch> Kernel<A> {
         self.workingset_age_nonresident(memcg, nr);
     }
 
-    /// `WORKINGSET_ACTIVATE_ANON` / `_FILE` of `memcg`'s lruvec
-    /// (`lruvec_page_state()`: hierarchical, so the root's are the node's).
-    pub(crate) fn workingset_activations(&self, memcg: MemcgId) -> [u64; 2] {
-        let get = |m: &crate::mm::vmstat::MemcgStat| {
-            [
-                m.events[MemcgEvent::WorkingsetActivateAnon as usize],
-                m.events[MemcgEvent::WorkingsetActivateFile as usize],
-            ]
-        };
-        if memcg != ROOT_MEM_CGROUP {
-            return get(&self.vmstat.memcg[memcg.idx()]);
-        }
-        self.vmstat
-            .memcg
-            .iter()
-            .map(get)
-            .fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
-    }
-
     /// `snapshot_refaults()`: remember the target's activations, so the
     /// next reclaim deactivates only if refaults came in since.
     pub(crate) fn snapshot_refaults(&mut self, target: Option<MemcgId>) {

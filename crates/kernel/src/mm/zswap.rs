@@ -258,6 +258,11 @@ impl<A: Arch> Kernel<A> {
 
     fn zswap_store_pages(&mut self, folio: Pfn, entry: SwpEntry, nr: u64) -> bool {
         let memcg = self.folio_memcg(folio);
+        // obj_cgroup_may_zswap() flushes a cgroup with a zswap limit first.
+        let max = self.memcg.memcgs[memcg.idx()].zswap_max;
+        if memcg != ROOT_MEM_CGROUP && max != 0 && max != crate::mm::memcontrol::PAGE_COUNTER_MAX {
+            self.mem_cgroup_flush_stats(memcg, true);
+        }
         // obj_cgroup_may_zswap(): over its memory.zswap.max the cgroup
         // first writes one of its own entries back (shrink_memcg()); the
         // store goes on only if that worked.

@@ -208,8 +208,10 @@ impl<A: Arch> Kernel<A> {
     /// `update_lru_size()` of the folio's lruvec.
     #[inline]
     pub(crate) fn update_lru_size(&mut self, memcg: MemcgId, lru: usize, nr: i64) {
-        let s = &mut self.vmstat.memcg[memcg.idx()].lru[lru];
-        *s = s.wrapping_add_signed(nr);
+        let m = &mut self.vmstat.memcg[memcg.idx()];
+        m.lru[lru] = m.lru[lru].wrapping_add_signed(nr);
+        // memcg_rstat_updated()
+        m.stats_updates += nr.unsigned_abs();
     }
 
     /// What `lruvec_add_folio()`, `lruvec_add_folio_tail()` and
