@@ -9,12 +9,13 @@
 //! flush: the LRU sizes of `inactive_is_low()`, `lru_note_cost()`'s decay
 //! threshold, `prepare_scan_control()`'s inactive-file and refault checks,
 //! and the workingset size a refault is measured against. The root's
-//! lruvec is a cgroup's too, so global reclaim reads flushed sizes as well,
-//! but of the whole machine, whose other pages (a host's page cache of
-//! gigabytes) the model does not have: the model reads the root's sizes
-//! exact, which stands closer to a machine the workload does not fill than
-//! a flushed copy of the model's pages alone would. What reclaim scans (`lruvec_lru_size()`, from the per-zone LRU sizes)
-//! and the node's own counters (`node_page_state()`) are always exact.
+//! lruvec is read the same way in the kernel, but there the root holds the
+//! whole machine, whose other pages (a host's page cache of gigabytes) the
+//! model does not have: the model reads the root's sizes exact, which
+//! stands closer to a machine the workload does not fill than a flushed
+//! copy of the model's pages alone would. What reclaim scans
+//! (`lruvec_lru_size()`, from the per-zone LRU sizes) and the node's own
+//! counters (`node_page_state()`) are always exact.
 //!
 //! Flushes happen:
 //! * every `FLUSH_TIME` (2 s) for the whole tree, by a periodic worker
@@ -48,8 +49,7 @@ use crate::Kernel;
 const FLUSH_TIME_PS: u64 = 2 * HZ * PS_PER_JIFFY;
 
 /// What `lruvec_page_state()` reads of one cgroup's lruvec: its own and
-/// its descendants' statistics (the root's: the machine's) as of the last
-/// flush that reached it.
+/// its descendants' statistics as of the last flush that reached it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FlushedStats {
     /// `NR_LRU_BASE + lru`: pages on each LRU list.
@@ -66,49 +66,35 @@ pub(crate) struct StatsFlush {
 }
 
 impl<A: Arch> Kernel<A> {
-    /// The exact statistics of `memcg`'s lruvec, its descendants' included
-    /// (the model's cgroups are children of the root).
-    fn memcg_exact_stats(&self, memcg: MemcgId) -> FlushedStats {
-        let one = |m: &crate::mm::vmstat::MemcgStat| FlushedStats {
+    /// The statistics of a cgroup's lruvec now. The model's cgroups are
+    /// children of the root, so a cgroup's own are its hierarchical ones.
+    fn memcg_current_stats(&self, memcg: MemcgId) -> FlushedStats {
+        let m = &self.vmstat.memcg[memcg.idx()];
+        FlushedStats {
             lru: m.lru,
             workingset_activate: [
                 m.events[MemcgEvent::WorkingsetActivateAnon as usize],
                 m.events[MemcgEvent::WorkingsetActivateFile as usize],
             ],
-        };
-        if memcg != ROOT_MEM_CGROUP {
-            return one(&self.vmstat.memcg[memcg.idx()]);
         }
-        let mut sum = FlushedStats::default();
-        for m in &self.vmstat.memcg {
-            let s = one(m);
-            for (a, b) in sum.lru.iter_mut().zip(s.lru) {
-                *a += b;
-            }
-            for (a, b) in sum
-                .workingset_activate
-                .iter_mut()
-                .zip(s.workingset_activate)
-            {
-                *a += b;
-            }
-        }
-        sum
     }
 
     /// `css_rstat_flush()` of `memcg`'s subtree: the root's flush reaches
-    /// every cgroup, a child's only itself (its parent, the root, sees the
-    /// child's updates at its own next flush).
+    /// every cgroup, a child's only itself. (The root's own flushed copy is
+    /// never read: see the module documentation.)
     fn memcg_rstat_flush(&mut self, memcg: MemcgId) {
-        let n = if memcg == ROOT_MEM_CGROUP {
-            self.memcg.memcgs.len()
+        let cgroups = if memcg == ROOT_MEM_CGROUP {
+            1..self.memcg.memcgs.len()
         } else {
-            1
+            memcg.idx()..memcg.idx() + 1
         };
-        for i in memcg.idx()..memcg.idx() + n {
-            let stats = self.memcg_exact_stats(MemcgId(i as u16));
+        for i in cgroups {
+            let stats = self.memcg_current_stats(MemcgId(i as u16));
             self.memcg.memcgs[i].lruvec.flushed = stats;
             self.vmstat.memcg[i].stats_updates = 0;
+        }
+        if memcg == ROOT_MEM_CGROUP {
+            self.vmstat.memcg[0].stats_updates = 0;
         }
     }
 
@@ -173,7 +159,17 @@ impl<A: Arch> Kernel<A> {
     #[inline]
     pub(crate) fn workingset_activations(&self, memcg: MemcgId) -> [u64; 2] {
         if memcg == ROOT_MEM_CGROUP {
-            return self.memcg_exact_stats(ROOT_MEM_CGROUP).workingset_activate;
+            let sum = |ev: MemcgEvent| {
+                self.vmstat
+                    .memcg
+                    .iter()
+                    .map(|m| m.events[ev as usize])
+                    .sum()
+            };
+            return [
+                sum(MemcgEvent::WorkingsetActivateAnon),
+                sum(MemcgEvent::WorkingsetActivateFile),
+            ];
         }
         self.memcg.memcgs[memcg.idx()]
             .lruvec
@@ -184,6 +180,12 @@ impl<A: Arch> Kernel<A> {
     /// `node_page_state(NR_LRU_BASE + lru)` for every list: the node's
     /// exact LRU sizes.
     pub(crate) fn node_lru_state(&self) -> [u64; NR_LRU_LISTS] {
-        self.memcg_exact_stats(ROOT_MEM_CGROUP).lru
+        let mut sum = [0; NR_LRU_LISTS];
+        for m in &self.vmstat.memcg {
+            for (s, v) in sum.iter_mut().zip(m.lru) {
+                *s += v;
+            }
+        }
+        sum
     }
 }
