@@ -29,7 +29,8 @@
 //!   every phase boundary, so the model does there too
 //!   ([`Kernel::memcg_read_stats`]);
 //! * at each zswap store of a cgroup with a `memory.zswap.max`, forced
-//!   (`obj_cgroup_may_zswap()`).
+//!   (`obj_cgroup_may_zswap()`), and when the zswap shrinker counts a
+//!   cgroup's entries with enough updates pending (`zswap_shrinker_count()`).
 //!
 //! Approximated: the pending updates are the pages moved on and off the
 //! cgroup's LRU lists (the kernel counts every statistic's update, events

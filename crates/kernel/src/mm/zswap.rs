@@ -516,6 +516,9 @@ impl<A: Arch> Kernel<A> {
         if !self.zswap.params.shrinker_enabled {
             return 0;
         }
+        // The cgroup-wide counts it reads are flushed first when enough
+        // updates are pending (mm/memcg_rstat.rs); so are its LRU sizes.
+        self.mem_cgroup_flush_stats(memcg, false);
         let (backing_bytes, stored) = if memcg == ROOT_MEM_CGROUP {
             self.vmstat.memcg[1..]
                 .iter()
