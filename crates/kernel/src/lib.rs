@@ -134,6 +134,9 @@ pub struct Config {
     /// `machine.random_seed`: the seed of the kernel's own random draws
     /// (`get_random_u32_below()`, mm/memcg_lru.rs).
     pub machine_random_seed: u64,
+    /// `machine.memcg_flush_ms`: the modelled time of the periodic memcg
+    /// statistics flush's first run (mm/memcg_rstat.rs).
+    pub machine_memcg_flush_ms: u64,
     /// Run the full invariant checker after every operation the engine
     /// performs (tests turn this on).
     pub check_invariants: bool,
@@ -196,6 +199,7 @@ impl Default for Config {
             machine_swap_write_latency_ns: knobs::MACHINE_SWAP_WRITE_LATENCY_NS.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
+            machine_memcg_flush_ms: knobs::MACHINE_MEMCG_FLUSH_MS.default.int(),
             check_invariants: false,
             swap: Vec::new(),
             series: Series::default(),
@@ -263,6 +267,7 @@ impl Config {
             }
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
+            knobs::MACHINE_MEMCG_FLUSH_MS => FieldMut::U64(&mut self.machine_memcg_flush_ms),
             _ => return self.zswap.knob_mut(knob),
         })
     }

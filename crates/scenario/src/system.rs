@@ -85,6 +85,7 @@ impl Default for System {
             machine_swap_write_latency_ns: knobs::MACHINE_SWAP_WRITE_LATENCY_NS.default.int(),
             machine_uptime_ms: knobs::MACHINE_UPTIME_MS.default.int(),
             machine_random_seed: knobs::MACHINE_RANDOM_SEED.default.int(),
+            machine_memcg_flush_ms: knobs::MACHINE_MEMCG_FLUSH_MS.default.int(),
             swap: Vec::new(),
             series: Default::default(),
             explicit: Default::default(),
@@ -146,6 +147,7 @@ impl System {
             }
             knobs::MACHINE_UPTIME_MS => FieldMut::U64(&mut self.machine_uptime_ms),
             knobs::MACHINE_RANDOM_SEED => FieldMut::U64(&mut self.machine_random_seed),
+            knobs::MACHINE_MEMCG_FLUSH_MS => FieldMut::U64(&mut self.machine_memcg_flush_ms),
             _ => return self.zswap.knob_mut(knob),
         })
     }

@@ -823,6 +823,22 @@ pub const MACHINE_RANDOM_SEED: Knob = Knob {
           shows how much the outcome depends on them",
 };
 
+pub const MACHINE_MEMCG_FLUSH_MS: Knob = Knob {
+    key: "machine.memcg_flush_ms",
+    kind: Kind::Int {
+        min: 0,
+        max: 2000,
+        what: "a time in milliseconds",
+    },
+    default: Value::Int(2000),
+    host: None,
+    doc: "when the memory cgroups' periodic statistics flush (`flush_memcg_stats_dwork()`, \
+          every 2 s) first runs, in milliseconds of the workload's modelled time from the \
+          start of the run, which begins flushed: reclaim in a cgroup reads LRU sizes as of \
+          the last flush, and a real machine's flush falls anywhere, so a sweep shows how \
+          much the outcome depends on where",
+};
+
 /// One day, in ms.
 const DAY_MS: u64 = 86_400_000;
 
@@ -882,6 +898,7 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_SWAP_WRITE_LATENCY_NS,
     MACHINE_UPTIME_MS,
     MACHINE_RANDOM_SEED,
+    MACHINE_MEMCG_FLUSH_MS,
 ];
 
 /// The PMD size in KiB: its `hugepages-<N>kB/enabled` defaults to

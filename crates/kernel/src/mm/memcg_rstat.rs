@@ -21,8 +21,10 @@
 //! * every `FLUSH_TIME` (2 s) for the whole tree, by a periodic worker
 //!   (`flush_memcg_stats_dwork()`). The model flushes when the running
 //!   task's modelled clock has passed the next period, checked where
-//!   reclaim starts a pass (`prepare_scan_control()`), and counts the
-//!   periods from the start of the run, which it begins flushed;
+//!   reclaim starts a pass (`prepare_scan_control()`). The run begins
+//!   flushed; the worker first runs `machine.memcg_flush_ms` into it (by
+//!   default a full period), since where it falls on a real machine is
+//!   chance;
 //! * when a cgroup's `memory.stat` is read and more than
 //!   `MEMCG_CHARGE_BATCH` updates per online CPU are pending
 //!   (`mem_cgroup_flush_stats()`). The native and guest engines read it at
@@ -127,12 +129,13 @@ impl<A: Arch> Kernel<A> {
         self.memcg.stats_flush.next_ps += periods * FLUSH_TIME_PS;
     }
 
-    /// The run starts just after the periodic worker's last flush: every
-    /// cgroup's statistics are flushed, and the worker runs next
-    /// `FLUSH_TIME` of the workload's time later.
+    /// The run starts flushed, and the periodic worker runs next
+    /// `machine.memcg_flush_ms` of the workload's time later (by default
+    /// `FLUSH_TIME`: the run starts just after the worker ran).
     pub fn memcg_stats_start(&mut self) {
         self.memcg_rstat_flush(ROOT_MEM_CGROUP);
-        self.memcg.stats_flush.next_ps = self.io_now() + FLUSH_TIME_PS;
+        let first = self.cfg.machine_memcg_flush_ms * (PS_PER_JIFFY * HZ / 1000);
+        self.memcg.stats_flush.next_ps = self.io_now() + first;
     }
 
     /// A read of every cgroup's `memory.stat` (not the root's), as the

@@ -1213,3 +1213,24 @@ fn the_periodic_flush_lets_limit_reclaim_see_the_file_pages() {
     assert!(every < four && four < stale, "{every} < {four} < {stale}");
     assert!(every * 4 < stale, "{every} against {stale}");
 }
+
+/// `machine.memcg_flush_ms` places the periodic flush. The read of the
+/// flushed-balance scenario runs from about 4 ms to 60 ms of the model's
+/// clock: the earlier a flush in it, the sooner reclaim sees the file
+/// pages and trims them instead of swapping; a flush after the run's end
+/// changes nothing.
+#[test]
+fn machine_memcg_flush_ms_places_the_periodic_flush() {
+    let read = |ms: &str| {
+        let r = run_with(&flushed_lru_balance(), &[("machine.memcg_flush_ms", ms)]);
+        (c(&r, "write", "pswpout"), c(&r, "read", "pswpout"))
+    };
+    let none = read("2000");
+    assert_eq!(read("1000"), none);
+    let (early, late) = (read("10"), read("40"));
+    assert_eq!((early.0, late.0), (none.0, none.0), "the write ends first");
+    assert!(
+        early.1 < late.1 && late.1 < none.1,
+        "{early:?} {late:?} {none:?}"
+    );
+}
