@@ -120,6 +120,11 @@ impl<A: Arch> Kernel<A> {
     /// `FLUSH_TIME` later. Reclaim looks before it reads the flushed
     /// sizes (`prepare_scan_control()`).
     pub(crate) fn flush_memcg_stats_dwork_due(&mut self) {
+        // Without a cgroup no flushed copy is read (the root's is exact):
+        // the clock need not be priced.
+        if self.memcg.memcgs.len() == 1 {
+            return;
+        }
         let now = self.io_now();
         if now < self.memcg.stats_flush.next_ps {
             return;
