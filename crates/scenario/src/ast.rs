@@ -128,7 +128,8 @@ pub struct System {
     pub machine_uptime_ms: u64,
     /// `machine.random_seed`: the seed of the kernel's own random draws.
     pub machine_random_seed: u64,
-    /// `machine.memcg_flush_ms`
+    /// `machine.memcg_flush_ms`: when the periodic memcg statistics flush
+    /// first runs, in ms of modelled time from the run's start.
     pub machine_memcg_flush_ms: u64,
     /// `vma_ra_enabled` (`/sys/kernel/mm/swap/vma_ra_enabled`, default
     /// true): VMA-based swap readahead when no swap area is rotational.

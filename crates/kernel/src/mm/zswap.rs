@@ -258,11 +258,6 @@ impl<A: Arch> Kernel<A> {
 
     fn zswap_store_pages(&mut self, folio: Pfn, entry: SwpEntry, nr: u64) -> bool {
         let memcg = self.folio_memcg(folio);
-        // obj_cgroup_may_zswap() flushes a cgroup with a zswap limit first.
-        let max = self.memcg.memcgs[memcg.idx()].zswap_max;
-        if memcg != ROOT_MEM_CGROUP && max != 0 && max != crate::mm::memcontrol::PAGE_COUNTER_MAX {
-            self.mem_cgroup_flush_stats(memcg, true);
-        }
         // obj_cgroup_may_zswap(): over its memory.zswap.max the cgroup
         // first writes one of its own entries back (shrink_memcg()); the
         // store goes on only if that worked.
@@ -331,8 +326,9 @@ impl<A: Arch> Kernel<A> {
 
     /// `obj_cgroup_may_zswap()`: the cgroup's compressed pages are below
     /// its `memory.zswap.max` (the root has none; cgroups are children of
-    /// the root in the model).
-    fn obj_cgroup_may_zswap(&self, memcg: MemcgId) -> bool {
+    /// the root in the model). A cgroup with a limit other than 0 has its
+    /// statistics flushed first, forced (mm/memcg_rstat.rs).
+    fn obj_cgroup_may_zswap(&mut self, memcg: MemcgId) -> bool {
         if memcg == ROOT_MEM_CGROUP {
             return true;
         }
@@ -340,7 +336,11 @@ impl<A: Arch> Kernel<A> {
         if max == crate::mm::memcontrol::PAGE_COUNTER_MAX {
             return true;
         }
-        max != 0 && self.vmstat.memcg[memcg.idx()].zswap_b / PAGE_SIZE < max
+        if max == 0 {
+            return false;
+        }
+        self.mem_cgroup_flush_stats(memcg, true);
+        self.vmstat.memcg[memcg.idx()].zswap_b / PAGE_SIZE < max
     }
 
     /// `pool_total_size` follows the pool's pages.
