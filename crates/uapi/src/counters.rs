@@ -184,6 +184,16 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("inc_max_seq", &["sim/lru_gen_inc_max_seq"]),
     kf("evict_folios", &["sim/lru_gen_evict_folios"]),
     kf("lru_gen_look_around", &["sim/lru_gen_look_around"]),
+    // The look-arounds that found the PTE young (a return probe): how
+    // much of the rmap walk's work meets referenced folios.
+    Kfunc {
+        name: "lru_gen_look_around/young",
+        event: "lru_gen_look_around_young",
+        function: "lru_gen_look_around%return",
+        fetch: "ret=$retval:u8",
+        filter: "ret != 0",
+        model: &["sim/lru_gen_look_around_young"],
+    },
     // PTE tables (mm/memory.c); upper levels and THP deposits are not in
     // it, so it is not compared with sim/pgtable_alloc.
     kf("__pte_alloc", &[]),

@@ -428,6 +428,9 @@ sim_stat! {
     /// MGLRU: `lru_gen_look_around()` calls (one per PTE, or per batch
     /// with seed 002, the rmap walk of reclaim finds).
     lru_gen_look_around => "sim/lru_gen_look_around",
+    /// MGLRU: the `lru_gen_look_around()` calls that found their PTE (or
+    /// one of their batch) young, which then reference the folio.
+    lru_gen_look_around_young => "sim/lru_gen_look_around_young",
     /// read(2) calls on /proc/PID/pagemap (`pagemap_read()`).
     pagemap_read_calls => "sim/pagemap_read_calls",
     /// pagemap walks: one mmap_read_lock round trip and `walk_page_range()`

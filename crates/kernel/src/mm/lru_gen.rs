@@ -748,6 +748,7 @@ impl<A: Arch> Kernel<A> {
         if !A::test_and_clear_young_ptes(self.pt.table_mut(tid), idx, nr, &mut self.vmstat) {
             return false;
         }
+        self.vmstat.sim.lru_gen_look_around_young += 1;
         let mut start = (addr & PMD_MASK).max(vma.vm_start);
         let mut end = (addr | !PMD_MASK).min(vma.vm_end - 1) + 1;
         if end - start == PAGE_SIZE {
