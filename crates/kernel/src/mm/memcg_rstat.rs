@@ -82,6 +82,26 @@ impl<A: Arch> Kernel<A> {
         }
     }
 
+    /// The statistics of the root's lruvec now: every cgroup's summed, as
+    /// `node_page_state()` has them for the one node.
+    fn root_current_stats(&self) -> FlushedStats {
+        let mut sum = FlushedStats::default();
+        for i in 0..self.vmstat.memcg.len() {
+            let s = self.memcg_current_stats(MemcgId(i as u16));
+            for (a, b) in sum.lru.iter_mut().zip(s.lru) {
+                *a += b;
+            }
+            for (a, b) in sum
+                .workingset_activate
+                .iter_mut()
+                .zip(s.workingset_activate)
+            {
+                *a += b;
+            }
+        }
+        sum
+    }
+
     /// `css_rstat_flush()` of `memcg`'s subtree: the root's flush reaches
     /// every cgroup, a child's only itself. (The root's own flushed copy is
     /// never read: see the module documentation.)
@@ -168,17 +188,7 @@ impl<A: Arch> Kernel<A> {
     #[inline]
     pub(crate) fn workingset_activations(&self, memcg: MemcgId) -> [u64; 2] {
         if memcg == ROOT_MEM_CGROUP {
-            let sum = |ev: MemcgEvent| {
-                self.vmstat
-                    .memcg
-                    .iter()
-                    .map(|m| m.events[ev as usize])
-                    .sum()
-            };
-            return [
-                sum(MemcgEvent::WorkingsetActivateAnon),
-                sum(MemcgEvent::WorkingsetActivateFile),
-            ];
+            return self.root_current_stats().workingset_activate;
         }
         self.memcg.memcgs[memcg.idx()]
             .lruvec
@@ -189,12 +199,6 @@ impl<A: Arch> Kernel<A> {
     /// `node_page_state(NR_LRU_BASE + lru)` for every list: the node's
     /// exact LRU sizes.
     pub(crate) fn node_lru_state(&self) -> [u64; NR_LRU_LISTS] {
-        let mut sum = [0; NR_LRU_LISTS];
-        for m in &self.vmstat.memcg {
-            for (s, v) in sum.iter_mut().zip(m.lru) {
-                *s += v;
-            }
-        }
-        sum
+        self.root_current_stats().lru
     }
 }
