@@ -317,6 +317,11 @@ needs() {
 case "${1:-list}" in
     seed001 | seed003 | seed000-counts | seed000-sweep | seed000-sweep-all | seed000-time | \
         seed002-counts | seed002-time | seed004 | calibration | calibration-check | shrinkage | speed) "$1" ;;
+    # The model against the kept guest runs of runs/guest/ (seconds).
+    global-reclaim) python3 tools/bench/global-reclaim-tables.py --foliosim "$F" \
+        6.18.35-arm64 7.1.5-x86_64 7.1.5-arm64 ;;
+    global-reclaim-mglru) python3 tools/bench/global-reclaim-tables.py --foliosim "$F" --mglru \
+        6.18.35-x86_64 6.18.35-arm64 7.1.5-x86_64 7.1.5-arm64 ;;
     corpus-time) needs "$1" "natively (root)" "sudo tools/corpus-time.sh" ;;
     pageout-vs-host) needs "$1" "natively (root)" "sudo tools/bench/pageout-vs-host.sh" ;;
     native-corpus) needs "$1" "natively (root)" \
@@ -334,6 +339,7 @@ case "${1:-list}" in
     list)
         echo "simulator: seed001 seed003 seed000-counts seed000-sweep seed000-sweep-all seed000-time"
         echo "           seed002-counts seed002-time seed004 calibration calibration-check shrinkage speed"
+        echo "kept guest runs: global-reclaim global-reclaim-mglru"
         echo "host (root): corpus-time pageout-vs-host native-corpus native-agreement native-threads"
         echo "             calibration-runs pagemap-costs"
         echo "guest (QEMU): vm-corpus"
