@@ -157,10 +157,30 @@ pub(crate) fn catalogue() -> Vec<Entry> {
             )
         };
         out.push(entry(format!("{KFUNC_PREFIX}{}", k.name), &["vm"], doc));
+        let kswapd_doc = if k.model.is_empty() {
+            format!("{what} by the machine's kswapd threads (kprobe; reported, not compared)")
+        } else {
+            let model: Vec<String> = k
+                .model
+                .iter()
+                .map(|c| format!("{KSWAPD_PREFIX}{c}"))
+                .collect();
+            format!(
+                "{what} by the machine's kswapd threads (kprobe); compared with {}",
+                model.join(" + ")
+            )
+        };
         out.push(entry(
             format!("{KSWAPD_PREFIX}{KFUNC_PREFIX}{}", k.name),
             &["vm"],
-            format!("{what} by the machine's kswapd threads (kprobe; reported, not compared)"),
+            kswapd_doc,
+        ));
+    }
+    for c in foliosim_uapi::counters::kswapd_model_counters() {
+        out.push(entry(
+            format!("{KSWAPD_PREFIX}{c}"),
+            &["sim"],
+            format!("{c} counted by the model's kswapd alone, not the workload"),
         ));
     }
     for (name, doc) in SimStat::DOCS

@@ -204,25 +204,37 @@ fn kfunc_rows(
     let (Some(sp), Some(np)) = (sp, np) else {
         return Vec::new();
     };
-    counters::KFUNCS
+    // The workload's calls, then kswapd's (`kswapd/kfunc/...` against the
+    // model's `kswapd/sim/...`).
+    let whose = ["", counters::KSWAPD_PREFIX];
+    whose
         .iter()
-        .filter(|k| !k.model.is_empty())
-        .filter_map(|k| {
+        .flat_map(|who| {
+            counters::KFUNCS
+                .iter()
+                .filter(|k| !k.model.is_empty())
+                // kswapd's own counts are the model's `sim/` ones.
+                .filter(move |k| {
+                    who.is_empty() || k.model.iter().all(|c| c.starts_with(counters::SIM_PREFIX))
+                })
+                .map(move |k| (*who, k))
+        })
+        .filter_map(|(who, k)| {
             let n = *np
                 .counters
-                .get(&format!("{}{}", counters::KFUNC_PREFIX, k.name))?;
-            let s: i64 = k.model.iter().filter_map(|c| sp.counters.get(*c)).sum();
+                .get(&format!("{who}{}{}", counters::KFUNC_PREFIX, k.name))?;
+            let model: Vec<String> = k.model.iter().map(|c| format!("{who}{c}")).collect();
+            let s: i64 = model.iter().filter_map(|c| sp.counters.get(c)).sum();
             if s == 0 && n == 0 {
                 return None;
             }
             let name = format!(
-                "{}{} = {}",
+                "{who}{}{} = {}",
                 counters::KFUNC_PREFIX,
                 k.name,
-                k.model.join(" + ")
+                model.join(" + ")
             );
-            let slack = k
-                .model
+            let slack = model
                 .iter()
                 .map(|c| expect_slack(sim, phase, c))
                 .fold(0.0, f64::max);

@@ -212,9 +212,25 @@ pub const SIM_DUP_MM: &str = "sim/dup_mm";
 /// Prefixes of the counter families.
 pub const SIM_PREFIX: &str = "sim/";
 pub const KFUNC_PREFIX: &str = "kfunc/";
-/// Prefix of the kernel-function counts of the machine's kswapd threads
-/// (a guest's), before the `kfunc/...` name: `kswapd/kfunc/...`.
+/// Prefix of the counts of the machine's kswapd threads: a guest's
+/// kernel-function counts (`kswapd/kfunc/...`) and the model's own counts
+/// of its kswapd for the same functions (`kswapd/sim/...`, see
+/// [`kswapd_model_counters`]).
 pub const KSWAPD_PREFIX: &str = "kswapd/";
+
+/// The `sim/` counters a kernel function is compared with
+/// ([`Kfunc::model`]), which the model also reports as its kswapd's own
+/// (`kswapd/sim/...`), in name order. (The one function compared with a
+/// tracepoint, `try_to_free_mem_cgroup_pages()`, kswapd never calls.)
+pub fn kswapd_model_counters() -> Vec<&'static str> {
+    let set: std::collections::BTreeSet<&'static str> = KFUNCS
+        .iter()
+        .flat_map(|k| k.model.iter().copied())
+        .filter(|c| c.starts_with(SIM_PREFIX))
+        .collect();
+    set.into_iter().collect()
+}
+
 pub const PAGEMAP_PREFIX: &str = "pagemap/";
 pub const FOLIOS_PREFIX: &str = "folios/";
 pub const MTHP_PREFIX: &str = "hugepages-";
@@ -222,7 +238,10 @@ pub const MTHP_PREFIX: &str = "hugepages-";
 /// Who can observe counter `name`.
 pub fn kind(name: &str) -> CounterKind {
     let family = name.split('/').next().unwrap_or(name);
-    if name.starts_with(SIM_PREFIX) {
+    let kswapd_sim = name
+        .strip_prefix(KSWAPD_PREFIX)
+        .is_some_and(|rest| rest.starts_with(SIM_PREFIX));
+    if name.starts_with(SIM_PREFIX) || kswapd_sim {
         CounterKind::ModelOnly
     } else if name.starts_with(MTHP_PREFIX) {
         CounterKind::SystemWide

@@ -603,6 +603,11 @@ pub fn model_counter_names() -> Vec<String> {
     names.extend(SimStat::DOCS.iter().map(|(name, _)| name.to_string()));
     names.insert(SIM_KSWAPD_CPU.0.to_string());
     names.insert(SIM_THROTTLED.0.to_string());
+    names.extend(
+        crate::counters::kswapd_model_counters()
+            .into_iter()
+            .map(|c| format!("{}{c}", crate::counters::KSWAPD_PREFIX)),
+    );
     names.insert(ZRAM_FAILED_WRITES.0.to_string());
     names.extend(LRU_NAMES.iter().map(|l| format!("nr_{l}")));
     names.insert(NR_WRITEBACK.to_string());

@@ -437,6 +437,11 @@ fn counters_lists_the_registry() {
     assert_eq!(get("sim/set_ptes")["kind"], "model-only");
     assert_eq!(get("sim/set_ptes")["engines"], serde_json::json!(["sim"]));
     assert_eq!(get("kfunc/contpte_convert")["kind"], "kernel-function");
+    assert_eq!(get("kswapd/sim/lru_gen_evict_folios")["kind"], "model-only");
+    assert_eq!(
+        get("kswapd/sim/lru_gen_evict_folios")["engines"],
+        serde_json::json!(["sim"])
+    );
     assert_eq!(get("exceptions:page_fault_user")["x86_only"], true);
     assert_eq!(get("filemap:mm_filemap_fault")["x86_only"], false);
     let t = stdout(&run(&["counters"], ""));

@@ -329,3 +329,71 @@ fn the_model_over_seeds_covers_the_kernels_order_of_visits() {
         "model {lo}..{hi}, guests {gmin}..{gmax}"
     );
 }
+
+/// kswapd's kernel-function counts in a guest (`kswapd/kfunc/...`) are held
+/// against the model's own kswapd (`kswapd/sim/...`), apart from the
+/// workload's. In the first kept 6.18.35 x86_64 MGLRU run of the mapped
+/// file's first pass, kswapd's `evict_folios()` ran 4,343 times and the
+/// workload's 17: the model's kswapd must likewise do nearly all the
+/// evicting, and the guest's side of the row is the guest's own count.
+#[test]
+fn kswapd_function_counts_are_compared_with_the_models_kswapd() {
+    let all: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            root().join("runs/guest/global-reclaim-file-mmap.mglru.6.18.35-x86_64.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("first.json");
+    let first = serde_json::json!({
+        "foliosim": all["foliosim"],
+        "reports": [all["reports"][0]],
+    });
+    std::fs::write(&kept, first.to_string()).unwrap();
+    let scen = "scenarios/guest/global-reclaim-file-mmap.toml";
+    let out = foliosim([
+        "compare".as_ref(),
+        "--runs".as_ref(),
+        kept.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        scen.as_ref(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let read1 = v["comparisons"][0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "read1")
+        .expect("phase read1");
+    let row = |name: &str| {
+        read1["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .clone()
+    };
+    let kswapd = row("kswapd/kfunc/evict_folios = kswapd/sim/lru_gen_evict_folios");
+    let workload = row("kfunc/evict_folios = sim/lru_gen_evict_folios");
+    assert_eq!(kswapd["native"], 4343, "{kswapd}");
+    assert_eq!(workload["native"], 17, "{workload}");
+    let (k, w) = (
+        kswapd["sim"].as_i64().unwrap(),
+        workload["sim"].as_i64().unwrap(),
+    );
+    assert!(
+        k > 10 * w,
+        "the model's kswapd evicts {k} times, its workload {w}"
+    );
+    // The model-only counts themselves are not rows of their own.
+    assert!(!read1["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "kswapd/sim/lru_gen_evict_folios"));
+}

@@ -376,6 +376,18 @@ impl VmStat {
         self.sim.for_each(|k, v| {
             out.insert(k.to_string(), v);
         });
+        // kswapd's own counts of the functions a guest probes in its
+        // kswapd threads (`kswapd/kfunc/...`).
+        debug_assert!(
+            !self.in_kthread,
+            "a snapshot is taken in the workload's context"
+        );
+        let kswapd = foliosim_uapi::counters::kswapd_model_counters();
+        self.kthread.sim.for_each(|k, v| {
+            if kswapd.contains(&k) {
+                out.insert(format!("{}{k}", foliosim_uapi::counters::KSWAPD_PREFIX), v);
+            }
+        });
         out.insert(
             SIM_KSWAPD_CPU.0.to_string(),
             (self.kswapd_cpu_ps + 500) / 1000,
