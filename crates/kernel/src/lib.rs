@@ -104,6 +104,9 @@ pub struct Config {
     pub machine_pcp_list: u64,
     /// Of those, the bytes on the list of the CPU kswapd runs on.
     pub machine_kswapd_pcp_list: u64,
+    /// `pcp->high` of those two lists, in pages (0: unknown).
+    pub machine_pcp_high: u64,
+    pub machine_kswapd_pcp_high: u64,
     /// Free bytes of lower zones the workload's allocations may not take.
     pub machine_lowmem_reserve: u64,
     /// `vm.min_free_kbytes`; 0: `calculate_min_free_kbytes()`.
@@ -186,6 +189,8 @@ impl Default for Config {
             machine_boot_used: knobs::MACHINE_BOOT_USED.default.int(),
             machine_pcp_list: knobs::MACHINE_PCP_LIST.default.int(),
             machine_kswapd_pcp_list: knobs::MACHINE_KSWAPD_PCP_LIST.default.int(),
+            machine_pcp_high: knobs::MACHINE_PCP_HIGH.default.int(),
+            machine_kswapd_pcp_high: knobs::MACHINE_KSWAPD_PCP_HIGH.default.int(),
             machine_lowmem_reserve: knobs::MACHINE_LOWMEM_RESERVE.default.int(),
             min_free_kbytes: knobs::MACHINE_MIN_FREE_KBYTES.default.int(),
             machine_unmovable_blocks: knobs::MACHINE_UNMOVABLE_BLOCKS.default.int(),
@@ -248,6 +253,8 @@ impl Config {
             knobs::MACHINE_BOOT_USED => FieldMut::U64(&mut self.machine_boot_used),
             knobs::MACHINE_PCP_LIST => FieldMut::U64(&mut self.machine_pcp_list),
             knobs::MACHINE_KSWAPD_PCP_LIST => FieldMut::U64(&mut self.machine_kswapd_pcp_list),
+            knobs::MACHINE_PCP_HIGH => FieldMut::U64(&mut self.machine_pcp_high),
+            knobs::MACHINE_KSWAPD_PCP_HIGH => FieldMut::U64(&mut self.machine_kswapd_pcp_high),
             knobs::MACHINE_LOWMEM_RESERVE => FieldMut::U64(&mut self.machine_lowmem_reserve),
             knobs::MACHINE_MIN_FREE_KBYTES => FieldMut::U64(&mut self.min_free_kbytes),
             knobs::MACHINE_UNMOVABLE_BLOCKS => FieldMut::U64(&mut self.machine_unmovable_blocks),

@@ -109,8 +109,9 @@ fn parse_kswapd_comm(comm: &str) -> bool {
 /// where /proc cannot say.
 pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
     use foliosim_uapi::knobs::{
-        MACHINE_BOOT_USED, MACHINE_KSWAPD_PCP_LIST, MACHINE_LOWMEM_RESERVE,
-        MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_LIST, MACHINE_UNMANAGED,
+        MACHINE_BOOT_USED, MACHINE_KSWAPD_PCP_HIGH, MACHINE_KSWAPD_PCP_LIST,
+        MACHINE_LOWMEM_RESERVE, MACHINE_MIN_FREE_KBYTES, MACHINE_PCP_HIGH, MACHINE_PCP_LIST,
+        MACHINE_UNMANAGED,
     };
     let page = foliosim_uapi::knobs::PAGE_SIZE;
     let Ok(text) = fs::read_to_string("/proc/zoneinfo") else {
@@ -139,6 +140,14 @@ pub(crate) fn machine_knobs(memory: u64, cpu: usize) -> Vec<(String, String)> {
         (
             MACHINE_KSWAPD_PCP_LIST.key.to_string(),
             (pcp_count(&text, next_cpu(cpu)) * page).to_string(),
+        ),
+        (
+            MACHINE_PCP_HIGH.key.to_string(),
+            pcp_high(&text, cpu).to_string(),
+        ),
+        (
+            MACHINE_KSWAPD_PCP_HIGH.key.to_string(),
+            pcp_high(&text, next_cpu(cpu)).to_string(),
         ),
         (
             MACHINE_LOWMEM_RESERVE.key.to_string(),
@@ -246,21 +255,33 @@ fn next_cpu(cpu: usize) -> usize {
     (cpu + 1) % n.max(1)
 }
 
-/// The pages on `cpu`'s per-CPU lists, over the zones of /proc/zoneinfo
-/// (`text`): each pageset's `count:` after its `cpu: N` line.
-fn pcp_count(text: &str, cpu: usize) -> u64 {
+/// One field of `cpu`'s pageset in each zone of /proc/zoneinfo (`text`):
+/// the `field` line (`count:`, `high:`) after its `cpu: N` line.
+fn pcp_field(text: &str, cpu: usize, field: &str) -> Vec<u64> {
     let mut this = false;
-    let mut n = 0;
+    let mut out = Vec::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();
         match (w.next(), w.next()) {
             (Some("cpu:"), Some(c)) => this = c.parse::<usize>().ok() == Some(cpu),
-            (Some("count:"), Some(v)) if this => n += v.parse::<u64>().unwrap_or(0),
+            (Some(f), Some(v)) if this && f == field => out.push(v.parse::<u64>().unwrap_or(0)),
             (Some("Node"), _) => this = false,
             _ => {}
         }
     }
-    n
+    out
+}
+
+/// The pages on `cpu`'s per-CPU lists, over the zones of /proc/zoneinfo
+/// (`text`): each pageset's `count:`.
+fn pcp_count(text: &str, cpu: usize) -> u64 {
+    pcp_field(text, cpu, "count:").iter().sum()
+}
+
+/// `pcp->high` of `cpu`'s list in the zone that allows it most (the
+/// largest zone's, which the model's one zone stands for).
+fn pcp_high(text: &str, cpu: usize) -> u64 {
+    pcp_field(text, cpu, "high:").into_iter().max().unwrap_or(0)
 }
 
 /// The free pages of the populated zones below the highest populated one
@@ -739,9 +760,6 @@ Node 0, zone  Movable
         assert_eq!(lowmem_reserve(one), 0);
     }
 
-    /// One CPU's lists: its pageset's `count:` in every zone (here CPU 1:
-    /// 7 in DMA, 250 in DMA32), not the other CPU's, nor `high:` or
-    /// `batch:` lines.
     /// The last zone's rows: its free unmovable and reclaimable blocks
     /// per order and its pageblocks of those types (a 6.18 host's file).
     #[test]
@@ -799,6 +817,10 @@ Node 0, zone      DMA           12          476            8            0       
         assert_eq!(p.free_unmovable.0, [1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0]);
     }
 
+    /// One CPU's lists: its pageset's `count:` in every zone (here CPU 1:
+    /// 7 in DMA, 250 in DMA32), not the other CPU's, nor `high:` or
+    /// `batch:` lines; its `high:` the largest of its zones' (CPU 1: 100
+    /// in DMA, 4,000 in DMA32; CPU 0 has no `high:` in DMA32).
     #[test]
     fn pcp_count_sums_one_cpus_pagesets() {
         let text = "Node 0, zone      DMA
@@ -821,6 +843,9 @@ Node 0, zone    DMA32
         assert_eq!(pcp_count(text, 1), 7 + 250);
         assert_eq!(pcp_count(text, 0), 33 + 1000);
         assert_eq!(pcp_count(text, 2), 0);
+        assert_eq!(pcp_high(text, 1), 4000);
+        assert_eq!(pcp_high(text, 0), 100);
+        assert_eq!(pcp_high(text, 2), 0);
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct System {
     /// `machine.kswapd_pcp_list`: of those, the bytes on the per-CPU page
     /// list of the CPU kswapd runs on.
     pub machine_kswapd_pcp_list: u64,
+    /// `machine.pcp_high`, `machine.kswapd_pcp_high`: those lists'
+    /// `pcp->high` in pages (0: unknown).
+    pub machine_pcp_high: u64,
+    pub machine_kswapd_pcp_high: u64,
     /// `machine.lowmem_reserve`: free bytes of lower zones the workload's
     /// allocations may not take.
     pub machine_lowmem_reserve: u64,

@@ -655,6 +655,35 @@ pub const MACHINE_KSWAPD_PCP_LIST: Knob = Knob {
           guest's",
 };
 
+pub const MACHINE_PCP_HIGH: Knob = Knob {
+    key: "machine.pcp_high",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 30,
+        what: "a page count",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "pcp->high of the workload CPU's per-CPU page list when the workload starts, in \
+          pages (the largest over the zones of /proc/zoneinfo); 0: unknown, and the list's \
+          first use sets it to the lowest it may be (high_min); a VM comparison sets the \
+          guest's",
+};
+
+pub const MACHINE_KSWAPD_PCP_HIGH: Knob = Knob {
+    key: "machine.kswapd_pcp_high",
+    kind: Kind::Int {
+        min: 0,
+        max: 1 << 30,
+        what: "a page count",
+    },
+    default: Value::Int(0),
+    host: None,
+    doc: "pcp->high of the per-CPU page list of the CPU kswapd runs on when the workload \
+          starts, in pages, as machine.pcp_high is the workload CPU's; a VM comparison \
+          sets the guest's",
+};
+
 pub const MACHINE_LOWMEM_RESERVE: Knob = Knob {
     key: "machine.lowmem_reserve",
     kind: Kind::Bytes {
@@ -887,6 +916,8 @@ pub const KNOBS: &[Knob] = &[
     MACHINE_BOOT_USED,
     MACHINE_PCP_LIST,
     MACHINE_KSWAPD_PCP_LIST,
+    MACHINE_PCP_HIGH,
+    MACHINE_KSWAPD_PCP_HIGH,
     MACHINE_LOWMEM_RESERVE,
     MACHINE_MIN_FREE_KBYTES,
     MACHINE_UNMOVABLE_BLOCKS,

@@ -231,6 +231,8 @@ pub fn adopt_machine(sc: &mut Scenario, guest: &Report) {
         knobs::MACHINE_BOOT_USED,
         knobs::MACHINE_PCP_LIST,
         knobs::MACHINE_KSWAPD_PCP_LIST,
+        knobs::MACHINE_PCP_HIGH,
+        knobs::MACHINE_KSWAPD_PCP_HIGH,
         knobs::MACHINE_LOWMEM_RESERVE,
         knobs::MACHINE_MIN_FREE_KBYTES,
         knobs::MACHINE_UNMOVABLE_BLOCKS,

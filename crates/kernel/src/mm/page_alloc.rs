@@ -249,6 +249,10 @@ pub(crate) struct FreeArea {
     /// `machine.kswapd_pcp_list`: the pages the next CPU's list (where
     /// kswapd runs) holds when the machine starts.
     boot_pcp_kswapd: u64,
+    /// `machine.pcp_high`, `machine.kswapd_pcp_high`: those two lists'
+    /// `pcp->high` at the start (0: unknown, left to the first use's
+    /// clamp to `high_min`).
+    boot_pcp_high: [u64; 2],
     /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the node, from
     /// `balance_pgdat()`'s start to its end (`set_reclaim_active()`,
     /// `clear_reclaim_active()` in mm/vmscan.rs; kswapd's own frees, made
@@ -289,12 +293,15 @@ impl FreeArea {
             below_high: false,
             boot_pcp: 0,
             boot_pcp_kswapd: 0,
+            boot_pcp_high: [0; 2],
             reclaim_active: false,
         }
     }
 
     /// Set the per-CPU lists up for `cpus` CPUs (`zone_pcp_update()`),
-    /// giving whatever they hold back first.
+    /// giving whatever they hold back first; the workload's CPU's and
+    /// kswapd's start with the pages and `pcp->high` the machine knobs
+    /// give them.
     pub(crate) fn pcp_setup(&mut self, mem: &mut MemMap, cpus: usize) {
         self.drain_all_pages(mem);
         self.pcp = vec![Pcp::default(); cpus.max(1)];
@@ -302,6 +309,9 @@ impl FreeArea {
         self.rmqueue_bulk(mem, 0, self.boot_pcp, MIGRATE_MOVABLE, false);
         if self.pcp.len() > 1 {
             self.rmqueue_bulk(mem, 1, self.boot_pcp_kswapd, MIGRATE_MOVABLE, false);
+        }
+        for (pcp, high) in self.pcp.iter_mut().zip(self.boot_pcp_high) {
+            pcp.high = high;
         }
     }
 
@@ -330,6 +340,7 @@ impl FreeArea {
         }
         self.boot_pcp = cfg.machine_pcp_list / PAGE_SIZE;
         self.boot_pcp_kswapd = cfg.machine_kswapd_pcp_list / PAGE_SIZE;
+        self.boot_pcp_high = [cfg.machine_pcp_high, cfg.machine_kswapd_pcp_high];
         self.boost_factor = cfg.watermark_boost_factor;
         // One zone: the lower zones' protected free pages are held with the
         // boot pages (__zone_watermark_ok() with the zone's lowmem_reserve
@@ -1400,6 +1411,29 @@ mod tests {
         assert_eq!(s(16_384, 320, 2), (3, 160, 1_024));
         assert_eq!(s(4_194_304, 5_120, 1), (63, 5_120, 524_288));
         assert_eq!(s(1_024, 2, 1), (1, 4, 128));
+    }
+
+    /// A list that starts with 300 pages (64 MiB zone, 2 CPUs: batch 3,
+    /// high_min 160) and a known `pcp->high` of 400 keeps a page freed to
+    /// it (`nr_pcp_high()`: 300 < 400). With the high unknown, the free's
+    /// clamp sets it to high_min, 160, the list holds more, and
+    /// `nr_pcp_free()` gives back max(free_count 1, batch 3) = 3 pages.
+    #[test]
+    fn a_boot_list_keeps_its_known_high() {
+        for (high, given_back) in [(400, 0), (0, 3)] {
+            let mut mem = MemMap::new(16384);
+            let mut area = FreeArea::new(&mem);
+            area.boot_pcp = 300;
+            area.boot_pcp_high = [high, 0];
+            area.pcp_setup(&mut mem, 2);
+            assert_eq!(area.pcp[0].count(), 300);
+            let free = area.nr_free_pages();
+            let p = area
+                .alloc_pages(&mut mem, 0, MIGRATE_MOVABLE, 0, false)
+                .expect("a page");
+            area.free_pages(&mut mem, p, 0, 0);
+            assert_eq!(area.nr_free_pages() - free, given_back, "high {high}");
+        }
     }
 
     /// A 64 MiB zone whose top `blocks` pageblocks are CMA, with the
