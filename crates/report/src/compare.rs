@@ -207,15 +207,17 @@ fn kfunc_rows(
     // The workload's calls, then kswapd's (`kswapd/kfunc/...` against the
     // model's `kswapd/sim/...`).
     let whose = ["", counters::KSWAPD_PREFIX];
+    let kswapd_counts = counters::kswapd_model_counters();
+    let kswapd_counts = &kswapd_counts;
     whose
         .iter()
         .flat_map(|who| {
             counters::KFUNCS
                 .iter()
                 .filter(|k| !k.model.is_empty())
-                // kswapd's own counts are the model's `sim/` ones.
+                // The model reports only some counts as its kswapd's own.
                 .filter(move |k| {
-                    who.is_empty() || k.model.iter().all(|c| c.starts_with(counters::SIM_PREFIX))
+                    who.is_empty() || k.model.iter().all(|c| kswapd_counts.contains(c))
                 })
                 .map(move |k| (*who, k))
         })

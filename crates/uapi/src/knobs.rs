@@ -655,13 +655,16 @@ pub const MACHINE_KSWAPD_PCP_LIST: Knob = Knob {
           guest's",
 };
 
+/// A count of pages, as the per-CPU lists' `pcp->high` knobs take.
+const PAGE_COUNT: Kind = Kind::Int {
+    min: 0,
+    max: 1 << 30,
+    what: "a page count",
+};
+
 pub const MACHINE_PCP_HIGH: Knob = Knob {
     key: "machine.pcp_high",
-    kind: Kind::Int {
-        min: 0,
-        max: 1 << 30,
-        what: "a page count",
-    },
+    kind: PAGE_COUNT,
     default: Value::Int(0),
     host: None,
     doc: "pcp->high of the workload CPU's per-CPU page list when the workload starts, in \
@@ -672,11 +675,7 @@ pub const MACHINE_PCP_HIGH: Knob = Knob {
 
 pub const MACHINE_KSWAPD_PCP_HIGH: Knob = Knob {
     key: "machine.kswapd_pcp_high",
-    kind: Kind::Int {
-        min: 0,
-        max: 1 << 30,
-        what: "a page count",
-    },
+    kind: PAGE_COUNT,
     default: Value::Int(0),
     host: None,
     doc: "pcp->high of the per-CPU page list of the CPU kswapd runs on when the workload \
